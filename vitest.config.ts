@@ -1,0 +1,13 @@
+import {defineConfig} from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
+    globalSetup: ['test/support/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Integration tests start real workerd and PostgreSQL; two cores here, so keep parallelism modest.
+    maxWorkers: 2,
+    fileParallelism: true,
+  },
+})
