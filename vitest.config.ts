@@ -9,5 +9,8 @@ export default defineConfig({
     // Integration tests start real workerd and PostgreSQL; two cores here, so keep parallelism modest.
     maxWorkers: 2,
     fileParallelism: true,
+    // CI reads the JSON counts to print "N passed, N failed".
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: {json: 'test-results.json'},
   },
 })

@@ -1,0 +1,97 @@
+// Shared plumbing for every command: config layering, opening the store (refusing a mismatched
+// schema), JSON vs text output, and turning errors into one line plus a documented exit code.
+import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
+import {loadConfig, type LoadedConfig} from '../config/load.js'
+import type {Settings} from '../config/schema.js'
+import {KitError} from '../errors.js'
+import {ExitCode, exitCodeFor} from './exit-codes.js'
+import {openStore, type Store} from '../store/index.js'
+
+export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
+
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override baseFlags = {
+    'data-dir': Flags.string({
+      helpGroup: 'GLOBAL',
+      description: 'Data directory (store, artifacts, local state). Env: EDGEWORKERS_DATA_DIR.',
+    }),
+    config: Flags.string({
+      helpGroup: 'GLOBAL',
+      description: 'Config file (TOML, or JSON when it ends in .json). Env: EDGEWORKERS_CONFIG. Default: <data-dir>/edgeworkers.toml.',
+    }),
+  }
+
+  protected flags!: BaseFlags<T>
+  private loaded?: LoadedConfig
+  private openedStore?: Store
+
+  override async init(): Promise<void> {
+    await super.init()
+    const {flags} = await this.parse({
+      flags: this.ctor.flags,
+      baseFlags: (this.ctor as typeof BaseCommand).baseFlags,
+      args: this.ctor.args,
+      strict: this.ctor.strict,
+    })
+    this.flags = flags as BaseFlags<T>
+  }
+
+  /** Dotted setting path → flag value, for commands whose flags override settings. */
+  protected settingOverrides(): Record<string, unknown> {
+    return {}
+  }
+
+  protected loadSettings(): LoadedConfig {
+    this.loaded ??= loadConfig({
+      flags: {data_dir: this.flags['data-dir'], ...this.settingOverrides()},
+      configPath: this.flags.config,
+    })
+    return this.loaded
+  }
+
+  protected get settings(): Settings {
+    return this.loadSettings().settings
+  }
+
+  /** Opens the configured store; refuses to continue unless its schema matches this build. */
+  protected async store(options: {requireCurrentSchema?: boolean} = {}): Promise<Store> {
+    if (this.openedStore) return this.openedStore
+    const store = await openStore(this.settings)
+    if (options.requireCurrentSchema ?? true) {
+      const status = await store.schemaStatus()
+      if (!status.matches) {
+        await store.close()
+        throw new KitError('schema_mismatch', `store schema does not match this build (${status.difference}); run \`edgeworkers db migrate\``)
+      }
+    }
+    this.openedStore = store
+    return store
+  }
+
+  /** Prints a typed result: JSON when --json was given, else the text the command renders. */
+  protected emit(result: unknown, text: () => string): void {
+    if ((this.flags as {json?: boolean}).json) this.log(JSON.stringify(result, null, 2))
+    else this.log(text())
+  }
+
+  protected override async finally(error: Error | undefined): Promise<unknown> {
+    await this.openedStore?.close().catch(() => {})
+    return super.finally(error)
+  }
+
+  protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
+    if (error instanceof KitError) {
+      this.logToStderr(`error: ${error.message}`)
+      return this.exit(exitCodeFor[error.code])
+    }
+    if (error instanceof Errors.ExitError) throw error
+    // oclif's own parse errors (unknown flag, missing arg, bad option) are usage errors.
+    if (error instanceof Errors.CLIError && (error.oclif?.exit === 2 || error.name.endsWith('Error'))) {
+      this.logToStderr(`error: ${error.message.split('\n')[0]}`)
+      return this.exit(error.oclif?.exit === undefined || error.oclif.exit === 2 ? ExitCode.usage : error.oclif.exit)
+    }
+    this.logToStderr(`error: ${error.message}`)
+    if (process.env.EDGEWORKERS_DEBUG) this.logToStderr(error.stack ?? '')
+    return this.exit(ExitCode.internal)
+  }
+}

@@ -1,0 +1,36 @@
+// The documented exit codes (README "Exit codes"). Commands never pick a number themselves.
+import type {KitErrorCode} from '../errors.js'
+
+export const ExitCode = {
+  ok: 0,
+  internal: 1,
+  usage: 2,
+  configInvalid: 3,
+  storeUnavailable: 4,
+  notFound: 5,
+  refused: 6,
+  pending: 7,
+  failed: 8,
+  uncertain: 9,
+  hostUnreachable: 10,
+  passSkipped: 11,
+  laneError: 12,
+} as const
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode]
+
+export const exitCodeFor: Record<KitErrorCode, ExitCode> = {
+  usage: ExitCode.usage,
+  config_invalid: ExitCode.configInvalid,
+  store_unavailable: ExitCode.storeUnavailable,
+  schema_mismatch: ExitCode.storeUnavailable,
+  not_found: ExitCode.notFound,
+  conflict: ExitCode.refused,
+  gate_closed: ExitCode.refused,
+  unpaired: ExitCode.refused,
+  pending: ExitCode.pending,
+  failed: ExitCode.failed,
+  uncertain: ExitCode.uncertain,
+  host_unreachable: ExitCode.hostUnreachable,
+  host_error: ExitCode.hostUnreachable,
+  internal: ExitCode.internal,
+}

@@ -1,0 +1,27 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {envNameFor} from '../../config/load.js'
+
+export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
+  static override description = 'Print the effective configuration and where each value came from (flag, env, file or default).'
+  static override examples = [
+    '<%= config.bin %> config show',
+    '<%= config.bin %> config show --json',
+    'EDGEWORKERS_RECOVERY__BATCH_SIZE=20 <%= config.bin %> config show',
+  ]
+  static override flags = {
+    json: Flags.boolean({description: 'Print {settings, sources, configFile} as JSON.'}),
+  }
+
+  async run(): Promise<void> {
+    const {settings, sources, configFile} = this.loadSettings()
+    this.emit({settings, sources, configFile}, () => {
+      const lines = [`# config file: ${configFile ?? '(none; defaults and environment only)'}`]
+      for (const [dotted, source] of Object.entries(sources)) {
+        const value = dotted.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], settings)
+        lines.push(`${dotted} = ${JSON.stringify(value)}  # ${source}${source === 'env' ? ` (${envNameFor(dotted)})` : ''}`)
+      }
+      return lines.join('\n')
+    })
+  }
+}

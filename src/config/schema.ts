@@ -1,0 +1,140 @@
+// Every tunable of the kit. Defaults are the reference system's code constants; keys are snake_case
+// as they appear in the TOML file, and the env override of `section.key` is
+// EDGEWORKERS_SECTION__KEY (see ./load.ts). Unknown keys are rejected at every level.
+import {z} from 'zod'
+
+const seconds = (def: number, min = 1, max = 86_400) => z.number().int().min(min).max(max).default(def)
+const count = (def: number, min = 1, max = 100_000) => z.number().int().min(min).max(max).default(def)
+const listenAddress = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free port)')
+
+export const settingsSchema = z.strictObject({
+  /** Holds the embedded store, the artifact store and local state. Resolved by ./load.ts. */
+  data_dir: z.string().min(1).default(''),
+  log_level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'),
+
+  store: z
+    .strictObject({
+      /** A file path, `sqlite:<path>`, or `postgres://…`. Empty = `<data_dir>/edgeworkers.sqlite`. */
+      url: z.string().default(''),
+      sqlite_busy_timeout_ms: count(5_000, 0, 600_000),
+      /** FULL makes every commit durable (fsync); NORMAL trades the last commits on power loss for speed. */
+      sqlite_synchronous: z.enum(['full', 'normal']).default('full'),
+      postgres_pool_max: count(10, 1, 500),
+      connect_timeout_ms: count(5_000, 100, 120_000),
+    })
+    .prefault({}),
+
+  deploy: z
+    .strictObject({
+      lease_seconds: seconds(90),
+      readiness_deadline_seconds: seconds(600),
+      readiness_probe_timeout_seconds: seconds(40),
+      readiness_probe_interval_ms: count(500, 10, 60_000),
+      project_archive_max_bytes: count(2 * 1024 * 1024, 1, 64 * 1024 * 1024),
+      bundle_max_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
+    })
+    .prefault({}),
+
+  recovery: z
+    .strictObject({
+      dispatch_grace_seconds: seconds(300),
+      /** Reference batch 50, clamped to 1–100. */
+      batch_size: count(50, 1, 100),
+      /** Compare-and-set cooldown stamped at claim; reference 15 s, clamped to 1–300. */
+      cooldown_seconds: seconds(15, 1, 300),
+    })
+    .prefault({}),
+
+  deferred: z
+    .strictObject({
+      cooldown_seconds: seconds(15, 1, 300),
+    })
+    .prefault({}),
+
+  artifact_cleanup: z
+    .strictObject({
+      grace_seconds: seconds(900),
+      lease_seconds: seconds(300),
+      batch_size: count(100, 1, 1_000),
+    })
+    .prefault({}),
+
+  control_audit: z
+    .strictObject({
+      request_grace_seconds: seconds(300),
+      lease_seconds: seconds(120),
+      batch_size: count(50, 1, 1_000),
+    })
+    .prefault({}),
+
+  host_reconcile: z
+    .strictObject({
+      interval_seconds: seconds(15),
+      pass_timeout_seconds: seconds(20),
+      new_retirement_budget_seconds: seconds(10),
+      stuck_threshold_seconds: seconds(300),
+      upload_grace_seconds: seconds(900),
+      lockdown_budget_seconds: seconds(8),
+      lockdown_retry_delay_ms: count(500, 10, 60_000),
+      listing_max_pages: count(100, 1, 10_000),
+    })
+    .prefault({}),
+
+  reconcile: z
+    .strictObject({
+      /** `reconcile --watch` cadence; the reference loop sleeps 60 s between rounds. */
+      watch_interval_seconds: seconds(60, 1, 3_600),
+      lane_budget_seconds: seconds(60, 1, 3_600),
+    })
+    .prefault({}),
+
+  backoff: z
+    .strictObject({
+      /** Delay before attempt n+1 is ladder[min(n, len-1)] seconds, ± jitter. */
+      ladder_seconds: z.array(z.number().int().min(0).max(86_400)).min(1).default([5, 15, 30, 60, 120, 300, 600, 1_800, 3_600]),
+      jitter_ratio: z.number().min(0).max(1).default(0.2),
+      max_attempts: count(12, 1, 1_000),
+    })
+    .prefault({}),
+
+  provider: z
+    .strictObject({
+      kind: z.enum(['onprem']).default('onprem'),
+      /** The kit scope (`onprem:<12 hex>`) this runner works for; empty = the store's only pairing. */
+      scope: z
+        .string()
+        .regex(/^(onprem:[0-9a-f]{12})?$/, 'must be onprem:<12 hex> or empty')
+        .default(''),
+      connect_timeout_ms: count(5_000, 100, 120_000),
+      read_timeout_ms: count(30_000, 100, 600_000),
+    })
+    .prefault({}),
+
+  fence: z
+    .strictObject({
+      default_ttl_seconds: seconds(3_600, 10, 7 * 86_400),
+      max_ttl_seconds: seconds(24 * 3_600, 10, 7 * 86_400),
+    })
+    .prefault({}),
+
+  host: z
+    .strictObject({
+      listen: listenAddress.default('127.0.0.1:8787'),
+      admin_listen: listenAddress.default('127.0.0.1:8788'),
+      base_domain: z
+        .string()
+        .regex(/^[a-z0-9.-]+$/, 'must be a DNS name')
+        .default('workers.localhost'),
+      shards: count(4, 1, 256),
+      max_scripts_per_shard: count(500, 1, 10_000),
+      /** Deploys arriving within this window share one shard restart. */
+      coalesce_window_ms: count(50, 0, 10_000),
+      signature_window_seconds: seconds(300, 5, 3_600),
+      script_listing_page_size: count(1_000, 1, 1_000),
+    })
+    .prefault({}),
+})
+
+export type Settings = z.infer<typeof settingsSchema>

@@ -1,0 +1,32 @@
+// What every lane and command of the engine runs with. Built once per process by the CLI (or a
+// test); the engine never reads flags, env or files itself.
+import os from 'node:os'
+import {randomUUID} from 'node:crypto'
+import type {ArtifactStore} from '../artifacts/store.js'
+import type {Settings} from '../config/schema.js'
+import type {Store} from '../store/index.js'
+import type {ProviderResolution} from './provider.js'
+
+/** Structured logging, satisfied by pino; the engine logs the reference's lines verbatim as `msg`. */
+export interface EngineLogger {
+  debug(fields: object, message: string): void
+  info(fields: object, message: string): void
+  warn(fields: object, message: string): void
+  error(fields: object, message: string): void
+}
+
+export interface Engine {
+  store: Store
+  artifacts: ArtifactStore
+  settings: Settings
+  log: EngineLogger
+  /** Lease owner written on every row this process leases: host, pid and a random suffix. */
+  owner: string
+  resolveProvider(): Promise<ProviderResolution>
+}
+
+export function runnerIdentity(): string {
+  return `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+}
+
+export const silentLogger: EngineLogger = {debug() {}, info() {}, warn() {}, error() {}}

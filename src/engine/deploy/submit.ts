@@ -1,0 +1,103 @@
+// Turning a project directory into a committed version. Artifact-cleanup intents are recorded
+// before any artifact is written, so a submission that dies half-way leaves intents that clean up
+// after it; the version commit adopts (cancels) them in the same transaction.
+import {KitError} from '../../errors.js'
+import {newId, scriptNameFor, type VersionRow, type WorkerRow} from '../../store/index.js'
+import type {ArtifactKind} from '../../artifacts/store.js'
+import {artifactKeyFor} from '../../artifacts/store.js'
+import type {Engine} from '../context.js'
+import {faultPoint} from '../faults.js'
+import {buildVersion, type BuiltVersion} from '../project/build.js'
+
+export interface SubmitResult {
+  worker: WorkerRow
+  version: VersionRow
+  /** true: this Worker already had a version with the same release generation; nothing was written. */
+  reused: boolean
+}
+
+export function cleanupDedupeKey(artifactId: string): string {
+  return `artifact-cleanup:${artifactId}`
+}
+
+export async function submitVersion(engine: Engine, input: {projectDir: string; departmentId: string; scope: string}): Promise<SubmitResult> {
+  const {store} = engine
+  const department = await store.tenants.getDepartment(input.departmentId)
+  if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${input.departmentId} not found`)
+
+  const built = await buildVersion(input.projectDir, engine.settings.deploy)
+  const existingWorker = await store.deployments.workerOfDepartment(department.id)
+  if (existingWorker?.status === 'retired') {
+    throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')
+  }
+  if (existingWorker) {
+    const same = await store.deployments.findVersionByGeneration(existingWorker.id, built.releaseGeneration)
+    if (same) return {worker: existingWorker, version: same, reused: true}
+  }
+
+  const versionId = newId()
+  const artifacts: Array<{kind: ArtifactKind; bytes: Buffer; digest: string}> = [
+    {kind: 'project', bytes: built.projectArchive, digest: built.digests.projectDigest},
+    {kind: 'bundle', bytes: built.bundle, digest: built.digests.bundleDigest},
+  ]
+  const intentKeys = artifacts.map((artifact) => cleanupDedupeKey(`${versionId}:${artifact.kind}`))
+  const graceMs = engine.settings.artifact_cleanup.grace_seconds * 1000
+  for (const [index, artifact] of artifacts.entries()) {
+    await store.outbox.enqueue({
+      operation: 'artifact_cleanup',
+      dedupe_key: intentKeys[index]!,
+      dispatch_namespace: input.scope,
+      company_id: department.company_id,
+      department_id: department.id,
+      worker_id: existingWorker?.id ?? null,
+      version_id: versionId,
+      payload: {kind: artifact.kind, object_key: artifactKeyFor(artifact.kind, artifact.digest), digest: artifact.digest},
+      next_attempt_at: store.clock.now() + graceMs,
+    })
+  }
+  faultPoint('submit.after_intents')
+
+  try {
+    for (const artifact of artifacts) await engine.artifacts.put(artifact.kind, artifact.bytes)
+    faultPoint('submit.after_artifacts')
+    const workerId = existingWorker?.id ?? newId()
+    const worker: WorkerRow = existingWorker ?? {
+      id: workerId,
+      company_id: department.company_id,
+      department_id: department.id,
+      script_name: scriptNameFor(department.company_id, department.id),
+      status: 'new',
+      current_version_id: null,
+      serving_scope: null,
+      base_revision: 0,
+      created_at: store.clock.now(),
+      updated_at: store.clock.now(),
+      retired_at: null,
+    }
+    const version = await store.deployments.commitVersion({
+      worker,
+      createWorker: !existingWorker,
+      version: versionInputOf(versionId, workerId, built),
+      intentDedupeKeys: intentKeys,
+    })
+    return {worker: (await store.workers.get(workerId)) ?? worker, version, reused: false}
+  } catch (error) {
+    await store.deployments.makeIntentsDue(intentKeys).catch(() => 0)
+    throw error
+  }
+}
+
+function versionInputOf(id: string, workerId: string, built: BuiltVersion) {
+  return {
+    id,
+    worker_id: workerId,
+    release_generation: built.releaseGeneration,
+    builder_policy: built.manifest.builderPolicy,
+    project_artifact_key: artifactKeyFor('project', built.digests.projectDigest),
+    project_digest: built.digests.projectDigest,
+    bundle_artifact_key: artifactKeyFor('bundle', built.digests.bundleDigest),
+    bundle_digest: built.digests.bundleDigest,
+    manifest: built.manifest as never,
+    receipt: built.receipt as never,
+  }
+}

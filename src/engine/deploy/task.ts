@@ -1,0 +1,267 @@
+// The deploy task: one outbox row taken from `pending` to a terminal state, stage by stage as the
+// reference's 部署任務 describes (revalidate → provider → execution gate → lease → snapshot →
+// integrity → deploying → legacy-secret purge → upload → read back → readiness gate → settle).
+// Every durable step is fenced by the lease token; a runner killed at any line leaves a row that a
+// later pass resumes (reconcile mode for a `deploying` version) without downgrading anything.
+import {deterministicId} from '../../store/index.js'
+import type {OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
+import {ProviderError, type EdgeProvider, type ScriptDetails} from '../../provider/types.js'
+import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
+import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js'
+import type {VersionDigests} from '../project/version-digests.js'
+import {moduleTupleOf, type WorkerManifest} from '../project/manifest.js'
+import {sha256Hex} from '../../canonical-json.js'
+import type {Engine} from '../context.js'
+import {faultPoint} from '../faults.js'
+import {executionGate} from '../gates.js'
+
+export interface DeployTaskArgs {
+  outboxId: string
+  companyId: string
+  departmentId: string
+  /** The dispatch that carries this run (for logs); in-process runs use the outbox id. */
+  messageId: string
+}
+
+export type DeployStage =
+  | 'lease'
+  | 'snapshot'
+  | 'integrity'
+  | 'deploying'
+  | 'purge'
+  | 'upload'
+  | 'readback'
+  | 'readiness'
+  | 'settle'
+
+export type DeployTaskResult =
+  | {outcome: 'completed'; versionId: string; releaseGeneration: string; scriptName: string; reconciled: boolean}
+  | {outcome: 'failed' | 'uncertain'; code: string; message: string}
+  | {outcome: 'retry'; code: string; message: string; exhausted: boolean}
+  /** DeploymentRetryLater: the execution gate is closed; the row was not touched. */
+  | {outcome: 'retry_later'; message: string}
+  | {outcome: 'skipped'; disposition: 'terminal' | 'inflight' | 'not_due' | 'wrong_scope' | 'missing'}
+  | {outcome: 'lease_lost'}
+
+export interface DeployTaskOptions {
+  onStage?: (stage: DeployStage) => void
+}
+
+const TAGS = ['edgeworkers-kit']
+
+export async function runDeployTask(engine: Engine, args: DeployTaskArgs, options: DeployTaskOptions = {}): Promise<DeployTaskResult> {
+  for (const [name, value] of Object.entries(args)) {
+    if (typeof value !== 'string' || value.trim() === '') throw new TypeError(`deploy task argument ${name} must be a non-empty string`)
+  }
+  const stage = options.onStage ?? (() => {})
+  const {store, settings, log} = engine
+
+  const resolution = await engine.resolveProvider()
+  const gate = await executionGate(engine, resolution)
+  if (gate.closed) return {outcome: 'retry_later', message: gate.message}
+
+  stage('lease')
+  // An invalid provider has no scope of its own: lease under the row's, to settle it as the reference says.
+  const scope = gate.scope || ((await store.outbox.get(args.outboxId))?.dispatch_namespace ?? '')
+  const lease = await store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: settings.deploy.lease_seconds})
+  if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
+  const token = lease.row.lease_token!
+  faultPoint('deploy.after_lease')
+
+  stage('snapshot')
+  const snapshot = await store.deployments.snapshot(args.outboxId, token)
+  if (!snapshot) return {outcome: 'lease_lost'}
+  const {worker, version, current} = snapshot
+  const reconcileMode = version?.state === 'deploying'
+  const ids = {outboxId: args.outboxId, leaseToken: token, workerId: worker?.id ?? null, versionId: version?.id ?? null}
+  const finish = async (status: 'failed' | 'uncertain', code: string, message: string): Promise<DeployTaskResult> => {
+    stage('settle')
+    const settled = await store.deployments.finish({...ids, status, errorCode: code, error: message})
+    if (!settled) return {outcome: 'lease_lost'}
+    log[status === 'failed' ? 'error' : 'warn']({outboxId: args.outboxId, code}, `Edge Worker deployment ${status}: ${message}`)
+    return {outcome: status, code, message}
+  }
+  const retry = async (code: string, message: string, keepDeploying: boolean): Promise<DeployTaskResult> => {
+    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, keepDeploying})
+    if (outcome === 'lease_lost') return {outcome: 'lease_lost'}
+    log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
+    return {outcome: 'retry', code, message, exhausted: outcome === 'failed'}
+  }
+
+  if (resolution.status !== 'ready') {
+    return finish(reconcileMode ? 'uncertain' : 'failed', resolution.code, resolution.message)
+  }
+  const provider = resolution.provider
+  if (!worker) return finish('failed', 'worker_deleted', 'the Worker row no longer exists')
+  if (!version || version.worker_id !== worker.id) return finish('failed', 'version_missing', 'the version row no longer exists')
+  if (worker.company_id !== args.companyId || worker.department_id !== args.departmentId) {
+    return finish('failed', 'deployment_arguments_mismatch', 'the task arguments do not match the Worker row')
+  }
+
+  stage('integrity')
+  const verified = await verifyStoredVersion(engine.artifacts, storedVersionOf(version), settings.deploy)
+  if (!verified.ok) return finish('failed', verified.code, verified.reason)
+
+  let uploaded: ScriptDetails | null = null
+  if (reconcileMode) {
+    // GET-only first: a previous attempt may have uploaded before it died.
+    try {
+      uploaded = await readBack(provider, worker, verified)
+    } catch (error) {
+      if (error instanceof ProviderError) return retry(error.code, error.message, true)
+      throw error
+    }
+    if (uploaded) log.info({outboxId: args.outboxId}, 'Edge Worker deployment reconciled: the host already serves this release')
+  } else {
+    stage('deploying')
+    if (!(await store.deployments.beginDeploying({...ids, workerId: worker.id, versionId: version.id}))) return {outcome: 'lease_lost'}
+    faultPoint('deploy.after_commit_deploying')
+  }
+
+  if (!uploaded) {
+    stage('purge')
+    const purge = await purgeLegacySecrets(engine, provider, {worker, version, current, outbox: snapshot.outbox})
+    if (purge) return finish('failed', purge.code, purge.message)
+
+    stage('upload')
+    try {
+      await provider.uploadScript(uploadInputOf(worker, version, verified))
+      faultPoint('deploy.after_upload')
+    } catch (error) {
+      if (!(error instanceof ProviderError)) throw error
+      if (error.kind === 'terminal') return finish('failed', error.code, error.message)
+      if (error.kind === 'fenced') return retry('edge_host_fenced', error.message, false)
+      if (error.kind === 'retryable') return retry(error.code, error.message, false)
+      // Ambiguous: the upload may have landed. Reading back decides.
+      log.warn({outboxId: args.outboxId, code: error.code}, 'Edge Worker upload outcome unknown; reading back')
+    }
+
+    stage('readback')
+    try {
+      uploaded = await readBack(provider, worker, verified)
+    } catch (error) {
+      if (error instanceof ProviderError) return retry(error.code, error.message, true)
+      throw error
+    }
+    if (!uploaded) return retry('edge_host_readback_mismatch', 'the host does not hold the uploaded release after the upload', false)
+    faultPoint('deploy.after_readback')
+  }
+
+  stage('readiness')
+  const ready = await readinessGate(engine, provider, {outboxId: args.outboxId, token, scriptName: worker.script_name, releaseGeneration: version.release_generation})
+  if (ready === 'lease_lost') return {outcome: 'lease_lost'}
+  if (ready === 'timeout') {
+    return finish('uncertain', 'worker_readiness_timeout', `release ${version.release_generation} did not answer the readiness probe within ${settings.deploy.readiness_deadline_seconds}s`)
+  }
+
+  stage('settle')
+  faultPoint('deploy.before_settle')
+  const completed = await store.deployments.complete({...ids, workerId: worker.id, versionId: version.id, scope: provider.scope})
+  if (!completed) return {outcome: 'lease_lost'}
+  log.info({outboxId: args.outboxId, scriptName: worker.script_name, releaseGeneration: version.release_generation}, 'Edge Worker deployment completed')
+  return {outcome: 'completed', versionId: version.id, releaseGeneration: version.release_generation, scriptName: worker.script_name, reconciled: reconcileMode}
+}
+
+/** The host's copy of the script when it is exactly this release (generation and module digests), else null. */
+async function readBack(provider: EdgeProvider, worker: WorkerRow, verified: VerifiedVersion): Promise<ScriptDetails | null> {
+  const details = await provider.getScript(worker.script_name)
+  if (!details || details.releaseGeneration !== verified.receipt.releaseGeneration) return null
+  for (const module of verified.bundle.modules) {
+    if (details.moduleDigests[module.name] !== sha256Hex(module.content)) return null
+  }
+  return details
+}
+
+/**
+ * Polls the readiness probe for the uploaded release generation until the deadline. Each probe is
+ * bounded (probe timeout, or what is left of the deadline); the lease is revalidated before and after
+ * each probe so a runner that lost the row stops at once. A probe that throws counts as not ready.
+ */
+async function readinessGate(
+  engine: Engine,
+  provider: EdgeProvider,
+  target: {outboxId: string; token: string; scriptName: string; releaseGeneration: string},
+): Promise<'ready' | 'timeout' | 'lease_lost'> {
+  const {deploy} = engine.settings
+  const deadline = Date.now() + deploy.readiness_deadline_seconds * 1000
+  const renew = () => engine.store.outbox.renewLease(target.outboxId, target.token, {leaseSeconds: deploy.lease_seconds})
+  while (Date.now() < deadline) {
+    if (!(await renew())) return 'lease_lost'
+    const budget = Math.min(deploy.readiness_probe_timeout_seconds * 1000, deadline - Date.now())
+    const ready = await provider.probeReadiness(target.scriptName, target.releaseGeneration, AbortSignal.timeout(Math.max(1, budget))).catch(() => false)
+    if (!(await renew())) return 'lease_lost'
+    if (ready) return 'ready'
+    await sleep(Math.min(deploy.readiness_probe_interval_ms, Math.max(0, deadline - Date.now())))
+  }
+  return 'timeout'
+}
+
+/**
+ * A release built before v2.6 has no Worker secrets, so it must not inherit the ones the deployed
+ * v2.6+ release may hold: purge them first and record it. null = nothing to do or done.
+ */
+async function purgeLegacySecrets(
+  engine: Engine,
+  provider: EdgeProvider,
+  rows: {worker: WorkerRow; version: VersionRow; current: VersionRow | undefined; outbox: OutboxRow},
+): Promise<{code: string; message: string} | null> {
+  const deployed = rows.current && rows.current.id !== rows.version.id && rows.current.state === 'deployed' ? rows.current : undefined
+  if (!legacySecretPurgeBeforeDeploy(rows.version.builder_policy, deployed?.builder_policy ?? null)) return null
+  try {
+    await provider.purgeSecrets(rows.worker.script_name)
+  } catch (error) {
+    if (!(error instanceof ProviderError)) throw error
+    return error.kind === 'terminal'
+      ? {code: 'artifact_integrity_failed', message: `secrets purge before a legacy deploy was not confirmed: ${error.message}`}
+      : {code: 'deployment_internal_error', message: `secrets purge before a legacy deploy failed: ${error.message}`}
+  }
+  const facts = {fromReleaseGeneration: deployed!.release_generation, toReleaseGeneration: rows.version.release_generation, scriptName: rows.worker.script_name}
+  await engine.store.audit.append({
+    id: deterministicId('secrets.purged_before_legacy_deploy', rows.outbox.id),
+    action: 'secrets.purged_before_legacy_deploy',
+    resource_type: 'edge_worker',
+    resource_id: rows.worker.id,
+    actor_type: 'system',
+    actor_id: '',
+    auth_method: 'system',
+    result: 'success',
+    digest: sha256Hex(JSON.stringify(facts)),
+    facts,
+  })
+  return null
+}
+
+function storedVersionOf(version: VersionRow) {
+  const receipt = version.receipt as Partial<VersionDigests>
+  const manifest = version.manifest as unknown as WorkerManifest
+  let moduleTuple: string[] = []
+  try {
+    moduleTuple = moduleTupleOf(manifest)
+  } catch {
+    // A manifest too broken to list modules fails the manifest check inside verification.
+  }
+  return {
+    manifest: version.manifest,
+    receipt: version.receipt,
+    moduleTuple,
+    digests: {...(receipt as VersionDigests), projectDigest: version.project_digest, bundleDigest: version.bundle_digest},
+    releaseGeneration: version.release_generation,
+    projectKey: version.project_artifact_key,
+    bundleKey: version.bundle_artifact_key,
+  }
+}
+
+function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: VerifiedVersion) {
+  return {
+    scriptName: worker.script_name,
+    mainModule: verified.bundle.mainModule,
+    compatibilityDate: verified.bundle.compatibilityDate,
+    releaseGeneration: version.release_generation,
+    builderPolicy: version.builder_policy,
+    modules: verified.bundle.modules.map((module) => ({name: module.name, content: module.content})),
+    durableObjects: verified.bundle.durableObjects,
+    tags: TAGS,
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

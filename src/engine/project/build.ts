@@ -1,0 +1,67 @@
+// Builds a version from a Worker project directory: the project archive, the bundle, the SBOM,
+// the seven digests, the build receipt and the release generation. Pure with respect to the
+// kit's state: it reads the project and writes nothing (the caller records cleanup intents, then
+// stores the artifacts).
+import type {Settings} from '../../config/schema.js'
+import {overLimitMessage} from '../../artifacts/size.js'
+import {KitError} from '../../errors.js'
+import {createProjectArchive} from './archive.js'
+import {encodeBundle} from './bundle.js'
+import {loadWorkerProject, moduleTupleOf, type WorkerLock, type WorkerManifest} from './manifest.js'
+import {buildReceiptOf, type BuildReceipt} from './receipt.js'
+import {artifactDigestsOf, contentDigestsOf, sbomOf, type Sbom, type VersionDigests} from './version-digests.js'
+
+/** The artifact size limits, as configured under `[deploy]`. */
+export type ArtifactLimits = Pick<Settings['deploy'], 'project_archive_max_bytes' | 'bundle_max_bytes'>
+
+export interface BuiltVersion {
+  manifest: WorkerManifest
+  lock: WorkerLock | null
+  /** Module names in bundle order: main first, then the rest sorted. */
+  moduleTuple: string[]
+  projectArchive: Buffer
+  bundle: Buffer
+  sbom: Sbom
+  digests: VersionDigests
+  receipt: BuildReceipt
+  releaseGeneration: string
+}
+
+export async function buildVersion(projectDir: string, limits: ArtifactLimits): Promise<BuiltVersion> {
+  const project = await loadWorkerProject(projectDir)
+  const {manifest, lock} = project
+  const projectArchive = createProjectArchive(project.files)
+  const bundle = encodeBundle(manifest, project.modules)
+  const oversize = oversizeArtifactMessage(projectArchive, bundle, limits)
+  if (oversize) throw new KitError('usage', oversize)
+
+  const sbom = sbomOf(
+    manifest,
+    lock,
+    project.modules.map((file) => ({name: file.path, content: file.bytes})),
+  )
+  const digests: VersionDigests = {...artifactDigestsOf(projectArchive, bundle), ...contentDigestsOf(manifest, lock, sbom)}
+  const receipt = buildReceiptOf(manifest, digests, sbom)
+  return {
+    manifest,
+    lock,
+    moduleTuple: moduleTupleOf(manifest),
+    projectArchive,
+    bundle,
+    sbom,
+    digests,
+    receipt,
+    releaseGeneration: receipt.releaseGeneration,
+  }
+}
+
+/** The line for the first artifact over its limit, or null. Build and read-back share this rule. */
+export function oversizeArtifactMessage(projectArchive: Uint8Array, bundle: Uint8Array, limits: ArtifactLimits): string | null {
+  if (projectArchive.byteLength > limits.project_archive_max_bytes) {
+    return overLimitMessage('project archive', projectArchive.byteLength, limits.project_archive_max_bytes)
+  }
+  if (bundle.byteLength > limits.bundle_max_bytes) {
+    return overLimitMessage('bundle', bundle.byteLength, limits.bundle_max_bytes)
+  }
+  return null
+}

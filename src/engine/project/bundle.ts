@@ -1,0 +1,82 @@
+// The bundle: the exact bytes the edge host receives for a version. It is the canonical JSON of
+// {mainModule, compatibilityDate, modules: [{name, contentBase64}], durableObjects}, UTF-8, with
+// the modules in module-tuple order (main first), so the same project always gives the same bytes.
+import {z} from 'zod'
+import {canonicalJson} from '../../canonical-json.js'
+import {KitError} from '../../errors.js'
+import {moduleTupleOf, type ProjectFile, type WorkerManifest} from './manifest.js'
+
+const durableObjectSchema = z.strictObject({binding: z.string().min(1), className: z.string().min(1)})
+
+const bundleSchema = z.strictObject({
+  mainModule: z.string().min(1),
+  compatibilityDate: z.string().min(1),
+  modules: z.array(z.strictObject({name: z.string().min(1), contentBase64: z.string()})).min(1),
+  durableObjects: z.array(durableObjectSchema),
+})
+
+export interface BundleModule {
+  name: string
+  content: Buffer
+}
+
+export interface WorkerBundle {
+  mainModule: string
+  compatibilityDate: string
+  /** In module-tuple order: the main module first. */
+  modules: BundleModule[]
+  durableObjects: z.infer<typeof durableObjectSchema>[]
+}
+
+/** The bundle bytes for a manifest and its module files (any order; the tuple order is applied). */
+export function encodeBundle(manifest: WorkerManifest, moduleFiles: readonly ProjectFile[]): Buffer {
+  const byName = new Map(moduleFiles.map((file) => [file.path, file.bytes]))
+  const modules = moduleTupleOf(manifest).map((name) => {
+    const content = byName.get(name)
+    if (!content) throw new Error(`module ${name} was not read`)
+    return {name, contentBase64: content.toString('base64')}
+  })
+  return Buffer.from(
+    canonicalJson({
+      mainModule: manifest.main,
+      compatibilityDate: manifest.compatibilityDate,
+      modules,
+      durableObjects: manifest.durableObjects ?? [],
+    }),
+    'utf8',
+  )
+}
+
+/**
+ * Decodes bundle bytes into the modules to upload. Throws KitError('failed', …,
+ * 'artifact_integrity_failed') when the bytes are not a well-formed bundle.
+ */
+export function parseBundle(bytes: Uint8Array): WorkerBundle {
+  let data: unknown
+  try {
+    data = JSON.parse(Buffer.from(bytes).toString('utf8'))
+  } catch {
+    throw malformed('it is not JSON')
+  }
+  const result = bundleSchema.safeParse(data)
+  if (!result.success) {
+    const issue = result.error.issues[0]!
+    throw malformed(`${issue.path.join('.') || 'the document'}: ${issue.message}`)
+  }
+  const {mainModule, compatibilityDate, modules, durableObjects} = result.data
+  const seen = new Set<string>()
+  const decoded = modules.map(({name, contentBase64}) => {
+    if (seen.has(name)) throw malformed(`module ${JSON.stringify(name)} appears twice`)
+    seen.add(name)
+    const content = Buffer.from(contentBase64, 'base64')
+    // Node's decoder skips junk silently; only canonical base64 round-trips.
+    if (content.toString('base64') !== contentBase64) throw malformed(`module ${JSON.stringify(name)} is not valid base64`)
+    return {name, content}
+  })
+  if (decoded[0]!.name !== mainModule) throw malformed(`the first module is not the main module ${JSON.stringify(mainModule)}`)
+  return {mainModule, compatibilityDate, modules: decoded, durableObjects}
+}
+
+function malformed(why: string): KitError {
+  return new KitError('failed', `bundle is malformed: ${why}`, 'artifact_integrity_failed')
+}

@@ -1,0 +1,45 @@
+// Provider resolution: which edge host this runner talks to, and whether it can. The reference
+// distinguishes an invalid provider (misconfiguration: settle `edge_workers_provider_invalid`, or
+// skip the pass) from one that cannot be built right now (unpaired: retry later, touch nothing).
+import type {Settings} from '../config/schema.js'
+import {OnPremProvider} from '../provider/onprem/client.js'
+import type {EdgeProvider} from '../provider/types.js'
+import type {Store} from '../store/index.js'
+
+export type ProviderResolution =
+  | {status: 'ready'; provider: EdgeProvider; scope: string}
+  | {status: 'unavailable'; code: 'edge_host_unpaired'; message: string}
+  | {status: 'invalid'; code: 'edge_workers_provider_invalid'; message: string}
+
+export const PROVIDER_UNAVAILABLE = 'Edge Worker provider is unavailable'
+
+export async function resolveProvider(store: Store, settings: Settings): Promise<ProviderResolution> {
+  const pairings = await store.kit.listActivePairings()
+  const wanted = settings.provider.scope
+  const candidates = wanted ? pairings.filter((pairing) => pairing.scope === wanted) : pairings
+  if (candidates.length === 0) {
+    return wanted && (await store.kit.getPairing(wanted))
+      ? {status: 'unavailable', code: 'edge_host_unpaired', message: `scope ${wanted} is no longer paired with an edge host`}
+      : wanted
+        ? {status: 'invalid', code: 'edge_workers_provider_invalid', message: `provider.scope ${wanted} was never paired with this store`}
+        : {status: 'unavailable', code: 'edge_host_unpaired', message: 'the store is not paired with an edge host (run `edgeworkers host pair`)'}
+  }
+  if (candidates.length > 1) {
+    const scopes = candidates.map((pairing) => pairing.scope).join(', ')
+    return {status: 'invalid', code: 'edge_workers_provider_invalid', message: `the store has several pairings (${scopes}); set provider.scope`}
+  }
+  const pairing = candidates[0]!
+  const secret = await store.kit.pairingSecret(pairing.scope)
+  if (!secret) return {status: 'unavailable', code: 'edge_host_unpaired', message: `scope ${pairing.scope} lost its pairing`}
+  return {
+    status: 'ready',
+    scope: pairing.scope,
+    provider: new OnPremProvider({
+      baseUrl: pairing.host_url,
+      scope: pairing.scope,
+      secret,
+      connectTimeoutMs: settings.provider.connect_timeout_ms,
+      readTimeoutMs: settings.provider.read_timeout_ms,
+    }),
+  }
+}

@@ -1,0 +1,29 @@
+// One error type crosses every layer. `code` is stable and machine-readable; the message is the
+// one line an operator reads. Which exit code a code maps to lives in ../cli/exit-codes.ts.
+export type KitErrorCode =
+  | 'usage'
+  | 'config_invalid'
+  | 'store_unavailable'
+  | 'schema_mismatch'
+  | 'not_found'
+  | 'conflict'
+  | 'gate_closed'
+  | 'pending'
+  | 'failed'
+  | 'uncertain'
+  | 'host_unreachable'
+  | 'host_error'
+  | 'unpaired'
+  | 'internal'
+
+export class KitError extends Error {
+  constructor(
+    readonly code: KitErrorCode,
+    message: string,
+    /** A narrower reference code (e.g. `edge_workers_maintenance`) when one applies. */
+    readonly reason?: string,
+  ) {
+    super(message)
+    this.name = 'KitError'
+  }
+}

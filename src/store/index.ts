@@ -1,0 +1,144 @@
+// The store: one async interface over SQLite (embedded default) and PostgreSQL (shared by many
+// runners). Methods are grouped into repositories by concern; `transaction()` hands out the same
+// repositories bound to one atomic transaction. Rows and row inputs use the column names
+// (snake_case); options use camelCase. All SQL is shared between the backends (see ./schema.ts).
+import path from 'node:path'
+import type {Kysely} from 'kysely'
+import type {Settings} from '../config/schema.js'
+import {KitError} from '../errors.js'
+import {StoreContext, systemClock, type Backend, type Clock} from './context.js'
+import {migrate, schemaStatus, type SchemaStatus} from './migrator.js'
+import {openPostgres, redactedUrl} from './postgres/open.js'
+import {AuditRepository} from './repositories/audit.js'
+import {KitRepository} from './repositories/kit.js'
+import {OutboxRepository} from './repositories/outbox.js'
+import {TenantRepository} from './repositories/tenants.js'
+import {WorkerRepository} from './repositories/workers.js'
+import type {Database} from './schema.js'
+import {DEFAULT_SQLITE_FILE, openSqlite} from './sqlite/open.js'
+
+export interface Repositories {
+  tenants: TenantRepository
+  workers: WorkerRepository
+  outbox: OutboxRepository
+  audit: AuditRepository
+  kit: KitRepository
+}
+
+export interface Store extends Repositories {
+  readonly backend: Backend
+  /** Where the store is, safe to print (no password). */
+  readonly location: string
+  readonly clock: Clock
+  /** Runs `work` in one transaction (BEGIN IMMEDIATE on SQLite): all of its writes commit, or none. */
+  transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T>
+  /** Applies pending migrations and returns their names. */
+  migrate(): Promise<string[]>
+  schemaStatus(): Promise<SchemaStatus>
+  close(): Promise<void>
+}
+
+export interface OpenStoreOptions {
+  clock?: Clock
+}
+
+export async function openStore(settings: Settings, options: OpenStoreOptions = {}): Promise<Store> {
+  const target = storeTarget(settings)
+  const db = target.backend === 'postgres' ? await openPostgres(target.url, settings) : openSqlite(target.file, settings)
+  const clock = options.clock ?? systemClock
+  return new KyselyStore(db, new StoreContext(db, {backend: target.backend, clock, backoff: settings.backoff}, false), target.location)
+}
+
+type StoreTarget = {backend: 'postgres'; url: string; location: string} | {backend: 'sqlite'; file: string; location: string}
+
+/**
+ * `store.url`: empty → `<data_dir>/edgeworkers.sqlite`; `postgres://` or `postgresql://` →
+ * PostgreSQL; `sqlite:<path>` or a plain path → SQLite (relative paths are under the data dir).
+ */
+export function storeTarget(settings: Settings): StoreTarget {
+  const url = settings.store.url.trim()
+  if (/^postgres(ql)?:\/\//i.test(url)) return {backend: 'postgres', url, location: redactedUrl(url)}
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]
+  if (scheme && scheme.toLowerCase() !== 'sqlite') {
+    throw new KitError('config_invalid', `invalid setting store.url: unsupported scheme ${scheme}: (use a file path, sqlite:<path> or postgres://…)`)
+  }
+  const filePath = url === '' ? DEFAULT_SQLITE_FILE : scheme ? url.slice('sqlite:'.length).replace(/^\/\//, '') : url
+  const file = path.resolve(settings.data_dir, filePath)
+  return {backend: 'sqlite', file, location: file}
+}
+
+class KyselyStore implements Store {
+  readonly tenants: TenantRepository
+  readonly workers: WorkerRepository
+  readonly outbox: OutboxRepository
+  readonly audit: AuditRepository
+  readonly kit: KitRepository
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly ctx: StoreContext,
+    readonly location: string,
+  ) {
+    const repositories = repositoriesFor(ctx)
+    this.tenants = repositories.tenants
+    this.workers = repositories.workers
+    this.outbox = repositories.outbox
+    this.audit = repositories.audit
+    this.kit = repositories.kit
+  }
+
+  get backend(): Backend {
+    return this.ctx.env.backend
+  }
+
+  get clock(): Clock {
+    return this.ctx.env.clock
+  }
+
+  async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
+    return this.ctx.atomic((tx) => work(repositoriesFor(tx)))
+  }
+
+  async migrate(): Promise<string[]> {
+    return migrate(this.db)
+  }
+
+  async schemaStatus(): Promise<SchemaStatus> {
+    return schemaStatus(this.db)
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy()
+  }
+}
+
+function repositoriesFor(ctx: StoreContext): Repositories {
+  return {
+    tenants: new TenantRepository(ctx),
+    workers: new WorkerRepository(ctx),
+    outbox: new OutboxRepository(ctx),
+    audit: new AuditRepository(ctx),
+    kit: new KitRepository(ctx),
+  }
+}
+
+export type {Backend, Clock} from './context.js'
+export type {SchemaStatus} from './migrator.js'
+export {deterministicId, newId, scriptNameFor, SCRIPT_NAME_PATTERN, TENANT_ID_PATTERN} from './ids.js'
+export {AUDIT_ID_CONFLICT, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
+export type {GateName, PairingInput} from './repositories/kit.js'
+export {
+  backoffDelayMs,
+  type ClaimOptions,
+  type EnqueueResult,
+  type LeaseByIdResult,
+  type LeaseDisposition,
+  type OutboxEnqueueInput,
+  type OutboxListFilter,
+  type RetryOutcome,
+  type SettleOptions,
+} from './repositories/outbox.js'
+export type {PurgeCounts} from './repositories/tenants.js'
+export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
+export * from './schema.js'
+export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository}

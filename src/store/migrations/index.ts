@@ -1,0 +1,8 @@
+// This build's migrations, in order. Append new ones with a name that sorts after the last; never
+// edit or remove a released one (`db migrate --check` compares applied names with this list).
+import type {Migration} from 'kysely'
+import * as initial from './0001_initial.js'
+
+export const migrations: Record<string, Migration> = {
+  '0001_initial': initial,
+}

@@ -1,0 +1,86 @@
+// The append-only audit log. Ids are deterministic (see ../ids.ts deterministicId), so a replayed
+// write is a no-op — unless it carries different facts, which means two writers disagree about what
+// happened under one id: that is refused, never overwritten.
+import {canonicalJson} from '../../canonical-json.js'
+import type {StoreContext} from '../context.js'
+import {parseJsonObject, type AuditLogsTable, type AuditRow, type JsonObject} from '../schema.js'
+
+export interface AuditEntryInput {
+  id: string
+  action: string
+  resource_type: string
+  resource_id: string
+  actor_type: string
+  actor_id: string
+  auth_method: string
+  result: string
+  reason_code?: string | null
+  digest?: string | null
+  facts: JsonObject
+}
+
+export interface AuditListFilter {
+  action?: string
+  resourceType?: string
+  resourceId?: string
+  /** Newest first; default 50. */
+  limit?: number
+}
+
+export const AUDIT_ID_CONFLICT = 'audit id is already bound to different facts'
+
+export class AuditRepository {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Appends the entry; the same id with the same content again is a no-op reported as `duplicate`. */
+  async append(entry: AuditEntryInput): Promise<{row: AuditRow; duplicate: boolean}> {
+    return this.ctx.write(async ({db}) => {
+      const candidate: AuditLogsTable = {
+        ...entry,
+        reason_code: entry.reason_code ?? null,
+        digest: entry.digest ?? null,
+        facts: canonicalJson(entry.facts),
+        created_at: this.ctx.now(),
+      }
+      const inserted = await db
+        .insertInto('edge_worker_audit_logs')
+        .values(candidate)
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returningAll()
+        .executeTakeFirst()
+      if (inserted) return {row: toAuditRow(inserted), duplicate: false}
+      const existing = await db.selectFrom('edge_worker_audit_logs').selectAll().where('id', '=', entry.id).executeTakeFirstOrThrow()
+      if (boundFacts(existing) !== boundFacts(candidate)) throw new Error(AUDIT_ID_CONFLICT)
+      return {row: toAuditRow(existing), duplicate: true}
+    })
+  }
+
+  async get(id: string): Promise<AuditRow | undefined> {
+    const row = await this.ctx.db.selectFrom('edge_worker_audit_logs').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && toAuditRow(row)
+  }
+
+  async list(filter: AuditListFilter = {}): Promise<AuditRow[]> {
+    const rows = await this.ctx.db
+      .selectFrom('edge_worker_audit_logs')
+      .selectAll()
+      .$if(filter.action !== undefined, (q) => q.where('action', '=', filter.action!))
+      .$if(filter.resourceType !== undefined, (q) => q.where('resource_type', '=', filter.resourceType!))
+      .$if(filter.resourceId !== undefined, (q) => q.where('resource_id', '=', filter.resourceId!))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(filter.limit ?? 50)
+      .execute()
+    return rows.map(toAuditRow)
+  }
+}
+
+/** Everything an audit row asserts; only the time it was first written may differ on replay. */
+function boundFacts(row: AuditLogsTable): string {
+  const {created_at: _writtenAt, ...asserted} = row
+  return canonicalJson(asserted)
+}
+
+function toAuditRow(row: AuditLogsTable): AuditRow {
+  return {...row, facts: parseJsonObject(row.facts)}
+}

@@ -1,0 +1,168 @@
+// Per-scope kit state: the pairing with an edge host, backup fences, and the maintenance/restore gates.
+// The pairing's shared secret is read only through pairingSecret(); every other read leaves it out,
+// so no listing or report can print it.
+import type {StoreContext} from '../context.js'
+import {newId} from '../ids.js'
+import type {FenceRow, GateRow, KitGatesTable, PairingRow} from '../schema.js'
+
+export interface PairingInput {
+  scope: string
+  host_url: string
+  host_fingerprint: string
+  host_public_key: string
+  shared_secret: string
+}
+
+export type GateName = 'maintenance' | 'restore_pending'
+
+const pairingColumns = ['scope', 'host_url', 'host_fingerprint', 'host_public_key', 'paired_at', 'unpaired_at'] as const
+
+export class KitRepository {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Records (or replaces) the scope's pairing. */
+  async savePairing(input: PairingInput): Promise<PairingRow> {
+    return this.ctx.write(async ({db}) => {
+      const row = {...input, paired_at: this.ctx.now(), unpaired_at: null}
+      await db
+        .insertInto('kit_pairings')
+        .values(row)
+        .onConflict((oc) => oc.column('scope').doUpdateSet(row))
+        .execute()
+      const {shared_secret: _secret, ...pairing} = row
+      return pairing
+    })
+  }
+
+  async getPairing(scope: string): Promise<PairingRow | undefined> {
+    return this.ctx.db.selectFrom('kit_pairings').select(pairingColumns).where('scope', '=', scope).executeTakeFirst()
+  }
+
+  /** The secret that signs management requests, while the scope is paired. */
+  async pairingSecret(scope: string): Promise<string | undefined> {
+    const row = await this.ctx.db
+      .selectFrom('kit_pairings')
+      .select('shared_secret')
+      .where('scope', '=', scope)
+      .where('unpaired_at', 'is', null)
+      .executeTakeFirst()
+    return row?.shared_secret
+  }
+
+  /** false when the scope was not paired. */
+  async unpair(scope: string): Promise<boolean> {
+    return this.ctx.write(async ({db}) => {
+      const result = await db
+        .updateTable('kit_pairings')
+        .set({unpaired_at: this.ctx.now()})
+        .where('scope', '=', scope)
+        .where('unpaired_at', 'is', null)
+        .executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+
+  /** Records a fence as `requested`; the host acknowledges it with ackFence. */
+  async beginFence(input: {id?: string; scope: string; reason: string; ttlSeconds: number}): Promise<FenceRow> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const row: FenceRow = {
+        id: input.id ?? newId(),
+        scope: input.scope,
+        state: 'requested',
+        reason: input.reason,
+        ttl_seconds: input.ttlSeconds,
+        began_at: now,
+        expires_at: now + input.ttlSeconds * 1000,
+        host_acked_at: null,
+        ended_at: null,
+        end_reason: null,
+      }
+      await db.insertInto('kit_fences').values(row).execute()
+      return row
+    })
+  }
+
+  /** false when the fence is unknown or already ended. */
+  async ackFence(id: string): Promise<boolean> {
+    return this.ctx.write(async ({db}) => {
+      const result = await db
+        .updateTable('kit_fences')
+        .set({state: 'active', host_acked_at: this.ctx.now()})
+        .where('id', '=', id)
+        .where('ended_at', 'is', null)
+        .executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+
+  /** false when the fence is unknown or already ended. */
+  async endFence(id: string, endReason: string): Promise<boolean> {
+    return this.ctx.write(async ({db}) => {
+      const result = await db
+        .updateTable('kit_fences')
+        .set({state: 'ended', ended_at: this.ctx.now(), end_reason: endReason})
+        .where('id', '=', id)
+        .where('ended_at', 'is', null)
+        .executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+
+  /** The scope's newest fence that has not ended (it may have expired on the host: callers compare expires_at). */
+  async openFence(scope: string): Promise<FenceRow | undefined> {
+    return this.ctx.db
+      .selectFrom('kit_fences')
+      .selectAll()
+      .where('scope', '=', scope)
+      .where('ended_at', 'is', null)
+      .orderBy('began_at', 'desc')
+      .limit(1)
+      .executeTakeFirst()
+  }
+
+  /** A scope with no row has every gate open. */
+  async getGates(scope: string): Promise<GateRow> {
+    const row = await this.ctx.db.selectFrom('kit_gates').selectAll().where('scope', '=', scope).executeTakeFirst()
+    return row ? toGateRow(row) : {scope, maintenance: false, restore_pending: false, reasons: {}, updated_at: null}
+  }
+
+  /** Closes (reason given) or opens (null) one gate of the scope. */
+  async setGate(scope: string, gate: GateName, reason: string | null): Promise<GateRow> {
+    return this.ctx.atomic(async ({db}) => {
+      const now = this.ctx.now()
+      // Make sure the row exists, then lock it: two gates changed at once must not lose a reason.
+      await db
+        .insertInto('kit_gates')
+        .values({scope, maintenance: 0, restore_pending: 0, reasons: '{}', updated_at: now})
+        .onConflict((oc) => oc.doNothing())
+        .execute()
+      const current = await db
+        .selectFrom('kit_gates')
+        .selectAll()
+        .where('scope', '=', scope)
+        .$if(this.ctx.locksRows, (q) => q.forUpdate())
+        .executeTakeFirstOrThrow()
+      const reasons = JSON.parse(current.reasons) as Record<string, string>
+      if (reason === null) delete reasons[gate]
+      else reasons[gate] = reason
+      const row = await db
+        .updateTable('kit_gates')
+        .set({[gate]: reason === null ? 0 : 1, reasons: JSON.stringify(reasons), updated_at: now})
+        .where('scope', '=', scope)
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      return toGateRow(row)
+    })
+  }
+}
+
+function toGateRow(row: KitGatesTable): GateRow {
+  return {
+    scope: row.scope,
+    maintenance: row.maintenance === 1,
+    restore_pending: row.restore_pending === 1,
+    reasons: JSON.parse(row.reasons) as Record<string, string>,
+    updated_at: row.updated_at,
+  }
+}

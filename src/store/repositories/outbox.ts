@@ -1,0 +1,300 @@
+// The durable outbox every lane works from: enqueue with a dedupe key, claim with a lease, settle
+// fenced by the lease token, reschedule on the backoff ladder.
+//
+// Lease rules, in one place:
+// - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim or
+//   leaseById writes a fresh random token and counts one attempt;
+// - a `pending` row is claimable once next_attempt_at <= now; a `leased` row once its lease expired;
+// - settle/renew/retryLater match `id AND lease_token`: matching nothing means the lease was lost
+//   (another runner reclaimed the row) and nothing changes. Ending a lease clears the token.
+import {randomUUID} from 'node:crypto'
+import {sql} from 'kysely'
+import type {Settings} from '../../config/schema.js'
+import {canonicalJson} from '../../canonical-json.js'
+import {KitError} from '../../errors.js'
+import type {StoreContext} from '../context.js'
+import {newId} from '../ids.js'
+import {
+  parseJsonObject,
+  TERMINAL_OUTBOX_STATUSES,
+  type JsonObject,
+  type OutboxOperation,
+  type OutboxRow,
+  type OutboxStatus,
+  type OutboxTable,
+  type TerminalOutboxStatus,
+} from '../schema.js'
+
+export interface OutboxEnqueueInput {
+  /** Defaults to a random UUID; control-audit rows pass the id their audit row will reuse. */
+  id?: string
+  operation: OutboxOperation
+  dedupe_key: string
+  dispatch_namespace: string
+  company_id?: string | null
+  department_id?: string | null
+  worker_id?: string | null
+  version_id?: string | null
+  script_name?: string | null
+  payload: JsonObject
+  /** Defaults to now (due at once). */
+  next_attempt_at?: number | null
+  /** E.g. `edge_host_fenced` for a deploy enqueued while a fence is up (deferred, not dispatched). */
+  last_error_code?: string | null
+}
+
+export interface EnqueueResult {
+  row: OutboxRow
+  /** true: a row with this dedupe key already existed and is returned unchanged; nothing was written. */
+  duplicate: boolean
+}
+
+export interface ClaimOptions {
+  operation: OutboxOperation
+  /** The kit scope (`dispatch_namespace`) whose rows this runner may take. */
+  scope: string
+  owner: string
+  limit: number
+  leaseSeconds: number
+}
+
+export type LeaseDisposition = 'acquired' | 'terminal' | 'inflight' | 'not_due' | 'wrong_scope'
+export type LeaseByIdResult = {disposition: LeaseDisposition; row: OutboxRow} | {disposition: 'missing'; row: null}
+
+export interface SettleOptions {
+  status: TerminalOutboxStatus
+  errorCode?: string | null
+  error?: string | null
+}
+
+export type RetryOutcome = {outcome: 'rescheduled'; nextAttemptAt: number} | {outcome: 'failed'} | {outcome: 'lease_lost'}
+
+export interface OutboxListFilter {
+  status?: OutboxStatus
+  operation?: OutboxOperation
+  errorCode?: string
+  scope?: string
+  workerId?: string
+  /** Newest first; default 50. */
+  limit?: number
+}
+
+export class OutboxRepository {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Inserts the row unless its dedupe key exists; concurrent enqueues of one key leave one row (unique index). */
+  async enqueue(input: OutboxEnqueueInput): Promise<EnqueueResult> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const inserted = await db
+        .insertInto('edge_worker_outbox')
+        .values({
+          id: input.id ?? newId(),
+          operation: input.operation,
+          status: 'pending',
+          dedupe_key: input.dedupe_key,
+          company_id: input.company_id ?? null,
+          department_id: input.department_id ?? null,
+          worker_id: input.worker_id ?? null,
+          version_id: input.version_id ?? null,
+          script_name: input.script_name ?? null,
+          dispatch_namespace: input.dispatch_namespace,
+          payload: canonicalJson(input.payload),
+          attempts: 0,
+          next_attempt_at: input.next_attempt_at === undefined ? now : input.next_attempt_at,
+          last_error_code: input.last_error_code ?? null,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) => oc.doNothing())
+        .returningAll()
+        .executeTakeFirst()
+      if (inserted) return {row: toOutboxRow(inserted), duplicate: false}
+      const existing = await db.selectFrom('edge_worker_outbox').selectAll().where('dedupe_key', '=', input.dedupe_key).executeTakeFirst()
+      if (!existing) throw new KitError('conflict', `outbox id ${input.id} is already used by a row with another dedupe key`)
+      return {row: toOutboxRow(existing), duplicate: true}
+    })
+  }
+
+  /**
+   * Leases up to `limit` claimable rows of one operation and scope, oldest due first, in one
+   * statement: due pending rows and rows whose lease expired. Concurrent claimers never get the same
+   * row (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: the BEGIN IMMEDIATE write lock).
+   */
+  async claim(options: ClaimOptions): Promise<OutboxRow[]> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const {operation, scope, limit} = options
+      const skipLocked = this.ctx.locksRows ? sql`for update skip locked` : sql``
+      // Two index-ordered branches (each walks its own index) instead of one OR, which would sort
+      // every due row on each claim.
+      const {rows} = await sql<OutboxTable>`
+        update edge_worker_outbox
+        set ${leaseAssignments(options, now)}
+        where id in (
+          select id from (
+            select id, due_at, created_at from (
+              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
+              where operation = ${operation} and dispatch_namespace = ${scope}
+                and status = 'pending' and next_attempt_at <= ${now}
+              order by next_attempt_at, created_at, id
+              limit ${limit}
+              ${skipLocked}
+            ) as due_pending
+            union all
+            select id, due_at, created_at from (
+              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
+              where status = 'leased' and lease_expires_at <= ${now}
+                and operation = ${operation} and dispatch_namespace = ${scope}
+              order by lease_expires_at, created_at, id
+              limit ${limit}
+              ${skipLocked}
+            ) as expired_leases
+          ) as claimable
+          order by due_at, created_at, id
+          limit ${limit}
+        )
+        returning *`.execute(db)
+      return rows.map(toOutboxRow).sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id))
+    })
+  }
+
+  /** Leases one row by id for the deploy task, or says why not. Locks the outbox row first (lock order outbox → worker → version). */
+  async leaseById(id: string, options: Omit<ClaimOptions, 'operation' | 'limit'>): Promise<LeaseByIdResult> {
+    return this.ctx.atomic(async ({db}) => {
+      const now = this.ctx.now()
+      const row = await db
+        .selectFrom('edge_worker_outbox')
+        .selectAll()
+        .where('id', '=', id)
+        .$if(this.ctx.locksRows, (q) => q.forUpdate())
+        .executeTakeFirst()
+      if (!row) return {disposition: 'missing', row: null}
+      const disposition = leaseDisposition(row, options.scope, now)
+      if (disposition !== 'acquired') return {disposition, row: toOutboxRow(row)}
+      const {rows} = await sql<OutboxTable>`
+        update edge_worker_outbox set ${leaseAssignments(options, now)} where id = ${id} returning *`.execute(db)
+      return {disposition, row: toOutboxRow(rows[0]!)}
+    })
+  }
+
+  /** Extends a held lease from now; false when the lease was lost. */
+  async renewLease(id: string, token: string, options: {leaseSeconds: number}): Promise<boolean> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const result = await db
+        .updateTable('edge_worker_outbox')
+        .set({lease_expires_at: now + options.leaseSeconds * 1000, updated_at: now})
+        .where('id', '=', id)
+        .where('lease_token', '=', token)
+        .executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+
+  /** Finishes a leased row. false = the lease was lost and nothing changed. */
+  async settle(id: string, token: string, options: SettleOptions): Promise<boolean> {
+    if (!(TERMINAL_OUTBOX_STATUSES as readonly string[]).includes(options.status)) {
+      throw new Error(`settle needs a terminal status, not ${options.status}`)
+    }
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const result = await db
+        .updateTable('edge_worker_outbox')
+        .set({
+          status: options.status,
+          lease_token: null,
+          lease_expires_at: null,
+          next_attempt_at: null,
+          last_error_code: options.errorCode ?? null,
+          last_error: options.error ?? null,
+          updated_at: now,
+        })
+        .where('id', '=', id)
+        .where('lease_token', '=', token)
+        .executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+
+  /**
+   * Gives a leased row back as `pending`, due after the backoff delay for its attempt count; once
+   * attempts reach `backoff.max_attempts` the row settles `failed` instead and stays visible.
+   */
+  async retryLater(id: string, token: string, failure: {errorCode: string; error: string}): Promise<RetryOutcome> {
+    return this.ctx.atomic(async ({db}) => {
+      const now = this.ctx.now()
+      const held = await db
+        .selectFrom('edge_worker_outbox')
+        .select('attempts')
+        .where('id', '=', id)
+        .where('lease_token', '=', token)
+        .$if(this.ctx.locksRows, (q) => q.forUpdate())
+        .executeTakeFirst()
+      if (!held) return {outcome: 'lease_lost'}
+      const exhausted = held.attempts >= this.ctx.env.backoff.max_attempts
+      const nextAttemptAt = exhausted ? null : now + backoffDelayMs(held.attempts, this.ctx.env.backoff)
+      await db
+        .updateTable('edge_worker_outbox')
+        .set({
+          status: exhausted ? 'failed' : 'pending',
+          lease_token: null,
+          lease_expires_at: null,
+          next_attempt_at: nextAttemptAt,
+          last_error_code: failure.errorCode,
+          last_error: failure.error,
+          updated_at: now,
+        })
+        .where('id', '=', id)
+        .execute()
+      return nextAttemptAt === null ? {outcome: 'failed'} : {outcome: 'rescheduled', nextAttemptAt}
+    })
+  }
+
+  async get(id: string): Promise<OutboxRow | undefined> {
+    const row = await this.ctx.db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && toOutboxRow(row)
+  }
+
+  async list(filter: OutboxListFilter = {}): Promise<OutboxRow[]> {
+    const rows = await this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .selectAll()
+      .$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!))
+      .$if(filter.operation !== undefined, (q) => q.where('operation', '=', filter.operation!))
+      .$if(filter.errorCode !== undefined, (q) => q.where('last_error_code', '=', filter.errorCode!))
+      .$if(filter.scope !== undefined, (q) => q.where('dispatch_namespace', '=', filter.scope!))
+      .$if(filter.workerId !== undefined, (q) => q.where('worker_id', '=', filter.workerId!))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(filter.limit ?? 50)
+      .execute()
+    return rows.map(toOutboxRow)
+  }
+}
+
+/** Delay before the next attempt once `attempts` (≥ 1) attempts were made: ladder step attempts-1 (last step repeats), ± jitter. */
+export function backoffDelayMs(attempts: number, backoff: Settings['backoff'], random: () => number = Math.random): number {
+  const ladder = backoff.ladder_seconds
+  const baseMs = ladder[Math.min(Math.max(attempts, 1) - 1, ladder.length - 1)]! * 1000
+  const jitterMs = baseMs * backoff.jitter_ratio * (2 * random() - 1)
+  return Math.max(0, Math.round(baseMs + jitterMs))
+}
+
+/** The SET clause of every lease taken (claim and leaseById): one attempt, a fresh token. */
+function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
+  return sql`status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
+    lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, updated_at = ${now}`
+}
+
+/** Why a row can or cannot be leased right now. Scope first: a row of another kit is never touched. */
+function leaseDisposition(row: OutboxTable, scope: string, now: number): LeaseDisposition {
+  if (row.dispatch_namespace !== scope) return 'wrong_scope'
+  if ((TERMINAL_OUTBOX_STATUSES as readonly string[]).includes(row.status)) return 'terminal'
+  if (row.status === 'leased') return row.lease_expires_at !== null && row.lease_expires_at > now ? 'inflight' : 'acquired'
+  return row.next_attempt_at !== null && row.next_attempt_at <= now ? 'acquired' : 'not_due'
+}
+
+function toOutboxRow(row: OutboxTable): OutboxRow {
+  return {...row, payload: parseJsonObject(row.payload)}
+}

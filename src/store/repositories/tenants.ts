@@ -1,0 +1,107 @@
+// Companies, departments and service accounts. Departments and service accounts are soft-deleted
+// (`deleted_at`); a company is hard-deleted (purge), which cascades to its departments, service
+// accounts, Workers and versions while outbox and audit rows stay.
+import {KitError} from '../../errors.js'
+import type {StoreContext} from '../context.js'
+import {newId, TENANT_ID_PATTERN} from '../ids.js'
+import type {CompanyRow, DepartmentRow, ServiceAccountRow} from '../schema.js'
+
+export interface PurgeCounts {
+  departments: number
+  service_accounts: number
+  workers: number
+  versions: number
+}
+
+export class TenantRepository {
+  constructor(private readonly ctx: StoreContext) {}
+
+  async createCompany(input: {id?: string; name: string}): Promise<CompanyRow> {
+    const id = checkedId(input.id, 'company')
+    const now = this.ctx.now()
+    const row: CompanyRow = {id, name: checkedName(input.name, 'company'), created_at: now, updated_at: now}
+    return this.ctx.write(async ({db}) => {
+      const inserted = await db.insertInto('companies').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+      if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `company ${id} already exists`)
+      return row
+    })
+  }
+
+  async getCompany(id: string): Promise<CompanyRow | undefined> {
+    return this.ctx.db.selectFrom('companies').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  /** Hard-deletes a company and everything that cascades from it; undefined when it does not exist. */
+  async purgeCompany(id: string): Promise<PurgeCounts | undefined> {
+    return this.ctx.atomic(async ({db}) => {
+      const company = await db.selectFrom('companies').select('id').where('id', '=', id).$if(this.ctx.locksRows, (q) => q.forUpdate()).executeTakeFirst()
+      if (!company) return undefined
+      const count = async (query: Promise<{n: number | string | bigint} | undefined>) => Number((await query)?.n ?? 0)
+      const departmentIds = db.selectFrom('departments').select('id').where('company_id', '=', id)
+      const workerIds = db.selectFrom('edge_workers').select('id').where('company_id', '=', id)
+      const counts: PurgeCounts = {
+        departments: await count(db.selectFrom('departments').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', id).executeTakeFirst()),
+        service_accounts: await count(
+          db.selectFrom('service_accounts').select((eb) => eb.fn.countAll().as('n')).where('department_id', 'in', departmentIds).executeTakeFirst(),
+        ),
+        workers: await count(db.selectFrom('edge_workers').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', id).executeTakeFirst()),
+        versions: await count(
+          db.selectFrom('edge_worker_versions').select((eb) => eb.fn.countAll().as('n')).where('worker_id', 'in', workerIds).executeTakeFirst(),
+        ),
+      }
+      await db.deleteFrom('companies').where('id', '=', id).execute()
+      return counts
+    })
+  }
+
+  async createDepartment(input: {id?: string; company_id: string; name: string}): Promise<DepartmentRow> {
+    const id = checkedId(input.id, 'department')
+    const name = checkedName(input.name, 'department')
+    return this.ctx.atomic(async ({db}) => {
+      const company = await db.selectFrom('companies').select('id').where('id', '=', input.company_id).executeTakeFirst()
+      if (!company) throw new KitError('not_found', `company ${input.company_id} not found`)
+      const now = this.ctx.now()
+      const row: DepartmentRow = {id, company_id: input.company_id, name, created_at: now, updated_at: now, deleted_at: null}
+      const inserted = await db.insertInto('departments').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+      if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `department ${id} already exists`)
+      return row
+    })
+  }
+
+  async getDepartment(id: string): Promise<DepartmentRow | undefined> {
+    return this.ctx.db.selectFrom('departments').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  async createServiceAccount(input: {id?: string; department_id: string; name: string}): Promise<ServiceAccountRow> {
+    const id = checkedId(input.id, 'service account')
+    const name = checkedName(input.name, 'service account')
+    return this.ctx.atomic(async ({db}) => {
+      const department = await db.selectFrom('departments').select('deleted_at').where('id', '=', input.department_id).executeTakeFirst()
+      if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${input.department_id} not found`)
+      const now = this.ctx.now()
+      const row: ServiceAccountRow = {id, department_id: input.department_id, name, created_at: now, updated_at: now, deleted_at: null}
+      // Both the id and the live (department, name) pair are unique.
+      const inserted = await db.insertInto('service_accounts').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+      if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `service account ${name} already exists in department ${input.department_id}`)
+      return row
+    })
+  }
+
+  async listServiceAccounts(departmentId: string): Promise<ServiceAccountRow[]> {
+    return this.ctx.db.selectFrom('service_accounts').selectAll().where('department_id', '=', departmentId).orderBy('name').execute()
+  }
+}
+
+function checkedId(id: string | undefined, what: string): string {
+  if (id === undefined) return newId()
+  if (!TENANT_ID_PATTERN.test(id)) {
+    throw new KitError('usage', `${what} id ${JSON.stringify(id)} is invalid: use 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`)
+  }
+  return id
+}
+
+function checkedName(name: string, what: string): string {
+  const trimmed = name.trim()
+  if (trimmed.length === 0 || trimmed.length > 200) throw new KitError('usage', `${what} name must be 1–200 characters`)
+  return trimmed
+}

@@ -1,0 +1,134 @@
+// Edge Workers (one per department) and their immutable versions.
+import {canonicalJson} from '../../canonical-json.js'
+import {KitError} from '../../errors.js'
+import type {StoreContext} from '../context.js'
+import {newId, SCRIPT_NAME_PATTERN} from '../ids.js'
+import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
+
+export interface WorkerCreateInput {
+  id?: string
+  company_id: string
+  department_id: string
+  /** Stored as given: the name on the row wins over any later derivation. */
+  script_name: string
+  status: string
+}
+
+export interface VersionCreateInput {
+  id?: string
+  worker_id: string
+  release_generation: string
+  builder_policy: string
+  state?: VersionState
+  project_artifact_key: string
+  project_digest: string
+  bundle_artifact_key: string
+  bundle_digest: string
+  manifest: JsonObject
+  receipt: JsonObject
+}
+
+export class WorkerRepository {
+  constructor(private readonly ctx: StoreContext) {}
+
+  async create(input: WorkerCreateInput): Promise<WorkerRow> {
+    if (!SCRIPT_NAME_PATTERN.test(input.script_name)) {
+      throw new KitError('usage', `script name ${JSON.stringify(input.script_name)} is invalid: it must match ${SCRIPT_NAME_PATTERN.source}`)
+    }
+    return this.ctx.atomic(async ({db}) => {
+      const department = await db.selectFrom('departments').select(['company_id', 'deleted_at']).where('id', '=', input.department_id).executeTakeFirst()
+      if (!department || department.deleted_at !== null || department.company_id !== input.company_id) {
+        throw new KitError('not_found', `department ${input.department_id} of company ${input.company_id} not found`)
+      }
+      const now = this.ctx.now()
+      const row: WorkerRow = {
+        id: input.id ?? newId(),
+        company_id: input.company_id,
+        department_id: input.department_id,
+        script_name: input.script_name,
+        status: input.status,
+        current_version_id: null,
+        serving_scope: null,
+        base_revision: 0,
+        created_at: now,
+        updated_at: now,
+        retired_at: null,
+      }
+      // id, department (one Worker each) and script name (never reused) are all unique.
+      const inserted = await db.insertInto('edge_workers').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+      if (inserted.numInsertedOrUpdatedRows === 0n) {
+        throw new KitError('conflict', `a Worker already exists for department ${input.department_id} or script ${input.script_name}`)
+      }
+      return row
+    })
+  }
+
+  async get(id: string): Promise<WorkerRow | undefined> {
+    return this.ctx.db.selectFrom('edge_workers').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  async getByScriptName(scriptName: string): Promise<WorkerRow | undefined> {
+    return this.ctx.db.selectFrom('edge_workers').selectAll().where('script_name', '=', scriptName).executeTakeFirst()
+  }
+
+  async list(filter: {companyId?: string; status?: string} = {}): Promise<WorkerRow[]> {
+    return this.ctx.db
+      .selectFrom('edge_workers')
+      .selectAll()
+      .$if(filter.companyId !== undefined, (q) => q.where('company_id', '=', filter.companyId!))
+      .$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!))
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+  }
+
+  /** false when the Worker no longer exists. */
+  async setStatus(id: string, status: string): Promise<boolean> {
+    return this.ctx.write(async ({db}) => {
+      const result = await db.updateTable('edge_workers').set({status, updated_at: this.ctx.now()}).where('id', '=', id).executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+
+  async createVersion(input: VersionCreateInput): Promise<VersionRow> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const row = await db
+        .insertInto('edge_worker_versions')
+        .values({
+          ...input,
+          id: input.id ?? newId(),
+          state: input.state ?? 'built',
+          manifest: canonicalJson(input.manifest),
+          receipt: canonicalJson(input.receipt),
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      return toVersionRow(row)
+    })
+  }
+
+  async getVersion(id: string): Promise<VersionRow | undefined> {
+    const row = await this.ctx.db.selectFrom('edge_worker_versions').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && toVersionRow(row)
+  }
+
+  async listVersions(workerId: string): Promise<VersionRow[]> {
+    const rows = await this.ctx.db.selectFrom('edge_worker_versions').selectAll().where('worker_id', '=', workerId).orderBy('created_at').orderBy('id').execute()
+    return rows.map(toVersionRow)
+  }
+
+  /** false when the version no longer exists. */
+  async setVersionState(id: string, state: VersionState): Promise<boolean> {
+    return this.ctx.write(async ({db}) => {
+      const result = await db.updateTable('edge_worker_versions').set({state, updated_at: this.ctx.now()}).where('id', '=', id).executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+}
+
+function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {
+  return {...row, manifest: parseJsonObject(row.manifest), receipt: parseJsonObject(row.receipt)}
+}

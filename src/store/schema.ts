@@ -1,0 +1,192 @@
+// Table types as Kysely sees them, plus the row shapes repositories return. Columns are the same on
+// SQLite and PostgreSQL: timestamps are integer epoch milliseconds (BIGINT on PostgreSQL, parsed as
+// numbers), ids are text, JSON is stored as text, booleans as 0/1 — so every statement is shared.
+// Rows keep their snake_case column names; JSON columns come back parsed.
+import type {Selectable} from 'kysely'
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | {[key: string]: JsonValue}
+export type JsonObject = {[key: string]: JsonValue}
+
+export const OUTBOX_OPERATIONS = ['deploy', 'artifact_cleanup', 'control_audit'] as const
+export type OutboxOperation = (typeof OUTBOX_OPERATIONS)[number]
+
+export const OUTBOX_STATUSES = ['pending', 'leased', 'completed', 'failed', 'uncertain', 'cancelled'] as const
+export type OutboxStatus = (typeof OUTBOX_STATUSES)[number]
+/** A row in one of these states is finished: no sweep claims it and no lease can be taken on it. */
+export const TERMINAL_OUTBOX_STATUSES = ['completed', 'failed', 'uncertain', 'cancelled'] as const
+export type TerminalOutboxStatus = (typeof TERMINAL_OUTBOX_STATUSES)[number]
+
+export const VERSION_STATES = ['built', 'deploying', 'deployed', 'failed', 'uncertain', 'superseded'] as const
+export type VersionState = (typeof VERSION_STATES)[number]
+
+export interface CompaniesTable {
+  id: string
+  name: string
+  created_at: number
+  updated_at: number
+}
+
+export interface DepartmentsTable {
+  id: string
+  company_id: string
+  name: string
+  created_at: number
+  updated_at: number
+  deleted_at: number | null
+}
+
+export interface ServiceAccountsTable {
+  id: string
+  department_id: string
+  name: string
+  created_at: number
+  updated_at: number
+  deleted_at: number | null
+}
+
+export interface EdgeWorkersTable {
+  id: string
+  company_id: string
+  department_id: string
+  script_name: string
+  /** Set by the deploy and retirement lanes (e.g. `active`, `paused`, `retired`). */
+  status: string
+  current_version_id: string | null
+  /** The kit scope (`onprem:<12 hex>`) whose host serves this Worker, once deployed. */
+  serving_scope: string | null
+  base_revision: number
+  created_at: number
+  updated_at: number
+  retired_at: number | null
+}
+
+export interface EdgeWorkerVersionsTable {
+  id: string
+  worker_id: string
+  release_generation: string
+  builder_policy: string
+  state: VersionState
+  project_artifact_key: string
+  project_digest: string
+  bundle_artifact_key: string
+  bundle_digest: string
+  /** JSON object. */
+  manifest: string
+  /** JSON object (the build receipt). */
+  receipt: string
+  created_at: number
+  updated_at: number
+}
+
+export interface OutboxTable {
+  id: string
+  operation: OutboxOperation
+  status: OutboxStatus
+  dedupe_key: string
+  // Copied in without foreign keys: outbox rows outlive a company hard delete, as the only evidence
+  // of what was deployed.
+  company_id: string | null
+  department_id: string | null
+  worker_id: string | null
+  version_id: string | null
+  script_name: string | null
+  /** The kit scope the row was enqueued for; every sweep claims only its own scope. */
+  dispatch_namespace: string
+  /** JSON object. */
+  payload: string
+  attempts: number
+  lease_owner: string | null
+  lease_token: string | null
+  lease_expires_at: number | null
+  /** null = not scheduled (no sweep picks it up until something sets it). */
+  next_attempt_at: number | null
+  last_error_code: string | null
+  last_error: string | null
+  created_at: number
+  updated_at: number
+}
+
+export interface AuditLogsTable {
+  id: string
+  action: string
+  resource_type: string
+  resource_id: string
+  actor_type: string
+  actor_id: string
+  auth_method: string
+  result: string
+  reason_code: string | null
+  digest: string | null
+  /** Canonical JSON object. */
+  facts: string
+  created_at: number
+}
+
+export interface KitPairingsTable {
+  scope: string
+  host_url: string
+  host_fingerprint: string
+  host_public_key: string
+  /** Never leaves the store except through KitRepository.pairingSecret. */
+  shared_secret: string
+  paired_at: number
+  unpaired_at: number | null
+}
+
+export interface KitFencesTable {
+  id: string
+  scope: string
+  /** `requested` (recorded, host not yet acknowledged) → `active` (host acknowledged) → `ended`. */
+  state: string
+  reason: string
+  ttl_seconds: number
+  began_at: number
+  expires_at: number
+  host_acked_at: number | null
+  ended_at: number | null
+  end_reason: string | null
+}
+
+export interface KitGatesTable {
+  scope: string
+  maintenance: number
+  restore_pending: number
+  /** JSON object: gate name → why it was closed. */
+  reasons: string
+  updated_at: number
+}
+
+export interface Database {
+  companies: CompaniesTable
+  departments: DepartmentsTable
+  service_accounts: ServiceAccountsTable
+  edge_workers: EdgeWorkersTable
+  edge_worker_versions: EdgeWorkerVersionsTable
+  edge_worker_outbox: OutboxTable
+  edge_worker_audit_logs: AuditLogsTable
+  kit_pairings: KitPairingsTable
+  kit_fences: KitFencesTable
+  kit_gates: KitGatesTable
+}
+
+export type CompanyRow = Selectable<CompaniesTable>
+export type DepartmentRow = Selectable<DepartmentsTable>
+export type ServiceAccountRow = Selectable<ServiceAccountsTable>
+export type WorkerRow = Selectable<EdgeWorkersTable>
+export type VersionRow = Omit<Selectable<EdgeWorkerVersionsTable>, 'manifest' | 'receipt'> & {manifest: JsonObject; receipt: JsonObject}
+export type OutboxRow = Omit<Selectable<OutboxTable>, 'payload'> & {payload: JsonObject}
+export type AuditRow = Omit<Selectable<AuditLogsTable>, 'facts'> & {facts: JsonObject}
+/** A pairing as every caller sees it: the shared secret is left out. */
+export type PairingRow = Omit<Selectable<KitPairingsTable>, 'shared_secret'>
+export type FenceRow = Selectable<KitFencesTable>
+export interface GateRow {
+  scope: string
+  maintenance: boolean
+  restore_pending: boolean
+  reasons: Record<string, string>
+  updated_at: number | null
+}
+
+export function parseJsonObject(text: string): JsonObject {
+  return JSON.parse(text) as JsonObject
+}
