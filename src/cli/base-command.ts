@@ -6,8 +6,11 @@ import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {ExitCode, exitCodeFor} from './exit-codes.js'
 import {openStore, type Store} from '../store/index.js'
+import type {Engine} from '../engine/context.js'
+import {buildEngine, cliLogger} from './engine.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
+export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
 
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override baseFlags = {
@@ -22,18 +25,20 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   protected flags!: BaseFlags<T>
+  protected args!: BaseArgs<T>
   private loaded?: LoadedConfig
   private openedStore?: Store
 
   override async init(): Promise<void> {
     await super.init()
-    const {flags} = await this.parse({
+    const {flags, args} = await this.parse({
       flags: this.ctor.flags,
       baseFlags: (this.ctor as typeof BaseCommand).baseFlags,
       args: this.ctor.args,
       strict: this.ctor.strict,
     })
     this.flags = flags as BaseFlags<T>
+    this.args = args as BaseArgs<T>
   }
 
   /** Dotted setting path → flag value, for commands whose flags override settings. */
@@ -66,6 +71,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
     this.openedStore = store
     return store
+  }
+
+  /**
+   * The engine over the configured store. Commands that draw progress on the terminal pass
+   * `interactive` so only warnings reach stderr unless the operator set log_level themselves.
+   */
+  protected async engine(options: {interactive?: boolean} = {}): Promise<Engine> {
+    const {settings, sources} = this.loadSettings()
+    const level = options.interactive && sources.log_level === 'default' ? 'warn' : settings.log_level
+    return buildEngine(await this.store(), settings, cliLogger(level))
   }
 
   /** Prints a typed result: JSON when --json was given, else the text the command renders. */

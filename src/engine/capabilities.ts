@@ -3,7 +3,7 @@
 // control lanes ask this module instead of comparing policy strings themselves.
 import {KitError} from '../errors.js'
 
-export const BUILDER_POLICY_PREFIX = 'department-worker-project-v2.'
+const BUILDER_POLICY_PREFIX = 'department-worker-project-v2.'
 
 /**
  * The policies this kit knows: v2.0 through v2.9. v2.9 is the newest the reference describes; a
@@ -34,7 +34,7 @@ const CAPABILITY_SINCE_MINOR: Readonly<Record<keyof Capabilities, number>> = {
 const POLICY_PATTERN = /^department-worker-project-v2\.(0|[1-9][0-9]*)$/
 
 /** The minor N of a known policy, or null for anything else (malformed or outside v2.0–v2.9). */
-export function knownPolicyMinor(policy: string): number | null {
+function knownPolicyMinor(policy: string): number | null {
   const match = POLICY_PATTERN.exec(policy)
   if (!match) return null
   const minor = Number(match[1])

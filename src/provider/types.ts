@@ -64,9 +64,16 @@ export interface HostInventory {
   activeFence: HostFence | null
 }
 
+export interface HostDescription {
+  /** Where the data plane listens, e.g. http://127.0.0.1:8787 — a Worker answers under /<script>/. */
+  publicUrl: string
+  baseDomain: string
+}
+
 export interface EdgeProvider {
   /** `onprem:<12 hex>`: the scope every outbox row of this kit is stamped with. */
   readonly scope: string
+  describeHost(signal?: AbortSignal): Promise<HostDescription>
   uploadScript(input: UploadScriptInput, signal?: AbortSignal): Promise<ScriptDetails>
   /** null when the host has never had the script. */
   getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null>

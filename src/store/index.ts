@@ -10,6 +10,7 @@ import {StoreContext, systemClock, type Backend, type Clock} from './context.js'
 import {migrate, schemaStatus, type SchemaStatus} from './migrator.js'
 import {openPostgres, redactedUrl} from './postgres/open.js'
 import {AuditRepository} from './repositories/audit.js'
+import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
 import {OutboxRepository} from './repositories/outbox.js'
 import {TenantRepository} from './repositories/tenants.js'
@@ -23,6 +24,7 @@ export interface Repositories {
   outbox: OutboxRepository
   audit: AuditRepository
   kit: KitRepository
+  deployments: DeploymentRepository
 }
 
 export interface Store extends Repositories {
@@ -73,6 +75,7 @@ class KyselyStore implements Store {
   readonly outbox: OutboxRepository
   readonly audit: AuditRepository
   readonly kit: KitRepository
+  readonly deployments: DeploymentRepository
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -85,6 +88,7 @@ class KyselyStore implements Store {
     this.outbox = repositories.outbox
     this.audit = repositories.audit
     this.kit = repositories.kit
+    this.deployments = repositories.deployments
   }
 
   get backend(): Backend {
@@ -119,6 +123,7 @@ function repositoriesFor(ctx: StoreContext): Repositories {
     outbox: new OutboxRepository(ctx),
     audit: new AuditRepository(ctx),
     kit: new KitRepository(ctx),
+    deployments: new DeploymentRepository(ctx),
   }
 }
 
@@ -139,6 +144,7 @@ export {
   type SettleOptions,
 } from './repositories/outbox.js'
 export type {PurgeCounts} from './repositories/tenants.js'
+export type {DeploymentSnapshot} from './repositories/deployments.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
 export * from './schema.js'
-export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository}
+export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository}

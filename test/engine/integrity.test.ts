@@ -2,6 +2,7 @@ import {writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {describe, expect, test} from 'vitest'
 import {canonicalJson, sha256Hex} from '../../src/canonical-json.js'
+import {overLimitMessage} from '../../src/artifacts/size.js'
 import {artifactKeyFor, FileArtifactStore} from '../../src/artifacts/store.js'
 import {createProjectArchive, readProjectArchive} from '../../src/engine/project/archive.js'
 import {buildVersion, type BuiltVersion} from '../../src/engine/project/build.js'
@@ -247,7 +248,7 @@ describe('verifyStoredVersion', () => {
       ok: false,
       code: 'artifact_integrity_failed',
       check: 'artifact_size',
-      reason: `project artifact ${storedVersion.projectKey} is ${version.projectArchive.length >= 1024 ? `${(version.projectArchive.length / 1024).toFixed(1).replace(/\.0$/, '')} KiB` : `${version.projectArchive.length} bytes`}; the limit is 100 bytes`,
+      reason: overLimitMessage(`project artifact ${storedVersion.projectKey}`, version.projectArchive.length, 100),
     })
   })
 
@@ -267,7 +268,7 @@ describe('verifyStoredVersion', () => {
     expect(await verifyStoredVersion(store, {...storedVersion, bundleKey: wrongKey}, DEFAULT_LIMITS)).toMatchObject({
       ok: false,
       check: 'artifact_key',
-      reason: `bundle artifact key ${wrongKey} does not name the recorded digest (expected ${storedVersion.bundleKey})`,
+      reason: `bundle artifact key ${wrongKey} does not name the recorded digest ${storedVersion.digests.bundleDigest.slice(0, 12)}…`,
     })
   })
 })

@@ -56,7 +56,11 @@ export async function buildVersion(projectDir: string, limits: ArtifactLimits): 
 }
 
 /** The line for the first artifact over its limit, or null. Build and read-back share this rule. */
-export function oversizeArtifactMessage(projectArchive: Uint8Array, bundle: Uint8Array, limits: ArtifactLimits): string | null {
+export function oversizeArtifactMessage(
+  projectArchive: Uint8Array,
+  bundle: Uint8Array,
+  limits: ArtifactLimits,
+): string | null {
   if (projectArchive.byteLength > limits.project_archive_max_bytes) {
     return overLimitMessage('project archive', projectArchive.byteLength, limits.project_archive_max_bytes)
   }

@@ -3,7 +3,13 @@
 // artifact bytes — and compared with the version row and the build receipt. The first mismatch
 // is reported as `artifact_integrity_failed` with one line naming what differed.
 import {canonicalDigest, canonicalJson} from '../../canonical-json.js'
-import {ArtifactError, artifactKeyFor, type ArtifactKind, type ArtifactStore} from '../../artifacts/store.js'
+import {
+  ArtifactError,
+  parseArtifactKey,
+  type ArtifactKind,
+  type ArtifactProblem,
+  type ArtifactStore,
+} from '../../artifacts/store.js'
 import {KitError} from '../../errors.js'
 import {readProjectArchive} from './archive.js'
 import {oversizeArtifactMessage, type ArtifactLimits} from './build.js'
@@ -89,8 +95,8 @@ export async function verifyStoredVersion(
   limits: ArtifactLimits,
 ): Promise<VerifiedVersion | IntegrityFailure> {
   return runChecks(async () => {
-    const projectBytes = await readArtifact(store, 'project', version.projectKey, version.digests.projectDigest, limits.project_archive_max_bytes)
-    const bundleBytes = await readArtifact(store, 'bundle', version.bundleKey, version.digests.bundleDigest, limits.bundle_max_bytes)
+    const projectBytes = await readArtifact(store, version.projectKey, 'project', version.digests.projectDigest, limits)
+    const bundleBytes = await readArtifact(store, version.bundleKey, 'bundle', version.digests.bundleDigest, limits)
     return verify({...version, projectBytes, bundleBytes, limits})
   })
 }
@@ -123,26 +129,31 @@ async function runChecks(checks: () => Promise<VerifiedVersion>): Promise<Verifi
   }
 }
 
+const checkForArtifactProblem: Readonly<Record<ArtifactProblem, IntegrityCheck>> = {
+  artifact_key_invalid: 'artifact_key',
+  artifact_missing: 'artifact_missing',
+  artifact_too_large: 'artifact_size',
+  artifact_corrupt: 'digest',
+}
+
+/** The artifact's bytes; its key must name the digest the version records for it. */
 async function readArtifact(
   store: ArtifactStore,
-  kind: ArtifactKind,
   key: string,
+  kind: ArtifactKind,
   recordedDigest: string,
-  maxBytes: number,
+  limits: ArtifactLimits,
 ): Promise<Buffer> {
-  const expectedKey = artifactKeyFor(kind, recordedDigest)
-  if (key !== expectedKey) fail('artifact_key', `${kind} artifact key ${key} does not name the recorded digest (expected ${expectedKey})`)
+  const named = parseArtifactKey(key)
+  if (named?.kind !== kind || named.sha256 !== recordedDigest) {
+    fail('artifact_key', `${kind} artifact key ${key} does not name the recorded digest ${short(recordedDigest)}`)
+  }
+  const maxBytes = kind === 'project' ? limits.project_archive_max_bytes : limits.bundle_max_bytes
   try {
     return await store.get(key, maxBytes)
   } catch (error) {
     if (!(error instanceof ArtifactError)) throw error // I/O trouble is not an integrity verdict
-    const check: Record<ArtifactError['reason'], IntegrityCheck> = {
-      artifact_key_invalid: 'artifact_key',
-      artifact_missing: 'artifact_missing',
-      artifact_too_large: 'artifact_size',
-      artifact_corrupt: 'digest',
-    }
-    return fail(check[error.reason], error.message)
+    return fail(checkForArtifactProblem[error.reason], error.message)
   }
 }
 
@@ -154,7 +165,8 @@ async function verify(input: VersionIntegrityInput): Promise<VerifiedVersion> {
   const receipt = checkReceipt(input.receipt)
   for (const name of DIGEST_NAMES) {
     if (input.digests[name] !== receipt[name]) {
-      fail('digest', `${name} on the version (${short(input.digests[name])}) differs from the build receipt (${short(receipt[name])})`)
+      const recorded = short(input.digests[name])
+      fail('digest', `${name} on the version (${recorded}) differs from the build receipt (${short(receipt[name])})`)
     }
   }
   const artifactDigests = artifactDigestsOf(projectBytes, bundleBytes)
@@ -163,7 +175,8 @@ async function verify(input: VersionIntegrityInput): Promise<VerifiedVersion> {
 
   const manifest = checkManifest(input.manifest)
   if (receipt.builderPolicy !== manifest.builderPolicy) {
-    fail('receipt', `build receipt builderPolicy ${receipt.builderPolicy} differs from the manifest's ${manifest.builderPolicy}`)
+    const policies = `${receipt.builderPolicy} differs from the manifest's ${manifest.builderPolicy}`
+    fail('receipt', `build receipt builderPolicy ${policies}`)
   }
   const lock = await checkProjectArchive(projectBytes, manifest)
   const bundle = checkBundle(bundleBytes, manifest, input.moduleTuple)
@@ -176,22 +189,29 @@ async function verify(input: VersionIntegrityInput): Promise<VerifiedVersion> {
   compareDigest('staticDataDigest', receipt, content.staticDataDigest, "the manifest's staticData")
   compareDigest('sbomDigest', receipt, content.sbomDigest, 'the SBOM rebuilt from the manifest, lock and bundle')
   // The receipt also carries the SBOM and static data themselves; they must be what was digested.
-  if (canonicalDigest(receipt.staticData) !== receipt.staticDataDigest) fail('receipt', 'build receipt staticData does not hash to its staticDataDigest')
-  if (canonicalDigest(receipt.sbom) !== receipt.sbomDigest) fail('receipt', 'build receipt sbom does not hash to its sbomDigest')
+  if (canonicalDigest(receipt.staticData) !== receipt.staticDataDigest) {
+    fail('receipt', 'build receipt staticData does not hash to its staticDataDigest')
+  }
+  if (canonicalDigest(receipt.sbom) !== receipt.sbomDigest) {
+    fail('receipt', 'build receipt sbom does not hash to its sbomDigest')
+  }
 
   const releaseGeneration = releaseGenerationOf(receipt)
+  const recomputed = `does not match the recomputed ${releaseGeneration}`
   if (receipt.releaseGeneration !== releaseGeneration) {
-    fail('release_generation', `build receipt release generation ${receipt.releaseGeneration} does not match the recomputed ${releaseGeneration}`)
+    fail('release_generation', `build receipt release generation ${receipt.releaseGeneration} ${recomputed}`)
   }
   if (input.releaseGeneration !== releaseGeneration) {
-    fail('release_generation', `release generation ${input.releaseGeneration} on the version does not match the recomputed ${releaseGeneration}`)
+    fail('release_generation', `release generation ${input.releaseGeneration} on the version ${recomputed}`)
   }
   // receipt.sbom hashes to the SBOM rebuilt here, so the typed rebuild stands in for it.
   return {ok: true, manifest, receipt: {...receipt, sbom}, bundle}
 }
 
 function checkReceipt(value: unknown): StoredReceipt {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail('receipt_keys', 'build receipt is not a JSON object')
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    fail('receipt_keys', 'build receipt is not a JSON object')
+  }
   const keys = Object.keys(value)
   const expected: readonly string[] = RECEIPT_KEYS
   const missing = expected.filter((key) => !keys.includes(key))
@@ -274,7 +294,9 @@ function checkBundle(bundleBytes: Uint8Array, manifest: WorkerManifest, recorded
   if (!sameList(bundled, expectedTuple)) {
     fail('module_tuple', `bundle modules ${formatList(bundled)} differ from the manifest's ${formatList(expectedTuple)}`)
   }
-  if (bundle.mainModule !== manifest.main) fail('bundle', `bundle main module ${bundle.mainModule} is not the manifest's ${manifest.main}`)
+  if (bundle.mainModule !== manifest.main) {
+    fail('bundle', `bundle main module ${bundle.mainModule} is not the manifest's ${manifest.main}`)
+  }
   if (bundle.compatibilityDate !== manifest.compatibilityDate) {
     fail('bundle', `bundle compatibilityDate ${bundle.compatibilityDate} is not the manifest's ${manifest.compatibilityDate}`)
   }

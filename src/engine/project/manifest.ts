@@ -22,7 +22,7 @@ import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities
 export const MANIFEST_FILE = 'edgeworker.json'
 export const LOCK_FILE = 'edgeworker.lock.json'
 /** Directories the project walk (and so the project archive) leaves out at any depth. */
-export const EXCLUDED_DIRECTORIES: ReadonlySet<string> = new Set(['.git', 'node_modules'])
+const EXCLUDED_DIRECTORIES: ReadonlySet<string> = new Set(['.git', 'node_modules'])
 
 const identifier = z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, {error: 'must be a JavaScript identifier'})
 const jsonObject = z.record(z.string(), z.json())
@@ -130,7 +130,10 @@ export async function loadWorkerProject(projectDir: string): Promise<WorkerProje
   const modules: ProjectFile[] = []
   for (const name of moduleTupleOf(manifest)) {
     const file = byPath.get(name)
-    if (!file) throw new KitError('usage', `${MANIFEST_FILE}: module ${JSON.stringify(name)} ${await missingModuleProblem(root, name)}`)
+    if (!file) {
+      const problem = await missingModuleProblem(root, name)
+      throw new KitError('usage', `${MANIFEST_FILE}: module ${JSON.stringify(name)} ${problem}`)
+    }
     modules.push(file)
   }
   return {root, manifest, lock, files, modules}
@@ -139,7 +142,9 @@ export async function loadWorkerProject(projectDir: string): Promise<WorkerProje
 async function resolveProjectRoot(projectDir: string): Promise<string> {
   const absolute = path.resolve(projectDir)
   try {
-    if (!(await stat(absolute)).isDirectory()) throw new KitError('usage', `project directory ${absolute} is not a directory`)
+    if (!(await stat(absolute)).isDirectory()) {
+      throw new KitError('usage', `project directory ${absolute} is not a directory`)
+    }
     return await realpath(absolute)
   } catch (error) {
     if (isMissing(error)) throw new KitError('usage', `project directory ${absolute} does not exist`)

@@ -23,14 +23,6 @@ export interface DeploymentSnapshot {
   current: VersionRow | undefined
 }
 
-export interface CleanupIntent {
-  /** Identifies the artifact within its submission: dedupe key `artifact-cleanup:{artifactId}`. */
-  artifactId: string
-  kind: 'project' | 'bundle'
-  objectKey: string
-  digest: string
-}
-
 /** A Worker that serves nothing yet is `new`; one with a deployed version is `active`. */
 const restingStatus = (worker: {current_version_id: string | null}) => (worker.current_version_id ? 'active' : 'new')
 

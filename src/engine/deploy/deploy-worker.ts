@@ -1,0 +1,111 @@
+// `edgeworkers deploy` as one engine call: build and commit the version, enqueue its deploy, and
+// (unless asked not to wait) run the deploy task in-process. Gates and pairing are checked before
+// anything is written, so a refused deploy leaves no artifact, version or outbox row.
+import {KitError} from '../../errors.js'
+import type {OutboxRow} from '../../store/index.js'
+import type {Engine} from '../context.js'
+import {assertEnqueueGatesOpen} from '../gates.js'
+import {enqueueDeploy} from './enqueue.js'
+import {submitVersion} from './submit.js'
+import {runDeployTask, type DeployStage} from './task.js'
+
+export type DeployState = 'completed' | 'deferred' | 'pending' | 'failed' | 'uncertain'
+
+export interface DeployOutcome {
+  state: DeployState
+  code: string | null
+  message: string | null
+  scriptName: string
+  workerId: string
+  versionId: string
+  releaseGeneration: string
+  outboxId: string
+  /** The enqueue found an existing row for this (worker, version, base revision). */
+  duplicate: boolean
+  /** The project built to a release this Worker already had; that version was reused. */
+  reused: boolean
+  /** Where the Worker answers, once deployed. */
+  url: string | null
+}
+
+export interface DeployRequest {
+  projectDir: string
+  departmentId: string
+  wait: boolean
+  operationSettingsDigest?: string
+}
+
+export async function deployWorker(
+  engine: Engine,
+  request: DeployRequest,
+  options: {onStage?: (stage: DeployStage | 'build' | 'enqueue') => void} = {},
+): Promise<DeployOutcome> {
+  const stage = options.onStage ?? (() => {})
+  const resolution = await engine.resolveProvider()
+  if (resolution.status !== 'ready') throw new KitError('unpaired', `cannot deploy: ${resolution.message}`, resolution.code)
+  await assertEnqueueGatesOpen(engine, resolution.scope)
+
+  stage('build')
+  const {worker, version, reused} = await submitVersion(engine, {projectDir: request.projectDir, departmentId: request.departmentId, scope: resolution.scope})
+  stage('enqueue')
+  const enqueued = await enqueueDeploy(engine, {worker, version, scope: resolution.scope, operationSettingsDigest: request.operationSettingsDigest})
+  const base = {
+    scriptName: worker.script_name,
+    workerId: worker.id,
+    versionId: version.id,
+    releaseGeneration: version.release_generation,
+    outboxId: enqueued.row.id,
+    duplicate: enqueued.duplicate,
+    reused,
+  }
+  const outcome = async (state: DeployState, code: string | null, message: string | null): Promise<DeployOutcome> => ({
+    ...base,
+    state,
+    code,
+    message,
+    url: state === 'completed' ? await workerUrl(engine, worker.script_name) : null,
+  })
+
+  if (enqueued.deferred) return outcome('deferred', 'edge_host_fenced', 'a backup fence is open; the deploy runs when it ends')
+  if (isFinished(enqueued.row)) return outcome(stateOfFinished(enqueued.row), enqueued.row.last_error_code, enqueued.row.last_error)
+  if (!request.wait) return outcome('pending', null, 'left to the next reconcile pass')
+
+  const result = await runDeployTask(
+    engine,
+    {outboxId: enqueued.row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: enqueued.row.id},
+    {onStage: stage},
+  )
+  switch (result.outcome) {
+    case 'completed':
+      return outcome('completed', null, null)
+    case 'failed':
+    case 'uncertain':
+      return outcome(result.outcome, result.code, result.message)
+    case 'retry':
+      return outcome(result.exhausted ? 'failed' : 'pending', result.code, result.exhausted ? result.message : `${result.message}; a later pass retries`)
+    case 'retry_later':
+      return outcome('deferred', null, result.message)
+    case 'skipped': {
+      const row = await engine.store.outbox.get(enqueued.row.id)
+      if (row && isFinished(row)) return outcome(stateOfFinished(row), row.last_error_code, row.last_error)
+      return outcome('pending', null, `the deploy row is ${result.disposition}; a later pass finishes it`)
+    }
+    case 'lease_lost':
+      return outcome('pending', null, 'another runner took over this deploy')
+  }
+}
+
+function isFinished(row: OutboxRow): boolean {
+  return row.status === 'completed' || row.status === 'failed' || row.status === 'uncertain' || row.status === 'cancelled'
+}
+
+function stateOfFinished(row: OutboxRow): DeployState {
+  return row.status === 'completed' ? 'completed' : row.status === 'uncertain' ? 'uncertain' : 'failed'
+}
+
+async function workerUrl(engine: Engine, scriptName: string): Promise<string | null> {
+  const resolution = await engine.resolveProvider()
+  if (resolution.status !== 'ready') return null
+  const host = await resolution.provider.describeHost().catch(() => null)
+  return host ? `${host.publicUrl.replace(/\/$/, '')}/${scriptName}/` : null
+}
