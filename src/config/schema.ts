@@ -133,6 +133,23 @@ export const settingsSchema = z.strictObject({
       coalesce_window_ms: count(50, 0, 10_000),
       signature_window_seconds: seconds(300, 5, 3_600),
       script_listing_page_size: count(1_000, 1, 1_000),
+      /** URL the host advertises for its data plane; empty = derived from `listen`. */
+      public_url: z.string().regex(/^(https?:\/\/[^\s/]+)?$/, 'must be http(s)://HOST[:PORT] or empty').default(''),
+      /** Decoded size limit of one script's modules. */
+      max_script_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
+      /** How long a data-plane request may wait for its shard to (re)start before a 503. */
+      request_hold_timeout_ms: count(30_000, 100, 600_000),
+      /** How long a swap or shutdown waits for requests inside a shard before stopping it anyway. */
+      drain_timeout_ms: count(30_000, 100, 600_000),
+      /** How long a workerd process may take to start listening (about 3 s for 500 scripts). */
+      start_timeout_ms: count(60_000, 1_000, 600_000),
+      /** Uploads validated in throwaway workerd processes at once. */
+      validation_concurrency: count(2, 1, 64),
+      /** Where Workers' fetch() may connect (workerd network allow list); "public" = no private networks. */
+      egress_allow: z
+        .array(z.string().regex(/^(public|private|local|network|unicast|multicast|[0-9a-fA-F.:]+\/[0-9]{1,3})$/, 'must be a workerd network class or CIDR'))
+        .min(1)
+        .default(['public']),
     })
     .prefault({}),
 })

@@ -13,6 +13,7 @@ import {AuditRepository} from './repositories/audit.js'
 import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
 import {OutboxRepository} from './repositories/outbox.js'
+import {SweepRepository} from './repositories/sweeps.js'
 import {TenantRepository} from './repositories/tenants.js'
 import {WorkerRepository} from './repositories/workers.js'
 import type {Database} from './schema.js'
@@ -25,6 +26,7 @@ export interface Repositories {
   audit: AuditRepository
   kit: KitRepository
   deployments: DeploymentRepository
+  sweeps: SweepRepository
 }
 
 export interface Store extends Repositories {
@@ -76,6 +78,7 @@ class KyselyStore implements Store {
   readonly audit: AuditRepository
   readonly kit: KitRepository
   readonly deployments: DeploymentRepository
+  readonly sweeps: SweepRepository
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -89,6 +92,7 @@ class KyselyStore implements Store {
     this.audit = repositories.audit
     this.kit = repositories.kit
     this.deployments = repositories.deployments
+    this.sweeps = repositories.sweeps
   }
 
   get backend(): Backend {
@@ -124,6 +128,7 @@ function repositoriesFor(ctx: StoreContext): Repositories {
     audit: new AuditRepository(ctx),
     kit: new KitRepository(ctx),
     deployments: new DeploymentRepository(ctx),
+    sweeps: new SweepRepository(ctx),
   }
 }
 
@@ -145,6 +150,7 @@ export {
 } from './repositories/outbox.js'
 export type {PurgeCounts} from './repositories/tenants.js'
 export type {DeploymentSnapshot} from './repositories/deployments.js'
+export {cooldownStamp, stampOf, type SweepStamp} from './repositories/sweeps.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
 export * from './schema.js'
-export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository}
+export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository}

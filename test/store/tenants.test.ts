@@ -160,8 +160,10 @@ describeEachStore('kit state', (t) => {
     const read = await t.store.kit.getPairing(SCOPE)
     expect(read).toEqual({scope: SCOPE, host_url: 'http://127.0.0.1:8788', host_fingerprint: 'sha256:abc', host_public_key: 'pk', paired_at: t.clock.now(), unpaired_at: null})
     expect(await t.store.kit.pairingSecret(SCOPE)).toBe('very-secret')
+    expect(await t.store.kit.listActivePairings()).toEqual([read])
 
     expect(await t.store.kit.unpair(SCOPE)).toBe(true)
+    expect(await t.store.kit.listActivePairings()).toEqual([])
     expect(await t.store.kit.unpair(SCOPE)).toBe(false)
     expect(await t.store.kit.pairingSecret(SCOPE)).toBeUndefined()
     expect((await t.store.kit.getPairing(SCOPE))!.unpaired_at).toBe(t.clock.now())

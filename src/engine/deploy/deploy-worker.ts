@@ -48,7 +48,14 @@ export async function deployWorker(
   stage('build')
   const {worker, version, reused} = await submitVersion(engine, {projectDir: request.projectDir, departmentId: request.departmentId, scope: resolution.scope})
   stage('enqueue')
-  const enqueued = await enqueueDeploy(engine, {worker, version, scope: resolution.scope, operationSettingsDigest: request.operationSettingsDigest})
+  const enqueued = await enqueueDeploy(engine, {
+    worker,
+    version,
+    scope: resolution.scope,
+    operationSettingsDigest: request.operationSettingsDigest,
+    // Waiting, this process runs the task next and reserves the row; --no-wait hands it to the next pass.
+    dispatcher: request.wait ? engine.owner : undefined,
+  })
   const base = {
     scriptName: worker.script_name,
     workerId: worker.id,

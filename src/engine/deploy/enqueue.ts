@@ -14,6 +14,8 @@ export interface EnqueueDeployInput {
   scope: string
   baseRevision?: number
   operationSettingsDigest?: string
+  /** The runner that runs the deploy task itself right after (a waiting `deploy`); unset hands the row to the passes. */
+  dispatcher?: string
 }
 
 export interface EnqueueDeployResult {
@@ -57,6 +59,7 @@ export async function enqueueDeploy(engine: Engine, input: EnqueueDeployInput): 
       ...(digest ? {operationSettingsDigest: digest} : {}),
     },
     last_error_code: fenced ? EDGE_HOST_FENCED : null,
+    lease_owner: input.dispatcher ?? null,
   })
   return {row, duplicate, deferred: row.status === 'pending' && row.last_error_code === EDGE_HOST_FENCED}
 }

@@ -38,6 +38,11 @@ export class KitRepository {
     return this.ctx.db.selectFrom('kit_pairings').select(pairingColumns).where('scope', '=', scope).executeTakeFirst()
   }
 
+  /** Every scope currently paired with a host, by scope. */
+  async listActivePairings(): Promise<PairingRow[]> {
+    return this.ctx.db.selectFrom('kit_pairings').select(pairingColumns).where('unpaired_at', 'is', null).orderBy('scope').execute()
+  }
+
   /** The secret that signs management requests, while the scope is paired. */
   async pairingSecret(scope: string): Promise<string | undefined> {
     const row = await this.ctx.db

@@ -41,6 +41,11 @@ export interface OutboxEnqueueInput {
   next_attempt_at?: number | null
   /** E.g. `edge_host_fenced` for a deploy enqueued while a fence is up (deferred, not dispatched). */
   last_error_code?: string | null
+  /**
+   * The runner that will dispatch the row itself (a waiting `deploy`): the reconcile passes leave a
+   * never-attempted row so reserved alone for `recovery.dispatch_grace_seconds`. null = theirs at once.
+   */
+  lease_owner?: string | null
 }
 
 export interface EnqueueResult {
@@ -103,6 +108,7 @@ export class OutboxRepository {
           attempts: 0,
           next_attempt_at: input.next_attempt_at === undefined ? now : input.next_attempt_at,
           last_error_code: input.last_error_code ?? null,
+          lease_owner: input.lease_owner ?? null,
           created_at: now,
           updated_at: now,
         })

@@ -116,7 +116,7 @@ class BusyRetryingConnection implements DatabaseConnection {
             `SQLite store ${this.config.location} stayed locked by another writer for more than ${this.config.busyBudgetMs} ms (store.sqlite_busy_timeout_ms)`,
           )
         }
-        await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * Math.min(50, 2 ** attempt)))
+        await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * Math.min(10, 2 ** attempt)))
       }
     }
   }

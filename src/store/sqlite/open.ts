@@ -10,7 +10,7 @@ import type {Database as Schema} from '../schema.js'
 import {ImmediateSqliteDialect} from './dialect.js'
 
 /** How long SQLite itself waits for a lock before the dialect's asynchronous retry takes over. */
-const SYNCHRONOUS_WAIT_SLICE_MS = 20
+const SYNCHRONOUS_WAIT_SLICE_MS = 10
 
 export const DEFAULT_SQLITE_FILE = 'edgeworkers.sqlite'
 

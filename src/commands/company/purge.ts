@@ -1,0 +1,35 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {KitError} from '../../errors.js'
+
+export default class CompanyPurge extends BaseCommand<typeof CompanyPurge> {
+  static override description = `Hard-delete a company: its departments, service accounts, Workers and versions go with it.
+
+Outbox and audit rows stay — they are the evidence of what was deployed; the host reconcile lane
+later retires the company's scripts on the edge host. Permanent: needs --yes.`
+  static override examples = ['<%= config.bin %> company purge acme --yes', '<%= config.bin %> company purge acme --yes --json']
+  static override args = {
+    'company-id': Args.string({required: true, description: 'Company id'}),
+  }
+  static override flags = {
+    yes: Flags.boolean({description: 'Confirm the permanent delete'}),
+    json: Flags.boolean({description: 'Print what was deleted as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const companyId = this.args['company-id']
+    if (!this.flags.yes) {
+      throw new KitError('usage', `company purge permanently deletes ${companyId} with its departments, Workers and versions; add --yes to confirm`)
+    }
+    const store = await this.store()
+    const deleted = await store.tenants.purgeCompany(companyId)
+    if (!deleted) throw new KitError('not_found', `company ${companyId} not found`)
+    const counted = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`
+    this.emit({company_id: companyId, deleted}, () =>
+      [
+        `purged company ${companyId}: ${counted(deleted.departments, 'department')}, ${counted(deleted.service_accounts, 'service account')},`,
+        `${counted(deleted.workers, 'Worker')} and ${counted(deleted.versions, 'version')} deleted; outbox and audit rows kept`,
+      ].join(' '),
+    )
+  }
+}

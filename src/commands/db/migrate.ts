@@ -1,0 +1,43 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {KitError} from '../../errors.js'
+
+export default class DbMigrate extends BaseCommand<typeof DbMigrate> {
+  static override description = `Migrate the store to this build's schema, or check that it matches.
+
+--check changes nothing and exits 4 naming the difference (pending migrations, or migrations applied
+by a newer edgeworkers) when the schema does not match. Every other command refuses to run on a
+schema that does not match.`
+  static override examples = [
+    '<%= config.bin %> db migrate',
+    '<%= config.bin %> db migrate --check',
+    'EDGEWORKERS_STORE__URL=postgres://kit@db.internal/edgeworkers <%= config.bin %> db migrate --check --json',
+  ]
+  static override flags = {
+    check: Flags.boolean({description: 'Only check that the schema matches this build; change nothing'}),
+    json: Flags.boolean({description: 'Print the result as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const store = await this.store({requireCurrentSchema: false})
+    if (this.flags.check) {
+      const status = await store.schemaStatus()
+      const report = {location: store.location, ...status}
+      // --json reports the status either way; the exit code says whether it matched.
+      if (status.matches || this.flags.json) {
+        this.emit(report, () => `store ${store.location} matches this build (${status.applied.length} migrations applied)`)
+      }
+      if (!status.matches) {
+        const remedy = status.unknown.length > 0 ? 'upgrade edgeworkers' : 'run `edgeworkers db migrate`'
+        throw new KitError('schema_mismatch', `store schema does not match this build (${status.difference}); ${remedy}`)
+      }
+      return
+    }
+    const applied = await store.migrate()
+    this.emit({location: store.location, applied}, () =>
+      applied.length > 0
+        ? `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to ${store.location}: ${applied.join(', ')}`
+        : `store ${store.location} is already at this build's schema; nothing applied`,
+    )
+  }
+}

@@ -1,0 +1,38 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+
+export default class DepartmentCreate extends BaseCommand<typeof DepartmentCreate> {
+  static override description = 'Create a department of a company, with its service accounts (all or nothing).'
+  static override examples = [
+    '<%= config.bin %> department create acme Sales',
+    '<%= config.bin %> department create acme Sales --id acme-sales --service-account ci --service-account backup --json',
+  ]
+  static override args = {
+    'company-id': Args.string({required: true, description: 'Company id'}),
+    name: Args.string({required: true, description: 'Display name (1–200 characters)'}),
+  }
+  static override flags = {
+    id: Flags.string({description: "Department id (1–64 letters, digits, '.', '_' or '-'); default: a random UUID"}),
+    'service-account': Flags.string({multiple: true, description: 'Create a service account with this name (repeatable)'}),
+    json: Flags.boolean({description: 'Print the created rows as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const store = await this.store()
+    const created = await store.transaction(async (tx) => {
+      const department = await tx.tenants.createDepartment({id: this.flags.id, company_id: this.args['company-id'], name: this.args.name})
+      const serviceAccounts = []
+      for (const name of this.flags['service-account'] ?? []) {
+        serviceAccounts.push(await tx.tenants.createServiceAccount({department_id: department.id, name}))
+      }
+      return {department, service_accounts: serviceAccounts}
+    })
+    const {department, service_accounts: accounts} = created
+    this.emit(created, () =>
+      [
+        `created department ${department.id} (${department.name}) in company ${department.company_id}`,
+        ...accounts.map((account) => `created service account ${account.name} (${account.id})`),
+      ].join('\n'),
+    )
+  }
+}

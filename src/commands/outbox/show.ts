@@ -1,0 +1,47 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {fields, isoTime} from '../../cli/table.js'
+import {KitError} from '../../errors.js'
+
+export default class OutboxShow extends BaseCommand<typeof OutboxShow> {
+  static override description = 'Show one outbox row, its lease and its payload.'
+  static override examples = [
+    '<%= config.bin %> outbox show 3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f',
+    '<%= config.bin %> outbox show 3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f --json',
+  ]
+  static override args = {
+    id: Args.string({required: true, description: 'Outbox row id'}),
+  }
+  static override flags = {
+    json: Flags.boolean({description: 'Print the row as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const store = await this.store()
+    const row = await store.outbox.get(this.args.id)
+    if (!row) throw new KitError('not_found', `outbox row ${this.args.id} not found`)
+    this.emit(row, () =>
+      fields([
+        ['id', row.id],
+        ['operation', row.operation],
+        ['status', row.status],
+        ['dedupe key', row.dedupe_key],
+        ['scope', row.dispatch_namespace],
+        ['company', row.company_id ?? '-'],
+        ['department', row.department_id ?? '-'],
+        ['worker', row.worker_id ?? '-'],
+        ['version', row.version_id ?? '-'],
+        ['script', row.script_name ?? '-'],
+        ['attempts', String(row.attempts)],
+        ['lease owner', row.lease_owner ?? '-'],
+        ['lease expires', isoTime(row.lease_expires_at)],
+        ['next attempt', isoTime(row.next_attempt_at)],
+        ['last error code', row.last_error_code ?? '-'],
+        ['last error', row.last_error ?? '-'],
+        ['created', isoTime(row.created_at)],
+        ['updated', isoTime(row.updated_at)],
+        ['payload', JSON.stringify(row.payload)],
+      ]),
+    )
+  }
+}

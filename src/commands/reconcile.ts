@@ -1,0 +1,102 @@
+import path from 'node:path'
+import {Flags} from '@oclif/core'
+import {FileArtifactStore} from '../artifacts/store.js'
+import {BaseCommand} from '../cli/base-command.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {table} from '../cli/table.js'
+import {
+  assertMetricsFileWritable,
+  LANE_NAMES,
+  runPass,
+  watchPasses,
+  writeMetricsFile,
+  type LaneName,
+  type PassResult,
+} from '../engine/pass/index.js'
+
+export default class Reconcile extends BaseCommand<typeof Reconcile> {
+  static override description = `Run one reconcile pass over the background lanes (or keep running them with --watch).
+
+Lanes, in order: recovery (republish stalled and expired deploys), deferred (deploys held by a backup
+fence), artifact_cleanup (orphaned artifacts), host_reconcile (host retirements and fences). Each lane
+has its own error boundary, batch cap and time budget; any number of passes may run at once, on one
+machine or many, without handling a row twice. Schedule it with cron or the systemd timer in
+deploy/systemd (docs/scheduling.md).
+
+Exit codes: 0 the pass ran (whatever rows it retried); 11 skipped (the provider is invalid); 12 a lane
+raised an error (the other lanes still ran); with --detailed-exitcode, 7 when rows of the swept lanes
+are left failed or uncertain in scope. 2 bad flags or an unwritable --metrics-file; 4 the store is
+unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
+  static override examples = [
+    '<%= config.bin %> reconcile',
+    '<%= config.bin %> reconcile --lane recovery --lane deferred --json',
+    '<%= config.bin %> reconcile --metrics-file /var/lib/node_exporter/textfile/edgeworkers.prom --detailed-exitcode',
+    '<%= config.bin %> reconcile --watch --interval 15',
+  ]
+  static override flags = {
+    lane: Flags.string({options: [...LANE_NAMES], multiple: true, description: 'Run only this lane (repeatable); default all'}),
+    watch: Flags.boolean({description: 'Keep running passes every --interval seconds, never two at once, until SIGINT/SIGTERM'}),
+    interval: Flags.integer({
+      min: 1,
+      max: 3_600,
+      dependsOn: ['watch'],
+      description: 'Seconds between pass starts with --watch (1–3600). Default: reconcile.watch_interval_seconds (60)',
+    }),
+    json: Flags.boolean({description: 'Print the pass summary as JSON (one line per pass with --watch)'}),
+    'metrics-file': Flags.string({description: 'Write a node_exporter textfile (.prom) after each pass, atomically'}),
+    'detailed-exitcode': Flags.boolean({description: 'Exit 7 when rows of the swept lanes are left failed or uncertain in scope'}),
+  }
+
+  async run(): Promise<void> {
+    const metricsFile = this.flags['metrics-file'] ? path.resolve(this.flags['metrics-file']) : undefined
+    if (metricsFile) await assertMetricsFileWritable(metricsFile)
+    const engine = await this.engine()
+    const stop = new AbortController()
+    const onSignal = () => stop.abort()
+    process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
+    const passOptions = {
+      lanes: this.flags.lane as LaneName[] | undefined,
+      signal: stop.signal,
+      openArtifactStore: () => FileArtifactStore.open(this.settings.data_dir),
+    }
+    const report = async (result: PassResult, watching: boolean) => {
+      if (watching && this.flags.json) this.log(JSON.stringify(result))
+      else this.emit(result, () => renderPass(result))
+      if (metricsFile) await writeMetricsFile(metricsFile, result)
+    }
+    try {
+      if (this.flags.watch) {
+        const intervalMs = (this.flags.interval ?? this.settings.reconcile.watch_interval_seconds) * 1000
+        await watchPasses(engine, {...passOptions, intervalMs, onPass: (result) => report(result, true)})
+        return
+      }
+      const result = await runPass(engine, passOptions)
+      await report(result, false)
+      const code = exitCodeOf(result, this.flags['detailed-exitcode'])
+      if (code !== ExitCode.ok) this.exit(code)
+    } finally {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
+    }
+  }
+}
+
+function exitCodeOf(result: PassResult, detailed: boolean): number {
+  if (result.status === 'skipped') return ExitCode.passSkipped
+  if (result.lanes.some((lane) => lane.error)) return ExitCode.laneError
+  const remaining = result.remaining
+  if (detailed && remaining && remaining.failed + remaining.uncertain > 0) return ExitCode.pending
+  return ExitCode.ok
+}
+
+function renderPass(result: PassResult): string {
+  if (result.skipped) return `pass skipped: ${result.skipped.code}: ${result.skipped.message}`
+  const rows = result.lanes.map((lane) => [
+    lane.lane,
+    ...[lane.claimed, lane.completed, lane.retried, lane.failed, lane.uncertain, lane.skipped].map(String),
+    `${lane.durationMs} ms`,
+    lane.error ? `error: ${lane.error}` : (lane.skippedReason ?? ''),
+  ])
+  const lines = [table(['LANE', 'CLAIMED', 'COMPLETED', 'RETRIED', 'FAILED', 'UNCERTAIN', 'SKIPPED', 'DURATION', 'NOTE'], rows, 'no lanes ran')]
+  if (result.remaining) lines.push(`left in scope ${result.scope || '(none)'}: ${result.remaining.failed} failed, ${result.remaining.uncertain} uncertain`)
+  return lines.join('\n')
+}

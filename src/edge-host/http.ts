@@ -1,0 +1,81 @@
+// Small HTTP helpers shared by the two listeners.
+import {once} from 'node:events'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+
+export class BodyTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`the request body exceeds ${limit} bytes`)
+  }
+}
+
+/** Reads the whole request body, refusing more than `limit` bytes. */
+export async function readBody(request: http.IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(request.headers['content-length'])
+  if (Number.isFinite(declared) && declared > limit) throw new BodyTooLargeError(limit)
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length
+    if (size > limit) throw new BodyTooLargeError(limit)
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks)
+}
+
+/** A JSON answer. An oversized request's remaining body is not read: close the connection after. */
+export function sendJson(
+  response: http.ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+  options: {closeConnection?: boolean} = {},
+): void {
+  const text = JSON.stringify(body)
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    ...(options.closeConnection ? {connection: 'close'} : {}),
+    ...headers,
+  })
+  response.end(text)
+}
+
+export interface ListenAddress {
+  host: string
+  port: number
+}
+
+/** `HOST:PORT` or `[IPv6]:PORT`. */
+export function parseListenAddress(text: string): ListenAddress {
+  const match = /^(?:\[([0-9a-fA-F:]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text)
+  const port = Number(match?.[3])
+  if (!match || port > 65_535) throw new Error(`listen address ${JSON.stringify(text)} must be HOST:PORT`)
+  return {host: match[1] ?? match[2]!, port}
+}
+
+export async function listen(server: http.Server, address: ListenAddress): Promise<ListenAddress> {
+  server.listen(address.port, address.host)
+  await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error as Error))])
+  const bound = server.address() as AddressInfo
+  return {host: address.host, port: bound.port}
+}
+
+export function urlOf(address: ListenAddress): string {
+  const host = address.host.includes(':') ? `[${address.host}]` : address.host
+  return `http://${host}:${address.port}`
+}
+
+/** Stops accepting, lets in-flight requests finish for up to `graceMs`, then cuts what is left. */
+export async function closeServer(server: http.Server, graceMs: number): Promise<void> {
+  if (!server.listening) return
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+  server.closeIdleConnections()
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+  // Keep-alive connections go idle once their response is done; close them as they do.
+  const sweeper = setInterval(() => server.closeIdleConnections(), 50)
+  await closed
+  clearTimeout(timer)
+  clearInterval(sweeper)
+}

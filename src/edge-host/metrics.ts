@@ -1,0 +1,65 @@
+// Prometheus metrics of one host, on its own registry (several hosts may share a process in tests).
+import {Counter, Gauge, Histogram, Registry, collectDefaultMetrics} from 'prom-client'
+
+/** Label for requests that matched no served script: unknown names must not grow the label set. */
+export const UNKNOWN_SCRIPT_LABEL = 'unknown'
+
+/** Read at scrape time, so the gauges are never stale. */
+export interface MetricSources {
+  fenceActive(): boolean
+  scriptCounts(): Record<'active' | 'locked_down' | 'retired', number>
+}
+
+export class HostMetrics {
+  readonly registry = new Registry()
+
+  readonly requests = new Counter({
+    name: 'edgeworkers_host_requests_total',
+    help: 'Data-plane requests by script and response status.',
+    labelNames: ['script', 'status'] as const,
+    registers: [this.registry],
+  })
+
+  readonly shardRestarts = new Counter({
+    name: 'edgeworkers_host_shard_restarts_total',
+    help: 'workerd shard (re)starts by shard and reason (start, deploy, crash).',
+    labelNames: ['shard', 'reason'] as const,
+    registers: [this.registry],
+  })
+
+  readonly swapSeconds = new Histogram({
+    name: 'edgeworkers_host_shard_swap_seconds',
+    help: 'Time requests for a shard were held while its workerd was replaced (deploy swap time).',
+    labelNames: ['reason'] as const,
+    buckets: [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  })
+
+  readonly shardUp = new Gauge({
+    name: 'edgeworkers_host_shard_up',
+    help: '1 while the shard serves, 0 while it starts, swaps or is down.',
+    labelNames: ['shard'] as const,
+    registers: [this.registry],
+  })
+
+  constructor(sources: MetricSources) {
+    collectDefaultMetrics({register: this.registry, prefix: 'edgeworkers_host_'})
+    new Gauge({
+      name: 'edgeworkers_host_fence_active',
+      help: '1 while a backup fence freezes host mutations.',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.fenceActive() ? 1 : 0)
+      },
+    })
+    new Gauge({
+      name: 'edgeworkers_host_scripts',
+      help: 'Scripts by state (active, locked_down, retired).',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [state, count] of Object.entries(sources.scriptCounts())) this.set({state}, count)
+      },
+    })
+  }
+}

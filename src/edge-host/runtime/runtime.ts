@@ -1,0 +1,215 @@
+// The workerd runtime of one host: N shards, the module cache their configs embed from, and the
+// validation sandbox every upload passes before it may join a shard.
+//
+// Files under <data dir>:
+//   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
+//   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
+//   runtime/shard-<i>.pid            pid of the shard's workerd, to clean up after a host crash
+//   runtime/validate/<id>/           a validation sandbox's config, deleted right after
+//   do/<script>/                     the script's Durable Object storage (kept forever)
+import {randomUUID} from 'node:crypto'
+import {existsSync} from 'node:fs'
+import {chmod, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+import type {Logger} from 'pino'
+import type {RunnableScript} from '../state.js'
+import {Shard, type PreparedConfig, type RestartReason, type ShardState} from './shard.js'
+import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
+import {WorkerdProcess} from './workerd-process.js'
+
+export interface RuntimeOptions {
+  dataDir: string
+  shardCount: number
+  coalesceWindowMs: number
+  drainTimeoutMs: number
+  startTimeoutMs: number
+  egressAllow: string[]
+  /** At most this many validation sandboxes run at once. */
+  validationConcurrency: number
+  /** The scripts shard `index` must run, read at each swap. */
+  scriptsOfShard(index: number): RunnableScript[]
+  /** Bytes of a stored module. */
+  moduleContent(sha256: string): Buffer
+  log: Logger
+  onShardState?(index: number, state: ShardState): void
+  onSwapped?(index: number, event: {reason: RestartReason; seconds: number; scripts: number}): void
+}
+
+export type ValidationOutcome = {ok: true} | {ok: false; error: string}
+
+export class WorkerdRuntime {
+  readonly shards: Shard[]
+  private readonly runtimeDir: string
+  private readonly modulesDir: string
+  private readonly validations: Semaphore
+
+  constructor(private readonly options: RuntimeOptions) {
+    this.runtimeDir = path.join(options.dataDir, 'runtime')
+    this.modulesDir = path.join(this.runtimeDir, 'modules')
+    this.validations = new Semaphore(options.validationConcurrency)
+    this.shards = Array.from(
+      {length: options.shardCount},
+      (_, index) =>
+        new Shard({
+          index,
+          loadScripts: () => options.scriptsOfShard(index),
+          prepare: (scripts) => this.prepareShard(index, scripts),
+          recordPid: (pid) => void this.recordPid(index, pid),
+          coalesceWindowMs: options.coalesceWindowMs,
+          drainTimeoutMs: options.drainTimeoutMs,
+          startTimeoutMs: options.startTimeoutMs,
+          log: options.log,
+          onStateChange: (state) => options.onShardState?.(index, state),
+          onSwapped: (event) => options.onSwapped?.(index, event),
+        }),
+    )
+  }
+
+  /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
+  async start(): Promise<void> {
+    await mkdir(this.modulesDir, {recursive: true, mode: 0o700})
+    await this.killLeftoverProcesses()
+    await rm(path.join(this.runtimeDir, 'validate'), {recursive: true, force: true})
+    const results = await Promise.allSettled(this.shards.map((shard) => shard.start()))
+    results.forEach((result, index) => {
+      if (result.status === 'rejected') this.options.log.error({shard: index, err: result.reason}, 'shard failed to start')
+    })
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.shards.map((shard) => shard.stop()))
+  }
+
+  /** Every shard is up. */
+  ready(): boolean {
+    return this.shards.every((shard) => shard.state === 'up')
+  }
+
+  /** Restarts a shard to pick up changed scripts; restarts asked for together share one swap. */
+  restartShard(index: number): Promise<void> {
+    return this.shards[index]!.requestRestart('deploy')
+  }
+
+  /** The release generation of a script live in its shard's running process, if any. */
+  liveGeneration(script: string, shard: number | null): string | undefined {
+    return shard === null ? undefined : this.shards[shard]?.liveGeneration(script)
+  }
+
+  /**
+   * Runs the script alone in a throwaway workerd: one module that fails to compile makes a whole
+   * workerd exit, so a script must pass here before it joins a shard. `modules` holds the bytes of
+   * modules not stored yet.
+   */
+  async validate(script: RunnableScript, modules: Map<string, Buffer>): Promise<ValidationOutcome> {
+    return this.validations.run(async () => {
+      await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
+      const dir = path.join(this.runtimeDir, 'validate', randomUUID())
+      const configPath = await this.writeConfig(dir, renderValidationConfig(script, this.renderOptions()))
+      try {
+        const outcome = await WorkerdProcess.start({configPath, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
+        if (!outcome.ok) return {ok: false, error: outcome.error}
+        await outcome.process.kill()
+        return {ok: true}
+      } finally {
+        await rm(dir, {recursive: true, force: true})
+      }
+    })
+  }
+
+  /** Removes cached module files no stored script uses any more. */
+  async pruneModuleCache(referenced: Set<string>): Promise<void> {
+    const files = existsSync(this.modulesDir) ? await readdir(this.modulesDir) : []
+    await Promise.all(files.filter((file) => !referenced.has(file)).map((file) => rm(path.join(this.modulesDir, file), {force: true})))
+  }
+
+  private renderOptions(): RenderOptions {
+    // Configs sit two levels below runtime/ (shard-<i>/<id>/ and validate/<id>/).
+    return {modulePath: (sha256) => `../../modules/${sha256}`, egressAllow: this.options.egressAllow}
+  }
+
+  private async prepareShard(index: number, scripts: RunnableScript[]): Promise<PreparedConfig> {
+    for (const script of scripts) {
+      await this.cacheModules(script, (sha256) => this.options.moduleContent(sha256))
+      if (usesDurableObjects(script)) await mkdir(this.durableObjectRoot(script.name), {recursive: true, mode: 0o700})
+    }
+    const dir = path.join(this.runtimeDir, `shard-${index}`, randomUUID())
+    const text = renderShardConfig(scripts, {...this.renderOptions(), durableObjectRoot: (script) => this.durableObjectRoot(script)})
+    const configPath = await this.writeConfig(dir, text)
+    return {configPath, cwd: dir, discard: () => rm(dir, {recursive: true, force: true})}
+  }
+
+  private durableObjectRoot(script: string): string {
+    return path.join(this.options.dataDir, 'do', script)
+  }
+
+  private async cacheModules(script: RunnableScript, contentOf: (sha256: string) => Buffer): Promise<void> {
+    for (const module of script.modules) {
+      const file = path.join(this.modulesDir, module.sha256)
+      if (existsSync(file)) continue
+      const temporary = `${file}.${randomUUID()}.tmp`
+      await writeFile(temporary, contentOf(module.sha256))
+      await rename(temporary, file)
+    }
+  }
+
+  /** Configs inline secret values: private to the host user, and short-lived. */
+  private async writeConfig(dir: string, text: string): Promise<string> {
+    await mkdir(dir, {recursive: true, mode: 0o700})
+    const configPath = path.join(dir, 'config.capnp')
+    await writeFile(configPath, text, {mode: 0o600})
+    await chmod(configPath, 0o600)
+    return configPath
+  }
+
+  private pidFile(index: number): string {
+    return path.join(this.runtimeDir, `shard-${index}.pid`)
+  }
+
+  private async recordPid(index: number, pid: number | null): Promise<void> {
+    if (pid === null) await rm(this.pidFile(index), {force: true})
+    else await writeFile(this.pidFile(index), String(pid))
+  }
+
+  /**
+   * A host that crashed leaves its workerd children running, holding Durable Object files the new
+   * shards are about to open. Kill the ones the pid files name if they still run one of our configs.
+   */
+  private async killLeftoverProcesses(): Promise<void> {
+    const pidFiles = (await readdir(this.runtimeDir)).filter((file) => /^shard-\d+\.pid$/.test(file))
+    for (const file of pidFiles) {
+      const pid = Number(await readFile(path.join(this.runtimeDir, file), 'utf8'))
+      const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
+      if (commandLine.includes('workerd') && commandLine.includes(this.runtimeDir)) {
+        this.options.log.warn({pid}, 'killing a workerd left over from a previous host process')
+        process.kill(pid, 'SIGKILL')
+        while (existsSync(`/proc/${pid}`) && !(await isZombie(pid))) await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      await rm(path.join(this.runtimeDir, file), {force: true})
+    }
+    await Promise.all(this.shards.map((shard) => rm(path.join(this.runtimeDir, `shard-${shard.index}`), {recursive: true, force: true})))
+  }
+}
+
+async function isZombie(pid: number): Promise<boolean> {
+  const status = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
+  return status === '' || / Z /.test(status)
+}
+
+/** Limits concurrent async work. */
+class Semaphore {
+  private active = 0
+  private readonly queue: Array<() => void> = []
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve))
+    this.active++
+    try {
+      return await work()
+    } finally {
+      this.active--
+      this.queue.shift()?.()
+    }
+  }
+}

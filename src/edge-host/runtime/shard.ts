@@ -1,0 +1,294 @@
+// One shard: a workerd process running a subset of the scripts, and the gate in front of it.
+//
+// workerd loads its whole config at start, so a deploy restarts the shard: the new config is written
+// first, then the gate closes (new requests wait), requests already inside finish, the old process
+// stops (it must be gone before the new one opens the same Durable Object files), the new one starts,
+// and the gate opens again — held requests are served, none dropped. Restart requests arriving within
+// the coalescing window, or while a swap runs, share the next swap. A process that dies on its own is
+// restarted with backoff, the gate closed meanwhile.
+import type {Logger} from 'pino'
+import {Pool} from 'undici'
+import type {RunnableScript} from '../state.js'
+import {WorkerdProcess} from './workerd-process.js'
+
+export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
+
+/** A written config, ready to start; `discard` removes it once workerd has read it. */
+export interface PreparedConfig {
+  configPath: string
+  cwd: string
+  discard(): Promise<void>
+}
+
+export interface ShardOptions {
+  index: number
+  /** The scripts this shard must run now (read at each swap). */
+  loadScripts(): RunnableScript[]
+  prepare(scripts: RunnableScript[]): Promise<PreparedConfig>
+  /** Records the pid of the running process so a later host can clean up after a crash. */
+  recordPid(pid: number | null): void
+  coalesceWindowMs: number
+  drainTimeoutMs: number
+  startTimeoutMs: number
+  log: Logger
+  onStateChange?(state: ShardState): void
+  onSwapped?(event: {reason: RestartReason; seconds: number; scripts: number}): void
+}
+
+export type RestartReason = 'start' | 'deploy' | 'crash'
+
+/** A request's hold on the running process; release it when the response is done. */
+export interface ShardLease {
+  pool: Pool
+  release(): void
+}
+
+interface Waiter<T> {
+  promise: Promise<T>
+  resolve(value: T): void
+  reject(error: unknown): void
+}
+
+function waiter<T = void>(): Waiter<T> {
+  let resolve!: (value: T) => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  promise.catch(() => {}) // a restart nobody awaits may fail without an unhandled rejection
+  return {promise, resolve, reject}
+}
+
+const CRASH_BACKOFF_MS = {first: 250, max: 30_000}
+/** A process that ran this long before dying resets the crash backoff. */
+const STABLE_AFTER_MS = 60_000
+
+export class Shard {
+  private currentState: ShardState = 'stopped'
+  private process: WorkerdProcess | null = null
+  private pool: Pool | null = null
+  private startedAt = 0
+  /** Script → release generation, as loaded by the running process. */
+  private loaded = new Map<string, string>()
+  private inFlight = 0
+  private drainWaiters: Array<() => void> = []
+  /** While the gate is closed: resolves when it opens again. null = open. */
+  private gate: Waiter<void> | null = waiter()
+  private pendingRestart: Waiter<void> | null = null
+  private pendingReason: RestartReason = 'deploy'
+  private driving = false
+  private currentSwap: Promise<void> | null = null
+  private stopping = false
+  private consecutiveCrashes = 0
+  restarts = 0
+
+  constructor(private readonly options: ShardOptions) {}
+
+  get index(): number {
+    return this.options.index
+  }
+
+  get state(): ShardState {
+    return this.currentState
+  }
+
+  get scriptCount(): number {
+    return this.loaded.size
+  }
+
+  private isUp(): boolean {
+    return this.currentState === 'up'
+  }
+
+  /** The release generation of `script` that the running process serves, if any. */
+  liveGeneration(script: string): string | undefined {
+    return this.currentState === 'up' ? this.loaded.get(script) : undefined
+  }
+
+  /** Starts the process; resolves once it is up (rejects if the first start fails). */
+  start(): Promise<void> {
+    return this.requestRestart('start')
+  }
+
+  /** Asks for a swap that picks up the current scripts; resolves when such a swap finished. */
+  requestRestart(reason: RestartReason = 'deploy'): Promise<void> {
+    if (this.stopping) return Promise.reject(new Error(`shard ${this.index} is stopping`))
+    if (!this.pendingRestart) {
+      this.pendingRestart = waiter()
+      this.pendingReason = reason
+    }
+    void this.drive()
+    return this.pendingRestart.promise
+  }
+
+  /**
+   * Waits until the process serves (held during a start or swap) and takes a lease on it; null when
+   * it does not serve within `holdTimeoutMs`.
+   */
+  async acquire(holdTimeoutMs: number): Promise<ShardLease | null> {
+    if (!this.isUp()) {
+      let timer: NodeJS.Timeout | undefined
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), holdTimeoutMs)
+      })
+      // The gate may close again between opening and this continuation: loop until it is up.
+      while (!this.isUp() && !this.stopping) {
+        if ((await Promise.race([this.gate?.promise, timedOut])) === 'timeout') break
+      }
+      clearTimeout(timer)
+      if (!this.isUp()) return null
+    }
+    this.inFlight++
+    let released = false
+    return {
+      pool: this.pool!,
+      release: () => {
+        if (released) return
+        released = true
+        this.inFlight--
+        if (this.inFlight === 0) for (const resolve of this.drainWaiters.splice(0)) resolve()
+      },
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true
+    this.openGate() // wake held requests: they see the shard stopping and give up
+    await this.currentSwap?.catch(() => {}) // a process it starts is stopped just below
+    await this.drained()
+    await this.stopProcess()
+    this.setState('stopped')
+  }
+
+  private async drive(): Promise<void> {
+    if (this.driving) return
+    this.driving = true
+    try {
+      while (this.pendingRestart && !this.stopping) {
+        await sleep(this.options.coalesceWindowMs) // let deploys that arrive together share one swap
+        const batch = this.pendingRestart
+        const reason = this.pendingReason
+        this.pendingRestart = null
+        try {
+          this.currentSwap = this.swap(reason)
+          await this.currentSwap
+          batch.resolve()
+        } catch (error) {
+          batch.reject(error)
+          if (this.stopping) break
+          this.options.log.error({shard: this.index, err: error}, 'shard start failed; retrying')
+          this.pendingRestart ??= waiter()
+          this.pendingReason = 'crash'
+          await sleep(this.nextCrashBackoff())
+        }
+      }
+    } finally {
+      this.driving = false
+    }
+  }
+
+  private async swap(reason: RestartReason): Promise<void> {
+    const scripts = this.options.loadScripts()
+    const prepared = await this.options.prepare(scripts)
+    const began = performance.now()
+    let started: WorkerdProcess
+    try {
+      this.closeGate(this.process ? 'swapping' : 'starting')
+      await this.drained()
+      await this.stopProcess()
+      if (this.stopping) return
+      const outcome = await WorkerdProcess.start({
+        configPath: prepared.configPath,
+        cwd: prepared.cwd,
+        startTimeoutMs: this.options.startTimeoutMs,
+        onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
+      })
+      if (!outcome.ok) {
+        this.setState('down')
+        throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
+      }
+      started = outcome.process
+    } finally {
+      await prepared.discard()
+    }
+    this.adopt(started, scripts)
+    this.restarts++
+    this.options.onSwapped?.({reason, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
+    this.options.log.info({shard: this.index, reason, scripts: scripts.length, port: started.port}, 'shard serving')
+  }
+
+  private adopt(process: WorkerdProcess, scripts: RunnableScript[]): void {
+    this.process = process
+    this.startedAt = Date.now()
+    this.pool = new Pool(`http://127.0.0.1:${process.port}`, {connections: 128, keepAliveTimeout: 10_000})
+    this.loaded = new Map(scripts.map((script) => [script.name, script.releaseGeneration]))
+    this.options.recordPid(process.pid)
+    void process.exited.then((exit) => {
+      if (this.process !== process) return // replaced or stopped on purpose
+      this.options.log.error({shard: this.index, ...exit}, 'workerd exited unexpectedly; restarting the shard')
+      this.process = null
+      void this.pool?.destroy()
+      this.pool = null
+      this.closeGate('down')
+      if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
+      void sleep(this.nextCrashBackoff()).then(() => {
+        if (!this.stopping) void this.requestRestart('crash')
+      })
+    })
+    this.setState('up')
+    this.openGate()
+  }
+
+  private closeGate(state: ShardState): void {
+    this.gate ??= waiter()
+    this.setState(state)
+  }
+
+  private openGate(): void {
+    this.gate?.resolve()
+    this.gate = null
+  }
+
+  private setState(state: ShardState): void {
+    if (this.currentState === state) return
+    this.currentState = state
+    this.options.onStateChange?.(state)
+  }
+
+  /** Resolves when no request is inside the process, or when the drain timeout passes. */
+  private drained(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.options.log.warn({shard: this.index, inFlight: this.inFlight}, 'drain timed out; stopping the shard anyway')
+        resolve()
+      }, this.options.drainTimeoutMs)
+      this.drainWaiters.push(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+  }
+
+  private async stopProcess(): Promise<void> {
+    const process = this.process
+    const pool = this.pool
+    this.process = null
+    this.pool = null
+    this.loaded = new Map()
+    // After a drain timeout some requests are still inside: cut them rather than wait forever.
+    await (this.inFlight === 0 ? pool?.close() : pool?.destroy())
+    await process?.stop()
+    this.options.recordPid(null)
+  }
+
+  private nextCrashBackoff(): number {
+    this.consecutiveCrashes++
+    return Math.min(CRASH_BACKOFF_MS.max, CRASH_BACKOFF_MS.first * 2 ** (this.consecutiveCrashes - 1))
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}

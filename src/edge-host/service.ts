@@ -1,0 +1,471 @@
+// What the management API does, independent of HTTP: every operation validates its input, asks the
+// host state to change (one transaction, fence-checked), and tells the runtime which shard must pick
+// the change up. Answers are the protocol's wire shapes.
+import type {Logger} from 'pino'
+import type {Settings} from '../config/schema.js'
+import {
+  MAX_LISTING_PAGE_SIZE,
+  SCRIPT_NAME_PATTERN,
+  type AccessPolicy,
+  type BeginFence,
+  type ControlMeta,
+  type ControlResult,
+  type DeleteResult,
+  type Fence,
+  type FenceStatus,
+  type Identity,
+  type Inventory,
+  type Lockdown,
+  type PairResponse,
+  type Purge,
+  type Receipt,
+  type ReplaceAccessPolicy,
+  type ScriptDetails,
+  type ScriptList,
+  type ScriptState,
+  type SecretDeletion,
+  type SecretInfo,
+  type SecretList,
+  type ServiceAccountDeletion,
+  type ServiceAccountInfo,
+  type ServiceAccountList,
+  type uploadScriptSchema,
+} from '../protocol/management-api.js'
+import {pairingProofMessage, sha256Hex} from '../protocol/signing.js'
+import {HostError} from './errors.js'
+import type {HostIdentity} from './identity.js'
+import type {WorkerdRuntime} from './runtime/runtime.js'
+import {scriptStateOf, type AccessPolicyRecord, type FenceRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
+import type {z} from 'zod'
+
+export type HostSettings = Settings['host']
+
+export interface ServiceOptions {
+  state: HostState
+  runtime: WorkerdRuntime
+  identity: HostIdentity
+  settings: HostSettings
+  maxFenceTtlSeconds: number
+  /** The data plane's advertised URL. */
+  publicUrl: () => string
+  log: Logger
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms))
+
+export class HostService {
+  private readonly state: HostState
+  private readonly runtime: WorkerdRuntime
+
+  constructor(private readonly options: ServiceOptions) {
+    this.state = options.state
+    this.runtime = options.runtime
+  }
+
+  // ── Identity and pairing ────────────────────────────────────────────────────────────────────
+
+  identity(): Identity {
+    const {identity, settings} = this.options
+    return {
+      apiVersion: 'v1',
+      hostPublicKey: identity.publicKey,
+      fingerprint: identity.fingerprint,
+      scope: identity.scope,
+      paired: this.state.isPaired(),
+      publicUrl: this.options.publicUrl(),
+      baseDomain: settings.base_domain,
+    }
+  }
+
+  pair(code: string): PairResponse {
+    const pairing = this.state.completePairing(code)
+    if (!pairing) throw new HostError('pairing_code_invalid', 'the pairing code is not valid (used, rotated or mistyped)')
+    const {identity} = this.options
+    this.options.log.info({fingerprint: identity.fingerprint, scope: identity.scope}, 'host paired')
+    return {
+      secret: pairing.secret,
+      hostPublicKey: identity.publicKey,
+      fingerprint: identity.fingerprint,
+      scope: identity.scope,
+      proof: identity.sign(pairingProofMessage(code, pairing.secret)),
+      pairedAt: iso(pairing.pairedAt),
+    }
+  }
+
+  // ── Scripts ─────────────────────────────────────────────────────────────────────────────────
+
+  async upload(name: string, body: z.output<typeof uploadScriptSchema>): Promise<ScriptDetails> {
+    assertScriptName(name)
+    const upload = this.decodeUpload(body)
+    // Cheap refusals first: validation runs a workerd.
+    this.state.assertNotFenced()
+    this.state.assertNotRetired(name)
+    if (!this.state.holdsUpload(name, upload)) {
+      const existing = this.state.script(name)
+      // Validate with the secrets and credentials the script would run with.
+      const current = existing?.releaseGeneration ? this.state.runnable(existing) : null
+      const candidate: RunnableScript = {
+        name,
+        releaseGeneration: upload.releaseGeneration,
+        mainModule: upload.mainModule,
+        compatibilityDate: upload.compatibilityDate,
+        compatibilityFlags: upload.compatibilityFlags,
+        modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content), size: module.content.length})),
+        bindings: upload.bindings,
+        secrets: current?.secrets ?? [],
+        serviceAccounts: current?.serviceAccounts ?? [],
+      }
+      const verdict = await this.runtime.validate(candidate, new Map(upload.modules.map((module) => [sha256Hex(module.content), module.content])))
+      if (!verdict.ok) throw new HostError('script_invalid', `workerd refused the script: ${verdict.error}`)
+      const shard = this.state.saveUpload(name, upload, {count: this.options.settings.shards, maxScriptsPerShard: this.options.settings.max_scripts_per_shard})
+      if (shard !== null) {
+        this.options.log.info({script: name, releaseGeneration: upload.releaseGeneration, shard}, 'script uploaded')
+        this.restartInBackground(shard)
+      }
+    }
+    return this.details(name)
+  }
+
+  details(name: string): ScriptDetails {
+    assertScriptName(name)
+    const script = this.requireScript(name)
+    return {
+      name,
+      state: scriptStateOf(script),
+      releaseGeneration: script.releaseGeneration,
+      liveReleaseGeneration: this.liveGeneration(script),
+      mainModule: script.mainModule,
+      compatibilityDate: script.compatibilityDate,
+      compatibilityFlags: script.compatibilityFlags,
+      builderPolicy: script.builderPolicy,
+      tags: script.tags,
+      modules: this.state.modulesOf(name),
+      bindings: script.bindings.map((binding) =>
+        binding.type === 'durable_object_namespace' ? {type: binding.type, name: binding.name, className: binding.className} : {type: binding.type, name: binding.name},
+      ),
+      shard: script.shard,
+      createdAt: iso(script.createdAt),
+      updatedAt: iso(script.updatedAt),
+      lockedDownAt: isoOrNull(script.lockedDownAt),
+      retiredAt: isoOrNull(script.retiredAt),
+    }
+  }
+
+  list(limitText: string | null, cursor: string | null): ScriptList {
+    const limit = limitText === null ? this.options.settings.script_listing_page_size : Number(limitText)
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LISTING_PAGE_SIZE) {
+      throw new HostError('invalid_request', `limit must be an integer from 1 to ${MAX_LISTING_PAGE_SIZE}`)
+    }
+    const after = cursor === null ? null : decodeCursor(cursor)
+    // One extra row tells whether another page follows.
+    const rows = this.state.scriptPage(after, limit + 1)
+    const page = rows.slice(0, limit)
+    return {
+      scripts: page.map((script) => ({
+        name: script.name,
+        state: scriptStateOf(script),
+        releaseGeneration: script.releaseGeneration,
+        tags: script.tags,
+        updatedAt: iso(script.updatedAt),
+      })),
+      nextCursor: rows.length > limit ? encodeCursor(page.at(-1)!.name) : null,
+    }
+  }
+
+  retire(name: string): ScriptDetails {
+    assertScriptName(name)
+    const before = this.state.script(name)
+    this.state.retire(name)
+    if (before && before.retiredAt === null) {
+      this.options.log.info({script: name}, 'script retired')
+      // The data plane answers 404 from now on; the restart just unloads the code.
+      if (before.shard !== null) this.restartInBackground(before.shard)
+    }
+    return this.details(name)
+  }
+
+  lockdown(name: string, meta: ControlMeta): ControlResult<Lockdown> {
+    assertScriptName(name)
+    return this.state.control(name, 'retirement.lockdown', meta, (now) => {
+      const lockedDownAt = this.state.setLockdown(name, now)
+      this.options.log.info({script: name}, 'script locked down')
+      return {conflict: false as const, current: {name, state: 'locked_down' as ScriptState, lockedDownAt: iso(lockedDownAt)}}
+    })
+  }
+
+  /** With a release generation: the deploy readiness probe. */
+  accessPolicy(name: string, releaseGeneration: string | null): AccessPolicy {
+    assertScriptName(name)
+    const script = this.requireScript(name)
+    if (releaseGeneration !== null) {
+      if (script.retiredAt !== null) throw new HostError('edge_host_script_retired', `script ${name} is retired`)
+      const live = this.liveGeneration(script)
+      if (live !== releaseGeneration) {
+        throw new HostError(
+          'script_not_ready',
+          `release generation ${releaseGeneration} of ${name} is not live (stored ${script.releaseGeneration ?? 'none'}, live ${live ?? 'none'})`,
+        )
+      }
+    }
+    return policyView(script.policy)
+  }
+
+  replaceAccessPolicy(name: string, body: ReplaceAccessPolicy): ControlResult<AccessPolicy> {
+    assertScriptName(name)
+    return this.state.control(name, 'access_policy.replace', body, (now) => {
+      const policy = this.state.replacePolicy(
+        name,
+        {
+          mode: body.mode,
+          apiKeySha256: body.apiKeySha256 ?? null,
+          apiKeyLastFour: body.apiKeyLastFour ?? null,
+          ipAllowlist: body.ipAllowlist ?? [],
+          baseRevision: body.baseRevision,
+        },
+        now,
+      )
+      return {conflict: false as const, current: policyView(policy)}
+    })
+  }
+
+  secrets(name: string): SecretList {
+    assertScriptName(name)
+    this.requireScript(name)
+    return {secrets: this.state.secrets(name).map((secret) => ({name: secret.name, sha256: secret.sha256, updated_at: iso(secret.updatedAt)}))}
+  }
+
+  putSecret(name: string, secretName: string, body: {value: string} & ControlMeta): ControlResult<SecretInfo> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'secrets.put', body, (now) => {
+      const {sha256} = this.state.putSecret(name, secretName, body.value, now)
+      return {conflict: false as const, current: {name: secretName, sha256, updated_at: iso(now)}}
+    })
+    this.restartScriptShard(name)
+    return result
+  }
+
+  deleteSecret(name: string, secretName: string, meta: ControlMeta): DeleteResult<SecretDeletion> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'secrets.delete', meta, (now) => {
+      const deleted = this.state.deleteSecret(name, secretName)
+      return {conflict: false as const, deleted, current: {name: secretName, deleted, updated_at: iso(now)}}
+    })
+    if (result.deleted) this.restartScriptShard(name)
+    return result
+  }
+
+  purgeSecrets(name: string, meta: ControlMeta): ControlResult<Purge> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'secrets.purge', meta, (now) => ({
+      conflict: false as const,
+      current: {purged: this.state.purgeSecrets(name), updated_at: iso(now)},
+    }))
+    if (result.current.purged.length > 0) this.restartScriptShard(name)
+    return result
+  }
+
+  serviceAccounts(name: string): ServiceAccountList {
+    assertScriptName(name)
+    this.requireScript(name)
+    return {
+      serviceAccounts: this.state.serviceAccounts(name).map((account) => ({
+        serviceAccountId: account.id,
+        username: account.username,
+        passwordDigest: account.passwordSha256,
+        updated_at: iso(account.updatedAt),
+      })),
+    }
+  }
+
+  putServiceAccount(name: string, id: string, body: {username: string; password: string} & ControlMeta): ControlResult<ServiceAccountInfo> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'service_accounts.credentials.put', body, (now) => {
+      const {passwordSha256} = this.state.putServiceAccount(name, id, body.username, body.password, now)
+      return {conflict: false as const, current: {serviceAccountId: id, username: body.username, passwordDigest: passwordSha256, updated_at: iso(now)}}
+    })
+    this.restartScriptShard(name)
+    return result
+  }
+
+  deleteServiceAccount(name: string, id: string, meta: ControlMeta): DeleteResult<ServiceAccountDeletion> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'service_accounts.credentials.delete', meta, (now) => {
+      const deleted = this.state.deleteServiceAccount(name, id)
+      return {conflict: false as const, deleted, current: {serviceAccountId: id, deleted, updated_at: iso(now)}}
+    })
+    if (result.deleted) this.restartScriptShard(name)
+    return result
+  }
+
+  purgeServiceAccounts(name: string, meta: ControlMeta): ControlResult<Purge> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'service_accounts.credentials.purge', meta, (now) => ({
+      conflict: false as const,
+      current: {purged: this.state.purgeServiceAccounts(name), updated_at: iso(now)},
+    }))
+    if (result.current.purged.length > 0) this.restartScriptShard(name)
+    return result
+  }
+
+  // ── Receipts ────────────────────────────────────────────────────────────────────────────────
+
+  receipt(mutationId: string, commandDigest: string | null): Receipt {
+    const receipt = this.state.receipt(mutationId)
+    if (!receipt) throw new HostError('receipt_not_found', `the host has no receipt for mutation ${mutationId}`)
+    if (commandDigest !== null && receipt.commandDigest !== commandDigest) {
+      throw new HostError('mutation_conflict', `mutation ${mutationId} was applied with a different command digest`)
+    }
+    return {
+      mutationId: receipt.mutationId,
+      commandDigest: receipt.commandDigest,
+      operation: receipt.operation,
+      scriptName: receipt.scriptName,
+      result: receipt.result,
+      createdAt: iso(receipt.createdAt),
+      acknowledgedAt: isoOrNull(receipt.acknowledgedAt),
+    }
+  }
+
+  acknowledgeReceipt(mutationId: string): {acknowledged: true} {
+    if (!this.state.acknowledgeReceipt(mutationId)) throw new HostError('receipt_not_found', `the host has no receipt for mutation ${mutationId}`)
+    return {acknowledged: true}
+  }
+
+  // ── Fences ──────────────────────────────────────────────────────────────────────────────────
+
+  fenceStatus(): FenceStatus {
+    const active = this.state.activeFence()
+    return {active: active ? fenceView(active) : null, recent: this.state.recentFences().map(fenceView)}
+  }
+
+  beginFence(body: Required<BeginFence>): {fence: Fence; created: boolean} {
+    if (body.ttlSeconds > this.options.maxFenceTtlSeconds) {
+      throw new HostError('invalid_request', `ttlSeconds: at most ${this.options.maxFenceTtlSeconds} (fence.max_ttl_seconds)`)
+    }
+    const {fence, created} = this.state.beginFence(body.fenceId, body.ttlSeconds, body.reason)
+    if (created) this.options.log.info({fenceId: fence.fenceId, expiresAt: iso(fence.expiresAt)}, 'fence begun')
+    return {fence: fenceView(fence), created}
+  }
+
+  fence(fenceId: string): Fence {
+    const fence = this.state.fence(fenceId)
+    if (!fence) throw new HostError('fence_not_found', `the host has no fence ${fenceId}`)
+    return fenceView(fence)
+  }
+
+  endFence(fenceId: string): Fence {
+    const fence = this.state.endFence(fenceId)
+    this.options.log.info({fenceId, liftReason: fence.liftReason}, 'fence lifted')
+    return fenceView(fence)
+  }
+
+  // ── Inventory ───────────────────────────────────────────────────────────────────────────────
+
+  inventory(): Inventory {
+    const scripts = this.state.scripts()
+    const fence = this.state.activeFence()
+    return {
+      generatedAt: iso(Date.now()),
+      scope: this.options.identity.scope,
+      fence: fence ? fenceView(fence) : null,
+      counts: countByState(scripts),
+      shards: this.runtime.shards.map((shard) => ({index: shard.index, state: shard.state, scripts: shard.scriptCount, restarts: shard.restarts})),
+      scripts: scripts.map((script) => ({
+        name: script.name,
+        state: scriptStateOf(script),
+        releaseGeneration: script.releaseGeneration,
+        liveReleaseGeneration: this.liveGeneration(script),
+        shard: script.shard,
+        policyRevision: script.policy.revision,
+      })),
+    }
+  }
+
+  scriptCounts(): Record<ScriptState, number> {
+    return countByState(this.state.scripts())
+  }
+
+  // ── Helpers ─────────────────────────────────────────────────────────────────────────────────
+
+  private requireScript(name: string): ScriptRecord {
+    const script = this.state.script(name)
+    if (!script) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
+    return script
+  }
+
+  private liveGeneration(script: ScriptRecord): string | null {
+    return script.retiredAt === null ? (this.runtime.liveGeneration(script.name, script.shard) ?? null) : null
+  }
+
+  private decodeUpload(body: z.output<typeof uploadScriptSchema>): ScriptUpload {
+    const modules = body.modules.map((module) => ({name: module.name, type: module.type, content: Buffer.from(module.contentBase64, 'base64')}))
+    const total = modules.reduce((sum, module) => sum + module.content.length, 0)
+    const limit = this.options.settings.max_script_bytes
+    if (total > limit) throw new HostError('script_too_large', `the modules total ${total} bytes; the limit is ${limit} bytes`)
+    return {
+      releaseGeneration: body.releaseGeneration,
+      mainModule: body.mainModule,
+      compatibilityDate: body.compatibilityDate,
+      compatibilityFlags: body.compatibilityFlags,
+      builderPolicy: body.builderPolicy,
+      tags: body.tags,
+      modules,
+      bindings: body.bindings,
+    }
+  }
+
+  private restartScriptShard(name: string): void {
+    const shard = this.state.script(name)?.shard
+    if (shard !== null && shard !== undefined) this.restartInBackground(shard)
+  }
+
+  /** Nobody waits for the swap: callers poll the readiness probe. Failures are retried by the shard. */
+  private restartInBackground(shard: number): void {
+    this.runtime.restartShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
+  }
+}
+
+export function assertScriptName(name: string): void {
+  if (!SCRIPT_NAME_PATTERN.test(name)) throw new HostError('invalid_script_name', `script name ${JSON.stringify(name)} must match ^dw-[0-9a-f]{48}$`)
+}
+
+function policyView(policy: AccessPolicyRecord): AccessPolicy {
+  return {
+    mode: policy.mode,
+    api_key_configured: policy.apiKeySha256 !== null,
+    api_key_last_four: policy.apiKeyLastFour,
+    ip_allowlist: policy.ipAllowlist,
+    revision: policy.revision,
+    updated_at: iso(policy.updatedAt),
+  }
+}
+
+function fenceView(fence: FenceRecord): Fence {
+  return {
+    fenceId: fence.fenceId,
+    reason: fence.reason,
+    state: fence.liftedAt === null ? 'active' : 'lifted',
+    startedAt: iso(fence.startedAt),
+    expiresAt: iso(fence.expiresAt),
+    liftedAt: isoOrNull(fence.liftedAt),
+    liftReason: fence.liftReason,
+  }
+}
+
+function countByState(scripts: ScriptRecord[]): Record<ScriptState, number> {
+  const counts: Record<ScriptState, number> = {active: 0, locked_down: 0, retired: 0}
+  for (const script of scripts) counts[scriptStateOf(script)]++
+  return counts
+}
+
+/** Cursors are opaque to callers: base64url of the last name returned. */
+function encodeCursor(name: string): string {
+  return Buffer.from(name).toString('base64url')
+}
+
+function decodeCursor(cursor: string): string {
+  const name = Buffer.from(cursor, 'base64url').toString()
+  if (!SCRIPT_NAME_PATTERN.test(name)) throw new HostError('invalid_request', 'cursor is not one this host issued')
+  return name
+}

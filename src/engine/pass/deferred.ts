@@ -1,0 +1,18 @@
+// Deferred republish: deploys enqueued (or pushed back) while a backup fence was open carry the
+// marker `edge_host_fenced` and wait here until the gate opens. Every due one is stamped at once,
+// oldest first (no batch cap, as the reference); the marker is cleared when its dispatch is accepted.
+import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
+import {dispatchClaimedDeploys} from './deploy-dispatch.js'
+import type {Lane} from './lane.js'
+
+export const deferredLane: Lane = async (run) => {
+  if (run.gate.closed) return run.skip(run.gate.message)
+  const {store, owner, settings} = run.engine
+  const claimed = await store.sweeps.claimDeferredDeployments({
+    scope: run.scope,
+    owner,
+    cooldownSeconds: settings.deferred.cooldown_seconds,
+    deferredMarker: EDGE_HOST_FENCED,
+  })
+  if (claimed.length > 0) await dispatchClaimedDeploys(run, claimed, {clearMarker: true})
+}

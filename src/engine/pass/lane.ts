@@ -1,0 +1,65 @@
+// What one lane of a pass works with and reports. A lane counts into its tally as it goes, so a lane
+// that throws half-way still reports what it did before the error.
+import type {ArtifactStore} from '../../artifacts/store.js'
+import type {Engine} from '../context.js'
+import type {DeployTaskArgs, DeployTaskResult} from '../deploy/task.js'
+import type {ExecutionGate} from '../gates.js'
+
+export const LANE_NAMES = ['recovery', 'deferred', 'artifact_cleanup', 'host_reconcile'] as const
+export type LaneName = (typeof LANE_NAMES)[number]
+
+/** How the reference's log lines name each lane (`Edge Worker <label> failed: …`). */
+export const LANE_LABELS: Record<LaneName, string> = {
+  recovery: 'recovery',
+  deferred: 'deferred republish',
+  artifact_cleanup: 'artifact cleanup',
+  host_reconcile: 'host reconcile',
+}
+
+export interface LaneSummary {
+  lane: LaneName
+  /** Rows the lane claimed (stamped or leased) in this pass; each ends in exactly one count below. */
+  claimed: number
+  /** Settled `completed` — or `cancelled`, for a cleanup whose artifact turned out to be in use. */
+  completed: number
+  /** Rescheduled on the backoff ladder. */
+  retried: number
+  failed: number
+  uncertain: number
+  /** Claimed but left for later: budget spent, pass stopped, another runner won the row. */
+  skipped: number
+  durationMs: number
+  /** Why the lane claimed nothing at all (gate closed, no rules yet). */
+  skippedReason?: string
+  /** The error that ended the lane early. */
+  error?: string
+}
+
+export type LaneCounts = Pick<LaneSummary, 'claimed' | 'completed' | 'retried' | 'failed' | 'uncertain' | 'skipped'>
+export type RowOutcome = Exclude<keyof LaneCounts, 'claimed'>
+
+/** Runs one deploy task for a claimed row; on-prem "publish" is this call, in-process. */
+export type DispatchDeploy = (engine: Engine, args: DeployTaskArgs) => Promise<DeployTaskResult>
+
+export interface LaneRun {
+  engine: Engine
+  /** The kit scope this pass sweeps; empty when no provider could tell it. */
+  scope: string
+  gate: ExecutionGate
+  counts: LaneCounts
+  /** True once the lane's time budget is spent or the pass was asked to stop: claim nothing more. */
+  shouldStop(): boolean
+  /** False when this pass already handled the row (it came due again): each row at most once per pass. */
+  firstVisit(rowId: string): boolean
+  /** Marks the lane as having done nothing, and why. */
+  skip(reason: string): void
+  dispatchDeploy: DispatchDeploy
+  /** Builds the artifact store for this lane run; may fail (the cleanup lane burns an attempt per row then). */
+  openArtifactStore(): Promise<ArtifactStore>
+}
+
+export type Lane = (run: LaneRun) => Promise<void>
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

@@ -1,0 +1,88 @@
+// The pass summary as a node_exporter textfile (Prometheus text format 0.0.4). Written to a temp
+// file in the same directory and renamed over the target, so the collector never reads half a file.
+// A lane's last-success time survives passes that fail or skip it: it is carried over from the file
+// the previous pass wrote (each pass is its own process under cron).
+import {constants as fsConstants} from 'node:fs'
+import {access, readFile, rename, rm, stat, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+import {KitError} from '../../errors.js'
+import {LANE_NAMES, messageOf, type LaneName} from './lane.js'
+import type {PassResult} from './run-pass.js'
+
+const PREFIX = 'edgeworkers_reconcile'
+const LAST_SUCCESS = `${PREFIX}_lane_last_success_timestamp_seconds`
+const ROW_OUTCOMES = ['claimed', 'completed', 'retried', 'failed', 'uncertain', 'skipped'] as const
+
+/** Refuses (usage error) a metrics path that cannot be written, before any pass runs. */
+export async function assertMetricsFileWritable(file: string): Promise<void> {
+  const fail = (reason: string): never => {
+    throw new KitError('usage', `metrics file ${file} is not writable: ${reason}`)
+  }
+  const existing = await stat(file).catch(() => undefined)
+  if (existing?.isDirectory()) fail('it is a directory')
+  await access(path.dirname(file), fsConstants.W_OK).catch((error: NodeJS.ErrnoException) => fail(`directory ${path.dirname(file)}: ${error.code ?? messageOf(error)}`))
+}
+
+export async function writeMetricsFile(file: string, result: PassResult): Promise<void> {
+  const previous = await readFile(file, 'utf8').catch(() => '')
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`)
+  try {
+    await writeFile(temp, renderMetrics(result, lastSuccessTimes(previous)))
+    await rename(temp, file)
+  } catch (error) {
+    await rm(temp, {force: true})
+    throw new KitError('usage', `metrics file ${file} is not writable: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`)
+  }
+}
+
+export function renderMetrics(result: PassResult, previousLastSuccess: ReadonlyMap<LaneName, number>): string {
+  const out: string[] = []
+  const metric = (name: string, help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {
+    if (samples.length === 0) return
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`)
+    for (const [labels, value] of samples) out.push(`${name}${labelText(labels)} ${value}`)
+  }
+  const startedAt = Date.parse(result.startedAt) / 1000
+  const passEnd = startedAt + result.durationMs / 1000
+
+  metric(`${PREFIX}_pass_timestamp_seconds`, 'When the last pass started (Unix time).', [[{}, startedAt]])
+  metric(`${PREFIX}_pass_duration_seconds`, 'How long the last pass ran.', [[{}, result.durationMs / 1000]])
+  metric(`${PREFIX}_pass_skipped`, '1 when the last pass was skipped because the provider is invalid.', [[{}, result.status === 'skipped' ? 1 : 0]])
+  metric(
+    `${PREFIX}_lane_rows`,
+    'Rows a lane handled in the last pass, by outcome (claimed = the sum of the others).',
+    result.lanes.flatMap((lane) => ROW_OUTCOMES.map((outcome): [Record<string, string>, number] => [{lane: lane.lane, outcome}, lane[outcome]])),
+  )
+  metric(`${PREFIX}_lane_duration_seconds`, 'How long a lane ran in the last pass.', result.lanes.map((lane) => [{lane: lane.lane}, lane.durationMs / 1000]))
+  metric(`${PREFIX}_lane_error`, '1 when a lane ended with an error in the last pass.', result.lanes.map((lane) => [{lane: lane.lane}, lane.error ? 1 : 0]))
+
+  const lastSuccess = new Map(previousLastSuccess)
+  for (const lane of result.lanes) if (!lane.error) lastSuccess.set(lane.lane, passEnd)
+  metric(
+    LAST_SUCCESS,
+    'When a lane last finished a pass without an error (Unix time).',
+    LANE_NAMES.filter((lane) => lastSuccess.has(lane)).map((lane) => [{lane}, lastSuccess.get(lane)!]),
+  )
+  if (result.remaining) {
+    metric(`${PREFIX}_rows_unsettled`, 'Rows of the swept lanes left failed or uncertain in scope, waiting for an operator.', [
+      [{status: 'failed'}, result.remaining.failed],
+      [{status: 'uncertain'}, result.remaining.uncertain],
+    ])
+  }
+  return `${out.join('\n')}\n`
+}
+
+/** The last-success samples of a previously written file (anything else in it is ignored). */
+export function lastSuccessTimes(text: string): Map<LaneName, number> {
+  const times = new Map<LaneName, number>()
+  const pattern = new RegExp(`^${LAST_SUCCESS}\\{lane="([a-z_]+)"\\} (\\S+)$`, 'gm')
+  for (const [, lane, value] of text.matchAll(pattern)) {
+    if ((LANE_NAMES as readonly string[]).includes(lane!) && Number.isFinite(Number(value))) times.set(lane as LaneName, Number(value))
+  }
+  return times
+}
+
+function labelText(labels: Record<string, string>): string {
+  const pairs = Object.entries(labels).map(([key, value]) => `${key}="${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
+  return pairs.length > 0 ? `{${pairs.join(',')}}` : ''
+}

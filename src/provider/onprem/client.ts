@@ -1,0 +1,236 @@
+// The on-prem provider: an undici client for the edge host's management API (src/protocol).
+// Every request is signed; redirects are never followed; connect and read timeouts come from
+// settings. Failures are classified once, here, into the engine's ProviderError kinds.
+import {Agent, errors as undiciErrors, request, type Dispatcher} from 'undici'
+import {
+  errorStatus,
+  fenceSchema,
+  identitySchema,
+  inventorySchema,
+  paths,
+  scriptDetailsSchema,
+  scriptListSchema,
+  type Fence,
+  type ScriptDetails as WireScriptDetails,
+  type UploadScript,
+} from '../../protocol/management-api.js'
+import {signRequest} from '../../protocol/signing.js'
+import {
+  ProviderError,
+  type AccessPolicy,
+  type EdgeProvider,
+  type HostDescription,
+  type HostFence,
+  type HostInventory,
+  type ScriptDetails,
+  type ScriptListPage,
+  type UploadScriptInput,
+} from '../types.js'
+import type {z} from 'zod'
+
+export interface OnPremProviderOptions {
+  /** The management listener, e.g. http://127.0.0.1:8788 */
+  baseUrl: string
+  scope: string
+  /** The pairing secret (64 hex). Never logged, never part of an error message. */
+  secret: string
+  connectTimeoutMs: number
+  readTimeoutMs: number
+}
+
+/** Codes of host answers that end a request for good regardless of the HTTP status family. */
+const TERMINAL_CODES = new Set(['edge_host_script_retired'])
+
+export class OnPremProvider implements EdgeProvider {
+  readonly scope: string
+  private readonly dispatcher: Dispatcher
+  private readonly origin: string
+
+  constructor(private readonly options: OnPremProviderOptions) {
+    this.scope = options.scope
+    this.origin = options.baseUrl.replace(/\/+$/, '')
+    this.dispatcher = new Agent({
+      connectTimeout: options.connectTimeoutMs,
+      headersTimeout: options.readTimeoutMs,
+      bodyTimeout: options.readTimeoutMs,
+    })
+  }
+
+  async describeHost(signal?: AbortSignal): Promise<HostDescription> {
+    const identity = await this.call('GET', paths.identity, {schema: identitySchema, signal, unsigned: true})
+    return {publicUrl: identity.publicUrl, baseDomain: identity.baseDomain}
+  }
+
+  async uploadScript(input: UploadScriptInput, signal?: AbortSignal): Promise<ScriptDetails> {
+    const body: UploadScript = {
+      releaseGeneration: input.releaseGeneration,
+      mainModule: input.mainModule,
+      compatibilityDate: input.compatibilityDate,
+      builderPolicy: input.builderPolicy,
+      tags: input.tags,
+      modules: input.modules.map((module) => ({name: module.name, type: 'esModule', contentBase64: Buffer.from(module.content).toString('base64')})),
+      bindings: input.durableObjects.map((object) => ({type: 'durable_object_namespace', name: object.binding, className: object.className})),
+    }
+    return detailsOf(await this.call('PUT', paths.script(input.scriptName), {body, schema: scriptDetailsSchema, signal}))
+  }
+
+  async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
+    const details = await this.call('GET', paths.script(scriptName), {schema: scriptDetailsSchema, signal, absentOn: 'script_not_found'})
+    return details && detailsOf(details)
+  }
+
+  async probeReadiness(scriptName: string, releaseGeneration: string, signal?: AbortSignal): Promise<boolean> {
+    const policy = await this.call('GET', paths.readinessProbe(scriptName, releaseGeneration), {signal, absentOn: 'script_not_ready'})
+    return policy !== null
+  }
+
+  async listScripts(cursor: string | null, signal?: AbortSignal): Promise<ScriptListPage> {
+    const page = await this.call('GET', paths.listScripts({cursor}), {schema: scriptListSchema, signal})
+    return {
+      scripts: page.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: script.tags, releaseGeneration: script.releaseGeneration})),
+      nextCursor: page.nextCursor,
+    }
+  }
+
+  async lockdownScript(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.call('POST', paths.lockdown(scriptName), {body: {}, signal})
+  }
+
+  async replaceAccessPolicy(scriptName: string, policy: AccessPolicy, signal?: AbortSignal): Promise<void> {
+    const body = {
+      mode: policy.mode,
+      ...(policy.mode === 'api_key' ? {apiKeySha256: policy.apiKeySha256 ?? undefined} : {}),
+      ...(policy.mode === 'teamsync_internal' ? {ipAllowlist: policy.ipAllowlist} : {}),
+    }
+    await this.call('PUT', paths.accessPolicy(scriptName), {body, signal})
+  }
+
+  async purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.call('DELETE', paths.secrets(scriptName), {body: {}, signal})
+  }
+
+  async purgeCredentials(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.call('DELETE', paths.serviceAccounts(scriptName), {body: {}, signal})
+  }
+
+  async retireScript(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.call('POST', paths.retire(scriptName), {body: {}, signal})
+  }
+
+  async beginFence(input: {fenceId: string; ttlSeconds: number; reason: string}, signal?: AbortSignal): Promise<HostFence> {
+    return fenceOf(await this.call('POST', paths.fence, {body: input, schema: fenceSchema, signal}))
+  }
+
+  async endFence(fenceId: string, signal?: AbortSignal): Promise<HostFence> {
+    return fenceOf(await this.call('POST', paths.fenceEnd(fenceId), {body: {}, schema: fenceSchema, signal}))
+  }
+
+  async getFence(fenceId: string, signal?: AbortSignal): Promise<HostFence | null> {
+    const fence = await this.call('GET', paths.fenceById(fenceId), {schema: fenceSchema, signal, absentOn: 'fence_not_found'})
+    return fence && fenceOf(fence)
+  }
+
+  async inventory(signal?: AbortSignal): Promise<HostInventory> {
+    const inventory = await this.call('GET', paths.inventory, {schema: inventorySchema, signal})
+    return {
+      scripts: inventory.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: [], releaseGeneration: script.releaseGeneration})),
+      activeFence: inventory.fence && fenceOf(inventory.fence),
+    }
+  }
+
+  /**
+   * One signed request. `absentOn`: the error code that means "no such thing" (→ null instead of an
+   * error). A request that never reached the host is `retryable`; one that may have been applied
+   * (read timeout, connection cut after sending) is `ambiguous`.
+   */
+  private async call<S extends z.ZodType = z.ZodUnknown, A extends string | undefined = undefined>(
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+    target: string,
+    options: {body?: unknown; schema?: S; signal?: AbortSignal; absentOn?: A; unsigned?: boolean},
+  ): Promise<A extends string ? z.infer<S> | null : z.infer<S>> {
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body)
+    const headers: Record<string, string> = {accept: 'application/json'}
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    if (!options.unsigned) Object.assign(headers, signRequest({secret: this.options.secret, method, target, body}))
+    let response: Dispatcher.ResponseData
+    try {
+      response = await request(`${this.origin}${target}`, {method, headers, body, dispatcher: this.dispatcher, signal: options.signal})
+    } catch (error) {
+      throw transportError(error, method, target)
+    }
+    const text = await response.body.text().catch((error: unknown) => {
+      throw transportError(error, method, target)
+    })
+    const status = response.statusCode
+    if (status >= 200 && status < 300) {
+      const data: unknown = text === '' ? null : parseJson(text, method, target, status)
+      if (!options.schema) return data as never
+      const parsed = options.schema.safeParse(data)
+      if (!parsed.success) throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host answered a body this kit does not understand`, status)
+      return parsed.data as never
+    }
+    const {code, message} = errorBodyOf(text, status)
+    if (options.absentOn && code === options.absentOn) return null as never
+    throw httpError(status, code, `${method} ${target}: edge host answered ${status} ${code}${message ? `: ${message}` : ''}`)
+  }
+}
+
+function httpError(status: number, code: string, message: string): ProviderError {
+  if (code === 'edge_host_fenced') return new ProviderError('fenced', code, message, status)
+  if (TERMINAL_CODES.has(code)) return new ProviderError('terminal', code, message, status)
+  if (status === 429 || status >= 500) return new ProviderError('retryable', status === 429 ? 'edge_host_rate_limited' : 'edge_host_5xx', message, status)
+  if (status === 401) return new ProviderError('terminal', code === 'edge_host_unpaired' ? code : 'edge_host_unauthorized', message, status)
+  if (status >= 300 && status < 400) return new ProviderError('terminal', 'edge_host_redirect', `${message} (redirects are not followed)`, status)
+  return new ProviderError('terminal', code in errorStatus ? `edge_host_${code}` : 'edge_host_rejected', message, status)
+}
+
+/** Errors raised before any byte was sent cannot have changed anything; the rest may have. */
+function transportError(error: unknown, method: string, target: string): ProviderError {
+  const code = (error as {code?: string}).code ?? ''
+  const where = `${method} ${target}`
+  if (error instanceof undiciErrors.ConnectTimeoutError || ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(code)) {
+    return new ProviderError('retryable', 'edge_host_unreachable', `${where}: edge host unreachable (${code || 'connect timeout'})`)
+  }
+  const detail = error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError ? 'read timeout' : code || (error as Error).name
+  return new ProviderError('ambiguous', 'edge_host_no_answer', `${where}: no complete answer from the edge host (${detail})`)
+}
+
+function parseJson(text: string, method: string, target: string, status: number): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host answered malformed JSON`, status)
+  }
+}
+
+function errorBodyOf(text: string, status: number): {code: string; message: string} {
+  try {
+    const body = JSON.parse(text) as {code?: unknown; message?: unknown}
+    if (typeof body.code === 'string') return {code: body.code, message: typeof body.message === 'string' ? body.message : ''}
+  } catch {
+    // Not our host's error shape (a proxy, a crash page): fall back to the status.
+  }
+  return {code: `http_${status}`, message: ''}
+}
+
+function detailsOf(wire: WireScriptDetails): ScriptDetails {
+  return {
+    scriptName: wire.name,
+    releaseGeneration: wire.releaseGeneration ?? '',
+    builderPolicy: wire.builderPolicy ?? '',
+    state: wire.state,
+    moduleDigests: Object.fromEntries(wire.modules.map((module) => [module.name, module.sha256])),
+    tags: wire.tags,
+  }
+}
+
+function fenceOf(wire: Fence): HostFence {
+  return {
+    fenceId: wire.fenceId,
+    reason: wire.reason,
+    startedAt: Date.parse(wire.startedAt),
+    expiresAt: Date.parse(wire.expiresAt),
+    liftedAt: wire.liftedAt === null ? null : Date.parse(wire.liftedAt),
+    liftReason: wire.liftReason,
+  }
+}

@@ -1,0 +1,71 @@
+// Pairing a store with an edge host: exchange the host's one-time code for the shared secret, and
+// prove the answer came from the identity key the host advertises (so a man in the middle cannot
+// hand the kit a secret of its own). Returns what the store records; the caller saves it.
+import {request} from 'undici'
+import {identitySchema, pairResponseSchema, paths} from '../../protocol/management-api.js'
+import {fingerprintOf, kitScopeFor, verifyPairingProof} from '../../protocol/signing.js'
+import {KitError} from '../../errors.js'
+
+export interface PairingResult {
+  scope: string
+  host_url: string
+  host_fingerprint: string
+  host_public_key: string
+  shared_secret: string
+}
+
+export async function pairWithHost(managementUrl: string, code: string, timeoutMs: number): Promise<PairingResult> {
+  let origin: string
+  try {
+    const url = new URL(managementUrl)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)')
+    origin = url.origin
+  } catch {
+    throw new KitError('usage', `management URL ${JSON.stringify(managementUrl)} is not an http(s) URL`)
+  }
+  const identity = identitySchema.safeParse(await fetchJson(origin, 'GET', paths.identity, undefined, timeoutMs))
+  if (!identity.success) throw new KitError('host_error', `${origin} does not answer like an edge host management listener`)
+  const answer = await fetchJson(origin, 'POST', paths.pair, {code}, timeoutMs)
+  const pair = pairResponseSchema.safeParse(answer)
+  if (!pair.success) throw new KitError('host_error', `${origin} answered the pairing with an unexpected body`)
+  const {secret, hostPublicKey, proof} = pair.data
+  if (hostPublicKey !== identity.data.hostPublicKey || !verifyPairingProof(hostPublicKey, code, secret, proof)) {
+    throw new KitError('host_error', `the pairing answer from ${origin} is not signed by the host key it advertises; not paired`)
+  }
+  return {
+    scope: kitScopeFor(hostPublicKey),
+    host_url: origin,
+    host_fingerprint: fingerprintOf(hostPublicKey),
+    host_public_key: hostPublicKey,
+    shared_secret: secret,
+  }
+}
+
+async function fetchJson(origin: string, method: 'GET' | 'POST', target: string, body: unknown, timeoutMs: number): Promise<unknown> {
+  let response
+  try {
+    response = await request(`${origin}${target}`, {
+      method,
+      headers: body === undefined ? {} : {'content-type': 'application/json'},
+      body: body === undefined ? undefined : JSON.stringify(body),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+    })
+  } catch (error) {
+    throw new KitError('host_unreachable', `edge host ${origin} is unreachable: ${(error as {code?: string}).code ?? (error as Error).message}`)
+  }
+  const text = await response.body.text()
+  let data: unknown
+  try {
+    data = JSON.parse(text)
+  } catch {
+    throw new KitError('host_error', `${origin}${target} answered ${response.statusCode} with a body that is not JSON`)
+  }
+  if (response.statusCode >= 400) {
+    const code = (data as {code?: string}).code ?? `http_${response.statusCode}`
+    const reason = code === 'pairing_code_invalid' ? 'the pairing code is unknown, used or rotated' : code
+    throw new KitError(response.statusCode === 401 ? 'unpaired' : 'host_error', `pairing refused by ${origin}: ${reason}`, code)
+  }
+  return data
+}

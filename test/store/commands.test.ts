@@ -1,0 +1,195 @@
+// The tenant, inspection and db commands through the real CLI (a child process per command), on a
+// temporary data dir: output, --json, exit codes, and bad input writing nothing.
+import {execFile} from 'node:child_process'
+import {mkdtempSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+import {describe, expect, inject, test} from 'vitest'
+import {settingsSchema} from '../../src/config/schema.js'
+import {deterministicId, openStore, scriptNameFor} from '../../src/store/index.js'
+
+// vitest runs from the repository root.
+const CLI = path.resolve('bin/dev.js')
+
+interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', CLI, ...args],
+      {env: {...process.env, ...env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined}},
+      (error, stdout, stderr) => resolve({code: error ? Number(error.code) : 0, stdout, stderr}),
+    )
+  })
+}
+
+/** A one-line error on stderr, nothing on stdout. */
+function expectOneLineError(result: CliResult, code: number, text: string | RegExp): void {
+  expect(result.code).toBe(code)
+  expect(result.stdout).toBe('')
+  expect(result.stderr.trimEnd().split('\n')).toHaveLength(1)
+  expect(result.stderr).toMatch(text)
+}
+
+describe('edgeworkers CLI on a SQLite data dir', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-'))
+  const run = (...args: string[]) => cli([...args, '--data-dir', dataDir])
+  const store = () => openStore(settingsSchema.parse({data_dir: dataDir}))
+
+  test('db migrate --check names the pending migration; other commands refuse; db migrate applies it', async () => {
+    const [check, refused] = await Promise.all([run('db', 'migrate', '--check'), run('company', 'create', 'Acme')])
+    expectOneLineError(check, 4, 'store schema does not match this build (1 pending migration: 0001_initial); run `edgeworkers db migrate`')
+    expectOneLineError(refused, 4, 'run `edgeworkers db migrate`')
+
+    const migrated = await run('db', 'migrate')
+    expect(migrated).toMatchObject({code: 0, stdout: `applied 1 migration to ${path.join(dataDir, 'edgeworkers.sqlite')}: 0001_initial\n`})
+    const checked = await run('db', 'migrate', '--check', '--json')
+    expect(checked.code).toBe(0)
+    expect(JSON.parse(checked.stdout)).toMatchObject({matches: true, applied: ['0001_initial'], pending: [], unknown: []})
+  })
+
+  test('company and department create, with bad input refused and nothing written', async () => {
+    const company = await run('company', 'create', 'Acme Corp', '--id', 'acme', '--json')
+    expect(company.code).toBe(0)
+    expect(JSON.parse(company.stdout)).toMatchObject({id: 'acme', name: 'Acme Corp'})
+
+    const [badId, duplicateAccounts, unknownCompany] = await Promise.all([
+      run('company', 'create', 'Bad', '--id', 'bad:id'),
+      run('department', 'create', 'acme', 'Ops', '--id', 'acme-ops', '--service-account', 'ci', '--service-account', 'ci'),
+      run('department', 'create', 'nope', 'Ops'),
+    ])
+    expectOneLineError(badId, 2, 'company id "bad:id" is invalid')
+    expectOneLineError(duplicateAccounts, 6, 'service account ci already exists in department acme-ops')
+    expectOneLineError(unknownCompany, 5, 'company nope not found')
+
+    const department = await run('department', 'create', 'acme', 'Sales', '--id', 'acme-sales', '--service-account', 'ci')
+    expect(department.code).toBe(0)
+    expect(department.stdout).toMatch(/^created department acme-sales \(Sales\) in company acme\ncreated service account ci \(/)
+
+    const s = await store()
+    try {
+      expect(await s.tenants.getCompany('bad:id')).toBeUndefined()
+      // The department whose second service account failed was rolled back with it.
+      expect(await s.tenants.getDepartment('acme-ops')).toBeUndefined()
+      expect((await s.tenants.listServiceAccounts('acme-sales')).map((account) => account.name)).toEqual(['ci'])
+    } finally {
+      await s.close()
+    }
+  })
+
+  test('worker, outbox and audit inspection, with filters, --json and not-found exits', async () => {
+    const scriptName = scriptNameFor('acme', 'acme-sales')
+    const s = await store()
+    let outboxId: string
+    try {
+      const worker = await s.workers.create({id: 'w-acme-sales', company_id: 'acme', department_id: 'acme-sales', script_name: scriptName, status: 'active'})
+      await s.workers.createVersion({
+        id: 'v-1',
+        worker_id: worker.id,
+        release_generation: 'rg-1',
+        builder_policy: 'department-worker-project-v2.9',
+        project_artifact_key: 'sha256/p',
+        project_digest: 'p'.repeat(64),
+        bundle_artifact_key: 'sha256/b',
+        bundle_digest: 'b'.repeat(64),
+        manifest: {},
+        receipt: {},
+      })
+      outboxId = (await s.outbox.enqueue({
+        operation: 'deploy',
+        dedupe_key: 'deploy:w-acme-sales:v-1:0',
+        dispatch_namespace: 'onprem:0123456789ab',
+        worker_id: worker.id,
+        script_name: scriptName,
+        payload: {version_id: 'v-1'},
+        last_error_code: 'edge_host_fenced',
+      })).row.id
+      await s.audit.append({
+        id: deterministicId('department.worker_retired', worker.id),
+        action: 'department.worker_retired',
+        resource_type: 'edge_worker',
+        resource_id: worker.id,
+        actor_type: 'system',
+        actor_id: '',
+        auth_method: 'system',
+        result: 'success',
+        facts: {},
+      })
+    } finally {
+      await s.close()
+    }
+
+    const [shown, listed, fenced, outboxRow, audit, missingWorker, missingRow, badStatus] = await Promise.all([
+      run('worker', 'show', scriptName, '--json'),
+      run('worker', 'list', '--company', 'acme'),
+      run('outbox', 'list', '--operation', 'deploy', '--error-code', 'edge_host_fenced', '--json'),
+      run('outbox', 'show', outboxId),
+      run('audit', 'list', '--action', 'department.worker_retired', '--json'),
+      run('worker', 'show', 'nope'),
+      run('outbox', 'show', 'nope'),
+      run('outbox', 'list', '--status', 'bogus'),
+    ])
+    expect(shown.code).toBe(0)
+    expect(JSON.parse(shown.stdout)).toMatchObject({worker: {id: 'w-acme-sales', script_name: scriptName}, versions: [{id: 'v-1', state: 'built'}]})
+    expect(listed.stdout).toMatch(new RegExp(`^ID +SCRIPT +COMPANY +DEPARTMENT +STATUS +CURRENT VERSION\\nw-acme-sales +${scriptName} +acme +acme-sales +active +-\\n$`))
+    expect(JSON.parse(fenced.stdout)).toMatchObject([{id: outboxId, status: 'pending', payload: {version_id: 'v-1'}}])
+    expect(outboxRow.stdout).toContain(`last error code: edge_host_fenced`)
+    expect(JSON.parse(audit.stdout)).toMatchObject([{action: 'department.worker_retired', resource_id: 'w-acme-sales'}])
+    expectOneLineError(missingWorker, 5, 'Worker nope not found')
+    expectOneLineError(missingRow, 5, 'outbox row nope not found')
+    expectOneLineError(badStatus, 2, 'Expected --status=bogus to be one of')
+  })
+
+  test('company purge needs --yes, deletes the tenant tree and keeps outbox and audit rows', async () => {
+    expectOneLineError(await run('company', 'purge', 'acme'), 2, 'add --yes to confirm')
+    const purged = await run('company', 'purge', 'acme', '--yes', '--json')
+    expect(purged.code).toBe(0)
+    expect(JSON.parse(purged.stdout)).toEqual({company_id: 'acme', deleted: {departments: 1, service_accounts: 1, workers: 1, versions: 1}})
+
+    const [workers, outbox, audit, again] = await Promise.all([
+      run('worker', 'list', '--json'),
+      run('outbox', 'list', '--json'),
+      run('audit', 'list', '--json'),
+      run('company', 'purge', 'acme', '--yes'),
+    ])
+    expect(JSON.parse(workers.stdout)).toEqual([])
+    expect(JSON.parse(outbox.stdout)).toHaveLength(1)
+    expect(JSON.parse(audit.stdout)).toHaveLength(1)
+    expectOneLineError(again, 5, 'company acme not found')
+  })
+})
+
+describe('edgeworkers CLI on PostgreSQL', () => {
+  test('db migrate --check and db migrate against a fresh database', async () => {
+    const admin = inject('pgAdminUrl')
+    const name = `ew_cli_${Date.now().toString(36)}`
+    const {default: pg} = await import('pg')
+    const client = new pg.Client({connectionString: admin})
+    await client.connect()
+    await client.query(`create database ${name}`)
+    try {
+      const url = new URL(admin)
+      url.pathname = `/${name}`
+      const env = {EDGEWORKERS_STORE__URL: url.toString()}
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-pg-'))
+      expectOneLineError(await cli(['db', 'migrate', '--check', '--data-dir', dataDir], env), 4, '1 pending migration: 0001_initial')
+      const migrated = await cli(['db', 'migrate', '--json', '--data-dir', dataDir], env)
+      expect(migrated.code).toBe(0)
+      expect(JSON.parse(migrated.stdout)).toEqual({location: url.toString().replace(':postgres@', '@'), applied: ['0001_initial']})
+    } finally {
+      await client.query(`drop database if exists ${name} with (force)`)
+      await client.end()
+    }
+  })
+
+  test('a server that refuses is one line, exit 4, without the password', async () => {
+    const refused = await cli(['worker', 'list', '--data-dir', tmpdir()], {EDGEWORKERS_STORE__URL: 'postgres://kit:s3cret-pw@127.0.0.1:1/kit'})
+    expectOneLineError(refused, 4, 'PostgreSQL store postgres://kit@127.0.0.1:1/kit is unavailable: connect ECONNREFUSED 127.0.0.1:1')
+    expect(refused.stderr).not.toContain('s3cret-pw')
+  })
+})
