@@ -6,8 +6,8 @@ import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {ExitCode, exitCodeFor} from './exit-codes.js'
 import {openStore, type Store} from '../store/index.js'
-import type {Engine} from '../engine/context.js'
-import {buildEngine, cliLogger} from './engine.js'
+import {createEngine, type Engine} from '../engine/context.js'
+import {cliLogger} from './engine.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -80,7 +80,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected async engine(options: {interactive?: boolean} = {}): Promise<Engine> {
     const {settings, sources} = this.loadSettings()
     const level = options.interactive && sources.log_level === 'default' ? 'warn' : settings.log_level
-    return buildEngine(await this.store(), settings, cliLogger(level))
+    return createEngine(await this.store(), settings, cliLogger(level))
   }
 
   /** Prints a typed result: JSON when --json was given, else the text the command renders. */

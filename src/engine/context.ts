@@ -2,10 +2,10 @@
 // test); the engine never reads flags, env or files itself.
 import os from 'node:os'
 import {randomUUID} from 'node:crypto'
-import type {ArtifactStore} from '../artifacts/store.js'
+import {FileArtifactStore, type ArtifactStore} from '../artifacts/store.js'
 import type {Settings} from '../config/schema.js'
 import type {Store} from '../store/index.js'
-import type {ProviderResolution} from './provider.js'
+import {resolveProvider, type ProviderResolution} from './provider.js'
 
 /** Structured logging, satisfied by pino; the engine logs the reference's lines verbatim as `msg`. */
 export interface EngineLogger {
@@ -30,3 +30,15 @@ export function runnerIdentity(): string {
 }
 
 export const silentLogger: EngineLogger = {debug() {}, info() {}, warn() {}, error() {}}
+
+/** The engine over an open store, with the file artifact store of the settings' data dir. */
+export async function createEngine(store: Store, settings: Settings, log: EngineLogger = silentLogger): Promise<Engine> {
+  return {
+    store,
+    settings,
+    log,
+    artifacts: await FileArtifactStore.open(settings.data_dir),
+    owner: runnerIdentity(),
+    resolveProvider: () => resolveProvider(store, settings),
+  }
+}

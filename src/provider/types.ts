@@ -62,6 +62,7 @@ export interface HostFence {
 export interface HostInventory {
   scripts: ScriptListPage['scripts']
   activeFence: HostFence | null
+  shards: Array<{index: number; state: string; scripts: number; restarts: number}>
 }
 
 export interface HostDescription {

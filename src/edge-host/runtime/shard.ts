@@ -40,6 +40,8 @@ export type RestartReason = 'start' | 'deploy' | 'crash'
 /** A request's hold on the running process; release it when the response is done. */
 export interface ShardLease {
   pool: Pool
+  /** Settles when the process this lease points at has exited (a crash, or a swap). */
+  exited: Promise<unknown>
   release(): void
 }
 
@@ -143,6 +145,7 @@ export class Shard {
     let released = false
     return {
       pool: this.pool!,
+      exited: this.process!.exited,
       release: () => {
         if (released) return
         released = true

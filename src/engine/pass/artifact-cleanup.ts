@@ -3,7 +3,7 @@
 // version still references its artifact, else its artifact is deleted (idempotently). Every settle is
 // fenced by the lease token.
 import {z} from 'zod'
-import {ARTIFACT_KINDS, artifactKeyFor, type ArtifactStore} from '../../artifacts/store.js'
+import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactStore} from '../../artifacts/store.js'
 import type {OutboxRow} from '../../store/index.js'
 import {messageOf, type Lane, type LaneRun, type RowOutcome} from './lane.js'
 
@@ -19,10 +19,13 @@ const cleanupPayload = z
     object_key: z.string(),
     digest: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex'),
   })
-  .refine((payload) => payload.object_key === artifactKeyFor(payload.kind, payload.digest), {
-    message: 'object_key is not the key of this kind and digest',
-    path: ['object_key'],
-  })
+  .refine(
+    (payload) => {
+      const named = parseArtifactKey(payload.object_key)
+      return named?.kind === payload.kind && named.sha256 === payload.digest
+    },
+    {message: 'is not the key of this kind and digest', path: ['object_key']},
+  )
 
 /** The artifact key an intent asks to remove, or why the intent is invalid. */
 export function cleanupTarget(row: OutboxRow): {key: string} | {problem: string} {

@@ -1,7 +1,6 @@
 // A reconcile pass (`edgeworkers reconcile`): the provider is validated first — an invalid one skips
 // the whole pass, as the reference's loop does — then each selected lane runs once, in a fixed order,
 // inside its own error boundary and time budget. A lane that throws is reported and the next one runs.
-import {performance} from 'node:perf_hooks'
 import type {ArtifactStore} from '../../artifacts/store.js'
 import {KitError} from '../../errors.js'
 import type {OutboxOperation} from '../../store/index.js'

@@ -1,6 +1,7 @@
 // Companies, departments and service accounts. Departments and service accounts are soft-deleted
 // (`deleted_at`); a company is hard-deleted (purge), which cascades to its departments, service
 // accounts, Workers and versions while outbox and audit rows stay.
+import {sql} from 'kysely'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId, TENANT_ID_PATTERN} from '../ids.js'
@@ -36,21 +37,16 @@ export class TenantRepository {
     return this.ctx.atomic(async ({db}) => {
       const company = await db.selectFrom('companies').select('id').where('id', '=', id).$if(this.ctx.locksRows, (q) => q.forUpdate()).executeTakeFirst()
       if (!company) return undefined
-      const count = async (query: Promise<{n: number | string | bigint} | undefined>) => Number((await query)?.n ?? 0)
-      const departmentIds = db.selectFrom('departments').select('id').where('company_id', '=', id)
-      const workerIds = db.selectFrom('edge_workers').select('id').where('company_id', '=', id)
-      const counts: PurgeCounts = {
-        departments: await count(db.selectFrom('departments').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', id).executeTakeFirst()),
-        service_accounts: await count(
-          db.selectFrom('service_accounts').select((eb) => eb.fn.countAll().as('n')).where('department_id', 'in', departmentIds).executeTakeFirst(),
-        ),
-        workers: await count(db.selectFrom('edge_workers').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', id).executeTakeFirst()),
-        versions: await count(
-          db.selectFrom('edge_worker_versions').select((eb) => eb.fn.countAll().as('n')).where('worker_id', 'in', workerIds).executeTakeFirst(),
-        ),
-      }
+      const {rows} = await sql<PurgeCounts>`
+        select
+          (select count(*) from departments where company_id = ${id}) as departments,
+          (select count(*) from service_accounts
+            where department_id in (select id from departments where company_id = ${id})) as service_accounts,
+          (select count(*) from edge_workers where company_id = ${id}) as workers,
+          (select count(*) from edge_worker_versions
+            where worker_id in (select id from edge_workers where company_id = ${id})) as versions`.execute(db)
       await db.deleteFrom('companies').where('id', '=', id).execute()
-      return counts
+      return rows[0]!
     })
   }
 

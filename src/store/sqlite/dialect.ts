@@ -21,6 +21,8 @@ import {
 } from 'kysely'
 import {KitError} from '../../errors.js'
 
+const STATEMENT_CACHE_SIZE = 500
+
 export interface ImmediateSqliteConfig {
   database: BetterSqlite3.Database
   /** Where the file is, for the one-line error when the lock budget runs out. */
@@ -100,6 +102,8 @@ class ImmediateSqliteDriver implements Driver {
 }
 
 class BusyRetryingConnection implements DatabaseConnection {
+  private readonly statements = new Map<string, BetterSqlite3.Statement>()
+
   constructor(private readonly config: ImmediateSqliteConfig) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -125,8 +129,19 @@ class BusyRetryingConnection implements DatabaseConnection {
     throw new Error('streaming is not used by the store')
   }
 
+  /** Statements are compiled once per SQL text (the store issues a small, fixed set). */
+  private prepared(text: string): BetterSqlite3.Statement {
+    let statement = this.statements.get(text)
+    if (!statement) {
+      statement = this.config.database.prepare(text)
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.delete(this.statements.keys().next().value!)
+      this.statements.set(text, statement)
+    }
+    return statement
+  }
+
   private run<R>(query: CompiledQuery): QueryResult<R> {
-    const statement = this.config.database.prepare(query.sql)
+    const statement = this.prepared(query.sql)
     const parameters = query.parameters as unknown[]
     if (statement.reader) return {rows: statement.all(parameters) as R[]}
     const {changes} = statement.run(parameters)

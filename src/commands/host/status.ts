@@ -1,0 +1,31 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {ExitCode} from '../../cli/exit-codes.js'
+import {hostStatus} from '../../engine/host-status.js'
+
+export default class HostStatus extends BaseCommand<typeof HostStatus> {
+  static override description = `Show the pairing with the edge host, whether it answers, its fence and script counts.
+
+Exit codes: 0 paired and reachable, 6 not paired, 10 paired but unreachable.`
+  static override examples = ['<%= config.bin %> host status', '<%= config.bin %> host status --json']
+  static override flags = {json: Flags.boolean({description: 'Print the status as JSON'})}
+
+  async run(): Promise<void> {
+    const status = await hostStatus(await this.engine())
+    this.emit(status, () => {
+      if (!status.paired) return `not paired: ${status.problem}`
+      const lines = [`scope        ${status.pairing?.scope}`, `host         ${status.pairing?.host_url}`, `fingerprint  ${status.pairing?.host_fingerprint}`]
+      if (!status.reachable) return [...lines, `reachable    no (${status.error})`].join('\n')
+      return [
+        ...lines,
+        'reachable    yes',
+        `public url   ${status.publicUrl}`,
+        `scripts      ${status.scripts?.active} active, ${status.scripts?.locked_down} locked down, ${status.scripts?.retired} retired`,
+        `shards       ${status.shards?.map((shard) => `#${shard.index} ${shard.state} (${shard.scripts} scripts)`).join(', ') || 'none'}`,
+        `fence        ${status.fence ? `${status.fence.fenceId} until ${new Date(status.fence.expiresAt).toISOString()}` : 'none'}`,
+      ].join('\n')
+    })
+    if (!status.paired) this.exit(ExitCode.refused)
+    if (!status.reachable) this.exit(ExitCode.hostUnreachable)
+  }
+}

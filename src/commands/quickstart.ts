@@ -1,0 +1,77 @@
+import {Flags} from '@oclif/core'
+import {Listr} from 'listr2'
+import {BaseCommand} from '../cli/base-command.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {runQuickstart, type QuickstartResult, type QuickstartStep} from '../quickstart/run.js'
+
+const STEP_TITLES: Record<QuickstartStep, string> = {
+  store: 'Migrate the embedded SQLite store',
+  host: 'Start a local edge host on workerd',
+  pair: 'Pair the store with the host',
+  tenant: 'Create a company and a department',
+  deploy: 'Deploy fixtures/workers/hello',
+  fetch: 'Fetch the Worker through the host',
+}
+
+export default class Quickstart extends BaseCommand<typeof Quickstart> {
+  static override description = `Run the main job end to end on embedded defaults, with no other set-up.
+
+Creates <data-dir>/quickstart, migrates a SQLite store there, starts and pairs a local edge host on
+workerd, creates a company and a department, deploys fixtures/workers/hello, fetches it through the
+host and prints the response and URL. Idempotent: a rerun reuses everything. The host is stopped at
+the end unless --keep-running is given (then Ctrl-C stops it).`
+  static override examples = ['<%= config.bin %> quickstart', '<%= config.bin %> quickstart --keep-running', '<%= config.bin %> quickstart --json']
+  static override flags = {
+    'keep-running': Flags.boolean({description: 'Leave the edge host serving until Ctrl-C'}),
+    json: Flags.boolean({description: 'Print the result as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const json = this.flags.json
+    const steps = Object.keys(STEP_TITLES) as QuickstartStep[]
+    let current = 0
+    let result: QuickstartResult | undefined
+    const tasks = new Listr(
+      [
+        {
+          title: 'Quickstart',
+          task: async (_ctx, task) => {
+            result = await runQuickstart(this.settings, {
+              keepRunning: this.flags['keep-running'],
+              onStep: (step) => {
+                current = steps.indexOf(step)
+                task.output = `${current + 1}/${steps.length} ${STEP_TITLES[step]}`
+              },
+            })
+          },
+          rendererOptions: {outputBar: 1},
+        },
+      ],
+      {renderer: json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple'},
+    )
+    await tasks.run()
+    const done = result!
+    const {host, ...report} = done
+    this.emit(report, () =>
+      [
+        `data dir    ${done.dataDir}`,
+        `store       ${done.store}`,
+        `edge host   ${done.adminUrl} (scope ${done.scope}; log ${done.hostLog})`,
+        `worker      ${done.deploy.scriptName} (company ${done.companyId}, department ${done.departmentId})`,
+        `version     ${done.deploy.versionId} (generation ${done.deploy.releaseGeneration})`,
+        `deploy      ${done.deploy.state}${done.deploy.code ? ` (${done.deploy.code})` : ''}`,
+        `url         ${done.deploy.url ?? '-'}`,
+        `response    ${done.response.status} ${done.response.body.trimEnd()}`,
+        host ? 'the edge host keeps serving; press Ctrl-C to stop it' : 'edge host stopped',
+      ].join('\n'),
+    )
+    if (host) {
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve)
+        process.once('SIGTERM', resolve)
+      })
+      await host.stop()
+    }
+    if (done.deploy.state !== 'completed' || done.response.status !== 200) this.exit(ExitCode.failed)
+  }
+}

@@ -1,0 +1,281 @@
+// The public listener: routes each request to its script's shard, by host name
+// (`<script>.<base domain>`, any path) or by path (`/<script>/…`, the prefix removed), so the Worker
+// sees the same URL either way: http://<script>.<base domain>/<rest>.
+//
+// Before the script runs: unknown, retired or not-yet-live → 404 worker_not_found (byte-identical
+// for all three, so a retired Worker is indistinguishable from one that never existed); locked down
+// → 403 worker_retired (on every channel, kit-signed included); access policy → 403 access_denied
+// unless the request is signed by the paired kit. Requests for a shard that is swapping are held
+// until it serves again.
+import {createHash, randomUUID, timingSafeEqual} from 'node:crypto'
+import http from 'node:http'
+import {BlockList, isIPv6} from 'node:net'
+import {pipeline} from 'node:stream/promises'
+import type {Logger} from 'pino'
+import type {Dispatcher} from 'undici'
+import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
+import {SIGNATURE_HEADERS, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
+import {BodyTooLargeError, readBody, sendJson} from './http.js'
+import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
+import type {WorkerdRuntime} from './runtime/runtime.js'
+import type {AccessPolicyRecord, HostState} from './state.js'
+
+export interface DataPlaneOptions {
+  state: HostState
+  runtime: WorkerdRuntime
+  baseDomain: string
+  holdTimeoutMs: number
+  signatureWindowSeconds: number
+  /** Kit-signed requests are buffered to check their body digest; larger ones are refused. */
+  maxSignedBodyBytes: number
+  metrics: HostMetrics
+  ready(): boolean
+  readinessDetail(): unknown
+  log: Logger
+}
+
+/** Tries at reaching a shard whose process died mid-request, and the wait for its exit between them. */
+const MAX_ATTEMPTS = 3
+const RETRY_WAIT_MS = 1_000
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Headers that describe one hop, never forwarded (plus ours: the kit's signature stays here). */
+const NOT_FORWARDED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'host',
+  'x-request-id',
+  ...SIGNATURE_HEADERS,
+])
+
+type Target = {kind: 'script'; script: string; path: string} | {kind: 'health'; check: 'livez' | 'readyz'} | {kind: 'none'}
+
+export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
+  const {state, runtime, metrics} = options
+  const baseSuffix = `.${options.baseDomain}`
+  const allowlists = new AllowlistCache()
+
+  const resolve = (request: http.IncomingMessage): Target => {
+    const url = request.url ?? '/'
+    const host = (request.headers.host ?? '').toLowerCase().replace(/:\d+$/, '')
+    if (host.endsWith(baseSuffix)) return {kind: 'script', script: host.slice(0, -baseSuffix.length), path: url}
+    const [pathname, query] = splitQuery(url)
+    if (pathname === '/livez' || pathname === '/readyz') return {kind: 'health', check: pathname === '/livez' ? 'livez' : 'readyz'}
+    const match = /^\/([^/]+)(\/.*)?$/.exec(pathname)
+    if (!match) return {kind: 'none'}
+    return {kind: 'script', script: match[1]!, path: `${match[2] ?? '/'}${query}`}
+  }
+
+  const handle = async (request: http.IncomingMessage, response: http.ServerResponse, requestId: string): Promise<string> => {
+    const target = resolve(request)
+    if (target.kind === 'health') {
+      if (target.check === 'livez') sendJson(response, 200, {status: 'ok'})
+      else sendJson(response, options.ready() ? 200 : 503, options.readinessDetail())
+      return UNKNOWN_SCRIPT_LABEL
+    }
+    const name = target.kind === 'script' && SCRIPT_NAME_PATTERN.test(target.script) ? target.script : null
+    const route = name === null ? null : state.route(name)
+    if (name === null || route === null || route.retired || route.shard === null) {
+      workerNotFound(response, requestId)
+      return UNKNOWN_SCRIPT_LABEL
+    }
+    const path = (target as {path: string}).path
+    if (route.lockedDown) {
+      sendJson(response, 403, {code: 'worker_retired', message: 'Forbidden'}, {'x-request-id': requestId})
+      return name
+    }
+
+    let body: Buffer | undefined
+    let kitSigned = false
+    if (hasSignatureHeaders(request.headers)) {
+      body = await readBody(request, options.maxSignedBodyBytes)
+      kitSigned = isKitSigned(request, body)
+    }
+    if (!kitSigned && !allowedByPolicy(route.policy, request, () => allowlists.of(name, route.policy))) {
+      sendJson(response, 403, {code: 'access_denied', message: 'Forbidden'}, {'x-request-id': requestId})
+      return name
+    }
+
+    const shard = runtime.shards[route.shard]!
+    const forwardBody = body ?? (hasBody(request) ? request : undefined)
+    const deadline = Date.now() + options.holdTimeoutMs
+    for (let attempt = 1; ; attempt++) {
+      const lease = await shard.acquire(Math.max(0, deadline - Date.now()))
+      if (!lease) {
+        sendJson(response, 503, {code: 'worker_unavailable', message: 'Worker unavailable'}, {'x-request-id': requestId})
+        return name
+      }
+      try {
+        // Uploaded but its shard has not picked it up yet: not served, so not found.
+        if (shard.liveGeneration(name) === undefined) {
+          workerNotFound(response, requestId)
+          return name
+        }
+        await proxy(lease.pool, request, response, {path, host: `${name}${baseSuffix}`, requestId, body: forwardBody})
+        return name
+      } catch (error) {
+        // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
+        if (attempt >= MAX_ATTEMPTS || response.headersSent || !safeToRetry(error, request.method, forwardBody)) throw error
+        options.log.warn({script: name, attempt, code: (error as {code?: string}).code}, 'shard connection failed; retrying after it restarts')
+        await Promise.race([lease.exited, sleep(RETRY_WAIT_MS)])
+      } finally {
+        lease.release()
+      }
+    }
+  }
+
+  const isKitSigned = (request: http.IncomingMessage, body: Buffer): boolean => {
+    const secret = state.pairingSecret()
+    if (secret === null) return false
+    return verifyRequest({
+      secret,
+      method: request.method ?? 'GET',
+      target: request.url ?? '/',
+      headers: request.headers,
+      body,
+      windowSeconds: options.signatureWindowSeconds,
+      nonces: state.nonces,
+    }).ok
+  }
+
+  return http.createServer((request, response) => {
+    const inbound = request.headers['x-request-id']
+    const requestId = typeof inbound === 'string' && UUID_PATTERN.test(inbound) ? inbound : randomUUID()
+    handle(request, response, requestId)
+      .then((script) => metrics.requests.inc({script, status: String(response.statusCode)}))
+      .catch((error: unknown) => {
+        if (error instanceof BodyTooLargeError) {
+          sendJson(response, 413, {code: 'request_too_large', message: error.message}, {'x-request-id': requestId}, {closeConnection: true})
+        } else if (!response.headersSent) {
+          options.log.warn({err: error, requestId}, 'data-plane request failed')
+          sendJson(response, 502, {code: 'worker_unavailable', message: 'Worker unavailable'}, {'x-request-id': requestId})
+        } else {
+          response.destroy()
+        }
+        metrics.requests.inc({script: UNKNOWN_SCRIPT_LABEL, status: String(response.statusCode)})
+      })
+  })
+}
+
+/** The answer for every script the data plane does not serve — byte-exact by contract. */
+function workerNotFound(response: http.ServerResponse, requestId: string): void {
+  sendJson(response, 404, {code: 'worker_not_found', message: 'Worker not found', requestId}, {'x-request-id': requestId})
+}
+
+async function proxy(
+  pool: Dispatcher,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+  forward: {path: string; host: string; requestId: string; body: Buffer | http.IncomingMessage | undefined},
+): Promise<void> {
+  const headers: string[] = []
+  const raw = request.rawHeaders
+  for (let index = 0; index < raw.length; index += 2) {
+    if (!NOT_FORWARDED.has(raw[index]!.toLowerCase())) headers.push(raw[index]!, raw[index + 1]!)
+  }
+  headers.push('host', forward.host, 'x-request-id', forward.requestId, 'x-forwarded-for', clientAddress(request))
+
+  const abort = new AbortController()
+  response.once('close', () => {
+    if (!response.writableFinished) abort.abort()
+  })
+  const upstream = await pool.request({
+    path: forward.path,
+    method: (request.method ?? 'GET') as Dispatcher.HttpMethod,
+    headers,
+    body: forward.body,
+    signal: abort.signal,
+  })
+  const responseHeaders: http.OutgoingHttpHeaders = {}
+  for (const [name, value] of Object.entries(upstream.headers)) {
+    if (value !== undefined && !NOT_FORWARDED.has(name)) responseHeaders[name] = value
+  }
+  responseHeaders['x-request-id'] = forward.requestId
+  response.writeHead(upstream.statusCode, responseHeaders)
+  await pipeline(upstream.body, response)
+}
+
+/**
+ * A refused connection sent nothing, so any request may go again; a connection lost before the
+ * answer may have been handled, so only idempotent methods may. A streamed body cannot be replayed.
+ */
+function safeToRetry(error: unknown, method: string | undefined, body: Buffer | http.IncomingMessage | undefined): boolean {
+  if (body !== undefined && !Buffer.isBuffer(body)) return false
+  const code = (error as {code?: string}).code
+  if (code === 'ECONNREFUSED') return true
+  const lost = code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET'
+  return lost && ['GET', 'HEAD', 'OPTIONS'].includes(method ?? 'GET')
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+function hasBody(request: http.IncomingMessage): boolean {
+  return request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined
+}
+
+function splitQuery(url: string): [string, string] {
+  const index = url.indexOf('?')
+  return index === -1 ? [url, ''] : [url.slice(0, index), url.slice(index)]
+}
+
+/** The TCP peer; IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. */
+function clientAddress(request: http.IncomingMessage): string {
+  const address = request.socket.remoteAddress ?? ''
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
+}
+
+function allowedByPolicy(policy: AccessPolicyRecord, request: http.IncomingMessage, allowlist: () => BlockList): boolean {
+  switch (policy.mode) {
+    case 'public':
+      return true
+    case 'api_key': {
+      const key = presentedApiKey(request)
+      if (key === null || policy.apiKeySha256 === null) return false
+      return timingSafeEqual(createHash('sha256').update(key).digest(), Buffer.from(policy.apiKeySha256, 'hex'))
+    }
+    case 'teamsync_internal': {
+      const address = clientAddress(request)
+      return address !== '' && allowlist().check(address, isIPv6(address) ? 'ipv6' : 'ipv4')
+    }
+  }
+}
+
+/** `x-api-key: <key>` or `authorization: Bearer <key>`. */
+function presentedApiKey(request: http.IncomingMessage): string | null {
+  const header = request.headers['x-api-key']
+  if (typeof header === 'string' && header !== '') return header
+  const bearer = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')
+  return bearer ? bearer[1]! : null
+}
+
+/** Compiled IP allowlists, per script and policy revision. */
+class AllowlistCache {
+  private readonly lists = new Map<string, BlockList>()
+  private static readonly LIMIT = 10_000
+
+  of(script: string, policy: AccessPolicyRecord): BlockList {
+    const key = `${script}@${policy.revision}`
+    let list = this.lists.get(key)
+    if (!list) {
+      if (this.lists.size >= AllowlistCache.LIMIT) this.lists.clear()
+      list = new BlockList()
+      for (const entry of policy.ipAllowlist) {
+        const [address, prefix] = entry.split('/') as [string, string | undefined]
+        const family = isIPv6(address) ? 'ipv6' : 'ipv4'
+        if (prefix === undefined) list.addAddress(address, family)
+        else list.addSubnet(address, Number(prefix), family)
+      }
+      this.lists.set(key, list)
+    }
+    return list
+  }
+}

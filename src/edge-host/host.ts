@@ -1,0 +1,258 @@
+// Starts and stops one edge host: host state, identity, workerd shards, the data-plane listener and
+// the management listener. `edgeworkers host serve` is a thin wrapper around startHost(); tests run
+// hosts in-process through it too.
+//
+// Data dir layout: host.sqlite (state), identity.key (Ed25519, 0600), host.json (addresses of the
+// running host), host.lock (pid of the running host), runtime/ and do/ (see runtime/runtime.ts).
+import {existsSync} from 'node:fs'
+import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import type http from 'node:http'
+import path from 'node:path'
+import pino, {type Logger} from 'pino'
+import {settingsSchema} from '../config/schema.js'
+import {createDataPlaneServer} from './data-plane.js'
+import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
+import {loadOrCreateIdentity} from './identity.js'
+import {createManagementServer} from './management-server.js'
+import {HostMetrics} from './metrics.js'
+import {WorkerdRuntime} from './runtime/runtime.js'
+import {HostService, type HostSettings} from './service.js'
+import {HostState, STATE_FILE} from './state.js'
+
+export const HOST_INFO_FILE = 'host.json'
+const LOCK_FILE = 'host.lock'
+
+export interface HostOptions {
+  dataDir: string
+  /** The `[host]` settings; keys left out take their documented defaults. */
+  settings?: Partial<HostSettings>
+  /** fence.max_ttl_seconds: the longest fence the host accepts. */
+  maxFenceTtlSeconds?: number
+  /** JSON logs; defaults to pino on stdout at info. */
+  logger?: Logger
+}
+
+/** What host.json holds while the host runs. */
+export interface HostInfo {
+  pid: number
+  dataDir: string
+  publicUrl: string
+  adminUrl: string
+  baseDomain: string
+  fingerprint: string
+  scope: string
+  startedAt: string
+}
+
+export interface RunningHost {
+  dataDir: string
+  /** Data plane: Workers at <publicUrl>/<script>/… and at <script>.<baseDomain>. */
+  publicUrl: string
+  /** Management API, /livez, /readyz, /metrics. */
+  adminUrl: string
+  listen: ListenAddress
+  adminListen: ListenAddress
+  fingerprint: string
+  scope: string
+  /** The one-time pairing code, only on the start that created it (print it once, then never). */
+  issuedPairingCode: string | null
+  /** True while every shard serves. */
+  ready(): boolean
+  /** Stops accepting, drains in-flight requests, stops workerd, closes the state. */
+  stop(): Promise<void>
+}
+
+export async function startHost(options: HostOptions): Promise<RunningHost> {
+  const settings = settingsSchema.shape.host.parse(options.settings ?? {})
+  const maxFenceTtlSeconds = options.maxFenceTtlSeconds ?? settingsSchema.shape.fence.parse({}).max_ttl_seconds
+  const log = options.logger ?? pino({base: {component: 'edge-host'}, timestamp: pino.stdTimeFunctions.isoTime})
+  const dataDir = path.resolve(options.dataDir)
+  await mkdir(dataDir, {recursive: true, mode: 0o700})
+  await acquireLock(dataDir)
+
+  const cleanups: Array<() => Promise<void> | void> = [() => releaseLock(dataDir)]
+  const cleanUp = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup()
+  }
+  try {
+    const state = HostState.open(dataDir)
+    cleanups.push(() => state.close())
+    const identity = await loadOrCreateIdentity(dataDir)
+    // The first start issues the code; later starts never show it again (`host pairing-code` does).
+    const issuedPairingCode = !state.isPaired() && state.pairingCode() === null ? state.issuePairingCode() : null
+
+    const metrics = new HostMetrics({
+      fenceActive: () => state.activeFence() !== null,
+      scriptCounts: () => service.scriptCounts(),
+    })
+    state.reassignOrphanedShards(settings.shards)
+    const runtime = new WorkerdRuntime({
+      dataDir,
+      shardCount: settings.shards,
+      coalesceWindowMs: settings.coalesce_window_ms,
+      drainTimeoutMs: settings.drain_timeout_ms,
+      startTimeoutMs: settings.start_timeout_ms,
+      egressAllow: settings.egress_allow,
+      validationConcurrency: settings.validation_concurrency,
+      scriptsOfShard: (index) => state.runnableScripts(index),
+      moduleContent: (sha256) => state.moduleContent(sha256),
+      log,
+      onShardState: (index, shardState) => metrics.shardUp.set({shard: String(index)}, shardState === 'up' ? 1 : 0),
+      onSwapped: (index, event) => {
+        metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
+        metrics.swapSeconds.observe({reason: event.reason}, event.seconds)
+      },
+    })
+    cleanups.push(() => runtime.stop())
+    let publicUrl = ''
+    const service = new HostService({state, runtime, identity, settings, maxFenceTtlSeconds, publicUrl: () => publicUrl, log})
+    const ready = () => runtime.ready()
+    const readinessDetail = () => ({ready: ready(), shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state}))})
+    // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script
+    // somewhat over it gets the precise script_too_large rather than request_too_large.
+    const maxBodyBytes = 2 * settings.max_script_bytes + 1024 * 1024
+
+    const dataPlane = createDataPlaneServer({
+      state,
+      runtime,
+      baseDomain: settings.base_domain,
+      holdTimeoutMs: settings.request_hold_timeout_ms,
+      signatureWindowSeconds: settings.signature_window_seconds,
+      maxSignedBodyBytes: maxBodyBytes,
+      metrics,
+      ready,
+      readinessDetail,
+      log,
+    })
+    const management = createManagementServer({
+      service,
+      state,
+      metrics,
+      signatureWindowSeconds: settings.signature_window_seconds,
+      maxBodyBytes,
+      ready,
+      readinessDetail,
+      log,
+    })
+    const servers: http.Server[] = [dataPlane, management]
+    // Listeners first, so /livez answers (and requests wait) while the shards start.
+    const listenAddress = await listen(dataPlane, parseListenAddress(settings.listen))
+    cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))
+    const adminAddress = await listen(management, parseListenAddress(settings.admin_listen))
+    cleanups.push(() => closeServer(management, settings.drain_timeout_ms))
+    publicUrl = settings.public_url || urlOf(advertisable(listenAddress))
+    const adminUrl = urlOf(advertisable(adminAddress))
+
+    await runtime.pruneModuleCache(new Set(state.scripts().flatMap((script) => state.modulesOf(script.name).map((module) => module.sha256))))
+    await runtime.start()
+
+    const info: HostInfo = {
+      pid: process.pid,
+      dataDir,
+      publicUrl,
+      adminUrl,
+      baseDomain: settings.base_domain,
+      fingerprint: identity.fingerprint,
+      scope: identity.scope,
+      startedAt: new Date().toISOString(),
+    }
+    await writeFileAtomically(path.join(dataDir, HOST_INFO_FILE), `${JSON.stringify(info, null, 2)}\n`)
+    cleanups.push(() => rm(path.join(dataDir, HOST_INFO_FILE), {force: true}))
+    log.info({publicUrl, adminUrl, dataDir, scope: identity.scope, shards: settings.shards}, 'edge host started')
+
+    let stopping: Promise<void> | null = null
+    return {
+      dataDir,
+      publicUrl,
+      adminUrl,
+      listen: listenAddress,
+      adminListen: adminAddress,
+      fingerprint: identity.fingerprint,
+      scope: identity.scope,
+      issuedPairingCode,
+      ready,
+      stop: () => {
+        stopping ??= (async () => {
+          log.info('edge host stopping')
+          // Listeners stop accepting and drain first, then the shards, then the state.
+          await Promise.all(servers.map((server) => closeServer(server, settings.drain_timeout_ms)))
+          await cleanUp()
+          log.info('edge host stopped')
+        })()
+        return stopping
+      },
+    }
+  } catch (error) {
+    await cleanUp()
+    throw error
+  }
+}
+
+/**
+ * The host's pairing code, read from its data dir (the host may be running). `rotate` issues a new
+ * one; otherwise a code already used is an error, since a used code cannot pair again.
+ */
+export function hostPairingCode(dataDir: string, options: {rotate?: boolean} = {}): string {
+  if (!existsSync(path.join(dataDir, STATE_FILE))) {
+    throw new Error(`${dataDir} holds no edge host state; start the host there first (edgeworkers host serve --data-dir ${dataDir})`)
+  }
+  const state = HostState.open(dataDir)
+  try {
+    if (options.rotate) return state.issuePairingCode()
+    const code = state.pairingCode()
+    if (code === null) throw new Error('the pairing code was already used; --rotate issues a new one')
+    return code
+  } finally {
+    state.close()
+  }
+}
+
+/** Reads host.json of a running host, or null when none runs there. */
+export async function readHostInfo(dataDir: string): Promise<HostInfo | null> {
+  try {
+    return JSON.parse(await readFile(path.join(dataDir, HOST_INFO_FILE), 'utf8')) as HostInfo
+  } catch {
+    return null
+  }
+}
+
+/** A wildcard listener is reached on loopback from this machine. */
+function advertisable(address: ListenAddress): ListenAddress {
+  if (address.host === '0.0.0.0') return {...address, host: '127.0.0.1'}
+  if (address.host === '::') return {...address, host: '::1'}
+  return address
+}
+
+async function writeFileAtomically(file: string, text: string): Promise<void> {
+  const temporary = `${file}.${process.pid}.tmp`
+  await writeFile(temporary, text)
+  await rename(temporary, file)
+}
+
+/** One host per data dir: two would run the same Durable Objects from the same files. */
+async function acquireLock(dataDir: string): Promise<void> {
+  const file = path.join(dataDir, LOCK_FILE)
+  try {
+    await writeFile(file, String(process.pid), {flag: 'wx'})
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    const holder = Number(await readFile(file, 'utf8').catch(() => ''))
+    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
+      throw new Error(`another edge host (pid ${holder}) is running on ${dataDir}`)
+    }
+    await writeFile(file, String(process.pid))
+  }
+}
+
+async function releaseLock(dataDir: string): Promise<void> {
+  await rm(path.join(dataDir, LOCK_FILE), {force: true})
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}

@@ -1,0 +1,35 @@
+// What `host status` and the TUI show about the paired edge host: pairing, reachability, shards
+// and script counts. Never throws for an unreachable host — that is part of the answer.
+import type {Engine} from './context.js'
+import type {PairingRow} from '../store/index.js'
+
+export interface HostStatus {
+  paired: boolean
+  pairing: Omit<PairingRow, 'unpaired_at'> | null
+  /** Why the provider cannot be used, when it cannot. */
+  problem: string | null
+  reachable: boolean
+  publicUrl: string | null
+  scripts: {active: number; locked_down: number; retired: number} | null
+  shards: Array<{index: number; state: string; scripts: number; restarts: number}> | null
+  fence: {fenceId: string; expiresAt: number} | null
+  error: string | null
+}
+
+export async function hostStatus(engine: Engine): Promise<HostStatus> {
+  const resolution = await engine.resolveProvider()
+  if (resolution.status !== 'ready') {
+    return {paired: false, pairing: null, problem: resolution.message, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, error: null}
+  }
+  const pairing = (await engine.store.kit.getPairing(resolution.scope)) ?? null
+  const base = {paired: true, pairing, problem: null}
+  try {
+    const [host, inventory] = await Promise.all([resolution.provider.describeHost(), resolution.provider.inventory()])
+    const scripts = {active: 0, locked_down: 0, retired: 0}
+    for (const script of inventory.scripts) scripts[script.state] += 1
+    const fence = inventory.activeFence ? {fenceId: inventory.activeFence.fenceId, expiresAt: inventory.activeFence.expiresAt} : null
+    return {...base, reachable: true, publicUrl: host.publicUrl, scripts, shards: inventory.shards, fence, error: null}
+  } catch (error) {
+    return {...base, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, error: (error as Error).message}
+  }
+}

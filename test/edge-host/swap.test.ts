@@ -1,0 +1,99 @@
+// Shard swaps: requests are held while a shard's workerd is replaced, never dropped; deploys that
+// arrive together share one restart; a workerd that dies is replaced while requests wait.
+import {readFileSync} from 'node:fs'
+import path from 'node:path'
+import {request} from 'undici'
+import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {paths} from '../../src/protocol/management-api.js'
+import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
+import {scriptNameFor, textWorker} from '../support/worker-fixtures.js'
+
+describe('one shard under continuous traffic', () => {
+  let host: TestHost
+  let client: HostClient
+  const redeployed = scriptNameFor('swap/redeployed')
+  const neighbour = scriptNameFor('swap/neighbour')
+
+  beforeAll(async () => {
+    host = await startTestHost({settings: {shards: 1}})
+    await host.pair()
+    client = host.client()
+    await client.deploy(redeployed, textWorker('version 0'))
+    await client.deploy(neighbour, textWorker('neighbour'))
+  })
+
+  afterAll(async () => {
+    await host?.stop()
+  })
+
+  test('20 redeploys of the same shard fail no request', async () => {
+    const failures: string[] = []
+    const seen = new Set<string>()
+    let requests = 0
+    let running = true
+    const hammer = async (name: string) => {
+      while (running) {
+        try {
+          const response = await request(`${host.publicUrl}/${name}/`)
+          const text = await response.body.text()
+          requests++
+          if (response.statusCode !== 200) failures.push(`${response.statusCode} ${text}`)
+          else seen.add(text)
+        } catch (error) {
+          failures.push(String(error))
+        }
+      }
+    }
+    const clients = [hammer(redeployed), hammer(redeployed), hammer(neighbour), hammer(neighbour)]
+    try {
+      for (let version = 1; version <= 20; version++) await client.deploy(redeployed, textWorker(`version ${version}`))
+      // Traffic keeps going after the last swap until the last version has answered.
+      await expect.poll(() => seen.has('version 20'), {timeout: 10_000}).toBe(true)
+    } finally {
+      running = false
+      await Promise.all(clients)
+    }
+    expect(failures).toEqual([])
+    expect(requests).toBeGreaterThan(40)
+    expect(seen).toContain('neighbour')
+    const inventory = (await client.call('GET', paths.inventory)).body
+    expect(inventory.shards[0].restarts).toBeGreaterThanOrEqual(21)
+  })
+
+  test('a workerd that dies is replaced, and requests meanwhile wait for it', async () => {
+    const restarts = (await client.call('GET', paths.inventory)).body.shards[0].restarts as number
+    const pid = Number(readFileSync(path.join(host.dataDir, 'runtime', 'shard-0.pid'), 'utf8'))
+    process.kill(pid, 'SIGKILL')
+    const responses = await Promise.all(Array.from({length: 5}, () => fetch(`${host.publicUrl}/${neighbour}/`).then((response) => response.text())))
+    console.log("RESPONSES", responses); expect(responses).toEqual(Array(5).fill("neighbour"))
+    const inventory = (await client.call('GET', paths.inventory)).body
+    expect(inventory.shards[0].restarts).toBeGreaterThan(restarts)
+    const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
+    expect(metrics).toMatch(/edgeworkers_host_shard_restarts_total\{shard="0",reason="crash"\} 1/)
+  })
+})
+
+describe('coalescing', () => {
+  let host: TestHost
+  let client: HostClient
+
+  beforeAll(async () => {
+    // A wide window, so the uploads below certainly land inside it.
+    host = await startTestHost({settings: {shards: 1, coalesce_window_ms: 3_000}})
+    await host.pair()
+    client = host.client()
+  })
+
+  afterAll(async () => {
+    await host?.stop()
+  })
+
+  test('deploys arriving together share one shard restart', async () => {
+    const restarts = (await client.call('GET', paths.inventory)).body.shards[0].restarts as number
+    const uploads = Array.from({length: 4}, (_, index) => ({name: scriptNameFor(`coalesce/${index}`), upload: textWorker(`coalesced ${index}`)}))
+    await Promise.all(uploads.map(({name, upload}) => client.upload(name, upload)))
+    await Promise.all(uploads.map(({name, upload}) => client.waitLive(name, upload.releaseGeneration)))
+    expect((await client.call('GET', paths.inventory)).body.shards[0].restarts).toBe(restarts + 1)
+    for (const {name} of uploads) expect(await (await fetch(`${host.publicUrl}/${name}/`)).text()).toMatch(/^coalesced \d$/)
+  })
+})

@@ -1,0 +1,121 @@
+// The pass runner: provider validation first, lane selection and order, one error boundary per
+// lane, the host reconcile slot, the per-lane summary line and the rows left for an operator.
+import {expect, test} from 'vitest'
+import {FileArtifactStore} from '../../../src/artifacts/store.js'
+import {sha256Hex} from '../../../src/canonical-json.js'
+import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
+import {LANE_NAMES, runPass} from '../../../src/engine/pass/index.js'
+import {KitError} from '../../../src/errors.js'
+import type {OutboxRow} from '../../../src/store/index.js'
+import {describeEachStore} from '../../support/stores.js'
+import {enqueueDeployRow, passEngine, recordingDispatch, SCOPE, seedWorker, tempArtifactDir} from './support.js'
+
+describeEachStore('reconcile pass', (t) => {
+  test('an invalid provider skips the whole pass with the reference log line; nothing is claimed', async () => {
+    const engine = await passEngine(t, {resolution: {status: 'invalid', code: 'edge_workers_provider_invalid', message: 'provider.scope onprem:ffffffffffff was never paired'}})
+    const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
+    const dispatch = recordingDispatch()
+    const result = await runPass(engine, {dispatchDeploy: dispatch})
+    expect(result).toMatchObject({
+      status: 'skipped',
+      skipped: {code: 'edge_workers_provider_invalid', message: 'provider.scope onprem:ffffffffffff was never paired'},
+      lanes: [],
+      remaining: null,
+    })
+    expect(engine.log.messages('warn')).toEqual(['Edge Worker recovery skipped: edge_workers_provider_invalid'])
+    expect(dispatch.calls).toEqual([])
+    expect(await t.store.outbox.get(enqueued.id)).toEqual(enqueued)
+  })
+
+  test('a store that fails before the pass starts is a store_unavailable error', async () => {
+    const engine = await passEngine(t, {resolution: async () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432'))})
+    await expect(runPass(engine)).rejects.toThrow(new KitError('store_unavailable', 'the reconcile pass could not start: connect ECONNREFUSED 127.0.0.1:5432'))
+  })
+
+  test('runs every lane once in a fixed order, or only the selected ones; each logs a summary line', async () => {
+    const engine = await passEngine(t)
+    const all = await runPass(engine, {dispatchDeploy: recordingDispatch()})
+    expect(all.status).toBe('ran')
+    expect(all.scope).toBe(SCOPE)
+    expect(all.lanes.map((lane) => lane.lane)).toEqual([...LANE_NAMES])
+    expect(all.lanes.at(-1)).toMatchObject({lane: 'host_reconcile', claimed: 0, skippedReason: 'no host reconcile rules are installed yet'})
+    expect(engine.log.messages('info')).toEqual([
+      expect.stringMatching(/^Edge Worker recovery pass: claimed=0 completed=0 retried=0 failed=0 uncertain=0 skipped=0 duration_ms=\d+$/),
+      expect.stringMatching(/^Edge Worker deferred republish pass: claimed=0 /),
+      expect.stringMatching(/^Edge Worker artifact cleanup pass: claimed=0 /),
+      expect.stringMatching(/^Edge Worker host reconcile pass: claimed=0 .* \(no host reconcile rules are installed yet\)$/),
+    ])
+
+    const some = await runPass(engine, {lanes: ['host_reconcile', 'recovery']})
+    expect(some.lanes.map((lane) => lane.lane)).toEqual(['recovery', 'host_reconcile'])
+  })
+
+  test('a lane that throws is reported with the reference wording and the other lanes still run to completion', async () => {
+    const root = tempArtifactDir()
+    const artifacts = await FileArtifactStore.open(root)
+    const engine = await passEngine(t, {artifacts})
+    const first = await enqueueDeployRow(engine, await seedWorker(t))
+    t.clock.advance(1)
+    await enqueueDeployRow(engine, await seedWorker(t))
+    const key = await artifacts.put('bundle', Buffer.from('orphan'))
+    const intent = await t.store.outbox.enqueue({operation: 'artifact_cleanup', dedupe_key: 'artifact-cleanup:v:bundle', dispatch_namespace: SCOPE, payload: {kind: 'bundle', object_key: key, digest: sha256Hex('orphan')}})
+    const fence = await t.store.kit.beginFence({scope: SCOPE, reason: 'backup', ttlSeconds: 60})
+    const deferredRow = await enqueueDeployRow(engine, await seedWorker(t))
+    await t.store.kit.endFence(fence.id, 'done')
+    expect(deferredRow.last_error_code).toBe(EDGE_HOST_FENCED)
+
+    const dispatch = recordingDispatch((args) => {
+      if (args.outboxId === first.id) throw new Error('connection terminated unexpectedly')
+      return {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: 's', reconciled: false}
+    })
+    const result = await runPass(engine, {dispatchDeploy: dispatch})
+    const [recovery, deferred, cleanup, host] = result.lanes
+    // The recovery lane stopped at the error and handed its other row back.
+    expect(recovery).toMatchObject({lane: 'recovery', claimed: 2, completed: 0, skipped: 2, error: 'connection terminated unexpectedly'})
+    expect(deferred).toMatchObject({lane: 'deferred', claimed: 1, completed: 1})
+    expect(deferred!.error).toBeUndefined()
+    expect(cleanup).toMatchObject({lane: 'artifact_cleanup', claimed: 1, completed: 1})
+    expect(host).toMatchObject({lane: 'host_reconcile', skippedReason: 'no host reconcile rules are installed yet'})
+    expect(engine.log.messages('warn')).toContain('Edge Worker recovery failed: connection terminated unexpectedly')
+    expect(await t.store.outbox.get(intent.row.id)).toMatchObject({status: 'completed'})
+  })
+
+  test('every claimed row ends in exactly one count', async () => {
+    const engine = await passEngine(t, {settings: {recovery: {batch_size: 3}}})
+    for (let i = 0; i < 7; i++) await enqueueDeployRow(engine, await seedWorker(t))
+    let n = 0
+    const outcomes = ['completed', 'failed', 'uncertain', 'retry', 'skipped'] as const
+    const result = await runPass(engine, {
+      lanes: ['recovery'],
+      dispatchDeploy: recordingDispatch(() => {
+        const outcome = outcomes[n++ % outcomes.length]!
+        if (outcome === 'retry') return {outcome, code: 'edge_host_5xx', message: '503', exhausted: false}
+        if (outcome === 'skipped') return {outcome, disposition: 'inflight'}
+        if (outcome === 'completed') return {outcome, versionId: 'v', releaseGeneration: 'rg', scriptName: 's', reconciled: false}
+        return {outcome, code: `deploy_${outcome}`, message: outcome}
+      }),
+    })
+    const lane = result.lanes[0]!
+    expect(lane).toMatchObject({claimed: 7, completed: 2, failed: 2, uncertain: 1, retried: 1, skipped: 1})
+    expect(lane.completed + lane.failed + lane.uncertain + lane.retried + lane.skipped).toBe(lane.claimed)
+  })
+
+  test('reports the rows of the swept lanes left failed or uncertain in its scope', async () => {
+    const engine = await passEngine(t)
+    const settled = async (operation: OutboxRow['operation'], status: string, scope = SCOPE) => {
+      const {row} = await t.store.outbox.enqueue({operation, dedupe_key: `${operation}:${status}:${scope}:${Math.random()}`, dispatch_namespace: scope, payload: {}, next_attempt_at: null})
+      await t.exec(`update edge_worker_outbox set status = '${status}' where id = '${row.id}'`)
+    }
+    await settled('deploy', 'failed')
+    await settled('deploy', 'uncertain')
+    await settled('deploy', 'uncertain')
+    await settled('deploy', 'failed', 'onprem:ba9876543210')
+    await settled('artifact_cleanup', 'failed')
+    await settled('control_audit', 'failed')
+
+    expect((await runPass(engine, {lanes: ['recovery']})).remaining).toEqual({failed: 1, uncertain: 2})
+    expect((await runPass(engine, {lanes: ['artifact_cleanup']})).remaining).toEqual({failed: 1, uncertain: 0})
+    expect((await runPass(engine)).remaining).toEqual({failed: 2, uncertain: 2})
+    expect((await runPass(engine, {lanes: ['host_reconcile']})).remaining).toEqual({failed: 0, uncertain: 0})
+  })
+})

@@ -1,0 +1,294 @@
+// The recovery republisher lane: which deploy rows it takes and when, the compare-and-set stamp,
+// quarantine, worker_deleted, the execution gate, batch cap, time budget, and how it counts.
+import {afterEach, expect, test, vi} from 'vitest'
+import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
+import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
+import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
+import {PROVIDER_UNAVAILABLE} from '../../../src/engine/provider.js'
+import {cooldownStamp, stampOf, type OutboxRow} from '../../../src/store/index.js'
+import {describeEachStore, type StoreHarness} from '../../support/stores.js'
+import {enqueueDeployRow, OWNER, passEngine, recordingDispatch, SCOPE, seedWorker, type SettingsOverrides, type TestEngine} from './support.js'
+
+const recovery = (engine: TestEngine, dispatchDeploy: DispatchDeploy, options: {signal?: AbortSignal} = {}) =>
+  runPass(engine, {lanes: ['recovery'], dispatchDeploy, ...options})
+const laneOf = (result: PassResult) => result.lanes[0]!
+const row = (t: StoreHarness, id: string) => t.store.outbox.get(id) as Promise<OutboxRow>
+
+/** Leases the row as a runner that then dies would: the lease simply runs out. */
+async function leaseAsCrashedRunner(t: StoreHarness, id: string, leaseSeconds = 90): Promise<void> {
+  const lease = await t.store.outbox.leaseById(id, {scope: SCOPE, owner: 'crashed-runner', leaseSeconds})
+  expect(lease.disposition).toBe('acquired')
+}
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describeEachStore('recovery lane', (t) => {
+  const engineWith = (settings?: SettingsOverrides) => passEngine(t, {settings})
+
+  test('a row handed to the passes (deploy --no-wait) is dispatched by the next pass at once, in-process, with the task arguments', async () => {
+    const engine = await engineWith()
+    const seed = await seedWorker(t)
+    const enqueued = await enqueueDeployRow(engine, seed)
+    expect(enqueued).toMatchObject({status: 'pending', lease_owner: null, attempts: 0})
+
+    const dispatch = recordingDispatch()
+    const result = await recovery(engine, dispatch)
+    expect(result.status).toBe('ran')
+    expect(laneOf(result)).toMatchObject({lane: 'recovery', claimed: 1, completed: 1, retried: 0, failed: 0, uncertain: 0, skipped: 0})
+    expect(dispatch.calls).toEqual([{outboxId: enqueued.id, companyId: seed.worker.company_id, departmentId: seed.worker.department_id, messageId: enqueued.id}])
+    // Published: still pending, held by this runner, due now so the task's lease takes it.
+    expect(dispatch.rowsSeen[0]).toMatchObject({status: 'pending', lease_owner: OWNER, next_attempt_at: t.clock.now()})
+    expect(await row(t, enqueued.id)).toMatchObject({status: 'completed'})
+  })
+
+  test('a row a waiting deploy reserved is left to it for recovery.dispatch_grace_seconds after enqueue, then recovered as stalled', async () => {
+    const engine = await engineWith({recovery: {dispatch_grace_seconds: 120}})
+    const enqueued = await enqueueDeployRow(engine, await seedWorker(t), 'deploy-process')
+    expect(enqueued.lease_owner).toBe('deploy-process')
+    const dispatch = recordingDispatch()
+
+    expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
+    t.clock.advance(119_999)
+    expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
+    t.clock.advance(1)
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
+    expect(dispatch.calls.map((call) => call.outboxId)).toEqual([enqueued.id])
+  })
+
+  test('a backoff retry is dispatched once it is due, not before', async () => {
+    const engine = await engineWith()
+    const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
+    const lease = await t.store.outbox.leaseById(enqueued.id, {scope: SCOPE, owner: 'earlier-runner', leaseSeconds: 90})
+    const retried = await t.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {errorCode: 'edge_host_5xx', error: 'host answered 503'})
+    expect(retried.outcome).toBe('rescheduled')
+    const dueAt = (retried as {nextAttemptAt: number}).nextAttemptAt
+    const dispatch = recordingDispatch()
+
+    t.clock.advance(dueAt - t.clock.now() - 1)
+    expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
+    t.clock.advance(1)
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
+  })
+
+  test('an expired lease is recovered; a live one is left to its holder', async () => {
+    const engine = await engineWith()
+    const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
+    await leaseAsCrashedRunner(t, enqueued.id, 90)
+    const dispatch = recordingDispatch()
+
+    t.clock.advance(89_999)
+    expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
+    t.clock.advance(1)
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
+    expect(dispatch.rowsSeen[0]).toMatchObject({status: 'leased', lease_owner: OWNER})
+    expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', attempts: 2})
+  })
+
+  test('deferred rows (edge_host_fenced), rows not due and rows of another scope are not taken', async () => {
+    const engine = await engineWith()
+    const seed = await seedWorker(t)
+    const base = {operation: 'deploy' as const, worker_id: seed.worker.id, version_id: seed.version.id, payload: {releaseGeneration: 'rg', baseRevision: 0}}
+    await t.store.outbox.enqueue({...base, dedupe_key: 'fenced', dispatch_namespace: SCOPE, last_error_code: EDGE_HOST_FENCED})
+    await t.store.outbox.enqueue({...base, dedupe_key: 'later', dispatch_namespace: SCOPE, next_attempt_at: t.clock.now() + 1_000})
+    await t.store.outbox.enqueue({...base, dedupe_key: 'other-kit', dispatch_namespace: 'onprem:ba9876543210'})
+    const dispatch = recordingDispatch()
+    expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
+    expect(dispatch.calls).toEqual([])
+  })
+
+  test('each claim takes at most recovery.batch_size rows, oldest due first, and the pass drains them all', async () => {
+    const engine = await engineWith({recovery: {batch_size: 2}})
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) {
+      ids.push((await enqueueDeployRow(engine, await seedWorker(t))).id)
+      t.clock.advance(1)
+    }
+    const claims = vi.spyOn(t.store.sweeps, 'claimRecoverableDeployments')
+    const dispatch = recordingDispatch()
+    const result = await recovery(engine, dispatch)
+    const sizes = await Promise.all(claims.mock.results.map(async (claim) => ((await claim.value) as OutboxRow[]).length))
+    claims.mockRestore()
+    expect(sizes).toEqual([2, 2, 1, 0])
+    expect(claims.mock.calls.every(([options]) => options.limit === 2)).toBe(true)
+    expect(dispatch.calls.map((call) => call.outboxId)).toEqual(ids)
+    expect(laneOf(result)).toMatchObject({claimed: 5, completed: 5})
+  })
+
+  test('the claim stamps a cooldown of recovery.cooldown_seconds in whole seconds; a stale publisher loses the compare-and-set', async () => {
+    const engine = await engineWith({recovery: {cooldown_seconds: 40}})
+    const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
+    await leaseAsCrashedRunner(t, enqueued.id)
+    t.clock.advance(90_500)
+
+    // A publisher claims the row, then stalls.
+    const [stale] = await t.store.sweeps.claimRecoverableDeployments({
+      scope: SCOPE,
+      owner: 'stale-publisher',
+      limit: 10,
+      graceSeconds: 300,
+      cooldownSeconds: 40,
+      deferredMarker: EDGE_HOST_FENCED,
+    })
+    expect(stale).toMatchObject({id: enqueued.id, lease_owner: 'stale-publisher', next_attempt_at: cooldownStamp(t.clock.now(), 40)})
+    expect(stale!.next_attempt_at! % 1000).toBe(0)
+    const dispatch = recordingDispatch()
+
+    // Within its cooldown nobody else takes it.
+    t.clock.advance(stale!.next_attempt_at! - t.clock.now() - 1)
+    expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
+    // After it, a newer claim does, and dispatches it.
+    t.clock.advance(1)
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
+
+    // The stale publisher wakes up: every write it tries matches nothing.
+    const stamp = stampOf(stale!)
+    expect(await t.store.sweeps.publish(stamp, {clearMarker: false})).toBeUndefined()
+    expect(await t.store.sweeps.settleStamped(stamp, {status: 'failed', errorCode: 'x', error: 'x'})).toBe(false)
+    expect(await t.store.sweeps.quarantine(stamp, {status: 'uncertain', errorCode: 'x', error: 'x', workerId: null, versionId: null})).toBe(false)
+    expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', last_error_code: null})
+  })
+
+  test('a publisher that died after stamping a never-attempted row leaves it stalled until the grace since enqueue has passed', async () => {
+    const engine = await engineWith({recovery: {dispatch_grace_seconds: 60}})
+    const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
+    await t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'dead', limit: 10, graceSeconds: 60, cooldownSeconds: 15, deferredMarker: EDGE_HOST_FENCED})
+    const dispatch = recordingDispatch()
+    t.clock.advance(59_999)
+    expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
+    t.clock.advance(1)
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
+    expect(dispatch.calls.map((call) => call.outboxId)).toEqual([enqueued.id])
+  })
+
+  test('quarantine: an invalid payload on a row never leased, its version built, settles failed and leaves the Worker alone', async () => {
+    const engine = await engineWith()
+    const seed = await seedWorker(t)
+    const {row: bad} = await t.store.outbox.enqueue(deployRowInput(seed, {releaseGeneration: 'rg', baseRevision: -1}))
+    const dispatch = recordingDispatch()
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, failed: 1})
+    expect(dispatch.calls).toEqual([])
+    expect(await row(t, bad.id)).toMatchObject({status: 'failed', last_error_code: 'deployment_payload_invalid', last_error: expect.stringMatching(/baseRevision/)})
+    expect(await t.store.workers.get(seed.worker.id)).toMatchObject({status: 'new'})
+    expect(await t.store.workers.getVersion(seed.version.id)).toMatchObject({state: 'failed'})
+    expect(engine.log.messages('warn')).toContain(`Edge Worker deployment quarantined: ${(await row(t, bad.id)).last_error}`)
+  })
+
+  test('quarantine: a row leased before may have reached the host — uncertain, its Worker paused, a deployed version never downgraded', async () => {
+    const engine = await engineWith()
+    const seed = await seedWorker(t, {versionState: 'deployed'})
+    const {row: bad} = await t.store.outbox.enqueue(deployRowInput(seed, {releaseGeneration: 'rg', baseRevision: 0, surprise: true}))
+    await leaseAsCrashedRunner(t, bad.id)
+    t.clock.advance(90_000)
+    expect(laneOf(await recovery(engine, recordingDispatch()))).toMatchObject({claimed: 1, uncertain: 1})
+    expect(await row(t, bad.id)).toMatchObject({status: 'uncertain', last_error_code: 'deployment_payload_invalid'})
+    expect(await t.store.workers.get(seed.worker.id)).toMatchObject({status: 'paused'})
+    expect(await t.store.workers.getVersion(seed.version.id)).toMatchObject({state: 'deployed'})
+  })
+
+  test('quarantine: a row whose version is mid-deploy settles uncertain too', async () => {
+    const engine = await engineWith()
+    const seed = await seedWorker(t, {versionState: 'deploying'})
+    const {row: bad} = await t.store.outbox.enqueue({...deployRowInput(seed, {releaseGeneration: 'rg', baseRevision: 0}), script_name: 'not-a-script'})
+    expect(laneOf(await recovery(engine, recordingDispatch()))).toMatchObject({claimed: 1, uncertain: 1})
+    expect(await row(t, bad.id)).toMatchObject({status: 'uncertain', last_error: expect.stringMatching(/script name/)})
+    expect(await t.store.workers.getVersion(seed.version.id)).toMatchObject({state: 'uncertain'})
+  })
+
+  test('a row whose Worker row is gone settles failed worker_deleted, dispatches nothing and writes no audit row', async () => {
+    const engine = await engineWith()
+    const seed = await seedWorker(t)
+    const enqueued = await enqueueDeployRow(engine, seed)
+    await t.store.tenants.purgeCompany(seed.worker.company_id)
+    const dispatch = recordingDispatch()
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, failed: 1})
+    expect(dispatch.calls).toEqual([])
+    expect(await row(t, enqueued.id)).toMatchObject({status: 'failed', last_error_code: 'worker_deleted', last_error: 'the Worker row no longer exists'})
+    expect(await t.store.audit.list({})).toEqual([])
+  })
+
+  test('claims nothing while the execution gate is closed: a fence is open, or no provider can be built', async () => {
+    const seed = await seedWorker(t)
+    const fenced = await engineWith()
+    const enqueued = await enqueueDeployRow(fenced, seed)
+    await t.store.kit.beginFence({scope: SCOPE, reason: 'backup', ttlSeconds: 600})
+    const dispatch = recordingDispatch()
+    expect(laneOf(await recovery(fenced, dispatch))).toMatchObject({claimed: 0, skippedReason: EXECUTION_FENCED})
+
+    const unpaired = await passEngine(t, {resolution: {status: 'unavailable', code: 'edge_host_unpaired', message: 'not paired'}})
+    expect(laneOf(await recovery(unpaired, dispatch))).toMatchObject({claimed: 0, skippedReason: PROVIDER_UNAVAILABLE})
+    expect(dispatch.calls).toEqual([])
+    expect(await row(t, enqueued.id)).toEqual(enqueued)
+  })
+
+  test('task outcomes are counted; retry_later (the gate closed meanwhile) hands the row back as it was and stops the lane', async () => {
+    const engine = await engineWith({backoff: {max_attempts: 1}})
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) {
+      ids.push((await enqueueDeployRow(engine, await seedWorker(t))).id)
+      t.clock.advance(1)
+    }
+    const outcomes = ['uncertain', 'failed', 'retry', 'retry_later', 'completed'] as const
+    const dispatch = recordingDispatch((args) => {
+      const outcome = outcomes[ids.indexOf(args.outboxId)]!
+      if (outcome === 'retry') return {outcome, code: 'edge_host_5xx', message: '503', exhausted: false}
+      if (outcome === 'retry_later') return {outcome, message: EXECUTION_FENCED}
+      if (outcome === 'completed') return {outcome, versionId: 'v', releaseGeneration: 'rg', scriptName: 's', reconciled: false}
+      return {outcome, code: `deploy_${outcome}`, message: outcome}
+    })
+    const lane = laneOf(await recovery(engine, dispatch))
+    // max_attempts 1: the retry is exhausted at once and counts as failed.
+    expect(lane).toMatchObject({claimed: 5, completed: 0, retried: 0, failed: 2, uncertain: 1, skipped: 2})
+    expect(dispatch.calls.map((call) => call.outboxId)).toEqual(ids.slice(0, 4))
+    expect(await row(t, ids[3]!)).toMatchObject({status: 'pending', lease_owner: null, next_attempt_at: t.clock.now(), attempts: 0})
+    expect(await row(t, ids[4]!)).toMatchObject({status: 'pending', lease_owner: null, next_attempt_at: t.clock.now(), attempts: 0})
+    expect(engine.log.messages('info')).toContain(`Edge Worker deployment republish deferred: ${EXECUTION_FENCED}`)
+  })
+
+  test('the lane stops at reconcile.lane_budget_seconds and hands the rest back, due at once for the next pass', async () => {
+    vi.useFakeTimers({toFake: ['performance']})
+    const engine = await engineWith({reconcile: {lane_budget_seconds: 5}})
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) {
+      ids.push((await enqueueDeployRow(engine, await seedWorker(t))).id)
+      t.clock.advance(1)
+    }
+    const slow = recordingDispatch((args) => {
+      vi.advanceTimersByTime(5_000)
+      return {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: args.outboxId, reconciled: false}
+    })
+    expect(laneOf(await recovery(engine, slow))).toMatchObject({claimed: 3, completed: 1, skipped: 2})
+    for (const id of ids.slice(1)) expect(await row(t, id)).toMatchObject({status: 'pending', lease_owner: null, next_attempt_at: t.clock.now()})
+
+    const next = recordingDispatch()
+    expect(laneOf(await recovery(engine, next))).toMatchObject({claimed: 2, completed: 2})
+    expect(next.calls.map((call) => call.outboxId)).toEqual(ids.slice(1))
+  })
+
+  test('an aborted pass stops between rows and hands the rest back', async () => {
+    const engine = await engineWith()
+    for (let i = 0; i < 3; i++) await enqueueDeployRow(engine, await seedWorker(t))
+    const stop = new AbortController()
+    const dispatch = recordingDispatch((args) => {
+      stop.abort()
+      return {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: args.outboxId, reconciled: false}
+    })
+    expect(laneOf(await recovery(engine, dispatch, {signal: stop.signal}))).toMatchObject({claimed: 3, completed: 1, skipped: 2})
+    expect(await t.store.outbox.list({status: 'pending'})).toHaveLength(2)
+  })
+})
+
+function deployRowInput(seed: Awaited<ReturnType<typeof seedWorker>>, payload: Record<string, string | number | boolean>) {
+  return {
+    operation: 'deploy' as const,
+    dedupe_key: `deploy:${seed.worker.id}:${seed.version.id}:0`,
+    dispatch_namespace: SCOPE,
+    company_id: seed.worker.company_id,
+    department_id: seed.worker.department_id,
+    worker_id: seed.worker.id,
+    version_id: seed.version.id,
+    script_name: seed.worker.script_name,
+    payload,
+  }
+}
