@@ -210,7 +210,7 @@ function safeToRetry(error: unknown, method: string | undefined, body: Buffer | 
   if (body !== undefined && !Buffer.isBuffer(body)) return false
   const code = (error as {code?: string}).code
   if (code === 'ECONNREFUSED') return true
-  const lost = code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET'
+  const lost = code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_DESTROYED'
   return lost && ['GET', 'HEAD', 'OPTIONS'].includes(method ?? 'GET')
 }
 

@@ -65,7 +65,7 @@ describe('one shard under continuous traffic', () => {
     const pid = Number(readFileSync(path.join(host.dataDir, 'runtime', 'shard-0.pid'), 'utf8'))
     process.kill(pid, 'SIGKILL')
     const responses = await Promise.all(Array.from({length: 5}, () => fetch(`${host.publicUrl}/${neighbour}/`).then((response) => response.text())))
-    console.log("RESPONSES", responses); expect(responses).toEqual(Array(5).fill("neighbour"))
+    expect(responses).toEqual(Array(5).fill("neighbour"))
     const inventory = (await client.call('GET', paths.inventory)).body
     expect(inventory.shards[0].restarts).toBeGreaterThan(restarts)
     const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()

@@ -10,6 +10,12 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
+/** The pass reported (onPass ran); the watch loop marks it finished right after. */
+async function passFinished(reported: Promise<void>): Promise<void> {
+  await reported
+  await new Promise((resolve) => setImmediate(resolve))
+}
+
 test('the overlap line uses the reference wording for the host reconcile loop', () => {
   expect(overlapMessage(undefined)).toBe('Edge Worker host reconcile skipped: the previous pass is still running')
   expect(overlapMessage(['recovery', 'host_reconcile'])).toBe('Edge Worker host reconcile skipped: the previous pass is still running')
@@ -56,11 +62,11 @@ describeEachStore('reconcile --watch', (t) => {
     expect(passes).toEqual([])
 
     release()
-    await nextPass
+    await passFinished(nextPass)
     expect(passes.map((pass) => pass.lanes[0]!.completed)).toEqual([1])
     nextPass = new Promise<void>((resolve) => (passDone = resolve))
     vi.advanceTimersByTime(1_000)
-    await nextPass
+    await passFinished(nextPass)
     expect(passes).toHaveLength(2)
 
     stop.abort()
@@ -89,10 +95,10 @@ describeEachStore('reconcile --watch', (t) => {
       failed()
     }
     const watching = watchPasses(engine, {intervalMs: 5_000, signal: stop.signal, onPass: () => {}})
-    await nextFailure
+    await passFinished(nextFailure)
     nextFailure = new Promise<void>((resolve) => (failed = resolve))
     vi.advanceTimersByTime(5_000)
-    await nextFailure
+    await passFinished(nextFailure)
     stop.abort()
     await watching
     expect(calls).toBe(2)
