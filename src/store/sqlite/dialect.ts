@@ -1,11 +1,12 @@
-// Kysely's SQLite dialect with two changes the store relies on:
+// Kysely's SQLite dialect (better-sqlite3) with the changes the store relies on:
 // - every transaction is BEGIN IMMEDIATE: it takes the write lock up front, so two writers queue
 //   instead of one failing mid-transaction with SQLITE_BUSY_SNAPSHOT;
 // - migrations run in one such transaction (SQLite DDL is transactional; Kysely's adapter says
 //   otherwise), so two processes migrating a fresh file apply each migration once;
 // - SQLITE_BUSY never reaches a caller: the lock is waited for in short synchronous slices (the
 //   connection's busy_timeout) and retried asynchronously in between — so one process never blocks
-//   its own event loop for long — until the store's busy budget is spent.
+//   its own event loop for long — until the store's busy budget is spent;
+// - prepared statements are cached per SQL text (the store's statements are a small fixed set).
 import type BetterSqlite3 from 'better-sqlite3'
 import {
   CompiledQuery,
@@ -129,7 +130,6 @@ class BusyRetryingConnection implements DatabaseConnection {
     throw new Error('streaming is not used by the store')
   }
 
-  /** Statements are compiled once per SQL text (the store issues a small, fixed set). */
   private prepared(text: string): BetterSqlite3.Statement {
     let statement = this.statements.get(text)
     if (!statement) {

@@ -4,6 +4,8 @@
 import {expect, test} from 'vitest'
 import {sha256Hex} from '../../../src/canonical-json.js'
 import {deployWorker} from '../../../src/engine/deploy/deploy-worker.js'
+import {enqueueDeploy} from '../../../src/engine/deploy/enqueue.js'
+import {submitVersion} from '../../../src/engine/deploy/submit.js'
 import {runDeployTask} from '../../../src/engine/deploy/task.js'
 import {runPass} from '../../../src/engine/pass/index.js'
 import type {EdgeProvider, ScriptDetails, UploadScriptInput} from '../../../src/provider/types.js'
@@ -62,7 +64,7 @@ describeEachStore('deploy --no-wait and the next pass', (t) => {
     expect(await t.store.workers.getVersion(outcome.versionId)).toMatchObject({state: 'deployed'})
   })
 
-  test('a waiting deploy reserves its row: a pass running meanwhile leaves it to the deploy', async () => {
+  test('a waiting deploy reserves its row for itself and runs it at once', async () => {
     const {engine, host} = await setUp()
     const waiting = await deployWorker(engine, {projectDir: fixturePath('basic'), departmentId: 'acme-sales', wait: true})
     expect(waiting).toMatchObject({state: 'completed'})
@@ -73,8 +75,6 @@ describeEachStore('deploy --no-wait and the next pass', (t) => {
   test('between the enqueue and the lease of a waiting deploy, a pass claims nothing', async () => {
     const {engine} = await setUp()
     // The waiting deploy, paused right after its enqueue: enqueue with the reservation, no task yet.
-    const {enqueueDeploy} = await import('../../../src/engine/deploy/enqueue.js')
-    const {submitVersion} = await import('../../../src/engine/deploy/submit.js')
     const {worker, version} = await submitVersion(engine, {projectDir: fixturePath('basic'), departmentId: 'acme-sales', scope: SCOPE})
     const {row} = await enqueueDeploy(engine, {worker, version, scope: SCOPE, dispatcher: 'deploy-process'})
 
