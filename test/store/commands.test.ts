@@ -10,6 +10,8 @@ import {deterministicId, openStore, scriptNameFor} from '../../src/store/index.j
 
 // vitest runs from the repository root.
 const CLI = path.resolve('bin/dev.js')
+// Each command is a fresh process that loads oclif and transpiles the sources: seconds on a busy machine.
+const CLI_TEST_TIMEOUT_MS = 180_000
 
 interface CliResult {
   code: number
@@ -36,7 +38,7 @@ function expectOneLineError(result: CliResult, code: number, text: string | RegE
   expect(result.stderr).toMatch(text)
 }
 
-describe('edgeworkers CLI on a SQLite data dir', () => {
+describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-'))
   const run = (...args: string[]) => cli([...args, '--data-dir', dataDir])
   const store = () => openStore(settingsSchema.parse({data_dir: dataDir}))
@@ -164,7 +166,7 @@ describe('edgeworkers CLI on a SQLite data dir', () => {
   })
 })
 
-describe('edgeworkers CLI on PostgreSQL', () => {
+describe('edgeworkers CLI on PostgreSQL', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
   test('db migrate --check and db migrate against a fresh database', async () => {
     const admin = inject('pgAdminUrl')
     const name = `ew_cli_${Date.now().toString(36)}`

@@ -16,10 +16,14 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
 import {afterAll, beforeAll, beforeEach, describe, inject} from 'vitest'
+import type {z} from 'zod'
 import {settingsSchema, type Settings} from '../../src/config/schema.js'
 import {openStore, type Backend, type Clock, type Store} from '../../src/store/index.js'
 
 export const BACKENDS: readonly Backend[] = ['sqlite', 'postgres']
+
+/** What a config file may hold: every section and key optional. */
+export type SettingsInput = z.input<typeof settingsSchema>
 
 /** A clock tests move by hand. Starts at 2026-01-01T00:00:00Z. */
 export class TestClock implements Clock {
@@ -46,8 +50,8 @@ export interface StoreHarness {
   readonly clock: TestClock
   /** `store.url` of this database, for other connections and child processes. */
   readonly url: string
-  /** Settings pointing at `url` (or another store URL), with overrides merged in. */
-  settings(overrides?: {store?: Partial<Settings['store']>; backoff?: Partial<Settings['backoff']>}): Settings
+  /** Settings pointing at this database (unless `store.url` is overridden), with any section overridden. */
+  settings(overrides?: SettingsInput): Settings
   /** Another connection to this database; closed when the block ends. */
   open(settings?: Settings): Promise<Store>
   /** The URL of a new, empty (unmigrated) database of the same backend. */
@@ -85,8 +89,8 @@ class Harness implements StoreHarness {
     return this.current
   }
 
-  settings(overrides: {store?: Partial<Settings['store']>; backoff?: Partial<Settings['backoff']>} = {}): Settings {
-    return settingsSchema.parse({data_dir: this.dataDir, store: {url: this.url, ...overrides.store}, backoff: overrides.backoff ?? {}})
+  settings(overrides: SettingsInput = {}): Settings {
+    return settingsSchema.parse({data_dir: this.dataDir, ...overrides, store: {url: this.url, ...overrides.store}})
   }
 
   async open(settings = this.settings()): Promise<Store> {

@@ -43,8 +43,10 @@ export class SweepRepository {
   /**
    * Stamps up to `limit` deploy rows of the scope that need a dispatcher, oldest due first:
    * - pending and due, not deferred, and nobody holds them: no owner (handed to the passes, e.g.
-   *   `deploy --no-wait` or a released claim), or attempted before (a backoff retry), or reserved by
-   *   their enqueuer longer ago than the grace (the reference's "stalled");
+   *   `deploy --no-wait` or a released claim), or the owner's hold has lapsed — one cooldown since
+   *   it last touched the row (a sweep that published it is leasing it right now; a runner that
+   *   retried it waits at least that long), and for a row never attempted, the grace since enqueue
+   *   (a waiting `deploy` reserved it; past the grace it has stalled, as the reference says);
    * - leased with an expired lease, once the cooldown of any earlier stamp is over.
    */
   async claimRecoverableDeployments(options: RecoverableClaimOptions): Promise<OutboxRow[]> {
@@ -62,7 +64,9 @@ export class SweepRepository {
               where operation = 'deploy' and dispatch_namespace = ${scope}
                 and status = 'pending' and next_attempt_at <= ${now}
                 and (last_error_code is null or last_error_code <> ${options.deferredMarker})
-                and (lease_owner is null or attempts > 0 or created_at <= ${now - options.graceSeconds * 1000})
+                and (lease_owner is null or (
+                  updated_at <= ${now - options.cooldownSeconds * 1000}
+                  and (attempts > 0 or created_at <= ${now - options.graceSeconds * 1000})))
               order by next_attempt_at, created_at, id
               limit ${limit}
               ${skipLocked}

@@ -6,9 +6,11 @@
 // as the task does, without a host): what is under test is that the sweeps hand each row to one
 // pass only, not the host. The cleanup lane runs for real on a FileArtifactStore.
 import {spawn} from 'node:child_process'
+import {mkdirSync, writeFileSync} from 'node:fs'
+import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {expect, test} from 'vitest'
-import {FileArtifactStore} from '../../../src/artifacts/store.js'
+import {artifactKeyFor, FileArtifactStore} from '../../../src/artifacts/store.js'
 import {sha256Hex} from '../../../src/canonical-json.js'
 import {describeEachStore} from '../../support/stores.js'
 import {SCOPE, seedWorker} from './support.js'
@@ -42,8 +44,14 @@ describeEachStore('concurrent reconcile passes', (t) => {
     const dataDir = t.settings().data_dir
     const artifacts = await FileArtifactStore.open(dataDir)
     const {worker, version} = await seedWorker(t)
-    const keys: string[] = []
-    for (let i = 0; i < CLEANUPS; i++) keys.push(await artifacts.put('bundle', Buffer.from(`orphan ${i}`)))
+    // Written straight into the store's layout: put() makes each artifact durable, which set-up need not wait for.
+    const keys = Array.from({length: CLEANUPS}, (_, i) => artifactKeyFor('bundle', sha256Hex(`orphan ${i}`)))
+    for (const [i, key] of keys.entries()) {
+      const file = path.join(dataDir, 'artifacts', ...key.split('/'))
+      mkdirSync(path.dirname(file), {recursive: true})
+      writeFileSync(file, `orphan ${i}`)
+    }
+    expect(await artifacts.get(keys[0]!, 100)).toEqual(Buffer.from('orphan 0'))
     await t.store.transaction(async (tx) => {
       for (let i = 0; i < DEPLOYS; i++) {
         const {row} = await tx.outbox.enqueue({

@@ -58,18 +58,37 @@ describeEachStore('recovery lane', (t) => {
   })
 
   test('a backoff retry is dispatched once it is due, not before', async () => {
-    const engine = await engineWith()
+    const engine = await engineWith({backoff: {ladder_seconds: [30], jitter_ratio: 0}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
-    const lease = await t.store.outbox.leaseById(enqueued.id, {scope: SCOPE, owner: 'earlier-runner', leaseSeconds: 90})
-    const retried = await t.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {errorCode: 'edge_host_5xx', error: 'host answered 503'})
-    expect(retried.outcome).toBe('rescheduled')
-    const dueAt = (retried as {nextAttemptAt: number}).nextAttemptAt
+    const lease = await engine.store.outbox.leaseById(enqueued.id, {scope: SCOPE, owner: 'earlier-runner', leaseSeconds: 90})
+    const retried = await engine.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {errorCode: 'edge_host_5xx', error: 'host answered 503'})
+    expect(retried).toEqual({outcome: 'rescheduled', nextAttemptAt: t.clock.now() + 30_000})
+    const dueAt = t.clock.now() + 30_000
     const dispatch = recordingDispatch()
 
     t.clock.advance(dueAt - t.clock.now() - 1)
     expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
     t.clock.advance(1)
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
+  })
+
+  test('a row a sweep published stays that sweep\'s until its task leases it: no other sweep takes it meanwhile', async () => {
+    const engine = await engineWith({recovery: {cooldown_seconds: 15}})
+    const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
+    const claim = (owner: string) =>
+      t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner, limit: 10, graceSeconds: 300, cooldownSeconds: 15, deferredMarker: EDGE_HOST_FENCED})
+    // An old row, retried before: nothing but the hold keeps other sweeps away once it is due again.
+    t.clock.advance(3_600_000)
+    await t.exec(`update edge_worker_outbox set attempts = 1 where id = '${enqueued.id}'`)
+    const [stamped] = await claim('publisher-a')
+    const published = await t.store.sweeps.publish(stampOf(stamped!), {clearMarker: false})
+    expect(published).toMatchObject({status: 'pending', lease_owner: 'publisher-a', next_attempt_at: t.clock.now()})
+    expect(await claim('publisher-b')).toEqual([])
+    t.clock.advance(14_999)
+    expect(await claim('publisher-b')).toEqual([])
+    // A publisher that never leased within the cooldown has lost its hold.
+    t.clock.advance(1)
+    expect((await claim('publisher-b')).map((claimed) => claimed.id)).toEqual([enqueued.id])
   })
 
   test('an expired lease is recovered; a live one is left to its holder', async () => {
