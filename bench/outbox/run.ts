@@ -28,7 +28,7 @@ const BATCH = Number(options.batch)
 const RUNNER_COUNTS = [1, 4]
 const COMMIT_MODES = ['row', 'batch'] as const
 type CommitPer = (typeof COMMIT_MODES)[number]
-const BASELINE_SECONDS = 5
+const BASELINE_SECONDS = 3
 const SCOPE = 'onprem:0123456789ab'
 const RUNNER = fileURLToPath(new URL('./runner.ts', import.meta.url))
 const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-'))
@@ -75,9 +75,11 @@ async function benchBackend(backend: Backend, url: string): Promise<Result[]> {
   for (const commitPer of COMMIT_MODES) {
     for (const runners of RUNNER_COUNTS) {
       await fillOutbox(url, `${commitPer}-${runners}`)
-      // Measured right before each run, so both figures see the same machine conditions.
-      const baselineCommitsPerSecond = backend === 'sqlite' ? sqliteBaseline(url) : await postgresBaseline(url)
+      // Measured right before and right after each run (mean), so both figures see the same machine conditions.
+      const baseline = async () => (backend === 'sqlite' ? sqliteBaseline(url) : await postgresBaseline(url))
+      const before = await baseline()
       const seconds = await drain(url, runners, commitPer)
+      const baselineCommitsPerSecond = (before + (await baseline())) / 2
       results.push({backend, runners, commitPer, seconds, rowsPerSecond: ROWS / seconds, baselineCommitsPerSecond})
       log(`${backend}: ${runners} runner(s), a commit per ${commitPer}: ${ROWS} rows in ${seconds.toFixed(1)} s; baseline ${baselineCommitsPerSecond.toFixed(0)} commits/s`)
     }

@@ -102,11 +102,17 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (error instanceof Errors.ExitError) throw error
     // oclif's own parse errors (unknown flag, missing arg, bad option) are usage errors.
     if (error instanceof Errors.CLIError && (error.oclif?.exit === 2 || error.name.endsWith('Error'))) {
-      this.logToStderr(`error: ${error.message.split('\n')[0]}`)
+      this.logToStderr(`error: ${oneLine(error.message)}`)
       return this.exit(error.oclif?.exit === undefined || error.oclif.exit === 2 ? ExitCode.usage : error.oclif.exit)
     }
     this.logToStderr(`error: ${error.message}`)
     if (process.env.EDGEWORKERS_DEBUG) this.logToStderr(error.stack ?? '')
     return this.exit(ExitCode.internal)
   }
+}
+
+/** oclif spreads a flag error over lines (`Parsing --x`, the reason, a help hint): keep what says why, on one line. */
+function oneLine(message: string): string {
+  const lines = message.split('\n').map((line) => line.trim().replace(/:$/, '')).filter((line) => line && !line.startsWith('See more help'))
+  return lines.join(': ')
 }

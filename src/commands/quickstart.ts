@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
 import {ExitCode} from '../cli/exit-codes.js'
+import {canonicalJson} from '../canonical-json.js'
 import {runQuickstart, type QuickstartResult, type QuickstartStep} from '../quickstart/run.js'
 
 const STEP_TITLES: Record<QuickstartStep, string> = {
@@ -11,6 +12,8 @@ const STEP_TITLES: Record<QuickstartStep, string> = {
   tenant: 'Create a company and a department',
   deploy: 'Deploy fixtures/workers/hello',
   fetch: 'Fetch the Worker through the host',
+  retire: 'Retire the department and its Worker',
+  'orphan-report': 'Report what the host still serves unowned',
 }
 
 export default class Quickstart extends BaseCommand<typeof Quickstart> {
@@ -18,7 +21,9 @@ export default class Quickstart extends BaseCommand<typeof Quickstart> {
 
 Creates <data-dir>/quickstart, migrates a SQLite store there, starts and pairs a local edge host on
 workerd, creates a company and a department, deploys fixtures/workers/hello, fetches it through the
-host and prints the response and URL. Idempotent: a rerun reuses everything. The host is stopped at
+host, retires the department's Worker (its URL then answers 404) and prints the orphan report.
+Idempotent: a rerun reuses the store, the pairing and the company; as retired department ids are never
+reused, each run deploys to the next department (hello, hello-2, …). The host is stopped at
 the end unless --keep-running is given (then Ctrl-C stops it).`
   static override examples = ['<%= config.bin %> quickstart', '<%= config.bin %> quickstart --keep-running', '<%= config.bin %> quickstart --json']
   static override flags = {
@@ -62,6 +67,8 @@ the end unless --keep-running is given (then Ctrl-C stops it).`
         `deploy      ${done.deploy.state}${done.deploy.code ? ` (${done.deploy.code})` : ''}`,
         `url         ${done.deploy.url ?? '-'}`,
         `response    ${done.response.status} ${done.response.body.trimEnd()}`,
+        `retire      ${done.retire.state}${done.retire.code ? ` (${done.retire.code})` : ''}; now ${done.retiredResponse.status} ${done.retiredResponse.body}`,
+        `orphans     ${canonicalJson(done.orphanReport)}`,
         host ? 'the edge host keeps serving; press Ctrl-C to stop it' : 'edge host stopped',
       ].join('\n'),
     )
@@ -72,6 +79,6 @@ the end unless --keep-running is given (then Ctrl-C stops it).`
       })
       await host.stop()
     }
-    if (done.deploy.state !== 'completed' || done.response.status !== 200) this.exit(ExitCode.failed)
+    if (done.deploy.state !== 'completed' || done.response.status !== 200 || done.retire.state !== 'retired') this.exit(ExitCode.failed)
   }
 }

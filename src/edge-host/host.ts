@@ -10,6 +10,7 @@ import type http from 'node:http'
 import path from 'node:path'
 import pino, {type Logger} from 'pino'
 import {settingsSchema} from '../config/schema.js'
+import {KitError} from '../errors.js'
 import {createDataPlaneServer} from './data-plane.js'
 import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
@@ -136,9 +137,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     })
     const servers: http.Server[] = [dataPlane, management]
     // Listeners first, so /livez answers (and requests wait) while the shards start.
-    const listenAddress = await listen(dataPlane, parseListenAddress(settings.listen))
+    const listenAddress = await listenOrExplain(dataPlane, settings.listen, 'host.listen')
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))
-    const adminAddress = await listen(management, parseListenAddress(settings.admin_listen))
+    const adminAddress = await listenOrExplain(management, settings.admin_listen, 'host.admin_listen')
     cleanups.push(() => closeServer(management, settings.drain_timeout_ms))
     publicUrl = settings.public_url || urlOf(advertisable(listenAddress))
     const adminUrl = urlOf(advertisable(adminAddress))
@@ -194,13 +195,13 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
  */
 export function hostPairingCode(dataDir: string, options: {rotate?: boolean} = {}): string {
   if (!existsSync(path.join(dataDir, STATE_FILE))) {
-    throw new Error(`${dataDir} holds no edge host state; start the host there first (edgeworkers host serve --data-dir ${dataDir})`)
+    throw new KitError('not_found', `${dataDir} holds no edge host state; start the host there first (edgeworkers host serve --data-dir ${dataDir})`)
   }
   const state = HostState.open(dataDir)
   try {
     if (options.rotate) return state.issuePairingCode()
     const code = state.pairingCode()
-    if (code === null) throw new Error('the pairing code was already used; --rotate issues a new one')
+    if (code === null) throw new KitError('conflict', 'the pairing code was already used; --rotate issues a new one')
     return code
   } finally {
     state.close()
@@ -213,6 +214,15 @@ export async function readHostInfo(dataDir: string): Promise<HostInfo | null> {
     return JSON.parse(await readFile(path.join(dataDir, HOST_INFO_FILE), 'utf8')) as HostInfo
   } catch {
     return null
+  }
+}
+
+async function listenOrExplain(server: http.Server, address: string, setting: string): Promise<ListenAddress> {
+  try {
+    return await listen(server, parseListenAddress(address))
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    throw new KitError('config_invalid', `${setting} ${address}: cannot listen (${code ?? (error as Error).message})`)
   }
 }
 
@@ -238,7 +248,7 @@ async function acquireLock(dataDir: string): Promise<void> {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
     const holder = Number(await readFile(file, 'utf8').catch(() => ''))
     if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
-      throw new Error(`another edge host (pid ${holder}) is running on ${dataDir}`)
+      throw new KitError('conflict', `another edge host (pid ${holder}) is running on ${dataDir}`)
     }
     await writeFile(file, String(process.pid))
   }

@@ -10,15 +10,18 @@ import {request} from 'undici'
 import {settingsSchema, type Settings} from '../config/schema.js'
 import {createEngine} from '../engine/context.js'
 import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.js'
+import {orphanReport, type OrphanReport} from '../engine/retire/orphan-report.js'
+import {retireDepartment, type RetireOutcome} from '../engine/retire/retire-department.js'
 import {hostPairingCode, startHost, type RunningHost} from '../edge-host/host.js'
 import {pairWithHost} from '../provider/onprem/pairing.js'
 import {openStore, type Store} from '../store/index.js'
 
 export const QUICKSTART_COMPANY = 'quickstart'
+/** Each run retires its department, and ids are never reused: run N uses hello, hello-2, … hello-N. */
 export const QUICKSTART_DEPARTMENT = 'hello'
 const HELLO_FIXTURE = fileURLToPath(new URL('../../fixtures/workers/hello', import.meta.url))
 
-export type QuickstartStep = 'store' | 'host' | 'pair' | 'tenant' | 'deploy' | 'fetch'
+export type QuickstartStep = 'store' | 'host' | 'pair' | 'tenant' | 'deploy' | 'fetch' | 'retire' | 'orphan-report'
 
 export interface QuickstartResult {
   dataDir: string
@@ -30,6 +33,10 @@ export interface QuickstartResult {
   departmentId: string
   deploy: DeployOutcome
   response: {status: number; body: string}
+  retire: RetireOutcome
+  /** The Worker's URL right after the retirement (404 worker_not_found). */
+  retiredResponse: {status: number; body: string}
+  orphanReport: OrphanReport
   hostLog: string
   /** Still serving (keepRunning); the caller stops it. */
   host: RunningHost | null
@@ -64,17 +71,22 @@ export async function runQuickstart(
 
     step('tenant')
     if (!(await store.tenants.getCompany(QUICKSTART_COMPANY))) await store.tenants.createCompany({id: QUICKSTART_COMPANY, name: 'Quickstart Inc.'})
-    if (!(await store.tenants.getDepartment(QUICKSTART_DEPARTMENT))) {
-      await store.tenants.createDepartment({id: QUICKSTART_DEPARTMENT, company_id: QUICKSTART_COMPANY, name: 'Hello'})
-    }
+    const departmentId = await liveQuickstartDepartment(store)
 
     step('deploy')
     const engine = await createEngine(store, settings)
-    const deploy = await deployWorker(engine, {projectDir: HELLO_FIXTURE, departmentId: QUICKSTART_DEPARTMENT, wait: true})
+    const deploy = await deployWorker(engine, {projectDir: HELLO_FIXTURE, departmentId, wait: true})
 
     step('fetch', deploy.url ?? undefined)
     const url = deploy.url ?? `${host.publicUrl}/${deploy.scriptName}/`
-    const response = await request(url, {headersTimeout: 10_000, bodyTimeout: 10_000})
+    const response = await fetchText(url)
+
+    step('retire', deploy.scriptName)
+    const retire = await retireDepartment(engine, {departmentId, companyId: QUICKSTART_COMPANY})
+    const retiredResponse = await fetchText(url)
+
+    step('orphan-report')
+    const report = await orphanReport(engine)
     const result: QuickstartResult = {
       dataDir,
       store: store.location,
@@ -82,9 +94,12 @@ export async function runQuickstart(
       publicUrl: host.publicUrl,
       adminUrl: host.adminUrl,
       companyId: QUICKSTART_COMPANY,
-      departmentId: QUICKSTART_DEPARTMENT,
+      departmentId,
       deploy,
-      response: {status: response.statusCode, body: await response.body.text()},
+      response,
+      retire,
+      retiredResponse,
+      orphanReport: report,
       hostLog,
       host: options.keepRunning ? host : null,
     }
@@ -93,6 +108,24 @@ export async function runQuickstart(
     await store.close()
     if (host && !options.keepRunning) await host.stop()
   }
+}
+
+/** The first department of the sequence hello, hello-2, … not yet deleted (created if need be). */
+async function liveQuickstartDepartment(store: Store): Promise<string> {
+  for (let run = 1; ; run++) {
+    const id = run === 1 ? QUICKSTART_DEPARTMENT : `${QUICKSTART_DEPARTMENT}-${run}`
+    const existing = await store.tenants.getDepartment(id)
+    if (existing?.deleted_at === null) return id
+    if (!existing) {
+      await store.tenants.createDepartment({id, company_id: QUICKSTART_COMPANY, name: `Hello ${run}`})
+      return id
+    }
+  }
+}
+
+async function fetchText(url: string): Promise<{status: number; body: string}> {
+  const response = await request(url, {headersTimeout: 10_000, bodyTimeout: 10_000})
+  return {status: response.statusCode, body: await response.body.text()}
 }
 
 /** Pairs on the first run; later runs only refresh the host URL (the port is picked anew). */

@@ -13,6 +13,7 @@ import {AuditRepository} from './repositories/audit.js'
 import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
 import {OutboxRepository} from './repositories/outbox.js'
+import {RetirementRepository} from './repositories/retirements.js'
 import {SweepRepository} from './repositories/sweeps.js'
 import {TenantRepository} from './repositories/tenants.js'
 import {WorkerRepository} from './repositories/workers.js'
@@ -27,6 +28,7 @@ export interface Repositories {
   kit: KitRepository
   deployments: DeploymentRepository
   sweeps: SweepRepository
+  retirements: RetirementRepository
 }
 
 export interface Store extends Repositories {
@@ -79,6 +81,7 @@ class KyselyStore implements Store {
   readonly kit: KitRepository
   readonly deployments: DeploymentRepository
   readonly sweeps: SweepRepository
+  readonly retirements: RetirementRepository
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -93,6 +96,7 @@ class KyselyStore implements Store {
     this.kit = repositories.kit
     this.deployments = repositories.deployments
     this.sweeps = repositories.sweeps
+    this.retirements = repositories.retirements
   }
 
   get backend(): Backend {
@@ -129,6 +133,7 @@ function repositoriesFor(ctx: StoreContext): Repositories {
     kit: new KitRepository(ctx),
     deployments: new DeploymentRepository(ctx),
     sweeps: new SweepRepository(ctx),
+    retirements: new RetirementRepository(ctx),
   }
 }
 
@@ -150,7 +155,8 @@ export {
 } from './repositories/outbox.js'
 export type {PurgeCounts} from './repositories/tenants.js'
 export type {DeploymentSnapshot} from './repositories/deployments.js'
+export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
 export {cooldownStamp, stampOf, type SweepStamp} from './repositories/sweeps.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
 export * from './schema.js'
-export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository}
+export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository, RetirementRepository}

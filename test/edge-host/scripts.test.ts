@@ -6,7 +6,7 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
-import {paths, type ScriptDetails} from '../../src/protocol/management-api.js'
+import {paths, type ScriptDetails, type ScriptList} from '../../src/protocol/management-api.js'
 import {signRequest} from '../../src/protocol/signing.js'
 import {startTestHost, type HostClient, type HostResponse, type TestHost} from '../support/host.js'
 import {fixtureUpload, materializeOversizeFixture, moduleUpload, scriptNameFor, textWorker} from '../support/worker-fixtures.js'
@@ -98,10 +98,10 @@ describe('listing', () => {
     let cursor: string | null = null
     let pages = 0
     do {
-      const response: HostResponse = await client.call('GET', paths.listScripts({limit: 2, cursor}))
+      const response: HostResponse<ScriptList> = await client.call('GET', paths.listScripts({limit: 2, cursor}))
       expect(response.status).toBe(200)
       expect(response.body.scripts.length).toBeLessThanOrEqual(2)
-      seen.push(...response.body.scripts.map((script: {name: string}) => script.name))
+      seen.push(...response.body.scripts.map((script) => script.name))
       cursor = response.body.nextCursor
       pages++
     } while (cursor !== null)

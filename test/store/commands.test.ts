@@ -60,14 +60,12 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
     expect(company.code).toBe(0)
     expect(JSON.parse(company.stdout)).toMatchObject({id: 'acme', name: 'Acme Corp'})
 
-    const [badId, duplicateAccounts, unknownCompany] = await Promise.all([
+    const [badId, duplicateAccounts] = await Promise.all([
       run('company', 'create', 'Bad', '--id', 'bad:id'),
       run('department', 'create', 'acme', 'Ops', '--id', 'acme-ops', '--service-account', 'ci', '--service-account', 'ci'),
-      run('department', 'create', 'nope', 'Ops'),
     ])
     expectOneLineError(badId, 2, 'company id "bad:id" is invalid')
     expectOneLineError(duplicateAccounts, 6, 'service account ci already exists in department acme-ops')
-    expectOneLineError(unknownCompany, 5, 'company nope not found')
 
     const department = await run('department', 'create', 'acme', 'Sales', '--id', 'acme-sales', '--service-account', 'ci')
     expect(department.code).toBe(0)
@@ -126,14 +124,13 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
       await s.close()
     }
 
-    const [shown, listed, fenced, outboxRow, audit, missingWorker, missingRow, badStatus] = await Promise.all([
+    const [shown, listed, fenced, outboxRow, audit, missingWorker, badStatus] = await Promise.all([
       run('worker', 'show', scriptName, '--json'),
       run('worker', 'list', '--company', 'acme'),
       run('outbox', 'list', '--operation', 'deploy', '--error-code', 'edge_host_fenced', '--json'),
       run('outbox', 'show', outboxId),
       run('audit', 'list', '--action', 'department.worker_retired', '--json'),
       run('worker', 'show', 'nope'),
-      run('outbox', 'show', 'nope'),
       run('outbox', 'list', '--status', 'bogus'),
     ])
     expect(shown.code).toBe(0)
@@ -143,7 +140,6 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
     expect(outboxRow.stdout).toContain(`last error code: edge_host_fenced`)
     expect(JSON.parse(audit.stdout)).toMatchObject([{action: 'department.worker_retired', resource_id: 'w-acme-sales'}])
     expectOneLineError(missingWorker, 5, 'Worker nope not found')
-    expectOneLineError(missingRow, 5, 'outbox row nope not found')
     expectOneLineError(badStatus, 2, 'Expected --status=bogus to be one of')
   })
 
@@ -153,16 +149,9 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
     expect(purged.code).toBe(0)
     expect(JSON.parse(purged.stdout)).toEqual({company_id: 'acme', deleted: {departments: 1, service_accounts: 1, workers: 1, versions: 1}})
 
-    const [workers, outbox, audit, again] = await Promise.all([
-      run('worker', 'list', '--json'),
-      run('outbox', 'list', '--json'),
-      run('audit', 'list', '--json'),
-      run('company', 'purge', 'acme', '--yes'),
-    ])
+    const [workers, outbox] = await Promise.all([run('worker', 'list', '--json'), run('outbox', 'list', '--json')])
     expect(JSON.parse(workers.stdout)).toEqual([])
     expect(JSON.parse(outbox.stdout)).toHaveLength(1)
-    expect(JSON.parse(audit.stdout)).toHaveLength(1)
-    expectOneLineError(again, 5, 'company acme not found')
   })
 })
 

@@ -7,7 +7,7 @@
 //   const client = host.client()                         // signed with the pairing secret
 //   await client.deploy(scriptNameFor('x'), fixtureUpload('hello'))   // upload + wait until live
 //   const response = await fetch(`${host.publicUrl}/${name}/`)
-//   await host.restart()                                 // same data dir, same ports
+//   await host.restart()                                 // same data dir, same ports (and settings)
 //   await host.stop()                                    // also removes the data dir
 //
 // Always stop hosts (afterEach/afterAll): each one runs workerd processes.
@@ -48,8 +48,8 @@ export interface TestHost {
   pair(): Promise<Pairing>
   /** A management client signed with the pairing secret (pair() first) or with `secret`. */
   client(secret?: string): HostClient
-  /** Stops and starts the host again on the same data dir and ports. */
-  restart(): Promise<void>
+  /** Stops and starts the host again on the same data dir and ports, optionally with other settings. */
+  restart(settings?: Partial<HostSettings>): Promise<void>
   stop(): Promise<void>
 }
 
@@ -119,10 +119,10 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
       if (!key) throw new Error('pair() first, or pass a secret')
       return new HostClient(() => host.adminUrl, key)
     },
-    async restart() {
+    async restart(overrides = {}) {
       await host.stop()
       // Same ports: what a restarted host serves must be reachable where it was.
-      host = await start({listen: `127.0.0.1:${host.listen.port}`, admin_listen: `127.0.0.1:${host.adminListen.port}`})
+      host = await start({listen: `127.0.0.1:${host.listen.port}`, admin_listen: `127.0.0.1:${host.adminListen.port}`, ...overrides})
     },
     async stop() {
       if (stopped) return

@@ -1,8 +1,16 @@
-// Host reconcile (Host 調解迴圈): retry pending host retirements, confirm lost backup fences, retire
-// scripts the store no longer owns. Its rules land with the retirement and fencing work; until then
-// the lane reports that it did nothing.
-import type {Lane} from './lane.js'
+// Host reconcile (Host 調解迴圈): retry pending host retirements and retire scripts the store no
+// longer owns — the rules live in ../retire/host-reconcile.ts; this lane runs them once per pass and
+// counts each script attempted. (Confirming lost backup fences lands with the fencing work.)
+import {runHostReconcile} from '../retire/host-reconcile.js'
+import type {Lane, RowOutcome} from './lane.js'
+
+const COUNTED_AS = {retired: 'completed', pending: 'retried', skipped: 'skipped', protected: 'skipped'} as const satisfies Record<string, RowOutcome>
 
 export const hostReconcileLane: Lane = async (run) => {
-  run.skip('no host reconcile rules are installed yet')
+  const result = await runHostReconcile(run.engine, {shouldStop: run.shouldStop})
+  if (result.skipped) return run.skip(result.skipped)
+  for (const script of result.scripts) {
+    run.counts.claimed++
+    run.counts[COUNTED_AS[script.outcome]]++
+  }
 }

@@ -18,9 +18,11 @@ export async function assertMetricsFileWritable(file: string): Promise<void> {
   const fail = (reason: string): never => {
     throw new KitError('usage', `metrics file ${file} is not writable: ${reason}`)
   }
-  const existing = await stat(file).catch(() => undefined)
-  if (existing?.isDirectory()) fail('it is a directory')
-  await access(path.dirname(file), fsConstants.W_OK).catch((error: NodeJS.ErrnoException) => fail(`directory ${path.dirname(file)}: ${error.code ?? messageOf(error)}`))
+  const directory = path.dirname(file)
+  const problem = (error: NodeJS.ErrnoException) => fail(`directory ${directory}: ${error.code ?? messageOf(error)}`)
+  if (!(await stat(directory).catch(problem)).isDirectory()) fail(`${directory} is not a directory`)
+  await access(directory, fsConstants.W_OK).catch(problem)
+  if ((await stat(file).catch(() => undefined))?.isDirectory()) fail('it is a directory')
 }
 
 export async function writeMetricsFile(file: string, result: PassResult): Promise<void> {
@@ -30,7 +32,7 @@ export async function writeMetricsFile(file: string, result: PassResult): Promis
     await writeFile(temp, renderMetrics(result, lastSuccessTimes(previous)))
     await rename(temp, file)
   } catch (error) {
-    await rm(temp, {force: true})
+    await rm(temp, {force: true}).catch(() => {})
     throw new KitError('usage', `metrics file ${file} is not writable: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`)
   }
 }

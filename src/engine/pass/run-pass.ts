@@ -5,7 +5,6 @@ import type {ArtifactStore} from '../../artifacts/store.js'
 import {KitError} from '../../errors.js'
 import type {OutboxOperation} from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {runDeployTask} from '../deploy/task.js'
 import {executionGate} from '../gates.js'
 import type {ProviderResolution} from '../provider.js'
 import {artifactCleanupLane} from './artifact-cleanup.js'
@@ -98,7 +97,7 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
         skip: (reason) => {
           skippedReason = reason
         },
-        dispatchDeploy: options.dispatchDeploy ?? runDeployTask,
+        dispatchDeploy: options.dispatchDeploy ?? dispatchInProcess,
         openArtifactStore: options.openArtifactStore ?? (async () => engine.artifacts),
       })
     }
@@ -111,6 +110,12 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
   engine.log.info(summary, `Edge Worker ${LANE_LABELS[lane]} pass: ${tally} duration_ms=${summary.durationMs}${skippedReason ? ` (${skippedReason})` : ''}`)
   return summary
 }
+
+/**
+ * On-prem "publish": the deploy task, in this process. Loaded on first use, so a pass with nothing to
+ * dispatch — most cron passes — does not load the deploy pipeline.
+ */
+const dispatchInProcess: DispatchDeploy = async (engine, args) => (await import('../deploy/task.js')).runDeployTask(engine, args)
 
 /** Host reconcile keeps the reference's own pass timeout; every other lane the reconcile budget. */
 function laneBudgetSeconds(lane: LaneName, settings: Engine['settings']): number {

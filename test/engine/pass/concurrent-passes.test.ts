@@ -73,7 +73,9 @@ describeEachStore('concurrent reconcile passes', (t) => {
       }
     })
 
-    const runs = await Promise.all(Array.from({length: PROCESSES}, (_, i) => runRunner(t.url, dataDir, `pass-${i}`)))
+    // Exclusivity is under test, not durability: the runners' commits need not wait for the disk.
+    const url = t.backend === 'postgres' ? `${t.url}?options=${encodeURIComponent('-c synchronous_commit=off')}` : t.url
+    const runs = await Promise.all(Array.from({length: PROCESSES}, (_, i) => runRunner(url, dataDir, `pass-${i}`)))
     for (const run of runs) {
       expect(run.stderr).toBe('')
       expect(run.code).toBe(0)

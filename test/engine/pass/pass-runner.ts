@@ -10,7 +10,8 @@ import {openStore} from '../../../src/store/index.js'
 import {readyProvider, recordingDispatch} from './support.js'
 
 const [url, dataDir, owner] = process.argv.slice(2) as [string, string, string]
-const settings = settingsSchema.parse({data_dir: dataDir, store: {url}})
+// Exclusivity is under test, not durability: commits need not wait for the disk (see the test for PostgreSQL).
+const settings = settingsSchema.parse({data_dir: dataDir, store: {url, sqlite_synchronous: 'normal'}})
 const store = await openStore(settings)
 const files = await FileArtifactStore.open(dataDir)
 const deleted: string[] = []

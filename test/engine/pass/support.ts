@@ -42,8 +42,10 @@ export function recordingLogger(): EngineLogger & {lines: LogLine[]; messages(le
   }
 }
 
+/** A ready provider for a host that lists no scripts; `provider` replaces any of its calls. */
 export function readyProvider(provider: Partial<EdgeProvider> = {}): ProviderResolution {
-  return {status: 'ready', scope: SCOPE, provider: {scope: SCOPE, ...provider} as EdgeProvider}
+  const emptyHost: Partial<EdgeProvider> = {scope: SCOPE, listScripts: async () => ({scripts: [], nextCursor: null})}
+  return {status: 'ready', scope: SCOPE, provider: {...emptyHost, ...provider} as EdgeProvider}
 }
 
 export function tempArtifactDir(): string {

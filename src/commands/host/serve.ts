@@ -1,0 +1,46 @@
+import {Flags} from '@oclif/core'
+import pino from 'pino'
+import {BaseCommand} from '../../cli/base-command.js'
+import {startHost} from '../../edge-host/host.js'
+
+export default class HostServe extends BaseCommand<typeof HostServe> {
+  static override description = `Run the edge host: Worker scripts on workerd shards behind a data-plane listener and a paired, signed management API.
+
+Both listeners are loopback by default; port 0 picks a free port. The chosen addresses are logged and
+written to <data-dir>/host.json. The first start creates the host's identity key and prints a one-time
+pairing code (\`host pairing-code\` prints it again). Logs are JSON lines on stdout. SIGTERM or SIGINT:
+stop accepting, drain in-flight requests, stop workerd, exit 0.
+
+Settings under [host] (listen, admin_listen, base_domain, shards, max_scripts_per_shard, ...) come from
+the config file and EDGEWORKERS_HOST__* variables; the flags below override them. Run it as its own user
+under systemd sandboxing: workerd is not a hardened sandbox.`
+  static override examples = [
+    '<%= config.bin %> host serve --data-dir /var/lib/edgeworkers-host',
+    '<%= config.bin %> host serve --data-dir ./host --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0',
+    '<%= config.bin %> host serve --data-dir ./host --listen 0.0.0.0:8787 --base-domain workers.example.internal',
+  ]
+  static override flags = {
+    listen: Flags.string({description: 'Data-plane address HOST:PORT (setting host.listen, default 127.0.0.1:8787)'}),
+    'admin-listen': Flags.string({description: 'Management address HOST:PORT (setting host.admin_listen, default 127.0.0.1:8788)'}),
+    'base-domain': Flags.string({description: 'Workers also answer at <script>.<base domain> (setting host.base_domain)'}),
+  }
+
+  protected override settingOverrides(): Record<string, unknown> {
+    return {'host.listen': this.flags.listen, 'host.admin_listen': this.flags['admin-listen'], 'host.base_domain': this.flags['base-domain']}
+  }
+
+  async run(): Promise<void> {
+    const {settings} = this.loadSettings()
+    const logger = pino({level: settings.log_level, base: {component: 'edge-host', pid: process.pid}, timestamp: pino.stdTimeFunctions.isoTime})
+    const host = await startHost({dataDir: settings.data_dir, settings: settings.host, maxFenceTtlSeconds: settings.fence.max_ttl_seconds, logger})
+    if (host.issuedPairingCode) {
+      // Shown once, here; never logged. `host pairing-code` reads it from the data dir again.
+      this.logToStderr(`pairing code: ${host.issuedPairingCode}  (edgeworkers host pair ${host.adminUrl} --code ${host.issuedPairingCode})`)
+    }
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve)
+      process.once('SIGINT', resolve)
+    })
+    await host.stop()
+  }
+}

@@ -1,0 +1,27 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base-command.js'
+import {table} from '../cli/table.js'
+import {canonicalJson} from '../canonical-json.js'
+import {orphanReport} from '../engine/retire/orphan-report.js'
+
+export default class OrphanReport extends BaseCommand<typeof OrphanReport> {
+  static override description = `Count what the edge host still serves that the store no longer owns. Read-only.
+
+Lists the paired host's scripts (at most host_reconcile.listing_max_pages pages) and prints one JSON
+object with sorted keys: listed, namespace, orphans_pending, orphans_unsettled, stored_name_differs,
+unowned, unowned_serving_code, worker_rows. After a company purge, orphans_pending falls to 0 as
+reconcile passes retire the orphans, and unowned_serving_code should be 0.
+
+Exit codes: 0 reported, 6 not paired with a host, 10 the listing failed ("edge host script listing
+answered <status>") or did not end within the page cap.`
+  static override examples = ['<%= config.bin %> orphan-report', '<%= config.bin %> orphan-report --table']
+  static override flags = {
+    table: Flags.boolean({description: 'Print a two-column table for people instead of JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const report = await orphanReport(await this.engine())
+    if (!this.flags.table) return this.log(canonicalJson(report))
+    this.log(table(['COUNT', 'VALUE'], Object.entries(report).map(([key, value]) => [key, String(value)]), ''))
+  }
+}

@@ -1,0 +1,98 @@
+import os from 'node:os'
+import {Args, Flags} from '@oclif/core'
+import {Listr} from 'listr2'
+import {BaseCommand} from '../cli/base-command.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {KitError} from '../errors.js'
+import type {RetirementStep} from '../engine/retire/host-retirement.js'
+import {retireDepartment, type RetireOutcome, type RetireProgress} from '../engine/retire/retire-department.js'
+
+const PROGRESS_TITLES: Record<RetireProgress, string> = {
+  delete: 'Soft-delete the department and its service accounts',
+  lockdown: 'Lock the Worker down (403 worker_retired)',
+  access_policy: 'Close its access policy (teamsync_internal, empty allowlist)',
+  secrets_purge: 'Drop its secrets',
+  credentials_purge: 'Drop its service-account credentials',
+  retire: 'Retire the script on the edge host (404 worker_not_found)',
+}
+
+export default class Retire extends BaseCommand<typeof Retire> {
+  static override description = `Delete a department and permanently retire its Worker.
+
+Soft-deletes the department and its service accounts, then — by what the Worker's deployed release
+supports — locks it down, closes its access policy and drops its secrets and credentials on the edge
+host, and only then has the host retire the script: from then on its URL answers 404
+worker_not_found. The host keeps the Worker's data. There is no undo. When the host cannot be told,
+the department stays deleted and the retirement is pending: the next reconcile pass retries it.
+Retiring again reports "already retired".
+
+Exit codes: 0 retired (or already retired, or nothing to retire), 7 retirement pending,
+2 bad flags (--json with --dry-run), 5 unknown or already-deleted department, unknown company, or a
+department of another company.`
+  static override examples = [
+    '<%= config.bin %> retire acme-sales',
+    '<%= config.bin %> retire acme-sales --company acme --dry-run',
+    '<%= config.bin %> retire acme-sales --json',
+  ]
+  static override args = {
+    'department-id': Args.string({required: true, description: 'Department id'}),
+  }
+  static override flags = {
+    company: Flags.string({description: 'Company id the department must belong to'}),
+    'dry-run': Flags.boolean({description: 'Show what would happen; write nothing, call nothing'}),
+    json: Flags.boolean({description: 'Print the outcome as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const {json, company} = this.flags
+    const dryRun = this.flags['dry-run']
+    if (json && dryRun) throw new KitError('usage', '--dry-run prints a plan for people; it cannot be combined with --json')
+    const engine = await this.engine({interactive: !json})
+    const request = {departmentId: this.args['department-id'], companyId: company, dryRun, actor: {type: 'operator', id: os.userInfo().username}}
+    let outcome: RetireOutcome | undefined
+    await new Listr(
+      [
+        {
+          title: dryRun ? 'Plan the retirement' : 'Retire',
+          task: async (_ctx, task) => {
+            outcome = await retireDepartment(engine, request, (step) => {
+              task.output = PROGRESS_TITLES[step]
+            })
+            task.title = `Retire: ${outcome.state.replace('_', ' ')}`
+          },
+          rendererOptions: {outputBar: 1},
+        },
+      ],
+      {renderer: json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple', exitOnError: true},
+    ).run()
+    const result = outcome!
+    this.emit(result, () => render(result))
+    if (result.state === 'pending') this.exit(ExitCode.pending)
+  }
+}
+
+function render(result: RetireOutcome): string {
+  const worker = result.scriptName ? `${result.scriptName} (Worker ${result.workerId})` : 'none'
+  const steps = (list: RetirementStep[]) => (list.length === 0 ? '-' : list.join(' → '))
+  const head = [
+    `department   ${result.departmentId} (company ${result.companyId})`,
+    `worker       ${worker}`,
+  ]
+  switch (result.state) {
+    case 'planned':
+      return [
+        'dry run: nothing was written and the host was not called',
+        ...head,
+        `would delete the department and ${result.serviceAccounts.length} service account(s)${result.serviceAccounts.length ? `: ${result.serviceAccounts.join(', ')}` : ''}`,
+        `host steps   ${steps(result.steps)}`,
+      ].join('\n')
+    case 'already_retired':
+      return [...head, 'already retired: nothing to do'].join('\n')
+    case 'no_worker':
+      return [...head, `deleted the department and ${result.serviceAccounts.length} service account(s); it had no Worker to retire`].join('\n')
+    case 'retired':
+      return [...head, `service accounts deleted: ${result.serviceAccounts.length}`, `host steps   ${steps(result.steps)}`, 'retired: its URL now answers 404 worker_not_found'].join('\n')
+    case 'pending':
+      return [...head, `retirement pending (${result.code}): ${result.message}`].join('\n')
+  }
+}

@@ -1,0 +1,47 @@
+// `edgeworkers orphan-report`: read-only counts that show whether anything unowned still serves.
+// Reads the store, lists the host's scripts (./host-listing.ts) and counts as the reference's table
+// says; on-prem, "serving code" means a script the host has not retired.
+import {KitError} from '../../errors.js'
+import {SCRIPT_NAME_PATTERN, scriptNameFor} from '../../store/index.js'
+import type {Engine} from '../context.js'
+import {listHostScripts} from './host-listing.js'
+
+/** Keys in sorted order: the report prints as one JSON object with sorted keys. */
+export interface OrphanReport {
+  /** Listed scripts named `dw-` + 48 hex. */
+  listed: number
+  /** The kit scope whose host was listed. */
+  namespace: string
+  /** Workers of hard-deleted companies this scope deployed, not yet confirmed retired here. */
+  orphans_pending: number
+  /** Of those, the ones a deploy may still touch (a row pending, leased, or ended within the upload grace). */
+  orphans_unsettled: number
+  /** Worker rows whose stored script name differs from the current derivation. */
+  stored_name_differs: number
+  /** Listed scripts no Worker row stores. */
+  unowned: number
+  /** Unowned scripts the host has not retired. */
+  unowned_serving_code: number
+  worker_rows: number
+}
+
+export async function orphanReport(engine: Engine): Promise<OrphanReport> {
+  const {store, settings} = engine
+  const resolution = await engine.resolveProvider()
+  if (resolution.status !== 'ready') throw new KitError('unpaired', `cannot list the edge host's scripts: ${resolution.message}`, resolution.code)
+  const scripts = (await listHostScripts(resolution.provider, settings.host_reconcile.listing_max_pages)).filter((script) => SCRIPT_NAME_PATTERN.test(script.scriptName))
+  const workers = await store.retirements.workerNames()
+  const orphans = await store.retirements.pendingOrphans(resolution.scope, store.clock.now() - settings.host_reconcile.upload_grace_seconds * 1000)
+  const stored = new Set(workers.map((worker) => worker.script_name))
+  const unowned = scripts.filter((script) => !stored.has(script.scriptName))
+  return {
+    listed: scripts.length,
+    namespace: resolution.scope,
+    orphans_pending: orphans.length,
+    orphans_unsettled: orphans.filter((orphan) => orphan.unsettled).length,
+    stored_name_differs: workers.filter((worker) => worker.script_name !== scriptNameFor(worker.company_id, worker.department_id)).length,
+    unowned: unowned.length,
+    unowned_serving_code: unowned.filter((script) => script.state !== 'retired').length,
+    worker_rows: workers.length,
+  }
+}
