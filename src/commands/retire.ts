@@ -5,7 +5,7 @@ import {BaseCommand} from '../cli/base-command.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {KitError} from '../errors.js'
 import type {RetirementStep} from '../engine/retire/host-retirement.js'
-import {retireDepartment, type RetireOutcome, type RetireProgress} from '../engine/retire/retire-department.js'
+import {planRetirement, retireDepartment, type RetireOutcome, type RetireProgress} from '../engine/retire/retire-department.js'
 
 const PROGRESS_TITLES: Record<RetireProgress, string> = {
   delete: 'Soft-delete the department and its service accounts',
@@ -49,11 +49,14 @@ department of another company.`
     if (json && dryRun) throw new KitError('usage', '--dry-run prints a plan for people; it cannot be combined with --json')
     const engine = await this.engine({interactive: !json})
     const request = {departmentId: this.args['department-id'], companyId: company, dryRun, actor: {type: 'operator', id: os.userInfo().username}}
+    // Bad input fails here, as one line, before any progress is drawn or anything written.
+    const plan = await planRetirement(engine, request)
+    if (dryRun || plan.state === 'already_retired') return this.emit(plan, () => render(plan))
     let outcome: RetireOutcome | undefined
     await new Listr(
       [
         {
-          title: dryRun ? 'Plan the retirement' : 'Retire',
+          title: 'Retire',
           task: async (_ctx, task) => {
             outcome = await retireDepartment(engine, request, (step) => {
               task.output = PROGRESS_TITLES[step]

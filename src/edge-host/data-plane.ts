@@ -10,7 +10,6 @@
 import {createHash, randomUUID, timingSafeEqual} from 'node:crypto'
 import http from 'node:http'
 import {BlockList, isIPv6} from 'node:net'
-import {pipeline} from 'node:stream/promises'
 import type {Logger} from 'pino'
 import type {Dispatcher} from 'undici'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
@@ -40,7 +39,10 @@ const RETRY_WAIT_MS = 1_000
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/** Headers that describe one hop, never forwarded (plus ours: the kit's signature stays here). */
+/**
+ * Headers never forwarded to a Worker: hop-by-hop ones, the kit's signature, and the ones the host
+ * sets itself (a client cannot claim another address in x-forwarded-for).
+ */
 const NOT_FORWARDED = new Set([
   'connection',
   'keep-alive',
@@ -52,6 +54,7 @@ const NOT_FORWARDED = new Set([
   'expect',
   'host',
   'x-request-id',
+  'x-forwarded-for',
   ...SIGNATURE_HEADERS,
 ])
 
@@ -80,13 +83,16 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
       else sendJson(response, options.ready() ? 200 : 503, options.readinessDetail())
       return UNKNOWN_SCRIPT_LABEL
     }
-    const name = target.kind === 'script' && SCRIPT_NAME_PATTERN.test(target.script) ? target.script : null
-    const route = name === null ? null : state.route(name)
-    if (name === null || route === null || route.retired || route.shard === null) {
+    if (target.kind === 'none' || !SCRIPT_NAME_PATTERN.test(target.script)) {
       workerNotFound(response, requestId)
       return UNKNOWN_SCRIPT_LABEL
     }
-    const path = (target as {path: string}).path
+    const {script: name, path} = target
+    const route = state.route(name)
+    if (route === null || route.retired || route.shard === null) {
+      workerNotFound(response, requestId)
+      return UNKNOWN_SCRIPT_LABEL
+    }
     if (route.lockedDown) {
       sendJson(response, 403, {code: 'worker_retired', message: 'Forbidden'}, {'x-request-id': requestId})
       return name
@@ -169,7 +175,12 @@ function workerNotFound(response: http.ServerResponse, requestId: string): void 
   sendJson(response, 404, {code: 'worker_not_found', message: 'Worker not found', requestId}, {'x-request-id': requestId})
 }
 
-async function proxy(
+/**
+ * Streams the request to the shard and its answer back. A dispatch handler rather than
+ * `pool.request()`: the response bytes go straight to the client socket, with backpressure, and no
+ * intermediate stream per request.
+ */
+function proxy(
   pool: Dispatcher,
   request: http.IncomingMessage,
   response: http.ServerResponse,
@@ -182,24 +193,53 @@ async function proxy(
   }
   headers.push('host', forward.host, 'x-request-id', forward.requestId, 'x-forwarded-for', clientAddress(request))
 
-  const abort = new AbortController()
-  response.once('close', () => {
-    if (!response.writableFinished) abort.abort()
+  return new Promise<void>((resolve, reject) => {
+    let controller: Dispatcher.DispatchController | undefined
+    const clientGone = () => {
+      if (!response.writableFinished) controller?.abort(new Error('the client went away'))
+    }
+    response.once('close', clientGone)
+    const settle = (error?: Error) => {
+      response.off('close', clientGone)
+      if (error) reject(error)
+      else resolve()
+    }
+    pool.dispatch(
+      {path: forward.path, method: (request.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: forward.body},
+      {
+        onRequestStart(started) {
+          controller = started
+          if (response.destroyed) started.abort(new Error('the client went away'))
+        },
+        onResponseStart(started, statusCode, upstreamHeaders) {
+          if (statusCode < 200) return // informational answers are not relayed
+          const outgoing: http.OutgoingHttpHeaders = {}
+          for (const [name, value] of Object.entries(upstreamHeaders)) {
+            if (value !== undefined && !NOT_FORWARDED.has(name)) outgoing[name] = value
+          }
+          outgoing['x-request-id'] = forward.requestId
+          try {
+            response.writeHead(statusCode, outgoing)
+          } catch (error) {
+            started.abort(error as Error)
+          }
+        },
+        onResponseData(started, chunk) {
+          if (!response.write(chunk)) {
+            started.pause()
+            response.once('drain', () => started.resume())
+          }
+        },
+        onResponseEnd() {
+          response.end()
+          settle()
+        },
+        onResponseError(_started, error) {
+          settle(error)
+        },
+      },
+    )
   })
-  const upstream = await pool.request({
-    path: forward.path,
-    method: (request.method ?? 'GET') as Dispatcher.HttpMethod,
-    headers,
-    body: forward.body,
-    signal: abort.signal,
-  })
-  const responseHeaders: http.OutgoingHttpHeaders = {}
-  for (const [name, value] of Object.entries(upstream.headers)) {
-    if (value !== undefined && !NOT_FORWARDED.has(name)) responseHeaders[name] = value
-  }
-  responseHeaders['x-request-id'] = forward.requestId
-  response.writeHead(upstream.statusCode, responseHeaders)
-  await pipeline(upstream.body, response)
 }
 
 /**

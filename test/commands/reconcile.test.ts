@@ -14,6 +14,8 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
 
 const CLI = path.resolve('bin/dev.js')
+// Every run is a fresh Node process compiling TypeScript (bin/dev.js): slow on a loaded 2-core machine.
+const CLI_TEST_TIMEOUT_MS = 180_000
 const SCOPE = 'onprem:0123456789ab'
 
 interface CliResult {
@@ -91,7 +93,7 @@ async function deployOfDeletedWorker(store: Store): Promise<string> {
   return row.id
 }
 
-describe('edgeworkers reconcile', () => {
+describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
   test('runs every lane, prints the summary, writes the metrics file, and exits 0 — or 7 with --detailed-exitcode while rows are left failed', async () => {
     const {dataDir, store, orphan, run} = await kit()
     const deployId = await deployOfDeletedWorker(store)

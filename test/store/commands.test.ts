@@ -11,7 +11,7 @@ import {deterministicId, openStore, scriptNameFor} from '../../src/store/index.j
 // vitest runs from the repository root.
 const CLI = path.resolve('bin/dev.js')
 // Each command is a fresh process that loads oclif and transpiles the sources: seconds on a busy machine.
-const CLI_TEST_TIMEOUT_MS = 180_000
+const CLI_TEST_TIMEOUT_MS = 300_000
 
 interface CliResult {
   code: number

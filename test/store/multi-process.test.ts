@@ -29,7 +29,7 @@ function runRunner(url: string, dataDir: string, owner: string): Promise<{code: 
 }
 
 describeEachStore('multi-process claims', (t) => {
-  test(`${PROCESSES} processes settle ${ROWS} rows exactly once`, {timeout: 300_000}, async () => {
+  test(`${PROCESSES} processes settle ${ROWS} rows exactly once`, {timeout: 600_000}, async () => {
     await t.store.transaction(async (tx) => {
       // Due at epoch 0: the runners use the real clock, the harness a test clock.
       for (let i = 0; i < ROWS; i++) await tx.outbox.enqueue({operation: 'deploy', dedupe_key: `deploy:${i}`, dispatch_namespace: SCOPE, payload: {i}, next_attempt_at: 0})

@@ -75,7 +75,7 @@ export class Shard {
   private loaded = new Map<string, string>()
   private inFlight = 0
   private drainWaiters: Array<() => void> = []
-  /** While the gate is closed: resolves when it opens again. null = open. */
+  /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
   private gate: Waiter<void> | null = waiter()
   private pendingRestart: Waiter<void> | null = null
   private pendingReason: RestartReason = 'deploy'
@@ -136,7 +136,7 @@ export class Shard {
       })
       // The gate may close again between opening and this continuation: loop until it is up.
       while (!this.isUp() && !this.stopping) {
-        if ((await Promise.race([this.gate?.promise, timedOut])) === 'timeout') break
+        if ((await Promise.race([this.gate!.promise, timedOut])) === 'timeout') break
       }
       clearTimeout(timer)
       if (!this.isUp()) return null
@@ -157,7 +157,7 @@ export class Shard {
 
   async stop(): Promise<void> {
     this.stopping = true
-    this.openGate() // wake held requests: they see the shard stopping and give up
+    this.gate?.resolve() // wake held requests: they see the shard stopping and give up
     await this.currentSwap?.catch(() => {}) // a process it starts is stopped just below
     await this.drained()
     await this.stopProcess()
@@ -197,7 +197,7 @@ export class Shard {
     const began = performance.now()
     let started: WorkerdProcess
     try {
-      this.closeGate(this.process ? 'swapping' : 'starting')
+      this.setState(this.process ? 'swapping' : 'starting')
       await this.drained()
       await this.stopProcess()
       if (this.stopping) return
@@ -233,27 +233,23 @@ export class Shard {
       this.process = null
       void this.pool?.destroy()
       this.pool = null
-      this.closeGate('down')
+      this.setState('down')
       if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
       void sleep(this.nextCrashBackoff()).then(() => {
         if (!this.stopping) void this.requestRestart('crash')
       })
     })
     this.setState('up')
-    this.openGate()
   }
 
-  private closeGate(state: ShardState): void {
-    this.gate ??= waiter()
-    this.setState(state)
-  }
-
-  private openGate(): void {
-    this.gate?.resolve()
-    this.gate = null
-  }
-
+  /** Every state but `up` holds new requests at the gate; `up` lets them (and the held ones) through. */
   private setState(state: ShardState): void {
+    if (state === 'up') {
+      this.gate?.resolve()
+      this.gate = null
+    } else {
+      this.gate ??= waiter()
+    }
     if (this.currentState === state) return
     this.currentState = state
     this.options.onStateChange?.(state)

@@ -42,7 +42,7 @@ export interface PassResult {
   lanes: LaneSummary[]
   /**
    * Rows of the selected lanes' operations left `failed` or `uncertain` in scope: they wait for an
-   * operator. null when they could not be counted.
+   * operator. null when they could not be counted (no scope, or the store failed).
    */
   remaining: {failed: number; uncertain: number} | null
 }
@@ -123,7 +123,7 @@ function laneBudgetSeconds(lane: LaneName, settings: Engine['settings']): number
 }
 
 async function countRemaining(engine: Engine, scope: string, lanes: LaneName[]): Promise<PassResult['remaining']> {
-  if (!scope) return {failed: 0, uncertain: 0}
+  if (!scope) return null
   const operations = [...new Set(lanes.flatMap((lane) => LANES[lane].operations))]
   try {
     return await engine.store.sweeps.countUnsettled(scope, operations)

@@ -42,22 +42,20 @@ export interface RetireOutcome {
 
 export type RetireProgress = 'delete' | RetirementStep
 
+/**
+ * What `retire` would do, without writing or calling anything: `planned`, or `already_retired`.
+ * Throws on bad input (unknown department or company, a department of another company, a deleted
+ * department without a Worker) — callers check this before showing any progress.
+ */
+export async function planRetirement(engine: Engine, request: RetireRequest): Promise<RetireOutcome> {
+  return (await inspect(engine, request)).plan
+}
+
 export async function retireDepartment(engine: Engine, request: RetireRequest, onProgress: (step: RetireProgress) => void = () => {}): Promise<RetireOutcome> {
   const {store} = engine
-  const department = await checkedDepartment(engine, request)
-  const worker = await store.retirements.workerOfDepartment(department.id)
-  const base = {departmentId: department.id, companyId: department.company_id, workerId: worker?.id ?? null, scriptName: worker?.script_name ?? null}
-
-  if (department.deleted_at !== null) {
-    if (!worker) throw new KitError('not_found', `department ${department.id} is already deleted (it had no Worker to retire)`)
-    if (worker.retired_at !== null) return {...base, state: 'already_retired', serviceAccounts: [], steps: [], code: null, message: `already retired`}
-  }
-
-  if (request.dryRun) {
-    const live = department.deleted_at === null ? (await store.tenants.listServiceAccounts(department.id)).filter((account) => account.deleted_at === null) : []
-    const steps = worker ? retirementSteps(await deployedPolicy(engine, worker)) : []
-    return {...base, state: 'planned', serviceAccounts: live.map((account) => account.id), steps, code: null, message: null}
-  }
+  const {department, worker, plan} = await inspect(engine, request)
+  if (plan.state === 'already_retired' || request.dryRun) return plan
+  const base = {departmentId: plan.departmentId, companyId: plan.companyId, workerId: plan.workerId, scriptName: plan.scriptName}
 
   let serviceAccounts: string[] = []
   let retiring: WorkerRow | undefined = worker
@@ -83,6 +81,20 @@ export async function retireDepartment(engine: Engine, request: RetireRequest, o
   const result = await retireWorkerOnHost(engine, {provider: resolution.provider, scope: resolution.scope}, retiring, onProgress)
   if (result.outcome === 'pending') return {...pending(result.code, result.message), steps: result.steps}
   return {...base, state: 'retired', serviceAccounts, steps: result.steps, code: null, message: null}
+}
+
+async function inspect(engine: Engine, request: RetireRequest): Promise<{department: DepartmentRow; worker: WorkerRow | undefined; plan: RetireOutcome}> {
+  const {store} = engine
+  const department = await checkedDepartment(engine, request)
+  const worker = await store.retirements.workerOfDepartment(department.id)
+  const base = {departmentId: department.id, companyId: department.company_id, workerId: worker?.id ?? null, scriptName: worker?.script_name ?? null}
+  if (department.deleted_at !== null) {
+    if (!worker) throw new KitError('not_found', `department ${department.id} is already deleted (it had no Worker to retire)`)
+    if (worker.retired_at !== null) return {department, worker, plan: {...base, state: 'already_retired', serviceAccounts: [], steps: [], code: null, message: 'already retired'}}
+  }
+  const live = department.deleted_at === null ? (await store.tenants.listServiceAccounts(department.id)).filter((account) => account.deleted_at === null) : []
+  const steps = worker ? retirementSteps(await deployedPolicy(engine, worker)) : []
+  return {department, worker, plan: {...base, state: 'planned', serviceAccounts: live.map((account) => account.id), steps, code: null, message: null}}
 }
 
 /** The department the request names, or a not-found error that writes nothing. */

@@ -81,6 +81,27 @@ describeEachStore('reconcile pass', (t) => {
     expect(await t.store.outbox.get(intent.row.id)).toMatchObject({status: 'completed'})
   })
 
+  test('a store that goes away mid-pass ends each lane with an error; the pass still reports', async () => {
+    const store = await t.open()
+    const engine = await passEngine(t)
+    const onItsOwnConnection = {...engine, store}
+    await enqueueDeployRow(engine, await seedWorker(t))
+    const result = await runPass(onItsOwnConnection, {
+      dispatchDeploy: async () => {
+        await store.close()
+        throw new Error('the store connection was closed')
+      },
+    })
+    expect(result.status).toBe('ran')
+    expect(result.lanes.map((lane) => [lane.lane, lane.error !== undefined])).toEqual([
+      ['recovery', true],
+      ['deferred', true],
+      ['artifact_cleanup', true],
+      ['host_reconcile', true],
+    ])
+    expect(result.remaining).toBeNull()
+  })
+
   test('every claimed row ends in exactly one count', async () => {
     const engine = await passEngine(t, {settings: {recovery: {batch_size: 3}}})
     for (let i = 0; i < 7; i++) await enqueueDeployRow(engine, await seedWorker(t))

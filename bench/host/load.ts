@@ -1,0 +1,43 @@
+// A closed-loop HTTP load generator, run as its own process so it does not share an event loop
+// with the server it measures: CONNECTIONS keep-alive connections each send GET PATH back to back
+// for SECONDS, and it prints one JSON line {requests, seconds, rps, p50Ms, p99Ms, failures}.
+//
+//   node --import tsx bench/host/load.ts <url> <connections> <seconds>
+import {Pool} from 'undici'
+
+const [url, connectionsText, secondsText] = process.argv.slice(2)
+if (!url || !connectionsText || !secondsText) throw new Error('usage: load.ts <url> <connections> <seconds>')
+const target = new URL(url)
+const connections = Number(connectionsText)
+const seconds = Number(secondsText)
+const pool = new Pool(target.origin, {connections, pipelining: 1})
+
+const latencies: number[] = []
+let failures = 0
+let running = true
+
+async function loop(): Promise<void> {
+  while (running) {
+    const began = performance.now()
+    try {
+      const response = await pool.request({path: `${target.pathname}${target.search}`, method: 'GET'})
+      await response.body.dump()
+      if (response.statusCode !== 200) failures++
+    } catch {
+      failures++
+    }
+    latencies.push(performance.now() - began)
+  }
+}
+
+const began = performance.now()
+setTimeout(() => (running = false), seconds * 1000)
+await Promise.all(Array.from({length: connections}, loop))
+const elapsed = (performance.now() - began) / 1000
+await pool.close()
+
+latencies.sort((a, b) => a - b)
+const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0
+process.stdout.write(
+  `${JSON.stringify({requests: latencies.length, seconds: elapsed, rps: latencies.length / elapsed, p50Ms: percentile(50), p99Ms: percentile(99), failures})}\n`,
+)
