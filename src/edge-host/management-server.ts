@@ -157,8 +157,10 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     handle(request, response)
       .catch((error: unknown) => answerError(response, error, options.log))
       .then((status) => {
-        // Paths and codes only: bodies (codes, secrets, modules) are never logged.
-        options.log.info({method: request.method, path: request.url?.split('?')[0], status, ms: Math.round(performance.now() - began)}, 'management request')
+        // Paths and statuses only: bodies (codes, secrets, modules) are never logged. Reads are
+        // debug: the kit's readiness gate polls.
+        const level = request.method === 'GET' && status < 400 ? 'debug' : 'info'
+        options.log[level]({method: request.method, path: request.url?.split('?')[0], status, ms: Math.round(performance.now() - began)}, 'management request')
       })
       .catch(() => {})
   })

@@ -7,7 +7,6 @@ import {
   MAX_LISTING_PAGE_SIZE,
   SCRIPT_NAME_PATTERN,
   type AccessPolicy,
-  type BeginFence,
   type ControlMeta,
   type ControlResult,
   type DeleteResult,
@@ -29,14 +28,14 @@ import {
   type ServiceAccountDeletion,
   type ServiceAccountInfo,
   type ServiceAccountList,
-  type uploadScriptSchema,
+  type ValidBeginFence,
+  type ValidUploadScript,
 } from '../protocol/management-api.js'
 import {pairingProofMessage, sha256Hex} from '../protocol/signing.js'
 import {HostError} from './errors.js'
 import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import {scriptStateOf, type AccessPolicyRecord, type FenceRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
-import type {z} from 'zod'
 
 export type HostSettings = Settings['host']
 
@@ -95,7 +94,7 @@ export class HostService {
 
   // ── Scripts ─────────────────────────────────────────────────────────────────────────────────
 
-  async upload(name: string, body: z.output<typeof uploadScriptSchema>): Promise<ScriptDetails> {
+  async upload(name: string, body: ValidUploadScript): Promise<ScriptDetails> {
     assertScriptName(name)
     const upload = this.decodeUpload(body)
     // Cheap refusals first: validation runs a workerd.
@@ -339,7 +338,7 @@ export class HostService {
     return {active: active ? fenceView(active) : null, recent: this.state.recentFences().map(fenceView)}
   }
 
-  beginFence(body: Required<BeginFence>): {fence: Fence; created: boolean} {
+  beginFence(body: ValidBeginFence): {fence: Fence; created: boolean} {
     if (body.ttlSeconds > this.options.maxFenceTtlSeconds) {
       throw new HostError('invalid_request', `ttlSeconds: at most ${this.options.maxFenceTtlSeconds} (fence.max_ttl_seconds)`)
     }
@@ -398,7 +397,7 @@ export class HostService {
     return script.retiredAt === null ? (this.runtime.liveGeneration(script.name, script.shard) ?? null) : null
   }
 
-  private decodeUpload(body: z.output<typeof uploadScriptSchema>): ScriptUpload {
+  private decodeUpload(body: ValidUploadScript): ScriptUpload {
     const modules = body.modules.map((module) => ({name: module.name, type: module.type, content: Buffer.from(module.contentBase64, 'base64')}))
     const total = modules.reduce((sum, module) => sum + module.content.length, 0)
     const limit = this.options.settings.max_script_bytes

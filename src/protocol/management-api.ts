@@ -222,7 +222,9 @@ export const uploadScriptSchema = z
       context.addIssue({code: 'custom', path: ['bindings'], message: `${SERVICE_ACCOUNTS_BINDING} is reserved for service-account credentials`})
     }
   })
+/** What a client sends; `ValidUploadScript` is the same after validation, defaults filled in. */
 export type UploadScript = z.input<typeof uploadScriptSchema>
+export type ValidUploadScript = z.output<typeof uploadScriptSchema>
 
 export const scriptStates = ['active', 'locked_down', 'retired'] as const
 export type ScriptState = (typeof scriptStates)[number]
@@ -402,6 +404,7 @@ export const beginFenceSchema = z.strictObject({
   reason: z.string().max(500).default(''),
 })
 export type BeginFence = z.input<typeof beginFenceSchema>
+export type ValidBeginFence = z.output<typeof beginFenceSchema>
 
 export const fenceSchema = z.strictObject({
   fenceId: z.string(),

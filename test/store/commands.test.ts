@@ -1,10 +1,10 @@
 // The tenant, inspection and db commands through the real CLI (a child process per command), on a
 // temporary data dir: output, --json, exit codes, and bad input writing nothing.
 import {execFile} from 'node:child_process'
-import {mkdtempSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
-import {describe, expect, inject, test} from 'vitest'
+import {afterAll, describe, expect, inject, onTestFinished, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {deterministicId, openStore, scriptNameFor} from '../../src/store/index.js'
 
@@ -40,6 +40,7 @@ function expectOneLineError(result: CliResult, code: number, text: string | RegE
 
 describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-'))
+  afterAll(() => rmSync(dataDir, {recursive: true, force: true}))
   const run = (...args: string[]) => cli([...args, '--data-dir', dataDir])
   const store = () => openStore(settingsSchema.parse({data_dir: dataDir}))
 
@@ -168,6 +169,7 @@ describe('edgeworkers CLI on PostgreSQL', {timeout: CLI_TEST_TIMEOUT_MS}, () => 
       url.pathname = `/${name}`
       const env = {EDGEWORKERS_STORE__URL: url.toString()}
       const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-pg-'))
+      onTestFinished(() => rmSync(dataDir, {recursive: true, force: true}))
       expectOneLineError(await cli(['db', 'migrate', '--check', '--data-dir', dataDir], env), 4, '1 pending migration: 0001_initial')
       const migrated = await cli(['db', 'migrate', '--json', '--data-dir', dataDir], env)
       expect(migrated.code).toBe(0)

@@ -1,12 +1,13 @@
-import {existsSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
-import {describe, expect, inject, test} from 'vitest'
+import {afterAll, describe, expect, inject, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {KitError} from '../../src/errors.js'
 import {openStore, storeTarget} from '../../src/store/index.js'
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-open-'))
+afterAll(() => rmSync(dataDir, {recursive: true, force: true}))
 
 function settingsFor(url: string, dir = dataDir) {
   return settingsSchema.parse({data_dir: dir, store: {url, connect_timeout_ms: 2_000}})
