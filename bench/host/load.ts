@@ -2,10 +2,10 @@
 // with the server it measures: CONNECTIONS keep-alive connections each send GET PATH back to back
 // for SECONDS, and it prints one JSON line {requests, seconds, rps, p50Ms, p99Ms, failures}.
 //
-//   node --import tsx bench/host/load.ts <url> <connections> <seconds>
+//   node --import tsx bench/host/load.ts <url> <connections> <seconds> [host header]
 import {Pool} from 'undici'
 
-const [url, connectionsText, secondsText] = process.argv.slice(2)
+const [url, connectionsText, secondsText, hostHeader] = process.argv.slice(2)
 if (!url || !connectionsText || !secondsText) throw new Error('usage: load.ts <url> <connections> <seconds>')
 const target = new URL(url)
 const connections = Number(connectionsText)
@@ -20,7 +20,7 @@ async function loop(): Promise<void> {
   while (running) {
     const began = performance.now()
     try {
-      const response = await pool.request({path: `${target.pathname}${target.search}`, method: 'GET'})
+      const response = await pool.request({path: `${target.pathname}${target.search}`, method: 'GET', headers: hostHeader ? {host: hostHeader} : {}})
       await response.body.dump()
       if (response.statusCode !== 200) failures++
     } catch {

@@ -100,7 +100,7 @@ async function startBenchHost(dir: string): Promise<{host: RunningHost; client: 
 }
 
 /** The hello Worker alone on a bare workerd, configured as the host would run it. */
-async function startBareWorkerd(source: string): Promise<WorkerdProcess> {
+async function startBareWorkerd(source: string): Promise<{process: WorkerdProcess; url: string}> {
   const dir = path.join(workDir, 'bare')
   mkdirSync(dir, {recursive: true})
   const sha256 = createHash('sha256').update(source).digest('hex')
@@ -116,10 +116,11 @@ async function startBareWorkerd(source: string): Promise<WorkerdProcess> {
     secrets: [],
     serviceAccounts: [],
   }
-  writeFileSync(path.join(dir, 'config.capnp'), renderValidationConfig(script, {modulePath: (digest) => digest, egressAllow: ['public']}))
-  const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), cwd: dir, startTimeoutMs: 30_000})
+  const config = renderValidationConfig(script, {modulePath: (digest) => digest, egressAllow: ['public']})
+  writeFileSync(path.join(dir, 'config.capnp'), config.text)
+  const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), sockets: config.sockets, cwd: dir, startTimeoutMs: 30_000})
   if (!outcome.ok) throw new Error(outcome.error)
-  return outcome.process
+  return {process: outcome.process, url: `http://127.0.0.1:${outcome.process.ports.get(script.name)}/`}
 }
 
 async function load(url: string, seconds: number): Promise<LoadResult> {
@@ -176,7 +177,7 @@ async function main(): Promise<void> {
   const hello = scriptName('bench/hello')
   await throughputHost.client.deploy(hello, upload(helloSource))
   const hostUrl = `${throughputHost.host.publicUrl}/${hello}/`
-  const bareUrl = `http://127.0.0.1:${bare.port}/`
+  const bareUrl = bare.url
   await load(bareUrl, 2)
   await load(hostUrl, 2)
   const runs: {bare: LoadResult[]; host: LoadResult[]} = {bare: [], host: []}
@@ -185,7 +186,7 @@ async function main(): Promise<void> {
     runs.host.push(await load(hostUrl, SECONDS))
     console.error(`# round ${round + 1}: bare ${runs.bare.at(-1)!.rps.toFixed(0)} req/s, host ${runs.host.at(-1)!.rps.toFixed(0)} req/s`)
   }
-  await bare.stop()
+  await bare.process.stop()
   await throughputHost.host.stop()
   const summary = (results: LoadResult[]) => ({
     rps: median(results.map((result) => result.rps)),

@@ -7,7 +7,10 @@
 //     pending rows whose waiting `deploy` died before leasing them, 2,000 expired leases), with a
 //     no-op-fast dispatch that does to each row what the deploy task does without a host: lease it
 //     by id and settle it `completed`. SQLite (default pragmas: WAL, synchronous=FULL) and PostgreSQL
-//     (EDGEWORKERS_BENCH_PG_URL, an admin URL; else an embedded server with fsync on).
+//     (EDGEWORKERS_BENCH_PG_URL, an admin URL; else an embedded server with fsync on). The baseline is
+//     the raw rate of single-row durable UPDATE commits on the same database, measured right before
+//     and after the pass (as bench/outbox does): disk latency on a shared machine swings too much for
+//     rows/s alone to mean anything.
 //
 //   node --import tsx bench/pass/run.ts [--starts 15] [--rows 10000]
 //
@@ -19,6 +22,7 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
+import Database from 'better-sqlite3'
 import pg from 'pg'
 import {FileArtifactStore} from '../../src/artifacts/store.js'
 import {settingsSchema} from '../../src/config/schema.js'
@@ -31,6 +35,7 @@ const {values: options} = parseArgs({options: {starts: {type: 'string', default:
 const STARTS = Number(options.starts)
 const ROWS = Number(options.rows)
 const EXPIRED_SHARE = 0.2
+const BASELINE_SECONDS = 3
 const SCOPE = 'onprem:0123456789ab'
 const repoRoot = path.resolve(fileURLToPath(new URL('../..', import.meta.url)))
 const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-pass-'))
@@ -53,9 +58,12 @@ async function main(): Promise<void> {
       console.log(`| \`${name}\` | ${times.length} | ${median(times).toFixed(0)} | ${Math.min(...times).toFixed(0)} | ${Math.max(...times).toFixed(0)} |`)
     }
     console.log(`\nratio of medians: ${(median(startup['edgeworkers reconcile']!) / median(startup['node -e 0']!)).toFixed(2)}\n`)
-    console.log('| backend | rows | seconds | rows/s |')
-    console.log('|---|---|---|---|')
-    for (const r of throughput) console.log(`| ${r.backend} | ${r.rows} | ${r.seconds.toFixed(1)} | ${(r.rows / r.seconds).toFixed(0)} |`)
+    console.log('| backend | rows | seconds | rows/s | baseline single-row commits/s | rows/s ÷ baseline |')
+    console.log('|---|---|---|---|---|---|')
+    for (const r of throughput) {
+      const rate = r.rows / r.seconds
+      console.log(`| ${r.backend} | ${r.rows} | ${r.seconds.toFixed(1)} | ${rate.toFixed(0)} | ${r.baselineCommitsPerSecond.toFixed(0)} | ${(rate / r.baselineCommitsPerSecond).toFixed(2)} |`)
+    }
   } finally {
     rmSync(workDir, {recursive: true, force: true})
   }
@@ -96,7 +104,7 @@ async function timeProcess(args: string[]): Promise<number> {
 }
 
 /** (b) One pass of the recovery lane over ROWS stalled rows; seeding is not timed. */
-async function benchThroughput(backend: Backend, url: string): Promise<{backend: Backend; rows: number; seconds: number}> {
+async function benchThroughput(backend: Backend, url: string): Promise<{backend: Backend; rows: number; seconds: number; baselineCommitsPerSecond: number}> {
   // No budget cut-off: the point is the rate over every row.
   const settings = settingsSchema.parse({data_dir: workDir, store: {url}, reconcile: {lane_budget_seconds: 3_600}})
   await seedStalledRows(url)
@@ -110,13 +118,16 @@ async function benchThroughput(backend: Backend, url: string): Promise<{backend:
       owner: 'bench-pass',
       resolveProvider: async () => ({status: 'ready', scope: SCOPE, provider: {scope: SCOPE} as EdgeProvider}),
     }
+    const baseline = async () => (backend === 'sqlite' ? sqliteBaseline(url) : await postgresBaseline(url))
+    const before = await baseline()
     const started = performance.now()
     const result = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: leaseAndSettle})
     const seconds = (performance.now() - started) / 1000
+    const baselineCommitsPerSecond = (before + (await baseline())) / 2
     const lane = result.lanes[0]!
     if (lane.completed !== ROWS || lane.error) throw new Error(`${backend}: the pass completed ${lane.completed} of ${ROWS} rows${lane.error ? `: ${lane.error}` : ''}`)
-    log(`${backend}: ${ROWS} rows in ${seconds.toFixed(1)} s`)
-    return {backend, rows: ROWS, seconds}
+    log(`${backend}: ${ROWS} rows in ${seconds.toFixed(1)} s; baseline ${baselineCommitsPerSecond.toFixed(0)} commits/s`)
+    return {backend, rows: ROWS, seconds, baselineCommitsPerSecond}
   } finally {
     await store.close()
   }
@@ -172,6 +183,42 @@ async function seedStalledRows(url: string): Promise<void> {
   } finally {
     await store.close()
   }
+}
+
+/** Autocommit single-row UPDATEs with the store's pragmas (WAL, synchronous=FULL): one fsync each. */
+function sqliteBaseline(file: string): number {
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = FULL')
+  db.exec('create table if not exists bench_baseline (id integer primary key, n integer not null)')
+  db.exec('insert or ignore into bench_baseline values (1, 0)')
+  const update = db.prepare('update bench_baseline set n = n + 1 where id = 1')
+  let commits = 0
+  const started = performance.now()
+  while (performance.now() - started < BASELINE_SECONDS * 1000) {
+    update.run()
+    commits++
+  }
+  const rate = commits / ((performance.now() - started) / 1000)
+  db.close()
+  return rate
+}
+
+/** Autocommit single-row UPDATEs over one connection: one WAL flush each. */
+async function postgresBaseline(url: string): Promise<number> {
+  const client = new pg.Client({connectionString: url})
+  await client.connect()
+  await client.query('create table if not exists bench_baseline (id integer primary key, n bigint not null)')
+  await client.query('insert into bench_baseline values (1, 0) on conflict do nothing')
+  let commits = 0
+  const started = performance.now()
+  while (performance.now() - started < BASELINE_SECONDS * 1000) {
+    await client.query('update bench_baseline set n = n + 1 where id = $1', [1])
+    commits++
+  }
+  const rate = commits / ((performance.now() - started) / 1000)
+  await client.end()
+  return rate
 }
 
 async function postgresServer(): Promise<{adminUrl: string; stop: () => Promise<void>}> {

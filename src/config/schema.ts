@@ -92,7 +92,7 @@ export const settingsSchema = z.strictObject({
 
   backoff: z
     .strictObject({
-      /** Delay before attempt n+1 is ladder[min(n, len-1)] seconds, ± jitter. */
+      /** After n attempts the next waits ladder[min(n-1, len-1)] seconds, ± jitter. */
       ladder_seconds: z.array(z.number().int().min(0).max(86_400)).min(1).default([5, 15, 30, 60, 120, 300, 600, 1_800, 3_600]),
       jitter_ratio: z.number().min(0).max(1).default(0.2),
       max_attempts: count(12, 1, 1_000),

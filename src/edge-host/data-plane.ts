@@ -120,11 +120,12 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
       }
       try {
         // Uploaded but its shard has not picked it up yet: not served, so not found.
-        if (shard.liveGeneration(name) === undefined) {
+        const origin = shard.originOf(name)
+        if (origin === undefined) {
           workerNotFound(response, requestId)
           return name
         }
-        await proxy(lease.pool, request, response, {path, host: `${name}${baseSuffix}`, requestId, body: forwardBody})
+        await proxy(lease.dispatcher, request, response, {origin, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody})
         return name
       } catch (error) {
         // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
@@ -176,15 +177,15 @@ function workerNotFound(response: http.ServerResponse, requestId: string): void 
 }
 
 /**
- * Streams the request to the shard and its answer back. A dispatch handler rather than
- * `pool.request()`: the response bytes go straight to the client socket, with backpressure, and no
- * intermediate stream per request.
+ * Streams the request to the script's socket in its shard and the answer back. A dispatch handler
+ * rather than `request()`: the response bytes go straight to the client socket, with backpressure,
+ * and no intermediate stream per request.
  */
 function proxy(
-  pool: Dispatcher,
+  dispatcher: Dispatcher,
   request: http.IncomingMessage,
   response: http.ServerResponse,
-  forward: {path: string; host: string; requestId: string; body: Buffer | http.IncomingMessage | undefined},
+  forward: {origin: string; path: string; host: string; requestId: string; body: Buffer | http.IncomingMessage | undefined},
 ): Promise<void> {
   const headers: string[] = []
   const raw = request.rawHeaders
@@ -204,8 +205,8 @@ function proxy(
       if (error) reject(error)
       else resolve()
     }
-    pool.dispatch(
-      {path: forward.path, method: (request.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: forward.body},
+    dispatcher.dispatch(
+      {origin: forward.origin, path: forward.path, method: (request.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: forward.body},
       {
         onRequestStart(started) {
           controller = started

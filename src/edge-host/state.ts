@@ -300,167 +300,165 @@ export class HostState {
   /** What the data plane needs to route one request; read on every request. */
   route(name: string): RouteRecord | null {
     const row = this.sql(
-    `SELECT shard, retired_at, locked_down_at, policy_mode, policy_api_key_sha256, policy_api_key_last_four,
-       policy_ip_allowlist, policy_revision, policy_updated_at FROM scripts WHERE name = ?`,
-  ).get(name) as Row | undefined
-  if (!row) return null
-  return {
-    shard: row.shard as number | null,
-    retired: row.retired_at !== null,
-    lockedDown: row.locked_down_at !== null,
-    policy: policyFromRow(row),
-  }
+      `SELECT shard, retired_at, locked_down_at, policy_mode, policy_api_key_sha256, policy_api_key_last_four,
+         policy_ip_allowlist, policy_revision, policy_updated_at FROM scripts WHERE name = ?`,
+    ).get(name) as Row | undefined
+    if (!row) return null
+    return {
+      shard: row.shard as number | null,
+      retired: row.retired_at !== null,
+      lockedDown: row.locked_down_at !== null,
+      policy: policyFromRow(row),
+    }
   }
 
   scripts(): ScriptRecord[] {
-  return (this.sql('SELECT * FROM scripts ORDER BY name').all() as Row[]).map(scriptFromRow)
+    return (this.sql('SELECT * FROM scripts ORDER BY name').all() as Row[]).map(scriptFromRow)
   }
 
   /** One page of scripts sorted by name, starting after `afterName`. */
   scriptPage(afterName: string | null, limit: number): ScriptRecord[] {
-  const rows = this.sql('SELECT * FROM scripts WHERE name > ? ORDER BY name LIMIT ?').all(afterName ?? '', limit) as Row[]
-  return rows.map(scriptFromRow)
+    const rows = this.sql('SELECT * FROM scripts WHERE name > ? ORDER BY name LIMIT ?').all(afterName ?? '', limit) as Row[]
+    return rows.map(scriptFromRow)
   }
 
   modulesOf(name: string): ModuleInfo[] {
-  return this.sql('SELECT name, type, sha256, size FROM script_modules WHERE script = ? ORDER BY position').all(name) as ModuleInfo[]
+    return this.sql('SELECT name, type, sha256, size FROM script_modules WHERE script = ? ORDER BY position').all(name) as ModuleInfo[]
   }
 
   moduleContent(sha256: string): Buffer {
-  const row = this.sql('SELECT content FROM module_blobs WHERE sha256 = ?').get(sha256) as {content: Buffer} | undefined
-  if (!row) throw new Error(`module blob ${sha256} is missing from the host state`)
-  return row.content
+    const row = this.sql('SELECT content FROM module_blobs WHERE sha256 = ?').get(sha256) as {content: Buffer} | undefined
+    if (!row) throw new Error(`module blob ${sha256} is missing from the host state`)
+    return row.content
   }
 
   /** The scripts a shard must run: assigned to it and not retired. */
   runnableScripts(shard: number): RunnableScript[] {
-  const rows = this.sql('SELECT * FROM scripts WHERE shard = ? AND retired_at IS NULL ORDER BY name').all(shard) as Row[]
-  return rows.map((row) => this.runnable(scriptFromRow(row)))
+    const rows = this.sql('SELECT * FROM scripts WHERE shard = ? AND retired_at IS NULL ORDER BY name').all(shard) as Row[]
+    return rows.map((row) => this.runnable(scriptFromRow(row)))
   }
 
   runnable(script: ScriptRecord): RunnableScript {
-  if (script.releaseGeneration === null || script.mainModule === null || script.compatibilityDate === null) {
-    throw new Error(`script ${script.name} has no uploaded release`)
-  }
-  return {
-    name: script.name,
-    releaseGeneration: script.releaseGeneration,
-    mainModule: script.mainModule,
-    compatibilityDate: script.compatibilityDate,
-    compatibilityFlags: script.compatibilityFlags,
-    modules: this.modulesOf(script.name),
-    bindings: script.bindings,
-    secrets: this.sql('SELECT name, value FROM secrets WHERE script = ? ORDER BY name').all(script.name) as RunnableScript['secrets'],
-    serviceAccounts: this.sql('SELECT id, username, password FROM service_accounts WHERE script = ? ORDER BY id').all(script.name) as RunnableScript['serviceAccounts'],
-  }
+    if (script.releaseGeneration === null || script.mainModule === null || script.compatibilityDate === null) {
+      throw new Error(`script ${script.name} has no uploaded release`)
+    }
+    return {
+      name: script.name,
+      releaseGeneration: script.releaseGeneration,
+      mainModule: script.mainModule,
+      compatibilityDate: script.compatibilityDate,
+      compatibilityFlags: script.compatibilityFlags,
+      modules: this.modulesOf(script.name),
+      bindings: script.bindings,
+      secrets: this.sql('SELECT name, value FROM secrets WHERE script = ? ORDER BY name').all(script.name) as RunnableScript['secrets'],
+      serviceAccounts: this.sql('SELECT id, username, password FROM service_accounts WHERE script = ? ORDER BY id').all(
+        script.name,
+      ) as RunnableScript['serviceAccounts'],
+    }
   }
 
-  /** Non-retired scripts per existing shard index. */
+  /** Non-retired scripts per shard, for shards below `shardCount`. */
   private shardLoads(shardCount: number): Map<number, number> {
-  const rows = this.sql('SELECT shard, COUNT(*) AS count FROM scripts WHERE retired_at IS NULL AND shard < ? GROUP BY shard').all(
-    shardCount,
-  ) as Array<{shard: number; count: number}>
-  return new Map(rows.map((row) => [row.shard, row.count]))
+    const rows = this.sql('SELECT shard, COUNT(*) AS count FROM scripts WHERE retired_at IS NULL AND shard < ? GROUP BY shard').all(
+      shardCount,
+    ) as Array<{shard: number; count: number}>
+    return new Map(rows.map((row) => [row.shard, row.count]))
   }
 
   /** Moves scripts off shards that no longer exist (the shard count was lowered). */
   reassignOrphanedShards(shardCount: number): void {
-  this.db
-    .transaction(() => {
-      const orphans = this.sql('SELECT name FROM scripts WHERE retired_at IS NULL AND shard >= ? ORDER BY name').all(shardCount) as Array<{name: string}>
-      for (const {name} of orphans) {
-        const shard = leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
-        this.sql('UPDATE scripts SET shard = ? WHERE name = ?').run(shard, name)
-      }
-    })
-    .immediate()
+    this.db
+      .transaction(() => {
+        const orphans = this.sql('SELECT name FROM scripts WHERE retired_at IS NULL AND shard >= ? ORDER BY name').all(shardCount) as Array<{
+          name: string
+        }>
+        for (const {name} of orphans) {
+          const shard = leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
+          this.sql('UPDATE scripts SET shard = ? WHERE name = ?').run(shard, name)
+        }
+      })
+      .immediate()
   }
 
   // ── Scripts: mutations ──────────────────────────────────────────────────────────────────────
 
   /** Refuses when a fence is active (lifting expired ones first). */
   assertNotFenced(now = Date.now()): void {
-  const fence = this.activeFence(now)
-  if (fence) {
-    throw new HostError(
-      'edge_host_fenced',
-      `the host is fenced for a backup (fence ${fence.fenceId} until ${new Date(fence.expiresAt).toISOString()}); mutations are refused`,
-    )
-  }
+    const fence = this.activeFence(now)
+    if (fence) {
+      throw new HostError(
+        'edge_host_fenced',
+        `the host is fenced for a backup (fence ${fence.fenceId} until ${new Date(fence.expiresAt).toISOString()}); mutations are refused`,
+      )
+    }
   }
 
   /** Refuses a mutation of a retired script (terminal for the kit). */
   assertNotRetired(name: string): void {
-  const script = this.script(name)
-  if (script?.retiredAt != null) throw new HostError('edge_host_script_retired', `script ${name} is retired`)
+    const script = this.script(name)
+    if (script?.retiredAt != null) throw new HostError('edge_host_script_retired', `script ${name} is retired`)
   }
 
   /** Identity of an upload's content: equal digests mean a repeated upload that changes nothing. */
   static uploadDigest(upload: ScriptUpload): string {
-  return canonicalDigest({
-    ...upload,
-    modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content)})),
-  })
+    return canonicalDigest({
+      ...upload,
+      modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content)})),
+    })
   }
 
   /** True when the script already holds exactly this upload (a retried upload). */
   holdsUpload(name: string, upload: ScriptUpload): boolean {
-  const row = this.sql('SELECT content_digest FROM scripts WHERE name = ? AND retired_at IS NULL').get(name) as
-    | {content_digest: string | null}
-    | undefined
-  return row?.content_digest === HostState.uploadDigest(upload)
+    const row = this.sql('SELECT content_digest FROM scripts WHERE name = ? AND retired_at IS NULL').get(name) as
+      | {content_digest: string | null}
+      | undefined
+    return row?.content_digest === HostState.uploadDigest(upload)
   }
 
   /**
- * Stores an upload, assigning a shard on the first one. Returns the shard to restart, or null
- * when the upload repeats what the script already holds.
- */
+   * Stores an upload, assigning a shard on the first one. Returns the shard to restart, or null
+   * when the upload repeats what the script already holds.
+   */
   saveUpload(name: string, upload: ScriptUpload, shards: {count: number; maxScriptsPerShard: number}): number | null {
-  return this.db
-    .transaction(() => {
-      this.assertNotFenced()
-      this.assertNotRetired(name)
-      if (this.holdsUpload(name, upload)) return null
-      this.assertNoSecretShadowed(name, upload.bindings)
-      const now = Date.now()
-      const existing = this.script(name)
-      let shard = existing?.shard ?? null
-      if (shard === null || shard >= shards.count) {
-        shard = leastLoadedShard(this.shardLoads(shards.count), shards.count, shards.maxScriptsPerShard)
-        if (shard === null) {
-          throw new HostError('host_full', `every shard holds ${shards.maxScriptsPerShard} scripts; raise host.shards or host.max_scripts_per_shard`)
+    return this.db
+      .transaction(() => {
+        this.assertNotFenced()
+        this.assertNotRetired(name)
+        if (this.holdsUpload(name, upload)) return null
+        this.assertNoSecretShadowed(name, upload.bindings)
+        const now = Date.now()
+        const existing = this.script(name)
+        let shard = existing?.shard ?? null
+        if (shard === null || shard >= shards.count) {
+          shard = leastLoadedShard(this.shardLoads(shards.count), shards.count, shards.maxScriptsPerShard)
+          if (shard === null) {
+            throw new HostError('host_full', `every shard holds ${shards.maxScriptsPerShard} scripts; raise host.shards or host.max_scripts_per_shard`)
+          }
         }
-      }
-      const columns = {
-        shard,
-        release_generation: upload.releaseGeneration,
-        main_module: upload.mainModule,
-        compatibility_date: upload.compatibilityDate,
-        compatibility_flags: JSON.stringify(upload.compatibilityFlags),
-        builder_policy: upload.builderPolicy,
-        tags: JSON.stringify(upload.tags),
-        bindings: JSON.stringify(upload.bindings),
-        content_digest: HostState.uploadDigest(upload),
-        updated_at: now,
-      }
-      if (existing) {
+        const columns = {
+          name,
+          shard,
+          release_generation: upload.releaseGeneration,
+          main_module: upload.mainModule,
+          compatibility_date: upload.compatibilityDate,
+          compatibility_flags: JSON.stringify(upload.compatibilityFlags),
+          builder_policy: upload.builderPolicy,
+          tags: JSON.stringify(upload.tags),
+          bindings: JSON.stringify(upload.bindings),
+          content_digest: HostState.uploadDigest(upload),
+          now,
+        }
         this.sql(
-            `UPDATE scripts SET shard = @shard, release_generation = @release_generation, main_module = @main_module,
-               compatibility_date = @compatibility_date, compatibility_flags = @compatibility_flags,
-               builder_policy = @builder_policy, tags = @tags, bindings = @bindings,
-               content_digest = @content_digest, updated_at = @updated_at
-             WHERE name = @name`,
-
- ).run({...columns, name})
-        } else {
-          this.sql(
-            `INSERT INTO scripts (name, shard, release_generation, main_module, compatibility_date, compatibility_flags,
-               builder_policy, tags, bindings, content_digest, created_at, updated_at, policy_updated_at)
-             VALUES (@name, @shard, @release_generation, @main_module, @compatibility_date, @compatibility_flags,
-               @builder_policy, @tags, @bindings, @content_digest, @updated_at, @updated_at, @updated_at)`,
-
-          ).run({...columns, name})
-        }
+          `INSERT INTO scripts (name, shard, release_generation, main_module, compatibility_date, compatibility_flags,
+             builder_policy, tags, bindings, content_digest, created_at, updated_at, policy_updated_at)
+           VALUES (@name, @shard, @release_generation, @main_module, @compatibility_date, @compatibility_flags,
+             @builder_policy, @tags, @bindings, @content_digest, @now, @now, @now)
+           ON CONFLICT (name) DO UPDATE SET shard = excluded.shard, release_generation = excluded.release_generation,
+             main_module = excluded.main_module, compatibility_date = excluded.compatibility_date,
+             compatibility_flags = excluded.compatibility_flags, builder_policy = excluded.builder_policy,
+             tags = excluded.tags, bindings = excluded.bindings, content_digest = excluded.content_digest,
+             updated_at = excluded.updated_at`,
+        ).run(columns)
         this.replaceModules(name, upload.modules)
         return shard
       })
@@ -468,35 +466,37 @@ export class HostState {
   }
 
   private replaceModules(name: string, modules: DecodedModule[]): void {
-    const previous = this.modulesOf(name).map((module) => module.sha256)
+    const previous = new Set(this.modulesOf(name).map((module) => module.sha256))
     this.sql('DELETE FROM script_modules WHERE script = ?').run(name)
-    const insertModule = this.sql(
-    'INSERT INTO script_modules (script, position, name, type, sha256, size) VALUES (?, ?, ?, ?, ?, ?)',
-  )
-  const insertBlob = this.sql('INSERT OR IGNORE INTO module_blobs (sha256, content) VALUES (?, ?)')
-  modules.forEach((module, position) => {
-    const digest = sha256Hex(module.content)
-    insertBlob.run(digest, module.content)
-    insertModule.run(name, position, module.name, module.type, digest, module.content.length)
-  })
-  const dropUnreferenced = this.sql(
-    'DELETE FROM module_blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM script_modules WHERE sha256 = ?)',
-  )
-  for (const digest of new Set(previous)) dropUnreferenced.run(digest, digest)
+    modules.forEach((module, position) => {
+      const digest = sha256Hex(module.content)
+      this.sql('INSERT OR IGNORE INTO module_blobs (sha256, content) VALUES (?, ?)').run(digest, module.content)
+      this.sql('INSERT INTO script_modules (script, position, name, type, sha256, size) VALUES (?, ?, ?, ?, ?, ?)').run(
+        name,
+        position,
+        module.name,
+        module.type,
+        digest,
+        module.content.length,
+      )
+    })
+    // Blobs are shared by content: drop the old ones no script uses any more.
+    for (const digest of previous) {
+      this.sql('DELETE FROM module_blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM script_modules WHERE sha256 = ?)').run(digest, digest)
+    }
   }
 
   /** Retires a script for good; a name the host never had is recorded as retired too. */
   retire(name: string): void {
-  this.db
-    .transaction(() => {
-      this.assertNotFenced()
-      const now = Date.now()
-      this.sql(
-          `INSERT INTO scripts (name, retired_at, created_at, updated_at, policy_updated_at) VALUES (?, ?, ?, ?, ?)
+    this.db
+      .transaction(() => {
+        this.assertNotFenced()
+        const now = Date.now()
+        this.sql(
+          `INSERT INTO scripts (name, retired_at, created_at, updated_at, policy_updated_at) VALUES (@name, @now, @now, @now, @now)
            ON CONFLICT (name) DO UPDATE SET retired_at = COALESCE(retired_at, excluded.retired_at),
              updated_at = CASE WHEN retired_at IS NULL THEN excluded.updated_at ELSE updated_at END`,
-
- ).run(name, now, now, now, now)
+        ).run({name, now})
       })
       .immediate()
   }
@@ -519,13 +519,19 @@ export class HostState {
           }
         }
         this.assertNotFenced()
-        const script = this.script(name)
-        if (!script) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
+        if (!this.script(name)) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
         this.assertNotRetired(name)
         const now = Date.now()
         const result = apply(now)
         if (meta.mutationId !== undefined) {
-          this.sql('INSERT INTO receipts (mutation_id, command_digest, operation, script, result, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(meta.mutationId, meta.commandDigest!, operation, name, JSON.stringify(result), now)
+          this.sql('INSERT INTO receipts (mutation_id, command_digest, operation, script, result, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+            meta.mutationId,
+            meta.commandDigest!,
+            operation,
+            name,
+            JSON.stringify(result),
+            now,
+          )
         }
         return result
       })
@@ -549,25 +555,26 @@ export class HostState {
     this.sql(
       `UPDATE scripts SET policy_mode = ?, policy_api_key_sha256 = ?, policy_api_key_last_four = ?, policy_ip_allowlist = ?,
          policy_revision = policy_revision + 1, policy_updated_at = ? WHERE name = ?`,
-
     ).run(policy.mode, policy.apiKeySha256, policy.apiKeyLastFour, JSON.stringify(policy.ipAllowlist), now, name)
     return this.script(name)!.policy
   }
 
   secrets(name: string): Array<{name: string; sha256: string; updatedAt: number}> {
-    return this.sql('SELECT name, sha256, updated_at AS updatedAt FROM secrets WHERE script = ? ORDER BY name').all(name) as Array<{name: string; sha256: string; updatedAt: number}>
+    return this.sql('SELECT name, sha256, updated_at AS updatedAt FROM secrets WHERE script = ? ORDER BY name').all(name) as Array<{
+      name: string
+      sha256: string
+      updatedAt: number
+    }>
   }
 
   putSecret(name: string, secretName: string, value: string, now: number): {sha256: string} {
-    const script = this.script(name)!
-    if (script.bindings.some((binding) => binding.name === secretName)) {
+    if (this.script(name)!.bindings.some((binding) => binding.name === secretName)) {
       throw new HostError('binding_name_taken', `script ${name} already has a binding named ${secretName}`)
     }
     const sha256 = sha256Hex(value)
     this.sql(
       `INSERT INTO secrets (script, name, value, sha256, updated_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (script, name) DO UPDATE SET value = excluded.value, sha256 = excluded.sha256, updated_at = excluded.updated_at`,
-
     ).run(name, secretName, value, sha256, now)
     return {sha256}
   }
@@ -583,7 +590,9 @@ export class HostState {
   }
 
   serviceAccounts(name: string): Array<{id: string; username: string; passwordSha256: string; updatedAt: number}> {
-    return this.sql('SELECT id, username, password_sha256 AS passwordSha256, updated_at AS updatedAt FROM service_accounts WHERE script = ? ORDER BY id').all(name) as Array<{id: string; username: string; passwordSha256: string; updatedAt: number}>
+    return this.sql(
+      'SELECT id, username, password_sha256 AS passwordSha256, updated_at AS updatedAt FROM service_accounts WHERE script = ? ORDER BY id',
+    ).all(name) as Array<{id: string; username: string; passwordSha256: string; updatedAt: number}>
   }
 
   putServiceAccount(name: string, id: string, username: string, password: string, now: number): {passwordSha256: string} {
@@ -592,7 +601,6 @@ export class HostState {
       `INSERT INTO service_accounts (script, id, username, password, password_sha256, updated_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (script, id) DO UPDATE SET username = excluded.username, password = excluded.password,
          password_sha256 = excluded.password_sha256, updated_at = excluded.updated_at`,
-
     ).run(name, id, username, password, passwordSha256, now)
     return {passwordSha256}
   }
@@ -634,8 +642,8 @@ export class HostState {
     return this.db
       .transaction(() => {
         this.assertNotFenced()
-        return this.sql('UPDATE receipts SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE mutation_id = ?').run(Date.now(), mutationId)
-          .changes === 1
+        const update = this.sql('UPDATE receipts SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE mutation_id = ?')
+        return update.run(Date.now(), mutationId).changes === 1
       })
       .immediate()
   }
@@ -644,8 +652,7 @@ export class HostState {
 
   /** Lifts every fence whose TTL has passed, as of its expiry time. */
   expireFences(now = Date.now()): void {
-    this.sql(`UPDATE fences SET lifted_at = expires_at, lift_reason = 'expired' WHERE lifted_at IS NULL AND expires_at <= ?`)
-      .run(now)
+    this.sql(`UPDATE fences SET lifted_at = expires_at, lift_reason = 'expired' WHERE lifted_at IS NULL AND expires_at <= ?`).run(now)
   }
 
   activeFence(now = Date.now()): FenceRecord | null {
@@ -699,7 +706,6 @@ export class HostState {
     this.sql(
       `DELETE FROM fences WHERE lifted_at IS NOT NULL AND fence_id NOT IN
          (SELECT fence_id FROM fences WHERE lifted_at IS NOT NULL ORDER BY lifted_at DESC LIMIT ?)`,
-
     ).run(FENCE_HISTORY)
   }
 }
@@ -726,11 +732,9 @@ function normalizePairingCode(code: string): string {
   return code.trim().toUpperCase().replace(/\s+/g, '')
 }
 
+/** Constant time, over fixed-size digests so not even the length of the expected text leaks. */
 function sameText(a: string, b: string): boolean {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  // Compare fixed-size digests so the length of the expected code leaks nothing either.
-  return timingSafeEqual(Buffer.from(sha256Hex(left), 'hex'), Buffer.from(sha256Hex(right), 'hex'))
+  return timingSafeEqual(Buffer.from(sha256Hex(a), 'hex'), Buffer.from(sha256Hex(b), 'hex'))
 }
 
 function scriptFromRow(row: Row): ScriptRecord {

@@ -104,9 +104,10 @@ export class WorkerdRuntime {
     return this.validations.run(async () => {
       await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
       const dir = path.join(this.runtimeDir, 'validate', randomUUID())
-      const configPath = await this.writeConfig(dir, renderValidationConfig(script, this.renderOptions()))
+      const config = renderValidationConfig(script, this.renderOptions())
+      const configPath = await this.writeConfig(dir, config.text)
       try {
-        const outcome = await WorkerdProcess.start({configPath, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
+        const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
         if (!outcome.ok) return {ok: false, error: outcome.error}
         await outcome.process.kill()
         return {ok: true}
@@ -133,9 +134,9 @@ export class WorkerdRuntime {
       if (usesDurableObjects(script)) await mkdir(this.durableObjectRoot(script.name), {recursive: true, mode: 0o700})
     }
     const dir = path.join(this.runtimeDir, `shard-${index}`, randomUUID())
-    const text = renderShardConfig(scripts, {...this.renderOptions(), durableObjectRoot: (script) => this.durableObjectRoot(script)})
-    const configPath = await this.writeConfig(dir, text)
-    return {configPath, cwd: dir, discard: () => rm(dir, {recursive: true, force: true})}
+    const config = renderShardConfig(scripts, {...this.renderOptions(), durableObjectRoot: (script) => this.durableObjectRoot(script)})
+    const configPath = await this.writeConfig(dir, config.text)
+    return {configPath, sockets: config.sockets, cwd: dir, discard: () => rm(dir, {recursive: true, force: true})}
   }
 
   private durableObjectRoot(script: string): string {

@@ -7,7 +7,7 @@
 // the coalescing window, or while a swap runs, share the next swap. A process that dies on its own is
 // restarted with backoff, the gate closed meanwhile.
 import type {Logger} from 'pino'
-import {Pool} from 'undici'
+import {Agent} from 'undici'
 import type {RunnableScript} from '../state.js'
 import {WorkerdProcess} from './workerd-process.js'
 
@@ -16,6 +16,8 @@ export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
 /** A written config, ready to start; `discard` removes it once workerd has read it. */
 export interface PreparedConfig {
   configPath: string
+  /** The sockets the process reports once it listens: one per script, named after it. */
+  sockets: string[]
   cwd: string
   discard(): Promise<void>
 }
@@ -39,7 +41,8 @@ export type RestartReason = 'start' | 'deploy' | 'crash'
 
 /** A request's hold on the running process; release it when the response is done. */
 export interface ShardLease {
-  pool: Pool
+  /** Keep-alive connections to the process's sockets. */
+  dispatcher: Agent
   /** Settles when the process this lease points at has exited (a crash, or a swap). */
   exited: Promise<unknown>
   release(): void
@@ -69,10 +72,10 @@ const STABLE_AFTER_MS = 60_000
 export class Shard {
   private currentState: ShardState = 'stopped'
   private process: WorkerdProcess | null = null
-  private pool: Pool | null = null
+  private agent: Agent | null = null
   private startedAt = 0
-  /** Script → release generation, as loaded by the running process. */
-  private loaded = new Map<string, string>()
+  /** Script → the release generation the running process loaded and the origin it serves it on. */
+  private loaded = new Map<string, {releaseGeneration: string; origin: string}>()
   private inFlight = 0
   private drainWaiters: Array<() => void> = []
   /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
@@ -105,7 +108,12 @@ export class Shard {
 
   /** The release generation of `script` that the running process serves, if any. */
   liveGeneration(script: string): string | undefined {
-    return this.currentState === 'up' ? this.loaded.get(script) : undefined
+    return this.isUp() ? this.loaded.get(script)?.releaseGeneration : undefined
+  }
+
+  /** Where the running process serves `script` (http://127.0.0.1:<port>), if it does. */
+  originOf(script: string): string | undefined {
+    return this.isUp() ? this.loaded.get(script)?.origin : undefined
   }
 
   /** Starts the process; resolves once it is up (rejects if the first start fails). */
@@ -144,7 +152,7 @@ export class Shard {
     this.inFlight++
     let released = false
     return {
-      pool: this.pool!,
+      dispatcher: this.agent!,
       exited: this.process!.exited,
       release: () => {
         if (released) return
@@ -203,6 +211,7 @@ export class Shard {
       if (this.stopping) return
       const outcome = await WorkerdProcess.start({
         configPath: prepared.configPath,
+        sockets: prepared.sockets,
         cwd: prepared.cwd,
         startTimeoutMs: this.options.startTimeoutMs,
         onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
@@ -218,21 +227,23 @@ export class Shard {
     this.adopt(started, scripts)
     this.restarts++
     this.options.onSwapped?.({reason, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
-    this.options.log.info({shard: this.index, reason, scripts: scripts.length, port: started.port}, 'shard serving')
+    this.options.log.info({shard: this.index, reason, scripts: scripts.length, pid: started.pid}, 'shard serving')
   }
 
   private adopt(process: WorkerdProcess, scripts: RunnableScript[]): void {
     this.process = process
     this.startedAt = Date.now()
-    this.pool = new Pool(`http://127.0.0.1:${process.port}`, {connections: 128, keepAliveTimeout: 10_000})
-    this.loaded = new Map(scripts.map((script) => [script.name, script.releaseGeneration]))
+    this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000})
+    this.loaded = new Map(
+      scripts.map((script) => [script.name, {releaseGeneration: script.releaseGeneration, origin: `http://127.0.0.1:${process.ports.get(script.name)}`}]),
+    )
     this.options.recordPid(process.pid)
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       this.options.log.error({shard: this.index, ...exit}, 'workerd exited unexpectedly; restarting the shard')
       this.process = null
-      void this.pool?.destroy()
-      this.pool = null
+      void this.agent?.destroy()
+      this.agent = null
       this.setState('down')
       if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
       void sleep(this.nextCrashBackoff()).then(() => {
@@ -272,12 +283,12 @@ export class Shard {
 
   private async stopProcess(): Promise<void> {
     const process = this.process
-    const pool = this.pool
+    const agent = this.agent
     this.process = null
-    this.pool = null
+    this.agent = null
     this.loaded = new Map()
     // After a drain timeout some requests are still inside: cut them rather than wait forever.
-    await (this.inFlight === 0 ? pool?.close() : pool?.destroy())
+    await (this.inFlight === 0 ? agent?.close() : agent?.destroy())
     await process?.stop()
     this.options.recordPid(null)
   }

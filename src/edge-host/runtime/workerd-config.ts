@@ -1,10 +1,11 @@
 // Renders workerd configs (Cap'n Proto text). Two kinds, from the same per-script rendering so a
 // script validated alone runs the same way inside its shard:
 //
-// - a shard: one socket on 127.0.0.1:0 → the `router` worker, which hands each request to the
-//   script named by the first label of its Host header (the data plane sets it) via a service
-//   binding; every script's Durable Objects on disk under <data dir>/do/<script>/.
-// - a validation sandbox: one script alone, socket straight to it, Durable Objects in memory.
+// - a shard: one socket per script on 127.0.0.1:0 (named after the script; the data plane proxies
+//   straight to it — a routing Worker in front would halve throughput), plus a `health` socket so a
+//   shard without scripts still reports that it listens; Durable Objects on disk under
+//   <data dir>/do/<script>/.
+// - a validation sandbox: one script alone, Durable Objects in memory.
 //
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
 // public addresses only (no private-network egress). Module bodies are embedded from the module
@@ -13,16 +14,12 @@
 import {SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
 import type {RunnableScript} from '../state.js'
 
-/** Compatibility date of the router; any date this workerd supports works. */
-const ROUTER_COMPATIBILITY_DATE = '2025-01-01'
+/** The socket every shard has besides its scripts' sockets. */
+export const HEALTH_SOCKET = 'health'
 
-const ROUTER_SOURCE = `export default {
-  fetch(request, env) {
-    const host = new URL(request.url).hostname
-    const script = env[host.slice(0, host.indexOf('.'))]
-    return script ? script.fetch(request) : new Response('no such script on this shard', {status: 421})
-  },
-}`
+const HEALTH_WORKER = `(name = "${HEALTH_SOCKET}", worker = (
+      modules = [(name = "health.js", esModule = "export default { fetch() { return new Response('ok') } }")],
+      compatibilityDate = "2025-01-01"))`
 
 const MODULE_FIELD: Record<ModuleType, string> = {
   esModule: 'esModule',
@@ -40,39 +37,45 @@ export interface RenderOptions {
   egressAllow: string[]
 }
 
-export function renderShardConfig(scripts: RunnableScript[], options: RenderOptions & {durableObjectRoot: (script: string) => string}): string {
-  const router = `(name = "router", worker = (
-      modules = [(name = "router.js", esModule = ${capnpString(ROUTER_SOURCE)})],
-      compatibilityDate = "${ROUTER_COMPATIBILITY_DATE}",
-      bindings = [${scripts.map((script) => `(name = ${capnpString(script.name)}, service = ${capnpString(script.name)})`).join(', ')}],
-      globalOutbound = "egress"))`
-  const services = [router]
+/** A rendered config and the names of the sockets workerd reports once it listens. */
+export interface RenderedConfig {
+  text: string
+  sockets: string[]
+}
+
+export function renderShardConfig(scripts: RunnableScript[], options: RenderOptions & {durableObjectRoot: (script: string) => string}): RenderedConfig {
+  const services = [HEALTH_WORKER]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
     services.push(renderWorker(script, options, storage))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   services.push(renderEgress(options.egressAllow))
-  return renderConfig(services, 'router')
+  return renderConfig(services, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
 }
 
-export function renderValidationConfig(script: RunnableScript, options: RenderOptions): string {
-  return renderConfig([renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null), renderEgress(options.egressAllow)], script.name)
+export function renderValidationConfig(script: RunnableScript, options: RenderOptions): RenderedConfig {
+  return renderConfig([renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null), renderEgress(options.egressAllow)], [script.name])
 }
 
 export function usesDurableObjects(script: RunnableScript): boolean {
   return script.bindings.some((binding) => binding.type === 'durable_object_namespace')
 }
 
-function renderConfig(services: string[], socketService: string): string {
-  return `using Workerd = import "/workerd/workerd.capnp";
+/** Each socket is named after the service it serves. */
+function renderConfig(services: string[], socketServices: string[]): RenderedConfig {
+  const sockets = socketServices.map((service) => `(name = ${capnpString(service)}, address = "127.0.0.1:0", http = (), service = ${capnpString(service)})`)
+  const text = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     ${services.join(',\n    ')}
   ],
-  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = ${capnpString(socketService)})]
+  sockets = [
+    ${sockets.join(',\n    ')}
+  ]
 );
 `
+  return {text, sockets: socketServices}
 }
 
 /** `storage`: a disk service name, "memory", or null when the script has no Durable Objects. */

@@ -1,6 +1,6 @@
-// One workerd process: spawned on a config file with `--control-fd 3`, it is up once workerd reports
-// the port its socket is listening on; if it exits first, its stderr says why (a module that fails
-// to compile makes the whole process exit).
+// One workerd process: spawned on a config file with `--control-fd 3`, it is up once workerd has
+// reported the port of every socket of the config; if it exits first, its stderr says why (a module
+// that fails to compile makes the whole process exit).
 import {spawn, type ChildProcess} from 'node:child_process'
 import {createRequire} from 'node:module'
 import {createInterface} from 'node:readline'
@@ -17,6 +17,8 @@ export type StartOutcome = {ok: true; process: WorkerdProcess} | {ok: false; err
 
 export interface StartOptions {
   configPath: string
+  /** Names of the config's sockets: the process is up once each reported its port. */
+  sockets: string[]
   cwd: string
   /** workerd's own log lines (and the Workers' console output), one at a time. */
   onOutput?: (line: string, stream: 'stdout' | 'stderr') => void
@@ -29,7 +31,8 @@ export class WorkerdProcess {
 
   private constructor(
     private readonly child: ChildProcess,
-    readonly port: number,
+    /** Socket name → the port it listens on. */
+    readonly ports: ReadonlyMap<string, number>,
     exited: Promise<{code: number | null; signal: NodeJS.Signals | null}>,
   ) {
     this.exited = exited
@@ -67,11 +70,12 @@ export class WorkerdProcess {
         settle({ok: false, error: `workerd did not start listening within ${options.startTimeoutMs} ms`})
       }, options.startTimeoutMs)
       child.once('error', (error) => settle({ok: false, error: `workerd could not be started: ${error.message}`}))
+      const ports = new Map<string, number>()
       createInterface({input: child.stdio[3] as NodeJS.ReadableStream}).on('line', (line) => {
         const message = parseControlMessage(line)
-        if (message?.event === 'listen' && typeof message.port === 'number') {
-          settle({ok: true, process: new WorkerdProcess(child, message.port, exited)})
-        }
+        if (message?.event !== 'listen' || typeof message.socket !== 'string' || typeof message.port !== 'number') return
+        ports.set(message.socket, message.port)
+        if (options.sockets.every((socket) => ports.has(socket))) settle({ok: true, process: new WorkerdProcess(child, ports, exited)})
       })
       // 'close' comes after the output streams ended, so stderr is complete by then.
       child.once('close', (code, signal) => {
@@ -97,9 +101,9 @@ export class WorkerdProcess {
   }
 }
 
-function parseControlMessage(line: string): {event?: unknown; port?: unknown} | null {
+function parseControlMessage(line: string): {event?: unknown; socket?: unknown; port?: unknown} | null {
   try {
-    return JSON.parse(line) as {event?: unknown; port?: unknown}
+    return JSON.parse(line) as {event?: unknown; socket?: unknown; port?: unknown}
   } catch {
     return null
   }
