@@ -219,6 +219,8 @@ export class HostState {
   }
 
   private readonly statements = new Map<string, Database.Statement>()
+  /** Routes read by the data plane, kept until the next write (this process is the only writer of scripts). */
+  private readonly routes = new Map<string, RouteRecord | null>()
 
   /** Prepared statements are cached: the data plane reads a route on every request. */
   private sql(text: string): Database.Statement {
@@ -228,6 +230,15 @@ export class HostState {
       this.statements.set(text, statement)
     }
     return statement
+  }
+
+  /** Every write runs here: one IMMEDIATE transaction, and the route cache starts over after it. */
+  private write<T>(work: () => T): T {
+    try {
+      return this.db.transaction(work).immediate()
+    } finally {
+      this.routes.clear()
+    }
   }
 
   // ── Pairing ─────────────────────────────────────────────────────────────────────────────────
@@ -264,17 +275,15 @@ export class HostState {
 
   /** Exchanges the one-time code for a fresh secret, replacing any earlier pairing. */
   completePairing(code: string): {secret: string; pairedAt: number} | null {
-    return this.db
-      .transaction(() => {
-        const expected = this.pairingCode()
-        if (expected === null || !sameText(expected, normalizePairingCode(code))) return null
-        const secret = generateSecret()
-        const pairedAt = Date.now()
-        this.setMeta('pairing_code', null)
-        this.setMeta('pairing_secret', secret)
-        return {secret, pairedAt}
-      })
-      .immediate()
+    return this.write(() => {
+      const expected = this.pairingCode()
+      if (expected === null || !sameText(expected, normalizePairingCode(code))) return null
+      const secret = generateSecret()
+      const pairedAt = Date.now()
+      this.setMeta('pairing_code', null)
+      this.setMeta('pairing_secret', secret)
+      return {secret, pairedAt}
+    })
   }
 
   // ── Nonces ──────────────────────────────────────────────────────────────────────────────────
@@ -299,17 +308,16 @@ export class HostState {
 
   /** What the data plane needs to route one request; read on every request. */
   route(name: string): RouteRecord | null {
+    const cached = this.routes.get(name)
+    if (cached !== undefined) return cached
     const row = this.sql(
       `SELECT shard, retired_at, locked_down_at, policy_mode, policy_api_key_sha256, policy_api_key_last_four,
          policy_ip_allowlist, policy_revision, policy_updated_at FROM scripts WHERE name = ?`,
     ).get(name) as Row | undefined
-    if (!row) return null
-    return {
-      shard: row.shard as number | null,
-      retired: row.retired_at !== null,
-      lockedDown: row.locked_down_at !== null,
-      policy: policyFromRow(row),
-    }
+    const route = row ? {shard: row.shard as number | null, retired: row.retired_at !== null, lockedDown: row.locked_down_at !== null, policy: policyFromRow(row)} : null
+    // Unknown names are not cached: anyone can ask for any number of them.
+    if (route) this.routes.set(name, route)
+    return route
   }
 
   scripts(): ScriptRecord[] {
@@ -367,17 +375,15 @@ export class HostState {
 
   /** Moves scripts off shards that no longer exist (the shard count was lowered). */
   reassignOrphanedShards(shardCount: number): void {
-    this.db
-      .transaction(() => {
-        const orphans = this.sql('SELECT name FROM scripts WHERE retired_at IS NULL AND shard >= ? ORDER BY name').all(shardCount) as Array<{
-          name: string
-        }>
-        for (const {name} of orphans) {
-          const shard = leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
-          this.sql('UPDATE scripts SET shard = ? WHERE name = ?').run(shard, name)
-        }
-      })
-      .immediate()
+    this.write(() => {
+      const orphans = this.sql('SELECT name FROM scripts WHERE retired_at IS NULL AND shard >= ? ORDER BY name').all(shardCount) as Array<{
+        name: string
+      }>
+      for (const {name} of orphans) {
+        const shard = leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
+        this.sql('UPDATE scripts SET shard = ? WHERE name = ?').run(shard, name)
+      }
+    })
   }
 
   // ── Scripts: mutations ──────────────────────────────────────────────────────────────────────
@@ -420,49 +426,47 @@ export class HostState {
    * when the upload repeats what the script already holds.
    */
   saveUpload(name: string, upload: ScriptUpload, shards: {count: number; maxScriptsPerShard: number}): number | null {
-    return this.db
-      .transaction(() => {
-        this.assertNotFenced()
-        this.assertNotRetired(name)
-        if (this.holdsUpload(name, upload)) return null
-        this.assertNoSecretShadowed(name, upload.bindings)
-        const now = Date.now()
-        const existing = this.script(name)
-        let shard = existing?.shard ?? null
-        if (shard === null || shard >= shards.count) {
-          shard = leastLoadedShard(this.shardLoads(shards.count), shards.count, shards.maxScriptsPerShard)
-          if (shard === null) {
-            throw new HostError('host_full', `every shard holds ${shards.maxScriptsPerShard} scripts; raise host.shards or host.max_scripts_per_shard`)
-          }
+    return this.write(() => {
+      this.assertNotFenced()
+      this.assertNotRetired(name)
+      if (this.holdsUpload(name, upload)) return null
+      this.assertNoSecretShadowed(name, upload.bindings)
+      const now = Date.now()
+      const existing = this.script(name)
+      let shard = existing?.shard ?? null
+      if (shard === null || shard >= shards.count) {
+        shard = leastLoadedShard(this.shardLoads(shards.count), shards.count, shards.maxScriptsPerShard)
+        if (shard === null) {
+          throw new HostError('host_full', `every shard holds ${shards.maxScriptsPerShard} scripts; raise host.shards or host.max_scripts_per_shard`)
         }
-        const columns = {
-          name,
-          shard,
-          release_generation: upload.releaseGeneration,
-          main_module: upload.mainModule,
-          compatibility_date: upload.compatibilityDate,
-          compatibility_flags: JSON.stringify(upload.compatibilityFlags),
-          builder_policy: upload.builderPolicy,
-          tags: JSON.stringify(upload.tags),
-          bindings: JSON.stringify(upload.bindings),
-          content_digest: HostState.uploadDigest(upload),
-          now,
-        }
-        this.sql(
-          `INSERT INTO scripts (name, shard, release_generation, main_module, compatibility_date, compatibility_flags,
-             builder_policy, tags, bindings, content_digest, created_at, updated_at, policy_updated_at)
-           VALUES (@name, @shard, @release_generation, @main_module, @compatibility_date, @compatibility_flags,
-             @builder_policy, @tags, @bindings, @content_digest, @now, @now, @now)
-           ON CONFLICT (name) DO UPDATE SET shard = excluded.shard, release_generation = excluded.release_generation,
-             main_module = excluded.main_module, compatibility_date = excluded.compatibility_date,
-             compatibility_flags = excluded.compatibility_flags, builder_policy = excluded.builder_policy,
-             tags = excluded.tags, bindings = excluded.bindings, content_digest = excluded.content_digest,
-             updated_at = excluded.updated_at`,
-        ).run(columns)
-        this.replaceModules(name, upload.modules)
-        return shard
-      })
-      .immediate()
+      }
+      const columns = {
+        name,
+        shard,
+        release_generation: upload.releaseGeneration,
+        main_module: upload.mainModule,
+        compatibility_date: upload.compatibilityDate,
+        compatibility_flags: JSON.stringify(upload.compatibilityFlags),
+        builder_policy: upload.builderPolicy,
+        tags: JSON.stringify(upload.tags),
+        bindings: JSON.stringify(upload.bindings),
+        content_digest: HostState.uploadDigest(upload),
+        now,
+      }
+      this.sql(
+        `INSERT INTO scripts (name, shard, release_generation, main_module, compatibility_date, compatibility_flags,
+           builder_policy, tags, bindings, content_digest, created_at, updated_at, policy_updated_at)
+         VALUES (@name, @shard, @release_generation, @main_module, @compatibility_date, @compatibility_flags,
+           @builder_policy, @tags, @bindings, @content_digest, @now, @now, @now)
+         ON CONFLICT (name) DO UPDATE SET shard = excluded.shard, release_generation = excluded.release_generation,
+           main_module = excluded.main_module, compatibility_date = excluded.compatibility_date,
+           compatibility_flags = excluded.compatibility_flags, builder_policy = excluded.builder_policy,
+           tags = excluded.tags, bindings = excluded.bindings, content_digest = excluded.content_digest,
+           updated_at = excluded.updated_at`,
+      ).run(columns)
+      this.replaceModules(name, upload.modules)
+      return shard
+    })
   }
 
   private replaceModules(name: string, modules: DecodedModule[]): void {
@@ -488,17 +492,15 @@ export class HostState {
 
   /** Retires a script for good; a name the host never had is recorded as retired too. */
   retire(name: string): void {
-    this.db
-      .transaction(() => {
-        this.assertNotFenced()
-        const now = Date.now()
-        this.sql(
-          `INSERT INTO scripts (name, retired_at, created_at, updated_at, policy_updated_at) VALUES (@name, @now, @now, @now, @now)
-           ON CONFLICT (name) DO UPDATE SET retired_at = COALESCE(retired_at, excluded.retired_at),
-             updated_at = CASE WHEN retired_at IS NULL THEN excluded.updated_at ELSE updated_at END`,
-        ).run({name, now})
-      })
-      .immediate()
+    this.write(() => {
+      this.assertNotFenced()
+      const now = Date.now()
+      this.sql(
+        `INSERT INTO scripts (name, retired_at, created_at, updated_at, policy_updated_at) VALUES (@name, @now, @now, @now, @now)
+         ON CONFLICT (name) DO UPDATE SET retired_at = COALESCE(retired_at, excluded.retired_at),
+           updated_at = CASE WHEN retired_at IS NULL THEN excluded.updated_at ELSE updated_at END`,
+      ).run({name, now})
+    })
   }
 
   /**
@@ -507,35 +509,33 @@ export class HostState {
    * returns the stored result without applying anything.
    */
   control<T extends Record<string, unknown>>(name: string, operation: ReceiptOperation, meta: ControlMeta, apply: (now: number) => T): T {
-    return this.db
-      .transaction(() => {
-        if (meta.mutationId !== undefined) {
-          const earlier = this.receipt(meta.mutationId)
-          if (earlier) {
-            if (earlier.commandDigest !== meta.commandDigest || earlier.operation !== operation || earlier.scriptName !== name) {
-              throw new HostError('mutation_conflict', `mutation ${meta.mutationId} was already applied with different facts`)
-            }
-            return earlier.result as T
+    return this.write(() => {
+      if (meta.mutationId !== undefined) {
+        const earlier = this.receipt(meta.mutationId)
+        if (earlier) {
+          if (earlier.commandDigest !== meta.commandDigest || earlier.operation !== operation || earlier.scriptName !== name) {
+            throw new HostError('mutation_conflict', `mutation ${meta.mutationId} was already applied with different facts`)
           }
+          return earlier.result as T
         }
-        this.assertNotFenced()
-        if (!this.script(name)) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
-        this.assertNotRetired(name)
-        const now = Date.now()
-        const result = apply(now)
-        if (meta.mutationId !== undefined) {
-          this.sql('INSERT INTO receipts (mutation_id, command_digest, operation, script, result, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
-            meta.mutationId,
-            meta.commandDigest!,
-            operation,
-            name,
-            JSON.stringify(result),
-            now,
-          )
-        }
-        return result
-      })
-      .immediate()
+      }
+      this.assertNotFenced()
+      if (!this.script(name)) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
+      this.assertNotRetired(name)
+      const now = Date.now()
+      const result = apply(now)
+      if (meta.mutationId !== undefined) {
+        this.sql('INSERT INTO receipts (mutation_id, command_digest, operation, script, result, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+          meta.mutationId,
+          meta.commandDigest!,
+          operation,
+          name,
+          JSON.stringify(result),
+          now,
+        )
+      }
+      return result
+    })
   }
 
   setLockdown(name: string, now: number): number {
@@ -639,13 +639,11 @@ export class HostState {
   }
 
   acknowledgeReceipt(mutationId: string): boolean {
-    return this.db
-      .transaction(() => {
-        this.assertNotFenced()
-        const update = this.sql('UPDATE receipts SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE mutation_id = ?')
-        return update.run(Date.now(), mutationId).changes === 1
-      })
-      .immediate()
+    return this.write(() => {
+      this.assertNotFenced()
+      const update = this.sql('UPDATE receipts SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE mutation_id = ?')
+      return update.run(Date.now(), mutationId).changes === 1
+    })
   }
 
   // ── Fences ──────────────────────────────────────────────────────────────────────────────────
@@ -675,31 +673,27 @@ export class HostState {
 
   /** Begins a fence; the same active id again is a no-op (`created: false`). */
   beginFence(fenceId: string, ttlSeconds: number, reason: string): {fence: FenceRecord; created: boolean} {
-    return this.db
-      .transaction(() => {
-        const now = Date.now()
-        const active = this.activeFence(now)
-        if (active?.fenceId === fenceId) return {fence: active, created: false}
-        if (active) throw new HostError('fence_active', `fence ${active.fenceId} is active until ${new Date(active.expiresAt).toISOString()}`)
-        if (this.fence(fenceId)) throw new HostError('fence_lifted', `fence ${fenceId} was already lifted; begin a new fence id`)
-        this.sql('INSERT INTO fences (fence_id, reason, started_at, expires_at) VALUES (?, ?, ?, ?)').run(fenceId, reason, now, now + ttlSeconds * 1000)
-        this.pruneFenceHistory()
-        return {fence: this.fence(fenceId)!, created: true}
-      })
-      .immediate()
+    return this.write(() => {
+      const now = Date.now()
+      const active = this.activeFence(now)
+      if (active?.fenceId === fenceId) return {fence: active, created: false}
+      if (active) throw new HostError('fence_active', `fence ${active.fenceId} is active until ${new Date(active.expiresAt).toISOString()}`)
+      if (this.fence(fenceId)) throw new HostError('fence_lifted', `fence ${fenceId} was already lifted; begin a new fence id`)
+      this.sql('INSERT INTO fences (fence_id, reason, started_at, expires_at) VALUES (?, ?, ?, ?)').run(fenceId, reason, now, now + ttlSeconds * 1000)
+      this.pruneFenceHistory()
+      return {fence: this.fence(fenceId)!, created: true}
+    })
   }
 
   endFence(fenceId: string): FenceRecord {
-    return this.db
-      .transaction(() => {
-        const fence = this.fence(fenceId)
-        if (!fence) throw new HostError('fence_not_found', `the host has no fence ${fenceId}`)
-        if (fence.liftedAt === null) {
-          this.sql(`UPDATE fences SET lifted_at = ?, lift_reason = 'ended' WHERE fence_id = ?`).run(Date.now(), fenceId)
-        }
-        return this.fence(fenceId)!
-      })
-      .immediate()
+    return this.write(() => {
+      const fence = this.fence(fenceId)
+      if (!fence) throw new HostError('fence_not_found', `the host has no fence ${fenceId}`)
+      if (fence.liftedAt === null) {
+        this.sql(`UPDATE fences SET lifted_at = ?, lift_reason = 'ended' WHERE fence_id = ?`).run(Date.now(), fenceId)
+      }
+      return this.fence(fenceId)!
+    })
   }
 
   private pruneFenceHistory(): void {

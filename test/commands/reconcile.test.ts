@@ -12,8 +12,8 @@ import {FileArtifactStore} from '../../src/artifacts/store.js'
 import {sha256Hex} from '../../src/canonical-json.js'
 import {settingsSchema} from '../../src/config/schema.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
+import {CLI_BIN as CLI} from '../support/cli.js'
 
-const CLI = path.resolve('bin/dev.js')
 // Every run is a fresh Node process compiling TypeScript (bin/dev.js): slow on a loaded 2-core machine.
 const CLI_TEST_TIMEOUT_MS = 180_000
 const SCOPE = 'onprem:0123456789ab'

@@ -13,9 +13,9 @@ import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
 import {describeEachStore} from '../support/stores.js'
 import {FIXTURES_DIR} from '../support/worker-fixtures.js'
+import {CLI_BIN as BIN} from '../support/cli.js'
 
 const HELLO = path.join(FIXTURES_DIR, 'hello')
-const BIN = path.resolve('bin/dev.js')
 const LEASE_SECONDS = 1
 const POINTS: FaultPoint[] = [
   'submit.after_intents',

@@ -10,9 +10,9 @@ import {readHostInfo, type HostInfo} from '../../src/edge-host/host.js'
 import {paths} from '../../src/protocol/management-api.js'
 import {HostClient} from '../support/host.js'
 import {fixtureUpload, scriptNameFor} from '../support/worker-fixtures.js'
+import {CLI_BIN as CLI} from '../support/cli.js'
 
 const ROOT = path.resolve(import.meta.dirname, '../..')
-const CLI = path.join(ROOT, 'bin/dev.js')
 const env = {...process.env, EDGEWORKERS_HOST__SHARDS: '1', EDGEWORKERS_LOG_LEVEL: 'info'}
 
 let dataDir: string

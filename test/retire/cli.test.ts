@@ -9,8 +9,8 @@ import path from 'node:path'
 import {afterAll, expect, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
+import {CLI_BIN as CLI} from '../support/cli.js'
 
-const CLI = path.resolve('bin/dev.js')
 
 interface CliResult {
   code: number

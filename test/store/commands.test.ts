@@ -7,9 +7,9 @@ import path from 'node:path'
 import {afterAll, describe, expect, inject, onTestFinished, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {deterministicId, openStore, scriptNameFor} from '../../src/store/index.js'
+import {CLI_BIN as CLI} from '../support/cli.js'
 
 // vitest runs from the repository root.
-const CLI = path.resolve('bin/dev.js')
 // Each command is a fresh process that loads oclif and transpiles the sources: seconds on a busy machine.
 const CLI_TEST_TIMEOUT_MS = 300_000
 
