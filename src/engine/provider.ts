@@ -2,7 +2,6 @@
 // distinguishes an invalid provider (misconfiguration: settle `edge_workers_provider_invalid`, or
 // skip the pass) from one that cannot be built right now (unpaired: retry later, touch nothing).
 import type {Settings} from '../config/schema.js'
-import {OnPremProvider} from '../provider/onprem/client.js'
 import type {EdgeProvider} from '../provider/types.js'
 import type {Store} from '../store/index.js'
 
@@ -31,6 +30,8 @@ export async function resolveProvider(store: Store, settings: Settings): Promise
   const pairing = candidates[0]!
   const secret = await store.kit.pairingSecret(pairing.scope)
   if (!secret) return {status: 'unavailable', code: 'edge_host_unpaired', message: `scope ${pairing.scope} lost its pairing`}
+  // The HTTP client loads only when a provider is needed: a pass with nothing to do skips it.
+  const {OnPremProvider} = await import('../provider/onprem/client.js')
   return {
     status: 'ready',
     scope: pairing.scope,

@@ -8,7 +8,7 @@ import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {StoreContext, systemClock, type Backend, type Clock} from './context.js'
 import {migrate, schemaStatus, type SchemaStatus} from './migrator.js'
-import {openPostgres, redactedUrl} from './postgres/open.js'
+import {redactedUrl} from './postgres/redact.js'
 import {AuditRepository} from './repositories/audit.js'
 import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
@@ -50,7 +50,8 @@ export interface OpenStoreOptions {
 
 export async function openStore(settings: Settings, options: OpenStoreOptions = {}): Promise<Store> {
   const target = storeTarget(settings)
-  const db = target.backend === 'postgres' ? await openPostgres(target.url, settings) : openSqlite(target.file, settings)
+  // The pg driver loads only for a PostgreSQL store: a cron pass on SQLite should not pay for it.
+  const db = target.backend === 'postgres' ? await (await import('./postgres/open.js')).openPostgres(target.url, settings) : openSqlite(target.file, settings)
   const clock = options.clock ?? systemClock
   return new KyselyStore(db, new StoreContext(db, {backend: target.backend, clock, backoff: settings.backoff}, false), target.location)
 }

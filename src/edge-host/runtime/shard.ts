@@ -1,14 +1,18 @@
 // One shard: a workerd process running a subset of the scripts, and the gate in front of it.
 //
-// workerd loads its whole config at start, so a deploy restarts the shard: the new config is written
-// first, then the gate closes (new requests wait), requests already inside finish, the old process
-// stops (it must be gone before the new one opens the same Durable Object files), the new one starts,
-// and the gate opens again — held requests are served, none dropped. Restart requests arriving within
-// the coalescing window, or while a swap runs, share the next swap. A process that dies on its own is
-// restarted with backoff, the gate closed meanwhile.
+// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new
+// config is written first; then, in one of two modes:
+// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may
+//   open): the gate closes (new requests wait), requests already inside finish, the old process
+//   stops, the new one starts, and the gate opens — held requests are served, none dropped;
+// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
+//   as soon as it listens, and the old one stops once its requests are done — nothing waits.
+// Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
+// A process that dies on its own is restarted with backoff, the gate closed meanwhile.
 import type {Logger} from 'pino'
 import {Agent} from 'undici'
 import type {RunnableScript} from '../state.js'
+import {usesDurableObjects} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
 export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
@@ -34,10 +38,12 @@ export interface ShardOptions {
   startTimeoutMs: number
   log: Logger
   onStateChange?(state: ShardState): void
-  onSwapped?(event: {reason: RestartReason; seconds: number; scripts: number}): void
+  /** `seconds`: from the swap's start until the new process serves (requests waited that long in `hold` mode). */
+  onSwapped?(event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
 }
 
 export type RestartReason = 'start' | 'deploy' | 'crash'
+export type SwapMode = 'hold' | 'overlap'
 
 /** A request's hold on the running process; release it when the response is done. */
 export interface ShardLease {
@@ -74,8 +80,8 @@ export class Shard {
   private process: WorkerdProcess | null = null
   private agent: Agent | null = null
   private startedAt = 0
-  /** Script → the release generation the running process loaded and the origin it serves it on. */
-  private loaded = new Map<string, {releaseGeneration: string; origin: string}>()
+  /** Script → what the running process loaded: its release generation, the origin it serves it on. */
+  private loaded = new Map<string, {releaseGeneration: string; origin: string; usesDurableObjects: boolean}>()
   private inFlight = 0
   private drainWaiters: Array<() => void> = []
   /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
@@ -84,6 +90,8 @@ export class Shard {
   private pendingReason: RestartReason = 'deploy'
   private driving = false
   private currentSwap: Promise<void> | null = null
+  /** Replaced processes still finishing their requests (overlap mode). */
+  private readonly retiring = new Set<Promise<void>>()
   private stopping = false
   private consecutiveCrashes = 0
   restarts = 0
@@ -169,6 +177,7 @@ export class Shard {
     await this.currentSwap?.catch(() => {}) // a process it starts is stopped just below
     await this.drained()
     await this.stopProcess()
+    await Promise.all(this.retiring)
     this.setState('stopped')
   }
 
@@ -203,12 +212,16 @@ export class Shard {
     const scripts = this.options.loadScripts()
     const prepared = await this.options.prepare(scripts)
     const began = performance.now()
+    const running = this.process
+    const mode: SwapMode = running && !this.loadedUsesDurableObjects() && !scripts.some(usesDurableObjects) ? 'overlap' : 'hold'
     let started: WorkerdProcess
     try {
-      this.setState(this.process ? 'swapping' : 'starting')
-      await this.drained()
-      await this.stopProcess()
-      if (this.stopping) return
+      if (mode === 'hold') {
+        this.setState(running ? 'swapping' : 'starting')
+        await this.drained()
+        await this.stopProcess()
+        if (this.stopping) return
+      }
       const outcome = await WorkerdProcess.start({
         configPath: prepared.configPath,
         sockets: prepared.sockets,
@@ -217,17 +230,34 @@ export class Shard {
         onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
       })
       if (!outcome.ok) {
-        this.setState('down')
+        // In overlap mode the old process still serves; in hold mode it is gone.
+        if (mode === 'hold') this.setState('down')
         throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
       }
       started = outcome.process
     } finally {
       await prepared.discard()
     }
+    const replaced = mode === 'overlap' ? {process: this.process!, agent: this.agent!} : null
     this.adopt(started, scripts)
+    if (replaced) this.retire(replaced)
     this.restarts++
-    this.options.onSwapped?.({reason, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
-    this.options.log.info({shard: this.index, reason, scripts: scripts.length, pid: started.pid}, 'shard serving')
+    this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
+    this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid}, 'shard serving')
+  }
+
+  /** Stops a replaced process once the requests it still serves are done. */
+  private retire(replaced: {process: WorkerdProcess; agent: Agent}): void {
+    const retiring = (async () => {
+      await replaced.agent.close()
+      await replaced.process.stop()
+    })()
+    this.retiring.add(retiring)
+    void retiring.finally(() => this.retiring.delete(retiring))
+  }
+
+  private loadedUsesDurableObjects(): boolean {
+    return [...this.loaded.values()].some((entry) => entry.usesDurableObjects)
   }
 
   private adopt(process: WorkerdProcess, scripts: RunnableScript[]): void {
@@ -235,7 +265,14 @@ export class Shard {
     this.startedAt = Date.now()
     this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000})
     this.loaded = new Map(
-      scripts.map((script) => [script.name, {releaseGeneration: script.releaseGeneration, origin: `http://127.0.0.1:${process.ports.get(script.name)}`}]),
+      scripts.map((script) => [
+        script.name,
+        {
+          releaseGeneration: script.releaseGeneration,
+          origin: `http://127.0.0.1:${process.ports.get(script.name)}`,
+          usesDurableObjects: usesDurableObjects(script),
+        },
+      ]),
     )
     this.options.recordPid(process.pid)
     void process.exited.then((exit) => {

@@ -5,6 +5,7 @@ import pg from 'pg'
 import type {Settings} from '../../config/schema.js'
 import {KitError} from '../../errors.js'
 import type {Database} from '../schema.js'
+import {redactedUrl} from './redact.js'
 
 const INT8_OID = 20
 
@@ -43,15 +44,6 @@ export async function openPostgres(url: string, settings: Settings): Promise<Kys
 }
 
 /** The URL an operator may see: the password is never shown. */
-export function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    parsed.password = ''
-    return parsed.toString()
-  } catch {
-    return 'postgres://(unparseable URL)'
-  }
-}
 
 function passwordOf(url: string): string {
   try {
