@@ -1,8 +1,11 @@
 // Edge host benchmark, all in one run:
 //   1. requests/s and p50/p99 latency of fixtures/workers/hello through the host (data plane →
 //      shard → script) against the same script on a bare workerd process (the baseline), and the ratio;
-//   2. shard swap time (requests held while the shard's workerd is replaced) for a shard holding 1
-//      and 64 scripts, and the whole upload → live time of a redeploy;
+//      plus a plain Node proxy (http server + undici, no logic) in front of the bare workerd: the
+//      floor of any Node front proxy on this machine, so the host's own cost can be told apart;
+//   2. shard swap time for a shard holding 1 and 64 scripts, in both swap modes (overlap: no script
+//      of the shard has Durable Objects, nothing waits; hold: one has, requests wait for the swap),
+//      and the whole upload → live time of a redeploy;
 //   3. resident memory per 100 scripts (the shard's workerd, and the host process).
 //
 //   node --import tsx bench/host/run.ts [--seconds 10] [--connections 32] [--rounds 3] [--swaps 5]
@@ -16,7 +19,8 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import pino from 'pino'
-import {request} from 'undici'
+import http from 'node:http'
+import {Agent, request} from 'undici'
 import {startHost, type RunningHost} from '../../src/edge-host/host.js'
 import {renderValidationConfig} from '../../src/edge-host/runtime/workerd-config.js'
 import {WorkerdProcess} from '../../src/edge-host/runtime/workerd-process.js'
@@ -37,6 +41,7 @@ const ROUNDS = Number(options.rounds)
 const SWAPS = Number(options.swaps)
 const LOAD = fileURLToPath(new URL('./load.ts', import.meta.url))
 const HELLO = fileURLToPath(new URL('../../fixtures/workers/hello/index.js', import.meta.url))
+const COUNTER = fileURLToPath(new URL('../../fixtures/workers/counter/index.js', import.meta.url))
 const workDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-host-'))
 
 interface LoadResult {
@@ -51,14 +56,24 @@ interface LoadResult {
 const scriptName = (label: string) => `dw-${createHash('sha256').update(label).digest('hex').slice(0, 48)}`
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
-function upload(source: string): UploadScript {
+function upload(source: string, bindings: UploadScript['bindings'] = []): UploadScript {
   return {
     releaseGeneration: createHash('sha256').update(source).digest('hex').slice(0, 32),
     mainModule: 'index.js',
     compatibilityDate: '2026-11-01',
     builderPolicy: 'department-worker-project-v2.9',
     modules: [{name: 'index.js', type: 'esModule', contentBase64: Buffer.from(source).toString('base64')}],
+    bindings,
   }
+}
+
+type SwapMode = 'hold' | 'overlap'
+
+/** The script whose redeploys are timed: plain in overlap mode, the counter (Durable Objects) in hold mode. */
+function timedScript(mode: SwapMode, round: number): UploadScript {
+  if (mode === 'overlap') return upload(`${variant(round)}// swap ${round} ${Date.now()}\n`)
+  const source = `${readFileSync(COUNTER, 'utf8')}// swap ${round} ${Date.now()}\n`
+  return upload(source, [{type: 'durable_object_namespace', name: 'COUNTER', className: 'Counter'}])
 }
 
 /** A distinct small Worker per index, so every script is its own code. */
@@ -123,6 +138,27 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
   return {process: outcome.process, url: `http://127.0.0.1:${outcome.process.ports.get(script.name)}/`}
 }
 
+/** The least a Node front proxy does: forward each request to `origin` and stream the answer back. */
+async function startPlainProxy(origin: string): Promise<{url: string; close(): Promise<void>}> {
+  const agent = new Agent({connections: 64})
+  const server = http.createServer((incoming, outgoing) => {
+    agent.dispatch(
+      {origin, path: incoming.url!, method: 'GET', headers: incoming.rawHeaders},
+      {
+        onRequestStart: () => {},
+        onResponseStart: (_controller, statusCode, headers) => outgoing.writeHead(statusCode, headers as http.OutgoingHttpHeaders),
+        onResponseData: (_controller, chunk) => void outgoing.write(chunk),
+        onResponseEnd: () => outgoing.end(),
+        onResponseError: (_controller, error) => outgoing.destroy(error),
+      },
+    )
+  })
+  server.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  const {port} = server.address() as {port: number}
+  return {url: `http://127.0.0.1:${port}/`, close: async () => (server.close(), await agent.close())}
+}
+
 async function load(url: string, seconds: number): Promise<LoadResult> {
   const child = spawn(process.execPath, ['--import', 'tsx', LOAD, url, String(CONNECTIONS), String(seconds)], {stdio: ['ignore', 'pipe', 'inherit']})
   let output = ''
@@ -132,29 +168,31 @@ async function load(url: string, seconds: number): Promise<LoadResult> {
   return JSON.parse(output) as LoadResult
 }
 
-/** Sum and count of the host's deploy swap-time histogram. */
-async function swapHistogram(host: RunningHost): Promise<{sum: number; count: number}> {
+/** Sum and count of the host's deploy swap-time histogram for one mode. */
+async function swapHistogram(host: RunningHost, mode: SwapMode): Promise<{sum: number; count: number}> {
   const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
-  const value = (name: string) => Number(new RegExp(`^edgeworkers_host_shard_swap_seconds_${name}\\{reason="deploy"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0)
+  const value = (name: string) =>
+    Number(new RegExp(`^edgeworkers_host_shard_swap_seconds_${name}\\{reason="deploy",mode="${mode}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0)
   return {sum: value('sum'), count: value('count')}
 }
 
-/** Redeploys one script `SWAPS` times; median held time and median upload → live time. */
-async function measureSwaps(host: RunningHost, client: Client, name: string): Promise<{heldMs: number; deployMs: number}> {
-  const held: number[] = []
+/** Redeploys one script `SWAPS` times: median swap time (from the host's metrics) and upload → live time. */
+async function measureSwaps(host: RunningHost, client: Client, name: string, mode: SwapMode): Promise<{swapMs: number; deployMs: number}> {
+  const swaps: number[] = []
   const total: number[] = []
   for (let round = 0; round < SWAPS; round++) {
-    const before = await swapHistogram(host)
+    const before = await swapHistogram(host, mode)
     const began = performance.now()
-    await client.deploy(name, upload(`${variant(round)}// swap ${round} ${Date.now()}\n`))
+    await client.deploy(name, timedScript(mode, round))
     total.push(performance.now() - began)
-    const after = await swapHistogram(host)
-    held.push(((after.sum - before.sum) / (after.count - before.count)) * 1000)
+    const after = await swapHistogram(host, mode)
+    if (after.count !== before.count + 1) throw new Error(`expected one ${mode} swap, saw ${after.count - before.count}`)
+    swaps.push((after.sum - before.sum) * 1000)
   }
-  return {heldMs: median(held), deployMs: median(total)}
+  return {swapMs: median(swaps), deployMs: median(total)}
 }
 
-/** Deploys scripts `from`…`to - 1` together (their restarts coalesce) and waits until all serve. */
+/** Deploys variants `from`…`to - 1` together (their restarts coalesce) and waits until all serve. */
 async function deployMany(client: Client, from: number, to: number): Promise<void> {
   const batch = Array.from({length: to - from}, (_, offset) => ({name: scriptName(`bench/${from + offset}`), script: upload(variant(from + offset))}))
   await Promise.all(batch.map(({name, script}) => client.deploy(name, script)))
@@ -171,21 +209,21 @@ async function main(): Promise<void> {
   const helloSource = readFileSync(HELLO, 'utf8')
   console.error(`# ${os.cpus().length} CPUs, load average ${os.loadavg().map((value) => value.toFixed(1)).join(' ')}`)
 
-  // 1. Throughput: through the host vs bare workerd, alternating rounds.
+  // 1. Throughput: bare workerd, a plain proxy in front of it, and the host, in interleaved rounds.
   const throughputHost = await startBenchHost(path.join(workDir, 'throughput'))
   const bare = await startBareWorkerd(helloSource)
   const hello = scriptName('bench/hello')
   await throughputHost.client.deploy(hello, upload(helloSource))
-  const hostUrl = `${throughputHost.host.publicUrl}/${hello}/`
-  const bareUrl = bare.url
-  await load(bareUrl, 2)
-  await load(hostUrl, 2)
-  const runs: {bare: LoadResult[]; host: LoadResult[]} = {bare: [], host: []}
+  const plain = await startPlainProxy(new URL(bare.url).origin)
+  const targets = {bare: bare.url, plain: plain.url, host: `${throughputHost.host.publicUrl}/${hello}/`}
+  for (const url of Object.values(targets)) await load(url, 2)
+  const runs: Record<keyof typeof targets, LoadResult[]> = {bare: [], plain: [], host: []}
   for (let round = 0; round < ROUNDS; round++) {
-    runs.bare.push(await load(bareUrl, SECONDS))
-    runs.host.push(await load(hostUrl, SECONDS))
-    console.error(`# round ${round + 1}: bare ${runs.bare.at(-1)!.rps.toFixed(0)} req/s, host ${runs.host.at(-1)!.rps.toFixed(0)} req/s`)
+    // Interleaved, so a change in the machine's other load hits all three alike.
+    for (const [target, url] of Object.entries(targets) as Array<[keyof typeof targets, string]>) runs[target].push(await load(url, SECONDS))
+    console.error(`# round ${round + 1}: ${Object.keys(targets).map((target) => `${target} ${runs[target as keyof typeof targets].at(-1)!.rps.toFixed(0)} req/s`).join(', ')}`)
   }
+  await plain.close()
   await bare.process.stop()
   await throughputHost.host.stop()
   const summary = (results: LoadResult[]) => ({
@@ -194,49 +232,61 @@ async function main(): Promise<void> {
     p99Ms: median(results.map((result) => result.p99Ms)),
     failures: results.reduce((sum, result) => sum + result.failures, 0),
   })
-  const bareSummary = summary(runs.bare)
-  const hostSummary = summary(runs.host)
+  /** Median over rounds of the per-round ratio to the bare baseline. */
+  const ratioToBare = (results: LoadResult[]) => median(results.map((result, round) => result.rps / runs.bare[round]!.rps))
 
-  // 2 and 3. Swap time at 1 and 64 scripts; memory at 0 and 100 scripts, on one shard.
-  const {host, client} = await startBenchHost(path.join(workDir, 'swap'))
-  const emptyShardRss = rssMiB(shardPid(host))
-  const emptyHostRss = rssMiB(process.pid)
-  await deployMany(client, 0, 1)
-  const swapOne = await measureSwaps(host, client, scriptName('bench/0'))
-  await deployMany(client, 1, 64)
-  const swapSixtyFour = await measureSwaps(host, client, scriptName('bench/0'))
-  await deployMany(client, 64, 100)
-  for (let index = 0; index < 100; index++) await (await fetch(`${host.publicUrl}/${scriptName(`bench/${index}`)}/`)).text()
-  const fullShardRss = rssMiB(shardPid(host))
-  const fullHostRss = rssMiB(process.pid)
-  await host.stop()
+  // 2 and 3. Swap time at 1 and 64 scripts in each mode; memory at 0 and 100 scripts, on one shard.
+  const swaps: Array<{mode: SwapMode; scripts: number; swapMs: number; deployMs: number}> = []
+  let emptyShardRss = 0
+  let fullShardRss = 0
+  let fullHostRss = 0
+  for (const mode of ['overlap', 'hold'] as const) {
+    const {host, client} = await startBenchHost(path.join(workDir, `swap-${mode}`))
+    const timed = scriptName(`bench/timed-${mode}`)
+    if (mode === 'overlap') {
+      emptyShardRss = rssMiB(shardPid(host))
+    }
+    await client.deploy(timed, timedScript(mode, -1))
+    swaps.push({mode, scripts: 1, ...(await measureSwaps(host, client, timed, mode))})
+    await deployMany(client, 1, 64)
+    swaps.push({mode, scripts: 64, ...(await measureSwaps(host, client, timed, mode))})
+    if (mode === 'overlap') {
+      await deployMany(client, 64, 100)
+      for (let index = 1; index < 100; index++) await (await fetch(`${host.publicUrl}/${scriptName(`bench/${index}`)}/`)).text()
+      await (await fetch(`${host.publicUrl}/${timed}/`)).text()
+      fullShardRss = rssMiB(shardPid(host))
+      fullHostRss = rssMiB(process.pid)
+    }
+    await host.stop()
+  }
 
-  const row = (label: string, result: ReturnType<typeof summary>) =>
-    `| ${label} | ${result.rps.toFixed(0)} | ${result.p50Ms.toFixed(2)} | ${result.p99Ms.toFixed(2)} | ${result.failures} |`
+  const row = (label: string, result: ReturnType<typeof summary>, ratio: number) =>
+    `| ${label} | ${result.rps.toFixed(0)} | ${result.p50Ms.toFixed(2)} | ${result.p99Ms.toFixed(2)} | ${result.failures} | ${ratio.toFixed(2)} |`
   console.log(
     [
       `Throughput: hello, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s each (medians).`,
       '',
-      '| target | req/s | p50 ms | p99 ms | failed |',
-      '|---|---|---|---|---|',
-      row('bare workerd (baseline)', bareSummary),
-      row('through the edge host', hostSummary),
+      '| target | req/s | p50 ms | p99 ms | failed | ratio to bare |',
+      '|---|---|---|---|---|---|',
+      row('bare workerd (baseline)', summary(runs.bare), 1),
+      row('plain Node proxy → bare workerd (floor)', summary(runs.plain), ratioToBare(runs.plain)),
+      row('through the edge host', summary(runs.host), ratioToBare(runs.host)),
       '',
-      `Ratio host / bare: **${(hostSummary.rps / bareSummary.rps).toFixed(2)}**`,
+      `Ratio host / bare (median of per-round ratios): **${ratioToBare(runs.host).toFixed(2)}**`,
       '',
-      `Shard swap (median of ${SWAPS} redeploys of one script):`,
+      `Shard swap (median of ${SWAPS} redeploys of one script; requests wait for the swap only in hold mode):`,
       '',
-      '| scripts in the shard | requests held (swap) ms | upload → live ms |',
-      '|---|---|---|',
-      `| 1 | ${swapOne.heldMs.toFixed(0)} | ${swapOne.deployMs.toFixed(0)} |`,
-      `| 64 | ${swapSixtyFour.heldMs.toFixed(0)} | ${swapSixtyFour.deployMs.toFixed(0)} |`,
-      '',
-      'Resident memory, one shard, 0 → 100 scripts (each served once):',
-      '',
-      '| process | 0 scripts MiB | 100 scripts MiB | per 100 scripts MiB |',
+      '| mode | scripts in the shard | swap ms | upload → live ms |',
       '|---|---|---|---|',
-      `| shard workerd | ${emptyShardRss.toFixed(0)} | ${fullShardRss.toFixed(0)} | ${(fullShardRss - emptyShardRss).toFixed(0)} |`,
-      `| host (node) | ${emptyHostRss.toFixed(0)} | ${fullHostRss.toFixed(0)} | ${(fullHostRss - emptyHostRss).toFixed(0)} |`,
+      ...swaps.map((swap) => `| ${swap.mode} | ${swap.scripts} | ${swap.swapMs.toFixed(0)} | ${swap.deployMs.toFixed(0)} |`),
+      '',
+      'Resident memory of the shard\'s workerd, 0 → 100 scripts (each served once):',
+      '',
+      '| 0 scripts MiB | 100 scripts MiB | per 100 scripts MiB |',
+      '|---|---|---|',
+      `| ${emptyShardRss.toFixed(0)} | ${fullShardRss.toFixed(0)} | ${(fullShardRss - emptyShardRss).toFixed(0)} |`,
+      '',
+      `The host process itself (node, state and proxy) held ${fullHostRss.toFixed(0)} MiB with 100 scripts; it does not grow per script beyond its GC noise.`,
     ].join('\n'),
   )
 }

@@ -101,7 +101,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       onShardState: (index, shardState) => metrics.shardUp.set({shard: String(index)}, shardState === 'up' ? 1 : 0),
       onSwapped: (index, event) => {
         metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
-        metrics.swapSeconds.observe({reason: event.reason}, event.seconds)
+        metrics.swapSeconds.observe({reason: event.reason, mode: event.mode}, event.seconds)
       },
     })
     cleanups.push(() => runtime.stop())

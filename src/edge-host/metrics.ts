@@ -29,8 +29,8 @@ export class HostMetrics {
 
   readonly swapSeconds = new Histogram({
     name: 'edgeworkers_host_shard_swap_seconds',
-    help: 'Time requests for a shard were held while its workerd was replaced (deploy swap time).',
-    labelNames: ['reason'] as const,
+    help: 'Shard swap time: from a (re)start until the new workerd serves. mode="hold": requests waited that long; "overlap": nobody waited.',
+    labelNames: ['reason', 'mode'] as const,
     buckets: [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30],
     registers: [this.registry],
   })

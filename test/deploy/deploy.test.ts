@@ -74,7 +74,7 @@ describeEachStore('deploy pipeline', (t) => {
     ])
   })
 
-  test('a redeploy serves the new version and supersedes the old one; the same project again is a duplicate', async () => {
+  test('a redeploy serves the new version and supersedes the old one; the same project again is a duplicate; a rollback redeploys', async () => {
     const engine = await kit.engine()
     const department = await kit.department()
     const first = await deployWorker(engine, {projectDir: HELLO, departmentId: department, wait: true})
@@ -88,6 +88,13 @@ describeEachStore('deploy pipeline', (t) => {
     const again = await deployWorker(engine, {projectDir: HELLO_V2, departmentId: department, wait: true})
     expect(again).toMatchObject({state: 'completed', duplicate: true, reused: true, outboxId: second.outboxId})
     expect(await t.store.outbox.list({operation: 'deploy'})).toHaveLength(2)
+
+    // A rollback to the superseded release deploys it again as a new version.
+    const rollback = await deployWorker(engine, {projectDir: HELLO, departmentId: department, wait: true})
+    expect(rollback).toMatchObject({state: 'completed', duplicate: false, reused: false, releaseGeneration: first.releaseGeneration})
+    expect(rollback.versionId).not.toBe(first.versionId)
+    expect((await fetchText(rollback.url!)).body).toBe('Hello from an Edge Worker! (GET /)\n')
+    expect((await t.store.workers.getVersion(second.versionId))?.state).toBe('superseded')
   })
 
   test('a tampered receipt digest fails integrity and never downgrades the deployed version', async () => {

@@ -13,7 +13,7 @@ import {chmod, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/pr
 import path from 'node:path'
 import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
-import {Shard, type PreparedConfig, type RestartReason, type ShardState} from './shard.js'
+import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
@@ -32,7 +32,7 @@ export interface RuntimeOptions {
   moduleContent(sha256: string): Buffer
   log: Logger
   onShardState?(index: number, state: ShardState): void
-  onSwapped?(index: number, event: {reason: RestartReason; seconds: number; scripts: number}): void
+  onSwapped?(index: number, event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
 }
 
 export type ValidationOutcome = {ok: true} | {ok: false; error: string}

@@ -31,8 +31,11 @@ export async function submitVersion(engine: Engine, input: {projectDir: string; 
     throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')
   }
   if (existingWorker) {
+    // The same release again is the same version while it serves or is on its way; a release that
+    // was superseded or failed gets a new version, so deploying it again (a rollback) really deploys.
     const same = await store.deployments.findVersionByGeneration(existingWorker.id, built.releaseGeneration)
-    if (same) return {worker: existingWorker, version: same, reused: true}
+    const live = same && (same.id === existingWorker.current_version_id || same.state === 'built' || same.state === 'deploying')
+    if (live) return {worker: existingWorker, version: same, reused: true}
   }
 
   const versionId = newId()
