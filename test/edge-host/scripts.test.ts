@@ -314,6 +314,26 @@ describe('bad input: refused with a clear code, nothing written, nothing disturb
     await expectUntouched()
   })
 
+  test('uploads validated together: each bad one is refused with its own error, the good ones go live', async () => {
+    const good = Array.from({length: 6}, (_, index) => ({name: scriptNameFor(`scripts/batch-${index}`), upload: textWorker(`batch ${index}`)}))
+    const broken = scriptNameFor('scripts/batch-broken')
+    const throwing = scriptNameFor('scripts/batch-throwing')
+    const [brokenAnswer, throwingAnswer, ...goodAnswers] = await Promise.all([
+      client.call('PUT', paths.script(broken), fixtureUpload('bad-syntax')),
+      client.call('PUT', paths.script(throwing), moduleUpload('throw new Error("batch boom"); export default {}')),
+      ...good.map(({name, upload}) => client.call('PUT', paths.script(name), upload)),
+    ])
+    expect(brokenAnswer!.status).toBe(422)
+    expect(brokenAnswer!.body.message).toMatch(/SyntaxError/)
+    expect(throwingAnswer!.status).toBe(422)
+    expect(throwingAnswer!.body.message).toContain('batch boom')
+    expect(goodAnswers.map((answer) => answer.status)).toEqual(good.map(() => 200))
+    for (const {name, upload} of good) await client.waitLive(name, upload.releaseGeneration)
+    for (const [index, {name}] of good.entries()) expect(await worker(name)).toMatchObject({status: 200, text: `batch ${index}`})
+    expect((await client.call('GET', paths.script(broken))).status).toBe(404)
+    expect((await client.call('GET', paths.script(throwing))).status).toBe(404)
+  })
+
   test('a redeploy that fails to compile leaves the live release serving', async () => {
     const before = await client.call('GET', paths.script(neighbour))
     expect((await client.call('PUT', paths.script(neighbour), fixtureUpload('bad-syntax'))).status).toBe(422)

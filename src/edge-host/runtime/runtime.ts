@@ -1,5 +1,5 @@
 // The workerd runtime of one host: N shards, the module cache their configs embed from, and the
-// validation sandbox every upload passes before it may join a shard.
+// validation sandboxes every upload passes before it may join a shard (./validator.ts).
 //
 // Files under <data dir>:
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
@@ -14,6 +14,7 @@ import path from 'node:path'
 import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
+import {Validator, type ValidationOutcome} from './validator.js'
 import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
@@ -24,7 +25,7 @@ export interface RuntimeOptions {
   drainTimeoutMs: number
   startTimeoutMs: number
   egressAllow: string[]
-  /** At most this many validation sandboxes run at once. */
+  /** At most this many validation sandboxes run at once (uploads arriving meanwhile share the next). */
   validationConcurrency: number
   /** The scripts shard `index` must run, read at each swap. */
   scriptsOfShard(index: number): RunnableScript[]
@@ -35,18 +36,16 @@ export interface RuntimeOptions {
   onSwapped?(index: number, event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
 }
 
-export type ValidationOutcome = {ok: true} | {ok: false; error: string}
-
 export class WorkerdRuntime {
   readonly shards: Shard[]
   private readonly runtimeDir: string
   private readonly modulesDir: string
-  private readonly validations: Semaphore
+  private readonly validator: Validator
 
   constructor(private readonly options: RuntimeOptions) {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
     this.modulesDir = path.join(this.runtimeDir, 'modules')
-    this.validations = new Semaphore(options.validationConcurrency)
+    this.validator = new Validator((scripts, modules) => this.runSandbox(scripts, modules), options.validationConcurrency)
     this.shards = Array.from(
       {length: options.shardCount},
       (_, index) =>
@@ -96,25 +95,27 @@ export class WorkerdRuntime {
   }
 
   /**
-   * Runs the script alone in a throwaway workerd: one module that fails to compile makes a whole
-   * workerd exit, so a script must pass here before it joins a shard. `modules` holds the bytes of
+   * Validates a script before it may join a shard (see ./validator.ts). `modules` holds the bytes of
    * modules not stored yet.
    */
-  async validate(script: RunnableScript, modules: Map<string, Buffer>): Promise<ValidationOutcome> {
-    return this.validations.run(async () => {
-      await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
-      const dir = path.join(this.runtimeDir, 'validate', randomUUID())
-      const config = renderValidationConfig(script, this.renderOptions())
-      const configPath = await this.writeConfig(dir, config.text)
-      try {
-        const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
-        if (!outcome.ok) return {ok: false, error: outcome.error}
-        await outcome.process.kill()
-        return {ok: true}
-      } finally {
-        await rm(dir, {recursive: true, force: true})
-      }
-    })
+  validate(script: RunnableScript, modules: Map<string, Buffer>): Promise<ValidationOutcome> {
+    return this.validator.validate(script, modules)
+  }
+
+  private async runSandbox(scripts: RunnableScript[], modules: Map<string, Buffer>): Promise<ValidationOutcome> {
+    for (const script of scripts) await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
+    const dir = path.join(this.runtimeDir, 'validate', randomUUID())
+    const config = renderValidationConfig(scripts, this.renderOptions())
+    const configPath = await this.writeConfig(dir, config.text)
+    try {
+      const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
+      this.options.log.debug({scripts: scripts.map((script) => script.name), ok: outcome.ok}, 'validation sandbox')
+      if (!outcome.ok) return outcome
+      await outcome.process.kill()
+      return {ok: true}
+    } finally {
+      await rm(dir, {recursive: true, force: true})
+    }
   }
 
   /** Removes cached module files no stored script uses any more. */
@@ -194,23 +195,4 @@ export class WorkerdRuntime {
 async function isZombie(pid: number): Promise<boolean> {
   const status = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
   return status === '' || / Z /.test(status)
-}
-
-/** Limits concurrent async work. */
-class Semaphore {
-  private active = 0
-  private readonly queue: Array<() => void> = []
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve))
-    this.active++
-    try {
-      return await work()
-    } finally {
-      this.active--
-      this.queue.shift()?.()
-    }
-  }
 }

@@ -5,7 +5,7 @@
 //   straight to it — a routing Worker in front would halve throughput), plus a `health` socket so a
 //   shard without scripts still reports that it listens; Durable Objects on disk under
 //   <data dir>/do/<script>/.
-// - a validation sandbox: one script alone, Durable Objects in memory.
+// - a validation sandbox: scripts apart from any shard, Durable Objects in memory.
 //
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
 // public addresses only (no private-network egress). Module bodies are embedded from the module
@@ -54,8 +54,9 @@ export function renderShardConfig(scripts: RunnableScript[], options: RenderOpti
   return renderConfig(services, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
 }
 
-export function renderValidationConfig(script: RunnableScript, options: RenderOptions): RenderedConfig {
-  return renderConfig([renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null), renderEgress(options.egressAllow)], [script.name])
+export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
+  const workers = scripts.map((script) => renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null))
+  return renderConfig([...workers, renderEgress(options.egressAllow)], scripts.map((script) => script.name))
 }
 
 export function usesDurableObjects(script: RunnableScript): boolean {
