@@ -20,7 +20,7 @@ import {WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
 import {HostState, STATE_FILE} from './state.js'
 
-export const HOST_INFO_FILE = 'host.json'
+const HOST_INFO_FILE = 'host.json'
 const LOCK_FILE = 'host.lock'
 
 export interface HostOptions {

@@ -121,7 +121,6 @@ export type ErrorBody = {code: ErrorCode; message: string}
 // ── Shared values ───────────────────────────────────────────────────────────────────────────────
 
 export const SCRIPT_NAME_PATTERN = /^dw-[0-9a-f]{48}$/
-export const scriptNameSchema = z.string().regex(SCRIPT_NAME_PATTERN, {error: 'must match ^dw-[0-9a-f]{48}$'})
 /** Opaque to the host; the kit sends its 32-hex release generation. */
 export const releaseGenerationSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
   error: 'must be 1–128 characters of letters, digits, ".", "_", ":" or "-"',

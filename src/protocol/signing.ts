@@ -57,7 +57,7 @@ export function generateSecret(): string {
   return randomBytes(32).toString('hex')
 }
 
-export function isSecret(value: string): boolean {
+function isSecret(value: string): boolean {
   return SECRET_PATTERN.test(value)
 }
 

@@ -15,7 +15,7 @@ import {SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/manageme
 import type {RunnableScript} from '../state.js'
 
 /** The socket every shard has besides its scripts' sockets. */
-export const HEALTH_SOCKET = 'health'
+const HEALTH_SOCKET = 'health'
 
 const HEALTH_WORKER = `(name = "${HEALTH_SOCKET}", worker = (
       modules = [(name = "health.js", esModule = "export default { fetch() { return new Response('ok') } }")],
@@ -125,7 +125,7 @@ function diskServiceName(script: string): string {
 }
 
 /** A Cap'n Proto text literal: quotes and backslashes escaped, control characters as \xHH. */
-export function capnpString(value: string): string {
+function capnpString(value: string): string {
   let out = '"'
   for (const character of value) {
     const code = character.codePointAt(0)!

@@ -13,6 +13,16 @@ const STDERR_LIMIT = 16 * 1024
 /** Time a stopped process gets to drain before it is killed. */
 const STOP_GRACE_MS = 10_000
 
+/**
+ * Every workerd this process started and that still runs. If the host process dies without stopping
+ * them (an uncaught exception), they die with it instead of holding Durable Object files; a host
+ * killed outright is cleaned up by the next start (see killLeftoverProcesses).
+ */
+const running = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL')
+})
+
 export type StartOutcome = {ok: true; process: WorkerdProcess} | {ok: false; error: string}
 
 export interface StartOptions {
@@ -47,9 +57,13 @@ export class WorkerdProcess {
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     })
+    running.add(child)
     let stderr = ''
     const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => {
-      child.once('exit', (code, signal) => resolve({code, signal}))
+      child.once('exit', (code, signal) => {
+        running.delete(child)
+        resolve({code, signal})
+      })
     })
     for (const stream of ['stdout', 'stderr'] as const) {
       createInterface({input: child[stream]!}).on('line', (line) => {
