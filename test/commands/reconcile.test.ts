@@ -2,7 +2,7 @@
 // --json, the metrics file, every documented exit code, bad input refused with one line and nothing
 // done, and --watch stopped by SIGTERM. No host is involved: the rows used settle without one
 // (artifact cleanups, a deploy whose Worker is gone); the paired host's address answers nothing.
-import {execFile, spawn} from 'node:child_process'
+import {spawn} from 'node:child_process'
 import {existsSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -12,28 +12,12 @@ import {FileArtifactStore} from '../../src/artifacts/store.js'
 import {sha256Hex} from '../../src/canonical-json.js'
 import {settingsSchema} from '../../src/config/schema.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
-import {CLI_BIN as CLI} from '../support/cli.js'
+import {CLI_BIN as CLI, runCli as cli, type CliResult} from '../support/cli.js'
 
 // Every run is a fresh Node process compiling TypeScript (bin/dev.js): slow on a loaded 2-core machine.
 const CLI_TEST_TIMEOUT_MS = 180_000
 const SCOPE = 'onprem:0123456789ab'
 
-interface CliResult {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', CLI, ...args],
-      {env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined, ...env}},
-      (error, stdout, stderr) => resolve({code: error ? Number(error.code) : 0, stdout, stderr}),
-    )
-  })
-}
 
 function expectOneLineError(result: CliResult, code: number, text: string | RegExp): void {
   expect(result.code).toBe(code)
@@ -173,7 +157,7 @@ describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
   test('--watch runs passes until SIGTERM, one JSON line each, then exits 0', async () => {
     const {dataDir, store} = await kit()
     const metrics = path.join(dataDir, 'watch.prom')
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'reconcile', '--watch', '--interval', '1', '--json', '--metrics-file', metrics, '--data-dir', dataDir], {
+    const child = spawn(process.execPath, [CLI, 'reconcile', '--watch', '--interval', '1', '--json', '--metrics-file', metrics, '--data-dir', dataDir], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined},
     })

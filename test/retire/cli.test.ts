@@ -33,7 +33,7 @@ test('retire and orphan-report: bad input, exit codes, nothing written', {timeou
   await store.workers.create({company_id: 'acme', department_id: 'sales', script_name: scriptNameFor('acme', 'sales'), status: 'new'})
   const run = (...args: string[]): Promise<CliResult> =>
     new Promise((resolve) => {
-      execFile(process.execPath, ['--import', 'tsx', CLI, ...args, '--data-dir', dataDir], {env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined}}, (error, stdout, stderr) =>
+      execFile(process.execPath, [CLI, ...args, '--data-dir', dataDir], {env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined}}, (error, stdout, stderr) =>
         resolve({code: error ? Number(error.code) : 0, stdout, stderr}),
       )
     })

@@ -1,34 +1,17 @@
 // The tenant, inspection and db commands through the real CLI (a child process per command), on a
 // temporary data dir: output, --json, exit codes, and bad input writing nothing.
-import {execFile} from 'node:child_process'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, describe, expect, inject, onTestFinished, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {deterministicId, openStore, scriptNameFor} from '../../src/store/index.js'
-import {CLI_BIN as CLI} from '../support/cli.js'
+import {runCli as cli, type CliResult} from '../support/cli.js'
 
 // vitest runs from the repository root.
 // Each command is a fresh process that loads oclif and transpiles the sources: seconds on a busy machine.
 const CLI_TEST_TIMEOUT_MS = 300_000
 
-interface CliResult {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', CLI, ...args],
-      {env: {...process.env, ...env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined}},
-      (error, stdout, stderr) => resolve({code: error ? Number(error.code) : 0, stdout, stderr}),
-    )
-  })
-}
 
 /** A one-line error on stderr, nothing on stdout. */
 function expectOneLineError(result: CliResult, code: number, text: string | RegExp): void {
