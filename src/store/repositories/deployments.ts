@@ -106,14 +106,7 @@ export class DeploymentRepository {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
       const now = this.ctx.now()
       await this.settleOutbox(tx, ids.outboxId, ids.status, ids.errorCode, ids.error)
-      if (ids.versionId) {
-        await tx.db
-          .updateTable('edge_worker_versions')
-          .set({state: ids.status, updated_at: now})
-          .where('id', '=', ids.versionId)
-          .where('state', 'in', ['built', 'deploying'])
-          .execute()
-      }
+      if (ids.versionId) await settleUnfinishedVersion(tx, ids.versionId, ids.status, now)
       if (ids.workerId && ids.status === 'failed') await this.restWorker(tx, ids.workerId)
       return true
     })
@@ -277,6 +270,19 @@ export class DeploymentRepository {
       .executeTakeFirst()
     return row && toVersionRow(row)
   }
+}
+
+/**
+ * Gives a version the outcome of a deploy that did not complete. Only a version still on its way
+ * (`built`, `deploying`) takes it: a failure never downgrades a deployed or superseded version.
+ */
+export async function settleUnfinishedVersion(tx: StoreContext, versionId: string, state: 'failed' | 'uncertain', now: number): Promise<void> {
+  await tx.db
+    .updateTable('edge_worker_versions')
+    .set({state, updated_at: now})
+    .where('id', '=', versionId)
+    .where('state', 'in', ['built', 'deploying'])
+    .execute()
 }
 
 function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {

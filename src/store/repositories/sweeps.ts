@@ -9,6 +9,7 @@
 // cooldown finds the row re-stamped by a newer claim and loses: its write matches nothing.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
+import {settleUnfinishedVersion} from './deployments.js'
 import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
 
 /** The (status, lease_owner, next_attempt_at) a sweep last wrote on a row; its next write must still match. */
@@ -171,14 +172,7 @@ export class SweepRepository {
           .where('status', '!=', 'retired')
           .execute()
       }
-      if (outcome.versionId) {
-        await tx.db
-          .updateTable('edge_worker_versions')
-          .set({state: outcome.status, updated_at: now})
-          .where('id', '=', outcome.versionId)
-          .where('state', 'in', ['built', 'deploying'])
-          .execute()
-      }
+      if (outcome.versionId) await settleUnfinishedVersion(tx, outcome.versionId, outcome.status, now)
       return true
     })
   }
