@@ -65,12 +65,17 @@ export interface ArtifactStore {
   delete(key: ArtifactKey): Promise<void>
 }
 
+/** Where the file artifact store of a data dir lives. */
+export function artifactsDirOf(dataDir: string): string {
+  return path.join(path.resolve(dataDir), 'artifacts')
+}
+
 export class FileArtifactStore implements ArtifactStore {
   private constructor(readonly root: string) {}
 
   /** Opens (creating if needed) the store under `<dataDir>/artifacts`; fails if it is not writable. */
   static async open(dataDir: string): Promise<FileArtifactStore> {
-    const root = path.join(path.resolve(dataDir), 'artifacts')
+    const root = artifactsDirOf(dataDir)
     try {
       await mkdir(path.join(root, INCOMING_DIR), {recursive: true})
       await access(root, fsConstants.W_OK)

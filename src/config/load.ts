@@ -5,6 +5,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {parse as parseToml} from 'smol-toml'
 import {z} from 'zod'
+import {FENCE_RUN_ENV} from '../engine/fence/environment.js'
 import {KitError} from '../errors.js'
 import {settingsSchema, type Settings} from './schema.js'
 
@@ -28,7 +29,7 @@ export interface ConfigInputs {
 
 const ENV_PREFIX = 'EDGEWORKERS_'
 /** EDGEWORKERS_* variables that are not settings. */
-const NON_SETTING_ENV = new Set(['EDGEWORKERS_CONFIG', 'EDGEWORKERS_TEST_PG_URL', 'EDGEWORKERS_FAULT', 'EDGEWORKERS_DEBUG'])
+const NON_SETTING_ENV = new Set(['EDGEWORKERS_CONFIG', 'EDGEWORKERS_TEST_PG_URL', 'EDGEWORKERS_FAULT', 'EDGEWORKERS_DEBUG', ...Object.values(FENCE_RUN_ENV)])
 
 export const DEFAULT_CONFIG_FILE = 'edgeworkers.toml'
 

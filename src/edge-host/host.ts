@@ -3,7 +3,8 @@
 // hosts in-process through it too.
 //
 // Data dir layout: host.sqlite (state), identity.key (Ed25519, 0600), host.json (addresses of the
-// running host), host.lock (pid of the running host), runtime/ and do/ (see runtime/runtime.ts).
+// running host), host.lock (pid of the running host), runtime/ and do/ (see runtime/runtime.ts),
+// runtime/snapshots/ (data snapshots being streamed, see snapshot.ts).
 import {existsSync} from 'node:fs'
 import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import type http from 'node:http'
@@ -18,6 +19,7 @@ import {createManagementServer} from './management-server.js'
 import {HostMetrics} from './metrics.js'
 import {WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
+import {clearSnapshotLeftovers} from './snapshot.js'
 import {HostState, STATE_FILE} from './state.js'
 
 const HOST_INFO_FILE = 'host.json'
@@ -106,7 +108,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     })
     cleanups.push(() => runtime.stop())
     let publicUrl = ''
-    const service = new HostService({state, runtime, identity, settings, maxFenceTtlSeconds, publicUrl: () => publicUrl, log})
+    const service = new HostService({dataDir, state, runtime, identity, settings, maxFenceTtlSeconds, publicUrl: () => publicUrl, log})
     const ready = () => runtime.ready()
     const readinessDetail = () => ({ready: ready(), shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state}))})
     // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script
@@ -144,6 +146,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     publicUrl = settings.public_url || urlOf(advertisable(listenAddress))
     const adminUrl = urlOf(advertisable(adminAddress))
 
+    await clearSnapshotLeftovers(dataDir)
     await runtime.pruneModuleCache(new Set(state.scripts().flatMap((script) => state.modulesOf(script.name).map((module) => module.sha256))))
     await runtime.start()
 

@@ -6,7 +6,7 @@ import {readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {fingerprintOf, kitScopeFor} from '../protocol/signing.js'
 
-const IDENTITY_KEY_FILE = 'identity.key'
+export const IDENTITY_KEY_FILE = 'identity.key'
 
 export interface HostIdentity {
   /** base64 of the raw 32-byte public key, as the protocol carries it. */

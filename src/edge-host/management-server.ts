@@ -3,6 +3,8 @@
 // (nothing is read or written for an unsigned, tampered, stale, replayed or unpaired request) →
 // JSON and schema → the operation.
 import http from 'node:http'
+import type {Readable} from 'node:stream'
+import {pipeline} from 'node:stream/promises'
 import type {Logger} from 'pino'
 import type {z} from 'zod'
 import {
@@ -52,9 +54,13 @@ interface Route {
   handle(context: CallContext): Promise<Answer> | Answer
 }
 
-interface Answer {
-  status?: number
-  body: unknown
+type Answer = {status?: number; body: unknown} | StreamAnswer
+
+/** A non-JSON body streamed to the caller; `dispose` runs once it ended or the caller went away. */
+interface StreamAnswer {
+  stream: Readable
+  contentType: string
+  dispose(): Promise<void>
 }
 
 const NAME = '(?<name>[^/]+)'
@@ -109,6 +115,10 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     }),
     route('GET', '/v1/fence/(?<item>[^/]+)', ({params}) => ok(service.fence(pathParam(fenceIdSchema, params.item!, 'fence id')))),
     route('POST', '/v1/fence/(?<item>[^/]+)/end', ({params}) => ok(service.endFence(pathParam(fenceIdSchema, params.item!, 'fence id')))),
+    route('GET', '/v1/snapshot', async ({query}) => {
+      const {stream, dispose} = await service.snapshot(pathParam(fenceIdSchema, query.get('fenceId') ?? '', 'fence id'))
+      return {stream, dispose, contentType: 'application/x-tar'}
+    }),
   ]
 
   const handle = async (request: http.IncomingMessage, response: http.ServerResponse): Promise<number> => {
@@ -134,6 +144,7 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     if (matched.signed) authenticate(request, method, target, body)
     const params = matched.pattern.exec(url.pathname)!.groups ?? {}
     const result = await matched.handle({params, query: url.searchParams, json: parseJsonBody(request, body)})
+    if ('stream' in result) return streamAnswer(response, result, options.log)
     return answer(response, result.status ?? 200, result.body)
   }
 
@@ -169,6 +180,19 @@ export function createManagementServer(options: ManagementServerOptions): http.S
 function answer(response: http.ServerResponse, status: number, body: unknown): number {
   sendJson(response, status, body)
   return status
+}
+
+async function streamAnswer(response: http.ServerResponse, result: StreamAnswer, log: Logger): Promise<number> {
+  response.writeHead(200, {'content-type': result.contentType, 'cache-control': 'no-store'})
+  try {
+    await pipeline(result.stream, response)
+  } catch (error) {
+    // The status line is gone: the caller sees a cut body, which it must treat as a failure.
+    log.warn({err: error}, 'streamed answer cut short')
+  } finally {
+    await result.dispose()
+  }
+  return 200
 }
 
 function answerError(response: http.ServerResponse, error: unknown, log: Logger): number {

@@ -35,11 +35,13 @@ import {pairingProofMessage, sha256Hex} from '../protocol/signing.js'
 import {HostError} from './errors.js'
 import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
+import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
 import {scriptStateOf, type AccessPolicyRecord, type FenceRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
 
 export type HostSettings = Settings['host']
 
 export interface ServiceOptions {
+  dataDir: string
   state: HostState
   runtime: WorkerdRuntime
   identity: HostIdentity
@@ -357,6 +359,31 @@ export class HostService {
     const fence = this.state.endFence(fenceId)
     this.options.log.info({fenceId, liftReason: fence.liftReason}, 'fence lifted')
     return fenceView(fence)
+  }
+
+  // ── Data snapshot ───────────────────────────────────────────────────────────────────────────
+
+  /** Stages a snapshot of the data dir; only under the active fence `fenceId`, which must still hold once it is staged. */
+  async snapshot(fenceId: string): Promise<StagedSnapshot> {
+    const fence = this.requireActiveFence(fenceId)
+    const staged = await stageSnapshot({dataDir: this.options.dataDir, state: this.state, identity: this.options.identity, fence})
+    try {
+      // Lifted (or expired) meanwhile: scripts may have changed under the copy.
+      this.requireActiveFence(fenceId)
+    } catch (error) {
+      await staged.dispose()
+      throw error
+    }
+    this.options.log.info({fenceId}, 'data snapshot staged')
+    return staged
+  }
+
+  private requireActiveFence(fenceId: string): FenceRecord {
+    const active = this.state.activeFence()
+    if (active?.fenceId !== fenceId) {
+      throw new HostError('fence_required', active ? `the active fence is ${active.fenceId}, not ${fenceId}` : `fence ${fenceId} is not active; a data snapshot needs it`)
+    }
+    return active
   }
 
   // ── Inventory ───────────────────────────────────────────────────────────────────────────────

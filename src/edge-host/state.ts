@@ -696,6 +696,27 @@ export class HostState {
     })
   }
 
+  // ── Snapshots ───────────────────────────────────────────────────────────────────────────────
+
+  /** A consistent copy of the state in `file`, through SQLite's online backup (writers keep going). */
+  async backupTo(file: string): Promise<void> {
+    await this.db.backup(file)
+  }
+
+  /**
+   * Makes a backup copy self-contained (no WAL beside it) and records `fenceId` — the fence the copy
+   * was taken under — as lifted in it, so a host started from the copy is not frozen.
+   */
+  static sealSnapshotCopy(file: string, fenceId: string, liftedAt: number): void {
+    const copy = new Database(file)
+    try {
+      copy.pragma('journal_mode = DELETE')
+      copy.prepare(`UPDATE fences SET lifted_at = ?, lift_reason = 'ended' WHERE fence_id = ? AND lifted_at IS NULL`).run(liftedAt, fenceId)
+    } finally {
+      copy.close()
+    }
+  }
+
   private pruneFenceHistory(): void {
     this.sql(
       `DELETE FROM fences WHERE lifted_at IS NOT NULL AND fence_id NOT IN

@@ -34,6 +34,9 @@
 //   POST   /v1/fence                BeginFence       → Fence               (201; same id again → 200)
 //   GET    /v1/fence/:fenceId                        → Fence
 //   POST   /v1/fence/:fenceId/end                    → Fence               (idempotent; shows how it was lifted)
+//   GET    /v1/snapshot?fenceId=F                    → application/x-tar   (only while F is the active fence,
+//                                                                           else 409 fence_required; see
+//                                                                           "Data snapshot" below)
 //   GET    /livez, /readyz (both listeners), /metrics (management listener)   unsigned, not versioned
 //
 // While a fence is active every mutating call except ending the fence answers 423 edge_host_fenced
@@ -77,6 +80,7 @@ export const paths = {
   fence: '/v1/fence',
   fenceById: (fenceId: string) => `/v1/fence/${fenceId}`,
   fenceEnd: (fenceId: string) => `/v1/fence/${fenceId}/end`,
+  snapshot: (fenceId: string) => `/v1/snapshot?fenceId=${encode(fenceId)}`,
 } as const
 
 // ── Errors ──────────────────────────────────────────────────────────────────────────────────────
@@ -100,6 +104,7 @@ export const errorStatus = {
   script_not_ready: 409, // readiness probe: that release generation is not live (yet)
   fence_active: 409, // another fence is active
   fence_lifted: 409, // beginning a fence id that was already lifted
+  fence_required: 409, // a data snapshot needs the named fence to be the active one
   policy_revision_conflict: 409, // baseRevision is not the current revision
   mutation_conflict: 409, // mutationId reused with a different commandDigest
   binding_name_taken: 409, // a secret would shadow a binding of the script, or the reverse
@@ -453,3 +458,33 @@ export const inventorySchema = z.strictObject({
   ),
 })
 export type Inventory = z.infer<typeof inventorySchema>
+
+// ── Data snapshot ───────────────────────────────────────────────────────────────────────────────
+//
+// GET /v1/snapshot?fenceId=F answers a tar stream (ustar, not compressed) of the host's data dir as of
+// the call, taken while fence F keeps the host state frozen: `snapshot.json` first (the schema below),
+// then `host.sqlite` (the state: scripts with their module bytes, policies, secrets, pairing, fences),
+// `identity.key`, and `do/<script>/…` (each Durable Object SQLite file). SQLite files are copied
+// with SQLite's online backup API, so the data plane keeps writing Durable Objects meanwhile and
+// every copy is still a consistent database. In the copy, fence F is recorded as lifted: a host
+// started from the snapshot is not frozen. Extracted into an empty directory, the files are a data
+// dir `edgeworkers host serve --data-dir` starts from (same identity, pairing, scripts and data).
+
+export const SNAPSHOT_MANIFEST_FILE = 'snapshot.json'
+
+/** A relative path inside a snapshot: plain segments, no `.`/`..`, no leading slash. */
+export const snapshotPathSchema = z
+  .string()
+  .max(1024)
+  .regex(/^(?!\.{1,2}(\/|$))[^/\0]+(\/(?!\.{1,2}(\/|$))[^/\0]+)*$/, {error: 'must be a relative path without . or .. segments'})
+
+export const snapshotManifestSchema = z.strictObject({
+  formatVersion: z.literal(1),
+  fenceId: z.string(),
+  scope: z.string(),
+  fingerprint: hex64,
+  createdAt: isoTime,
+  /** Every file after snapshot.json, in archive order. */
+  files: z.array(z.strictObject({path: snapshotPathSchema, size: z.number().int().min(0), sha256: hex64})),
+})
+export type SnapshotManifest = z.infer<typeof snapshotManifestSchema>

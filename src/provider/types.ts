@@ -89,7 +89,14 @@ export interface EdgeProvider {
   beginFence(input: {fenceId: string; ttlSeconds: number; reason: string}, signal?: AbortSignal): Promise<HostFence>
   endFence(fenceId: string, signal?: AbortSignal): Promise<HostFence>
   getFence(fenceId: string, signal?: AbortSignal): Promise<HostFence | null>
+  /** The active fence, if any, and the most recently lifted ones (newest first). */
+  fenceStatus(signal?: AbortSignal): Promise<{active: HostFence | null; recent: HostFence[]}>
   inventory(signal?: AbortSignal): Promise<HostInventory>
+  /**
+   * Streams the host's data snapshot (a tar, see the protocol) into `file` (created, mode 0600) while
+   * fence `fenceId` is active. A cut or refused download leaves no file behind.
+   */
+  downloadSnapshot(fenceId: string, file: string, signal?: AbortSignal): Promise<{size: number; sha256: string}>
 }
 
 /**

@@ -125,7 +125,7 @@ class KyselyStore implements Store {
   }
 }
 
-function repositoriesFor(ctx: StoreContext): Repositories {
+export function repositoriesFor(ctx: StoreContext): Repositories {
   return {
     tenants: new TenantRepository(ctx),
     workers: new WorkerRepository(ctx),

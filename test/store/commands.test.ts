@@ -6,7 +6,11 @@ import path from 'node:path'
 import {afterAll, describe, expect, inject, onTestFinished, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {deterministicId, openStore, scriptNameFor} from '../../src/store/index.js'
+import {migrations} from '../../src/store/migrations/index.js'
 import {runCli as cli, type CliResult} from '../support/cli.js'
+
+const ALL = Object.keys(migrations)
+const PENDING = `${ALL.length} pending migrations: ${ALL.join(', ')}`
 
 // vitest runs from the repository root.
 // Each command is a fresh process that loads oclif and transpiles the sources: seconds on a busy machine.
@@ -29,14 +33,14 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
 
   test('db migrate --check names the pending migration; other commands refuse; db migrate applies it', async () => {
     const [check, refused] = await Promise.all([run('db', 'migrate', '--check'), run('company', 'create', 'Acme')])
-    expectOneLineError(check, 4, 'store schema does not match this build (1 pending migration: 0001_initial); run `edgeworkers db migrate`')
+    expectOneLineError(check, 4, `store schema does not match this build (${PENDING}); run \`edgeworkers db migrate\``)
     expectOneLineError(refused, 4, 'run `edgeworkers db migrate`')
 
     const migrated = await run('db', 'migrate')
-    expect(migrated).toMatchObject({code: 0, stdout: `applied 1 migration to ${path.join(dataDir, 'edgeworkers.sqlite')}: 0001_initial\n`})
+    expect(migrated).toMatchObject({code: 0, stdout: `applied ${ALL.length} migrations to ${path.join(dataDir, 'edgeworkers.sqlite')}: ${ALL.join(', ')}\n`})
     const checked = await run('db', 'migrate', '--check', '--json')
     expect(checked.code).toBe(0)
-    expect(JSON.parse(checked.stdout)).toMatchObject({matches: true, applied: ['0001_initial'], pending: [], unknown: []})
+    expect(JSON.parse(checked.stdout)).toMatchObject({matches: true, applied: ALL, pending: [], unknown: []})
   })
 
   test('company and department create, with bad input refused and nothing written', async () => {
@@ -153,10 +157,10 @@ describe('edgeworkers CLI on PostgreSQL', {timeout: CLI_TEST_TIMEOUT_MS}, () => 
       const env = {EDGEWORKERS_STORE__URL: url.toString()}
       const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-pg-'))
       onTestFinished(() => rmSync(dataDir, {recursive: true, force: true}))
-      expectOneLineError(await cli(['db', 'migrate', '--check', '--data-dir', dataDir], env), 4, '1 pending migration: 0001_initial')
+      expectOneLineError(await cli(['db', 'migrate', '--check', '--data-dir', dataDir], env), 4, PENDING)
       const migrated = await cli(['db', 'migrate', '--json', '--data-dir', dataDir], env)
       expect(migrated.code).toBe(0)
-      expect(JSON.parse(migrated.stdout)).toEqual({location: url.toString().replace(':postgres@', '@'), applied: ['0001_initial']})
+      expect(JSON.parse(migrated.stdout)).toEqual({location: url.toString().replace(':postgres@', '@'), applied: ALL})
     } finally {
       await client.query(`drop database if exists ${name} with (force)`)
       await client.end()

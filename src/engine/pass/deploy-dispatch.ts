@@ -46,8 +46,10 @@ export async function dispatchClaimedDeploys(run: LaneRun, claimed: OutboxRow[],
   try {
     const live = await store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))
     for (; next < fresh.length && !gateClosed && !run.shouldStop(); next++) {
-      const dispatched = await dispatchOne(run, fresh[next]!, live, options)
+      const row = fresh[next]!
+      const dispatched = await dispatchOne(run, row, live, options)
       run.counts[dispatched.outcome]++
+      run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: dispatched.outcome})
       gateClosed = dispatched.gateClosed
     }
   } finally {

@@ -38,6 +38,13 @@ export interface LaneSummary {
 export type LaneCounts = Pick<LaneSummary, 'claimed' | 'completed' | 'retried' | 'failed' | 'uncertain' | 'skipped'>
 export type RowOutcome = Exclude<keyof LaneCounts, 'claimed'>
 
+export interface RowDoneEvent {
+  lane: LaneName
+  rowId: string
+  scriptName: string | null
+  outcome: RowOutcome
+}
+
 /** Runs one deploy task for a claimed row; on-prem "publish" is this call, in-process. */
 export type DispatchDeploy = (engine: Engine, args: DeployTaskArgs) => Promise<DeployTaskResult>
 
@@ -51,6 +58,8 @@ export interface LaneRun {
   shouldStop(): boolean
   /** False when this pass already handled the row (it came due again): each row at most once per pass. */
   firstVisit(rowId: string): boolean
+  /** Tells the pass's caller a claimed row reached its outcome (progress display). */
+  rowDone(event: Omit<RowDoneEvent, 'lane'>): void
   /** Marks the lane as having done nothing, and why. */
   skip(reason: string): void
   dispatchDeploy: DispatchDeploy

@@ -7,10 +7,12 @@ import type {OutboxOperation} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {executionGate} from '../gates.js'
 import type {ProviderResolution} from '../provider.js'
+import {confirmFences, type FenceConfirmation} from '../fence/confirm.js'
+import type {EdgeProvider} from '../../provider/types.js'
 import {artifactCleanupLane} from './artifact-cleanup.js'
 import {deferredLane} from './deferred.js'
 import {hostReconcileLane} from './host-reconcile.js'
-import {LANE_LABELS, LANE_NAMES, messageOf, type DispatchDeploy, type Lane, type LaneCounts, type LaneName, type LaneSummary} from './lane.js'
+import {LANE_LABELS, LANE_NAMES, messageOf, type DispatchDeploy, type Lane, type LaneCounts, type LaneName, type LaneSummary, type RowDoneEvent} from './lane.js'
 import {recoveryLane} from './recovery.js'
 
 const LANES: Record<LaneName, {run: Lane; operations: OutboxOperation[]}> = {
@@ -29,6 +31,8 @@ export interface PassOptions {
   dispatchDeploy?: DispatchDeploy
   /** Default: the engine's artifact store. */
   openArtifactStore?: () => Promise<ArtifactStore>
+  /** Called as each claimed deploy row reaches its outcome (progress display). */
+  onRowDone?: (event: RowDoneEvent) => void
 }
 
 export interface PassResult {
@@ -40,6 +44,10 @@ export interface PassResult {
   startedAt: string
   durationMs: number
   lanes: LaneSummary[]
+  /** Fences the pass found the store and host disagreeing about, and how it settled each (../fence/confirm.ts). */
+  fences: FenceConfirmation[]
+  /** Why fences could not be confirmed (host unreachable…); the lanes still ran on the store's view. */
+  fenceError?: string
   /**
    * Rows of the selected lanes' operations left `failed` or `uncertain` in scope: they wait for an
    * operator. null when they could not be counted (no scope, or the store failed).
@@ -61,13 +69,31 @@ export async function runPass(engine: Engine, options: PassOptions = {}): Promis
   }
   if (resolution.status === 'invalid') {
     engine.log.warn({code: resolution.code, reason: resolution.message}, `Edge Worker recovery skipped: ${resolution.code}`)
-    return finish({status: 'skipped', skipped: {code: resolution.code, message: resolution.message}, scope: '', lanes: [], remaining: null})
+    return finish({status: 'skipped', skipped: {code: resolution.code, message: resolution.message}, scope: '', lanes: [], fences: [], remaining: null})
   }
   const scope = resolution.status === 'ready' ? resolution.scope : engine.settings.provider.scope
 
+  const fenceCheck = resolution.status === 'ready' ? await confirmFencesFirst(engine, resolution.provider, scope, selected, options.signal) : {fences: []}
   const lanes: LaneSummary[] = []
   for (const lane of selected) lanes.push(await runLane(engine, lane, {resolution, scope, options}))
-  return finish({status: 'ran', scope, lanes, remaining: await countRemaining(engine, scope, selected)})
+  return finish({status: 'ran', scope, lanes, ...fenceCheck, remaining: await countRemaining(engine, scope, selected)})
+}
+
+/**
+ * Lost-fence confirmation belongs to host reconcile but runs before every lane: a fence the host
+ * lifted at its TTL must reopen the gate for this pass's recovery and deferred lanes, not the next.
+ * Without host_reconcile selected it runs only while the store shows a fence open (one GET).
+ */
+async function confirmFencesFirst(engine: Engine, provider: EdgeProvider, scope: string, lanes: LaneName[], signal?: AbortSignal): Promise<Pick<PassResult, 'fences' | 'fenceError'>> {
+  try {
+    if (!lanes.includes('host_reconcile') && !(lanes.includes('deferred') || lanes.includes('recovery'))) return {fences: []}
+    if (!lanes.includes('host_reconcile') && !(await engine.store.kit.openFence(scope))) return {fences: []}
+    return {fences: await confirmFences(engine, provider, scope, signal)}
+  } catch (error) {
+    const fenceError = messageOf(error)
+    engine.log.warn({err: error}, `Edge Worker host reconcile failed: backup fences could not be confirmed: ${fenceError}`)
+    return {fences: [], fenceError}
+  }
 }
 
 async function runLane(engine: Engine, lane: LaneName, pass: {resolution: ProviderResolution; scope: string; options: PassOptions}): Promise<LaneSummary> {
@@ -94,6 +120,7 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
           visited.add(rowId)
           return true
         },
+        rowDone: (event) => options.onRowDone?.({lane, ...event}),
         skip: (reason) => {
           skippedReason = reason
         },

@@ -1,10 +1,14 @@
 // The on-prem provider: an undici client for the edge host's management API (src/protocol).
 // Every request is signed; redirects are never followed; connect and read timeouts come from
 // settings. Failures are classified once, here, into the engine's ProviderError kinds.
+import {createHash} from 'node:crypto'
+import {open, rm} from 'node:fs/promises'
+import {pipeline} from 'node:stream/promises'
 import {Agent, errors as undiciErrors, request, type Dispatcher} from 'undici'
 import {
   errorStatus,
   fenceSchema,
+  fenceStatusSchema,
   identitySchema,
   inventorySchema,
   paths,
@@ -130,6 +134,11 @@ export class OnPremProvider implements EdgeProvider {
     return fence && fenceOf(fence)
   }
 
+  async fenceStatus(signal?: AbortSignal): Promise<{active: HostFence | null; recent: HostFence[]}> {
+    const status = await this.call('GET', paths.fence, {schema: fenceStatusSchema, signal})
+    return {active: status.active && fenceOf(status.active), recent: status.recent.map(fenceOf)}
+  }
+
   async inventory(signal?: AbortSignal): Promise<HostInventory> {
     const inventory = await this.call('GET', paths.inventory, {schema: inventorySchema, signal})
     return {
@@ -137,6 +146,49 @@ export class OnPremProvider implements EdgeProvider {
       activeFence: inventory.fence && fenceOf(inventory.fence),
       shards: inventory.shards,
     }
+  }
+
+  async downloadSnapshot(fenceId: string, file: string, signal?: AbortSignal): Promise<{size: number; sha256: string}> {
+    const target = paths.snapshot(fenceId)
+    const headers = {accept: 'application/x-tar', ...signRequest({secret: this.options.secret, method: 'GET', target})}
+    let response: Dispatcher.ResponseData
+    try {
+      response = await request(`${this.origin}${target}`, {method: 'GET', headers, dispatcher: this.dispatcher, signal})
+    } catch (error) {
+      throw transportError(error, 'GET', target)
+    }
+    if (response.statusCode !== 200) {
+      const text = await response.body.text().catch(() => '')
+      const {code, message} = errorBodyOf(text, response.statusCode)
+      throw httpError(response.statusCode, code, `GET ${target}: edge host answered ${response.statusCode} ${code}${message ? `: ${message}` : ''}`)
+    }
+    const handle = await open(file, 'wx', 0o600).catch(async (error: unknown) => {
+      await response.body.dump().catch(() => {})
+      throw error
+    })
+    const output = handle.createWriteStream()
+    let writeFailed = false
+    output.once('error', () => (writeFailed = true))
+    // Hashed on the way to disk: the body is never held in memory whole.
+    const hash = createHash('sha256')
+    let size = 0
+    try {
+      await pipeline(
+        response.body,
+        async function* (chunks: AsyncIterable<Buffer>) {
+          for await (const chunk of chunks) {
+            size += chunk.length
+            hash.update(chunk)
+            yield chunk
+          }
+        },
+        output,
+      )
+    } catch (error) {
+      await rm(file, {force: true})
+      throw writeFailed ? error : transportError(error, 'GET', target)
+    }
+    return {size, sha256: hash.digest('hex')}
   }
 
   /**

@@ -2,7 +2,9 @@
 // edit or remove a released one (`db migrate --check` compares applied names with this list).
 import type {Migration} from 'kysely'
 import * as initial from './0001_initial.js'
+import * as oneOpenFence from './0002_one_open_fence.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
+  '0002_one_open_fence': oneOpenFence,
 }

@@ -1,9 +1,11 @@
 // Per-scope kit state: the pairing with an edge host, backup fences, and the maintenance/restore gates.
 // The pairing's shared secret is read only through pairingSecret(); every other read leaves it out,
 // so no listing or report can print it.
+import type {Kysely} from 'kysely'
+import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
-import type {FenceRow, GateRow, KitGatesTable, PairingRow} from '../schema.js'
+import type {Database, FenceRow, GateRow, KitGatesTable, PairingRow} from '../schema.js'
 
 export interface PairingInput {
   scope: string
@@ -67,33 +69,53 @@ export class KitRepository {
     })
   }
 
-  /** Records a fence as `requested`; the host acknowledges it with ackFence. */
-  async beginFence(input: {id?: string; scope: string; reason: string; ttlSeconds: number}): Promise<FenceRow> {
-    return this.ctx.write(async ({db}) => {
+  /**
+   * Records a fence as `requested` (the host acknowledges it with ackFence) — or, with `hostAckedAt`,
+   * adopts one the host already holds. Refused while the scope has an open fence; the partial unique
+   * index kit_fences_one_open settles two racing writers.
+   */
+  async beginFence(input: {id?: string; scope: string; reason: string; ttlSeconds: number; beganAt?: number; expiresAt?: number; hostAckedAt?: number}): Promise<FenceRow> {
+    type Outcome = {row: FenceRow; conflict?: undefined} | {row?: undefined; conflict: FenceRow | undefined}
+    const outcome = await this.ctx.write(async ({db}): Promise<Outcome> => {
       const now = this.ctx.now()
+      const open = await openFenceQuery(db, input.scope).executeTakeFirst()
+      if (open) return {conflict: open}
+      const beganAt = input.beganAt ?? now
       const row: FenceRow = {
         id: input.id ?? newId(),
         scope: input.scope,
-        state: 'requested',
+        state: input.hostAckedAt === undefined ? 'requested' : 'active',
         reason: input.reason,
         ttl_seconds: input.ttlSeconds,
-        began_at: now,
-        expires_at: now + input.ttlSeconds * 1000,
-        host_acked_at: null,
+        began_at: beganAt,
+        expires_at: input.expiresAt ?? beganAt + input.ttlSeconds * 1000,
+        host_acked_at: input.hostAckedAt ?? null,
         ended_at: null,
         end_reason: null,
       }
-      await db.insertInto('kit_fences').values(row).execute()
-      return row
+      const inserted = await db.insertInto('kit_fences').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst()
+      return inserted ? {row} : {conflict: await openFenceQuery(db, input.scope).executeTakeFirst()}
     })
+    if (outcome.row) return outcome.row
+    const open = outcome.conflict
+    throw new KitError('conflict', open ? `a fence is already open for ${input.scope}: ${open.id} (${open.reason}); end it first with \`edgeworkers fence end ${open.id}\`` : `fence ${input.id} already exists`, 'fence_active')
   }
 
-  /** false when the fence is unknown or already ended. */
-  async ackFence(id: string): Promise<boolean> {
+  async getFence(id: string): Promise<FenceRow | undefined> {
+    return this.ctx.db.selectFrom('kit_fences').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  /** The scope's fences, newest first. */
+  async listFences(scope: string, limit: number): Promise<FenceRow[]> {
+    return this.ctx.db.selectFrom('kit_fences').selectAll().where('scope', '=', scope).orderBy('began_at', 'desc').orderBy('id').limit(limit).execute()
+  }
+
+  /** false when the fence is unknown or already ended. The host's clock decides when it expires. */
+  async ackFence(id: string, hostExpiresAt?: number): Promise<boolean> {
     return this.ctx.write(async ({db}) => {
       const result = await db
         .updateTable('kit_fences')
-        .set({state: 'active', host_acked_at: this.ctx.now()})
+        .set({state: 'active', host_acked_at: this.ctx.now(), ...(hostExpiresAt === undefined ? {} : {expires_at: hostExpiresAt})})
         .where('id', '=', id)
         .where('ended_at', 'is', null)
         .executeTakeFirst()
@@ -114,16 +136,9 @@ export class KitRepository {
     })
   }
 
-  /** The scope's newest fence that has not ended (it may have expired on the host: callers compare expires_at). */
+  /** The scope's open fence (it may have expired on the host: callers compare expires_at). */
   async openFence(scope: string): Promise<FenceRow | undefined> {
-    return this.ctx.db
-      .selectFrom('kit_fences')
-      .selectAll()
-      .where('scope', '=', scope)
-      .where('ended_at', 'is', null)
-      .orderBy('began_at', 'desc')
-      .limit(1)
-      .executeTakeFirst()
+    return openFenceQuery(this.ctx.db, scope).executeTakeFirst()
   }
 
   /** A scope with no row has every gate open. */
@@ -160,6 +175,10 @@ export class KitRepository {
       return toGateRow(row)
     })
   }
+}
+
+function openFenceQuery(db: Kysely<Database>, scope: string) {
+  return db.selectFrom('kit_fences').selectAll().where('scope', '=', scope).where('ended_at', 'is', null).orderBy('began_at', 'desc').limit(1)
 }
 
 function toGateRow(row: KitGatesTable): GateRow {

@@ -20,6 +20,7 @@ const PASS: PassResult = {
   scope: 'onprem:0123456789ab',
   startedAt: STARTED,
   durationMs: 1_500,
+  fences: [],
   lanes: [
     lane('recovery', {claimed: 4, completed: 2, retried: 1, failed: 1, durationMs: 1_250}),
     lane('artifact_cleanup', {claimed: 3, skipped: 3, durationMs: 250, error: 'artifact store is not usable'}),
@@ -67,7 +68,7 @@ describe('reconcile metrics textfile', () => {
   })
 
   test('a skipped pass says so and keeps every earlier last-success time', () => {
-    const skipped: PassResult = {status: 'skipped', skipped: {code: 'edge_workers_provider_invalid', message: 'x'}, scope: '', startedAt: STARTED, durationMs: 3, lanes: [], remaining: null}
+    const skipped: PassResult = {status: 'skipped', skipped: {code: 'edge_workers_provider_invalid', message: 'x'}, scope: '', startedAt: STARTED, durationMs: 3, lanes: [], fences: [], remaining: null}
     const text = renderMetrics(skipped, new Map([['recovery', 1_700_000_000]]))
     expect(text).toContain('edgeworkers_reconcile_pass_skipped 1\n')
     expect(text).toContain('edgeworkers_reconcile_lane_last_success_timestamp_seconds{lane="recovery"} 1700000000\n')

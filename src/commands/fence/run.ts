@@ -1,0 +1,55 @@
+import os from 'node:os'
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {ExitCode} from '../../cli/exit-codes.js'
+import {republishLine} from '../../cli/fence-render.js'
+import {FENCE_RUN_ENV} from '../../engine/fence/environment.js'
+import {runInFence} from '../../engine/fence/run.js'
+import {KitError} from '../../errors.js'
+
+export default class FenceRun extends BaseCommand<typeof FenceRun> {
+  static override description = `Run a backup command inside a backup fence, and always lift the fence afterwards.
+
+The fence is lifted when the command exits — successfully or not — and when this process gets
+SIGINT, SIGTERM or SIGHUP (forwarded to the command, which is waited for first). If this process is
+killed outright, the host lifts the fence at its TTL and the next reconcile pass records it.
+The command's environment carries ${Object.values(FENCE_RUN_ENV).join(', ')}.
+Exit code: the command's (128+n when signal n ended it, 127 when it could not start); 10 when the
+command succeeded but the lift failed; the fence begin's own codes (see fence begin) when it never ran.`
+  static override examples = [
+    '<%= config.bin %> fence run --ttl 1800 -- edgeworkers backup create /backups/$(date +%F)',
+    '<%= config.bin %> fence run --reason "LVM snapshot" -- /usr/local/bin/snapshot-volumes',
+  ]
+  static override strict = false
+  static override flags = {
+    ttl: Flags.integer({description: 'Seconds until the host lifts the fence by itself (default fence.default_ttl_seconds)'}),
+    reason: Flags.string({default: 'backup', description: 'Why the host is fenced'}),
+    json: Flags.boolean({description: 'Print the result as JSON when the command is done'}),
+  }
+
+  async run(): Promise<void> {
+    const {argv} = await this.parse(FenceRun)
+    const command = argv.map(String)
+    if (command.length === 0) throw new KitError('usage', 'fence run needs a command after --, e.g. `edgeworkers fence run -- edgeworkers backup create /backups/today`')
+    const engine = await this.engine({interactive: true})
+    const result = await runInFence(engine, {
+      ttlSeconds: this.flags.ttl,
+      reason: this.flags.reason,
+      command,
+      actor: {type: 'operator', id: os.userInfo().username},
+      onBegun: (fence) => {
+        if (!this.flags.json) this.logToStderr(`fence ${fence.id} begun (host lifts it by itself at ${fence.expiresAt}); running ${command[0]}`)
+      },
+    })
+    const lifted = !('error' in result.end)
+    this.emit(result, () =>
+      [
+        `command exited ${result.exitCode}${result.signal ? ` (${result.signal})` : ''}${result.startError ? `: ${result.startError}` : ''}`,
+        'error' in result.end ? `fence ${result.fence.id} NOT lifted: ${result.end.error}` : `fence ${result.fence.id} lifted`,
+        ...('republish' in result.end && result.end.republish ? [republishLine(result.end.republish)] : []),
+      ].join('\n'),
+    )
+    const exitCode = result.exitCode === 0 && !lifted ? ExitCode.hostUnreachable : result.exitCode
+    if (exitCode !== 0) this.exit(exitCode)
+  }
+}

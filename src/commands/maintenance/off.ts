@@ -1,0 +1,20 @@
+import os from 'node:os'
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {gatesFields} from '../../cli/gates-render.js'
+import {setMaintenance} from '../../engine/maintenance.js'
+
+export default class MaintenanceOff extends BaseCommand<typeof MaintenanceOff> {
+  static override description = `Turn the maintenance gate off: deploys are accepted again (a pending restore still refuses them).
+
+Exit codes: 0 off (also when it was already off); 6 the store is not paired.`
+  static override examples = ['<%= config.bin %> maintenance off']
+  static override flags = {
+    json: Flags.boolean({description: 'Print the gates as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const status = await setMaintenance(await this.engine(), {on: false, actor: {type: 'operator', id: os.userInfo().username}})
+    this.emit(status, () => gatesFields(status))
+  }
+}

@@ -1,0 +1,49 @@
+import {Flags} from '@oclif/core'
+import {Listr} from 'listr2'
+import {BaseCommand} from '../cli/base-command.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {republishLine} from '../cli/fence-render.js'
+import {republishDeferred} from '../engine/fence/lifecycle.js'
+import type {LaneSummary} from '../engine/pass/index.js'
+
+export default class Republish extends BaseCommand<typeof Republish> {
+  static override description = `Republish the deploys a backup fence deferred, now (the deferred lane of \`reconcile\`, alone).
+
+Rows marked edge_host_fenced run oldest first, each at most once per 15 s cooldown; the marker is
+cleared once a dispatch is accepted. A fence the host already lifted is confirmed first. While a
+fence is still open nothing runs. Exit codes: 0 ran (or nothing to do); 7 the fence is still open;
+12 the lane raised an error.`
+  static override examples = ['<%= config.bin %> republish', '<%= config.bin %> republish --json']
+  static override flags = {
+    json: Flags.boolean({description: 'Print the lane summary as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const json = this.flags.json
+    const engine = await this.engine({interactive: !json})
+    let summary: LaneSummary | undefined
+    await new Listr(
+      [
+        {
+          title: 'Republish deferred deploys',
+          task: async (_ctx, task) => {
+            let done = 0
+            summary = await republishDeferred(engine, {
+              onRowDone: (event) => {
+                done += 1
+                task.output = `${done} done — ${event.scriptName ?? event.rowId}: ${event.outcome}`
+              },
+            })
+            task.title = republishLine(summary)
+          },
+          rendererOptions: {outputBar: 1},
+        },
+      ],
+      {renderer: json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple', exitOnError: true},
+    ).run()
+    const result = summary!
+    this.emit(result, () => republishLine(result))
+    if (result.error) this.exit(ExitCode.laneError)
+    if (result.skippedReason) this.exit(ExitCode.pending)
+  }
+}
