@@ -113,6 +113,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
 /** oclif spreads a flag error over lines (`Parsing --x`, the reason, a help hint): keep what says why, on one line. */
 function oneLine(message: string): string {
-  const lines = message.split('\n').map((line) => line.trim().replace(/:$/, '')).filter((line) => line && !line.startsWith('See more help'))
+  const lines = message
+    .split('\n')
+    .map((line) => line.trim().replace(/:$/, ''))
+    .filter((line) => line && !line.startsWith('See more help') && !/^The following errors? occurred$/.test(line))
   return lines.join(': ')
 }

@@ -15,6 +15,8 @@ export const ExitCode = {
   hostUnreachable: 10,
   passSkipped: 11,
   laneError: 12,
+  /** `status`: something needs an operator (failed or uncertain rows, no usable host, a fence overdue). */
+  attention: 13,
 } as const
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode]
 

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
+import {progressRenderer} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.js'
 
@@ -53,7 +54,7 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
           rendererOptions: {outputBar: 1},
         },
       ],
-      {renderer: json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple', exitOnError: true, rendererOptions: {}},
+      {renderer: progressRenderer(json), exitOnError: true},
     )
     await tasks.run()
     const result = outcome!

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
+import {progressRenderer} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {canonicalJson} from '../canonical-json.js'
 import {runQuickstart, type QuickstartResult, type QuickstartStep} from '../quickstart/run.js'
@@ -52,7 +53,7 @@ the end unless --keep-running is given (then Ctrl-C stops it).`
           rendererOptions: {outputBar: 1},
         },
       ],
-      {renderer: json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple'},
+      {renderer: progressRenderer(json)},
     )
     await tasks.run()
     const done = result!

@@ -97,6 +97,8 @@ function renderPass(result: PassResult): string {
     lane.error ? `error: ${lane.error}` : (lane.skippedReason ?? ''),
   ])
   const lines = [table(['LANE', 'CLAIMED', 'COMPLETED', 'RETRIED', 'FAILED', 'UNCERTAIN', 'SKIPPED', 'DURATION', 'NOTE'], rows, 'no lanes ran')]
+  for (const fence of result.fences) lines.push(`backup fence ${fence.fenceId}: ${fence.outcome.replaceAll('_', ' ')}`)
+  if (result.fenceError) lines.push(`backup fences not confirmed: ${result.fenceError}`)
   if (result.remaining) lines.push(`left in scope ${result.scope || '(none)'}: ${result.remaining.failed} failed, ${result.remaining.uncertain} uncertain`)
   return lines.join('\n')
 }

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
+import {progressRenderer} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {republishLine} from '../cli/fence-render.js'
 import {republishDeferred} from '../engine/fence/lifecycle.js'
@@ -39,7 +40,7 @@ fence is still open nothing runs. Exit codes: 0 ran (or nothing to do); 7 the fe
           rendererOptions: {outputBar: 1},
         },
       ],
-      {renderer: json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple', exitOnError: true},
+      {renderer: progressRenderer(json), exitOnError: true},
     ).run()
     const result = summary!
     this.emit(result, () => republishLine(result))

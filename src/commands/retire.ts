@@ -2,6 +2,7 @@ import os from 'node:os'
 import {Args, Flags} from '@oclif/core'
 import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
+import {progressRenderer} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {KitError} from '../errors.js'
 import type {RetirementStep} from '../engine/retire/host-retirement.js'
@@ -66,7 +67,7 @@ department of another company.`
           rendererOptions: {outputBar: 1},
         },
       ],
-      {renderer: json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple', exitOnError: true},
+      {renderer: progressRenderer(json), exitOnError: true},
     ).run()
     const result = outcome!
     this.emit(result, () => render(result))

@@ -90,6 +90,17 @@ export const settingsSchema = z.strictObject({
     })
     .prefault({}),
 
+  status: z
+    .strictObject({
+      /** How often the live `edgeworkers status` view refreshes (`--interval` overrides it). */
+      refresh_interval_ms: count(2_000, 250, 600_000),
+      /** Finished rows (completed, cancelled) are counted over this recent window; open rows always whole. */
+      finished_window_seconds: seconds(86_400, 60, 90 * 86_400),
+      /** How long one refresh waits for the edge host before the host panel says it did not answer. */
+      host_timeout_ms: count(3_000, 100, 120_000),
+    })
+    .prefault({}),
+
   backoff: z
     .strictObject({
       /** After n attempts the next waits ladder[min(n-1, len-1)] seconds, ± jitter. */

@@ -16,20 +16,23 @@ export interface HostStatus {
   error: string | null
 }
 
-export async function hostStatus(engine: Engine): Promise<HostStatus> {
+/** `timeoutMs` bounds the host calls (the live view must not wait on a hung host); the provider's own timeouts otherwise. */
+export async function hostStatus(engine: Engine, options: {timeoutMs?: number} = {}): Promise<HostStatus> {
   const resolution = await engine.resolveProvider()
   if (resolution.status !== 'ready') {
     return {paired: false, pairing: null, problem: resolution.message, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, error: null}
   }
   const pairing = (await engine.store.kit.getPairing(resolution.scope)) ?? null
   const base = {paired: true, pairing, problem: null}
+  const signal = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs)
   try {
-    const [host, inventory] = await Promise.all([resolution.provider.describeHost(), resolution.provider.inventory()])
+    const [host, inventory] = await Promise.all([resolution.provider.describeHost(signal), resolution.provider.inventory(signal)])
     const scripts = {active: 0, locked_down: 0, retired: 0}
     for (const script of inventory.scripts) scripts[script.state] += 1
     const fence = inventory.activeFence ? {fenceId: inventory.activeFence.fenceId, expiresAt: inventory.activeFence.expiresAt} : null
     return {...base, reachable: true, publicUrl: host.publicUrl, scripts, shards: inventory.shards, fence, error: null}
   } catch (error) {
-    return {...base, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, error: (error as Error).message}
+    const message = signal?.aborted ? `the edge host did not answer within ${options.timeoutMs} ms` : (error as Error).message
+    return {...base, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, error: message}
   }
 }

@@ -14,6 +14,7 @@ import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
 import {OutboxRepository} from './repositories/outbox.js'
 import {RetirementRepository} from './repositories/retirements.js'
+import {StatusRepository} from './repositories/status.js'
 import {SweepRepository} from './repositories/sweeps.js'
 import {TenantRepository} from './repositories/tenants.js'
 import {WorkerRepository} from './repositories/workers.js'
@@ -29,6 +30,7 @@ export interface Repositories {
   deployments: DeploymentRepository
   sweeps: SweepRepository
   retirements: RetirementRepository
+  status: StatusRepository
 }
 
 export interface Store extends Repositories {
@@ -83,6 +85,7 @@ class KyselyStore implements Store {
   readonly deployments: DeploymentRepository
   readonly sweeps: SweepRepository
   readonly retirements: RetirementRepository
+  readonly status: StatusRepository
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -98,6 +101,7 @@ class KyselyStore implements Store {
     this.deployments = repositories.deployments
     this.sweeps = repositories.sweeps
     this.retirements = repositories.retirements
+    this.status = repositories.status
   }
 
   get backend(): Backend {
@@ -135,6 +139,7 @@ export function repositoriesFor(ctx: StoreContext): Repositories {
     deployments: new DeploymentRepository(ctx),
     sweeps: new SweepRepository(ctx),
     retirements: new RetirementRepository(ctx),
+    status: new StatusRepository(ctx),
   }
 }
 
@@ -149,6 +154,7 @@ export {
   type EnqueueResult,
   type LeaseByIdResult,
   type LeaseDisposition,
+  type OperatorActionResult,
   type OutboxEnqueueInput,
   type OutboxListFilter,
   type RetryOutcome,
@@ -159,5 +165,16 @@ export type {DeploymentSnapshot} from './repositories/deployments.js'
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
 export {cooldownStamp, stampOf, type SweepStamp} from './repositories/sweeps.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
+export {
+  ATTENTION_OUTBOX_STATUSES,
+  FINISHED_OUTBOX_STATUSES,
+  OPEN_OUTBOX_STATUSES,
+  type AttentionStatus,
+  type ErrorGroup,
+  type OldestDue,
+  type OrphanSummary,
+  type OutboxRowSummary,
+  type StatusCount,
+} from './repositories/status.js'
 export * from './schema.js'
-export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository, RetirementRepository}
+export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository, RetirementRepository, StatusRepository}

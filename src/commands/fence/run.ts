@@ -41,6 +41,7 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
         if (!this.flags.json) this.logToStderr(`fence ${fence.id} begun (host lifts it by itself at ${fence.expiresAt}); running ${command[0]}`)
       },
     })
+    if (result.startError) this.logToStderr(`error: ${result.startError.split('\n')[0]}`)
     const lifted = !('error' in result.end)
     this.emit(result, () =>
       [

@@ -14,7 +14,7 @@ import {repositoriesFor} from '../index.js'
 import {migrate, schemaStatus} from '../migrator.js'
 import {openPostgres} from '../postgres/open.js'
 import type {Database} from '../schema.js'
-import {assertDumpMatchesBuild, sameList, type SealRestoredStore, type StoreBackup, type StoreDump, type StoreDumpInfo} from './index.js'
+import {assertDumpMatchesBuild, sameList, tableFile, type SealRestoredStore, type StoreBackup, type StoreDump, type StoreDumpInfo} from './dump.js'
 
 /** Rows per SELECT page and per INSERT: bounded memory whatever the table size. */
 const PAGE_ROWS = 500
@@ -50,7 +50,7 @@ export class PostgresStoreBackup implements StoreBackup {
         const artifactKeys = new Set<string>()
         for (const table of await tablesInRestoreOrder(db)) {
           const keyColumns = await primaryKeyOf(db, table)
-          const output = createWriteStream(path.join(dir, ndjsonFile(table)), {flags: 'wx', mode: 0o600})
+          const output = createWriteStream(path.join(dir, tableFile(table)), {flags: 'wx', mode: 0o600})
           let rows = 0
           let last: Row | undefined
           for (;;) {
@@ -71,7 +71,7 @@ export class PostgresStoreBackup implements StoreBackup {
           await finished(output)
           tables.push({name: table, rows})
         }
-        return {backend: 'postgres' as const, migrations, tables, files: tables.map((table) => ndjsonFile(table.name)), artifactKeys: [...artifactKeys].sort()}
+        return {backend: 'postgres' as const, migrations, tables, artifactKeys: [...artifactKeys].sort()}
       })
   }
 
@@ -97,8 +97,8 @@ export class PostgresStoreBackup implements StoreBackup {
       // One statement for all: TRUNCATE checks foreign keys against the whole set at once.
       await sql`truncate ${sql.join(present.map((table) => sql.table(table)))}`.execute(db)
       for (const table of dump.tables) {
-        const inserted = await insertRows(db, table.name, path.join(dir, ndjsonFile(table.name)))
-        if (inserted !== table.rows) throw new KitError('usage', `the backup's ${ndjsonFile(table.name)} holds ${inserted} rows, its manifest says ${table.rows}`)
+        const inserted = await insertRows(db, table.name, path.join(dir, tableFile(table.name)))
+        if (inserted !== table.rows) throw new KitError('usage', `the backup's ${tableFile(table.name)} holds ${inserted} rows, its manifest says ${table.rows}`)
       }
       await resetSequences(db)
       await seal(repositoriesFor(new StoreContext(trx, {backend: 'postgres', clock: systemClock, backoff: this.settings.backoff}, true)))
@@ -108,10 +108,6 @@ export class PostgresStoreBackup implements StoreBackup {
   async close(): Promise<void> {
     await this.db.destroy()
   }
-}
-
-function ndjsonFile(table: string): string {
-  return `${table}.ndjson`
 }
 
 /** Our columns are text, integers and bigints (read as numbers): anything else would not survive JSON. */

@@ -8,9 +8,8 @@ import {KitError} from '../../errors.js'
 import {StoreContext, systemClock} from '../context.js'
 import {repositoriesFor} from '../index.js'
 import {openSqlite} from '../sqlite/open.js'
-import {assertDumpMatchesBuild, type SealRestoredStore, type StoreBackup, type StoreDump, type StoreDumpInfo} from './index.js'
+import {assertDumpMatchesBuild, SQLITE_DUMP_FILE, type SealRestoredStore, type StoreBackup, type StoreDump, type StoreDumpInfo} from './dump.js'
 
-export const SQLITE_DUMP_FILE = 'edgeworkers.sqlite'
 const MIGRATION_TABLE = 'kysely_migration'
 
 export class SqliteStoreBackup implements StoreBackup {
@@ -46,7 +45,7 @@ export class SqliteStoreBackup implements StoreBackup {
         .all() as Array<{name: string}>
       const tables = names.map(({name}) => ({name, rows: (copy.prepare(`SELECT COUNT(*) AS count FROM "${name}"`).get() as {count: number}).count}))
       const keys = copy.prepare('SELECT project_artifact_key AS project, bundle_artifact_key AS bundle FROM edge_worker_versions').all() as Array<{project: string; bundle: string}>
-      return {backend: 'sqlite', migrations, tables, files: [SQLITE_DUMP_FILE], artifactKeys: [...new Set(keys.flatMap((key) => [key.project, key.bundle]))].sort()}
+      return {backend: 'sqlite', migrations, tables, artifactKeys: [...new Set(keys.flatMap((key) => [key.project, key.bundle]))].sort()}
     } finally {
       copy.close()
     }

@@ -3,8 +3,10 @@
 import type {Migration} from 'kysely'
 import * as initial from './0001_initial.js'
 import * as oneOpenFence from './0002_one_open_fence.js'
+import * as statusIndexes from './0003_status_indexes.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_one_open_fence': oneOpenFence,
+  '0003_status_indexes': statusIndexes,
 }

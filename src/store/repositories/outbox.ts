@@ -74,6 +74,16 @@ export interface SettleOptions {
 
 export type RetryOutcome = {outcome: 'rescheduled'; nextAttemptAt: number} | {outcome: 'failed'} | {outcome: 'lease_lost'}
 
+/**
+ * An operator's action on one row (`retryNow`, `cancel`), or why it was refused: the row is gone,
+ * belongs to another kit's scope, is held under a live lease, is already finished, or (cancel) is a
+ * deploy whose version may already be on the host.
+ */
+export type OperatorActionResult =
+  | {outcome: 'done'; before: OutboxRow; row: OutboxRow}
+  | {outcome: 'wrong_scope' | 'inflight' | 'terminal' | 'deploying'; row: OutboxRow}
+  | {outcome: 'missing'; row: null}
+
 export interface OutboxListFilter {
   status?: OutboxStatus
   operation?: OutboxOperation
@@ -254,6 +264,73 @@ export class OutboxRepository {
         .where('id', '=', id)
         .execute()
       return nextAttemptAt === null ? {outcome: 'failed'} : {outcome: 'rescheduled', nextAttemptAt}
+    })
+  }
+
+  /**
+   * Operator "retry now": a pending, failed or uncertain row — or one whose lease expired — becomes
+   * pending and due now, handed to the passes (no owner, no lease). Its attempts and last error stay:
+   * they record what happened. A row held under a live lease is refused, never taken from its runner.
+   */
+  async retryNow(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
+    return this.operatorAction(id, options.scope, async (row, {db}) => {
+      if (row.status === 'completed' || row.status === 'cancelled') return 'terminal'
+      await db
+        .updateTable('edge_worker_outbox')
+        .set({status: 'pending', next_attempt_at: this.ctx.now(), lease_owner: null, lease_token: null, lease_expires_at: null, updated_at: this.ctx.now()})
+        .where('id', '=', id)
+        .execute()
+      return 'done'
+    })
+  }
+
+  /**
+   * Operator cancel: the row becomes `cancelled` and no lane takes it again; its last error stays as
+   * evidence. Refused under a live lease, for a finished row, and for a deploy whose version is
+   * `deploying` (an earlier attempt may have reached the host: only a pass can tell).
+   */
+  async cancel(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
+    return this.operatorAction(id, options.scope, async (row, {db}) => {
+      if (row.status === 'completed' || row.status === 'cancelled') return 'terminal'
+      if (row.operation === 'deploy' && row.version_id !== null) {
+        const version = await db
+          .selectFrom('edge_worker_versions')
+          .select('state')
+          .where('id', '=', row.version_id)
+          .$if(this.ctx.locksRows, (q) => q.forUpdate())
+          .executeTakeFirst()
+        if (version?.state === 'deploying') return 'deploying'
+      }
+      await db
+        .updateTable('edge_worker_outbox')
+        .set({status: 'cancelled', next_attempt_at: null, lease_token: null, lease_expires_at: null, updated_at: this.ctx.now()})
+        .where('id', '=', id)
+        .execute()
+      return 'done'
+    })
+  }
+
+  /** Locks the row (lock order outbox → worker → version), checks scope and lease, then lets `act` decide. */
+  private async operatorAction(
+    id: string,
+    scope: string | null,
+    act: (row: OutboxTable, tx: StoreContext) => Promise<'done' | 'terminal' | 'deploying'>,
+  ): Promise<OperatorActionResult> {
+    return this.ctx.atomic(async (tx) => {
+      const row = await tx.db
+        .selectFrom('edge_worker_outbox')
+        .selectAll()
+        .where('id', '=', id)
+        .$if(this.ctx.locksRows, (q) => q.forUpdate())
+        .executeTakeFirst()
+      if (!row) return {outcome: 'missing', row: null}
+      const before = toOutboxRow(row)
+      if (scope !== null && row.dispatch_namespace !== scope) return {outcome: 'wrong_scope', row: before}
+      if (row.status === 'leased' && row.lease_expires_at !== null && row.lease_expires_at > this.ctx.now()) return {outcome: 'inflight', row: before}
+      const outcome = await act(row, tx)
+      if (outcome !== 'done') return {outcome, row: before}
+      const after = await tx.db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+      return {outcome, before, row: toOutboxRow(after)}
     })
   }
 

@@ -1,0 +1,54 @@
+import os from 'node:os'
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base-command.js'
+import {withProgress} from '../../cli/progress.js'
+import {createBackup} from '../../engine/backup/create.js'
+
+export default class BackupCreate extends BaseCommand<typeof BackupCreate> {
+  static override description = `Back up the store, the artifact store and the edge host's data, consistently, into a new directory.
+
+Runs inside a backup fence: it joins the one already open (under \`edgeworkers fence run -- …\`) or
+begins one and always lifts it. Deploys that arrive meanwhile are deferred; the data plane keeps
+serving. Writes store/ (SQLite: an online-backup copy; PostgreSQL: every table as NDJSON from one
+snapshot transaction), artifacts/, host/snapshot.tar and, last, manifest.json with a SHA-256 for
+every file. The directory holds secrets (the pairing secret, Worker secrets): it is created 0700.
+Exit codes: 0 written; 2 the directory is not new or empty (nothing written), bad --ttl/--reason;
+6 unpaired, or another fence is in the way; 7 a deploy stayed in flight (deploy.lease_seconds) after
+the fence began — try again; 8 the artifact store lacks an artifact a version needs;
+10 the host did not answer or refused the snapshot (the partial backup is removed).`
+  static override examples = [
+    '<%= config.bin %> backup create /backups/2026-11-30',
+    '<%= config.bin %> fence run -- <%= config.bin %> backup create /backups/$(date +%F)',
+    '<%= config.bin %> backup create /backups/today --ttl 900 --json',
+  ]
+  static override args = {
+    dir: Args.string({required: true, description: 'Where to write the backup: a new or empty directory'}),
+  }
+  static override flags = {
+    ttl: Flags.integer({description: 'TTL of the fence this backup begins (default fence.default_ttl_seconds)'}),
+    reason: Flags.string({description: 'Reason recorded on the fence (default: backup to <dir>)'}),
+    json: Flags.boolean({description: 'Print the result as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const json = this.flags.json
+    const engine = await this.engine({interactive: !json})
+    const result = await withProgress('Backup', json, (report) =>
+      createBackup(
+        engine,
+        {dir: this.args.dir, ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: {type: 'operator', id: os.userInfo().username}},
+        {onStage: report},
+      ),
+    )
+    this.emit(result, () =>
+      [
+        `backup       ${result.dir}`,
+        `fence        ${result.fenceId} (${result.scope})`,
+        `store        ${result.store.backend}, ${result.store.tables.length} tables, ${result.store.tables.reduce((sum, table) => sum + table.rows, 0)} rows`,
+        `artifacts    ${result.artifacts}`,
+        `host         ${result.hostFingerprint.slice(0, 12)}, snapshot ${result.hostSnapshotBytes} bytes`,
+        `files        ${result.files} (${result.bytes} bytes), digests in ${result.manifest}`,
+      ].join('\n'),
+    )
+  }
+}

@@ -1,0 +1,65 @@
+import os from 'node:os'
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base-command.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {statusText} from '../cli/status-text.js'
+import {createEngine, silentLogger} from '../engine/context.js'
+import {engineStatusSource} from '../engine/status/source.js'
+import {takeSnapshot} from '../engine/status/snapshot.js'
+
+export default class Status extends BaseCommand<typeof Status> {
+  static override description = `What is stuck, why, and what to do about it: a live view of the kit, or one snapshot.
+
+In a terminal: a live view refreshed every status.refresh_interval_ms (2 s) — the kit scope and
+pairing; the edge host (reachable, ready, shards, scripts live and retired); the backup fence and the
+maintenance and restore gates; per lane and status, counts and the age of the oldest due row; leased
+rows with owner and lease time left; failed and uncertain rows grouped by last error code; pending
+retirements and orphans; the latest audit rows. Keys: tab and arrows move between panels and rows,
+enter drills into a row, r retries a row now, c cancels one, p runs one pass of a lane (each asks
+first), / filters, ? lists the keys, q quits.
+
+Outside a terminal (a pipe, cron, CI), or with --json: prints one snapshot and exits. Finished rows
+(completed, cancelled) are counted over status.finished_window_seconds (24 h); open rows all.
+
+Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain rows, an edge host that
+is unreachable or not paired, a backup fence open past its TTL (the snapshot says which); 4 the store
+is unavailable (the live view shows why instead, and keeps trying).`
+  static override examples = [
+    '<%= config.bin %> status',
+    '<%= config.bin %> status --interval 5000',
+    '<%= config.bin %> status --json',
+    '<%= config.bin %> status > /dev/null || echo "edgeworkers needs attention"',
+  ]
+  static override flags = {
+    json: Flags.boolean({description: 'Print one snapshot as JSON and exit'}),
+    interval: Flags.integer({
+      min: 250,
+      max: 600_000,
+      description: 'Refresh the live view every N milliseconds (250–600000). Default: status.refresh_interval_ms (2000)',
+    }),
+  }
+
+  protected override settingOverrides(): Record<string, unknown> {
+    return {'status.refresh_interval_ms': this.flags.interval}
+  }
+
+  async run(): Promise<void> {
+    if (!this.flags.json && process.stdin.isTTY && process.stdout.isTTY && !runsInCi(process.env)) {
+      // The engine logs nothing here: a log line would tear the screen; results show in the view.
+      const source = engineStatusSource(async () => createEngine(await this.store(), this.settings, silentLogger), {type: 'operator', id: os.userInfo().username})
+      // Ink and React load only for the live view: every other command, and a piped status, skip them.
+      const {runStatusTui} = await import('../tui/run.js')
+      await runStatusTui(source, {intervalMs: this.settings.status.refresh_interval_ms})
+      return
+    }
+    const snapshot = await takeSnapshot(await this.engine())
+    this.emit(snapshot, () => statusText(snapshot))
+    if (snapshot.attention.length > 0) this.exit(ExitCode.attention)
+  }
+}
+
+/** Ink draws only the last frame under CI; a CI job gets the snapshot instead (same rule as Ink's is-in-ci). */
+function runsInCi(env: NodeJS.ProcessEnv): boolean {
+  if (env.CI === '0' || env.CI === 'false') return false
+  return 'CI' in env || 'CONTINUOUS_INTEGRATION' in env || Object.keys(env).some((name) => name.startsWith('CI_'))
+}

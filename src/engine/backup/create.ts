@@ -1,0 +1,160 @@
+// `edgeworkers backup create <dir>`: inside a backup fence (joined when one is already open, e.g.
+// under `fence run`), the store, the artifact store and the edge host's data snapshot, then a
+// manifest with a digest for every file. Order: deploys already in flight settle first; then the
+// store; then the artifacts — an artifact is always written before the version that references it
+// commits, so every version in the dump finds its artifacts in the copy; then the host, whose state
+// the fence keeps frozen throughout.
+import {chmod, copyFile, mkdir, readdir} from 'node:fs/promises'
+import path from 'node:path'
+import {parseArtifactKey} from '../../artifacts/store.js'
+import {KitError} from '../../errors.js'
+import {ProviderError} from '../../provider/types.js'
+import {openStoreBackup, type StoreDumpInfo} from '../../store/backup/index.js'
+import type {Engine} from '../context.js'
+import {hostCallError, pairedProvider} from '../fence/fence.js'
+import {withFence} from '../fence/lifecycle.js'
+import type {AuditActor} from '../retire/audit.js'
+import {createPrivateDirectory, discardDirectory, filesUnder, freshDirectory} from './directories.js'
+import {readSnapshotManifest} from './host-snapshot.js'
+import {ARTIFACTS_DIR, describeFiles, HOST_SNAPSHOT_FILE, MANIFEST_FILE, STORE_DIR, writeManifest, type BackupManifest} from './manifest.js'
+
+export type BackupStage = 'fence' | 'store' | 'artifacts' | 'host' | 'manifest'
+
+const DRAIN_POLL_MS = 200
+
+export interface BackupInput {
+  dir: string
+  /** Of the fence this backup begins (not of one it joins). Default fence.default_ttl_seconds. */
+  ttlSeconds?: number
+  reason?: string
+  /** Who begins the fence (its audit row), when this backup begins one. */
+  actor?: AuditActor
+}
+
+export interface BackupResult {
+  dir: string
+  manifest: string
+  createdAt: string
+  fenceId: string
+  scope: string
+  hostFingerprint: string
+  store: StoreDumpInfo & {location: string}
+  artifacts: number
+  hostSnapshotBytes: number
+  files: number
+  bytes: number
+}
+
+export async function createBackup(engine: Engine, input: BackupInput, options: {onStage?: (stage: BackupStage) => void} = {}): Promise<BackupResult> {
+  const stage = options.onStage ?? (() => {})
+  const target = await freshDirectory(input.dir, 'backup directory')
+  const {provider, scope} = await pairedProvider(engine, 'take a backup')
+  const pairing = await engine.store.kit.getPairing(scope)
+  if (!pairing) throw new KitError('unpaired', `cannot take a backup: scope ${scope} has no pairing`)
+  const storeBackup = await openStoreBackup(engine.settings)
+  stage('fence')
+  try {
+    return await withFence(engine, {ttlSeconds: input.ttlSeconds, reason: (input.reason ?? `backup to ${target.path}`).slice(0, 200), actor: input.actor}, async (fence) => {
+      await createPrivateDirectory(target)
+      const dir = target.path
+      await drainInflightDeploys(engine, scope)
+
+      stage('store')
+      await mkdir(path.join(dir, STORE_DIR), {mode: 0o700})
+      const dump = await storeBackup.dump(path.join(dir, STORE_DIR))
+
+      stage('artifacts')
+      const artifactRoot = path.join(path.resolve(engine.settings.data_dir), ARTIFACTS_DIR)
+      const artifacts = await copyArtifacts(artifactRoot, path.join(dir, ARTIFACTS_DIR))
+      const copied = new Set(artifacts)
+      const lost = dump.artifactKeys.find((key) => !copied.has(key))
+      if (lost) throw new KitError('failed', `artifact ${lost}, which a stored version references, is missing from ${artifactRoot}; the backup would not restore`)
+
+      stage('host')
+      await mkdir(path.dirname(path.join(dir, HOST_SNAPSHOT_FILE)), {mode: 0o700})
+      let snapshot: {size: number; sha256: string}
+      try {
+        snapshot = await provider.downloadSnapshot(fence.id, path.join(dir, HOST_SNAPSHOT_FILE))
+      } catch (error) {
+        if (error instanceof ProviderError) throw hostCallError(error, 'the edge host data snapshot failed', 'nothing was kept')
+        throw error
+      }
+      const hostManifest = await readSnapshotManifest(path.join(dir, HOST_SNAPSHOT_FILE))
+      if (hostManifest.fingerprint !== pairing.host_fingerprint || hostManifest.fenceId !== fence.id) {
+        throw new KitError('host_error', `the host snapshot is of host ${hostManifest.fingerprint.slice(0, 12)} under fence ${hostManifest.fenceId}, not of the paired host ${pairing.host_fingerprint.slice(0, 12)} under fence ${fence.id}`)
+      }
+
+      stage('manifest')
+      const files = await describeFiles(dir, await filesUnder(dir))
+      for (const file of files) {
+        const parsed = file.path.startsWith(`${ARTIFACTS_DIR}/`) ? parseArtifactKey(file.path.slice(ARTIFACTS_DIR.length + 1)) : null
+        if (parsed && parsed.sha256 !== file.sha256) throw new KitError('failed', `artifact ${file.path.slice(ARTIFACTS_DIR.length + 1)} in the artifact store is corrupt (its bytes do not hash to its key)`)
+      }
+      const manifest: BackupManifest = {
+        format: 'edgeworkers-backup',
+        formatVersion: 1,
+        createdAt: new Date().toISOString(),
+        fenceId: fence.id,
+        scope,
+        host: {fingerprint: pairing.host_fingerprint, snapshot: HOST_SNAPSHOT_FILE},
+        store: {backend: dump.backend, migrations: dump.migrations, tables: dump.tables},
+        files,
+      }
+      await writeManifest(dir, manifest)
+      engine.log.info({dir, fenceId: fence.id, files: files.length}, 'backup written')
+      return {
+        dir,
+        manifest: path.join(dir, MANIFEST_FILE),
+        createdAt: manifest.createdAt,
+        fenceId: fence.id,
+        scope,
+        hostFingerprint: pairing.host_fingerprint,
+        store: {...manifest.store, location: storeBackup.location},
+        artifacts: artifacts.length,
+        hostSnapshotBytes: snapshot.size,
+        files: files.length,
+        bytes: files.reduce((sum, file) => sum + file.size, 0),
+      }
+    })
+  } catch (error) {
+    await discardDirectory(target)
+    throw error
+  } finally {
+    await storeBackup.close()
+  }
+}
+
+/**
+ * A deploy task that passed the execution gate just before the fence closed it may still upload and
+ * settle: wait for those (their leases), so the store and the host are copied agreeing on what is
+ * deployed. The fence stops new ones from starting.
+ */
+async function drainInflightDeploys(engine: Engine, scope: string): Promise<void> {
+  const waitSeconds = engine.settings.deploy.lease_seconds
+  const deadline = Date.now() + waitSeconds * 1000
+  for (;;) {
+    const now = engine.store.clock.now()
+    const inflight = (await engine.store.outbox.list({operation: 'deploy', status: 'leased', scope})).filter((row) => (row.lease_expires_at ?? 0) > now)
+    if (inflight.length === 0) return
+    if (Date.now() >= deadline) {
+      throw new KitError('pending', `a deploy is still in flight after ${waitSeconds}s inside the fence (outbox row ${inflight[0]!.id}); a backup now would not be consistent — try again`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS))
+  }
+}
+
+/** Copies every artifact (files named by their key; writes in flight are skipped) and returns their keys. */
+async function copyArtifacts(root: string, target: string): Promise<string[]> {
+  const exists = await readdir(root).then(
+    () => true,
+    () => false,
+  )
+  if (!exists) return []
+  const keys = (await filesUnder(root)).filter((file) => parseArtifactKey(file) !== null)
+  for (const key of keys) {
+    await mkdir(path.dirname(path.join(target, key)), {recursive: true, mode: 0o700})
+    await copyFile(path.join(root, key), path.join(target, key))
+    await chmod(path.join(target, key), 0o600)
+  }
+  return keys
+}

@@ -1,0 +1,109 @@
+// What an operator can do from `edgeworkers status`: read one outbox row in full (secrets redacted),
+// retry a row now, cancel one, run one pass of a lane. Retry and cancel follow the lease rules of the
+// outbox (a row under a live lease is never taken from its runner) and are audited like every other
+// operator action; retrying a deploy is an enqueue, so the maintenance and restore gates refuse it.
+import {KitError} from '../../errors.js'
+import {deterministicId, type JsonObject, type OperatorActionResult, type OutboxRow} from '../../store/index.js'
+import type {Engine} from '../context.js'
+import {assertEnqueueGatesOpen} from '../gates.js'
+import {runPass} from '../pass/index.js'
+import {LANE_LABELS, type LaneName} from '../pass/lane.js'
+import type {AuditActor} from '../retire/audit.js'
+import {redactSecrets} from './redact.js'
+import {formatDuration} from './snapshot.js'
+
+export const OUTBOX_ACTIONS = {
+  retried: 'outbox_row.retried',
+  cancelled: 'outbox_row.cancelled',
+} as const
+
+/** An outbox row as an operator may see it: the payload redacted, the lease token left out. */
+export type OutboxRowDetail = Omit<OutboxRow, 'lease_token'>
+
+export interface ActionDone {
+  message: string
+}
+
+export async function outboxRowDetail(engine: Engine, id: string): Promise<OutboxRowDetail | null> {
+  const row = await engine.store.outbox.get(id)
+  if (!row) return null
+  const {lease_token: _token, ...visible} = row
+  return {...visible, payload: redactSecrets(row.payload) as JsonObject}
+}
+
+/** Makes the row pending and due now, for the next pass. `scope` null: a store with no pairing (any row). */
+export async function retryOutboxRow(engine: Engine, id: string, request: {scope: string | null; actor: AuditActor}): Promise<ActionDone> {
+  const row = await engine.store.outbox.get(id)
+  if (row?.operation === 'deploy') await assertEnqueueGatesOpen(engine, row.dispatch_namespace)
+  const result = await engine.store.transaction(async (tx) => {
+    const outcome = await tx.outbox.retryNow(id, {scope: request.scope})
+    if (outcome.outcome === 'done') await tx.audit.append(actionEntry(OUTBOX_ACTIONS.retried, outcome, request.actor))
+    return outcome
+  })
+  if (result.outcome !== 'done') throw refusal(id, 'retry', result, engine.store.clock.now())
+  const deferred = result.row.last_error_code === 'edge_host_fenced' ? ' (deferred by a backup fence: the deferred lane takes it once the fence ends)' : ''
+  return {message: `outbox row ${id} is pending and due now; the next pass dispatches it${deferred}`}
+}
+
+export async function cancelOutboxRow(engine: Engine, id: string, request: {scope: string | null; actor: AuditActor}): Promise<ActionDone> {
+  const result = await engine.store.transaction(async (tx) => {
+    const outcome = await tx.outbox.cancel(id, {scope: request.scope})
+    if (outcome.outcome === 'done') await tx.audit.append(actionEntry(OUTBOX_ACTIONS.cancelled, outcome, request.actor))
+    return outcome
+  })
+  if (result.outcome !== 'done') throw refusal(id, 'cancel', result, engine.store.clock.now())
+  return {message: `outbox row ${id} cancelled (was ${result.before.status}); no lane takes it again`}
+}
+
+/** One reconcile pass over one lane, in this process (what `edgeworkers reconcile --lane L` does). */
+export async function runLaneOnce(engine: Engine, lane: LaneName): Promise<ActionDone> {
+  const result = await runPass(engine, {lanes: [lane]})
+  if (result.status === 'skipped') return {message: `${LANE_LABELS[lane]} pass skipped: ${result.skipped?.code}: ${result.skipped?.message}`}
+  const summary = result.lanes[0]
+  if (!summary) return {message: `${LANE_LABELS[lane]} pass ran nothing`}
+  const tally = (['claimed', 'completed', 'retried', 'failed', 'uncertain', 'skipped'] as const).map((key) => `${key} ${summary[key]}`).join(', ')
+  const note = summary.error ? `; error: ${summary.error}` : summary.skippedReason ? `; ${summary.skippedReason}` : ''
+  return {message: `${LANE_LABELS[lane]} pass: ${tally} in ${summary.durationMs} ms${note}`}
+}
+
+/** The audit row of an operator action on an outbox row; its id is bound to the state acted on, so each action writes its own row. */
+function actionEntry(action: (typeof OUTBOX_ACTIONS)[keyof typeof OUTBOX_ACTIONS], result: Extract<OperatorActionResult, {outcome: 'done'}>, actor: AuditActor) {
+  const {before, row} = result
+  return {
+    id: deterministicId(action, row.id, String(before.updated_at)),
+    action,
+    resource_type: 'outbox_row',
+    resource_id: row.id,
+    actor_type: actor.type,
+    actor_id: actor.id,
+    auth_method: actor.type === 'system' ? 'system' : 'cli',
+    result: 'success',
+    reason_code: before.last_error_code,
+    facts: {
+      operation: row.operation,
+      scope: row.dispatch_namespace,
+      script_name: row.script_name,
+      previous_status: before.status,
+      status: row.status,
+      attempts: row.attempts,
+    },
+  }
+}
+
+function refusal(id: string, verb: 'retry' | 'cancel', result: Exclude<OperatorActionResult, {outcome: 'done'}>, now: number): KitError {
+  switch (result.outcome) {
+    case 'missing':
+      return new KitError('not_found', `outbox row ${id} not found`)
+    case 'wrong_scope':
+      return new KitError('conflict', `cannot ${verb} outbox row ${id}: it belongs to scope ${result.row.dispatch_namespace}, another kit's`)
+    case 'inflight':
+      return new KitError(
+        'conflict',
+        `cannot ${verb} outbox row ${id}: ${result.row.lease_owner ?? 'a runner'} holds its lease for ${formatDuration(Number(result.row.lease_expires_at) - now)} more`,
+      )
+    case 'terminal':
+      return new KitError('conflict', `cannot ${verb} outbox row ${id}: it is already ${result.row.status}`)
+    case 'deploying':
+      return new KitError('conflict', `cannot cancel outbox row ${id}: its version is deploying and may already be on the host; retry it so a pass can settle it`)
+  }
+}

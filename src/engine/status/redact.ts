@@ -1,0 +1,31 @@
+// The redaction rule for anything the status view prints from a row's payload or an audit row's
+// facts. The kit never writes a secret value there (only digests) — this is the second line: a field
+// whose name says it carries a secret shows `[redacted]` whatever it holds, and a URL keeps no
+// password (the store's own rule, redactedUrl). Digests of secrets are not secrets and stay visible,
+// so an operator can still compare them.
+import {redactedUrl} from '../../store/postgres/redact.js'
+import type {JsonValue} from '../../store/index.js'
+
+export const REDACTED = '[redacted]'
+
+const SECRET_NAME = /secret|passw(or)?d|passphrase|token|api[_-]?key|credential|authorization|cookie|private[_-]?key|signature/i
+const DIGEST_NAME = /(digest|sha256|fingerprint)$/i
+const URL_WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:[^/\s@]*@/i
+
+export function isSecretField(name: string): boolean {
+  return SECRET_NAME.test(name) && !DIGEST_NAME.test(name)
+}
+
+/** A copy of `value` with every secret-bearing field replaced; arrays and nested objects included. */
+export function redactSecrets<T extends JsonValue>(value: T): T {
+  return redactValue(value) as T
+}
+
+function redactValue(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(redactValue)
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, isSecretField(key) && inner !== null ? REDACTED : redactValue(inner)]))
+  }
+  if (typeof value === 'string' && URL_WITH_PASSWORD.test(value)) return redactedUrl(value)
+  return value
+}

@@ -1,0 +1,184 @@
+// One snapshot of the kit for `edgeworkers status`: the scope and its pairing, the edge host's health,
+// the gates, the outbox per lane and status, leased rows, failures grouped by error code, pending
+// retirements and orphans, and the latest audit rows — plus the reasons it needs an operator. The
+// store part and the host part are read concurrently; the host part is bounded by
+// status.host_timeout_ms and never throws (an unreachable host is part of the answer).
+import {
+  OUTBOX_OPERATIONS,
+  type AuditRow,
+  type ErrorGroup,
+  type JsonObject,
+  type OrphanSummary,
+  type OutboxOperation,
+  type OutboxRowSummary,
+  type StatusCount,
+} from '../../store/index.js'
+import type {Engine} from '../context.js'
+import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
+import {fenceView, type FenceView} from '../fence/fence.js'
+import {hostStatus, type HostStatus} from '../host-status.js'
+import {redactSecrets} from './redact.js'
+
+/** How many rows each list of the snapshot carries at most. */
+export const SNAPSHOT_LIST_LIMIT = 50
+export const SNAPSHOT_AUDIT_LIMIT = 20
+
+export interface LaneStatus {
+  operation: OutboxOperation
+  /** Every open row, however old. */
+  pending: number
+  leased: number
+  failed: number
+  uncertain: number
+  /** Pending deploys held by a backup fence (last_error_code edge_host_fenced); part of `pending`. */
+  deferred: number
+  /** Finished within the last `finishedWindowSeconds`. */
+  completed: number
+  cancelled: number
+  /** How long the oldest due pending row has waited past its next_attempt_at; null when none is due. */
+  oldestDueAgeMs: number | null
+  /** How long the oldest expired lease has been expired; null when none has. */
+  oldestExpiredLeaseAgeMs: number | null
+}
+
+export interface HostHealth extends HostStatus {
+  /** Every shard up (the host's /readyz rule); null when the host did not answer. */
+  ready: boolean | null
+  shardsUp: number | null
+}
+
+export interface FenceStatus extends FenceView {
+  /** Until the host lifts it by itself; negative once past. */
+  timeLeftMs: number
+  /** Still open in the store past its TTL: whoever began it never ended it. */
+  overdue: boolean
+}
+
+export interface LeasedRow extends OutboxRowSummary {
+  /** Until the lease expires; negative once expired (any runner may reclaim it). */
+  leaseLeftMs: number
+}
+
+export interface StatusSnapshot {
+  takenAt: string
+  /** The kit scope this runner works for; null when no pairing tells it (rows of every scope are shown). */
+  scope: string | null
+  store: {backend: string; location: string}
+  host: HostHealth
+  fence: FenceStatus | null
+  maintenance: {on: boolean; reason: string | null}
+  restorePending: {on: boolean; reason: string | null}
+  finishedWindowSeconds: number
+  lanes: LaneStatus[]
+  leased: LeasedRow[]
+  errorGroups: ErrorGroup[]
+  retirements: {pending: number; workers: Array<{worker_id: string; script_name: string; department_id: string; status: string; since: number}>}
+  /** null without a scope: orphans are per scope. */
+  orphans: {pending: number; unsettled: number; workers: OrphanSummary[]} | null
+  audit: AuditRow[]
+  /** Why an operator should look (failed or uncertain rows, host unreachable or unpaired, fence overdue); empty when nothing does. */
+  attention: string[]
+}
+
+export interface SnapshotOptions {
+  finishedWindowSeconds: number
+  hostTimeoutMs: number
+}
+
+export function snapshotOptions(settings: Engine['settings']): SnapshotOptions {
+  return {finishedWindowSeconds: settings.status.finished_window_seconds, hostTimeoutMs: settings.status.host_timeout_ms}
+}
+
+export async function takeSnapshot(engine: Engine, options: SnapshotOptions = snapshotOptions(engine.settings)): Promise<StatusSnapshot> {
+  const {store, settings} = engine
+  const resolution = await engine.resolveProvider()
+  const scope = resolution.status === 'ready' ? resolution.scope : settings.provider.scope || null
+  const now = store.clock.now()
+  const [host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, retiring, orphans, audit, fence, gates] = await Promise.all([
+    hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
+    store.status.openCounts(scope),
+    store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
+    store.status.oldestDue(scope, now),
+    store.status.deferredDeploys(scope, EDGE_HOST_FENCED),
+    store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
+    store.status.errorGroups(scope),
+    scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
+    scope === null ? Promise.resolve(null) : store.status.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000, SNAPSHOT_LIST_LIMIT),
+    store.audit.list({limit: SNAPSHOT_AUDIT_LIMIT}),
+    scope === null ? Promise.resolve(undefined) : store.kit.openFence(scope),
+    scope === null ? Promise.resolve(null) : store.kit.getGates(scope),
+  ])
+
+  const countOf = (counts: StatusCount[], operation: OutboxOperation, status: string) =>
+    counts.find((count) => count.operation === operation && count.status === status)?.count ?? 0
+  const lanes = OUTBOX_OPERATIONS.map((operation): LaneStatus => {
+    const due = oldestDue.find((entry) => entry.operation === operation)
+    return {
+      operation,
+      pending: countOf(openCounts, operation, 'pending'),
+      leased: countOf(openCounts, operation, 'leased'),
+      failed: countOf(openCounts, operation, 'failed'),
+      uncertain: countOf(openCounts, operation, 'uncertain'),
+      deferred: operation === 'deploy' ? deferred : 0,
+      completed: countOf(finishedCounts, operation, 'completed'),
+      cancelled: countOf(finishedCounts, operation, 'cancelled'),
+      oldestDueAgeMs: due?.pendingDueSince == null ? null : now - due.pendingDueSince,
+      oldestExpiredLeaseAgeMs: due?.leaseExpiredSince == null ? null : now - due.leaseExpiredSince,
+    }
+  })
+  const shardsUp = host.shards ? host.shards.filter((shard) => shard.state === 'up').length : null
+  const fenceStatus: FenceStatus | null = fence ? {...fenceView(fence), timeLeftMs: Number(fence.expires_at) - now, overdue: Number(fence.expires_at) <= now} : null
+
+  const snapshot: StatusSnapshot = {
+    takenAt: new Date(now).toISOString(),
+    scope,
+    store: {backend: store.backend, location: store.location},
+    host: {...host, ready: host.shards ? shardsUp === host.shards.length : null, shardsUp},
+    fence: fenceStatus,
+    maintenance: {on: gates?.maintenance ?? false, reason: gates?.reasons.maintenance ?? null},
+    restorePending: {on: gates?.restore_pending ?? false, reason: gates?.reasons.restore_pending ?? null},
+    finishedWindowSeconds: options.finishedWindowSeconds,
+    lanes,
+    leased: leased.map((row) => ({...row, leaseLeftMs: Number(row.lease_expires_at) - now})),
+    errorGroups,
+    retirements: {
+      pending: retiring.length,
+      workers: retiring.slice(0, SNAPSHOT_LIST_LIMIT).map((worker) => ({
+        worker_id: worker.id,
+        script_name: worker.script_name,
+        department_id: worker.department_id,
+        status: worker.status,
+        since: worker.updated_at,
+      })),
+    },
+    orphans: orphans && {pending: orphans.count, unsettled: orphans.unsettled, workers: orphans.orphans},
+    audit: audit.map((row) => ({...row, facts: redactSecrets(row.facts) as JsonObject})),
+    attention: [],
+  }
+  snapshot.attention = attentionReasons(snapshot)
+  return snapshot
+}
+
+/** What makes `status` exit non-zero: rows waiting for an operator, a host the kit cannot use, a fence left open past its TTL. */
+export function attentionReasons(snapshot: Pick<StatusSnapshot, 'lanes' | 'host' | 'fence'>): string[] {
+  const reasons: string[] = []
+  const failed = snapshot.lanes.reduce((sum, lane) => sum + lane.failed, 0)
+  const uncertain = snapshot.lanes.reduce((sum, lane) => sum + lane.uncertain, 0)
+  if (failed > 0) reasons.push(`${failed} failed outbox row${failed === 1 ? '' : 's'}`)
+  if (uncertain > 0) reasons.push(`${uncertain} uncertain outbox row${uncertain === 1 ? '' : 's'}`)
+  if (!snapshot.host.paired) reasons.push(`no usable edge host: ${snapshot.host.problem}`)
+  else if (!snapshot.host.reachable) reasons.push(`edge host unreachable: ${snapshot.host.error}`)
+  if (snapshot.fence?.overdue) reasons.push(`backup fence ${snapshot.fence.id} is overdue: still open ${formatDuration(-snapshot.fence.timeLeftMs)} past its TTL`)
+  return reasons
+}
+
+/** 42s, 5m03s, 2h07m, 3d04h: short enough for a table cell. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000))
+  if (seconds < 60) return `${seconds}s`
+  const minutes = Math.floor(seconds / 60)
+  if (minutes < 60) return `${minutes}m${String(seconds % 60).padStart(2, '0')}s`
+  const hours = Math.floor(minutes / 60)
+  if (hours < 24) return `${hours}h${String(minutes % 60).padStart(2, '0')}m`
+  return `${Math.floor(hours / 24)}d${String(hours % 24).padStart(2, '0')}h`
+}

@@ -1,0 +1,48 @@
+// Everything the live status view asks of the engine, behind one interface, so the view (src/tui)
+// never touches the store or the provider itself. The engine is connected lazily and again after a
+// failure: a view started while the store is unreachable shows why and keeps trying.
+import type {ErrorGroup, OutboxRowSummary} from '../../store/index.js'
+import type {Engine} from '../context.js'
+import type {LaneName} from '../pass/lane.js'
+import type {AuditActor} from '../retire/audit.js'
+import {cancelOutboxRow, outboxRowDetail, retryOutboxRow, runLaneOnce, type ActionDone, type OutboxRowDetail} from './actions.js'
+import {SNAPSHOT_LIST_LIMIT, takeSnapshot, type StatusSnapshot} from './snapshot.js'
+
+export type ErrorGroupKey = Pick<ErrorGroup, 'status' | 'operation' | 'last_error_code'>
+
+/** Every method may reject; the view shows the error's message in place of what it asked for. */
+export interface StatusSource {
+  snapshot(): Promise<StatusSnapshot>
+  groupRows(group: ErrorGroupKey): Promise<OutboxRowSummary[]>
+  outboxRow(id: string): Promise<OutboxRowDetail | null>
+  retry(id: string): Promise<ActionDone>
+  cancel(id: string): Promise<ActionDone>
+  runLane(lane: LaneName): Promise<ActionDone>
+}
+
+export function engineStatusSource(connect: () => Promise<Engine>, actor: AuditActor): StatusSource {
+  let connected: Engine | undefined
+  const engine = async () => (connected ??= await connect())
+  /** The scope actions are confined to: the paired one, or none when nothing is paired. */
+  const scope = async (kit: Engine) => {
+    const resolution = await kit.resolveProvider()
+    return resolution.status === 'ready' ? resolution.scope : kit.settings.provider.scope || null
+  }
+  return {
+    snapshot: async () => takeSnapshot(await engine()),
+    groupRows: async (group) => {
+      const kit = await engine()
+      return kit.store.status.groupRows(await scope(kit), group, SNAPSHOT_LIST_LIMIT)
+    },
+    outboxRow: async (id) => outboxRowDetail(await engine(), id),
+    retry: async (id) => {
+      const kit = await engine()
+      return retryOutboxRow(kit, id, {scope: await scope(kit), actor})
+    },
+    cancel: async (id) => {
+      const kit = await engine()
+      return cancelOutboxRow(kit, id, {scope: await scope(kit), actor})
+    },
+    runLane: async (lane) => runLaneOnce(await engine(), lane),
+  }
+}

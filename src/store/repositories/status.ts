@@ -1,0 +1,265 @@
+// What `edgeworkers status` reads from the store on every refresh, shaped so that one refresh costs
+// about the same whether the outbox holds a thousand rows or a million: every statement is an index
+// seek or a range over the rows an operator cares about (migration 0003_status_indexes), never a
+// scan of the history.
+// - Open rows (pending, leased, failed, uncertain) are counted whole; finished ones (completed,
+//   cancelled) over a recent window, since counting all of history would read every row.
+// - `scope` null means every scope (a store not paired yet).
+import {sql, type ExpressionBuilder, type SelectQueryBuilder} from 'kysely'
+import type {StoreContext} from '../context.js'
+import {OUTBOX_OPERATIONS, type Database, type OutboxOperation, type OutboxRow, type OutboxStatus} from '../schema.js'
+import {ORPHAN_CONFIRMATION_ACTION} from './retirements.js'
+
+/** Counted whole: these are what an operator acts on. */
+export const OPEN_OUTBOX_STATUSES = ['pending', 'leased', 'failed', 'uncertain'] as const
+/** Counted over the recent window only. */
+export const FINISHED_OUTBOX_STATUSES = ['completed', 'cancelled'] as const
+/** Rows that ended without success and wait for an operator. */
+export const ATTENTION_OUTBOX_STATUSES = ['failed', 'uncertain'] as const
+export type AttentionStatus = (typeof ATTENTION_OUTBOX_STATUSES)[number]
+
+export interface StatusCount {
+  operation: OutboxOperation
+  status: OutboxStatus
+  count: number
+}
+
+export interface OldestDue {
+  operation: OutboxOperation
+  /** The earliest next_attempt_at among pending rows already due; null when none is due. */
+  pendingDueSince: number | null
+  /** The earliest lease_expires_at among leased rows whose lease has expired; null when none has. */
+  leaseExpiredSince: number | null
+}
+
+export interface ErrorGroup {
+  status: AttentionStatus
+  operation: OutboxOperation
+  last_error_code: string | null
+  count: number
+  /** When the newest row of the group last changed. */
+  latest_at: number
+}
+
+/** An outbox row as the status lists show it: no payload, no lease token. */
+export type OutboxRowSummary = Pick<
+  OutboxRow,
+  | 'id'
+  | 'operation'
+  | 'status'
+  | 'dispatch_namespace'
+  | 'script_name'
+  | 'attempts'
+  | 'lease_owner'
+  | 'lease_expires_at'
+  | 'next_attempt_at'
+  | 'last_error_code'
+  | 'created_at'
+  | 'updated_at'
+>
+
+export interface OrphanSummary {
+  worker_id: string
+  script_name: string | null
+  /** A deploy row is still pending or leased, or ended within the upload grace. */
+  unsettled: boolean
+}
+
+const summaryColumns = [
+  'id',
+  'operation',
+  'status',
+  'dispatch_namespace',
+  'script_name',
+  'attempts',
+  'lease_owner',
+  'lease_expires_at',
+  'next_attempt_at',
+  'last_error_code',
+  'created_at',
+  'updated_at',
+] as const
+
+type OutboxQuery<O> = SelectQueryBuilder<Database, 'edge_worker_outbox', O>
+
+export class StatusRepository {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Rows per operation and open status (every row, however old). */
+  async openCounts(scope: string | null): Promise<StatusCount[]> {
+    const rows = await this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .select(['operation', 'status', (eb) => eb.fn.countAll<number | string>().as('count')])
+      .$call(inScope(scope))
+      .where('status', 'in', [...OPEN_OUTBOX_STATUSES])
+      .groupBy(['status', 'operation'])
+      .execute()
+    return rows.map((row) => ({operation: row.operation, status: row.status, count: Number(row.count)}))
+  }
+
+  /**
+   * Rows per operation and finished status that finished (last changed) at or after `since`. One
+   * scalar count per pair, so each is a range seek on (scope, status, operation, updated_at).
+   */
+  async finishedCounts(scope: string | null, since: number): Promise<StatusCount[]> {
+    const pairs = FINISHED_OUTBOX_STATUSES.flatMap((status) => OUTBOX_OPERATIONS.map((operation) => ({status, operation})))
+    const row = await this.ctx.db
+      .selectNoFrom((eb) =>
+        pairs.map(({status, operation}, index) =>
+          this.outboxIn(eb, scope)
+            .select((inner) => inner.fn.countAll<number | string>().as('count'))
+            .where('status', '=', status)
+            .where('operation', '=', operation)
+            .where('updated_at', '>=', since)
+            .as(`c${index}`),
+        ),
+      )
+      .executeTakeFirstOrThrow()
+    const counts = row as Record<string, number | string | null>
+    return pairs.map((pair, index) => ({...pair, count: Number(counts[`c${index}`] ?? 0)}))
+  }
+
+  /** Pending deploys held back by a backup fence: they carry the deferred marker as their last error code. */
+  async deferredDeploys(scope: string | null, deferredMarker: string): Promise<number> {
+    const row = await this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .$call(inScope(scope))
+      .where('status', '=', 'pending')
+      .where('operation', '=', 'deploy')
+      .where('last_error_code', '=', deferredMarker)
+      .executeTakeFirstOrThrow()
+    return Number(row.count)
+  }
+
+  /** Per operation, how long its oldest due work has waited: one index seek each. */
+  async oldestDue(scope: string | null, now: number): Promise<OldestDue[]> {
+    const row = await this.ctx.db
+      .selectNoFrom((eb) =>
+        OUTBOX_OPERATIONS.flatMap((operation) => [
+          this.outboxIn(eb, scope)
+            .select((inner) => inner.fn.min('next_attempt_at').as('due'))
+            .where('operation', '=', operation)
+            .where('status', '=', 'pending')
+            .where('next_attempt_at', '<=', now)
+            .as(`${operation}_pending`),
+          this.outboxIn(eb, scope)
+            .select((inner) => inner.fn.min('lease_expires_at').as('due'))
+            .where('status', '=', 'leased')
+            .where('lease_expires_at', '<=', now)
+            .where('operation', '=', operation)
+            .as(`${operation}_leased`),
+        ]),
+      )
+      .executeTakeFirstOrThrow()
+    const due = row as Record<string, number | string | null>
+    const time = (value: number | string | null | undefined) => (value === null || value === undefined ? null : Number(value))
+    return OUTBOX_OPERATIONS.map((operation) => ({
+      operation,
+      pendingDueSince: time(due[`${operation}_pending`]),
+      leaseExpiredSince: time(due[`${operation}_leased`]),
+    }))
+  }
+
+  /** Leased rows, the lease expiring soonest first. */
+  async leasedRows(scope: string | null, limit: number): Promise<OutboxRowSummary[]> {
+    return this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .select(summaryColumns)
+      .where('status', '=', 'leased')
+      .$call(inScope(scope))
+      .orderBy('lease_expires_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute()
+  }
+
+  /** Failed and uncertain rows grouped by status, operation and last error code; biggest group first. */
+  async errorGroups(scope: string | null): Promise<ErrorGroup[]> {
+    const rows = await this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .select(['status', 'operation', 'last_error_code', (eb) => eb.fn.countAll<number | string>().as('count'), (eb) => eb.fn.max('updated_at').as('latest_at')])
+      .$call(inScope(scope))
+      .where('status', 'in', [...ATTENTION_OUTBOX_STATUSES])
+      .groupBy(['status', 'operation', 'last_error_code'])
+      .execute()
+    return rows
+      .map((row) => ({
+        status: row.status as AttentionStatus,
+        operation: row.operation,
+        last_error_code: row.last_error_code,
+        count: Number(row.count),
+        latest_at: Number(row.latest_at),
+      }))
+      .sort((a, b) => b.count - a.count || b.latest_at - a.latest_at || `${a.status}${a.operation}${a.last_error_code}`.localeCompare(`${b.status}${b.operation}${b.last_error_code}`))
+  }
+
+  /** The rows of one error group, most recently changed first. */
+  async groupRows(scope: string | null, group: Pick<ErrorGroup, 'status' | 'operation' | 'last_error_code'>, limit: number): Promise<OutboxRowSummary[]> {
+    return this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .select(summaryColumns)
+      .$call(inScope(scope))
+      .where('status', '=', group.status)
+      .where('operation', '=', group.operation)
+      .where('last_error_code', group.last_error_code === null ? 'is' : '=', group.last_error_code)
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute()
+  }
+
+  /**
+   * The scope's pending orphans, as RetirementRepository.pendingOrphans defines them (a Worker this
+   * scope deployed whose Worker and department rows are gone, not yet confirmed retired here), found
+   * without reading every deploy row: Workers and departments disappear only with their company
+   * (company purge cascades), so only companies that no longer exist — or whose id was taken again
+   * by a company created after the rows — can own orphans. Those are found by a loose index scan
+   * (one seek per distinct company on the scope's deploy rows); the rows of just those companies are
+   * then checked one by one. Deploy rows always carry their company.
+   */
+  async pendingOrphans(scope: string, graceCutoff: number, limit: number): Promise<{count: number; unsettled: number; orphans: OrphanSummary[]}> {
+    const {rows: candidates} = await sql<{company_id: string}>`
+      with recursive seen(company_id) as (
+        select min(company_id) from edge_worker_outbox where dispatch_namespace = ${scope} and operation = 'deploy'
+        union all
+        select (
+          select min(o.company_id) from edge_worker_outbox o
+          where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id > seen.company_id
+        ) from seen where seen.company_id is not null
+      )
+      select seen.company_id from seen
+      where seen.company_id is not null and not exists (
+        select 1 from companies c
+        where c.id = seen.company_id and c.created_at <= (
+          select min(o.created_at) from edge_worker_outbox o
+          where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id = seen.company_id))`.execute(this.ctx.db)
+    if (candidates.length === 0) return {count: 0, unsettled: 0, orphans: []}
+    const companies = candidates.map((candidate) => candidate.company_id)
+    const {rows} = await sql<{worker_id: string; script_name: string | null; unsettled: number | string}>`
+      select o.worker_id,
+        max(o.script_name) as script_name,
+        max(case when o.status in ('pending', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
+      from edge_worker_outbox o
+      where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id in (${sql.join(companies)})
+        and o.worker_id is not null
+        and not exists (select 1 from edge_workers w where w.id = o.worker_id)
+        and not exists (select 1 from departments d where d.id = o.department_id)
+        and not exists (
+          select 1 from edge_worker_audit_logs a
+          where a.resource_type = 'edge_worker' and a.resource_id = o.worker_id
+            and a.action = ${ORPHAN_CONFIRMATION_ACTION} and a.reason_code = ${scope})
+      group by o.worker_id
+      order by o.worker_id`.execute(this.ctx.db)
+    const orphans = rows.map((row) => ({worker_id: row.worker_id, script_name: row.script_name, unsettled: Number(row.unsettled) === 1}))
+    return {count: orphans.length, unsettled: orphans.filter((orphan) => orphan.unsettled).length, orphans: orphans.slice(0, limit)}
+  }
+
+  private outboxIn(eb: ExpressionBuilder<Database, never>, scope: string | null) {
+    return eb.selectFrom('edge_worker_outbox').$call(inScope(scope))
+  }
+}
+
+function inScope(scope: string | null) {
+  return <O>(query: OutboxQuery<O>): OutboxQuery<O> => (scope === null ? query : query.where('dispatch_namespace', '=', scope))
+}

@@ -1,0 +1,53 @@
+// Text layout for the status view: every line is built to fit the terminal's width exactly, so the
+// view never wraps and its height is known before Ink draws it.
+export {formatDuration} from '../engine/status/snapshot.js'
+
+/** 999, 12.3k, 1.2M: a count in at most 6 characters. */
+export function formatCount(n: number): string {
+  if (n < 100_000) return String(n)
+  if (n < 1_000_000) return `${Math.round(n / 1000)}k`
+  return `${(n / 1_000_000).toFixed(n < 10_000_000 ? 1 : 0)}M`
+}
+
+/** The first 8 characters of an id (a UUID's first group): enough to tell rows apart on screen. */
+export function shortId(id: string): string {
+  return id.slice(0, 8)
+}
+
+export function isoTime(ms: number | null): string {
+  return ms === null ? '-' : new Date(Number(ms)).toISOString()
+}
+
+/** Cuts to `width` characters, marking the cut with `…`. */
+export function clip(text: string, width: number): string {
+  if (width <= 0) return ''
+  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`
+}
+
+export interface Column {
+  header: string
+  /** Fixed width, or 'flex': the flexible columns share what the fixed ones leave. */
+  width: number | 'flex'
+  align?: 'left' | 'right'
+}
+
+/** Widths for `columns` in `total` characters with one space between columns; flex columns get at least 4. */
+export function columnWidths(columns: Column[], total: number): number[] {
+  const fixed = columns.reduce((sum, column) => sum + (column.width === 'flex' ? 0 : column.width), 0)
+  const flexCount = columns.filter((column) => column.width === 'flex').length
+  const spare = Math.max(0, total - fixed - (columns.length - 1))
+  const flexWidth = flexCount === 0 ? 0 : Math.max(4, Math.floor(spare / flexCount))
+  return columns.map((column) => (column.width === 'flex' ? flexWidth : column.width))
+}
+
+/** One table line: each cell clipped and padded to its column, the whole clipped to `total`. */
+export function tableLine(cells: string[], columns: Column[], widths: number[], total: number): string {
+  const line = cells
+    .map((cell, i) => {
+      const width = widths[i] ?? 0
+      const clipped = clip(cell, width)
+      return columns[i]?.align === 'right' ? clipped.padStart(width) : clipped.padEnd(width)
+    })
+    .join(' ')
+  return clip(line.trimEnd(), total)
+}

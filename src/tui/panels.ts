@@ -1,0 +1,337 @@
+// What each part of the status view shows, as plain lines (no Ink): the header, the host and gates,
+// what needs attention, the lanes table, and the four list panels with their rows. Building text
+// here, sized to the terminal, keeps the Ink components trivial and the layout testable.
+import type {OutboxRowDetail} from '../engine/status/actions.js'
+import type {ErrorGroupKey} from '../engine/status/source.js'
+import type {StatusSnapshot} from '../engine/status/snapshot.js'
+import type {AuditRow, OutboxRowSummary} from '../store/index.js'
+import type {Filterable, RowFilter} from './filter.js'
+import {clip, columnWidths, formatCount, formatDuration, isoTime, shortId, tableLine, type Column} from './format.js'
+
+export interface Line {
+  text: string
+  color?: 'green' | 'yellow' | 'red' | 'cyan' | 'gray'
+  bold?: boolean
+  inverse?: boolean
+}
+
+export const PANELS = ['leased', 'attention', 'retirements', 'audit'] as const
+export type PanelName = (typeof PANELS)[number]
+
+const PANEL_TITLES: Record<PanelName, string> = {
+  leased: 'Leased',
+  attention: 'Failed/uncertain',
+  retirements: 'Retirements',
+  audit: 'Audit',
+}
+
+/** A row of a list: its cells, what the filter sees, and what Enter opens or r/c act on. */
+export interface ListItem {
+  key: string
+  cells: string[]
+  filterable: Filterable
+  tone?: Line['color']
+  /** Enter opens this. */
+  open?: OpenTarget
+  /** r (retry) and c (cancel) act on this outbox row. */
+  outboxId?: string
+}
+
+export type OpenTarget = {kind: 'group'; group: ErrorGroupKey} | {kind: 'row'; id: string} | {kind: 'fields'; title: string; lines: string[]}
+
+export interface PanelList {
+  columns: Column[]
+  items: ListItem[]
+  empty: string
+}
+
+export function headerLine(snapshot: StatusSnapshot | null, intervalMs: number, width: number): Line {
+  const scope = snapshot ? (snapshot.scope ?? 'no scope (not paired)') : '…'
+  const store = snapshot ? `${snapshot.store.backend} ${snapshot.store.location}` : ''
+  const time = snapshot ? `${snapshot.takenAt.slice(11, 19)}Z every ${formatDuration(intervalMs)}` : ''
+  const left = `edgeworkers status  ${scope}`
+  const right = `${time}  ? keys`
+  const middle = clip(store, Math.max(0, width - left.length - right.length - 4))
+  const text = `${left}  ${middle}`
+  return {text: clip(`${text.padEnd(Math.max(text.length, width - right.length - 1))} ${right}`, width), bold: true}
+}
+
+/** Two lines: the host's health, then the fence and the gates. */
+export function hostLines(snapshot: StatusSnapshot, width: number): Line[] {
+  const {host} = snapshot
+  let health: Line
+  if (!host.paired) {
+    health = {text: `host  not usable: ${host.problem}`, color: 'red'}
+  } else if (!host.reachable) {
+    health = {text: `host  DOWN ${host.pairing?.host_url ?? ''}: ${host.error}`, color: 'red'}
+  } else {
+    const shards = host.shards ?? []
+    const scripts = host.scripts ?? {active: 0, locked_down: 0, retired: 0}
+    const ready = host.ready ? 'ready' : 'NOT READY'
+    health = {
+      text: `host  up ${host.pairing?.host_url ?? ''}  ${ready}  shards ${host.shardsUp}/${shards.length} up  scripts ${scripts.active} live, ${scripts.locked_down} locked, ${scripts.retired} retired`,
+      color: host.ready ? 'green' : 'yellow',
+    }
+  }
+  const parts: string[] = []
+  let tone: Line['color'] = undefined
+  const fence = snapshot.fence
+  if (fence) {
+    parts.push(
+      fence.overdue
+        ? `fence ${shortId(fence.id)} OVERDUE ${formatDuration(-fence.timeLeftMs)} (${fence.reason})`
+        : `fence ${shortId(fence.id)} ${fence.state}, ${formatDuration(fence.timeLeftMs)} left (${fence.reason})`,
+    )
+    tone = fence.overdue ? 'red' : 'yellow'
+  } else {
+    parts.push('fence none')
+  }
+  if (host.fence && host.fence.fenceId !== fence?.id) parts.push(`host holds fence ${shortId(host.fence.fenceId)} the store does not show`)
+  parts.push(snapshot.maintenance.on ? `maintenance ON (${snapshot.maintenance.reason ?? 'no reason'})` : 'maintenance off')
+  if (snapshot.restorePending.on) parts.push(`restore PENDING (${snapshot.restorePending.reason ?? 'verify with a pass'})`)
+  if (snapshot.maintenance.on || snapshot.restorePending.on) tone ??= 'yellow'
+  return [
+    {...health, text: clip(health.text, width)},
+    {text: clip(`gates ${parts.join('  ')}`, width), color: tone},
+  ]
+}
+
+export function attentionLine(snapshot: StatusSnapshot, width: number): Line {
+  if (snapshot.attention.length === 0) return {text: clip('ok    nothing needs attention', width), color: 'green'}
+  return {text: clip(`ATTN  ${snapshot.attention.join('; ')}`, width), color: 'red', bold: true}
+}
+
+export function lanesLines(snapshot: StatusSnapshot, width: number): Line[] {
+  const window = formatDuration(snapshot.finishedWindowSeconds * 1000).replace(/^(\d+)h00m$/, '$1h').replace(/^(\d+)d00h$/, '$1d')
+  const columns: Column[] = [
+    {header: 'LANE', width: 16},
+    {header: 'PEND', width: 6, align: 'right'},
+    {header: 'DEFER', width: 6, align: 'right'},
+    {header: 'DUE AGE', width: 7, align: 'right'},
+    {header: 'LEASED', width: 6, align: 'right'},
+    {header: 'EXP AGE', width: 7, align: 'right'},
+    {header: 'FAIL', width: 6, align: 'right'},
+    {header: 'UNCERT', width: 6, align: 'right'},
+    {header: `DONE/${window}`, width: 8, align: 'right'},
+  ]
+  // The cancelled count is the first thing to go on a narrow terminal.
+  if (width >= 88) columns.push({header: `CANC/${window}`, width: 8, align: 'right'})
+  const widths = columnWidths(columns, width)
+  const age = (ms: number | null) => (ms === null ? '-' : formatDuration(ms))
+  const rows = snapshot.lanes.map((lane): Line => {
+    const cells = [
+      lane.operation,
+      formatCount(lane.pending),
+      formatCount(lane.deferred),
+      age(lane.oldestDueAgeMs),
+      formatCount(lane.leased),
+      age(lane.oldestExpiredLeaseAgeMs),
+      formatCount(lane.failed),
+      formatCount(lane.uncertain),
+      formatCount(lane.completed),
+      formatCount(lane.cancelled),
+    ]
+    return {text: tableLine(cells, columns, widths, width), color: lane.failed + lane.uncertain > 0 ? 'red' : undefined}
+  })
+  return [{text: tableLine(columns.map((column) => column.header), columns, widths, width), bold: true}, ...rows]
+}
+
+export function tabsLine(panel: PanelName, snapshot: StatusSnapshot, filter: RowFilter | null, width: number): Line {
+  const counts: Record<PanelName, string> = {
+    leased: formatCount(snapshot.lanes.reduce((sum, lane) => sum + lane.leased, 0)),
+    attention: formatCount(snapshot.errorGroups.reduce((sum, group) => sum + group.count, 0)),
+    retirements: `${snapshot.retirements.pending}+${snapshot.orphans?.pending ?? 0}`,
+    audit: String(snapshot.audit.length),
+  }
+  const tabs = PANELS.map((name) => (name === panel ? `[${PANEL_TITLES[name]} ${counts[name]}]` : ` ${PANEL_TITLES[name]} ${counts[name]} `)).join(' ')
+  return {text: clip(`${tabs}${filter ? `   filter: ${filter.source}` : ''}`, width), bold: true, color: 'cyan'}
+}
+
+export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList {
+  const now = Date.parse(snapshot.takenAt)
+  switch (panel) {
+    case 'leased':
+      return {
+        columns: [
+          {header: 'ID', width: 8},
+          {header: 'LANE', width: 16},
+          {header: 'SCRIPT', width: 14},
+          {header: 'OWNER', width: 'flex'},
+          {header: 'LEFT', width: 8, align: 'right'},
+          {header: 'ATT', width: 3, align: 'right'},
+        ],
+        items: snapshot.leased.map((row) => ({
+          key: row.id,
+          cells: [shortId(row.id), row.operation, row.script_name ?? '-', row.lease_owner ?? '-', row.leaseLeftMs < 0 ? `-${formatDuration(-row.leaseLeftMs)}` : formatDuration(row.leaseLeftMs), String(row.attempts)],
+          filterable: outboxFilterable(row),
+          tone: row.leaseLeftMs < 0 ? 'yellow' : undefined,
+          open: {kind: 'row', id: row.id},
+          outboxId: row.id,
+        })),
+        empty: 'no leased rows',
+      }
+    case 'attention':
+      return {
+        columns: [
+          {header: 'STATUS', width: 9},
+          {header: 'LANE', width: 16},
+          {header: 'LAST ERROR CODE', width: 'flex'},
+          {header: 'ROWS', width: 7, align: 'right'},
+          {header: 'LATEST', width: 8, align: 'right'},
+        ],
+        items: snapshot.errorGroups.map((group) => ({
+          key: `${group.status}/${group.operation}/${group.last_error_code}`,
+          cells: [group.status, group.operation, group.last_error_code ?? '(none)', formatCount(group.count), formatDuration(now - group.latest_at)],
+          filterable: {op: group.operation, status: group.status, code: group.last_error_code, text: `${group.status} ${group.operation} ${group.last_error_code ?? ''}`},
+          tone: 'red',
+          open: {kind: 'group', group: {status: group.status, operation: group.operation, last_error_code: group.last_error_code}},
+        })),
+        empty: 'no failed or uncertain rows',
+      }
+    case 'retirements': {
+      const retiring = snapshot.retirements.workers.map((worker): ListItem => ({
+        key: `retiring/${worker.worker_id}`,
+        cells: ['retiring', worker.script_name, worker.department_id, formatDuration(now - worker.since)],
+        filterable: {script: worker.script_name, id: worker.worker_id, text: `retiring ${worker.script_name} ${worker.department_id} ${worker.worker_id}`},
+        tone: 'yellow',
+        open: {kind: 'fields', title: `retirement of Worker ${worker.worker_id}`, lines: fieldLines([['worker', worker.worker_id], ['script', worker.script_name], ['department', worker.department_id], ['worker status', worker.status], ['pending since', isoTime(worker.since)]])},
+      }))
+      const orphans = (snapshot.orphans?.workers ?? []).map((orphan): ListItem => ({
+        key: `orphan/${orphan.worker_id}`,
+        cells: ['orphan', orphan.script_name ?? '-', orphan.worker_id, orphan.unsettled ? 'unsettled' : ''],
+        filterable: {script: orphan.script_name, id: orphan.worker_id, text: `orphan ${orphan.script_name ?? ''} ${orphan.worker_id}`},
+        tone: 'yellow',
+        open: {kind: 'fields', title: `orphan Worker ${orphan.worker_id}`, lines: fieldLines([['worker', orphan.worker_id], ['script', orphan.script_name ?? '-'], ['unsettled', orphan.unsettled ? 'yes: a deploy row may still touch it' : 'no']])},
+      }))
+      return {
+        columns: [
+          {header: 'KIND', width: 8},
+          {header: 'SCRIPT', width: 20},
+          {header: 'DEPARTMENT / WORKER', width: 'flex'},
+          {header: 'SINCE', width: 9, align: 'right'},
+        ],
+        items: [...retiring, ...orphans],
+        empty: snapshot.orphans === null ? 'no pending retirements (orphans are counted per scope: pair first)' : 'no pending retirements or orphans',
+      }
+    }
+    case 'audit':
+      return {
+        columns: [
+          {header: 'AGE', width: 7, align: 'right'},
+          {header: 'ACTION', width: 'flex'},
+          {header: 'RESOURCE', width: 20},
+          {header: 'ACTOR', width: 12},
+          {header: 'RESULT', width: 7},
+        ],
+        items: snapshot.audit.map((row) => ({
+          key: row.id,
+          cells: [formatDuration(now - row.created_at), row.action, `${row.resource_type}:${row.resource_id}`, row.actor_id ? `${row.actor_type}:${row.actor_id}` : row.actor_type, row.result],
+          filterable: {id: row.id, code: row.reason_code, text: `${row.action} ${row.resource_type} ${row.resource_id} ${row.actor_type} ${row.actor_id} ${row.result}`},
+          open: {kind: 'fields', title: `audit row ${row.id}`, lines: auditLines(row)},
+        })),
+        empty: 'no audit rows',
+      }
+  }
+}
+
+export function outboxFilterable(row: Pick<OutboxRowSummary, 'id' | 'operation' | 'status' | 'script_name' | 'last_error_code' | 'lease_owner'>): Filterable {
+  return {
+    id: row.id,
+    op: row.operation,
+    status: row.status,
+    script: row.script_name,
+    code: row.last_error_code,
+    text: [row.id, row.operation, row.status, row.script_name, row.last_error_code, row.lease_owner].filter(Boolean).join(' '),
+  }
+}
+
+export function groupRowsList(rows: OutboxRowSummary[], now: number): PanelList {
+  return {
+    columns: [
+      {header: 'ID', width: 8},
+      {header: 'SCRIPT', width: 20},
+      {header: 'ATT', width: 3, align: 'right'},
+      {header: 'UPDATED', width: 8, align: 'right'},
+      {header: 'NEXT ATTEMPT', width: 'flex'},
+    ],
+    items: rows.map((row) => ({
+      key: row.id,
+      cells: [shortId(row.id), row.script_name ?? '-', String(row.attempts), formatDuration(now - row.updated_at), row.next_attempt_at === null ? '-' : isoTime(row.next_attempt_at)],
+      filterable: outboxFilterable(row),
+      open: {kind: 'row', id: row.id},
+      outboxId: row.id,
+    })),
+    empty: 'no rows in this group any more',
+  }
+}
+
+/** The drill-in view of an outbox row: ids, script, attempts, lease, error, timestamps, then the redacted payload. */
+export function rowDetailLines(row: OutboxRowDetail): string[] {
+  return [
+    ...fieldLines([
+      ['id', row.id],
+      ['operation', row.operation],
+      ['status', row.status],
+      ['scope', row.dispatch_namespace],
+      ['dedupe key', row.dedupe_key],
+      ['company', row.company_id ?? '-'],
+      ['department', row.department_id ?? '-'],
+      ['worker', row.worker_id ?? '-'],
+      ['version', row.version_id ?? '-'],
+      ['script', row.script_name ?? '-'],
+      ['attempts', String(row.attempts)],
+      ['lease owner', row.lease_owner ?? '-'],
+      ['lease expires', isoTime(row.lease_expires_at)],
+      ['next attempt', isoTime(row.next_attempt_at)],
+      ['last error code', row.last_error_code ?? '-'],
+      ['last error', row.last_error ?? '-'],
+      ['created', isoTime(row.created_at)],
+      ['updated', isoTime(row.updated_at)],
+    ]),
+    'payload (secret-bearing fields redacted):',
+    ...JSON.stringify(row.payload, null, 2).split('\n').map((line) => `  ${line}`),
+  ]
+}
+
+function auditLines(row: AuditRow): string[] {
+  return [
+    ...fieldLines([
+      ['id', row.id],
+      ['action', row.action],
+      ['resource', `${row.resource_type} ${row.resource_id}`],
+      ['actor', `${row.actor_type} ${row.actor_id || '-'}`],
+      ['auth method', row.auth_method],
+      ['result', row.result],
+      ['reason code', row.reason_code ?? '-'],
+      ['digest', row.digest ?? '-'],
+      ['created', isoTime(row.created_at)],
+    ]),
+    'facts (secret-bearing fields redacted):',
+    ...JSON.stringify(row.facts, null, 2).split('\n').map((line) => `  ${line}`),
+  ]
+}
+
+function fieldLines(entries: Array<[string, string]>): string[] {
+  const width = Math.max(...entries.map(([key]) => key.length))
+  return entries.map(([key, value]) => `${key.padEnd(width)}  ${value}`)
+}
+
+/** The rows of `list` the filter lets through. */
+export function visibleItems(list: PanelList, filter: RowFilter | null): ListItem[] {
+  return filter ? list.items.filter((item) => filter.matches(item.filterable)) : list.items
+}
+
+/** The list's header and the rows around `selected` (scrolled so it shows), in at most `height` lines. */
+export function listLines(list: PanelList, items: ListItem[], filtered: boolean, selected: number, height: number, width: number): Line[] {
+  const widths = columnWidths(list.columns, width)
+  const header: Line = {text: tableLine(list.columns.map((column) => column.header), list.columns, widths, width), bold: true}
+  if (items.length === 0) return [header, {text: clip(filtered ? `${list.empty} matching the filter` : list.empty, width), color: 'gray'}]
+  const rowsHeight = Math.max(1, height - 1)
+  const first = Math.min(Math.max(0, selected - rowsHeight + 1), Math.max(0, items.length - rowsHeight))
+  const visible = items.slice(first, first + rowsHeight).map((item, i): Line => ({
+    text: tableLine(item.cells, list.columns, widths, width).padEnd(width),
+    color: item.tone,
+    inverse: first + i === selected,
+  }))
+  return [header, ...visible]
+}

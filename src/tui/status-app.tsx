@@ -1,0 +1,392 @@
+// The live `edgeworkers status` view (Ink). Refreshes a snapshot every `intervalMs`; the operator moves
+// between panels and rows, drills into rows, filters, and acts (retry, cancel, run one pass of a lane)
+// after a confirmation. Everything it knows comes from a StatusSource (src/engine/status/source.ts);
+// every failure becomes one line in the view, never a stack trace.
+import {Box, Text, useApp, useInput, useStdout, type Key} from 'ink'
+import {Component, useCallback, useEffect, useMemo, useRef, useState, type ReactNode} from 'react'
+import type {ActionDone, OutboxRowDetail} from '../engine/status/actions.js'
+import type {ErrorGroupKey, StatusSource} from '../engine/status/source.js'
+import type {StatusSnapshot} from '../engine/status/snapshot.js'
+import {LANE_NAMES, type LaneName} from '../engine/pass/lane.js'
+import type {OutboxRowSummary} from '../store/index.js'
+import {parseFilter, type RowFilter} from './filter.js'
+import {clip, formatDuration, shortId} from './format.js'
+import {
+  attentionLine,
+  groupRowsList,
+  headerLine,
+  hostLines,
+  lanesLines,
+  listLines,
+  panelList,
+  PANELS,
+  rowDetailLines,
+  tabsLine,
+  visibleItems,
+  type Line,
+  type ListItem,
+  type OpenTarget,
+  type PanelList,
+  type PanelName,
+} from './panels.js'
+
+/** Below this the view shows only a message asking for a bigger terminal. */
+export const MIN_COLUMNS = 60
+export const MIN_ROWS = 14
+
+export interface StatusAppProps {
+  source: StatusSource
+  intervalMs: number
+}
+
+type Screen =
+  | {kind: 'group'; group: ErrorGroupKey; rows: OutboxRowSummary[] | null; error: string | null; selected: number}
+  | {kind: 'row'; id: string; detail: OutboxRowDetail | null | undefined; error: string | null; scroll: number}
+  | {kind: 'fields'; title: string; lines: string[]; scroll: number}
+
+type Overlay =
+  | {kind: 'help'}
+  | {kind: 'filter'; text: string}
+  | {kind: 'lanes'}
+  | {kind: 'confirm'; prompt: string; busy: string; run: () => Promise<ActionDone>}
+
+interface Message {
+  tone: 'info' | 'ok' | 'error'
+  text: string
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+
+export function StatusApp(props: StatusAppProps): ReactNode {
+  return (
+    <ViewErrorBoundary>
+      <StatusView {...props} />
+    </ViewErrorBoundary>
+  )
+}
+
+function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
+  const {exit} = useApp()
+  const {columns, rows} = useTerminalSize()
+  const [snapshot, setSnapshot] = useState<StatusSnapshot | null>(null)
+  const [refreshError, setRefreshError] = useState<string | null>(null)
+  const [panel, setPanel] = useState<PanelName>('leased')
+  const [selected, setSelected] = useState<Record<PanelName, number>>({leased: 0, attention: 0, retirements: 0, audit: 0})
+  const [screens, setScreens] = useState<Screen[]>([])
+  const [overlay, setOverlay] = useState<Overlay | null>(null)
+  const [filter, setFilter] = useState<RowFilter | null>(null)
+  const [message, setMessage] = useState<Message | null>(null)
+  const [busy, setBusy] = useState<string | null>(null)
+  const mounted = useRef(true)
+  const refreshing = useRef(false)
+  const screensRef = useRef(screens)
+  screensRef.current = screens
+
+  /** Reloads the snapshot, and whatever the open screen shows. Never two at once. */
+  const refresh = useCallback(async () => {
+    if (refreshing.current) return
+    refreshing.current = true
+    try {
+      const next = await source.snapshot()
+      if (!mounted.current) return
+      setSnapshot(next)
+      setRefreshError(null)
+    } catch (error) {
+      if (mounted.current) setRefreshError(messageOf(error))
+    }
+    const top = screensRef.current.at(-1)
+    if (top?.kind === 'group') await loadGroup(top.group)
+    if (top?.kind === 'row') await loadRow(top.id)
+    refreshing.current = false
+  }, [source])
+
+  const replaceTop = (update: (screen: Screen) => Screen | null) =>
+    setScreens((stack) => {
+      const top = stack.at(-1)
+      if (!top) return stack
+      const next = update(top)
+      return next ? [...stack.slice(0, -1), next] : stack
+    })
+
+  async function loadGroup(group: ErrorGroupKey): Promise<void> {
+    try {
+      const groupRows = await source.groupRows(group)
+      if (mounted.current) replaceTop((top) => (top.kind === 'group' && top.group === group ? {...top, rows: groupRows, error: null, selected: Math.min(top.selected, Math.max(0, groupRows.length - 1))} : null))
+    } catch (error) {
+      if (mounted.current) replaceTop((top) => (top.kind === 'group' && top.group === group ? {...top, error: messageOf(error)} : null))
+    }
+  }
+
+  async function loadRow(id: string): Promise<void> {
+    try {
+      const detail = await source.outboxRow(id)
+      if (mounted.current) replaceTop((top) => (top.kind === 'row' && top.id === id ? {...top, detail, error: null} : null))
+    } catch (error) {
+      if (mounted.current) replaceTop((top) => (top.kind === 'row' && top.id === id ? {...top, error: messageOf(error)} : null))
+    }
+  }
+
+  useEffect(() => {
+    mounted.current = true
+    void refresh()
+    const timer = setInterval(() => void refresh(), intervalMs)
+    return () => {
+      mounted.current = false
+      clearInterval(timer)
+    }
+  }, [refresh, intervalMs])
+
+  const top = screens.at(-1)
+  const list: PanelList | null = useMemo(() => {
+    if (top?.kind === 'group') return top.rows ? groupRowsList(top.rows, Date.parse(snapshot?.takenAt ?? new Date().toISOString())) : null
+    if (top) return null
+    return snapshot ? panelList(panel, snapshot) : null
+  }, [top, snapshot, panel])
+  const items: ListItem[] = list ? visibleItems(list, filter) : []
+  const selectedIndex = top?.kind === 'group' ? top.selected : selected[panel]
+  const current: ListItem | undefined = items[Math.min(selectedIndex, items.length - 1)]
+  /** The outbox row r/c act on: the selected row of a list, or the row on screen. */
+  const actionRow = top?.kind === 'row' ? top.id : current?.outboxId
+
+  const open = (target: OpenTarget) => {
+    if (target.kind === 'group') {
+      setScreens((stack) => [...stack, {kind: 'group', group: target.group, rows: null, error: null, selected: 0}])
+      void loadGroup(target.group)
+    } else if (target.kind === 'row') {
+      setScreens((stack) => [...stack, {kind: 'row', id: target.id, detail: undefined, error: null, scroll: 0}])
+      void loadRow(target.id)
+    } else {
+      setScreens((stack) => [...stack, {kind: 'fields', title: target.title, lines: target.lines, scroll: 0}])
+    }
+  }
+
+  const move = (delta: number) => {
+    if (top?.kind === 'row' || top?.kind === 'fields') {
+      replaceTop((screen) => (screen.kind === 'row' || screen.kind === 'fields' ? {...screen, scroll: Math.max(0, screen.scroll + delta)} : null))
+      return
+    }
+    const clamp = (index: number) => Math.max(0, Math.min(items.length - 1, index + delta))
+    if (top?.kind === 'group') replaceTop((screen) => (screen.kind === 'group' ? {...screen, selected: clamp(screen.selected)} : null))
+    else setSelected((all) => ({...all, [panel]: clamp(Math.min(all[panel], Math.max(0, items.length - 1)))}))
+  }
+
+  const confirm = (prompt: string, busyText: string, run: () => Promise<ActionDone>) => setOverlay({kind: 'confirm', prompt, busy: busyText, run})
+
+  const runAction = async (overlayAction: Extract<Overlay, {kind: 'confirm'}>) => {
+    setOverlay(null)
+    setBusy(overlayAction.busy)
+    setMessage(null)
+    try {
+      const done = await overlayAction.run()
+      if (mounted.current) setMessage({tone: 'ok', text: done.message})
+    } catch (error) {
+      if (mounted.current) setMessage({tone: 'error', text: messageOf(error)})
+    }
+    if (mounted.current) setBusy(null)
+    await refresh()
+  }
+
+  const describeRow = (id: string) => {
+    const known = snapshot?.leased.find((row) => row.id === id) ?? (top?.kind === 'group' ? top.rows?.find((row) => row.id === id) : undefined)
+    const detail = top?.kind === 'row' && top.detail ? top.detail : undefined
+    const operation = known?.operation ?? detail?.operation
+    const script = known?.script_name ?? detail?.script_name
+    return `outbox row ${shortId(id)}${operation ? ` (${operation}${script ? ` ${script}` : ''})` : ''}`
+  }
+
+  useInput((input: string, key: Key) => {
+    if (overlay?.kind === 'filter') {
+      if (key.escape) setOverlay(null)
+      else if (key.return) {
+        const parsed = parseFilter(overlay.text)
+        if (parsed.ok) {
+          setFilter(parsed.filter)
+          setSelected({leased: 0, attention: 0, retirements: 0, audit: 0})
+          replaceTop((screen) => (screen.kind === 'group' ? {...screen, selected: 0} : null))
+          setMessage(parsed.filter ? {tone: 'info', text: `filter: ${parsed.filter.source}`} : {tone: 'info', text: 'filter cleared'})
+          setOverlay(null)
+        } else {
+          setMessage({tone: 'error', text: parsed.error})
+        }
+      } else if (key.backspace || key.delete) setOverlay({kind: 'filter', text: overlay.text.slice(0, -1)})
+      else if (input && !key.ctrl && !key.meta && !key.tab) setOverlay({kind: 'filter', text: overlay.text + input})
+      return
+    }
+    if (input === 'q' || (key.ctrl && input === 'c')) {
+      exit()
+      return
+    }
+    if (overlay?.kind === 'help') {
+      setOverlay(null)
+      return
+    }
+    if (overlay?.kind === 'confirm') {
+      if (input === 'y' || input === 'Y') void runAction(overlay)
+      else {
+        setOverlay(null)
+        setMessage({tone: 'info', text: 'nothing done'})
+      }
+      return
+    }
+    if (overlay?.kind === 'lanes') {
+      const lane = LANE_NAMES[Number(input) - 1] as LaneName | undefined
+      if (lane) confirm(`Run one ${lane} pass now?`, `running one ${lane} pass…`, () => source.runLane(lane))
+      else setOverlay(null)
+      return
+    }
+    if (busy) return
+    if (input === '?') setOverlay({kind: 'help'})
+    else if (input === '/') setOverlay({kind: 'filter', text: filter?.source ?? ''})
+    else if (input === 'p') setOverlay({kind: 'lanes'})
+    else if (key.escape || key.backspace || key.delete) setScreens((stack) => stack.slice(0, -1))
+    else if (key.upArrow || input === 'k') move(-1)
+    else if (key.downArrow || input === 'j') move(1)
+    else if (key.pageUp) move(-10)
+    else if (key.pageDown) move(10)
+    else if (!top && (key.tab || key.rightArrow || key.leftArrow || input === 'l' || input === 'h')) {
+      const step = key.leftArrow || input === 'h' || (key.tab && key.shift) ? -1 : 1
+      setPanel(PANELS[(PANELS.indexOf(panel) + step + PANELS.length) % PANELS.length]!)
+    } else if (key.return && current?.open && top?.kind !== 'row' && top?.kind !== 'fields') open(current.open)
+    else if ((input === 'r' || input === 'c') && actionRow) {
+      const id = actionRow
+      if (input === 'r') confirm(`Retry ${describeRow(id)} now?`, `retrying ${shortId(id)}…`, () => source.retry(id))
+      else confirm(`Cancel ${describeRow(id)}? No lane will take it again.`, `cancelling ${shortId(id)}…`, () => source.cancel(id))
+    } else if (input === 'r' || input === 'c') setMessage({tone: 'info', text: 'select an outbox row first (Leased panel, or a failed/uncertain group)'})
+  })
+
+  if (columns < MIN_COLUMNS || rows < MIN_ROWS) {
+    return (
+      <Lines
+        lines={[
+          {text: clip(`terminal too small: ${columns}×${rows}`, columns), color: 'red', bold: true},
+          {text: clip(`edgeworkers status needs at least ${MIN_COLUMNS}×${MIN_ROWS}`, columns)},
+          {text: clip('enlarge the window, or press q to quit', columns)},
+        ]}
+      />
+    )
+  }
+
+  // One line short of the terminal: a frame as tall as the screen makes Ink clear it on every draw.
+  const height = rows - 1
+  const lines: Line[] = [headerLine(snapshot, intervalMs, columns)]
+  const footer: Line[] = [bottomLine(), keysLine()]
+
+  if (!snapshot) {
+    lines.push(
+      refreshError
+        ? {text: clip(`store unavailable: ${refreshError}`, columns), color: 'red', bold: true}
+        : {text: 'reading the store and the edge host…', color: 'gray'},
+    )
+    if (refreshError) lines.push({text: clip(`retrying every ${formatDuration(intervalMs)}; the host is read once the store answers (its pairing is there)`, columns)})
+  } else {
+    if (refreshError) lines.push({text: clip(`store unavailable: ${refreshError} — showing the snapshot of ${snapshot.takenAt}`, columns), color: 'red', bold: true})
+    lines.push(...hostLines(snapshot, columns), attentionLine(snapshot, columns), ...lanesLines(snapshot, columns))
+    const room = height - lines.length - footer.length - 1
+    lines.push(...screenLines(snapshot, room))
+  }
+  while (lines.length < height - footer.length) lines.push({text: ''})
+  return <Lines lines={[...lines.slice(0, height - footer.length), ...footer]} />
+
+  /** The tab line and the open panel or screen, in `room` lines. */
+  function screenLines(shot: StatusSnapshot, room: number): Line[] {
+    if (overlay?.kind === 'help') return helpLines(room, columns)
+    if (!top) {
+      return [tabsLine(panel, shot, filter, columns), ...listLines(list!, items, filter !== null, Math.min(selected[panel], Math.max(0, items.length - 1)), room - 1, columns)]
+    }
+    if (top.kind === 'group') {
+      const title: Line = {text: clip(`${top.group.status} ${top.group.operation} rows with last error ${top.group.last_error_code ?? '(none)'}${filter ? `   filter: ${filter.source}` : ''}   esc back`, columns), bold: true, color: 'cyan'}
+      if (top.error) return [title, {text: clip(`could not read the rows: ${top.error}`, columns), color: 'red'}]
+      if (!list) return [title, {text: 'loading…', color: 'gray'}]
+      return [title, ...listLines(list, items, filter !== null, top.selected, room - 1, columns)]
+    }
+    const title: Line = {text: clip(`${top.kind === 'row' ? `outbox row ${top.id}` : top.title}   ↑↓ scroll  esc back${top.kind === 'row' ? '  r retry  c cancel' : ''}`, columns), bold: true, color: 'cyan'}
+    let body: string[]
+    if (top.kind === 'fields') body = top.lines
+    else if (top.error) body = [`could not read the row: ${top.error}`]
+    else if (top.detail === undefined) body = ['loading…']
+    else if (top.detail === null) body = ['this outbox row no longer exists']
+    else body = rowDetailLines(top.detail)
+    const scroll = Math.min(top.scroll, Math.max(0, body.length - (room - 1)))
+    return [title, ...body.slice(scroll, scroll + room - 1).map((text) => ({text: clip(text, columns)}))]
+  }
+
+  function bottomLine(): Line {
+    if (overlay?.kind === 'filter') return {text: clip(`filter (op: status: code: script: id: or words; enter apply, esc cancel): ${overlay.text}█`, columns), color: 'cyan', bold: true}
+    if (overlay?.kind === 'lanes') return {text: clip(`run one pass of: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}   (any other key: back)`, columns), color: 'cyan', bold: true}
+    if (overlay?.kind === 'confirm') return {text: clip(`${overlay.prompt} [y/N]`, columns), color: 'yellow', bold: true}
+    if (busy) return {text: clip(busy, columns), color: 'yellow'}
+    if (message) return {text: clip(message.text, columns), color: message.tone === 'error' ? 'red' : message.tone === 'ok' ? 'green' : undefined}
+    return {text: ''}
+  }
+
+  function keysLine(): Line {
+    const keys = top ? '↑↓ move  enter open  esc back  r retry  c cancel  p pass  / filter  ? keys  q quit' : 'tab/←→ panel  ↑↓ row  enter open  r retry  c cancel  p pass  / filter  ? keys  q quit'
+    return {text: clip(keys, columns), color: 'gray'}
+  }
+}
+
+const HELP: Array<[string, string]> = [
+  ['tab, →, l / shift-tab, ←, h', 'next / previous panel (Leased, Failed/uncertain, Retirements, Audit)'],
+  ['↑ ↓, j k, PgUp PgDn', 'move between rows; scroll a row’s details'],
+  ['enter', 'open: a failed/uncertain group lists its rows; a row shows ids, lease, error, payload'],
+  ['esc, backspace', 'back'],
+  ['r', 'retry the selected outbox row now (asks first; refused while a runner holds its lease)'],
+  ['c', 'cancel the selected outbox row (asks first; refused while leased or deploying)'],
+  ['p', 'run one pass of a lane (recovery, deferred, artifact_cleanup, host_reconcile)'],
+  ['/', 'filter rows: op:deploy status:failed code:edge_host_5xx script:dw-3f id:3f2b words'],
+  ['?', 'this help (any key closes it)'],
+  ['q, ctrl-c', 'quit'],
+]
+
+function helpLines(room: number, columns: number): Line[] {
+  const width = Math.max(...HELP.map(([keys]) => keys.length))
+  const title: Line = {text: 'keys', bold: true, color: 'cyan'}
+  return [title, ...HELP.map(([keys, what]) => ({text: clip(`${keys.padEnd(width)}  ${what}`, columns)}))].slice(0, Math.max(1, room))
+}
+
+function Lines({lines}: {lines: Line[]}): ReactNode {
+  return (
+    <Box flexDirection="column">
+      {lines.map((line, i) => (
+        <Text key={i} wrap="truncate" color={line.color} bold={line.bold} inverse={line.inverse}>
+          {line.text || ' '}
+        </Text>
+      ))}
+    </Box>
+  )
+}
+
+function useTerminalSize(): {columns: number; rows: number} {
+  const {stdout} = useStdout()
+  const read = useCallback(() => ({columns: stdout.columns || 80, rows: stdout.rows || 24}), [stdout])
+  const [size, setSize] = useState(read)
+  useEffect(() => {
+    const onResize = () => setSize(read())
+    stdout.on('resize', onResize)
+    return () => {
+      stdout.off('resize', onResize)
+    }
+  }, [stdout, read])
+  return size
+}
+
+/** A bug in the view must not leave a stack trace on the operator's screen: one line, and q still quits. */
+class ViewErrorBoundary extends Component<{children: ReactNode}, {error: string | null}> {
+  override state = {error: null as string | null}
+
+  static getDerivedStateFromError(error: unknown): {error: string} {
+    return {error: messageOf(error)}
+  }
+
+  override render(): ReactNode {
+    return this.state.error === null ? this.props.children : <BrokenView error={this.state.error} />
+  }
+}
+
+function BrokenView({error}: {error: string}): ReactNode {
+  const {exit} = useApp()
+  useInput((input, key) => {
+    if (input === 'q' || (key.ctrl && input === 'c')) exit()
+  })
+  return <Lines lines={[{text: `the status view failed: ${error} (run with EDGEWORKERS_DEBUG=1 and report it); press q to quit`, color: 'red', bold: true}]} />
+}
