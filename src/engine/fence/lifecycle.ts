@@ -28,9 +28,11 @@ export async function beginFence(engine: Engine, input: BeginFenceInput): Promis
   const reason = validReason(input.reason)
   const {provider, scope} = await pairedProvider(engine, 'begin a backup fence')
   // A fence the host already lifted while the store missed it must not block this one.
-  await confirmFences(engine, provider, scope).catch((error: unknown) => {
-    throw hostCallError(error, 'cannot begin a backup fence', 'nothing was changed')
-  })
+  if (await engine.store.kit.openFence(scope)) {
+    await confirmFences(engine, provider, scope).catch((error: unknown) => {
+      throw hostCallError(error, 'cannot begin a backup fence', 'nothing was changed')
+    })
+  }
   const row = await engine.store.kit.beginFence({scope, reason, ttlSeconds})
   let held: HostFence
   try {
