@@ -111,6 +111,34 @@ describeEachStore('backup fences', (t) => {
     expect(lifted.message).toMatch(new RegExp(`^backup fence ${fence.id} was already lifted at \\S+ \\(ended\\)$`))
   })
 
+  test('a begin the host refused or may have applied leaves no fence anywhere; an end the host never got leaves the fence in place', async () => {
+    const engine = await kit.engine()
+    const {scope} = await kit.pair(proxy.url)
+    const provider = await hostProvider()
+    const isBegin = (request: {method: string; url: string}) => request.method === 'POST' && request.url === '/v1/fence'
+
+    proxy.rule = (request) => (isBegin(request) ? {kind: 'answer', status: 503, body: {code: 'unavailable', message: 'restarting'}} : {kind: 'forward'})
+    const refused = await refusal(beginFence(engine, {reason: 'x', ttlSeconds: 60}))
+    expect(refused).toMatchObject({code: 'host_error'})
+    expect(refused.message).toMatch(/^the edge host did not take the backup fence: .*503.*; no fence is in place$/)
+    expect(await t.store.kit.openFence(scope)).toBeUndefined()
+
+    // The host applied the begin but the answer was lost: the kit lifts it there before giving up.
+    proxy.rule = (request) => (isBegin(request) ? {kind: 'forward_then_cut'} : {kind: 'forward'})
+    const cut = await refusal(beginFence(engine, {reason: 'x', ttlSeconds: 60}))
+    expect(cut.message).toContain('; no fence is in place')
+    expect(await t.store.kit.openFence(scope)).toBeUndefined()
+    expect((await provider.fenceStatus()).active).toBeNull()
+
+    proxy.rule = () => ({kind: 'forward'})
+    const fence = await beginFence(engine, {reason: 'x', ttlSeconds: 60})
+    proxy.rule = (request) => (request.url.endsWith('/end') ? {kind: 'answer', status: 502, body: {code: 'bad_gateway', message: 'down'}} : {kind: 'forward'})
+    const notLifted = await refusal(endFence(engine, {}))
+    expect(notLifted.message).toMatch(new RegExp(`^cannot lift backup fence ${fence.id}: .*; it stays in place; the host lifts it by itself at \\S+$`))
+    expect(await t.store.kit.openFence(scope)).toMatchObject({id: fence.id, state: 'active'})
+    expect((await provider.fenceStatus()).active?.fenceId).toBe(fence.id)
+  })
+
   test('two fence begins at once: exactly one holds the fence', async () => {
     const engines = [await kit.engine(), await kit.engine()]
     const results = await Promise.allSettled(engines.map((engine, i) => beginFence(engine, {reason: `racer ${i}`, ttlSeconds: 60})))
