@@ -26,12 +26,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   protected flags!: BaseFlags<T>
   protected args!: BaseArgs<T>
+  /** Every positional argument, including those after `--` (what a non-strict command runs). */
+  protected positionals: string[] = []
   private loaded?: LoadedConfig
   private openedStore?: Store
 
   override async init(): Promise<void> {
     await super.init()
-    const {flags, args} = await this.parse({
+    const {flags, args, argv} = await this.parse({
       flags: this.ctor.flags,
       baseFlags: (this.ctor as typeof BaseCommand).baseFlags,
       args: this.ctor.args,
@@ -39,6 +41,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     })
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
+    this.positionals = argv.map(String)
   }
 
   /** Dotted setting path → flag value, for commands whose flags override settings. */

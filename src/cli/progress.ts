@@ -1,11 +1,12 @@
-// Stage-by-stage progress for long commands (listr2): redrawn in place on a terminal, one line per
-// stage in CI and pipes, nothing with --json (stdout then carries only the result). Nothing is drawn
-// until the work reports its first stage, so input it refuses up front leaves stdout empty.
+// Stage-by-stage progress for long commands (listr2): redrawn in place on a terminal; nothing in CI,
+// pipes or with --json, so stdout carries only the result and a failure stays one line on stderr.
+// withProgress draws nothing until the work reports its first stage: input refused up front leaves
+// even a terminal untouched.
 import {Listr} from 'listr2'
 
-/** listr2's renderer for a command: silent under --json, redrawn on a terminal, line by line otherwise. */
-export function progressRenderer(json: boolean): 'silent' | 'default' | 'simple' {
-  return json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple'
+/** listr2's renderer for a command: redrawn on a terminal, silent otherwise and under --json. */
+export function progressRenderer(json: boolean): 'silent' | 'default' {
+  return json || !process.stdout.isTTY ? 'silent' : 'default'
 }
 
 /** Runs `work` as one task titled `title`; `report` shows the current stage under it. */

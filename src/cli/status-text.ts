@@ -1,11 +1,11 @@
 // `edgeworkers status` outside a terminal: one snapshot as plain text, for cron mail, monitors and
 // pipes (`--json` prints the snapshot itself).
-import {formatDuration, type StatusSnapshot} from '../engine/status/snapshot.js'
+import {formatDuration, formatWindow, type StatusSnapshot} from '../engine/status/snapshot.js'
 import {fields, isoTime, table} from './table.js'
 
 export function statusText(snapshot: StatusSnapshot): string {
   const {host} = snapshot
-  const window = formatDuration(snapshot.finishedWindowSeconds * 1000)
+  const window = formatWindow(snapshot.finishedWindowSeconds)
   const hostLine = !host.paired
     ? `not usable: ${host.problem}`
     : !host.reachable

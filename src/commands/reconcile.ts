@@ -94,7 +94,7 @@ function renderPass(result: PassResult): string {
     lane.lane,
     ...[lane.claimed, lane.completed, lane.retried, lane.failed, lane.uncertain, lane.skipped].map(String),
     `${lane.durationMs} ms`,
-    lane.error ? `error: ${lane.error}` : (lane.skippedReason ?? ''),
+    lane.error ? `error: ${lane.error}` : (lane.skippedReason ?? lane.note ?? ''),
   ])
   const lines = [table(['LANE', 'CLAIMED', 'COMPLETED', 'RETRIED', 'FAILED', 'UNCERTAIN', 'SKIPPED', 'DURATION', 'NOTE'], rows, 'no lanes ran')]
   for (const fence of result.fences) lines.push(`backup fence ${fence.fenceId}: ${fence.outcome.replaceAll('_', ' ')}`)

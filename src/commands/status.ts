@@ -10,20 +10,13 @@ import {takeSnapshot} from '../engine/status/snapshot.js'
 export default class Status extends BaseCommand<typeof Status> {
   static override description = `What is stuck, why, and what to do about it: a live view of the kit, or one snapshot.
 
-In a terminal: a live view refreshed every status.refresh_interval_ms (2 s) — the kit scope and
-pairing; the edge host (reachable, ready, shards, scripts live and retired); the backup fence and the
-maintenance and restore gates; per lane and status, counts and the age of the oldest due row; leased
-rows with owner and lease time left; failed and uncertain rows grouped by last error code; pending
-retirements and orphans; the latest audit rows. Keys: tab and arrows move between panels and rows,
-enter drills into a row, r retries a row now, c cancels one, p runs one pass of a lane (each asks
-first), / filters, ? lists the keys, q quits.
+In a terminal, a live view refreshed every status.refresh_interval_ms (2 s): the kit scope and pairing; the edge host (reachable, ready, shards up, scripts live and retired); the backup fence and the maintenance and restore gates, with time left; per lane and status, counts and the age of the oldest due row; leased rows with owner and lease time left; failed and uncertain rows grouped by last error code; pending retirements and orphans; the latest audit rows.
 
-Outside a terminal (a pipe, cron, CI), or with --json: prints one snapshot and exits. Finished rows
-(completed, cancelled) are counted over status.finished_window_seconds (24 h); open rows all.
+Keys: tab and arrows move between panels and rows; enter drills into a row; r retries a row now, c cancels one, p runs one pass of a lane (each asks first); / filters; ? lists the keys; q quits.
 
-Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain rows, an edge host that
-is unreachable or not paired, a backup fence open past its TTL (the snapshot says which); 4 the store
-is unavailable (the live view shows why instead, and keeps trying).`
+Outside a terminal (a pipe, cron, CI), or with --json, it prints one snapshot and exits. Open rows are counted whole; finished ones (completed, cancelled) over status.finished_window_seconds (24 h).
+
+Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain rows, an edge host that is unreachable or not paired, a backup fence open past its TTL (the snapshot says which); 4 the store is unavailable (the live view says why instead, and keeps trying).`
   static override examples = [
     '<%= config.bin %> status',
     '<%= config.bin %> status --interval 5000',

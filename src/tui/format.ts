@@ -1,6 +1,13 @@
 // Text layout for the status view: every line is built to fit the terminal's width exactly, so the
 // view never wraps and its height is known before Ink draws it.
-export {formatDuration} from '../engine/status/snapshot.js'
+import {formatDuration} from '../engine/status/snapshot.js'
+
+export {formatDuration, formatWindow} from '../engine/status/snapshot.js'
+
+/** A refresh interval: 2s, 1m30s — or 500ms when it is not whole seconds. */
+export function formatInterval(ms: number): string {
+  return ms % 1000 === 0 ? formatDuration(ms) : `${ms}ms`
+}
 
 /** 999, 12.3k, 1.2M: a count in at most 6 characters. */
 export function formatCount(n: number): string {

@@ -6,7 +6,7 @@ import type {ErrorGroupKey} from '../engine/status/source.js'
 import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import type {AuditRow, OutboxRowSummary} from '../store/index.js'
 import type {Filterable, RowFilter} from './filter.js'
-import {clip, columnWidths, formatCount, formatDuration, isoTime, shortId, tableLine, type Column} from './format.js'
+import {clip, columnWidths, formatCount, formatDuration, formatInterval, formatWindow, isoTime, shortId, tableLine, type Column} from './format.js'
 
 export interface Line {
   text: string
@@ -48,7 +48,7 @@ export interface PanelList {
 export function headerLine(snapshot: StatusSnapshot | null, intervalMs: number, width: number): Line {
   const scope = snapshot ? (snapshot.scope ?? 'no scope (not paired)') : '…'
   const store = snapshot ? `${snapshot.store.backend} ${snapshot.store.location}` : ''
-  const time = snapshot ? `${snapshot.takenAt.slice(11, 19)}Z every ${formatDuration(intervalMs)}` : ''
+  const time = snapshot ? `${snapshot.takenAt.slice(11, 19)}Z every ${formatInterval(intervalMs)}` : ''
   const left = `edgeworkers status  ${scope}`
   const right = `${time}  ? keys`
   const middle = clip(store, Math.max(0, width - left.length - right.length - 4))
@@ -102,7 +102,7 @@ export function attentionLine(snapshot: StatusSnapshot, width: number): Line {
 }
 
 export function lanesLines(snapshot: StatusSnapshot, width: number): Line[] {
-  const window = formatDuration(snapshot.finishedWindowSeconds * 1000).replace(/^(\d+)h00m$/, '$1h').replace(/^(\d+)d00h$/, '$1d')
+  const window = formatWindow(snapshot.finishedWindowSeconds)
   const columns: Column[] = [
     {header: 'LANE', width: 16},
     {header: 'PEND', width: 6, align: 'right'},
@@ -270,23 +270,17 @@ export function rowDetailLines(row: OutboxRowDetail): string[] {
   return [
     ...fieldLines([
       ['id', row.id],
-      ['operation', row.operation],
-      ['status', row.status],
+      ['lane, status', `${row.operation}, ${row.status}`],
       ['scope', row.dispatch_namespace],
       ['dedupe key', row.dedupe_key],
-      ['company', row.company_id ?? '-'],
-      ['department', row.department_id ?? '-'],
+      ['company, dept', `${row.company_id ?? '-'}, ${row.department_id ?? '-'}`],
       ['worker', row.worker_id ?? '-'],
       ['version', row.version_id ?? '-'],
       ['script', row.script_name ?? '-'],
-      ['attempts', String(row.attempts)],
-      ['lease owner', row.lease_owner ?? '-'],
-      ['lease expires', isoTime(row.lease_expires_at)],
-      ['next attempt', isoTime(row.next_attempt_at)],
-      ['last error code', row.last_error_code ?? '-'],
-      ['last error', row.last_error ?? '-'],
-      ['created', isoTime(row.created_at)],
-      ['updated', isoTime(row.updated_at)],
+      ['attempts', `${row.attempts}, next attempt ${isoTime(row.next_attempt_at)}`],
+      ['lease', row.lease_owner === null ? '-' : `${row.lease_owner} until ${isoTime(row.lease_expires_at)}`],
+      ['last error', row.last_error_code === null ? '-' : `${row.last_error_code}: ${row.last_error ?? ''}`],
+      ['created, updated', `${isoTime(row.created_at)}, ${isoTime(row.updated_at)}`],
     ]),
     'payload (secret-bearing fields redacted):',
     ...JSON.stringify(row.payload, null, 2).split('\n').map((line) => `  ${line}`),

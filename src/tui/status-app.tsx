@@ -10,7 +10,7 @@ import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES, type LaneName} from '../engine/pass/lane.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import {parseFilter, type RowFilter} from './filter.js'
-import {clip, formatDuration, shortId} from './format.js'
+import {clip, formatInterval, shortId} from './format.js'
 import {
   attentionLine,
   groupRowsList,
@@ -46,7 +46,7 @@ type Screen =
 
 type Overlay =
   | {kind: 'help'}
-  | {kind: 'filter'; text: string}
+  | {kind: 'filter'; text: string; error?: string}
   | {kind: 'lanes'}
   | {kind: 'confirm'; prompt: string; busy: string; run: () => Promise<ActionDone>}
 
@@ -72,15 +72,13 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   const [refreshError, setRefreshError] = useState<string | null>(null)
   const [panel, setPanel] = useState<PanelName>('leased')
   const [selected, setSelected] = useState<Record<PanelName, number>>({leased: 0, attention: 0, retirements: 0, audit: 0})
-  const [screens, setScreens] = useState<Screen[]>([])
-  const [overlay, setOverlay] = useState<Overlay | null>(null)
-  const [filter, setFilter] = useState<RowFilter | null>(null)
+  const [screens, screensRef, setScreens] = useLatest<Screen[]>([])
+  const [overlay, overlayRef, setOverlay] = useLatest<Overlay | null>(null)
+  const [filter, filterRef, setFilter] = useLatest<RowFilter | null>(null)
   const [message, setMessage] = useState<Message | null>(null)
-  const [busy, setBusy] = useState<string | null>(null)
+  const [busy, busyRef, setBusy] = useLatest<string | null>(null)
   const mounted = useRef(true)
   const refreshing = useRef(false)
-  const screensRef = useRef(screens)
-  screensRef.current = screens
 
   /** Reloads the snapshot, and whatever the open screen shows. Never two at once. */
   const refresh = useCallback(async () => {
@@ -191,10 +189,16 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     const detail = top?.kind === 'row' && top.detail ? top.detail : undefined
     const operation = known?.operation ?? detail?.operation
     const script = known?.script_name ?? detail?.script_name
-    return `outbox row ${shortId(id)}${operation ? ` (${operation}${script ? ` ${script}` : ''})` : ''}`
+    return `outbox row ${shortId(id)}${operation ? ` (${operation}${script ? ` ${clip(script, 20)}` : ''})` : ''}`
   }
 
-  useInput((input: string, key: Key) => {
+  // Ink re-subscribes an input handler only after the render's effects run; a key arriving in
+  // between must still see the state that was just drawn, so the handler is read through a ref.
+  const onInput = useRef<(input: string, key: Key) => void>(() => {})
+  useInput(useCallback((input: string, key: Key) => onInput.current(input, key), []))
+  onInput.current = (input: string, key: Key) => {
+    const overlay = overlayRef.current
+    const top = screensRef.current.at(-1)
     if (overlay?.kind === 'filter') {
       if (key.escape) setOverlay(null)
       else if (key.return) {
@@ -206,7 +210,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
           setMessage(parsed.filter ? {tone: 'info', text: `filter: ${parsed.filter.source}`} : {tone: 'info', text: 'filter cleared'})
           setOverlay(null)
         } else {
-          setMessage({tone: 'error', text: parsed.error})
+          setOverlay({...overlay, error: parsed.error})
         }
       } else if (key.backspace || key.delete) setOverlay({kind: 'filter', text: overlay.text.slice(0, -1)})
       else if (input && !key.ctrl && !key.meta && !key.tab) setOverlay({kind: 'filter', text: overlay.text + input})
@@ -234,9 +238,9 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       else setOverlay(null)
       return
     }
-    if (busy) return
+    if (busyRef.current) return
     if (input === '?') setOverlay({kind: 'help'})
-    else if (input === '/') setOverlay({kind: 'filter', text: filter?.source ?? ''})
+    else if (input === '/') setOverlay({kind: 'filter', text: filterRef.current?.source ?? ''})
     else if (input === 'p') setOverlay({kind: 'lanes'})
     else if (key.escape || key.backspace || key.delete) setScreens((stack) => stack.slice(0, -1))
     else if (key.upArrow || input === 'k') move(-1)
@@ -245,14 +249,14 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     else if (key.pageDown) move(10)
     else if (!top && (key.tab || key.rightArrow || key.leftArrow || input === 'l' || input === 'h')) {
       const step = key.leftArrow || input === 'h' || (key.tab && key.shift) ? -1 : 1
-      setPanel(PANELS[(PANELS.indexOf(panel) + step + PANELS.length) % PANELS.length]!)
+      setPanel((shown) => PANELS[(PANELS.indexOf(shown) + step + PANELS.length) % PANELS.length]!)
     } else if (key.return && current?.open && top?.kind !== 'row' && top?.kind !== 'fields') open(current.open)
     else if ((input === 'r' || input === 'c') && actionRow) {
       const id = actionRow
       if (input === 'r') confirm(`Retry ${describeRow(id)} now?`, `retrying ${shortId(id)}…`, () => source.retry(id))
       else confirm(`Cancel ${describeRow(id)}? No lane will take it again.`, `cancelling ${shortId(id)}…`, () => source.cancel(id))
     } else if (input === 'r' || input === 'c') setMessage({tone: 'info', text: 'select an outbox row first (Leased panel, or a failed/uncertain group)'})
-  })
+  }
 
   if (columns < MIN_COLUMNS || rows < MIN_ROWS) {
     return (
@@ -277,10 +281,12 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
         ? {text: clip(`store unavailable: ${refreshError}`, columns), color: 'red', bold: true}
         : {text: 'reading the store and the edge host…', color: 'gray'},
     )
-    if (refreshError) lines.push({text: clip(`retrying every ${formatDuration(intervalMs)}; the host is read once the store answers (its pairing is there)`, columns)})
+    if (refreshError) lines.push({text: clip(`retrying every ${formatInterval(intervalMs)}; the host is read once the store answers (its pairing is there)`, columns)})
   } else {
     if (refreshError) lines.push({text: clip(`store unavailable: ${refreshError} — showing the snapshot of ${snapshot.takenAt}`, columns), color: 'red', bold: true})
-    lines.push(...hostLines(snapshot, columns), attentionLine(snapshot, columns), ...lanesLines(snapshot, columns))
+    lines.push(...hostLines(snapshot, columns), attentionLine(snapshot, columns))
+    // A drill-in screen needs the room more than the lanes table.
+    if (!top || top.kind === 'group') lines.push(...lanesLines(snapshot, columns))
     const room = height - lines.length - footer.length - 1
     lines.push(...screenLines(snapshot, room))
   }
@@ -311,17 +317,26 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   }
 
   function bottomLine(): Line {
-    if (overlay?.kind === 'filter') return {text: clip(`filter (op: status: code: script: id: or words; enter apply, esc cancel): ${overlay.text}█`, columns), color: 'cyan', bold: true}
-    if (overlay?.kind === 'lanes') return {text: clip(`run one pass of: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}   (any other key: back)`, columns), color: 'cyan', bold: true}
-    if (overlay?.kind === 'confirm') return {text: clip(`${overlay.prompt} [y/N]`, columns), color: 'yellow', bold: true}
+    if (overlay?.kind === 'filter') {
+      return overlay.error
+        ? {text: clip(overlay.error, columns), color: 'red', bold: true}
+        : {text: clip('op: status: code: script: id: or plain words · enter applies · esc cancels', columns), color: 'gray'}
+    }
+    if (overlay?.kind === 'lanes') return {text: clip(`run one pass: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}`, columns), color: 'cyan', bold: true}
+    if (overlay?.kind === 'confirm') return {text: `${clip(overlay.prompt, columns - 6)} [y/N]`, color: 'yellow', bold: true}
     if (busy) return {text: clip(busy, columns), color: 'yellow'}
     if (message) return {text: clip(message.text, columns), color: message.tone === 'error' ? 'red' : message.tone === 'ok' ? 'green' : undefined}
     return {text: ''}
   }
 
+  /** As many key hints as fit, `? keys` and `q quit` always. */
   function keysLine(): Line {
-    const keys = top ? '↑↓ move  enter open  esc back  r retry  c cancel  p pass  / filter  ? keys  q quit' : 'tab/←→ panel  ↑↓ row  enter open  r retry  c cancel  p pass  / filter  ? keys  q quit'
-    return {text: clip(keys, columns), color: 'gray'}
+    if (overlay?.kind === 'filter') return {text: clip(`filter: ${overlay.text}█`, columns), color: 'cyan', bold: true}
+    const hints = top ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter'] : ['tab/←→ panel', '↑↓ row', 'enter open', 'r retry', 'c cancel', 'p pass', '/ filter']
+    const always = '? keys  q quit'
+    let shown = ''
+    for (const hint of hints) if (shown.length + hint.length + 2 + always.length <= columns) shown += `${hint}  `
+    return {text: clip(shown + always, columns), color: 'gray'}
   }
 }
 
@@ -354,6 +369,20 @@ function Lines({lines}: {lines: Line[]}): ReactNode {
       ))}
     </Box>
   )
+}
+
+/**
+ * State the key handler reads as well as renders: keys can arrive faster than frames (a paste, tmux
+ * send-keys), so each key must see what the previous one changed, not what was last drawn.
+ */
+function useLatest<T>(initial: T): [T, {readonly current: T}, (next: T | ((previous: T) => T)) => void] {
+  const [value, setValue] = useState(initial)
+  const ref = useRef(initial)
+  const set = useCallback((next: T | ((previous: T) => T)) => {
+    ref.current = typeof next === 'function' ? (next as (previous: T) => T)(ref.current) : next
+    setValue(ref.current)
+  }, [])
+  return [value, ref, set]
 }
 
 function useTerminalSize(): {columns: number; rows: number} {

@@ -12,8 +12,8 @@ import {createEngine, type Engine} from '../../src/engine/context.js'
 import {deployWorker, type DeployOutcome} from '../../src/engine/deploy/deploy-worker.js'
 import {KitError} from '../../src/errors.js'
 import {paths, type Inventory} from '../../src/protocol/management-api.js'
-import type {Store} from '../../src/store/index.js'
-import {runCli, type CliResult} from '../support/cli.js'
+import {openStore, type Store} from '../../src/store/index.js'
+import {CLI_BIN, runCli, type CliResult} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness, type SettingsOverrides} from '../support/kit.js'
 import {describeEachStore} from '../support/stores.js'
@@ -111,6 +111,13 @@ describeEachStore('backup and restore', (t) => {
     // Wipe: the host and its data go; the restore fills a new store, data dir and host data dir.
     const ports = {listen: `127.0.0.1:${host.host.listen.port}`, admin_listen: `127.0.0.1:${host.host.adminListen.port}`}
     await host.stop()
+    // Restored while no host answers: the gate stays closed and the command says so (exit 10).
+    const unverified = await freshTarget()
+    const noHost = await cli(['backup', 'restore', dir, '--json'], unverified)
+    expect(noHost, noHost.stderr).toMatchObject({code: 10})
+    expect(JSON.parse(noHost.stdout).verification).toMatchObject({state: 'pending', code: 'edge_host_unreachable', message: expect.stringContaining('edge host unreachable')})
+    expect(await (await unverified.open()).kit.getGates(scope)).toMatchObject({restore_pending: true})
+
     const target = await freshTarget()
     const hostDataDir = scratchPath('host-data')
     const restored = await cli(['backup', 'restore', dir, '--host-data-dir', hostDataDir, '--json'], target)
@@ -127,9 +134,12 @@ describeEachStore('backup and restore', (t) => {
 
     host = await startTestHost({dataDir: hostDataDir, settings: ports})
     extraHosts.push(host)
-    const verification = await verifyRestore(restoredEngine)
-    expect(verification).toMatchObject({scope, state: 'verified', redeployed: [], retired: [], differences: []})
+    // Once the host is up, the next reconcile pass verifies the restore and opens the gate.
+    const pass = await cli(['reconcile', '--json'], target)
+    expect(pass, pass.stderr).toMatchObject({code: 0})
+    expect(JSON.parse(pass.stdout).lanes.find((lane: {lane: string}) => lane.lane === 'host_reconcile')).toMatchObject({note: 'restore verified; the restore gate is open'})
     expect(await store.kit.getGates(scope)).toMatchObject({restore_pending: false})
+    expect(await verifyRestore(restoredEngine)).toMatchObject({scope, state: 'not_pending'})
 
     expect(await counter(host.publicUrl, visits.scriptName)).toBe(3)
     expect(await counter(host.publicUrl, visits.scriptName, 'POST')).toBe(4)
@@ -142,7 +152,10 @@ describeEachStore('backup and restore', (t) => {
 
   test('a backup taken while traffic flows is consistent: deployed versions match the host, Durable Objects are intact', {timeout: 240_000}, async () => {
     await kit.pair()
-    const engine = await kit.engine(FAST)
+    // The wall clock, not the harness's test clock: the backup (another process) must see the leases
+    // of deploys in flight as live, as it would in production.
+    const settings = kit.settings(FAST)
+    const engine = await createEngine(await openStore(settings), settings)
     const visits = await deployed(engine, COUNTER)
     const changing = await deployed(engine, HELLO)
     const before = await counter(host.publicUrl, visits.scriptName, 'POST')
@@ -182,7 +195,6 @@ describeEachStore('backup and restore', (t) => {
     const workers = (await store.workers.list()).filter((worker) => worker.current_version_id !== null)
     expect(workers.map((worker) => worker.script_name).sort()).toEqual([visits.scriptName, changing.scriptName].sort())
     for (const worker of workers) {
-      console.log('DEBUG', worker.script_name, worker.status, JSON.stringify((await store.workers.listVersions(worker.id)).map((v) => [v.release_generation, v.state, v.updated_at])), JSON.stringify((await store.outbox.list({workerId: worker.id})).map((r) => [r.status, r.last_error_code, r.version_id?.slice(0, 8), r.updated_at, r.lease_expires_at])), scripts.get(worker.script_name)?.releaseGeneration)
       const version = await store.workers.getVersion(worker.current_version_id!)
       expect(version?.state).toBe('deployed')
       expect(scripts.get(worker.script_name)).toMatchObject({state: 'active', releaseGeneration: version!.release_generation})
@@ -191,6 +203,7 @@ describeEachStore('backup and restore', (t) => {
     const restoredValue = await counter(restoredHost.publicUrl, visits.scriptName)
     expect(restoredValue).toBeGreaterThanOrEqual(before)
     expect(restoredValue).toBeLessThanOrEqual(after)
+    await engine.store.close()
   })
 
   test('restore against a running host: what it lacks is redeployed, what the store no longer owns is retired', {timeout: 240_000}, async () => {
@@ -198,7 +211,15 @@ describeEachStore('backup and restore', (t) => {
     const engine = await kit.engine(FAST)
     const visits = await deployed(engine, COUNTER)
     const first = (await t.store.workers.getVersion((await t.store.workers.get(visits.workerId))!.current_version_id!))!
-    const {dir} = await backUp()
+    // Under `fence run`, the backup joins the fence the run holds and leaves lifting it to the run.
+    const dir = scratchPath('backup')
+    const dataDir = t.settings().data_dir
+    const run = await runCli(['fence', 'run', '--', process.execPath, CLI_BIN, 'backup', 'create', dir], {EDGEWORKERS_STORE__URL: t.url, EDGEWORKERS_DATA_DIR: dataDir})
+    expect(run, run.stderr).toMatchObject({code: 0})
+    const fences = await t.store.kit.listFences(scope, 10)
+    expect(fences).toHaveLength(1)
+    expect(fences[0]).toMatchObject({state: 'ended', end_reason: 'ended'})
+    expect(JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')).fenceId).toBe(fences[0]!.id)
 
     // After the backup: a new release of the counter, and a Worker the backup never saw.
     const newer = await deployed(engine, counterVariant('after the backup'), await departmentOf(t.store, visits.workerId))
@@ -216,8 +237,14 @@ describeEachStore('backup and restore', (t) => {
     expect(scripts.get(visits.scriptName)).toMatchObject({state: 'active', releaseGeneration: first.release_generation})
     expect(scripts.get(unknown.scriptName)).toMatchObject({state: 'retired'})
     expect((await fetch(`${host.publicUrl}/${unknown.scriptName}/`)).status).toBe(404)
+
+    // Again, over the store the first restore filled: replaced whole, and the host already agrees.
+    const again = await cli(['backup', 'restore', dir, '--json'], target)
+    expect(again, again.stderr).toMatchObject({code: 0})
+    expect(JSON.parse(again.stdout).verification).toMatchObject({state: 'verified', redeployed: [], retired: []})
     const store = await target.open()
     expect(await store.kit.getGates(scope)).toMatchObject({restore_pending: false})
+    expect((await store.workers.list()).map((worker) => worker.script_name)).toEqual([visits.scriptName])
   })
 
   test('bad input: one line, a documented exit code, nothing changed', {timeout: 240_000}, async () => {

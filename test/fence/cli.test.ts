@@ -31,8 +31,13 @@ describeEachStore('fence commands', (t) => {
   let host: TestHost
   const kit = new KitHarness(t, () => host)
   const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-fence-cli-'))
-  const env = () => ({EDGEWORKERS_STORE__URL: t.url, EDGEWORKERS_DATA_DIR: dataDir})
-  const cli = (...args: string[]) => runCli(args, env())
+  const env = () => ({EDGEWORKERS_STORE__URL: t.url})
+  /** The data dir goes before any `--`: after it, it would belong to the command `fence run` runs. */
+  const withDataDir = (args: string[]) => {
+    const end = args.includes('--') ? args.indexOf('--') : args.length
+    return [...args.slice(0, end), '--data-dir', dataDir, ...args.slice(end)]
+  }
+  const cli = (...args: string[]) => runCli(withDataDir(args), env())
 
   beforeAll(async () => {
     host = await startTestHost({maxFenceTtlSeconds: 600})
@@ -117,7 +122,7 @@ describeEachStore('fence commands', (t) => {
 
   test('SIGTERM to fence run stops the command and still lifts the fence', {timeout: 120_000}, async () => {
     const {scope} = await kit.pair()
-    const child = spawn(process.execPath, [CLI_BIN, 'fence', 'run', '--ttl', '120', '--', 'sleep', '60'], {env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined}, stdio: 'ignore'})
+    const child = spawn(process.execPath, [CLI_BIN, ...withDataDir(['fence', 'run', '--ttl', '120', '--', 'sleep', '60'])], {env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined}, stdio: 'ignore'})
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
     const fence = await until('the fence to be held', async () => (await (await provider()).fenceStatus()).active)
     child.kill('SIGTERM')
@@ -130,7 +135,7 @@ describeEachStore('fence commands', (t) => {
   test('fence run SIGKILLed: the host lifts the fence at its TTL, and one reconcile pass records it and republishes', {timeout: 120_000}, async () => {
     const department = await kit.department()
     // Its own process group, so the test can kill the CLI and its command together, as an OOM kill would.
-    const child = spawn(process.execPath, [CLI_BIN, 'fence', 'run', '--ttl', '5', '--', 'sleep', '60'], {env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined}, stdio: 'ignore', detached: true})
+    const child = spawn(process.execPath, [CLI_BIN, ...withDataDir(['fence', 'run', '--ttl', '5', '--', 'sleep', '60'])], {env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined}, stdio: 'ignore', detached: true})
     const exited = new Promise((resolve) => child.on('exit', resolve))
     const fence = await until('the fence to be held', async () => (await (await provider()).fenceStatus()).active)
 

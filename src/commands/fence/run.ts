@@ -28,8 +28,7 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
   }
 
   async run(): Promise<void> {
-    const {argv} = await this.parse(FenceRun)
-    const command = argv.map(String)
+    const command = this.positionals
     if (command.length === 0) throw new KitError('usage', 'fence run needs a command after --, e.g. `edgeworkers fence run -- edgeworkers backup create /backups/today`')
     const engine = await this.engine({interactive: true})
     const result = await runInFence(engine, {

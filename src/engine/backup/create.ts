@@ -4,9 +4,10 @@
 // store; then the artifacts — an artifact is always written before the version that references it
 // commits, so every version in the dump finds its artifacts in the copy; then the host, whose state
 // the fence keeps frozen throughout.
-import {chmod, copyFile, mkdir, readdir} from 'node:fs/promises'
+import {existsSync} from 'node:fs'
+import {chmod, copyFile, mkdir} from 'node:fs/promises'
 import path from 'node:path'
-import {parseArtifactKey} from '../../artifacts/store.js'
+import {artifactsDirOf, parseArtifactKey} from '../../artifacts/store.js'
 import {KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
 import {openStoreBackup, type StoreDumpInfo} from '../../store/backup/index.js'
@@ -64,7 +65,7 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
       const dump = await storeBackup.dump(path.join(dir, STORE_DIR))
 
       stage('artifacts')
-      const artifactRoot = path.join(path.resolve(engine.settings.data_dir), ARTIFACTS_DIR)
+      const artifactRoot = artifactsDirOf(engine.settings.data_dir)
       const artifacts = await copyArtifacts(artifactRoot, path.join(dir, ARTIFACTS_DIR))
       const copied = new Set(artifacts)
       const lost = dump.artifactKeys.find((key) => !copied.has(key))
@@ -145,11 +146,7 @@ async function drainInflightDeploys(engine: Engine, scope: string): Promise<void
 
 /** Copies every artifact (files named by their key; writes in flight are skipped) and returns their keys. */
 async function copyArtifacts(root: string, target: string): Promise<string[]> {
-  const exists = await readdir(root).then(
-    () => true,
-    () => false,
-  )
-  if (!exists) return []
+  if (!existsSync(root)) return []
   const keys = (await filesUnder(root)).filter((file) => parseArtifactKey(file) !== null)
   for (const key of keys) {
     await mkdir(path.dirname(path.join(target, key)), {recursive: true, mode: 0o700})

@@ -31,6 +31,8 @@ export interface LaneSummary {
   durationMs: number
   /** Why the lane claimed nothing at all (gate closed, no rules yet). */
   skippedReason?: string
+  /** What else the lane has to say (e.g. host reconcile: where a pending restore stands). */
+  note?: string
   /** The error that ended the lane early. */
   error?: string
 }
@@ -60,6 +62,8 @@ export interface LaneRun {
   firstVisit(rowId: string): boolean
   /** Tells the pass's caller a claimed row reached its outcome (progress display). */
   rowDone(event: Omit<RowDoneEvent, 'lane'>): void
+  /** Adds the lane's note to its summary. */
+  note(text: string): void
   /** Marks the lane as having done nothing, and why. */
   skip(reason: string): void
   dispatchDeploy: DispatchDeploy

@@ -103,6 +103,7 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
   const counts: LaneCounts = {claimed: 0, completed: 0, retried: 0, failed: 0, uncertain: 0, skipped: 0}
   const visited = new Set<string>()
   let skippedReason: string | undefined
+  let note: string | undefined
   let error: string | undefined
   try {
     if (options.signal?.aborted) {
@@ -121,6 +122,9 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
           return true
         },
         rowDone: (event) => options.onRowDone?.({lane, ...event}),
+        note: (text) => {
+          note = text
+        },
         skip: (reason) => {
           skippedReason = reason
         },
@@ -132,9 +136,9 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
     error = messageOf(thrown)
     engine.log.warn({lane, err: thrown}, `Edge Worker ${LANE_LABELS[lane]} failed: ${error}`)
   }
-  const summary: LaneSummary = {lane, ...counts, durationMs: Math.round(performance.now() - start), ...(skippedReason ? {skippedReason} : {}), ...(error ? {error} : {})}
+  const summary: LaneSummary = {lane, ...counts, durationMs: Math.round(performance.now() - start), ...(skippedReason ? {skippedReason} : {}), ...(note ? {note} : {}), ...(error ? {error} : {})}
   const tally = (['claimed', 'completed', 'retried', 'failed', 'uncertain', 'skipped'] as const).map((key) => `${key}=${counts[key]}`).join(' ')
-  engine.log.info(summary, `Edge Worker ${LANE_LABELS[lane]} pass: ${tally} duration_ms=${summary.durationMs}${skippedReason ? ` (${skippedReason})` : ''}`)
+  engine.log.info(summary, `Edge Worker ${LANE_LABELS[lane]} pass: ${tally} duration_ms=${summary.durationMs}${skippedReason ? ` (${skippedReason})` : ''}${note ? ` (${note})` : ''}`)
   return summary
 }
 

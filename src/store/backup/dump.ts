@@ -50,7 +50,7 @@ export function dumpFiles(dump: StoreDumpInfo): string[] {
 }
 
 /** This build's migrations, in order. */
-export function buildMigrations(): string[] {
+function buildMigrations(): string[] {
   return Object.keys(migrations).sort()
 }
 

@@ -213,10 +213,10 @@ export class StatusRepository {
    * The scope's pending orphans, as RetirementRepository.pendingOrphans defines them (a Worker this
    * scope deployed whose Worker and department rows are gone, not yet confirmed retired here), found
    * without reading every deploy row: Workers and departments disappear only with their company
-   * (company purge cascades), so only companies that no longer exist — or whose id was taken again
-   * by a company created after the rows — can own orphans. Those are found by a loose index scan
-   * (one seek per distinct company on the scope's deploy rows); the rows of just those companies are
-   * then checked one by one. Deploy rows always carry their company.
+   * (company purge cascades), so only companies that no longer exist — or whose id a company created
+   * after the rows took again — can own orphans. A loose index scan finds the scope's companies (one
+   * seek each); only the deploy rows of the candidates are then read, from the index. Deploy rows
+   * always carry their company, department and the Worker's one script name.
    */
   async pendingOrphans(scope: string, graceCutoff: number, limit: number): Promise<{count: number; unsettled: number; orphans: OrphanSummary[]}> {
     const {rows: candidates} = await sql<{company_id: string}>`
@@ -237,20 +237,22 @@ export class StatusRepository {
     if (candidates.length === 0) return {count: 0, unsettled: 0, orphans: []}
     const companies = candidates.map((candidate) => candidate.company_id)
     const {rows} = await sql<{worker_id: string; script_name: string | null; unsettled: number | string}>`
-      select o.worker_id,
-        max(o.script_name) as script_name,
-        max(case when o.status in ('pending', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
-      from edge_worker_outbox o
-      where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id in (${sql.join(companies)})
-        and o.worker_id is not null
-        and not exists (select 1 from edge_workers w where w.id = o.worker_id)
-        and not exists (select 1 from departments d where d.id = o.department_id)
+      select g.worker_id, g.unsettled,
+        (select s.script_name from edge_worker_outbox s where s.worker_id = g.worker_id and s.script_name is not null limit 1) as script_name
+      from (
+        select o.worker_id, max(o.department_id) as department_id,
+          max(case when o.status in ('pending', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
+        from edge_worker_outbox o
+        where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id in (${sql.join(companies)}) and o.worker_id is not null
+        group by o.worker_id
+      ) g
+      where not exists (select 1 from edge_workers w where w.id = g.worker_id)
+        and not exists (select 1 from departments d where d.id = g.department_id)
         and not exists (
           select 1 from edge_worker_audit_logs a
-          where a.resource_type = 'edge_worker' and a.resource_id = o.worker_id
+          where a.resource_type = 'edge_worker' and a.resource_id = g.worker_id
             and a.action = ${ORPHAN_CONFIRMATION_ACTION} and a.reason_code = ${scope})
-      group by o.worker_id
-      order by o.worker_id`.execute(this.ctx.db)
+      order by g.worker_id`.execute(this.ctx.db)
     const orphans = rows.map((row) => ({worker_id: row.worker_id, script_name: row.script_name, unsettled: Number(row.unsettled) === 1}))
     return {count: orphans.length, unsettled: orphans.filter((orphan) => orphan.unsettled).length, orphans: orphans.slice(0, limit)}
   }
