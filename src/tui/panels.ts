@@ -27,7 +27,6 @@ const PANEL_TITLES: Record<PanelName, string> = {
 
 /** A row of a list: its cells, what the filter sees, and what Enter opens or r/c act on. */
 export interface ListItem {
-  key: string
   cells: string[]
   filterable: Filterable
   tone?: Line['color']
@@ -161,7 +160,6 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           {header: 'ATT', width: 3, align: 'right'},
         ],
         items: snapshot.leased.map((row) => ({
-          key: row.id,
           cells: [shortId(row.id), row.operation, row.script_name ?? '-', row.lease_owner ?? '-', row.leaseLeftMs < 0 ? `-${formatDuration(-row.leaseLeftMs)}` : formatDuration(row.leaseLeftMs), String(row.attempts)],
           filterable: outboxFilterable(row),
           tone: row.leaseLeftMs < 0 ? 'yellow' : undefined,
@@ -180,7 +178,6 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           {header: 'LATEST', width: 8, align: 'right'},
         ],
         items: snapshot.errorGroups.map((group) => ({
-          key: `${group.status}/${group.operation}/${group.last_error_code}`,
           cells: [group.status, group.operation, group.last_error_code ?? '(none)', formatCount(group.count), formatDuration(now - group.latest_at)],
           filterable: {op: group.operation, status: group.status, code: group.last_error_code, text: `${group.status} ${group.operation} ${group.last_error_code ?? ''}`},
           tone: 'red',
@@ -190,14 +187,12 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
       }
     case 'retirements': {
       const retiring = snapshot.retirements.workers.map((worker): ListItem => ({
-        key: `retiring/${worker.worker_id}`,
         cells: ['retiring', worker.script_name, worker.department_id, formatDuration(now - worker.since)],
         filterable: {script: worker.script_name, id: worker.worker_id, text: `retiring ${worker.script_name} ${worker.department_id} ${worker.worker_id}`},
         tone: 'yellow',
         open: {kind: 'fields', title: `retirement of Worker ${worker.worker_id}`, lines: fieldLines([['worker', worker.worker_id], ['script', worker.script_name], ['department', worker.department_id], ['worker status', worker.status], ['pending since', isoTime(worker.since)]])},
       }))
       const orphans = (snapshot.orphans?.workers ?? []).map((orphan): ListItem => ({
-        key: `orphan/${orphan.worker_id}`,
         cells: ['orphan', orphan.script_name ?? '-', orphan.worker_id, orphan.unsettled ? 'unsettled' : ''],
         filterable: {script: orphan.script_name, id: orphan.worker_id, text: `orphan ${orphan.script_name ?? ''} ${orphan.worker_id}`},
         tone: 'yellow',
@@ -224,7 +219,6 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           {header: 'RESULT', width: 7},
         ],
         items: snapshot.audit.map((row) => ({
-          key: row.id,
           cells: [formatDuration(now - row.created_at), row.action, `${row.resource_type}:${row.resource_id}`, row.actor_id ? `${row.actor_type}:${row.actor_id}` : row.actor_type, row.result],
           filterable: {id: row.id, code: row.reason_code, text: `${row.action} ${row.resource_type} ${row.resource_id} ${row.actor_type} ${row.actor_id} ${row.result}`},
           open: {kind: 'fields', title: `audit row ${row.id}`, lines: auditLines(row)},
@@ -255,7 +249,6 @@ export function groupRowsList(rows: OutboxRowSummary[], now: number): PanelList 
       {header: 'NEXT ATTEMPT', width: 'flex'},
     ],
     items: rows.map((row) => ({
-      key: row.id,
       cells: [shortId(row.id), row.script_name ?? '-', String(row.attempts), formatDuration(now - row.updated_at), row.next_attempt_at === null ? '-' : isoTime(row.next_attempt_at)],
       filterable: outboxFilterable(row),
       open: {kind: 'row', id: row.id},

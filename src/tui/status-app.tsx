@@ -79,6 +79,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   const [busy, busyRef, setBusy] = useLatest<string | null>(null)
   const mounted = useRef(true)
   const refreshing = useRef(false)
+  /** Quitting stops a pass the view started (between rows: a row in flight is finished, never cut). */
+  const stopActions = useRef(new AbortController())
 
   /** Reloads the snapshot, and whatever the open screen shows. Never two at once. */
   const refresh = useCallback(async () => {
@@ -133,6 +135,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       clearInterval(timer)
     }
   }, [refresh, intervalMs])
+  useEffect(() => () => stopActions.current.abort(), [])
 
   const top = screens.at(-1)
   const list: PanelList | null = useMemo(() => {
@@ -195,7 +198,17 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   // Ink re-subscribes an input handler only after the render's effects run; a key arriving in
   // between must still see the state that was just drawn, so the handler is read through a ref.
   const onInput = useRef<(input: string, key: Key) => void>(() => {})
-  useInput(useCallback((input: string, key: Key) => onInput.current(input, key), []))
+  useInput(
+    useCallback((input: string, key: Key) => {
+      // A paste, or tmux send-keys, can bring several keys in one chunk: each is handled on its own.
+      if (input.length > 1 && !key.ctrl && !key.meta) {
+        const plain = Object.fromEntries(Object.keys(key).map((name) => [name, false])) as unknown as Key
+        for (const char of input) onInput.current(char, char === '\r' || char === '\n' ? {...plain, return: true} : plain)
+        return
+      }
+      onInput.current(input, key)
+    }, []),
+  )
   onInput.current = (input: string, key: Key) => {
     const overlay = overlayRef.current
     const top = screensRef.current.at(-1)
@@ -213,7 +226,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
           setOverlay({...overlay, error: parsed.error})
         }
       } else if (key.backspace || key.delete) setOverlay({kind: 'filter', text: overlay.text.slice(0, -1)})
-      else if (input && !key.ctrl && !key.meta && !key.tab) setOverlay({kind: 'filter', text: overlay.text + input})
+      else if (input && !key.ctrl && !key.meta && !key.tab) setOverlay({kind: 'filter', text: overlay.text + input.replace(/[\u0000-\u001f\u007f]/g, '')})
       return
     }
     if (input === 'q' || (key.ctrl && input === 'c')) {
@@ -234,7 +247,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     }
     if (overlay?.kind === 'lanes') {
       const lane = LANE_NAMES[Number(input) - 1] as LaneName | undefined
-      if (lane) confirm(`Run one ${lane} pass now?`, `running one ${lane} pass…`, () => source.runLane(lane))
+      if (lane) confirm(`Run one ${lane} pass now?`, `running one ${lane} pass…`, () => source.runLane(lane, stopActions.current.signal))
       else setOverlay(null)
       return
     }

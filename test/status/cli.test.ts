@@ -1,7 +1,7 @@
 // `edgeworkers status` outside a terminal, through the built CLI, on both backends against a real edge
 // host: one snapshot (text or --json) and an exit code monitors can use — 0 when nothing needs
 // attention, 13 when something does, 4 when the store is unavailable, 2 for bad flags.
-import {mkdtempSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import net from 'node:net'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -33,6 +33,7 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
   })
   afterAll(async () => {
     await host?.stop()
+    rmSync(dataDir, {recursive: true, force: true})
   })
 
   test('paired with a live host and nothing wrong: the snapshot, exit 0', {timeout: CLI_TIMEOUT_MS}, async () => {

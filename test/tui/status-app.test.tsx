@@ -2,7 +2,7 @@
 // engine source: frames are asserted, keys go in through stdin. The paired host's address refuses
 // connections, so the host panel shows a host that is down; a live host is in ./tmux.test.ts.
 import net from 'node:net'
-import {mkdirSync, mkdtempSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {cleanup, render} from 'ink-testing-library'
@@ -105,13 +105,13 @@ describeEachStore('status view', (t) => {
     const group = await waitForFrame(lastFrame, new RegExp(`${failed.id.slice(0, 8)} +dw-1{16}… +1`))
     expect(group).toContain('failed deploy rows with last error edge_host_5xx')
     stdin.write(KEYS.enter)
-    const detail = await waitForFrame(lastFrame, `outbox row ${failed.id}`)
+    const detail = await waitForFrame(lastFrame, 'payload (secret-bearing fields redacted):')
+    expect(detail).toContain(`outbox row ${failed.id}`)
     expect(detail).toMatch(/lane, status +deploy, failed/)
     expect(detail).toMatch(/script +dw-1{48}/)
     expect(detail).toMatch(/attempts +1, next attempt -/)
     expect(detail).toMatch(/last error +edge_host_5xx: because edge_host_5xx/)
     expect(detail).toMatch(/created, updated +2026-01-01T00:00:00\.000Z, 2026-01-01T00:00:00\.000Z/)
-    expect(detail).toContain('payload (secret-bearing fields redacted):')
     expect(detail).toContain('"apiKey": "[redacted]"')
     expect(detail).toContain('"releaseGeneration": "rg-7"')
     expect(detail).not.toContain('sk-live-secret')
@@ -133,7 +133,7 @@ describeEachStore('status view', (t) => {
     stdin.write(KEYS.tab)
     await waitForFrame(lastFrame, '[Failed/uncertain 2]')
     stdin.write(KEYS.enter)
-    await waitForFrame(lastFrame, 'failed deploy rows with last error edge_host_5xx')
+    await waitForFrame(lastFrame, new RegExp(`failed deploy rows with last error edge_host_5xx[\\s\\S]*${failed.id.slice(0, 8)} `))
     stdin.write('r')
     await waitForFrame(lastFrame, `Retry outbox row ${failed.id.slice(0, 8)} (deploy dw-${'1'.repeat(16)}…) now? [y/N]`)
     stdin.write('n')
@@ -253,5 +253,6 @@ describe('status view without a store', () => {
     expect(up).not.toContain('store unavailable')
     cleanup()
     await Promise.all(opened.map((each) => each.close()))
+    rmSync(dataDir, {recursive: true, force: true})
   })
 })

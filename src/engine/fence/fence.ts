@@ -18,7 +18,7 @@ export interface FenceView {
   expiresAt: string
   hostAckedAt: string | null
   endedAt: string | null
-  /** ended (by an operator), expired (the host lifted it at its TTL), never_acknowledged, missing_on_host, begin_failed. */
+  /** ended (by an operator), expired (the host lifted it at its TTL), never_acknowledged, missing_on_host, begin_failed, restored (the backup's own fence, closed in the restored store). */
   endReason: string | null
 }
 

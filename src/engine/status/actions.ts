@@ -5,6 +5,7 @@
 import {KitError} from '../../errors.js'
 import {deterministicId, type JsonObject, type OperatorActionResult, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
+import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {runPass} from '../pass/index.js'
 import {LANE_LABELS, type LaneName} from '../pass/lane.js'
@@ -41,7 +42,7 @@ export async function retryOutboxRow(engine: Engine, id: string, request: {scope
     return outcome
   })
   if (result.outcome !== 'done') throw refusal(id, 'retry', result, engine.store.clock.now())
-  const deferred = result.row.last_error_code === 'edge_host_fenced' ? ' (deferred by a backup fence: the deferred lane takes it once the fence ends)' : ''
+  const deferred = result.row.last_error_code === EDGE_HOST_FENCED ? ' (deferred by a backup fence: the deferred lane takes it once the fence ends)' : ''
   return {message: `outbox row ${id} is pending and due now; the next pass dispatches it${deferred}`}
 }
 
@@ -55,9 +56,9 @@ export async function cancelOutboxRow(engine: Engine, id: string, request: {scop
   return {message: `outbox row ${id} cancelled (was ${result.before.status}); no lane takes it again`}
 }
 
-/** One reconcile pass over one lane, in this process (what `edgeworkers reconcile --lane L` does). */
-export async function runLaneOnce(engine: Engine, lane: LaneName): Promise<ActionDone> {
-  const result = await runPass(engine, {lanes: [lane]})
+/** One reconcile pass over one lane, in this process (what `edgeworkers reconcile --lane L` does); `signal` stops it between rows. */
+export async function runLaneOnce(engine: Engine, lane: LaneName, signal?: AbortSignal): Promise<ActionDone> {
+  const result = await runPass(engine, {lanes: [lane], signal})
   if (result.status === 'skipped') return {message: `${LANE_LABELS[lane]} pass skipped: ${result.skipped?.code}: ${result.skipped?.message}`}
   const summary = result.lanes[0]
   if (!summary) return {message: `${LANE_LABELS[lane]} pass ran nothing`}

@@ -17,7 +17,8 @@ export interface StatusSource {
   outboxRow(id: string): Promise<OutboxRowDetail | null>
   retry(id: string): Promise<ActionDone>
   cancel(id: string): Promise<ActionDone>
-  runLane(lane: LaneName): Promise<ActionDone>
+  /** `signal` stops the pass between rows (the view quits). */
+  runLane(lane: LaneName, signal?: AbortSignal): Promise<ActionDone>
 }
 
 export function engineStatusSource(connect: () => Promise<Engine>, actor: AuditActor): StatusSource {
@@ -43,6 +44,6 @@ export function engineStatusSource(connect: () => Promise<Engine>, actor: AuditA
       const kit = await engine()
       return cancelOutboxRow(kit, id, {scope: await scope(kit), actor})
     },
-    runLane: async (lane) => runLaneOnce(await engine(), lane),
+    runLane: async (lane, signal) => runLaneOnce(await engine(), lane, signal),
   }
 }
