@@ -167,7 +167,20 @@ describeEachStore('fence commands', (t) => {
     expect(refused.stderr).toBe('error: 409 edge_workers_maintenance: maintenance is on (store upgrade)\n')
     expect(await t.store.outbox.list({})).toEqual([])
     expect(JSON.parse((await cli('maintenance', 'status', '--json')).stdout)).toMatchObject({maintenance: {on: true, reason: 'store upgrade'}})
+
+    // An uncertain deploy's repair (`outbox retry`) is gated like an enqueue.
+    const {scope} = await kit.pair()
+    const {row} = await t.store.outbox.enqueue({operation: 'deploy', dedupe_key: `uncertain-${t.backend}`, dispatch_namespace: scope, payload: {}})
+    await t.exec(`update edge_worker_outbox set status = 'uncertain', last_error_code = 'worker_readiness_timeout' where id = '${row.id}'`)
+    oneLine(await cli('outbox', 'retry', row.id), 6, '409 edge_workers_maintenance: maintenance is on (store upgrade)')
+    expect(await t.store.outbox.get(row.id)).toMatchObject({status: 'uncertain'})
+    oneLine(await cli('outbox', 'retry', 'no-such-row'), 5, 'outbox row no-such-row not found')
     expect((await cli('maintenance', 'off')).code).toBe(0)
+    const retried = await cli('outbox', 'retry', row.id)
+    expect(retried).toMatchObject({code: 0, stdout: expect.stringContaining(`outbox row ${row.id} is pending and due now`)})
+    expect(await t.store.outbox.get(row.id)).toMatchObject({status: 'pending'})
+    expect((await cli('outbox', 'cancel', row.id)).code).toBe(0)
+    expect(await t.store.outbox.get(row.id)).toMatchObject({status: 'cancelled'})
 
     const fence = JSON.parse((await cli('fence', 'begin', '--ttl', '60', '--json')).stdout) as {id: string}
     expect((await cli('deploy', HELLO, '--department', department)).code).toBe(7)
