@@ -40,12 +40,16 @@ export async function beginFence(engine: Engine, input: BeginFenceInput): Promis
   } catch (error) {
     throw await undoBegin(engine, provider, row.id, error)
   }
-  if (!(await engine.store.kit.ackFence(row.id, held.expiresAt))) {
+  const acked = await engine.store.transaction(async (tx) => {
+    if (!(await tx.kit.ackFence(row.id, held.expiresAt))) return false
+    await tx.audit.append(fenceAuditEntry(FENCE_ACTIONS.begun, row.id, input.actor ?? SYSTEM_ACTOR, {scope, reason, ttl_seconds: ttlSeconds, expires_at: held.expiresAt}))
+    return true
+  })
+  if (!acked) {
     // A reconcile pass closed the fence while the host was slow to answer: do not leave the host frozen.
     await provider.endFence(row.id).catch(() => undefined)
     throw new KitError('conflict', `fence ${row.id} was closed by a reconcile pass before the host acknowledged it; begin again`, 'fence_lifted')
   }
-  await engine.store.audit.append(fenceAuditEntry(FENCE_ACTIONS.begun, row.id, input.actor ?? SYSTEM_ACTOR, {scope, reason, ttl_seconds: ttlSeconds, expires_at: held.expiresAt}))
   engine.log.info({fenceId: row.id, scope, expiresAt: new Date(held.expiresAt).toISOString()}, 'backup fence begun')
   return fenceView((await engine.store.kit.getFence(row.id))!)
 }
@@ -101,8 +105,10 @@ export async function endFence(engine: Engine, input: EndFenceInput = {}): Promi
     }
     liftReason = 'never_acknowledged'
   }
-  await engine.store.kit.endFence(row.id, liftReason)
-  await engine.store.audit.append(fenceAuditEntry(FENCE_ACTIONS.ended, row.id, input.actor ?? SYSTEM_ACTOR, {scope, end_reason: liftReason}))
+  await engine.store.transaction(async (tx) => {
+    await tx.kit.endFence(row.id, liftReason)
+    await tx.audit.append(fenceAuditEntry(FENCE_ACTIONS.ended, row.id, input.actor ?? SYSTEM_ACTOR, {scope, end_reason: liftReason}))
+  })
   engine.log.info({fenceId: row.id, scope, liftReason}, 'backup fence lifted')
   const fence = fenceView((await engine.store.kit.getFence(row.id))!)
   if (input.republish === false) return {fence, republish: null}
