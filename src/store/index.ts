@@ -172,7 +172,6 @@ export {
   type AttentionStatus,
   type ErrorGroup,
   type OldestDue,
-  type OrphanSummary,
   type OutboxRowSummary,
   type StatusCount,
 } from './repositories/status.js'

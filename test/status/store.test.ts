@@ -126,7 +126,7 @@ describeEachStore('status queries', (t) => {
     expect((await t.store.status.groupRows(SCOPE, {status: 'failed', operation: 'control_audit', last_error_code: null}, 10)).map((member) => member.id)).toEqual([uncoded.id])
   })
 
-  test('pending orphans are exactly what the retirement lanes see: purged companies, a company id taken again, confirmations and the upload grace', async () => {
+  test('pending orphans (the one rule the retirement lanes and status share): purged companies, a company id taken again, confirmations and the upload grace', async () => {
     const deployOf = async (company: string, department: string, status: OutboxRow['status'], scope = SCOPE) => {
       const worker = await t.store.workers.create({company_id: company, department_id: department, script_name: scriptNameFor(company, department), status: 'active'})
       await rowIn(t, status, {company_id: company, department_id: department, worker_id: worker.id, script_name: worker.script_name, dispatch_namespace: scope})
@@ -147,11 +147,10 @@ describeEachStore('status queries', (t) => {
     await t.store.tenants.createCompany({id: 'reused', name: 'reused again'})
 
     const cutoff = t.clock.now() - 900_000
-    const expected = (await t.store.retirements.pendingOrphans(SCOPE, cutoff)).map((orphan) => ({worker_id: orphan.worker_id, script_name: orphan.script_name, unsettled: orphan.unsettled}))
-    expect(expected.map((orphan) => orphan.worker_id).sort()).toEqual([goneSettled, goneUnsettled, reused].sort())
-    const found = await t.store.status.pendingOrphans(SCOPE, cutoff, 50)
-    expect(found).toEqual({count: 3, unsettled: 1, orphans: expected})
-    expect((await t.store.status.pendingOrphans(SCOPE, cutoff, 1)).orphans).toHaveLength(1)
+    const found = await t.store.retirements.pendingOrphans(SCOPE, cutoff)
+    expect(found.map((orphan) => orphan.worker_id).sort()).toEqual([goneSettled, goneUnsettled, reused].sort())
+    expect(found.find((orphan) => orphan.worker_id === goneUnsettled)).toMatchObject({company_id: 'gone', department_id: 'gone-b', script_name: scriptNameFor('gone', 'gone-b'), unsettled: true})
+    expect(found.filter((orphan) => orphan.unsettled).map((orphan) => orphan.worker_id)).toEqual([goneUnsettled])
 
     await t.store.audit.append({
       id: `confirm-${reused}`,
@@ -165,8 +164,8 @@ describeEachStore('status queries', (t) => {
       reason_code: SCOPE,
       facts: {},
     })
-    expect((await t.store.status.pendingOrphans(SCOPE, cutoff, 50)).orphans.map((orphan) => orphan.worker_id).sort()).toEqual([goneSettled, goneUnsettled].sort())
-    expect(await t.store.status.pendingOrphans('onprem:000000000000', cutoff, 50)).toEqual({count: 0, unsettled: 0, orphans: []})
+    expect((await t.store.retirements.pendingOrphans(SCOPE, cutoff)).map((orphan) => orphan.worker_id).sort()).toEqual([goneSettled, goneUnsettled].sort())
+    expect(await t.store.retirements.pendingOrphans('onprem:000000000000', cutoff)).toEqual([])
   })
 })
 

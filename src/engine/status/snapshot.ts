@@ -8,7 +8,7 @@ import {
   type AuditRow,
   type ErrorGroup,
   type JsonObject,
-  type OrphanSummary,
+  type OrphanCandidate,
   type OutboxOperation,
   type OutboxRowSummary,
   type StatusCount,
@@ -74,7 +74,7 @@ export interface StatusSnapshot {
   errorGroups: ErrorGroup[]
   retirements: {pending: number; workers: Array<{worker_id: string; script_name: string; department_id: string; status: string; since: number}>}
   /** null without a scope: orphans are per scope. */
-  orphans: {pending: number; unsettled: number; workers: OrphanSummary[]} | null
+  orphans: {pending: number; unsettled: number; workers: OrphanCandidate[]} | null
   audit: AuditRow[]
   /** Why an operator should look (failed or uncertain rows, host unreachable or unpaired, fence overdue); empty when nothing does. */
   attention: string[]
@@ -103,7 +103,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
     store.status.errorGroups(scope),
     scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
-    scope === null ? Promise.resolve(null) : store.status.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000, SNAPSHOT_LIST_LIMIT),
+    scope === null ? Promise.resolve(null) : store.retirements.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000),
     store.audit.list({limit: SNAPSHOT_AUDIT_LIMIT}),
     scope === null ? Promise.resolve(undefined) : store.kit.openFence(scope),
     scope === null ? Promise.resolve(null) : store.kit.getGates(scope),
@@ -151,7 +151,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
         since: worker.updated_at,
       })),
     },
-    orphans: orphans && {pending: orphans.count, unsettled: orphans.unsettled, workers: orphans.orphans},
+    orphans: orphans && {pending: orphans.length, unsettled: orphans.filter((orphan) => orphan.unsettled).length, workers: orphans.slice(0, SNAPSHOT_LIST_LIMIT)},
     audit: audit.map((row) => ({...row, facts: redactSecrets(row.facts) as JsonObject})),
     attention: [],
   }

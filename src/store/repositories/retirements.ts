@@ -98,26 +98,49 @@ export class RetirementRepository {
   }
 
   /**
-   * Workers this scope deployed (deploy outbox rows) whose Worker row and department row are both
-   * gone, not yet confirmed retired in this scope. A script this store never deployed is never one.
+   * The scope's pending orphans: Workers this scope deployed whose Worker and department rows are
+   * gone and that no `department.worker_script_neutralized` row confirms retired here. Found without
+   * reading every deploy row: Workers and departments disappear only with their company (company
+   * purge cascades), so only companies that no longer exist — or whose id a company created after the
+   * rows took again — can own orphans. A loose index scan finds the scope's companies (one seek
+   * each); only the candidates' deploy rows are then read, from the index. Deploy rows always carry
+   * their company, department and the Worker's one script name.
    */
   async pendingOrphans(scope: string, graceCutoff: number): Promise<OrphanCandidate[]> {
+    const {rows: candidates} = await sql<{company_id: string}>`
+      with recursive seen(company_id) as (
+        select min(company_id) from edge_worker_outbox where dispatch_namespace = ${scope} and operation = 'deploy'
+        union all
+        select (
+          select min(o.company_id) from edge_worker_outbox o
+          where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id > seen.company_id
+        ) from seen where seen.company_id is not null
+      )
+      select seen.company_id from seen
+      where seen.company_id is not null and not exists (
+        select 1 from companies c
+        where c.id = seen.company_id and c.created_at <= (
+          select min(o.created_at) from edge_worker_outbox o
+          where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id = seen.company_id))`.execute(this.ctx.db)
+    if (candidates.length === 0) return []
+    const companies = candidates.map((candidate) => candidate.company_id)
     const {rows} = await sql<{worker_id: string; company_id: string | null; department_id: string | null; script_name: string | null; unsettled: number | string}>`
-      select o.worker_id,
-        max(o.company_id) as company_id,
-        max(o.department_id) as department_id,
-        max(o.script_name) as script_name,
-        max(case when o.status in ('pending', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
-      from edge_worker_outbox o
-      where o.operation = 'deploy' and o.dispatch_namespace = ${scope} and o.worker_id is not null
-        and not exists (select 1 from edge_workers w where w.id = o.worker_id)
-        and not exists (select 1 from departments d where d.id = o.department_id)
+      select g.worker_id, g.company_id, g.department_id, g.unsettled,
+        (select s.script_name from edge_worker_outbox s where s.worker_id = g.worker_id and s.script_name is not null limit 1) as script_name
+      from (
+        select o.worker_id, max(o.company_id) as company_id, max(o.department_id) as department_id,
+          max(case when o.status in ('pending', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
+        from edge_worker_outbox o
+        where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id in (${sql.join(companies)}) and o.worker_id is not null
+        group by o.worker_id
+      ) g
+      where not exists (select 1 from edge_workers w where w.id = g.worker_id)
+        and not exists (select 1 from departments d where d.id = g.department_id)
         and not exists (
           select 1 from edge_worker_audit_logs a
-          where a.resource_type = 'edge_worker' and a.resource_id = o.worker_id
+          where a.resource_type = 'edge_worker' and a.resource_id = g.worker_id
             and a.action = ${ORPHAN_CONFIRMATION_ACTION} and a.reason_code = ${scope})
-      group by o.worker_id
-      order by o.worker_id`.execute(this.ctx.db)
+      order by g.worker_id`.execute(this.ctx.db)
     return rows.map((row) => ({...row, unsettled: Number(row.unsettled) === 1}))
   }
 

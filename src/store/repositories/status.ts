@@ -5,10 +5,9 @@
 // - Open rows (pending, leased, failed, uncertain) are counted whole; finished ones (completed,
 //   cancelled) over a recent window, since counting all of history would read every row.
 // - `scope` null means every scope (a store not paired yet).
-import {sql, type ExpressionBuilder, type SelectQueryBuilder} from 'kysely'
+import type {ExpressionBuilder, SelectQueryBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {OUTBOX_OPERATIONS, type Database, type OutboxOperation, type OutboxRow, type OutboxStatus} from '../schema.js'
-import {ORPHAN_CONFIRMATION_ACTION} from './retirements.js'
 
 /** Counted whole: these are what an operator acts on. */
 export const OPEN_OUTBOX_STATUSES = ['pending', 'leased', 'failed', 'uncertain'] as const
@@ -57,13 +56,6 @@ export type OutboxRowSummary = Pick<
   | 'created_at'
   | 'updated_at'
 >
-
-export interface OrphanSummary {
-  worker_id: string
-  script_name: string | null
-  /** A deploy row is still pending or leased, or ended within the upload grace. */
-  unsettled: boolean
-}
 
 const summaryColumns = [
   'id',
@@ -207,54 +199,6 @@ export class StatusRepository {
       .orderBy('id', 'desc')
       .limit(limit)
       .execute()
-  }
-
-  /**
-   * The scope's pending orphans, as RetirementRepository.pendingOrphans defines them (a Worker this
-   * scope deployed whose Worker and department rows are gone, not yet confirmed retired here), found
-   * without reading every deploy row: Workers and departments disappear only with their company
-   * (company purge cascades), so only companies that no longer exist — or whose id a company created
-   * after the rows took again — can own orphans. A loose index scan finds the scope's companies (one
-   * seek each); only the deploy rows of the candidates are then read, from the index. Deploy rows
-   * always carry their company, department and the Worker's one script name.
-   */
-  async pendingOrphans(scope: string, graceCutoff: number, limit: number): Promise<{count: number; unsettled: number; orphans: OrphanSummary[]}> {
-    const {rows: candidates} = await sql<{company_id: string}>`
-      with recursive seen(company_id) as (
-        select min(company_id) from edge_worker_outbox where dispatch_namespace = ${scope} and operation = 'deploy'
-        union all
-        select (
-          select min(o.company_id) from edge_worker_outbox o
-          where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id > seen.company_id
-        ) from seen where seen.company_id is not null
-      )
-      select seen.company_id from seen
-      where seen.company_id is not null and not exists (
-        select 1 from companies c
-        where c.id = seen.company_id and c.created_at <= (
-          select min(o.created_at) from edge_worker_outbox o
-          where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id = seen.company_id))`.execute(this.ctx.db)
-    if (candidates.length === 0) return {count: 0, unsettled: 0, orphans: []}
-    const companies = candidates.map((candidate) => candidate.company_id)
-    const {rows} = await sql<{worker_id: string; script_name: string | null; unsettled: number | string}>`
-      select g.worker_id, g.unsettled,
-        (select s.script_name from edge_worker_outbox s where s.worker_id = g.worker_id and s.script_name is not null limit 1) as script_name
-      from (
-        select o.worker_id, max(o.department_id) as department_id,
-          max(case when o.status in ('pending', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
-        from edge_worker_outbox o
-        where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id in (${sql.join(companies)}) and o.worker_id is not null
-        group by o.worker_id
-      ) g
-      where not exists (select 1 from edge_workers w where w.id = g.worker_id)
-        and not exists (select 1 from departments d where d.id = g.department_id)
-        and not exists (
-          select 1 from edge_worker_audit_logs a
-          where a.resource_type = 'edge_worker' and a.resource_id = g.worker_id
-            and a.action = ${ORPHAN_CONFIRMATION_ACTION} and a.reason_code = ${scope})
-      order by g.worker_id`.execute(this.ctx.db)
-    const orphans = rows.map((row) => ({worker_id: row.worker_id, script_name: row.script_name, unsettled: Number(row.unsettled) === 1}))
-    return {count: orphans.length, unsettled: orphans.filter((orphan) => orphan.unsettled).length, orphans: orphans.slice(0, limit)}
   }
 
   private outboxIn(eb: ExpressionBuilder<Database, never>, scope: string | null) {
