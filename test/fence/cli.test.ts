@@ -108,9 +108,20 @@ describeEachStore('fence commands', (t) => {
   test('fence run gives the command the fence id, returns its exit code and lifts the fence when it fails', {timeout: 120_000}, async () => {
     const {scope} = await kit.pair()
     const seen = path.join(dataDir, `fence-id-${t.backend}`)
-    const result = await cli('fence', 'run', '--ttl', '60', '--reason', 'failing backup', '--', 'sh', '-c', `printf %s "$EDGEWORKERS_FENCE_ID" > ${seen}; exit 3`)
+    const script = `printf %s "$EDGEWORKERS_FENCE_ID" > ${seen}; printf %s "$EDGEWORKERS_BACKUP_STORE_LOCATION" > ${seen}.store; exit 3`
+    const result = await cli('fence', 'run', '--ttl', '60', '--reason', 'failing backup', '--', 'sh', '-c', script)
     expect(result.code).toBe(3)
     const fenceId = readFileSync(seen, 'utf8')
+    // The command learns where the store is, never its password.
+    const location = readFileSync(`${seen}.store`, 'utf8')
+    expect(location).toBe(t.backend === 'sqlite' ? t.url : t.url.replace(/:[^:@/]+@/, '@'))
+    const password = t.backend === 'postgres' ? new URL(t.url).password : ''
+    if (password) expect(location).not.toContain(`:${password}@`)
+    const secret = (await t.store.kit.pairingSecret(scope))!
+    const audit = JSON.stringify(await t.store.audit.list({limit: 100}))
+    expect(audit).toContain(fenceId)
+    expect(audit).not.toContain(secret)
+    if (password) expect(audit + result.stdout + result.stderr).not.toContain(`:${password}@`)
     expect(result.stdout).toContain(`command exited 3\nfence ${fenceId} lifted`)
     expect(await t.store.kit.getFence(fenceId)).toMatchObject({scope, state: 'ended', end_reason: 'ended'})
     expect((await (await provider()).fenceStatus()).active).toBeNull()
