@@ -23,13 +23,13 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine, silentLogger, type Engine} from '../../src/engine/context.js'
 import {EDGE_HOST_FENCED} from '../../src/engine/deploy/enqueue.js'
 import {beginFence, endFence} from '../../src/engine/fence/lifecycle.js'
-import {runPass, type DispatchDeploy} from '../../src/engine/pass/index.js'
+import {runPass} from '../../src/engine/pass/index.js'
 import {OnPremProvider} from '../../src/provider/onprem/client.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import type {EdgeProvider} from '../../src/provider/types.js'
-import {openStore, scriptNameFor, type Backend, type Store} from '../../src/store/index.js'
+import {openStore, type Backend, type Store} from '../../src/store/index.js'
 import {startTestHost} from '../../test/support/host.js'
-import {createDatabase, dropDatabase, postgresServer} from '../support/store-baseline.js'
+import {leaseAndSettle, onEachBackend, seedBenchWorker, type BenchWorker} from '../support/passes.js'
 
 const {values: options} = parseArgs({options: {rounds: {type: 'string', default: '30'}, rows: {type: 'string', default: '1000'}}})
 const ROUNDS = Number(options.rounds)
@@ -40,14 +40,7 @@ const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-fence-'))
 async function main(): Promise<void> {
   try {
     const roundTrip = await benchRoundTrip()
-    const republish = [await benchRepublish('sqlite', path.join(workDir, 'republish.sqlite'))]
-    const postgres = await postgresServer()
-    try {
-      republish.push(await benchRepublish('postgres', await createDatabase(postgres.adminUrl, 'edgeworkers_bench_fence')))
-      await dropDatabase(postgres.adminUrl, 'edgeworkers_bench_fence')
-    } finally {
-      await postgres.stop()
-    }
+    const republish = await onEachBackend(workDir, 'edgeworkers_bench_fence', benchRepublish)
     console.log(`\n${new Date().toISOString()}\n`)
     console.log('| round trip | rounds | median ms | p90 ms | min ms |')
     console.log('|---|---|---|---|---|')
@@ -104,7 +97,7 @@ async function benchRepublish(backend: Backend, url: string): Promise<{backend: 
   const store = await openStore(settings)
   try {
     await seeding.migrate()
-    const worker = await seedWorker(seeding)
+    const worker = await seedBenchWorker(seeding)
     const engine: Engine = {
       store,
       settings,
@@ -120,13 +113,13 @@ async function benchRepublish(backend: Backend, url: string): Promise<{backend: 
     for (let round = 0; round < 2; round++) {
       await seedRows(seeding, worker, `deferred-${round}`, EDGE_HOST_FENCED)
       let started = performance.now()
-      const deferred = (await runPass(engine, {lanes: ['deferred'], dispatchDeploy: leaseAndSettle})).lanes[0]!
+      const deferred = (await runPass(engine, {lanes: ['deferred'], dispatchDeploy: leaseAndSettle(SCOPE)})).lanes[0]!
       republishSeconds = (performance.now() - started) / 1000
       if (deferred.completed !== ROWS || deferred.error) throw new Error(`${backend}: republished ${deferred.completed} of ${ROWS}${deferred.error ? `: ${deferred.error}` : ''}`)
 
       await seedRows(seeding, worker, `stalled-${round}`, null)
       started = performance.now()
-      const recovery = (await runPass(engine, {lanes: ['recovery'], dispatchDeploy: leaseAndSettle})).lanes[0]!
+      const recovery = (await runPass(engine, {lanes: ['recovery'], dispatchDeploy: leaseAndSettle(SCOPE)})).lanes[0]!
       baselineSeconds = (performance.now() - started) / 1000
       if (recovery.completed !== ROWS || recovery.error) throw new Error(`${backend}: recovered ${recovery.completed} of ${ROWS}`)
     }
@@ -138,33 +131,8 @@ async function benchRepublish(backend: Backend, url: string): Promise<{backend: 
   }
 }
 
-const leaseAndSettle: DispatchDeploy = async (engine, args) => {
-  const lease = await engine.store.outbox.leaseById(args.outboxId, {scope: SCOPE, owner: engine.owner, leaseSeconds: 90})
-  if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
-  await engine.store.outbox.settle(args.outboxId, lease.row.lease_token!, {status: 'completed'})
-  return {outcome: 'completed', versionId: '', releaseGeneration: '', scriptName: '', reconciled: false}
-}
-
-async function seedWorker(store: Store): Promise<{id: string; script_name: string; versionId: string}> {
-  await store.tenants.createCompany({id: 'bench', name: 'Bench'})
-  await store.tenants.createDepartment({id: 'bench-ops', company_id: 'bench', name: 'Ops'})
-  const worker = await store.workers.create({company_id: 'bench', department_id: 'bench-ops', script_name: scriptNameFor('bench', 'bench-ops'), status: 'new'})
-  const version = await store.workers.createVersion({
-    worker_id: worker.id,
-    release_generation: 'rg',
-    builder_policy: 'department-worker-project-v2.9',
-    project_artifact_key: 'unused',
-    project_digest: 'unused',
-    bundle_artifact_key: 'unused',
-    bundle_digest: 'unused',
-    manifest: {},
-    receipt: {},
-  })
-  return {id: worker.id, script_name: worker.script_name, versionId: version.id}
-}
-
 /** ROWS deploy rows written ten minutes ago: deferred ones carry the fence marker, stalled ones a dead owner. */
-async function seedRows(store: Store, worker: {id: string; script_name: string; versionId: string}, kind: string, marker: string | null): Promise<void> {
+async function seedRows(store: Store, worker: BenchWorker, kind: string, marker: string | null): Promise<void> {
   for (let start = 0; start < ROWS; start += 500) {
     await store.transaction(async (tx) => {
       for (let i = start; i < Math.min(ROWS, start + 500); i++) {

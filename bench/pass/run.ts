@@ -24,10 +24,11 @@ import {parseArgs} from 'node:util'
 import {FileArtifactStore} from '../../src/artifacts/store.js'
 import {settingsSchema} from '../../src/config/schema.js'
 import {silentLogger, type Engine} from '../../src/engine/context.js'
-import {runPass, type DispatchDeploy} from '../../src/engine/pass/index.js'
+import {runPass} from '../../src/engine/pass/index.js'
 import type {EdgeProvider} from '../../src/provider/types.js'
-import {openStore, scriptNameFor, type Backend, type Store} from '../../src/store/index.js'
-import {createDatabase, dropDatabase, postgresBaseline, postgresServer, sqliteBaseline} from '../support/store-baseline.js'
+import {openStore, type Backend, type Store} from '../../src/store/index.js'
+import {leaseAndSettle, onEachBackend, seedBenchWorker} from '../support/passes.js'
+import {postgresBaseline, sqliteBaseline} from '../support/store-baseline.js'
 
 const {values: options} = parseArgs({options: {starts: {type: 'string', default: '15'}, rows: {type: 'string', default: '10000'}}})
 const STARTS = Number(options.starts)
@@ -40,14 +41,7 @@ const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-pass-'))
 async function main(): Promise<void> {
   try {
     const startup = await benchStartup()
-    const throughput = [await benchThroughput('sqlite', path.join(workDir, 'throughput.sqlite'))]
-    const postgres = await postgresServer()
-    try {
-      throughput.push(await benchThroughput('postgres', await createDatabase(postgres.adminUrl, 'edgeworkers_bench_pass')))
-      await dropDatabase(postgres.adminUrl, 'edgeworkers_bench_pass')
-    } finally {
-      await postgres.stop()
-    }
+    const throughput = await onEachBackend(workDir, 'edgeworkers_bench_pass', benchThroughput)
     console.log(`\n${new Date().toISOString()}\n`)
     console.log('| process | runs | median ms | min ms | max ms |')
     console.log('|---|---|---|---|---|')
@@ -118,7 +112,7 @@ async function benchThroughput(backend: Backend, url: string): Promise<{backend:
     const baseline = async () => (backend === 'sqlite' ? sqliteBaseline(url) : await postgresBaseline(url))
     const before = await baseline()
     const started = performance.now()
-    const result = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: leaseAndSettle})
+    const result = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: leaseAndSettle(SCOPE)})
     const seconds = (performance.now() - started) / 1000
     const baselineCommitsPerSecond = (before + (await baseline())) / 2
     const lane = result.lanes[0]!
@@ -130,45 +124,24 @@ async function benchThroughput(backend: Backend, url: string): Promise<{backend:
   }
 }
 
-/** What the deploy task does to the row, without a host: lease it by id, settle it completed. */
-const leaseAndSettle: DispatchDeploy = async (engine, args) => {
-  const lease = await engine.store.outbox.leaseById(args.outboxId, {scope: SCOPE, owner: engine.owner, leaseSeconds: 90})
-  if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
-  await engine.store.outbox.settle(args.outboxId, lease.row.lease_token!, {status: 'completed'})
-  return {outcome: 'completed', versionId: '', releaseGeneration: '', scriptName: '', reconciled: false}
-}
-
 /** Rows written ten minutes in the past, so every one has stalled: its grace and any lease are over. */
 async function seedStalledRows(url: string): Promise<void> {
   const tenMinutesAgo = {now: () => Date.now() - 600_000}
   const store: Store = await openStore(settingsSchema.parse({data_dir: workDir, store: {url}}), {clock: tenMinutesAgo})
   try {
     await store.migrate()
-    await store.tenants.createCompany({id: 'bench', name: 'Bench'})
-    await store.tenants.createDepartment({id: 'bench-ops', company_id: 'bench', name: 'Ops'})
-    const worker = await store.workers.create({company_id: 'bench', department_id: 'bench-ops', script_name: scriptNameFor('bench', 'bench-ops'), status: 'new'})
-    const version = await store.workers.createVersion({
-      worker_id: worker.id,
-      release_generation: 'rg',
-      builder_policy: 'department-worker-project-v2.9',
-      project_artifact_key: 'unused',
-      project_digest: 'unused',
-      bundle_artifact_key: 'unused',
-      bundle_digest: 'unused',
-      manifest: {},
-      receipt: {},
-    })
+    const worker = await seedBenchWorker(store)
     for (let start = 0; start < ROWS; start += 1_000) {
       await store.transaction(async (tx) => {
         for (let i = start; i < Math.min(ROWS, start + 1_000); i++) {
           const {row} = await tx.outbox.enqueue({
             operation: 'deploy',
-            dedupe_key: `deploy:${worker.id}:${version.id}:${i}`,
+            dedupe_key: `deploy:${worker.id}:${worker.versionId}:${i}`,
             dispatch_namespace: SCOPE,
             company_id: 'bench',
             department_id: 'bench-ops',
             worker_id: worker.id,
-            version_id: version.id,
+            version_id: worker.versionId,
             script_name: worker.script_name,
             payload: {releaseGeneration: 'rg', baseRevision: i},
             lease_owner: 'deploy-that-died',

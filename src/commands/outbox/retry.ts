@@ -1,25 +1,11 @@
-import os from 'node:os'
-import {Args, Flags} from '@oclif/core'
-import {BaseCommand} from '../../cli/base-command.js'
-import {engineStatusSource} from '../../engine/status/source.js'
+import {OutboxActionCommand} from '../../cli/outbox-action.js'
 
-export default class OutboxRetry extends BaseCommand<typeof OutboxRetry> {
+export default class OutboxRetry extends OutboxActionCommand {
   static override description = `Make an outbox row pending and due now, so the next pass dispatches it (an uncertain deploy: the repair the reference gates).
 
 Refused while a runner holds the row under a live lease, or when it is finished. Retrying a deploy is
 an enqueue: maintenance and a pending restore refuse it with 409. Written to the audit log.
 Exit codes: 0 done; 5 no such row; 6 refused (lease held, finished, a gate is closed).`
   static override examples = ['<%= config.bin %> outbox retry 3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f']
-  static override args = {
-    id: Args.string({required: true, description: 'Outbox row id'}),
-  }
-  static override flags = {
-    json: Flags.boolean({description: 'Print the result as JSON'}),
-  }
-
-  async run(): Promise<void> {
-    const engine = await this.engine()
-    const done = await engineStatusSource(async () => engine, {type: 'operator', id: os.userInfo().username}).retry(this.args.id)
-    this.emit(done, () => done.message)
-  }
+  protected readonly action = 'retry'
 }
