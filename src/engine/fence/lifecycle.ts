@@ -106,8 +106,10 @@ export async function endFence(engine: Engine, input: EndFenceInput = {}): Promi
     liftReason = 'never_acknowledged'
   }
   await engine.store.transaction(async (tx) => {
-    await tx.kit.endFence(row.id, liftReason)
-    await tx.audit.append(fenceAuditEntry(FENCE_ACTIONS.ended, row.id, input.actor ?? SYSTEM_ACTOR, {scope, end_reason: liftReason}))
+    // A reconcile pass may have recorded the lift first (its own audit row says how it found it).
+    if (await tx.kit.endFence(row.id, liftReason)) {
+      await tx.audit.append(fenceAuditEntry(FENCE_ACTIONS.ended, row.id, input.actor ?? SYSTEM_ACTOR, {scope, end_reason: liftReason}))
+    }
   })
   engine.log.info({fenceId: row.id, scope, liftReason}, 'backup fence lifted')
   const fence = fenceView((await engine.store.kit.getFence(row.id))!)
