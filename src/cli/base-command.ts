@@ -64,7 +64,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Opens the configured store; refuses to continue unless its schema matches this build. */
   protected async store(options: {requireCurrentSchema?: boolean} = {}): Promise<Store> {
     if (this.openedStore) return this.openedStore
-    const store = await openStore(this.settings)
+    // Only `db migrate` may create a SQLite store; every other command refuses a missing one.
+    const store = await openStore(this.settings, {create: !(options.requireCurrentSchema ?? true)})
     if (options.requireCurrentSchema ?? true) {
       const status = await store.schemaStatus()
       if (!status.matches) {

@@ -2,12 +2,13 @@
 // runners). Methods are grouped into repositories by concern; `transaction()` hands out the same
 // repositories bound to one atomic transaction. Rows and row inputs use the column names
 // (snake_case); options use camelCase. All SQL is shared between the backends (see ./schema.ts).
+import {existsSync} from 'node:fs'
 import path from 'node:path'
 import type {Kysely} from 'kysely'
 import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {StoreContext, systemClock, type Backend, type Clock} from './context.js'
-import {migrate, schemaStatus, type SchemaStatus} from './migrator.js'
+import {compareMigrations, migrate, schemaStatus, type SchemaStatus} from './migrator.js'
 import {redactedUrl} from './postgres/redact.js'
 import {AuditRepository} from './repositories/audit.js'
 import {DeploymentRepository} from './repositories/deployments.js'
@@ -48,14 +49,31 @@ export interface Store extends Repositories {
 
 export interface OpenStoreOptions {
   clock?: Clock
+  /** Default true. false: a SQLite file that does not exist is an error, not created empty. */
+  create?: boolean
 }
 
 export async function openStore(settings: Settings, options: OpenStoreOptions = {}): Promise<Store> {
   const target = storeTarget(settings)
+  if (options.create === false && target.backend === 'sqlite' && !existsSync(target.file)) {
+    throw new KitError('store_unavailable', `store ${target.file} does not exist; run \`edgeworkers db migrate\``)
+  }
   // The pg driver loads only for a PostgreSQL store: a cron pass on SQLite should not pay for it.
   const db = target.backend === 'postgres' ? await (await import('./postgres/open.js')).openPostgres(target.url, settings) : openSqlite(target.file, settings)
   const clock = options.clock ?? systemClock
   return new KyselyStore(db, new StoreContext(db, {backend: target.backend, clock, backoff: settings.backoff}, false), target.location)
+}
+
+/** The schema status, changing nothing: a SQLite file that does not exist is reported, not created. */
+export async function inspectSchema(settings: Settings): Promise<{location: string; status: SchemaStatus}> {
+  const target = storeTarget(settings)
+  if (target.backend === 'sqlite' && !existsSync(target.file)) return {location: target.location, status: compareMigrations([])}
+  const store = await openStore(settings)
+  try {
+    return {location: store.location, status: await store.schemaStatus()}
+  } finally {
+    await store.close()
+  }
 }
 
 type StoreTarget = {backend: 'postgres'; url: string; location: string} | {backend: 'sqlite'; file: string; location: string}

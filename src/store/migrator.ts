@@ -20,7 +20,11 @@ export interface SchemaStatus {
 }
 
 export async function schemaStatus(db: Kysely<Database>): Promise<SchemaStatus> {
-  const applied = await appliedMigrations(db)
+  return compareMigrations(await appliedMigrations(db))
+}
+
+/** What differs between the migrations a database applied and this build's list. */
+export function compareMigrations(applied: string[]): SchemaStatus {
   const known = Object.keys(migrations).sort()
   const pending = known.filter((name) => !applied.includes(name))
   const unknown = applied.filter((name) => !known.includes(name))

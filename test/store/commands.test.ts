@@ -1,6 +1,6 @@
 // The tenant, inspection and db commands through the real CLI (a child process per command), on a
 // temporary data dir: output, --json, exit codes, and bad input writing nothing.
-import {mkdtempSync, rmSync} from 'node:fs'
+import {existsSync, mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, describe, expect, inject, onTestFinished, test} from 'vitest'
@@ -34,7 +34,9 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
   test('db migrate --check names the pending migration; other commands refuse; db migrate applies it', async () => {
     const [check, refused] = await Promise.all([run('db', 'migrate', '--check'), run('company', 'create', 'Acme')])
     expectOneLineError(check, 4, `store schema does not match this build (${PENDING}); run \`edgeworkers db migrate\``)
-    expectOneLineError(refused, 4, 'run `edgeworkers db migrate`')
+    expectOneLineError(refused, 4, `store ${path.join(dataDir, 'edgeworkers.sqlite')} does not exist; run \`edgeworkers db migrate\``)
+    // Neither the check nor the refused command left an empty store behind.
+    expect(existsSync(path.join(dataDir, 'edgeworkers.sqlite'))).toBe(false)
 
     const migrated = await run('db', 'migrate')
     expect(migrated).toMatchObject({code: 0, stdout: `applied ${ALL.length} migrations to ${path.join(dataDir, 'edgeworkers.sqlite')}: ${ALL.join(', ')}\n`})

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {KitError} from '../../errors.js'
+import {inspectSchema} from '../../store/index.js'
 
 export default class DbMigrate extends BaseCommand<typeof DbMigrate> {
   static override description = `Migrate the store to this build's schema, or check that it matches.
@@ -19,13 +20,12 @@ schema that does not match.`
   }
 
   async run(): Promise<void> {
-    const store = await this.store({requireCurrentSchema: false})
     if (this.flags.check) {
-      const status = await store.schemaStatus()
-      const report = {location: store.location, ...status}
+      const {location, status} = await inspectSchema(this.settings)
+      const report = {location, ...status}
       // --json reports the status either way; the exit code says whether it matched.
       if (status.matches || this.flags.json) {
-        this.emit(report, () => `store ${store.location} matches this build (${status.applied.length} migrations applied)`)
+        this.emit(report, () => `store ${location} matches this build (${status.applied.length} migrations applied)`)
       }
       if (!status.matches) {
         const remedy = status.unknown.length > 0 ? 'upgrade edgeworkers' : 'run `edgeworkers db migrate`'
@@ -33,6 +33,7 @@ schema that does not match.`
       }
       return
     }
+    const store = await this.store({requireCurrentSchema: false})
     const applied = await store.migrate()
     this.emit({location: store.location, applied}, () =>
       applied.length > 0
