@@ -29,26 +29,33 @@ export interface FenceRunResult {
 }
 
 export async function runInFence(engine: Engine, input: FenceRunInput): Promise<FenceRunResult> {
-  const fence = await beginFence(engine, input)
-  input.onBegun?.(fence)
   const received: NodeJS.Signals[] = []
   let child: ReturnType<typeof execa> | undefined
   const forward = (signal: NodeJS.Signals) => {
     received.push(signal)
     child?.kill(signal)
   }
+  // Installed before the begin: a signal while the host takes the fence must still lift it.
   for (const signal of FORWARDED_SIGNALS) process.on(signal, forward)
   try {
-    const [file, ...args] = input.command
-    child = execa(file!, args, {stdio: 'inherit', reject: false, env: fenceEnvironment(engine, fence)})
-    const outcome = await child
-    const startError = outcome.failed && outcome.exitCode === undefined && !outcome.signal ? (outcome.shortMessage ?? String(outcome)) : null
-    const exitCode = outcome.exitCode ?? (outcome.signal ? 128 + signalNumber(outcome.signal) : startError ? 127 : 1)
-    return {fence, exitCode, signal: outcome.signal ?? null, startError, end: await lift(engine, fence, input)}
-  } catch (error) {
-    // execa itself failed (not the command): still lift, then report.
-    await lift(engine, fence, input)
-    throw error
+    const fence = await beginFence(engine, input)
+    const interrupted = received[0]
+    if (interrupted) {
+      return {fence, exitCode: 128 + signalNumber(interrupted), signal: interrupted, startError: null, end: await lift(engine, fence, input)}
+    }
+    input.onBegun?.(fence)
+    try {
+      const [file, ...args] = input.command
+      child = execa(file!, args, {stdio: 'inherit', reject: false, env: fenceEnvironment(engine, fence)})
+      const outcome = await child
+      const startError = outcome.failed && outcome.exitCode === undefined && !outcome.signal ? (outcome.shortMessage ?? String(outcome)) : null
+      const exitCode = outcome.exitCode ?? (outcome.signal ? 128 + signalNumber(outcome.signal) : startError ? 127 : 1)
+      return {fence, exitCode, signal: outcome.signal ?? null, startError, end: await lift(engine, fence, input)}
+    } catch (error) {
+      // execa itself failed (not the command): still lift, then report.
+      await lift(engine, fence, input)
+      throw error
+    }
   } finally {
     for (const signal of FORWARDED_SIGNALS) process.off(signal, forward)
   }
