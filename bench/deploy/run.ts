@@ -26,6 +26,7 @@ import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore, type Store} from '../../src/store/index.js'
 import {startTestHost, type HostClient, type TestHost} from '../../test/support/host.js'
 import {FIXTURES_DIR, fixtureUpload, scriptNameFor} from '../../test/support/worker-fixtures.js'
+import {log, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {runs: {type: 'string', default: '7'}, workers: {type: 'string', default: '100'}}})
 const RUNS = Number(options.runs)
@@ -39,12 +40,6 @@ type Fixture = (typeof FIXTURES)[number]
 const BODY: Record<Fixture, string> = {hello: 'Hello from an Edge Worker!', 'hello-v2': 'version 2!'}
 const STAGES = ['build', 'enqueue', 'lease', 'snapshot', 'integrity', 'deploying', 'purge', 'upload', 'readback', 'readiness', 'settle'] as const
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-}
-const log = (message: string) => process.stderr.write(`${message}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Polls the data plane until the script answers 200 with `body` in it. */

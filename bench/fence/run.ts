@@ -30,6 +30,7 @@ import type {EdgeProvider} from '../../src/provider/types.js'
 import {openStore, type Backend, type Store} from '../../src/store/index.js'
 import {startTestHost} from '../../test/support/host.js'
 import {leaseAndSettle, onEachBackend, seedBenchWorker, type BenchWorker} from '../support/passes.js'
+import {log, median, percentile} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {rounds: {type: 'string', default: '30'}, rows: {type: 'string', default: '1000'}}})
 const ROUNDS = Number(options.rounds)
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
     console.log('| round trip | rounds | median ms | p90 ms | min ms |')
     console.log('|---|---|---|---|---|')
     for (const [name, times] of Object.entries(roundTrip)) {
-      console.log(`| ${name} | ${times.length} | ${median(times).toFixed(1)} | ${percentile(times, 0.9).toFixed(1)} | ${Math.min(...times).toFixed(1)} |`)
+      console.log(`| ${name} | ${times.length} | ${median(times).toFixed(1)} | ${percentile(times, 90).toFixed(1)} | ${Math.min(...times).toFixed(1)} |`)
     }
     console.log(`\nratio of medians: ${(median(roundTrip['fence begin + end (kit)']!) / median(roundTrip['bare host begin + end']!)).toFixed(2)}\n`)
     console.log('| backend | rows | deferred republish s | rows/s | recovery baseline s | republish ÷ baseline (time) |')
@@ -151,19 +152,6 @@ async function seedRows(store: Store, worker: BenchWorker, kind: string, marker:
       }
     })
   }
-}
-
-function median(values: number[]): number {
-  return percentile(values, 0.5)
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
-}
-
-function log(message: string): void {
-  process.stderr.write(`${message}\n`)
 }
 
 await main()

@@ -26,6 +26,7 @@ import {renderValidationConfig} from '../../src/edge-host/runtime/workerd-config
 import {WorkerdProcess} from '../../src/edge-host/runtime/workerd-process.js'
 import {paths, type UploadScript} from '../../src/protocol/management-api.js'
 import {signRequest} from '../../src/protocol/signing.js'
+import {median} from '../support/stats.js'
 
 const {values: options} = parseArgs({
   options: {
@@ -54,7 +55,6 @@ interface LoadResult {
 }
 
 const scriptName = (label: string) => `dw-${createHash('sha256').update(label).digest('hex').slice(0, 48)}`
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 function upload(source: string, bindings: UploadScript['bindings'] = []): UploadScript {
   return {

@@ -29,6 +29,7 @@ import type {EdgeProvider} from '../../src/provider/types.js'
 import {openStore, type Backend, type Store} from '../../src/store/index.js'
 import {leaseAndSettle, onEachBackend, seedBenchWorker} from '../support/passes.js'
 import {postgresBaseline, sqliteBaseline} from '../support/store-baseline.js'
+import {log, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {starts: {type: 'string', default: '15'}, rows: {type: 'string', default: '10000'}}})
 const STARTS = Number(options.starts)
@@ -153,16 +154,6 @@ async function seedStalledRows(url: string): Promise<void> {
   } finally {
     await store.close()
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-}
-
-function log(message: string): void {
-  process.stderr.write(`${message}\n`)
 }
 
 await main()

@@ -30,6 +30,7 @@ import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
 import {startTestHost, type TestHost} from '../../test/support/host.js'
 import {FIXTURES_DIR} from '../../test/support/worker-fixtures.js'
+import {log, machineLoad, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({
   options: {workers: {type: 'string', default: '5'}, scripts: {type: 'string', default: '10000'}, rounds: {type: 'string', default: '5'}},
@@ -41,14 +42,7 @@ const UNOWNED_SHARE = 0.1
 const COMPANY = 'bench'
 const workDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-retire-'))
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-}
-const log = (message: string) => process.stderr.write(`${message}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const machine = () => `${os.cpus().length} CPUs, load average ${os.loadavg().map((value) => value.toFixed(1)).join(' ')}`
 
 /** A migrated SQLite store in its own data dir, paired with `host`, and an engine over it. */
 async function pairedEngine(host: TestHost, name: string): Promise<{store: Store; engine: Engine; settings: Settings}> {
@@ -158,12 +152,12 @@ async function benchOrphanReport(): Promise<{report: OrphanReport; reportMs: num
 }
 
 async function main(): Promise<void> {
-  log(`# ${machine()}`)
+  log(`# ${machineLoad()}`)
   const retire = await benchRetire()
   const orphans = await benchOrphanReport()
   const reportMedian = median(orphans.reportMs)
   const listMedian = median(orphans.listMs)
-  console.log(`\n${new Date().toISOString()} — ${machine()}\n`)
+  console.log(`\n${new Date().toISOString()} — ${machineLoad()}\n`)
   console.log(`(a) retire → public URL answers 404, ${retire.length} Workers:\n`)
   console.log('| median ms | min ms | max ms |')
   console.log('|---|---|---|')

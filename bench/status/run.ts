@@ -21,6 +21,7 @@ import {takeSnapshot, type StatusSnapshot} from '../../src/engine/status/snapsho
 import {openStore, type Backend} from '../../src/store/index.js'
 import {createDatabase, dropDatabase, freePort, postgresServer} from '../support/store-baseline.js'
 import {fillDataset, SCOPE} from './dataset.js'
+import {log, machineLoad, percentile} from '../support/stats.js'
 
 const {values: options} = parseArgs({
   options: {rows: {type: 'string', default: '1000000'}, workers: {type: 'string', default: '10000'}, rounds: {type: 'string', default: '20'}},
@@ -30,9 +31,6 @@ const ROUNDS = Number(options.rounds)
 const WARMUP = 3
 const workDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-status-'))
 
-const log = (message: string) => process.stderr.write(`${message}\n`)
-const machine = () => `${os.cpus().length} CPUs, load average ${os.loadavg().map((value) => value.toFixed(1)).join(' ')}`
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!
 
 interface Result {
   backend: Backend
@@ -75,7 +73,7 @@ async function bench(backend: Backend, url: string): Promise<Result> {
     await baseline.close()
     await store.close()
   }
-  log(`${backend}: refresh median ${percentile(snapshotMs, 50).toFixed(1)} ms, baseline median ${percentile(baselineMs, 50).toFixed(1)} ms (${machine()})`)
+  log(`${backend}: refresh median ${percentile(snapshotMs, 50).toFixed(1)} ms, baseline median ${percentile(baselineMs, 50).toFixed(1)} ms (${machineLoad()})`)
   return {backend, snapshotMs, baselineMs, snapshot: snapshot!}
 }
 
@@ -106,7 +104,7 @@ async function main(): Promise<void> {
     rmSync(workDir, {recursive: true, force: true})
   }
   const first = results[0]!.snapshot
-  console.log(`\n${SIZE.outboxRows} outbox rows, ${SIZE.workers} Workers, ${SIZE.auditRows} audit rows; ${ROUNDS} rounds after ${WARMUP} warm-up; ${new Date().toISOString()}; ${machine()}\n`)
+  console.log(`\n${SIZE.outboxRows} outbox rows, ${SIZE.workers} Workers, ${SIZE.auditRows} audit rows; ${ROUNDS} rounds after ${WARMUP} warm-up; ${new Date().toISOString()}; ${machineLoad()}\n`)
   console.log('| backend | refresh median | refresh p95 | baseline `count(*)` median | baseline p95 | ratio (medians) |')
   console.log('|---|---|---|---|---|---|')
   for (const r of results) {
