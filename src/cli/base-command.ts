@@ -6,7 +6,7 @@ import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {ExitCode, exitCodeFor} from './exit-codes.js'
 import {openStore, type Store} from '../store/index.js'
-import {createEngine, type Engine} from '../engine/context.js'
+import {createEngine, type Engine, type EngineLogger} from '../engine/context.js'
 import {cliLogger} from './engine.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
@@ -82,9 +82,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * `interactive` so only warnings reach stderr unless the operator set log_level themselves.
    */
   protected async engine(options: {interactive?: boolean} = {}): Promise<Engine> {
+    return createEngine(await this.store(), this.settings, this.logger(options))
+  }
+
+  /** The engine's logger: under `interactive`, warnings only unless the operator set log_level. */
+  protected logger(options: {interactive?: boolean} = {}): EngineLogger {
     const {settings, sources} = this.loadSettings()
-    const level = options.interactive && sources.log_level === 'default' ? 'warn' : settings.log_level
-    return createEngine(await this.store(), settings, cliLogger(level))
+    return cliLogger(options.interactive && sources.log_level === 'default' ? 'warn' : settings.log_level)
   }
 
   /** Prints a typed result: JSON when --json was given, else the text the command renders. */

@@ -1,6 +1,7 @@
 // Text rendering of fences and the deferred-republish tally, shared by the fence and republish commands.
 import type {FenceView} from '../engine/fence/fence.js'
 import type {LaneSummary} from '../engine/pass/index.js'
+import {formatDuration} from '../engine/status/snapshot.js'
 import {fields} from './table.js'
 
 export function fenceFields(fence: FenceView): string {
@@ -16,15 +17,8 @@ export function fenceFields(fence: FenceView): string {
 }
 
 export function timeLeft(iso: string, now = Date.now()): string {
-  const seconds = Math.round((Date.parse(iso) - now) / 1000)
-  if (seconds <= 0) return `overdue by ${duration(-seconds)}`
-  return `${duration(seconds)} left`
-}
-
-function duration(seconds: number): string {
-  if (seconds < 120) return `${seconds}s`
-  if (seconds < 7200) return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`
-  return `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')}m`
+  const ms = Date.parse(iso) - now
+  return ms <= 0 ? `overdue by ${formatDuration(-ms)}` : `${formatDuration(ms)} left`
 }
 
 export function republishLine(summary: LaneSummary): string {

@@ -4,8 +4,9 @@
 import {KitError} from '../errors.js'
 import type {GateRow} from '../store/index.js'
 import type {Engine} from './context.js'
-import {FENCE_ACTIONS, fenceAuditEntry, pairedProvider, fenceView, type FenceView} from './fence/fence.js'
+import {FENCE_ACTIONS, fenceAuditEntry, fenceView, type FenceView} from './fence/fence.js'
 import {SYSTEM_ACTOR, type AuditActor} from './retire/audit.js'
+import {requireProvider} from './provider.js'
 
 export interface GatesStatus {
   scope: string
@@ -17,7 +18,7 @@ export interface GatesStatus {
 }
 
 export async function setMaintenance(engine: Engine, input: {on: boolean; reason?: string; actor?: AuditActor}): Promise<GatesStatus> {
-  const {scope} = await pairedProvider(engine, `turn maintenance ${input.on ? 'on' : 'off'}`)
+  const {scope} = await requireProvider(engine, `turn maintenance ${input.on ? 'on' : 'off'}`)
   const reason = input.reason?.trim() ?? ''
   if (input.on && !reason) throw new KitError('usage', 'maintenance on needs a reason (--reason)')
   if (reason.length > 200 || /[\r\n]/.test(reason)) throw new KitError('usage', '--reason must be one line of at most 200 characters')
@@ -29,7 +30,7 @@ export async function setMaintenance(engine: Engine, input: {on: boolean; reason
 }
 
 export async function gatesStatus(engine: Engine): Promise<GatesStatus> {
-  const {scope} = await pairedProvider(engine, 'read the maintenance gate')
+  const {scope} = await requireProvider(engine, 'read the maintenance gate')
   return statusOf(engine, scope, await engine.store.kit.getGates(scope))
 }
 

@@ -3,7 +3,9 @@
 // skip the pass) from one that cannot be built right now (unpaired: retry later, touch nothing).
 import type {Settings} from '../config/schema.js'
 import type {EdgeProvider} from '../provider/types.js'
+import {KitError} from '../errors.js'
 import type {Store} from '../store/index.js'
+import type {Engine} from './context.js'
 
 export type ProviderResolution =
   | {status: 'ready'; provider: EdgeProvider; scope: string}
@@ -43,4 +45,11 @@ export async function resolveProvider(store: Store, settings: Settings): Promise
       readTimeoutMs: settings.provider.read_timeout_ms,
     }),
   }
+}
+
+/** The paired host of this kit for a command that needs one, or the one-line refusal saying why not. */
+export async function requireProvider(engine: Engine, action: string): Promise<{provider: EdgeProvider; scope: string}> {
+  const resolution = await engine.resolveProvider()
+  if (resolution.status !== 'ready') throw new KitError('unpaired', `cannot ${action}: ${resolution.message}`, resolution.code)
+  return {provider: resolution.provider, scope: resolution.scope}
 }

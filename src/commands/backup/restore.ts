@@ -1,6 +1,5 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
-import {cliLogger} from '../../cli/engine.js'
 import {ExitCode} from '../../cli/exit-codes.js'
 import {withProgress} from '../../cli/progress.js'
 import {restoreBackup} from '../../engine/backup/restore.js'
@@ -34,11 +33,10 @@ was restored into a new data dir, or still differs); 10 restored, the host did n
 
   async run(): Promise<void> {
     const json = this.flags.json
-    const {settings, sources} = this.loadSettings()
     // Not this.engine(): the store is about to be replaced, so this process must not hold it open.
-    const log = cliLogger(!json && sources.log_level === 'default' ? 'warn' : settings.log_level)
+    const log = this.logger({interactive: !json})
     const result = await withProgress('Restore', json, (report) =>
-      restoreBackup(settings, {dir: this.args.dir, hostDataDir: this.flags['host-data-dir']}, {log, onStage: report}),
+      restoreBackup(this.settings, {dir: this.args.dir, hostDataDir: this.flags['host-data-dir']}, {log, onStage: report}),
     )
     const {verification} = result
     this.emit(result, () =>

@@ -12,12 +12,13 @@ import {KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
 import {openStoreBackup, type StoreDumpInfo} from '../../store/backup/index.js'
 import type {Engine} from '../context.js'
-import {hostCallError, pairedProvider} from '../fence/fence.js'
+import {hostCallError} from '../fence/fence.js'
 import {withFence} from '../fence/lifecycle.js'
 import type {AuditActor} from '../retire/audit.js'
 import {createPrivateDirectory, discardDirectory, filesUnder, freshDirectory} from './directories.js'
 import {readSnapshotManifest} from './host-snapshot.js'
 import {ARTIFACTS_DIR, describeFiles, HOST_SNAPSHOT_FILE, MANIFEST_FILE, STORE_DIR, writeManifest, type BackupManifest} from './manifest.js'
+import {requireProvider} from '../provider.js'
 
 export type BackupStage = 'fence' | 'store' | 'artifacts' | 'host' | 'manifest'
 
@@ -49,7 +50,7 @@ export interface BackupResult {
 export async function createBackup(engine: Engine, input: BackupInput, options: {onStage?: (stage: BackupStage) => void} = {}): Promise<BackupResult> {
   const stage = options.onStage ?? (() => {})
   const target = await freshDirectory(input.dir, 'backup directory')
-  const {provider, scope} = await pairedProvider(engine, 'take a backup')
+  const {provider, scope} = await requireProvider(engine, 'take a backup')
   const pairing = await engine.store.kit.getPairing(scope)
   if (!pairing) throw new KitError('unpaired', `cannot take a backup: scope ${scope} has no pairing`)
   const storeBackup = await openStoreBackup(engine.settings)

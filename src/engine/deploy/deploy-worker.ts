@@ -1,13 +1,13 @@
 // `edgeworkers deploy` as one engine call: build and commit the version, enqueue its deploy, and
 // (unless asked not to wait) run the deploy task in-process. Gates and pairing are checked before
 // anything is written, so a refused deploy leaves no artifact, version or outbox row.
-import {KitError} from '../../errors.js'
 import type {OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {enqueueDeploy} from './enqueue.js'
 import {submitVersion} from './submit.js'
 import {runDeployTask, type DeployStage} from './task.js'
+import {requireProvider} from '../provider.js'
 
 export type DeployState = 'completed' | 'deferred' | 'pending' | 'failed' | 'uncertain'
 
@@ -41,8 +41,7 @@ export async function deployWorker(
   options: {onStage?: (stage: DeployStage | 'build' | 'enqueue') => void} = {},
 ): Promise<DeployOutcome> {
   const stage = options.onStage ?? (() => {})
-  const resolution = await engine.resolveProvider()
-  if (resolution.status !== 'ready') throw new KitError('unpaired', `cannot deploy: ${resolution.message}`, resolution.code)
+  const resolution = await requireProvider(engine, 'deploy')
   await assertEnqueueGatesOpen(engine, resolution.scope)
 
   stage('build')

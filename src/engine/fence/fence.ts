@@ -1,10 +1,9 @@
 // What every fence operation shares: the view a command prints, the provider it needs, how a failed
 // host call becomes one operator-facing line, and the audit rows fences write.
 import {KitError} from '../../errors.js'
-import {ProviderError, type EdgeProvider} from '../../provider/types.js'
+import {ProviderError} from '../../provider/types.js'
 import {deterministicId, type AuditEntryInput, type FenceRow, type JsonObject} from '../../store/index.js'
 import type {AuditActor} from '../retire/audit.js'
-import type {Engine} from '../context.js'
 
 export interface FenceView {
   id: string
@@ -36,13 +35,6 @@ export function fenceView(row: FenceRow): FenceView {
     endedAt: iso(row.ended_at),
     endReason: row.end_reason,
   }
-}
-
-/** The paired host of this kit, or the error that says why there is none. */
-export async function pairedProvider(engine: Engine, action: string): Promise<{provider: EdgeProvider; scope: string}> {
-  const resolution = await engine.resolveProvider()
-  if (resolution.status !== 'ready') throw new KitError('unpaired', `cannot ${action}: ${resolution.message}`, resolution.code)
-  return {provider: resolution.provider, scope: resolution.scope}
 }
 
 /** A failed host call as one line: unreachable (nothing answered) or the host's own refusal. */

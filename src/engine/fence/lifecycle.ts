@@ -11,8 +11,9 @@ import type {Engine} from '../context.js'
 import {runPass, type LaneSummary, type PassOptions} from '../pass/index.js'
 import {SYSTEM_ACTOR, type AuditActor} from '../retire/audit.js'
 import {confirmFences} from './confirm.js'
-import {FENCE_ACTIONS, fenceAuditEntry, fenceView, hostCallError, isFenceUnknownToHost, pairedProvider, type FenceView} from './fence.js'
+import {FENCE_ACTIONS, fenceAuditEntry, fenceView, hostCallError, isFenceUnknownToHost, type FenceView} from './fence.js'
 import {ProviderError} from '../../provider/types.js'
+import {requireProvider} from '../provider.js'
 
 export const MIN_FENCE_TTL_SECONDS = 5
 const MAX_REASON_LENGTH = 200
@@ -26,7 +27,7 @@ export interface BeginFenceInput {
 export async function beginFence(engine: Engine, input: BeginFenceInput): Promise<FenceView> {
   const ttlSeconds = validTtl(engine, input.ttlSeconds)
   const reason = validReason(input.reason)
-  const {provider, scope} = await pairedProvider(engine, 'begin a backup fence')
+  const {provider, scope} = await requireProvider(engine, 'begin a backup fence')
   // A fence the host already lifted while the store missed it must not block this one.
   if (await engine.store.kit.openFence(scope)) {
     await confirmFences(engine, provider, scope).catch((error: unknown) => {
@@ -89,7 +90,7 @@ export interface EndFenceResult {
 }
 
 export async function endFence(engine: Engine, input: EndFenceInput = {}): Promise<EndFenceResult> {
-  const {provider, scope} = await pairedProvider(engine, 'end a backup fence')
+  const {provider, scope} = await requireProvider(engine, 'end a backup fence')
   const row = input.fenceId ? await engine.store.kit.getFence(input.fenceId) : await engine.store.kit.openFence(scope)
   if (!row) throw new KitError('not_found', input.fenceId ? `no backup fence ${input.fenceId}` : `no backup fence is open for ${scope}`)
   if (row.ended_at !== null) {
@@ -130,7 +131,7 @@ export async function republishDeferred(engine: Engine, options: Pick<PassOption
  * always ends it.
  */
 export async function withFence<T>(engine: Engine, input: BeginFenceInput, work: (fence: FenceView) => Promise<T>): Promise<T> {
-  const {scope} = await pairedProvider(engine, 'begin a backup fence')
+  const {scope} = await requireProvider(engine, 'begin a backup fence')
   const open = await engine.store.kit.openFence(scope)
   if (open && open.state === 'active' && Number(open.expires_at) > engine.store.clock.now()) return work(fenceView(open))
   const fence = await beginFence(engine, input)
@@ -162,7 +163,7 @@ export interface HostFenceView {
 }
 
 export async function fenceStatus(engine: Engine, options: {recent?: number} = {}): Promise<FenceStatus> {
-  const {provider, scope} = await pairedProvider(engine, 'read the backup fence')
+  const {provider, scope} = await requireProvider(engine, 'read the backup fence')
   const [open, recent, gates] = await Promise.all([engine.store.kit.openFence(scope), engine.store.kit.listFences(scope, options.recent ?? 10), engine.store.kit.getGates(scope)])
   const now = engine.store.clock.now()
   let host: FenceStatus['host']

@@ -81,12 +81,11 @@ export async function runPass(engine: Engine, options: PassOptions = {}): Promis
 
 /**
  * Lost-fence confirmation belongs to host reconcile but runs before every lane: a fence the host
- * lifted at its TTL must reopen the gate for this pass's recovery and deferred lanes, not the next.
- * Without host_reconcile selected it runs only while the store shows a fence open (one GET).
+ * lifted at its TTL must reopen the gate for this pass's gated lanes, not the next pass's. Without
+ * host_reconcile selected it runs only while the store shows a fence open (the gate is closed).
  */
 async function confirmFencesFirst(engine: Engine, provider: EdgeProvider, scope: string, lanes: LaneName[], signal?: AbortSignal): Promise<Pick<PassResult, 'fences' | 'fenceError'>> {
   try {
-    if (!lanes.includes('host_reconcile') && !(lanes.includes('deferred') || lanes.includes('recovery'))) return {fences: []}
     if (!lanes.includes('host_reconcile') && !(await engine.store.kit.openFence(scope))) return {fences: []}
     return {fences: await confirmFences(engine, provider, scope, signal)}
   } catch (error) {

@@ -1,10 +1,10 @@
 // `edgeworkers orphan-report`: read-only counts that show whether anything unowned still serves.
 // Reads the store, lists the host's scripts (./host-listing.ts) and counts as the reference's table
 // says; on-prem, "serving code" means a script the host has not retired.
-import {KitError} from '../../errors.js'
 import {SCRIPT_NAME_PATTERN, scriptNameFor} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {listHostScripts} from './host-listing.js'
+import {requireProvider} from '../provider.js'
 
 /** Keys in sorted order: the report prints as one JSON object with sorted keys. */
 export interface OrphanReport {
@@ -27,8 +27,7 @@ export interface OrphanReport {
 
 export async function orphanReport(engine: Engine): Promise<OrphanReport> {
   const {store, settings} = engine
-  const resolution = await engine.resolveProvider()
-  if (resolution.status !== 'ready') throw new KitError('unpaired', `cannot list the edge host's scripts: ${resolution.message}`, resolution.code)
+  const resolution = await requireProvider(engine, "list the edge host's scripts")
   const scripts = (await listHostScripts(resolution.provider, settings.host_reconcile.listing_max_pages)).filter((script) => SCRIPT_NAME_PATTERN.test(script.scriptName))
   const workers = await store.retirements.workerNames()
   const orphans = await store.retirements.pendingOrphans(resolution.scope, store.clock.now() - settings.host_reconcile.upload_grace_seconds * 1000)
