@@ -7,7 +7,7 @@ import {KitError} from '../errors.js'
 import {ExitCode, exitCodeFor} from './exit-codes.js'
 import {openStore, type Store} from '../store/index.js'
 import {createEngine, type Engine, type EngineLogger} from '../engine/context.js'
-import {cliLogger} from './engine.js'
+import {createLogger, resolveLogFormat} from './logger.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -22,6 +22,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       helpGroup: 'GLOBAL',
       description: 'Config file (TOML, or JSON when it ends in .json). Env: EDGEWORKERS_CONFIG. Default: <data-dir>/edgeworkers.toml.',
     }),
+    'log-format': Flags.option({
+      options: ['auto', 'human', 'json'] as const,
+      helpGroup: 'GLOBAL',
+      description: 'Log lines on stderr: human in a terminal, JSON otherwise (auto). Setting log_format.',
+    })(),
+    quiet: Flags.boolean({helpGroup: 'GLOBAL', exclusive: ['verbose'], description: 'Log errors only'}),
+    verbose: Flags.boolean({helpGroup: 'GLOBAL', exclusive: ['quiet'], description: 'Log everything down to debug'}),
   }
 
   protected flags!: BaseFlags<T>
@@ -51,7 +58,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   protected loadSettings(): LoadedConfig {
     this.loaded ??= loadConfig({
-      flags: {data_dir: this.flags['data-dir'], ...this.settingOverrides()},
+      flags: {data_dir: this.flags['data-dir'], log_format: this.flags['log-format'], ...this.settingOverrides()},
       configPath: this.flags.config,
     })
     return this.loaded
@@ -78,17 +85,29 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   /**
-   * The engine over the configured store. Commands that draw progress on the terminal pass
-   * `interactive` so only warnings reach stderr unless the operator set log_level themselves.
+   * The engine over the configured store. Commands that print their own progress pass `interactive`:
+   * their info lines would only repeat it.
    */
   protected async engine(options: {interactive?: boolean} = {}): Promise<Engine> {
     return createEngine(await this.store(), this.settings, this.logger(options))
   }
 
-  /** The engine's logger: under `interactive`, warnings only unless the operator set log_level. */
+  /**
+   * The engine's logger. --quiet and --verbose win, then a log_level the operator set. Otherwise a
+   * person at a terminal (human format) sees warnings only — and errors only from a command that
+   * reports its own outcome (`interactive`), whose retries and failures its output already says.
+   */
   protected logger(options: {interactive?: boolean} = {}): EngineLogger {
     const {settings, sources} = this.loadSettings()
-    return cliLogger(options.interactive && sources.log_level === 'default' ? 'warn' : settings.log_level)
+    const format = resolveLogFormat(settings.log_format)
+    let level = settings.log_level
+    if (this.flags.quiet) level = 'error'
+    else if (this.flags.verbose) level = 'debug'
+    else if (sources.log_level === 'default') {
+      if (format === 'human') level = options.interactive ? 'error' : 'warn'
+      else if (options.interactive) level = 'warn'
+    }
+    return createLogger({level, format, fd: 2})
   }
 
   /** Prints a typed result: JSON when --json was given, else the text the command renders. */

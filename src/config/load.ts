@@ -6,6 +6,7 @@ import path from 'node:path'
 import {parse as parseToml} from 'smol-toml'
 import {z} from 'zod'
 import {FENCE_RUN_ENV} from '../engine/fence/environment.js'
+import {didYouMean} from '../did-you-mean.js'
 import {KitError} from '../errors.js'
 import {settingsSchema, type Settings} from './schema.js'
 
@@ -107,11 +108,26 @@ function parseEnvValue(raw: string): unknown {
   }
 }
 
+/** Every problem at once, on one line, so a file with two typos needs one edit round, not two. */
 function describeZodError(error: z.ZodError, configFile: string): string {
-  const issue = error.issues[0]!
-  const where = issue.path.length > 0 ? issue.path.join('.') : '(top level)'
-  const message = issue.code === 'unrecognized_keys' ? `unknown key ${issue.keys.join(', ')}` : issue.message
-  return `invalid setting ${where}: ${message} (flags, EDGEWORKERS_* environment or ${configFile})`
+  const problems = error.issues.map((issue) => {
+    const where = issue.path.length > 0 ? issue.path.join('.') : '(top level)'
+    const message = issue.code === 'unrecognized_keys' ? unknownKeys(issue.keys, issue.path) : issue.message
+    return `${where}: ${message}`
+  })
+  return `invalid setting ${problems.join('; ')} (flags, EDGEWORKERS_* environment or ${configFile})`
+}
+
+/** `unknown key loglevel (did you mean log_level?)`, naming every unknown key of the table. */
+function unknownKeys(keys: string[], at: PropertyKey[]): string {
+  let table: unknown = settingsSchema.parse({})
+  for (const segment of at) table = isTree(table) ? table[String(segment)] : undefined
+  const known = isTree(table) ? Object.keys(table) : []
+  const named = keys.map((key) => {
+    const suggestion = didYouMean(key, known)
+    return suggestion ? `${key} (did you mean ${suggestion}?)` : key
+  })
+  return `unknown key${keys.length > 1 ? 's' : ''} ${named.join(', ')}`
 }
 
 function treeFromDotted(flat: Record<string, unknown>): Tree {

@@ -13,6 +13,8 @@ export const settingsSchema = z.strictObject({
   /** Holds the embedded store, the artifact store and local state. Resolved by ./load.ts. */
   data_dir: z.string().min(1).default(''),
   log_level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  /** `auto`: one human line per event when stderr is a terminal, JSON lines (journald, cron mail) otherwise. */
+  log_format: z.enum(['auto', 'human', 'json']).default('auto'),
 
   store: z
     .strictObject({

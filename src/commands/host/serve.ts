@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
-import pino from 'pino'
 import {BaseCommand} from '../../cli/base-command.js'
+import {createLogger, resolveLogFormat} from '../../cli/logger.js'
 import {startHost} from '../../edge-host/host.js'
 
 export default class HostServe extends BaseCommand<typeof HostServe> {
@@ -8,7 +8,7 @@ export default class HostServe extends BaseCommand<typeof HostServe> {
 
 Both listeners are loopback by default; port 0 picks a free port. The chosen addresses are logged and
 written to <data-dir>/host.json. The first start creates the host's identity key and prints a one-time
-pairing code (\`host pairing-code\` prints it again). Logs are JSON lines on stdout. SIGTERM or SIGINT:
+pairing code (\`host pairing-code\` prints it again). Logs go to stdout: JSON lines, or human lines in a terminal (--log-format). SIGTERM or SIGINT:
 stop accepting, drain in-flight requests, stop workerd, exit 0.
 
 Settings under [host] (listen, admin_listen, base_domain, shards, max_scripts_per_shard, ...) come from
@@ -31,7 +31,7 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
 
   async run(): Promise<void> {
     const {settings} = this.loadSettings()
-    const logger = pino({level: settings.log_level, base: {component: 'edge-host', pid: process.pid}, timestamp: pino.stdTimeFunctions.isoTime})
+    const logger = createLogger({level: settings.log_level, format: resolveLogFormat(settings.log_format, 1), fd: 1, base: {component: 'edge-host'}})
     const host = await startHost({dataDir: settings.data_dir, settings: settings.host, maxFenceTtlSeconds: settings.fence.max_ttl_seconds, logger})
     if (host.issuedPairingCode) {
       // Shown once, here; never logged. `host pairing-code` reads it from the data dir again.
