@@ -126,6 +126,28 @@ describeEachStore('status queries', (t) => {
     expect((await t.store.status.groupRows(SCOPE, {status: 'failed', operation: 'control_audit', last_error_code: null}, 10)).map((member) => member.id)).toEqual([uncoded.id])
   })
 
+  test('a failed or uncertain deploy that a later completed deploy of its Worker replaced is history: out of the groups, counted apart', async () => {
+    const replacedFailure = await rowIn(t, 'failed', {worker_id: 'w-1', errorCode: 'edge_host_5xx'})
+    t.clock.advance(1_000)
+    await rowIn(t, 'uncertain', {worker_id: 'w-1', errorCode: 'worker_readiness_timeout'})
+    t.clock.advance(1_000)
+    await rowIn(t, 'completed', {worker_id: 'w-1'})
+    t.clock.advance(1_000)
+    const laterFailure = await rowIn(t, 'failed', {worker_id: 'w-1', errorCode: 'edge_host_5xx'})
+    const otherWorker = await rowIn(t, 'failed', {worker_id: 'w-2', errorCode: 'edge_host_5xx'})
+    await rowIn(t, 'completed', {worker_id: 'w-2', operation: 'artifact_cleanup'})
+
+    const groups = await t.store.status.errorGroups(SCOPE)
+    expect(groups.map(({status, operation, last_error_code, count}) => ({status, operation, last_error_code, count}))).toEqual([
+      {status: 'failed', operation: 'deploy', last_error_code: 'edge_host_5xx', count: 2},
+    ])
+    const inGroup = await t.store.status.groupRows(SCOPE, {status: 'failed', operation: 'deploy', last_error_code: 'edge_host_5xx'}, 10)
+    expect(inGroup.map((member) => member.id).sort()).toEqual([laterFailure.id, otherWorker.id].sort())
+    expect(inGroup.map((member) => member.id)).not.toContain(replacedFailure.id)
+    expect(await t.store.status.supersededFailures(SCOPE)).toBe(2)
+    expect(await t.store.status.supersededFailures(OTHER_SCOPE)).toBe(0)
+  })
+
   test('pending orphans (the one rule the retirement lanes and status share): purged companies, a company id taken again, confirmations and the upload grace', async () => {
     const deployOf = async (company: string, department: string, status: OutboxRow['status'], scope = SCOPE) => {
       const worker = await t.store.workers.create({company_id: company, department_id: department, script_name: scriptNameFor(company, department), status: 'active'})

@@ -71,7 +71,10 @@ export interface StatusSnapshot {
   finishedWindowSeconds: number
   lanes: LaneStatus[]
   leased: LeasedRow[]
+  /** Failed and uncertain rows that wait for an operator, grouped (deploys a later completed deploy replaced are left out). */
   errorGroups: ErrorGroup[]
+  /** Failed or uncertain deploys a later completed deploy of the same Worker replaced: history, not attention. */
+  supersededFailures: number
   retirements: {pending: number; workers: Array<{worker_id: string; script_name: string; department_id: string; status: string; since: number}>}
   /** null without a scope: orphans are per scope. */
   orphans: {pending: number; unsettled: number; workers: OrphanCandidate[]} | null
@@ -94,7 +97,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   const resolution = await engine.resolveProvider()
   const scope = resolution.status === 'ready' ? resolution.scope : settings.provider.scope || null
   const now = store.clock.now()
-  const [host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, retiring, orphans, audit, fence, gates] = await Promise.all([
+  const [host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] = await Promise.all([
     hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
     store.status.openCounts(scope),
     store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
@@ -102,6 +105,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     store.status.deferredDeploys(scope, EDGE_HOST_FENCED),
     store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
     store.status.errorGroups(scope),
+    store.status.supersededFailures(scope),
     scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
     scope === null ? Promise.resolve(null) : store.retirements.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000),
     store.audit.list({limit: SNAPSHOT_AUDIT_LIMIT}),
@@ -141,6 +145,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     lanes,
     leased: leased.map((row) => ({...row, leaseLeftMs: Number(row.lease_expires_at) - now})),
     errorGroups,
+    supersededFailures,
     retirements: {
       pending: retiring.length,
       workers: retiring.slice(0, SNAPSHOT_LIST_LIMIT).map((worker) => ({
@@ -159,11 +164,15 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   return snapshot
 }
 
-/** What makes `status` exit non-zero: rows waiting for an operator, a host the kit cannot use, a fence left open past its TTL. */
-export function attentionReasons(snapshot: Pick<StatusSnapshot, 'lanes' | 'host' | 'fence'>): string[] {
+/**
+ * What makes `status` exit 13: failed or uncertain rows waiting for an operator (not deploys a later
+ * completed deploy of their Worker replaced), a host the kit cannot use, a fence open past its TTL.
+ */
+export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 'host' | 'fence'>): string[] {
   const reasons: string[] = []
-  const failed = snapshot.lanes.reduce((sum, lane) => sum + lane.failed, 0)
-  const uncertain = snapshot.lanes.reduce((sum, lane) => sum + lane.uncertain, 0)
+  const countOf = (status: ErrorGroup['status']) => snapshot.errorGroups.filter((group) => group.status === status).reduce((sum, group) => sum + group.count, 0)
+  const failed = countOf('failed')
+  const uncertain = countOf('uncertain')
   if (failed > 0) reasons.push(`${failed} failed outbox row${failed === 1 ? '' : 's'}`)
   if (uncertain > 0) reasons.push(`${uncertain} uncertain outbox row${uncertain === 1 ? '' : 's'}`)
   if (!snapshot.host.paired) reasons.push(`no usable edge host: ${snapshot.host.problem}`)

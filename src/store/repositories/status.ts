@@ -5,7 +5,9 @@
 // - Open rows (pending, leased, failed, uncertain) are counted whole; finished ones (completed,
 //   cancelled) over a recent window, since counting all of history would read every row.
 // - `scope` null means every scope (a store not paired yet).
-import type {ExpressionBuilder, SelectQueryBuilder} from 'kysely'
+// - A failed or uncertain deploy is history, not attention, once a later deploy of the same Worker
+//   completed: what it tried to ship has been replaced by what now serves.
+import {sql, type ExpressionBuilder, type SelectQueryBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {OUTBOX_OPERATIONS, type Database, type OutboxOperation, type OutboxRow, type OutboxStatus} from '../schema.js'
 
@@ -124,6 +126,19 @@ export class StatusRepository {
     return Number(row.count)
   }
 
+  /** Failed and uncertain deploys a later completed deploy of the same Worker has replaced. */
+  async supersededFailures(scope: string | null): Promise<number> {
+    const row = await this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .$call(inScope(scope))
+      .where('status', 'in', [...ATTENTION_OUTBOX_STATUSES])
+      .where('operation', '=', 'deploy')
+      .where((eb) => supersededByCompletedDeploy(eb))
+      .executeTakeFirstOrThrow()
+    return Number(row.count)
+  }
+
   /** Per operation, how long its oldest due work has waited: one index seek each. */
   async oldestDue(scope: string | null, now: number): Promise<OldestDue[]> {
     const row = await this.ctx.db
@@ -173,6 +188,7 @@ export class StatusRepository {
       .select(['status', 'operation', 'last_error_code', (eb) => eb.fn.countAll<number | string>().as('count'), (eb) => eb.fn.max('updated_at').as('latest_at')])
       .$call(inScope(scope))
       .where('status', 'in', [...ATTENTION_OUTBOX_STATUSES])
+      .where((eb) => eb.not(supersededByCompletedDeploy(eb)))
       .groupBy(['status', 'operation', 'last_error_code'])
       .execute()
     return rows
@@ -195,6 +211,7 @@ export class StatusRepository {
       .where('status', '=', group.status)
       .where('operation', '=', group.operation)
       .where('last_error_code', group.last_error_code === null ? 'is' : '=', group.last_error_code)
+      .where((eb) => eb.not(supersededByCompletedDeploy(eb)))
       .orderBy('updated_at', 'desc')
       .orderBy('id', 'desc')
       .limit(limit)
@@ -204,6 +221,22 @@ export class StatusRepository {
   private outboxIn(eb: ExpressionBuilder<Database, never>, scope: string | null) {
     return eb.selectFrom('edge_worker_outbox').$call(inScope(scope))
   }
+}
+
+/** The row is a deploy, and a deploy of the same Worker enqueued after it has completed (a seek on outbox(worker_id, created_at)). */
+function supersededByCompletedDeploy(eb: ExpressionBuilder<Database, 'edge_worker_outbox'>) {
+  return eb.and([
+    eb('edge_worker_outbox.operation', '=', 'deploy'),
+    eb.exists(
+      eb
+        .selectFrom('edge_worker_outbox as later')
+        .select(sql<number>`1`.as('one'))
+        .whereRef('later.worker_id', '=', 'edge_worker_outbox.worker_id')
+        .whereRef('later.created_at', '>', 'edge_worker_outbox.created_at')
+        .where('later.operation', '=', 'deploy')
+        .where('later.status', '=', 'completed'),
+    ),
+  ])
 }
 
 function inScope(scope: string | null) {
