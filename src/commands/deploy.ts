@@ -17,7 +17,8 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
     '<%= config.bin %> deploy ./my-worker --department acme-sales --json',
   ]
   static override args = {
-    'project-dir': Args.directory({required: true, exists: true, description: 'Worker project directory (holds edgeworker.json)'}),
+    // Checked by the build (one line, exit 2), not by oclif's `exists`, which exits 1.
+    'project-dir': Args.string({required: true, description: 'Worker project directory (holds edgeworker.json)'}),
   }
   static override flags = {
     department: Flags.string({required: true, description: 'Department id whose Worker this is'}),

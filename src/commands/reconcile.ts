@@ -2,6 +2,7 @@ import path from 'node:path'
 import {Flags} from '@oclif/core'
 import {FileArtifactStore} from '../artifacts/store.js'
 import {BaseCommand} from '../cli/base-command.js'
+import {durationFlag} from '../cli/flags.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {table} from '../cli/table.js'
 import {
@@ -36,11 +37,11 @@ unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
   static override flags = {
     lane: Flags.string({options: [...LANE_NAMES], multiple: true, description: 'Run only this lane (repeatable); default all'}),
     watch: Flags.boolean({description: 'Keep running passes every --interval seconds, never two at once, until SIGINT/SIGTERM'}),
-    interval: Flags.integer({
+    interval: durationFlag({
       min: 1,
       max: 3_600,
       dependsOn: ['watch'],
-      description: 'Seconds between pass starts with --watch (1–3600). Default: reconcile.watch_interval_seconds (60)',
+      description: 'Time between pass starts with --watch: 15, 30s, 5m (1 s–1 h). Default: reconcile.watch_interval_seconds (60)',
     }),
     json: Flags.boolean({description: 'Print the pass summary as JSON (one line per pass with --watch)'}),
     'metrics-file': Flags.string({description: 'Write a node_exporter textfile (.prom) after each pass, atomically'}),

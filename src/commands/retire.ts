@@ -4,7 +4,6 @@ import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
 import {progressRenderer} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
-import {KitError} from '../errors.js'
 import type {RetirementStep} from '../engine/retire/host-retirement.js'
 import {planRetirement, retireDepartment, type RetireOutcome, type RetireProgress} from '../engine/retire/retire-department.js'
 
@@ -28,12 +27,13 @@ the department stays deleted and the retirement is pending: the next reconcile p
 Retiring again reports "already retired".
 
 Exit codes: 0 retired (or already retired, or nothing to retire), 7 retirement pending,
-2 bad flags (--json with --dry-run), 5 unknown or already-deleted department, unknown company, or a
+2 bad flags, 5 unknown or already-deleted department, unknown company, or a
 department of another company.`
   static override examples = [
     '<%= config.bin %> retire acme-sales',
     '<%= config.bin %> retire acme-sales --company acme --dry-run',
     '<%= config.bin %> retire acme-sales --json',
+    '<%= config.bin %> retire acme-sales --dry-run --json',
   ]
   static override args = {
     'department-id': Args.string({required: true, description: 'Department id'}),
@@ -47,7 +47,6 @@ department of another company.`
   async run(): Promise<void> {
     const {json, company} = this.flags
     const dryRun = this.flags['dry-run']
-    if (json && dryRun) throw new KitError('usage', '--dry-run prints a plan for people; it cannot be combined with --json')
     const engine = await this.engine({interactive: !json})
     const request = {departmentId: this.args['department-id'], companyId: company, dryRun, actor: {type: 'operator', id: os.userInfo().username}}
     // Bad input fails here, as one line, before any progress is drawn or anything written.

@@ -148,7 +148,7 @@ describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
       run('reconcile', '--metrics-file', path.join(notADir, 'x.prom')),
     ])
     expectOneLineError(lane, 2, /^error: Expected --lane=bogus to be one of: recovery, deferred, artifact_cleanup, host_reconcile/)
-    expectOneLineError(interval, 2, 'error: Parsing --interval: Expected an integer greater than or equal to 1 but received: 0')
+    expectOneLineError(interval, 2, 'error: Parsing --interval: 0 is shorter than 1 s')
     expectOneLineError(intervalWithoutWatch, 2, 'error: All of the following must be provided when using --interval: --watch')
     expectOneLineError(metrics, 2, `error: metrics file ${path.join(notADir, 'x.prom')} is not writable: ${notADir} is not a directory`)
     expect(await store.outbox.list({status: 'pending'})).toHaveLength(1)

@@ -1,6 +1,7 @@
 import os from 'node:os'
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
+import {durationFlag} from '../../cli/flags.js'
 import {withProgress} from '../../cli/progress.js'
 import {createBackup} from '../../engine/backup/create.js'
 
@@ -25,7 +26,7 @@ the fence began — try again; 8 the artifact store lacks an artifact a version 
     dir: Args.string({required: true, description: 'Where to write the backup: a new or empty directory'}),
   }
   static override flags = {
-    ttl: Flags.integer({description: 'TTL of the fence this backup begins (default fence.default_ttl_seconds)'}),
+    ttl: durationFlag({description: 'TTL of the fence this backup begins: 1800, 30m, 2h (default fence.default_ttl_seconds)'}),
     reason: Flags.string({description: 'Reason recorded on the fence (default: backup to <dir>)'}),
     json: Flags.boolean({description: 'Print the result as JSON'}),
   }

@@ -1,6 +1,7 @@
 import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
+import {durationFlag} from '../../cli/flags.js'
 import {fenceFields} from '../../cli/fence-render.js'
 import {beginFence} from '../../engine/fence/lifecycle.js'
 
@@ -18,7 +19,7 @@ Exit codes: 0 fenced; 2 bad --ttl/--reason; 6 a fence is already open or the sto
     '<%= config.bin %> fence begin --ttl 900 --reason "volume snapshot" --json',
   ]
   static override flags = {
-    ttl: Flags.integer({description: 'Seconds until the host lifts the fence by itself (default fence.default_ttl_seconds; at most fence.max_ttl_seconds)'}),
+    ttl: durationFlag({description: 'How long until the host lifts the fence by itself: 900, 15m, 1h (default fence.default_ttl_seconds; at most fence.max_ttl_seconds)'}),
     reason: Flags.string({default: 'backup', description: 'Why the host is fenced (shown in status and audit)'}),
     json: Flags.boolean({description: 'Print the fence as JSON'}),
   }

@@ -1,6 +1,7 @@
 import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
+import {durationFlag} from '../../cli/flags.js'
 import {ExitCode} from '../../cli/exit-codes.js'
 import {republishLine} from '../../cli/fence-render.js'
 import {FENCE_RUN_ENV} from '../../engine/fence/environment.js'
@@ -22,7 +23,7 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
   ]
   static override strict = false
   static override flags = {
-    ttl: Flags.integer({description: 'Seconds until the host lifts the fence by itself (default fence.default_ttl_seconds)'}),
+    ttl: durationFlag({description: 'How long until the host lifts the fence by itself: 1800, 30m, 2h (default fence.default_ttl_seconds)'}),
     reason: Flags.string({default: 'backup', description: 'Why the host is fenced'}),
     json: Flags.boolean({description: 'Print the result as JSON when the command is done'}),
   }

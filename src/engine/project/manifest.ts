@@ -16,6 +16,7 @@
 import {lstat, readdir, readFile, realpath, stat} from 'node:fs/promises'
 import path from 'node:path'
 import {z} from 'zod'
+import {didYouMean} from '../../did-you-mean.js'
 import {KitError} from '../../errors.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
 
@@ -223,13 +224,19 @@ function parseWithSchema<Schema extends z.ZodType>(schema: Schema, data: unknown
   // reportInput lets describeIssue tell a missing key (input undefined) from a wrong one.
   const result = schema.safeParse(data, {reportInput: true})
   if (result.success) return result.data
-  const issue = result.error.issues[0]!
-  throw new KitError('usage', `${source}: ${describeIssue(issue)}`)
+  // An unknown key first: `compatibiltyDate` is a typo of the required key zod also reports missing.
+  const issue = result.error.issues.find((candidate) => candidate.code === 'unrecognized_keys') ?? result.error.issues[0]!
+  throw new KitError('usage', `${source}: ${describeIssue(issue, schema)}`)
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+function describeIssue(issue: z.core.$ZodIssue, schema: z.ZodType): string {
   if (issue.code === 'unrecognized_keys') {
-    const keys = issue.keys.map((key) => JSON.stringify(formatKeyPath([...issue.path, key])))
+    const known = knownKeysAt(schema, issue.path)
+    const keys = issue.keys.map((key) => {
+      const suggestion = didYouMean(key, known)
+      const named = JSON.stringify(formatKeyPath([...issue.path, key]))
+      return suggestion ? `${named} (did you mean ${JSON.stringify(suggestion)}?)` : named
+    })
     return `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`
   }
   const key = issue.path.length === 0 ? 'the file' : `key ${JSON.stringify(formatKeyPath(issue.path))}`
@@ -249,6 +256,29 @@ function describeIssue(issue: z.core.$ZodIssue): string {
       // Refinements carry their own wording (e.g. "must be a date written YYYY-MM-DD").
       return `${key} ${issue.message}`
   }
+}
+
+/** The keys the schema allows in the object at `keyPath` (through arrays, optionals and defaults). */
+function knownKeysAt(schema: z.ZodType, keyPath: readonly PropertyKey[]): string[] {
+  let def = (schema as unknown as {_zod: {def: SchemaDef}})._zod.def
+  const unwrap = () => {
+    while (def.innerType ?? def.in) def = (def.innerType ?? def.in)!._zod.def
+  }
+  for (const part of keyPath) {
+    unwrap()
+    const next = typeof part === 'number' ? def.element : def.shape?.[String(part)]
+    if (!next) return []
+    def = next._zod.def
+  }
+  unwrap()
+  return Object.keys(def.shape ?? {})
+}
+
+interface SchemaDef {
+  shape?: Record<string, {_zod: {def: SchemaDef}}>
+  element?: {_zod: {def: SchemaDef}}
+  innerType?: {_zod: {def: SchemaDef}}
+  in?: {_zod: {def: SchemaDef}}
 }
 
 /** `["durableObjects", 0, "binding"]` → `durableObjects[0].binding` */

@@ -23,7 +23,7 @@ export async function pairWithHost(managementUrl: string, code: string, timeoutM
   } catch {
     throw new KitError('usage', `management URL ${JSON.stringify(managementUrl)} is not an http(s) URL`)
   }
-  const identity = identitySchema.safeParse(await fetchJson(origin, 'GET', paths.identity, undefined, timeoutMs))
+  const identity = identitySchema.safeParse(await fetchJson(origin, 'GET', paths.identity, undefined, timeoutMs).catch(explainDataPlane(origin)))
   if (!identity.success) throw new KitError('host_error', `${origin} does not answer like an edge host management listener`)
   const answer = await fetchJson(origin, 'POST', paths.pair, {code}, timeoutMs)
   const pair = pairResponseSchema.safeParse(answer)
@@ -38,6 +38,19 @@ export async function pairWithHost(managementUrl: string, code: string, timeoutM
     host_fingerprint: fingerprintOf(hostPublicKey),
     host_public_key: hostPublicKey,
     shared_secret: secret,
+  }
+}
+
+/** The data plane answers an unknown path as a missing Worker: the operator gave the public port, not the management one. */
+function explainDataPlane(origin: string) {
+  return (error: unknown): never => {
+    if (error instanceof KitError && error.reason === 'worker_not_found') {
+      throw new KitError(
+        'usage',
+        `${origin} is an edge host's data plane (it answered like a Worker URL), not its management listener: pair with the admin address \`host serve\` prints (setting host.admin_listen, default http://127.0.0.1:8788)`,
+      )
+    }
+    throw error
   }
 }
 
