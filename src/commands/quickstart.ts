@@ -4,7 +4,7 @@ import {BaseCommand} from '../cli/base-command.js'
 import {progressRenderer} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {canonicalJson} from '../canonical-json.js'
-import {runQuickstart, type QuickstartResult, type QuickstartStep} from '../quickstart/run.js'
+import {quickstartDir, runQuickstart, type QuickstartResult, type QuickstartStep} from '../quickstart/run.js'
 
 const STEP_TITLES: Record<QuickstartStep, string> = {
   store: 'Migrate the embedded SQLite store',
@@ -20,13 +20,21 @@ const STEP_TITLES: Record<QuickstartStep, string> = {
 export default class Quickstart extends BaseCommand<typeof Quickstart> {
   static override description = `Run the main job end to end on embedded defaults, with no other set-up.
 
-Creates <data-dir>/quickstart, migrates a SQLite store there, starts and pairs a local edge host on
-workerd, creates a company and a department, deploys fixtures/workers/hello, fetches it through the
-host, retires the department's Worker (its URL then answers 404) and prints the orphan report.
-Idempotent: a rerun reuses the store, the pairing and the company; as retired department ids are never
-reused, each run deploys to the next department (hello, hello-2, …). The host is stopped at
-the end unless --keep-running is given (then Ctrl-C stops it).`
-  static override examples = ['<%= config.bin %> quickstart', '<%= config.bin %> quickstart --keep-running', '<%= config.bin %> quickstart --json']
+Works in <data-dir>/quickstart (default ~/.local/share/edgeworkers/quickstart; it says where before
+starting): migrates a SQLite store there, starts and pairs a local edge host on workerd, creates
+company "quickstart" and department "hello", deploys fixtures/workers/hello, fetches it through the
+host, retires the department's Worker (its URL then answers 404) and prints the orphan report. Every
+run starts from an empty sandbox, so a rerun does exactly the same. The host is stopped at the end
+unless --keep-running is given (then Ctrl-C stops it).
+
+Exit codes: 0 done, 8 a step did not reach its expected outcome, 2 the directory exists and is not a
+quickstart sandbox.`
+  static override examples = [
+    '<%= config.bin %> quickstart',
+    '<%= config.bin %> quickstart --data-dir ./.edgeworkers',
+    '<%= config.bin %> quickstart --keep-running',
+    '<%= config.bin %> quickstart --json',
+  ]
   static override flags = {
     'keep-running': Flags.boolean({description: 'Leave the edge host serving until Ctrl-C'}),
     json: Flags.boolean({description: 'Print the result as JSON'}),
@@ -34,6 +42,7 @@ the end unless --keep-running is given (then Ctrl-C stops it).`
 
   async run(): Promise<void> {
     const json = this.flags.json
+    if (!json) this.logToStderr(`quickstart works in ${quickstartDir(this.settings)} (emptied at each run; --data-dir moves it)`)
     const steps = Object.keys(STEP_TITLES) as QuickstartStep[]
     let current = 0
     let result: QuickstartResult | undefined

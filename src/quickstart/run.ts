@@ -1,8 +1,10 @@
 // `edgeworkers quickstart`: the main job end to end on embedded defaults — a SQLite store, a local
 // edge host on workerd, the hello fixture deployed, served and fetched. It works in its own
-// sandbox (<data dir>/quickstart), is idempotent (a rerun reuses the store, the pairing, the
-// tenant and the version) and stops the host it started unless asked to keep it running.
-import {mkdir} from 'node:fs/promises'
+// sandbox (<data dir>/quickstart), which every run starts afresh: retirement is permanent and
+// department ids are never reused, so only a fresh sandbox lets each run deploy the same `hello`.
+// It stops the host it started unless asked to keep it running.
+import {existsSync} from 'node:fs'
+import {mkdir, readdir, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import pino from 'pino'
@@ -14,11 +16,18 @@ import {orphanReport, type OrphanReport} from '../engine/retire/orphan-report.js
 import {retireDepartment, type RetireOutcome} from '../engine/retire/retire-department.js'
 import {hostPairingCode, startHost, type RunningHost} from '../edge-host/host.js'
 import {pairWithHost} from '../provider/onprem/pairing.js'
-import {openStore, type Store} from '../store/index.js'
+import {KitError} from '../errors.js'
+import {openStore} from '../store/index.js'
 
 export const QUICKSTART_COMPANY = 'quickstart'
-/** Each run retires its department, and ids are never reused: run N uses hello, hello-2, … hello-N. */
 export const QUICKSTART_DEPARTMENT = 'hello'
+/** Marks a directory as the quickstart's own, so a rerun may empty it. */
+const SANDBOX_MARKER = '.edgeworkers-quickstart'
+
+/** Where a quickstart with these settings works. */
+export function quickstartDir(settings: Settings): string {
+  return path.join(settings.data_dir, 'quickstart')
+}
 const HELLO_FIXTURE = fileURLToPath(new URL('../../fixtures/workers/hello', import.meta.url))
 
 export type QuickstartStep = 'store' | 'host' | 'pair' | 'tenant' | 'deploy' | 'fetch' | 'retire' | 'orphan-report'
@@ -47,8 +56,8 @@ export async function runQuickstart(
   options: {keepRunning: boolean; onStep?: (step: QuickstartStep, detail?: string) => void},
 ): Promise<QuickstartResult> {
   const step = options.onStep ?? (() => {})
-  const dataDir = path.join(base.data_dir, 'quickstart')
-  await mkdir(dataDir, {recursive: true})
+  const dataDir = quickstartDir(base)
+  await freshSandbox(dataDir)
   const settings: Settings = settingsSchema.parse({...base, data_dir: dataDir, store: {...base.store, url: ''}, provider: {...base.provider, scope: ''}})
 
   step('store')
@@ -67,11 +76,13 @@ export async function runQuickstart(
     })
 
     step('pair', host.scope)
-    await ensurePaired(store, host, hostDir, settings)
+    const code = host.issuedPairingCode ?? hostPairingCode(hostDir, {rotate: true})
+    await store.kit.savePairing(await pairWithHost(host.adminUrl, code, settings.provider.connect_timeout_ms + settings.provider.read_timeout_ms))
 
     step('tenant')
-    if (!(await store.tenants.getCompany(QUICKSTART_COMPANY))) await store.tenants.createCompany({id: QUICKSTART_COMPANY, name: 'Quickstart Inc.'})
-    const departmentId = await liveQuickstartDepartment(store)
+    await store.tenants.createCompany({id: QUICKSTART_COMPANY, name: 'Quickstart Inc.'})
+    const departmentId = QUICKSTART_DEPARTMENT
+    await store.tenants.createDepartment({id: departmentId, company_id: QUICKSTART_COMPANY, name: 'Hello'})
 
     step('deploy')
     const engine = await createEngine(store, settings)
@@ -110,32 +121,20 @@ export async function runQuickstart(
   }
 }
 
-/** The first department of the sequence hello, hello-2, … not yet deleted (created if need be). */
-async function liveQuickstartDepartment(store: Store): Promise<string> {
-  for (let run = 1; ; run++) {
-    const id = run === 1 ? QUICKSTART_DEPARTMENT : `${QUICKSTART_DEPARTMENT}-${run}`
-    const existing = await store.tenants.getDepartment(id)
-    if (existing?.deleted_at === null) return id
-    if (!existing) {
-      await store.tenants.createDepartment({id, company_id: QUICKSTART_COMPANY, name: `Hello ${run}`})
-      return id
+/** Empties the quickstart's own sandbox (or creates it); refuses a directory it did not make. */
+async function freshSandbox(dir: string): Promise<void> {
+  if (existsSync(dir)) {
+    const entries = await readdir(dir)
+    if (entries.length > 0 && !entries.includes(SANDBOX_MARKER)) {
+      throw new KitError('usage', `${dir} exists and is not a quickstart sandbox; move it away or pick another --data-dir`)
     }
+    await rm(dir, {recursive: true, force: true})
   }
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  await writeFile(path.join(dir, SANDBOX_MARKER), 'Made by `edgeworkers quickstart`; emptied by its next run.\n')
 }
 
 async function fetchText(url: string): Promise<{status: number; body: string}> {
   const response = await request(url, {headersTimeout: 10_000, bodyTimeout: 10_000})
   return {status: response.statusCode, body: await response.body.text()}
-}
-
-/** Pairs on the first run; later runs only refresh the host URL (the port is picked anew). */
-async function ensurePaired(store: Store, host: RunningHost, hostDir: string, settings: Settings): Promise<void> {
-  const existing = await store.kit.getPairing(host.scope)
-  const secret = existing && existing.unpaired_at === null ? await store.kit.pairingSecret(host.scope) : undefined
-  if (existing && secret) {
-    if (existing.host_url !== host.adminUrl) await store.kit.savePairing({...existing, host_url: host.adminUrl, shared_secret: secret})
-    return
-  }
-  const code = host.issuedPairingCode ?? hostPairingCode(hostDir, {rotate: true})
-  await store.kit.savePairing(await pairWithHost(host.adminUrl, code, settings.provider.connect_timeout_ms + settings.provider.read_timeout_ms))
 }
