@@ -5,6 +5,7 @@ import {BaseCommand} from '../cli/base-command.js'
 import {durationFlag} from '../cli/flags.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {table} from '../cli/table.js'
+import {formatDuration} from '../engine/status/snapshot.js'
 import {
   assertMetricsFileWritable,
   LANE_NAMES,
@@ -101,5 +102,10 @@ function renderPass(result: PassResult): string {
   for (const fence of result.fences) lines.push(`backup fence ${fence.fenceId}: ${fence.outcome.replaceAll('_', ' ')}`)
   if (result.fenceError) lines.push(`backup fences not confirmed: ${result.fenceError}`)
   if (result.remaining) lines.push(`left in scope ${result.scope || '(none)'}: ${result.remaining.failed} failed, ${result.remaining.uncertain} uncertain`)
+  if (result.waiting && result.waiting.deploys > 0) {
+    const {deploys, nextDueInMs} = result.waiting
+    const due = nextDueInMs === null ? '' : `, the next due in ${formatDuration(nextDueInMs)}`
+    lines.push(`${deploys} deploy${deploys === 1 ? '' : 's'} not due yet (backoff, cooldown, or a waiting deploy)${due}: a later pass runs ${deploys === 1 ? 'it' : 'them'}`)
+  }
   return lines.join('\n')
 }

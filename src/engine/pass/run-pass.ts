@@ -5,6 +5,7 @@ import type {ArtifactStore} from '../../artifacts/store.js'
 import {KitError} from '../../errors.js'
 import type {OutboxOperation} from '../../store/index.js'
 import type {Engine} from '../context.js'
+import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {executionGate} from '../gates.js'
 import type {ProviderResolution} from '../provider.js'
 import {confirmFences, type FenceConfirmation} from '../fence/confirm.js'
@@ -53,6 +54,11 @@ export interface PassResult {
    * operator. null when they could not be counted (no scope, or the store failed).
    */
   remaining: {failed: number; uncertain: number} | null
+  /**
+   * With the recovery lane: pending deploys this pass could not take yet (backoff, cooldown, or a
+   * waiting `deploy` within its grace) and when the first becomes due; a later pass runs them.
+   */
+  waiting: {deploys: number; nextDueInMs: number | null} | null
 }
 
 export async function runPass(engine: Engine, options: PassOptions = {}): Promise<PassResult> {
@@ -69,14 +75,15 @@ export async function runPass(engine: Engine, options: PassOptions = {}): Promis
   }
   if (resolution.status === 'invalid') {
     engine.log.warn({code: resolution.code, reason: resolution.message}, `Edge Worker recovery skipped: ${resolution.code}`)
-    return finish({status: 'skipped', skipped: {code: resolution.code, message: resolution.message}, scope: '', lanes: [], fences: [], remaining: null})
+    return finish({status: 'skipped', skipped: {code: resolution.code, message: resolution.message}, scope: '', lanes: [], fences: [], remaining: null, waiting: null})
   }
   const scope = resolution.status === 'ready' ? resolution.scope : engine.settings.provider.scope
 
   const fenceCheck = resolution.status === 'ready' ? await confirmFencesFirst(engine, resolution.provider, scope, selected, options.signal) : {fences: []}
   const lanes: LaneSummary[] = []
   for (const lane of selected) lanes.push(await runLane(engine, lane, {resolution, scope, options}))
-  return finish({status: 'ran', scope, lanes, ...fenceCheck, remaining: await countRemaining(engine, scope, selected)})
+  const [remaining, waiting] = await Promise.all([countRemaining(engine, scope, selected), countWaiting(engine, scope, selected)])
+  return finish({status: 'ran', scope, lanes, ...fenceCheck, remaining, waiting})
 }
 
 /**
@@ -159,6 +166,23 @@ async function countRemaining(engine: Engine, scope: string, lanes: LaneName[]):
     return await engine.store.sweeps.countUnsettled(scope, operations)
   } catch (error) {
     engine.log.error({err: error}, `Edge Worker reconcile could not count the rows left failed or uncertain: ${messageOf(error)}`)
+    return null
+  }
+}
+
+async function countWaiting(engine: Engine, scope: string, lanes: LaneName[]): Promise<PassResult['waiting']> {
+  if (!scope || !lanes.includes('recovery')) return null
+  const {settings, store} = engine
+  try {
+    const waiting = await store.sweeps.waitingDeployments({
+      scope,
+      cooldownSeconds: settings.recovery.cooldown_seconds,
+      graceSeconds: settings.recovery.dispatch_grace_seconds,
+      deferredMarker: EDGE_HOST_FENCED,
+    })
+    return {deploys: waiting.count, nextDueInMs: waiting.nextDueAt === null ? null : Math.max(0, waiting.nextDueAt - store.clock.now())}
+  } catch (error) {
+    engine.log.error({err: error}, `Edge Worker reconcile could not count the deploys waiting for a later pass: ${messageOf(error)}`)
     return null
   }
 }

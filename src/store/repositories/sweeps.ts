@@ -231,6 +231,40 @@ export class SweepRepository {
   }
 
   /** Rows of these operations in the scope that ended `failed` or `uncertain` and wait for an operator. */
+  /**
+   * Pending deploys of the scope the recovery sweep may not claim yet — a backoff not over, a
+   * cooldown since a runner last touched the row, or a waiting `deploy` still within its grace —
+   * with the moment the first of them becomes claimable (the rule of claimRecoverableDeployments).
+   */
+  async waitingDeployments(options: {scope: string; cooldownSeconds: number; graceSeconds: number; deferredMarker: string}): Promise<{count: number; nextDueAt: number | null}> {
+    const now = this.ctx.now()
+    const cooldownMs = options.cooldownSeconds * 1000
+    const graceMs = options.graceSeconds * 1000
+    const rows = await this.ctx.db
+      .selectFrom('edge_worker_outbox')
+      .select(['next_attempt_at', 'updated_at', 'created_at', 'attempts', 'lease_owner'])
+      .where('operation', '=', 'deploy')
+      .where('dispatch_namespace', '=', options.scope)
+      .where('status', '=', 'pending')
+      .where((eb) => eb.or([eb('last_error_code', 'is', null), eb('last_error_code', '<>', options.deferredMarker)]))
+      .where((eb) =>
+        eb.or([
+          eb('next_attempt_at', '>', now),
+          eb.and([
+            eb('lease_owner', 'is not', null),
+            eb.or([eb('updated_at', '>', now - cooldownMs), eb.and([eb('attempts', '=', 0), eb('created_at', '>', now - graceMs)])]),
+          ]),
+        ]),
+      )
+      .execute()
+    const dueAt = rows.map((row) => {
+      const backoff = Number(row.next_attempt_at)
+      if (row.lease_owner === null) return backoff
+      return Math.max(backoff, Number(row.updated_at) + cooldownMs, row.attempts === 0 ? Number(row.created_at) + graceMs : 0)
+    })
+    return {count: rows.length, nextDueAt: dueAt.length > 0 ? Math.min(...dueAt) : null}
+  }
+
   async countUnsettled(scope: string, operations: readonly OutboxOperation[]): Promise<{failed: number; uncertain: number}> {
     const counts = {failed: 0, uncertain: 0}
     if (operations.length === 0) return counts

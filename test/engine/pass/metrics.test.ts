@@ -26,6 +26,7 @@ const PASS: PassResult = {
     lane('artifact_cleanup', {claimed: 3, skipped: 3, durationMs: 250, error: 'artifact store is not usable'}),
   ],
   remaining: {failed: 5, uncertain: 1},
+  waiting: null,
 }
 
 describe('reconcile metrics textfile', () => {
@@ -68,7 +69,7 @@ describe('reconcile metrics textfile', () => {
   })
 
   test('a skipped pass says so and keeps every earlier last-success time', () => {
-    const skipped: PassResult = {status: 'skipped', skipped: {code: 'edge_workers_provider_invalid', message: 'x'}, scope: '', startedAt: STARTED, durationMs: 3, lanes: [], fences: [], remaining: null}
+    const skipped: PassResult = {status: 'skipped', skipped: {code: 'edge_workers_provider_invalid', message: 'x'}, scope: '', startedAt: STARTED, durationMs: 3, lanes: [], fences: [], remaining: null, waiting: null}
     const text = renderMetrics(skipped, new Map([['recovery', 1_700_000_000]]))
     expect(text).toContain('edgeworkers_reconcile_pass_skipped 1\n')
     expect(text).toContain('edgeworkers_reconcile_lane_last_success_timestamp_seconds{lane="recovery"} 1700000000\n')

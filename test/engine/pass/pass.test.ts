@@ -140,4 +140,25 @@ describeEachStore('reconcile pass', (t) => {
     expect((await runPass(engine)).remaining).toEqual({failed: 2, uncertain: 2})
     expect((await runPass(engine, {lanes: ['host_reconcile']})).remaining).toEqual({failed: 0, uncertain: 0})
   })
+
+  test('reports the deploys it could not take yet (a waiting deploy within its grace, a backoff) and when the first is due', async () => {
+    const engine = await passEngine(t)
+    const nothing = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: recordingDispatch()})
+    expect(nothing.waiting).toEqual({deploys: 0, nextDueInMs: null})
+
+    // A waiting `deploy` reserved this row: the sweep leaves it alone for the dispatch grace.
+    await enqueueDeployRow(engine, await seedWorker(t), 'another-runner')
+    t.clock.advance(1_000)
+    const reserved = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: recordingDispatch()})
+    expect(reserved.lanes[0]!.claimed).toBe(0)
+    expect(reserved.waiting).toEqual({deploys: 1, nextDueInMs: engine.settings.recovery.dispatch_grace_seconds * 1000 - 1_000})
+
+    // A failed attempt backs off: due at its next_attempt_at.
+    const {row} = await t.store.outbox.enqueue({operation: 'deploy', dedupe_key: `waiting:${Math.random()}`, dispatch_namespace: SCOPE, payload: {}, next_attempt_at: t.clock.now() + 12_000})
+    const backedOff = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: recordingDispatch()})
+    expect(backedOff.waiting).toEqual({deploys: 2, nextDueInMs: 12_000})
+    expect(await t.store.outbox.get(row.id)).toMatchObject({status: 'pending'})
+
+    expect((await runPass(engine, {lanes: ['artifact_cleanup']})).waiting).toBeNull()
+  })
 })
