@@ -1,29 +1,28 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {fields, isoTime, table} from '../../cli/table.js'
-import {KitError} from '../../errors.js'
-import {SCRIPT_NAME_PATTERN} from '../../store/index.js'
+import {showWorker} from '../../engine/workers.js'
 
 export default class WorkerShow extends BaseCommand<typeof WorkerShow> {
-  static override description = 'Show one Edge Worker and its versions.'
+  static override description = `Show one Edge Worker, where it answers, and its versions.
+
+Name it by department id, Worker id or script name. Exit codes: 0 shown, 5 not found.`
   static override examples = [
+    '<%= config.bin %> worker show acme-sales',
     '<%= config.bin %> worker show 3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f',
     '<%= config.bin %> worker show dw-0123456789abcdef0123456789abcdef0123456789abcdef --json',
   ]
   static override args = {
-    worker: Args.string({required: true, description: 'Worker id or script name (dw-…)'}),
+    worker: Args.string({required: true, description: 'Department id, Worker id or script name (dw-…)'}),
   }
   static override flags = {
-    json: Flags.boolean({description: 'Print {worker, versions} as JSON'}),
+    json: Flags.boolean({description: 'Print {worker, versions, url} as JSON'}),
   }
 
   async run(): Promise<void> {
-    const store = await this.store()
-    const key = this.args.worker
-    const worker = SCRIPT_NAME_PATTERN.test(key) ? await store.workers.getByScriptName(key) : await store.workers.get(key)
-    if (!worker) throw new KitError('not_found', `Worker ${key} not found`)
-    const versions = await store.workers.listVersions(worker.id)
-    this.emit({worker, versions}, () =>
+    const details = await showWorker(await this.engine(), this.args.worker)
+    const {worker, versions} = details
+    this.emit(details, () =>
       [
         fields([
           ['id', worker.id],
@@ -33,6 +32,7 @@ export default class WorkerShow extends BaseCommand<typeof WorkerShow> {
           ['status', worker.status],
           ['current version', worker.current_version_id ?? '-'],
           ['serving scope', worker.serving_scope ?? '-'],
+          ['url', details.url ?? '-'],
           ['base revision', String(worker.base_revision)],
           ['created', isoTime(worker.created_at)],
           ['retired', isoTime(worker.retired_at)],

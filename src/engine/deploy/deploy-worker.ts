@@ -8,6 +8,7 @@ import {enqueueDeploy} from './enqueue.js'
 import {submitVersion} from './submit.js'
 import {runDeployTask, type DeployStage} from './task.js'
 import {requireProvider} from '../provider.js'
+import {workerUrl} from '../workers.js'
 
 export type DeployState = 'completed' | 'deferred' | 'pending' | 'failed' | 'uncertain'
 
@@ -107,11 +108,4 @@ function isFinished(row: OutboxRow): boolean {
 
 function stateOfFinished(row: OutboxRow): DeployState {
   return row.status === 'completed' ? 'completed' : row.status === 'uncertain' ? 'uncertain' : 'failed'
-}
-
-async function workerUrl(engine: Engine, scriptName: string): Promise<string | null> {
-  const resolution = await engine.resolveProvider()
-  if (resolution.status !== 'ready') return null
-  const host = await resolution.provider.describeHost().catch(() => null)
-  return host ? `${host.publicUrl.replace(/\/$/, '')}/${scriptName}/` : null
 }

@@ -71,6 +71,11 @@ export class WorkerRepository {
     return this.ctx.db.selectFrom('edge_workers').selectAll().where('script_name', '=', scriptName).executeTakeFirst()
   }
 
+  /** A department's Worker (one per department). */
+  async getByDepartment(departmentId: string): Promise<WorkerRow | undefined> {
+    return this.ctx.db.selectFrom('edge_workers').selectAll().where('department_id', '=', departmentId).orderBy('created_at', 'desc').limit(1).executeTakeFirst()
+  }
+
   async list(filter: {companyId?: string; status?: string} = {}): Promise<WorkerRow[]> {
     return this.ctx.db
       .selectFrom('edge_workers')
