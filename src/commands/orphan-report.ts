@@ -17,7 +17,7 @@ answered <status>") or did not end within the page cap.`
   static override examples = ['<%= config.bin %> orphan-report', '<%= config.bin %> orphan-report --json', '<%= config.bin %> orphan-report --table']
   static override flags = {
     table: Flags.boolean({exclusive: ['json'], description: 'Print a two-column table for people instead of JSON'}),
-    json: Flags.boolean({exclusive: ['table'], description: 'Print the JSON object (the default; for scripts that pass --json to every command)'}),
+    json: Flags.boolean({description: 'Print the JSON object (the default; for scripts that pass --json to every command)'}),
   }
 
   async run(): Promise<void> {

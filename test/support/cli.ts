@@ -12,12 +12,12 @@ export interface CliResult {
   stderr: string
 }
 
-/** Runs the CLI to completion. The caller's EDGEWORKERS_DATA_DIR/CONFIG never leak in; `env` is applied last. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+/** Runs the CLI (`bin`: another copy's bin/run.js) to completion. The caller's EDGEWORKERS_DATA_DIR/CONFIG never leak in; `env` is applied last. */
+export function runCli(args: string[], env: Record<string, string | undefined> = {}, bin = CLI_BIN): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [CLI_BIN, ...args],
+      [bin, ...args],
       {env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined, ...env}},
       (error, stdout, stderr) => resolve({code: error ? Number(error.code) : 0, stdout, stderr}),
     )
