@@ -3,16 +3,25 @@ import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
 import {progressRenderer} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
+import {table} from '../cli/table.js'
 import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.js'
+import {planDeploy, type DeployPlan} from '../engine/deploy/plan.js'
 
 export default class Deploy extends BaseCommand<typeof Deploy> {
   static override description = `Build a Worker project into a version, enqueue its deploy and (by default) run it now.
 
-The project directory holds edgeworker.json (main module, modules, compatibility date, builder policy,
-static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a later pass, 8 failed,
+The project directory holds edgeworker.json, or a wrangler config (wrangler.toml, wrangler.jsonc or
+wrangler.json; edgeworker.json wins when both exist): TypeScript, JSX and npm dependencies are
+bundled with esbuild, [env.<name>] sections apply with --env, keys with no meaning on-prem are listed
+in one warning and bindings the host cannot provide (KV, R2, D1, queues, …) are refused.
+--dry-run builds and prints what would be deployed without touching the store or the host.
+
+Exit codes: 0 completed (or planned, with --dry-run), 7 deferred or left to a later pass, 8 failed,
 9 uncertain, 2 bad project, 5 unknown department, 6 refused by a gate.`
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
+    '<%= config.bin %> deploy ./my-wrangler-project --department acme-sales --env staging',
+    '<%= config.bin %> deploy ./my-worker --dry-run',
     '<%= config.bin %> deploy ./my-worker --department acme-sales --no-wait',
     '<%= config.bin %> deploy ./my-worker --department acme-sales --json',
   ]
@@ -21,7 +30,11 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
     'project-dir': Args.string({required: true, description: 'Worker project directory (holds edgeworker.json)'}),
   }
   static override flags = {
-    department: Flags.string({required: true, description: 'Department id whose Worker this is'}),
+    department: Flags.string({description: "Department id whose Worker this is (wrangler projects: default the [edgeworkers] table's department)"}),
+    env: Flags.string({description: 'wrangler projects: apply the [env.<name>] section'}),
+    bundle: Flags.boolean({allowNo: true, description: "wrangler projects: --no-bundle deploys the modules as they are (wrangler's no_bundle)"}),
+    'builder-policy': Flags.string({description: 'wrangler projects: department-worker-project-v2.N (default: the [edgeworkers] table, else the newest)'}),
+    'dry-run': Flags.boolean({description: 'Build and print what would be deployed; write nothing, call nothing'}),
     wait: Flags.boolean({default: true, allowNo: true, description: 'Run the deploy task now and wait for it (--no-wait leaves it to the next pass)'}),
     'operation-settings-digest': Flags.string({description: 'SHA-256 (64 hex) of the operation settings this deploy carries'}),
     json: Flags.boolean({description: 'Print the result as JSON'}),
@@ -29,6 +42,11 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
 
   async run(): Promise<void> {
     const json = this.flags.json
+    const source = {env: this.flags.env, noBundle: this.flags.bundle === false ? true : undefined, builderPolicy: this.flags['builder-policy']}
+    if (this.flags['dry-run']) {
+      const plan = await planDeploy(this.settings, {projectDir: this.args['project-dir'], source})
+      return this.emit(plan, () => renderPlan(plan))
+    }
     const engine = await this.engine({interactive: !json})
     let outcome: DeployOutcome | undefined
     const tasks = new Listr(
@@ -43,6 +61,7 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
                 departmentId: this.flags.department,
                 wait: this.flags.wait,
                 operationSettingsDigest: this.flags['operation-settings-digest'],
+                source,
               },
               {
                 onStage: (stage) => {
@@ -59,6 +78,7 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
     )
     await tasks.run()
     const result = outcome!
+    if (!json) for (const warning of result.warnings) this.logToStderr(`warning: ${warning}`)
     this.emit(result, () =>
       [
         `worker       ${result.scriptName}`,
@@ -79,4 +99,25 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
     }
     if (exitFor[result.state] !== ExitCode.ok) this.exit(exitFor[result.state])
   }
+}
+
+function renderPlan(plan: DeployPlan): string {
+  const list = (items: string[]) => (items.length > 0 ? items.join(', ') : '-')
+  return [
+    `dry run: nothing was written and the host was not called`,
+    ...plan.warnings.map((warning) => `warning      ${warning}`),
+    `source       ${plan.source.file}${plan.source.env ? ` [env.${plan.source.env}]` : ''}${plan.source.kind === 'wrangler' ? (plan.source.bundled ? ' (bundled with esbuild)' : ' (no_bundle)') : ''}`,
+    `name         ${plan.name}`,
+    `policy       ${plan.builderPolicy}`,
+    `date         ${plan.compatibilityDate}`,
+    `flags        ${list(plan.compatibilityFlags)}`,
+    `vars         ${list(plan.bindings.vars)}${plan.bindings.staticData ? ' (+ STATIC_DATA)' : ''}`,
+    `objects      ${list(plan.bindings.durableObjects.map((object) => `${object.binding} → ${object.className}`))}`,
+    `services     ${list(plan.bindings.services.map((service) => `${service.binding} → department ${service.department}`))}`,
+    `packages     ${list(Object.entries(plan.dependencies).map(([name, version]) => `${name}@${version}`))}`,
+    table(['MODULE', 'TYPE', 'BYTES'], plan.modules.map((module) => [module.name, module.type, String(module.bytes)]), 'none'),
+    `bundle       ${plan.bundleBytes} bytes; project archive ${plan.projectArchiveBytes} bytes`,
+    `generation   ${plan.releaseGeneration}`,
+    ...Object.entries(plan.digests).map(([name, digest]) => `${name.padEnd(12)} ${digest}`),
+  ].join('\n')
 }

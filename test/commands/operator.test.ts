@@ -1,7 +1,7 @@
 // What an operator meets at the terminal, through the real CLI against a real edge host: one-line
 // errors that say what to do (with their exact wording and exit codes), durations written as people
 // write them, --json on reporting commands, and log lines in the format asked for.
-import {mkdtempSync, mkdirSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'

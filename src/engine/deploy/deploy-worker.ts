@@ -8,6 +8,7 @@ import {enqueueDeploy} from './enqueue.js'
 import {submitVersion} from './submit.js'
 import {runDeployTask, type DeployStage} from './task.js'
 import {requireProvider} from '../provider.js'
+import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
 import {workerUrl} from '../workers.js'
 
 export type DeployState = 'completed' | 'deferred' | 'pending' | 'failed' | 'uncertain'
@@ -27,13 +28,20 @@ export interface DeployOutcome {
   reused: boolean
   /** Where the Worker answers, once deployed. */
   url: string | null
+  /** What the project was read from (edgeworker.json or a wrangler config, which env, bundled or not). */
+  source: {file: string; kind: ProjectSource['kind']; env: string | null; bundled: boolean}
+  /** Notes of the build for the operator: wrangler keys ignored on-prem, which manifest won. */
+  warnings: string[]
 }
 
 export interface DeployRequest {
   projectDir: string
-  departmentId: string
+  /** Default: the department a wrangler config's [edgeworkers] table names. */
+  departmentId?: string
   wait: boolean
   operationSettingsDigest?: string
+  /** wrangler projects: the env section, no_bundle, the builder policy. */
+  source?: ProjectSourceOptions
 }
 
 export async function deployWorker(
@@ -46,7 +54,7 @@ export async function deployWorker(
   await assertEnqueueGatesOpen(engine, resolution.scope)
 
   stage('build')
-  const {worker, version, reused} = await submitVersion(engine, {projectDir: request.projectDir, departmentId: request.departmentId, scope: resolution.scope})
+  const {worker, version, reused, source} = await submitVersion(engine, {projectDir: request.projectDir, departmentId: request.departmentId, scope: resolution.scope, source: request.source})
   stage('enqueue')
   const enqueued = await enqueueDeploy(engine, {
     worker,
@@ -64,6 +72,8 @@ export async function deployWorker(
     outboxId: enqueued.row.id,
     duplicate: enqueued.duplicate,
     reused,
+    source: {file: source.file, kind: source.kind, env: source.env, bundled: source.bundled},
+    warnings: source.warnings,
   }
   const outcome = async (state: DeployState, code: string | null, message: string | null): Promise<DeployOutcome> => ({
     ...base,

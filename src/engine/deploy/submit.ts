@@ -7,11 +7,14 @@ import type {ArtifactKind} from '../../artifacts/store.js'
 import {artifactKeyFor} from '../../artifacts/store.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
-import {buildVersion, type BuiltVersion} from '../project/build.js'
+import {buildProject, type BuiltVersion} from '../project/build.js'
+import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
 
 export interface SubmitResult {
   worker: WorkerRow
   version: VersionRow
+  /** What the project was read from, and the notes its build left (ignored wrangler keys, …). */
+  source: ProjectSource
   /** true: this Worker already had a version with the same release generation; nothing was written. */
   reused: boolean
 }
@@ -20,12 +23,22 @@ export function cleanupDedupeKey(artifactId: string): string {
   return `artifact-cleanup:${artifactId}`
 }
 
-export async function submitVersion(engine: Engine, input: {projectDir: string; departmentId: string; scope: string}): Promise<SubmitResult> {
-  const {store} = engine
-  const department = await store.tenants.getDepartment(input.departmentId)
-  if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${input.departmentId} not found`)
+export interface SubmitInput {
+  projectDir: string
+  /** Default: the department a wrangler config's [edgeworkers] table names. */
+  departmentId?: string
+  scope: string
+  source?: ProjectSourceOptions
+}
 
-  const built = await buildVersion(input.projectDir, engine.settings.deploy)
+export async function submitVersion(engine: Engine, input: SubmitInput): Promise<SubmitResult> {
+  const {store} = engine
+  const built = await buildProject(input.projectDir, engine.settings.deploy, input.source)
+  const departmentId = input.departmentId ?? built.source.department
+  if (!departmentId) throw new KitError('usage', 'which department? give --department (or department in the wrangler config\'s [edgeworkers] table)')
+  const department = await store.tenants.getDepartment(departmentId)
+  if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${departmentId} not found`)
+
   const existingWorker = await store.deployments.workerOfDepartment(department.id)
   if (existingWorker?.status === 'retired') {
     throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')
@@ -35,7 +48,7 @@ export async function submitVersion(engine: Engine, input: {projectDir: string; 
     // was superseded or failed gets a new version, so deploying it again (a rollback) really deploys.
     const same = await store.deployments.findVersionByGeneration(existingWorker.id, built.releaseGeneration)
     const live = same && (same.id === existingWorker.current_version_id || same.state === 'built' || same.state === 'deploying')
-    if (live) return {worker: existingWorker, version: same, reused: true}
+    if (live) return {worker: existingWorker, version: same, reused: true, source: built.source}
   }
 
   const versionId = newId()
@@ -83,7 +96,7 @@ export async function submitVersion(engine: Engine, input: {projectDir: string; 
       version: versionInputOf(versionId, workerId, built),
       intentDedupeKeys: intentKeys,
     })
-    return {worker: (await store.workers.get(workerId)) ?? worker, version, reused: false}
+    return {worker: (await store.workers.get(workerId)) ?? worker, version, reused: false, source: built.source}
   } catch (error) {
     await store.deployments.makeIntentsDue(intentKeys).catch(() => 0)
     throw error

@@ -9,6 +9,7 @@ import {createProjectArchive} from './archive.js'
 import {encodeBundle} from './bundle.js'
 import {loadWorkerProject, moduleTupleOf, type WorkerLock, type WorkerManifest} from './manifest.js'
 import {buildReceiptOf, type BuildReceipt} from './receipt.js'
+import {withProjectSource, type ProjectSource, type ProjectSourceOptions} from './source.js'
 import {artifactDigestsOf, contentDigestsOf, sbomOf, type Sbom, type VersionDigests} from './version-digests.js'
 
 /** The artifact size limits, as configured under `[deploy]`. */
@@ -25,6 +26,15 @@ export interface BuiltVersion {
   digests: VersionDigests
   receipt: BuildReceipt
   releaseGeneration: string
+}
+
+export interface BuiltProject extends BuiltVersion {
+  source: ProjectSource
+}
+
+/** Builds an edgeworker.json or wrangler project (./source.ts). */
+export async function buildProject(projectDir: string, limits: ArtifactLimits, options: ProjectSourceOptions = {}): Promise<BuiltProject> {
+  return withProjectSource(projectDir, {...options, bundleMaxBytes: limits.bundle_max_bytes}, async (dir, source) => ({...(await buildVersion(dir, limits)), source}))
 }
 
 export async function buildVersion(projectDir: string, limits: ArtifactLimits): Promise<BuiltVersion> {

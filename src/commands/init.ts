@@ -1,0 +1,31 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base-command.js'
+import {initProject, TEMPLATES} from '../engine/project/init.js'
+
+export default class Init extends BaseCommand<typeof Init> {
+  static override description = `Write a small working Worker project (wrangler.toml, TypeScript source, .gitignore) that deploy accepts.
+
+Templates: hello (a greeting), durable-object (a counter kept in a Durable Object), websocket (an
+echo server), hono (a Hono app with a middleware and two routes; run npm install first). The
+compatibility date is the newest the installed workerd knows. Never overwrites a file.
+
+Exit codes: 0 written, 2 a file exists already, or a bad name or template.`
+  static override examples = [
+    '<%= config.bin %> init my-worker',
+    '<%= config.bin %> init chat --template websocket',
+    '<%= config.bin %> init api --template hono && (cd api && npm install) && <%= config.bin %> deploy api --department acme-sales',
+  ]
+  static override args = {
+    dir: Args.string({required: true, description: 'Project directory (created if missing)'}),
+  }
+  static override flags = {
+    template: Flags.option({options: TEMPLATES, default: 'hello' as const, description: 'What the project starts as'})(),
+    name: Flags.string({description: 'The Worker name in wrangler.toml (default: the directory name)'}),
+    json: Flags.boolean({description: 'Print what was written as JSON'}),
+  }
+
+  async run(): Promise<void> {
+    const result = await initProject(this.args.dir, {template: this.flags.template, name: this.flags.name})
+    this.emit(result, () => [`wrote ${result.template} project ${result.name} in ${result.dir}:`, ...result.files.map((file) => `  ${file}`), 'next:', ...result.next.map((step) => `  ${step}`)].join('\n'))
+  }
+}

@@ -1,0 +1,60 @@
+// `deploy --dry-run`: build the project exactly as a deploy would and describe what would be
+// deployed — modules with their types and sizes, bindings, flags, digests — writing nothing.
+import type {Settings} from '../../config/schema.js'
+import {parseBundle} from '../project/bundle.js'
+import {buildProject} from '../project/build.js'
+import type {ProjectSourceOptions} from '../project/source.js'
+import type {VersionDigests} from '../project/version-digests.js'
+
+export interface DeployPlan {
+  source: {file: string; kind: 'edgeworker' | 'wrangler'; env: string | null; bundled: boolean}
+  warnings: string[]
+  name: string
+  builderPolicy: string
+  compatibilityDate: string
+  compatibilityFlags: string[]
+  mainModule: string
+  modules: Array<{name: string; type: string; bytes: number}>
+  bindings: {vars: string[]; staticData: boolean; durableObjects: Array<{binding: string; className: string}>; services: Array<{binding: string; department: string}>}
+  /** npm packages in the bundle (from package-lock.json), as the SBOM records them. */
+  dependencies: Record<string, string>
+  digests: VersionDigests
+  releaseGeneration: string
+  projectArchiveBytes: number
+  bundleBytes: number
+}
+
+type ManifestModuleEntry = string | {path: string; type?: string; name?: string}
+
+export async function planDeploy(settings: Settings, request: {projectDir: string; source?: ProjectSourceOptions}): Promise<DeployPlan> {
+  const built = await buildProject(request.projectDir, settings.deploy, request.source)
+  const manifest = built.manifest as typeof built.manifest & {
+    compatibilityFlags?: string[]
+    vars?: Record<string, unknown>
+    services?: Array<{binding: string; department: string}>
+  }
+  const entries = manifest.modules as ManifestModuleEntry[]
+  const typeByName = new Map(entries.map((entry) => (typeof entry === 'string' ? [entry, 'esModule'] : [entry.name ?? entry.path, entry.type ?? 'esModule'])))
+  const bundle = parseBundle(built.bundle)
+  return {
+    source: {file: built.source.file, kind: built.source.kind, env: built.source.env, bundled: built.source.bundled},
+    warnings: built.source.warnings,
+    name: manifest.name,
+    builderPolicy: manifest.builderPolicy,
+    compatibilityDate: manifest.compatibilityDate,
+    compatibilityFlags: manifest.compatibilityFlags ?? [],
+    mainModule: bundle.mainModule,
+    modules: bundle.modules.map((module) => ({name: module.name, type: typeByName.get(module.name) ?? 'esModule', bytes: module.content.byteLength})),
+    bindings: {
+      vars: Object.keys(manifest.vars ?? {}).sort(),
+      staticData: manifest.staticData !== undefined,
+      durableObjects: manifest.durableObjects ?? [],
+      services: manifest.services ?? [],
+    },
+    dependencies: manifest.dependencies ?? {},
+    digests: built.digests,
+    releaseGeneration: built.releaseGeneration,
+    projectArchiveBytes: built.projectArchive.byteLength,
+    bundleBytes: built.bundle.byteLength,
+  }
+}

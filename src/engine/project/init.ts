@@ -1,0 +1,59 @@
+// `edgeworkers init`: a small working wrangler project from a template under fixtures/templates,
+// which `deploy` accepts at once (the hono template after `npm install`). Never overwrites a file.
+import {existsSync} from 'node:fs'
+import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
+import {createRequire} from 'node:module'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {KitError} from '../../errors.js'
+
+export const TEMPLATES = ['hello', 'durable-object', 'websocket', 'hono'] as const
+export type TemplateName = (typeof TEMPLATES)[number]
+
+const TEMPLATE_ROOT = fileURLToPath(new URL('../../../fixtures/templates', import.meta.url))
+/** npm strips `.gitignore` from packages, so templates carry it as `gitignore`. */
+const RENAMED: Record<string, string> = {gitignore: '.gitignore'}
+
+export interface InitResult {
+  dir: string
+  template: TemplateName
+  name: string
+  compatibilityDate: string
+  files: string[]
+  /** What to run next, in order. */
+  next: string[]
+}
+
+/** The newest compatibility date the installed workerd knows: its version is 1.YYYYMMDD.N. */
+export function workerdCompatibilityDate(): string {
+  const version = (createRequire(import.meta.url)('workerd/package.json') as {version: string}).version
+  const date = /^\d+\.(\d{4})(\d{2})(\d{2})\./.exec(version)
+  if (!date) throw new Error(`cannot read a date from workerd ${version}`)
+  return `${date[1]}-${date[2]}-${date[3]}`
+}
+
+export async function initProject(dir: string, options: {template: TemplateName; name?: string}): Promise<InitResult> {
+  const target = path.resolve(dir)
+  const name = options.name ?? path.basename(target)
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) {
+    throw new KitError('usage', `"${name}" cannot name a Worker: 1–64 letters, digits, ".", "_" or "-", starting with a letter or digit (use --name)`)
+  }
+  const source = path.join(TEMPLATE_ROOT, options.template)
+  const files = (await readdir(source, {recursive: true, withFileTypes: true})).filter((entry) => entry.isFile()).map((entry) => path.relative(source, path.join(entry.parentPath, entry.name)))
+  const targetOf = (file: string) => path.join(path.dirname(file), RENAMED[path.basename(file)] ?? path.basename(file))
+  const existing = files.map(targetOf).filter((file) => existsSync(path.join(target, file)))
+  if (existing.length > 0) throw new KitError('usage', `${target} already has ${existing.join(', ')}; init never overwrites a file`)
+
+  const compatibilityDate = workerdCompatibilityDate()
+  const written: string[] = []
+  for (const file of files.sort()) {
+    const text = (await readFile(path.join(source, file), 'utf8')).replaceAll('{{name}}', name).replaceAll('{{compatibility_date}}', compatibilityDate)
+    const destination = path.join(target, targetOf(file))
+    await mkdir(path.dirname(destination), {recursive: true})
+    await writeFile(destination, text, {flag: 'wx'})
+    written.push(targetOf(file))
+  }
+  const relative = path.relative(process.cwd(), target) || '.'
+  const next = [...(files.includes('package.json') ? [`(cd ${relative} && npm install)`] : []), `edgeworkers deploy ${relative} --department <department id>`]
+  return {dir: target, template: options.template, name, compatibilityDate, files: written, next}
+}

@@ -1,0 +1,274 @@
+// Turns a wrangler project into an edgeworker.json project in a staging directory, which the
+// ordinary build then reads: TypeScript, JSX and npm dependencies bundled with esbuild (the bundler
+// wrangler uses), module rules for text/data/wasm, `node:*` left to workerd under nodejs_compat,
+// a source map kept in the project archive, and the SBOM taken from package-lock.json for exactly
+// the packages that end up in the bundle. The same inputs give byte-identical output.
+import {existsSync, readFileSync} from 'node:fs'
+import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {builtinModules} from 'node:module'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+import {build, type Message, type Metafile, type Plugin} from 'esbuild'
+import {overLimitMessage} from '../../../artifacts/size.js'
+import {KitError} from '../../../errors.js'
+import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
+import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
+import {loadWranglerConfig, type WranglerRuleType, type WranglerSettings} from './config.js'
+
+export const DEFAULT_BUILDER_POLICY = `department-worker-project-v2.${KNOWN_POLICY_MINORS.highest}`
+/** Where the staged project keeps the bundle's source map: in the archive, not uploaded as a module. */
+export const SOURCE_MAP_DIR = 'sourcemap'
+
+/** wrangler's default module rules, applied after the project's own. */
+const DEFAULT_RULES: Array<{type: WranglerRuleType; globs: string[]}> = [
+  {type: 'ESModule', globs: ['**/*.js', '**/*.mjs']},
+  {type: 'CommonJS', globs: ['**/*.cjs']},
+  {type: 'Text', globs: ['**/*.txt', '**/*.html', '**/*.sql']},
+  {type: 'Data', globs: ['**/*.bin']},
+  {type: 'CompiledWasm', globs: ['**/*.wasm', '**/*.wasm?module']},
+]
+const MODULE_TYPE: Record<WranglerRuleType, string> = {ESModule: 'esModule', CommonJS: 'commonJs', Text: 'text', Data: 'data', CompiledWasm: 'wasm'}
+
+export interface WranglerStageOptions {
+  env?: string | null
+  /** Deploy the modules as they are (wrangler's no_bundle); default from the config. */
+  noBundle?: boolean
+  builderPolicy?: string
+  bundleMaxBytes: number
+}
+
+export interface StagedProject {
+  /** An edgeworker.json project the ordinary build reads. */
+  dir: string
+  configFile: string
+  env: string | null
+  bundled: boolean
+  /** The department the config's [edgeworkers] table names, if any. */
+  department: string | null
+  warnings: string[]
+  cleanup(): Promise<void>
+}
+
+interface StagedModule {
+  name: string
+  type: string
+  bytes: Uint8Array
+}
+
+export async function stageWranglerProject(projectDir: string, configFile: string, options: WranglerStageOptions): Promise<StagedProject> {
+  const {config, warnings, env} = loadWranglerConfig(configFile, options.env ?? null)
+  const source = path.basename(configFile)
+  const required = (key: 'name' | 'main' | 'compatibility_date'): string => {
+    const value = config[key]
+    if (!value) throw new KitError('usage', `${source}: key "${key}" is required`)
+    return value
+  }
+  const main = path.resolve(projectDir, required('main'))
+  if (!existsSync(main)) throw new KitError('usage', `${source}: main ${required('main')} does not exist`)
+  const baseDir = path.resolve(projectDir, config.base_dir ?? path.dirname(required('main')))
+  const rules = [...(config.rules ?? []), ...DEFAULT_RULES].map((rule) => ({type: rule.type, patterns: rule.globs.map(globToRegExp)}))
+  const typeOf = (relative: string) => rules.find((rule) => rule.patterns.some((pattern) => pattern.test(relative)))?.type
+  const noBundle = options.noBundle ?? config.no_bundle ?? false
+
+  const {modules, packages} = noBundle
+    ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
+    : await bundledModules(projectDir, main, baseDir, typeOf, config, options.bundleMaxBytes)
+
+  const [mainModule] = modules
+  const manifest = {
+    name: required('name'),
+    main: mainModule!.name,
+    modules: modules.filter((module) => !module.name.startsWith(`${SOURCE_MAP_DIR}/`)).map((module) => (module.type === 'esModule' ? module.name : {path: module.name, type: module.type})),
+    compatibilityDate: required('compatibility_date'),
+    builderPolicy: options.builderPolicy ?? config.edgeworkers?.builder_policy ?? DEFAULT_BUILDER_POLICY,
+    ...(config.compatibility_flags?.length ? {compatibilityFlags: config.compatibility_flags} : {}),
+    ...(config.vars && Object.keys(config.vars).length > 0 ? {vars: config.vars} : {}),
+    ...(config.durable_objects?.bindings.length ? {durableObjects: config.durable_objects.bindings.map((binding) => ({binding: binding.name, className: binding.class_name}))} : {}),
+    // On-prem a service is a department of the same company: `service` names the department.
+    ...(config.services?.length ? {services: config.services.map((service) => ({binding: service.binding, department: service.service, ...(service.entrypoint ? {entrypoint: service.entrypoint} : {})}))} : {}),
+    ...(packages.size > 0 ? {dependencies: Object.fromEntries([...packages].map(([name, entry]) => [name, entry.version]))} : {}),
+  }
+
+  const dir = await mkdtemp(path.join(tmpdir(), 'edgeworkers-stage-'))
+  try {
+    for (const module of modules) {
+      await mkdir(path.dirname(path.join(dir, module.name)), {recursive: true})
+      await writeFile(path.join(dir, module.name), module.bytes)
+    }
+    await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`)
+    if (packages.size > 0) {
+      const lock = {lockfileVersion: 1, packages: Object.fromEntries([...packages].map(([name, entry]) => [name, entry.integrity ? {version: entry.version, integrity: entry.integrity} : {version: entry.version}]))}
+      await writeFile(path.join(dir, LOCK_FILE), `${JSON.stringify(lock, null, 2)}\n`)
+    }
+  } catch (error) {
+    await rm(dir, {recursive: true, force: true})
+    throw error
+  }
+  return {
+    dir,
+    configFile,
+    env,
+    bundled: !noBundle,
+    department: config.edgeworkers?.department ?? null,
+    warnings,
+    cleanup: () => rm(dir, {recursive: true, force: true}),
+  }
+}
+
+type TypeOf = (relative: string) => WranglerRuleType | undefined
+type Packages = Map<string, {version: string; integrity?: string}>
+
+async function bundledModules(
+  projectDir: string,
+  main: string,
+  baseDir: string,
+  typeOf: TypeOf,
+  config: WranglerSettings,
+  bundleMaxBytes: number,
+): Promise<{modules: StagedModule[]; packages: Packages}> {
+  const attached = new Map<string, StagedModule>()
+  // Text, data and wasm imports stay separate modules, as wrangler uploads them, named by their path under base_dir.
+  const rulesPlugin: Plugin = {
+    name: 'edgeworkers-module-rules',
+    setup(pluginBuild) {
+      pluginBuild.onResolve({filter: /^\.{0,2}\//}, async (args) => {
+        const absolute = path.resolve(args.resolveDir, args.path.replace(/\?module$/, ''))
+        const relative = toPosix(path.relative(baseDir, absolute))
+        const type = typeOf(relative)
+        if (!type || type === 'ESModule' || type === 'CommonJS') return undefined
+        if (relative.startsWith('../')) return {errors: [{text: `${args.path} is outside base_dir; a ${type} module must live under it`}]}
+        if (!attached.has(relative)) attached.set(relative, {name: relative, type: MODULE_TYPE[type], bytes: await readFile(absolute)})
+        return {path: `./${relative}`, external: true}
+      })
+    },
+  }
+  const nodeCompat = (config.compatibility_flags ?? []).some((flag) => flag === 'nodejs_compat' || flag === 'nodejs_compat_v2')
+  const mainName = toPosix(path.relative(baseDir, main)).replace(/\.(m?[jt]sx?|cts|cjs)$/, '.js')
+  const result = await build({
+    absWorkingDir: projectDir,
+    entryPoints: [main],
+    outfile: path.join(baseDir, mainName),
+    bundle: true,
+    write: false,
+    format: 'esm',
+    target: 'es2022',
+    platform: 'neutral',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['workerd', 'worker', 'browser', 'module', 'main'],
+    // workerd's own modules always come from the runtime; Node.js built-ins only under nodejs_compat.
+    external: ['cloudflare:*', ...(nodeCompat ? ['node:*', ...builtinModules] : [])],
+    define: config.define,
+    alias: config.alias,
+    tsconfig: config.tsconfig,
+    jsxFactory: config.jsx_factory,
+    jsxFragment: config.jsx_fragment,
+    minify: config.minify ?? false,
+    sourcemap: 'external',
+    metafile: true,
+    logLevel: 'silent',
+    plugins: [rulesPlugin],
+  }).catch((error: {errors?: Message[]}) => {
+    throw new KitError('usage', `bundling failed: ${describeBuildError(error.errors?.[0], nodeCompat) ?? String(error)}`)
+  })
+  const code = result.outputFiles.find((file) => file.path.endsWith('.js'))!
+  const map = result.outputFiles.find((file) => file.path.endsWith('.map'))!
+  const uncompressed = code.contents.byteLength + [...attached.values()].reduce((sum, module) => sum + module.bytes.byteLength, 0)
+  if (uncompressed > bundleMaxBytes) {
+    throw new KitError('usage', `${overLimitMessage('bundle', uncompressed, bundleMaxBytes)}; largest inputs: ${largestInputs(result.metafile, attached)}`)
+  }
+  const modules: StagedModule[] = [
+    {name: mainName, type: 'esModule', bytes: code.contents},
+    ...[...attached.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    {name: `${SOURCE_MAP_DIR}/${mainName}.map`, type: 'sourceMap', bytes: map.contents},
+  ]
+  return {modules, packages: bundledPackages(projectDir, result.metafile)}
+}
+
+async function unbundledModules(main: string, baseDir: string, typeOf: TypeOf, findAdditional: boolean, source: string): Promise<{modules: StagedModule[]; packages: Packages}> {
+  const moduleOf = async (absolute: string): Promise<StagedModule> => {
+    const relative = toPosix(path.relative(baseDir, absolute))
+    const type = typeOf(relative)
+    if (!type) throw new KitError('usage', `${source}: ${relative} matches no module rule; with no_bundle, write the Worker in JavaScript or add a rule`)
+    return {name: relative, type: MODULE_TYPE[type], bytes: await readFile(absolute)}
+  }
+  const mainModule = await moduleOf(main)
+  if (mainModule.type !== 'esModule') throw new KitError('usage', `${source}: main must be an ES module`)
+  const others = findAdditional ? (await filesUnder(baseDir)).filter((file) => file !== main && typeOf(toPosix(path.relative(baseDir, file))) !== undefined) : []
+  return {modules: [mainModule, ...(await Promise.all(others.sort().map(moduleOf)))], packages: new Map()}
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, {withFileTypes: true, recursive: true})
+  return entries
+    .filter((entry) => entry.isFile() && !path.join(entry.parentPath, entry.name).split(path.sep).includes('node_modules'))
+    .map((entry) => path.join(entry.parentPath, entry.name))
+}
+
+/**
+ * The npm packages whose files esbuild put in the bundle, with version and integrity from the
+ * nearest package-lock.json (the project's, or its workspace root's).
+ */
+function bundledPackages(projectDir: string, metafile: Metafile): Packages {
+  const lockDir = nearestDirWith(projectDir, 'package-lock.json')
+  const lock = lockDir ? (JSON.parse(readFileSync(path.join(lockDir, 'package-lock.json'), 'utf8')) as {packages?: Record<string, {version?: string; integrity?: string}>}) : {}
+  const packages: Packages = new Map()
+  for (const input of Object.keys(metafile.inputs)) {
+    const match = /^(.*?node_modules\/((?:@[^/]+\/)?[^/]+))\//.exec(input)
+    if (!match || packages.has(match[2]!)) continue
+    const [, installPath, name] = match as unknown as [string, string, string]
+    const installDir = path.resolve(projectDir, installPath)
+    const locked = lockDir ? lock.packages?.[toPosix(path.relative(lockDir, installDir))] : undefined
+    const version = locked?.version ?? (JSON.parse(readFileSync(path.join(installDir, 'package.json'), 'utf8')) as {version: string}).version
+    packages.set(name, locked?.integrity ? {version, integrity: locked.integrity} : {version})
+  }
+  return new Map([...packages].sort(([a], [b]) => a.localeCompare(b)))
+}
+
+function nearestDirWith(start: string, file: string): string | null {
+  for (let dir = start; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, file))) return dir
+    if (path.dirname(dir) === dir) return null
+  }
+}
+
+function largestInputs(metafile: Metafile, attached: Map<string, StagedModule>): string {
+  const output = Object.values(metafile.outputs).find((entry) => entry.entryPoint !== undefined)
+  const sizes = [
+    ...Object.entries(output?.inputs ?? {}).map(([name, entry]) => [name, entry.bytesInOutput] as const),
+    ...[...attached.values()].map((module) => [module.name, module.bytes.byteLength] as const),
+  ]
+  return sizes
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([name, bytes]) => `${name} (${bytes} bytes)`)
+    .join(', ')
+}
+
+function describeBuildError(message: Message | undefined, nodeCompat: boolean): string | undefined {
+  if (!message) return undefined
+  const where = message.location ? `${message.location.file}:${message.location.line}:${message.location.column + 1}: ` : ''
+  const builtin = /Could not resolve "(node:[^"]+|[a-z_]+)"/.exec(message.text)
+  if (builtin && !nodeCompat && (builtin[1]!.startsWith('node:') || builtinModules.includes(builtin[1]!))) {
+    return `${where}${message.text} (Node.js built-ins need compatibility_flags = ["nodejs_compat"])`
+  }
+  return `${where}${message.text}`
+}
+
+/** A wrangler rule glob as a regular expression over a path relative to base_dir. */
+function globToRegExp(glob: string): RegExp {
+  let pattern = ''
+  for (let index = 0; index < glob.length; index++) {
+    const char = glob[index]!
+    if (glob.startsWith('**/', index)) {
+      pattern += '(?:.*/)?'
+      index += 2
+    } else if (char === '*') pattern += '[^/]*'
+    else if (char === '?') pattern += '[^/]'
+    else pattern += char.replace(/[.+^${}()|[\]\\]/g, '\\$&')
+  }
+  return new RegExp(`^${pattern}$`)
+}
+
+function toPosix(file: string): string {
+  return file.split(path.sep).join('/')
+}

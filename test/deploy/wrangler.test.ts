@@ -1,0 +1,196 @@
+// Existing wrangler projects deploy as they are: TypeScript and npm packages bundled with esbuild
+// (real packages from the npm registry, pinned), wrangler.toml / .json / .jsonc with comments,
+// [env.<name>] sections, Durable Objects with migrations, refused cloud-only bindings, deterministic
+// builds, and `init` → `deploy` for every template — through the CLI, against a real edge host.
+import {execFile} from 'node:child_process'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+import {promisify} from 'node:util'
+import {request} from 'undici'
+import {afterAll, beforeAll, expect, test} from 'vitest'
+import {TEMPLATES} from '../../src/engine/project/init.js'
+import {runCli, type CliResult} from '../support/cli.js'
+import {startTestHost, type TestHost} from '../support/host.js'
+
+const PACKAGES = {hono: '4.10.4', 'itty-router': '5.0.22', zod: '4.1.12'}
+const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-'))
+const dataDir = path.join(root, 'kit')
+const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
+let host: TestHost
+let departments = 0
+
+beforeAll(async () => {
+  // One install for every project below: they live under `root`, so node_modules resolves upwards.
+  writeFileSync(path.join(root, 'package.json'), JSON.stringify({name: 'wrangler-projects', private: true, dependencies: PACKAGES}))
+  const install = promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {cwd: root})
+  host = await startTestHost({settings: {shards: 1}})
+  await install
+  for (const args of [['db', 'migrate'], ['host', 'pair', host.adminUrl, '--code', host.pairingCode!], ['company', 'create', 'Acme', '--id', 'acme']]) {
+    expect((await cli(...args)).code).toBe(0)
+  }
+}, 240_000)
+afterAll(async () => {
+  await host?.stop()
+  rmSync(root, {recursive: true, force: true})
+})
+
+function project(name: string, files: Record<string, string>): string {
+  const dir = path.join(root, 'projects', name)
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, file)), {recursive: true})
+    writeFileSync(path.join(dir, file), text)
+  }
+  return dir
+}
+
+async function deploy(dir: string, ...flags: string[]): Promise<{url: string; warnings: string[]; stderr: string}> {
+  const department = `d${++departments}`
+  expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+  const result = await cli('deploy', dir, '--department', department, '--json', ...flags)
+  expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.not.stringContaining('"level":40')})
+  const outcome = JSON.parse(result.stdout) as {state: string; url: string; warnings: string[]}
+  expect(outcome.state).toBe('completed')
+  return {url: outcome.url, warnings: outcome.warnings, stderr: result.stderr}
+}
+
+async function get(url: string, init: {method?: 'GET' | 'POST'; body?: string} = {}) {
+  const response = await request(url, {method: init.method ?? 'GET', body: init.body, headers: init.body ? {'content-type': 'application/json'} : {}})
+  return {status: response.statusCode, headers: response.headers, body: await response.body.text()}
+}
+
+const HONO_APP = `import {Hono} from 'hono'
+import type {MiddlewareHandler} from 'hono'
+
+const tag: MiddlewareHandler = async (c, next) => {
+  await next()
+  c.header('x-middleware', 'ran')
+}
+const app = new Hono()
+app.use('*', tag)
+app.get('/', (c) => c.text('Hello Hono!'))
+app.get('/items/:id', (c) => c.json({id: c.req.param('id'), typed: true as boolean}))
+export default app
+`
+
+test('a TypeScript Hono app with a middleware and two routes, from wrangler.toml; the build is deterministic and its SBOM names hono', {timeout: 180_000}, async () => {
+  const dir = project('hono', {
+    'wrangler.toml': 'name = "hono-app"\nmain = "src/index.ts"\ncompatibility_date = "2026-11-01"\naccount_id = "0123"\nworkers_dev = true\n[[routes]]\npattern = "example.com/*"\n',
+    'src/index.ts': HONO_APP,
+  })
+  const [first, second] = await Promise.all([cli('deploy', dir, '--dry-run', '--json'), cli('deploy', dir, '--dry-run', '--json')])
+  const plan = JSON.parse(first.stdout) as {digests: Record<string, string>; releaseGeneration: string; dependencies: Record<string, string>; modules: Array<{name: string; type: string}>; warnings: string[]}
+  expect(JSON.parse(second.stdout)).toMatchObject({digests: plan.digests, releaseGeneration: plan.releaseGeneration})
+  expect(plan.dependencies).toEqual({hono: PACKAGES.hono})
+  expect(plan.modules).toEqual([{name: 'index.js', type: 'esModule', bytes: expect.any(Number)}])
+  expect(plan.warnings).toEqual(['wrangler.toml: ignored on-prem: account_id, workers_dev, routes'])
+  expect(JSON.parse((await cli('outbox', 'list', '--json')).stdout)).toEqual([])
+
+  const {url, warnings} = await deploy(dir)
+  expect(warnings).toEqual(['wrangler.toml: ignored on-prem: account_id, workers_dev, routes'])
+  const home = await get(url)
+  expect([home.status, home.body, home.headers['x-middleware']]).toEqual([200, 'Hello Hono!', 'ran'])
+  expect(JSON.parse((await get(`${url}items/7`)).body)).toEqual({id: '7', typed: true})
+})
+
+test('itty-router from wrangler.json and zod from wrangler.jsonc with comments, a Durable Object with migrations and an [env.staging] section', {timeout: 180_000}, async () => {
+  const itty = project('itty', {
+    'wrangler.json': JSON.stringify({name: 'itty', main: 'src/index.js', compatibility_date: '2026-11-01'}),
+    'src/index.js': `import {AutoRouter} from 'itty-router'\nconst router = AutoRouter()\nrouter.get('/hello/:name', ({params}) => ({hello: params.name}))\nexport default router\n`,
+  })
+  const zod = project('zod', {
+    'wrangler.jsonc': `{
+  // The top level is production; staging restates its Durable Object binding, as wrangler requires.
+  "name": "validator",
+  "main": "src/index.ts",
+  "compatibility_date": "2026-11-01",
+  "durable_objects": {"bindings": [{"name": "PROD_ONLY", "class_name": "Tally"}]},
+  "migrations": [{"tag": "v1", "new_sqlite_classes": ["Tally"]}],
+  "env": {
+    "staging": {
+      "durable_objects": {"bindings": [{"name": "TALLY", "class_name": "Tally"}]}, /* trailing comma next */
+    },
+  },
+}`,
+    'src/index.ts': `import {DurableObject} from 'cloudflare:workers'
+import {z} from 'zod'
+const Order = z.object({item: z.string().min(1), quantity: z.number().int().positive()})
+interface Env { TALLY: DurableObjectNamespace<Tally> }
+export class Tally extends DurableObject {
+  async add(quantity: number): Promise<number> {
+    const total = ((await this.ctx.storage.get<number>('total')) ?? 0) + quantity
+    await this.ctx.storage.put('total', total)
+    return total
+  }
+}
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const parsed = Order.safeParse(await request.json().catch(() => null))
+    if (!parsed.success) return Response.json({error: parsed.error.issues[0]?.path.join('.')}, {status: 400})
+    const total = await env.TALLY.get(env.TALLY.idFromName(parsed.data.item)).add(parsed.data.quantity)
+    return Response.json({item: parsed.data.item, total})
+  },
+}
+`,
+  })
+  const [router, validator] = await Promise.all([deploy(itty), deploy(zod, '--env', 'staging')])
+  expect(JSON.parse((await get(`${router.url}hello/ada`)).body)).toEqual({hello: 'ada'})
+  expect(JSON.parse((await get(validator.url, {method: 'POST', body: '{"item":"tea","quantity":0}'})).body)).toEqual({error: 'quantity'})
+  expect(JSON.parse((await get(validator.url, {method: 'POST', body: '{"item":"tea","quantity":2}'})).body)).toEqual({item: 'tea', total: 2})
+  expect(JSON.parse((await get(validator.url, {method: 'POST', body: '{"item":"tea","quantity":3}'})).body)).toEqual({item: 'tea', total: 5})
+
+  const missing = await cli('deploy', zod, '--dry-run', '--env', 'prod')
+  expect({code: missing.code, stderr: missing.stderr}).toEqual({code: 2, stderr: 'error: wrangler.jsonc has no [env.prod] section (it has staging)\n'})
+})
+
+test('bindings the host cannot provide are refused with one line and nothing is written; edgeworker.json wins over wrangler.toml', {timeout: 180_000}, async () => {
+  const kv = project('kv', {
+    'wrangler.toml': 'name = "kv"\nmain = "index.js"\ncompatibility_date = "2026-11-01"\n[[kv_namespaces]]\nbinding = "CACHE"\nid = "x"\n',
+    'index.js': 'export default {fetch() { return new Response("x") }}\n',
+  })
+  expect((await cli('department', 'create', 'acme', 'kv', '--id', 'kv')).code).toBe(0)
+  const refused = await cli('deploy', kv, '--department', 'kv')
+  expect({code: refused.code, stdout: refused.stdout, stderr: refused.stderr}).toEqual({
+    code: 2,
+    stdout: '',
+    stderr: 'error: wrangler.toml: kv_namespaces is a binding the edge host cannot provide on-prem; remove it (the Worker would find env.<binding> missing)\n',
+  })
+  const noNode = project('no-node-compat', {
+    'wrangler.toml': 'name = "crypto"\nmain = "index.ts"\ncompatibility_date = "2026-11-01"\n',
+    'index.ts': 'import {createHash} from "node:crypto"\nexport default {fetch() { return new Response(createHash("sha256").update("x").digest("hex")) }}\n',
+  })
+  const builtin = await cli('deploy', noNode, '--department', 'kv')
+  expect(builtin.code).toBe(2)
+  expect(builtin.stderr).toMatch(/^error: bundling failed: index\.ts:1:\d+: Could not resolve "node:crypto" .*\(Node\.js built-ins need compatibility_flags = \["nodejs_compat"\]\)\n$/)
+  expect(JSON.parse((await cli('worker', 'list', '--json')).stdout).filter((worker: {department_id: string}) => worker.department_id === 'kv')).toEqual([])
+
+  const both = project('both', {
+    'wrangler.toml': 'name = "ignored"\nmain = "nope.ts"\ncompatibility_date = "2026-11-01"\n',
+    'edgeworker.json': JSON.stringify({name: 'both', main: 'index.js', modules: ['index.js'], compatibilityDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9'}),
+    'index.js': 'export default {fetch() { return new Response("from edgeworker.json") }}\n',
+  })
+  const plan = JSON.parse((await cli('deploy', both, '--dry-run', '--json')).stdout) as {warnings: string[]; name: string}
+  expect(plan).toMatchObject({name: 'both', warnings: [`edgeworker.json wins over wrangler.toml in ${both}`]})
+})
+
+test('init writes a project deploy accepts at once, for every template, and never overwrites a file', {timeout: 180_000}, async () => {
+  const served: Record<string, {status: number; body: string}> = {}
+  for (const template of TEMPLATES) {
+    const dir = path.join(root, 'projects', `init-${template}`)
+    const written = await cli('init', dir, '--template', template, '--json')
+    expect(written.code).toBe(0)
+    const {url} = await deploy(dir)
+    const {status, body} = await get(url)
+    served[template] = {status, body}
+  }
+  expect(served.hello).toEqual({status: 200, body: 'Hello from init-hello! (GET /)\n'})
+  expect(served['durable-object']).toEqual({status: 200, body: '{"name":"default","value":1}'})
+  expect(served.websocket).toEqual({status: 200, body: 'Connect a WebSocket here; every message comes back.\n'})
+  expect(served.hono).toEqual({status: 200, body: 'Hello from init-hono (Hono)!\n'})
+
+  const again = await cli('init', path.join(root, 'projects', 'init-hello'))
+  expect({code: again.code, stderr: again.stderr}).toEqual({
+    code: 2,
+    stderr: `error: ${path.join(root, 'projects', 'init-hello')} already has .gitignore, wrangler.toml, src/index.ts; init never overwrites a file\n`,
+  })
+})
