@@ -8,6 +8,7 @@ import {artifactKeyFor} from '../../artifacts/store.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {buildVersion, type BuiltVersion} from '../project/build.js'
+import {resolveServiceBindings} from './service-bindings.js'
 
 export interface SubmitResult {
   worker: WorkerRow
@@ -26,6 +27,7 @@ export async function submitVersion(engine: Engine, input: {projectDir: string; 
   if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${input.departmentId} not found`)
 
   const built = await buildVersion(input.projectDir, engine.settings.deploy)
+  await resolveServiceBindings(engine, department.company_id, built.manifest)
   const existingWorker = await store.deployments.workerOfDepartment(department.id)
   if (existingWorker?.status === 'retired') {
     throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')
