@@ -124,7 +124,8 @@ export function refusalProblems(error: string, script: string): string[] {
     }
     const where = /^\s+at (\S+)$/.exec(lines[index + 1] ?? '')?.[1]
     // The check module (workerd-config.ts) throws its own errors; its position says nothing.
-    problems.push(where && !where.startsWith(CHECK_MODULE) ? `${where}: ${message}` : message)
+    if (where?.startsWith(CHECK_MODULE)) problems.push(message.replace(/^Uncaught Error: /, ''))
+    else problems.push(where ? `${where}: ${message}` : message)
   })
   if (problems.length > 0) return problems
   return [lines.find((line) => line.trim() !== '' && !/: warning: /.test(line))?.trim() ?? error.trim()]

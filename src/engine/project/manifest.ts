@@ -73,7 +73,7 @@ const serviceSchema = z.strictObject({
   binding: identifierSchema,
   department: z.string().min(1).max(256),
   // Named entrypoints need a socket per entrypoint in the target's shard; not built yet.
-  entrypoint: z.never({error: 'named entrypoints are not supported yet; bind the default export'}).optional(),
+  entrypoint: z.unknown().refine(() => false, {error: 'named entrypoints are not supported yet; bind the default export'}).optional(),
 })
 
 const manifestSchema = z.strictObject({
