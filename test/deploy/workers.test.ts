@@ -1,8 +1,10 @@
-// Workers as people write them, deployed through the CLI to a real edge host (two workerd shards)
-// and exercised over real HTTP and WebSocket: every module type and a bare-name module, vars and
-// static data, nodejs_compat and nodejs_als, a Durable Object chat room with two WebSocket clients,
-// a service binding across shards that survives its target's redeploy, and every refusal — at
-// build time (exit 2), at enqueue (exit 6) and by the host (exit 8) — with nothing written.
+// Workers as people write them, deployed to a real edge host (two workerd shards) and exercised over
+// real HTTP and WebSocket: every module type and a bare-name module, vars and static data,
+// nodejs_compat and nodejs_als, a Durable Object chat room with two WebSocket clients, a service
+// binding across shards that survives its target's redeploy, and every refusal — at build time
+// (exit 2), at enqueue (exit 6) and by the host (exit 8) — with nothing written. Deploys go through
+// the engine the CLI calls, in-process (a CLI process per deploy costs seconds on a loaded machine);
+// each kind of outcome also goes through the CLI once, for its exit code and its one line.
 // The subject is the host and the runtime, so one store backend is enough (SQLite).
 import {cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import http from 'node:http'
@@ -10,6 +12,9 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {Agent, WebSocket} from 'undici'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
+import {KitError} from '../../src/errors.js'
+import {buildVersion} from '../../src/engine/project/build.js'
+import {deployWorker, type DeployOutcome} from '../../src/engine/deploy/deploy-worker.js'
 import {paths} from '../../src/protocol/management-api.js'
 import {scriptNameFor} from '../../src/store/index.js'
 import {runCli, type CliResult} from '../support/cli.js'
@@ -41,14 +46,27 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     if (!(await t.store.tenants.getDepartment('globex-auth'))) await t.store.tenants.createDepartment({id: 'globex-auth', company_id: 'globex', name: 'auth'})
   }
 
-  async function deploy(project: string, department: string): Promise<{result: CliResult; outcome: {state: string; code: string | null; message: string | null; scriptName: string}}> {
-    const result = await cli('deploy', project, '--department', department, '--json')
-    return {result, outcome: result.stdout ? JSON.parse(result.stdout) : null}
+  async function deploy(project: string, department: string): Promise<DeployOutcome> {
+    return deployWorker(await kit.engine({deploy: {readiness_probe_interval_ms: 50}}), {projectDir: project, departmentId: department, wait: true})
   }
 
-  async function deployFixture(fixture: Fixture): Promise<void> {
-    const {result, outcome} = await deploy(path.join(FIXTURES_DIR, fixture), DEPARTMENTS[fixture])
-    if (outcome?.state !== 'completed') throw new Error(`deploy of ${fixture} did not complete (exit ${result.code}): ${result.stdout}${result.stderr}`)
+  async function deployFixture(fixture: Fixture, {viaCli = false} = {}): Promise<void> {
+    const project = path.join(FIXTURES_DIR, fixture)
+    if (viaCli) {
+      const result = await cli('deploy', project, '--department', DEPARTMENTS[fixture], '--json')
+      if (result.code !== 0) throw new Error(`deploy of ${fixture} exited ${result.code}: ${result.stdout}${result.stderr}`)
+      expect(JSON.parse(result.stdout)).toMatchObject({state: 'completed', scriptName: script(fixture)})
+    } else {
+      const outcome = await deploy(project, DEPARTMENTS[fixture])
+      if (outcome.state !== 'completed') throw new Error(`deploy of ${fixture} ended ${outcome.state}: ${outcome.code} ${outcome.message}`)
+    }
+  }
+
+  /** What building (or deploying) a project refuses with. */
+  async function refusal(attempt: Promise<unknown>): Promise<KitError> {
+    const error = await attempt.then(() => null, (caught: unknown) => caught)
+    expect(error).toBeInstanceOf(KitError)
+    return error as KitError
   }
 
   /** A copy of a fixture under the scratch dir, its manifest changed by `edit`. */
@@ -70,7 +88,7 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     // shard, so the binding crosses shards. The rest deploy together.
     await deployFixture('auth-service')
     await deployFixture('gateway')
-    await Promise.all((['modules', 'node-compat', 'als', 'chat-room'] as const).map(deployFixture))
+    await Promise.all([deployFixture('modules', {viaCli: true}), ...(['node-compat', 'als', 'chat-room'] as const).map((fixture) => deployFixture(fixture))])
   }, 180_000)
   afterAll(async () => {
     await host?.stop()
@@ -179,7 +197,7 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     expect((await call()).auth.release).toBe('1')
 
     const v2 = project('auth-service', (manifest) => (manifest.vars = {RELEASE: '2'}))
-    expect((await deploy(v2, DEPARTMENTS['auth-service'])).outcome.state).toBe('completed')
+    expect((await deploy(v2, DEPARTMENTS['auth-service'])).state).toBe('completed')
     expect((await call()).auth.release).toBe('2')
   })
 
@@ -190,13 +208,18 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
        values ('w-retired', '${COMPANY}', 'acme-retired', '${scriptNameFor(COMPANY, 'acme-retired')}', 'retired', 'v-gone', null, 0, 0, 0, 0)`,
     )
     const cases: Array<[string, string]> = [
-      ['globex-auth', 'service binding AUTH: department globex-auth belongs to another company'],
       ['acme-idle', 'service binding AUTH: department acme-idle has no deployed Worker'],
       ['acme-retired', 'service binding AUTH: the Worker of department acme-retired is retired'],
       ['nowhere', 'service binding AUTH: department nowhere not found'],
     ]
-    const results = await Promise.all(cases.map(([department]) => cli('deploy', bound(department), '--department', DEPARTMENTS.gateway)))
-    results.forEach((result, index) => oneLine(result, 6, `error: ${cases[index]![1]}`))
+    for (const [department, message] of cases) {
+      expect(await refusal(deploy(bound(department), DEPARTMENTS.gateway))).toMatchObject({code: 'conflict', reason: 'service_binding_invalid', message})
+    }
+    oneLine(
+      await cli('deploy', bound('globex-auth'), '--department', DEPARTMENTS.gateway),
+      6,
+      'error: service binding AUTH: department globex-auth belongs to another company',
+    )
     expect(await t.store.outbox.list()).toEqual([])
     expect((await t.store.workers.list()).map((worker) => worker.id)).toEqual(['w-retired'])
   })
@@ -216,8 +239,14 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
       [project('hello', (manifest) => (manifest.vars = {STATIC_DATA: 'x'})), 'error: edgeworker.json: key "vars.STATIC_DATA": the binding name "STATIC_DATA" is already taken by staticData'],
       [project('gateway', (manifest) => (manifest.services[0].entrypoint = 'Admin')), 'error: edgeworker.json: key "services[0].entrypoint" named entrypoints are not supported yet; bind the default export'],
     ]
-    const results = await Promise.all(cases.map(([dir]) => cli('deploy', dir, '--department', 'acme-idle')))
-    results.forEach((result, index) => oneLine(result, 2, cases[index]![1]))
+    const limits = (await kit.engine()).settings.deploy
+    for (const [dir, message] of cases.slice(1)) {
+      const error = await refusal(buildVersion(dir, limits))
+      expect(error.code).toBe('usage')
+      if (typeof message === 'string') expect(`error: ${error.message}`).toBe(message)
+      else expect(`error: ${error.message}`).toMatch(message)
+    }
+    oneLine(await cli('deploy', cases[0]![0], '--department', 'acme-idle'), 2, cases[0]![1])
     expect(await t.store.outbox.list()).toEqual([])
     expect(await t.store.workers.list()).toEqual([])
   })
@@ -227,7 +256,7 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     const before = await connect(url)
     expect(await before.next()).toBe(JSON.stringify({joined: 1}))
     const changed = project('chat-room', () => {}, {'page.html': '<!doctype html><title>Chat room v2</title>'})
-    expect((await deploy(changed, DEPARTMENTS['chat-room'])).outcome.state).toBe('completed')
+    expect((await deploy(changed, DEPARTMENTS['chat-room'])).state).toBe('completed')
     expect(await before.closed).toBe(1006)
     const after = await connect(url)
     expect(await after.next()).toBe(JSON.stringify({joined: 1}))
@@ -237,15 +266,15 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
 
   test('an experimental flag is refused by a host not in experimental mode, and runs once the host is', async () => {
     const experimental = project('hello', (manifest) => (manifest.compatibilityFlags = ['experimental']))
-    const refused = await deploy(experimental, 'acme-idle')
-    expect(refused.result.code).toBe(8)
-    expect(refused.outcome).toMatchObject({state: 'failed', code: 'edge_host_script_invalid'})
-    expect(refused.outcome.message).toContain(
+    const refused = await cli('deploy', experimental, '--department', 'acme-idle', '--json')
+    expect(refused.code).toBe(8)
+    const outcome = JSON.parse(refused.stdout) as DeployOutcome
+    expect(outcome).toMatchObject({state: 'failed', code: 'edge_host_script_invalid'})
+    expect(outcome.message).toContain(
       "workerd refused the script: compatibility flag experimental needs workerd's experimental mode, which this host does not run; start it with --experimental (setting host.experimental = true) to allow it",
     )
     await host.restart({experimental: true})
-    const accepted = await deploy(experimental, 'acme-idle')
-    expect(accepted.outcome.state).toBe('completed')
+    expect((await deploy(experimental, 'acme-idle')).state).toBe('completed')
     expect((await get('modules')).status).toBe(200)
   })
 })
