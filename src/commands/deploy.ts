@@ -8,9 +8,11 @@ import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.j
 export default class Deploy extends BaseCommand<typeof Deploy> {
   static override description = `Build a Worker project into a version, enqueue its deploy and (by default) run it now.
 
-The project directory holds edgeworker.json (main module, modules, compatibility date, builder policy,
-static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a later pass, 8 failed,
-9 uncertain, 2 bad project, 5 unknown department, 6 refused by a gate.`
+The project directory holds edgeworker.json (main module, modules of any workerd type, compatibility
+date and flags, vars, static data, Durable Objects, service bindings, builder policy, dependencies; see
+the README's "Project format"). The Worker must start in a throwaway workerd before anything is written.
+Exit codes: 0 completed, 7 deferred or left to a later pass, 8 failed, 9 uncertain, 2 bad project
+(manifest, module or flag), 5 unknown department, 6 refused by a gate or a service binding.`
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
     '<%= config.bin %> deploy ./my-worker --department acme-sales --no-wait',

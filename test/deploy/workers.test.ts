@@ -188,8 +188,10 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     const shardOf = (fixture: Fixture) => inventory.scripts.find((entry) => entry.name === script(fixture))!.shard
     expect(shardOf('gateway')).not.toBe(shardOf('auth-service'))
 
-    const call = async () => JSON.parse((await get('gateway', '/?token=t0k')).text)
+    const call = async (query = '') => JSON.parse((await get('gateway', `/?token=t0k${query}`)).text)
     expect(await call()).toEqual({gateway: true, status: 200, auth: {service: 'auth', release: '1', path: '/verify', token: 't0k', method: 'POST'}})
+    // A Worker cannot redirect its binding by setting the routing header itself.
+    expect((await call(`&claim=${script('modules')}`)).auth).toMatchObject({service: 'auth'})
     // The binding bypasses the target's access policy: it was granted at enqueue, within the company.
     const client = await admin()
     await client.call('PUT', paths.accessPolicy(script('auth-service')), {mode: 'teamsync_internal', ipAllowlist: []})
