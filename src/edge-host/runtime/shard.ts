@@ -79,6 +79,13 @@ function waiter<T = void>(): Waiter<T> {
 }
 
 const CRASH_BACKOFF_MS = {first: 250, max: 30_000}
+/**
+ * How long a drained process gets to exit on SIGTERM before it is killed. Nothing of the host's is
+ * inside it then, but workerd keeps waiting for idle Durable Objects — one that held hibernatable
+ * WebSockets (closed by the host as the swap began) keeps it alive ~10 s, and requests for the
+ * shard are held all that time. Their storage is committed; only work nobody waits for is cut.
+ */
+const QUIET_STOP_GRACE_MS = 1_000
 /** A process that ran this long before dying resets the crash backoff. */
 const STABLE_AFTER_MS = 60_000
 
@@ -340,7 +347,7 @@ export class Shard {
     this.loaded = new Map()
     // After a drain timeout some requests are still inside: cut them rather than wait forever.
     await (this.inFlight === 0 ? agent?.close() : agent?.destroy())
-    await process?.stop()
+    await process?.stop(this.inFlight === 0 ? QUIET_STOP_GRACE_MS : undefined)
     this.options.recordPid(null)
   }
 
