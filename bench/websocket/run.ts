@@ -4,13 +4,15 @@
 //      rounds interleaved, medians, and the ratio of medians;
 //   2. what a redeploy does to open sockets: sockets to the redeployed Worker, to another Worker of
 //      its shard and to a Worker of another shard — which close, with what code, how long after the
-//      upload began, and whether a client reconnects at once.
+//      upload began, and whether a client reconnects at once. Once for a shard of plain Workers
+//      (overlap swap) and once for a shard holding the Durable Object chat room (hold swap: the
+//      shard's requests wait for the swap).
 //
 //   node --import tsx bench/websocket/run.ts [--messages 2000] [--rounds 3]
 //
 // Prints a Markdown summary for BENCHMARKS.md.
 import {createHash} from 'node:crypto'
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {parseArgs} from 'node:util'
@@ -54,6 +56,21 @@ function upload(source: string): UploadScript {
     compatibilityDate: '2026-11-01',
     builderPolicy: 'department-worker-project-v2.9',
     modules: [{name: 'index.js', type: 'esModule', contentBase64: Buffer.from(source).toString('base64')}],
+  }
+}
+
+const CHAT_ROOM = new URL('../../fixtures/workers/chat-room/', import.meta.url)
+
+/** fixtures/workers/chat-room: a Durable Object holding hibernatable WebSockets. */
+function chatRoom(tag: string): UploadScript {
+  const source = `${readFileSync(new URL('index.js', CHAT_ROOM), 'utf8')}\n// ${tag}\n`
+  return {
+    ...upload(source),
+    modules: [
+      {name: 'index.js', type: 'esModule', contentBase64: Buffer.from(source).toString('base64')},
+      {name: 'page.html', type: 'text', contentBase64: readFileSync(new URL('page.html', CHAT_ROOM)).toString('base64')},
+    ],
+    bindings: [{type: 'durable_object_namespace', name: 'ROOMS', className: 'ChatRoom'}],
   }
 }
 
@@ -167,30 +184,42 @@ async function main(): Promise<void> {
     }
     const loadAfterRoundTrips = machineLoad()
 
-    // Redeploy effects: A and B share a shard, C is on the other one.
+    // Redeploy effects. A and B share a shard (plain Workers: overlap swap); C and the chat room R
+    // share the other (R has Durable Objects: hold swap).
     const names = {A: scriptName('bench/ws/a'), C: scriptName('bench/ws/c'), B: scriptName('bench/ws/b')}
     for (const [label, name] of Object.entries(names)) await deploy(call, name, upload(echoWorker(`worker ${label}`)))
+    const room = scriptName('bench/ws/room')
+    await deploy(call, room, chatRoom('first'))
     const inventory = (await call('GET', paths.inventory)).json as {scripts: Array<{name: string; shard: number}>}
     const shardOf = (name: string) => inventory.scripts.find((script) => script.name === name)!.shard
     const url = (name: string) => `${host.publicUrl.replace(/^http/, 'ws')}/${name}/`
-    const sockets = {A: await open(url(names.A)), B: await open(url(names.B)), C: await open(url(names.C))}
-    const began = performance.now()
-    await deploy(call, names.A, upload(echoWorker('worker A, redeployed')))
-    const live = performance.now() - began
-    // C's shard is not swapped: its socket must still echo.
-    sockets.C.socket.send('still there?')
-    const cEcho = await Promise.race([sockets.C.next(), sleep(2_000).then(() => 'no answer')])
-    const outcome = async (socket: Socket) => {
-      const closed = await Promise.race([socket.closed, sleep(2_000).then(() => null)])
-      return closed ? `closed ${closed.code} after ${fixed(closed.at - began, 0)} ms` : 'open'
+    const redeployEffects = async (target: string, redeploy: UploadScript, others: Record<string, string>) => {
+      const sockets = Object.fromEntries(await Promise.all(Object.entries({target, ...others}).map(async ([label, name]) => [label, await open(url(name))] as const)))
+      // Take each socket's first message, if its Worker sends one (the chat room does).
+      await Promise.all(Object.values(sockets).map((socket) => Promise.race([socket.next(), sleep(200)])))
+      const began = performance.now()
+      await deploy(call, target, redeploy)
+      const live = performance.now() - began
+      const effects: Record<string, string> = {}
+      for (const [label, socket] of Object.entries(sockets)) {
+        const closed = await Promise.race([socket.closed, sleep(500).then(() => null)])
+        if (closed) {
+          effects[label] = `closed ${closed.code} after ${fixed(closed.at - began, 0)} ms`
+          continue
+        }
+        socket.socket.send('still there?')
+        const echoed = await Promise.race([socket.next(), sleep(2_000).then(() => null)])
+        effects[label] = echoed === null ? 'open, but no answer' : 'open, still answers'
+      }
+      const reconnect = performance.now()
+      const again = await open(url(target))
+      await Promise.race([again.next(), (async () => { again.socket.send('hello again'); await again.next() })()])
+      const reconnectMs = performance.now() - reconnect
+      for (const socket of [again, ...Object.values(sockets)]) socket.socket.close()
+      return {live, effects, reconnectMs}
     }
-    const reconnect = performance.now()
-    const again = await open(url(names.A))
-    again.socket.send('hello again')
-    await again.next()
-    const reconnectMs = performance.now() - reconnect
-    const results = {A: await outcome(sockets.A), B: await outcome(sockets.B), C: cEcho === 'still there?' ? 'open, echoes' : `broken (${cEcho})`}
-    for (const socket of [again, ...Object.values(sockets)]) socket.socket.close()
+    const overlap = await redeployEffects(names.A, upload(echoWorker('worker A, redeployed')), {B: names.B, C: names.C})
+    const hold = await redeployEffects(room, chatRoom('redeployed'), {C: names.C, A: names.A})
 
     const allBare = rows.flatMap((row) => row.bare)
     const allHost = rows.flatMap((row) => row.host)
@@ -203,13 +232,11 @@ async function main(): Promise<void> {
     console.log(
       `| all | ${fixed(median(allBare))} (p99 ${fixed(percentile(allBare, 99))}) | ${fixed(median(allHost))} (p99 ${fixed(percentile(allHost, 99))}) | **${fixed(median(allHost) / median(allBare), 2)}** |`,
     )
-    console.log(`\nRedeploy of A (upload → live ${fixed(live, 0)} ms; A and B on shard ${shardOf(names.A)}/${shardOf(names.B)}, C on shard ${shardOf(names.C)}):\n`)
-    console.log('| socket | after the redeploy |')
-    console.log('|---|---|')
-    console.log(`| to A (redeployed) | ${results.A} |`)
-    console.log(`| to B (same shard) | ${results.B} |`)
-    console.log(`| to C (other shard) | ${results.C} |`)
-    console.log(`| new socket to A | echoes, ${fixed(reconnectMs, 0)} ms to open and echo once |`)
+    console.log(`\nRedeploys with sockets open (A, B on shard ${shardOf(names.A)}; C and the chat room R on shard ${shardOf(names.C)}):\n`)
+    console.log('| redeployed | swap | upload → live ms | socket to it | same shard | other shard | new socket to it opens in |')
+    console.log('|---|---|---|---|---|---|---|')
+    console.log(`| A (echo) | overlap | ${fixed(overlap.live, 0)} | ${overlap.effects.target} | B: ${overlap.effects.B} | C: ${overlap.effects.C} | ${fixed(overlap.reconnectMs, 0)} ms |`)
+    console.log(`| R (chat room, Durable Object) | hold | ${fixed(hold.live, 0)} | ${hold.effects.target} | C: ${hold.effects.C} | A: ${hold.effects.A} | ${fixed(hold.reconnectMs, 0)} ms |`)
   } finally {
     await host.stop()
     await bare.process.stop()

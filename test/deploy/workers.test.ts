@@ -198,6 +198,12 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     expect((await get('auth-service')).status).toBe(403)
     expect((await call()).auth.release).toBe('1')
 
+    // The listener behind the bindings serves only what workerd names, by the same rules as the data plane.
+    const direct = (headers: Record<string, string>) => unixRequest(path.join(host.dataDir, 'runtime', 'services.sock'), headers)
+    expect(await direct({})).toMatchObject({status: 404, body: {code: 'worker_not_found'}})
+    expect(await direct({'x-edgeworkers-service-target': scriptNameFor(COMPANY, 'nobody')})).toMatchObject({status: 404})
+    expect(await direct({'x-edgeworkers-service-target': script('auth-service')})).toMatchObject({status: 200, body: {service: 'auth'}})
+
     const v2 = project('auth-service', (manifest) => (manifest.vars = {RELEASE: '2'}))
     expect((await deploy(v2, DEPARTMENTS['auth-service'])).state).toBe('completed')
     expect((await call()).auth.release).toBe('2')
@@ -329,6 +335,18 @@ function connect(url: string, init: {headers?: Record<string, string>; dispatche
       }),
     )
     socket.addEventListener('error', () => reject(new Error(`WebSocket to ${url} failed`)))
+  })
+}
+
+function unixRequest(socketPath: string, headers: Record<string, string>): Promise<{status: number; body: any}> {
+  return new Promise((resolve, reject) => {
+    const request = http.request({socketPath, path: '/', headers}, async (response) => {
+      let text = ''
+      for await (const chunk of response) text += chunk
+      resolve({status: response.statusCode!, body: JSON.parse(text)})
+    })
+    request.once('error', reject)
+    request.end()
   })
 }
 
