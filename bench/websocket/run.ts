@@ -194,9 +194,12 @@ async function main(): Promise<void> {
     const shardOf = (name: string) => inventory.scripts.find((script) => script.name === name)!.shard
     const url = (name: string) => `${host.publicUrl.replace(/^http/, 'ws')}/${name}/`
     const redeployEffects = async (target: string, redeploy: UploadScript, others: Record<string, string>) => {
-      const sockets = Object.fromEntries(await Promise.all(Object.entries({target, ...others}).map(async ([label, name]) => [label, await open(url(name))] as const)))
-      // Take each socket's first message, if its Worker sends one (the chat room does).
-      await Promise.all(Object.values(sockets).map((socket) => Promise.race([socket.next(), sleep(200)])))
+      const opened = async ([label, name]: [string, string]) => {
+        const socket = await open(url(name))
+        if (name === room) await socket.next() // the chat room greets each member
+        return [label, socket] as const
+      }
+      const sockets = Object.fromEntries(await Promise.all(Object.entries({target, ...others}).map(opened)))
       const began = performance.now()
       await deploy(call, target, redeploy)
       const live = performance.now() - began
@@ -213,7 +216,8 @@ async function main(): Promise<void> {
       }
       const reconnect = performance.now()
       const again = await open(url(target))
-      await Promise.race([again.next(), (async () => { again.socket.send('hello again'); await again.next() })()])
+      if (target !== room) again.socket.send('hello again')
+      await again.next()
       const reconnectMs = performance.now() - reconnect
       for (const socket of [again, ...Object.values(sockets)]) socket.socket.close()
       return {live, effects, reconnectMs}
