@@ -361,6 +361,7 @@ function tunnel(
         end.on('error', close)
       }
       void retired.then(close)
+      if (socket.destroyed) close() // the client left while the upgrade was on its way
       upstreamSocket.pipe(socket)
       socket.pipe(upstreamSocket)
       resolve()
