@@ -10,14 +10,18 @@ import {planDeploy, type DeployPlan} from '../engine/deploy/plan.js'
 export default class Deploy extends BaseCommand<typeof Deploy> {
   static override description = `Build a Worker project into a version, enqueue its deploy and (by default) run it now.
 
-The project directory holds edgeworker.json, or a wrangler config (wrangler.toml, wrangler.jsonc or
-wrangler.json; edgeworker.json wins when both exist): TypeScript, JSX and npm dependencies are
-bundled with esbuild, [env.<name>] sections apply with --env, keys with no meaning on-prem are listed
-in one warning and bindings the host cannot provide (KV, R2, D1, queues, …) are refused.
---dry-run builds and prints what would be deployed without touching the store or the host.
+The project directory holds edgeworker.json (main module, modules of any workerd type, compatibility
+date and flags, vars, static data, Durable Objects, service bindings, builder policy, dependencies; see
+the README's "Project format"), or a wrangler config (wrangler.toml, wrangler.jsonc or wrangler.json;
+edgeworker.json wins when both exist): TypeScript, JSX and npm dependencies are bundled with esbuild,
+[env.<name>] sections apply with --env, keys with no meaning on-prem are listed in one warning and
+bindings the host cannot provide (KV, R2, D1, queues, …) are refused. The Worker must start in a
+throwaway workerd before anything is written. --dry-run builds and prints what would be deployed
+without touching the store or the host.
 
 Exit codes: 0 completed (or planned, with --dry-run), 7 deferred or left to a later pass, 8 failed,
-9 uncertain, 2 bad project, 5 unknown department, 6 refused by a gate.`
+9 uncertain, 2 bad project (manifest, module or flag), 5 unknown department, 6 refused by a gate or a
+service binding.`
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
     '<%= config.bin %> deploy ./my-wrangler-project --department acme-sales --env staging',

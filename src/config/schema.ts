@@ -163,6 +163,11 @@ export const settingsSchema = z.strictObject({
         .array(z.string().regex(/^(public|private|local|network|unicast|multicast|[0-9a-fA-F.:]+\/[0-9]{1,3})$/, 'must be a workerd network class or CIDR'))
         .min(1)
         .default(['public']),
+      /**
+       * Run workerd with --experimental, so Workers may use the flags and features workerd marks
+       * experimental (e.g. the `experimental` compatibility flag). Off: such uploads are refused.
+       */
+      experimental: z.boolean().default(false),
     })
     .prefault({}),
 })

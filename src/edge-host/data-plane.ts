@@ -6,10 +6,21 @@
 // for all three, so a retired Worker is indistinguishable from one that never existed); locked down
 // → 403 worker_retired (on every channel, kit-signed included); access policy → 403 access_denied
 // unless the request is signed by the paired kit. Requests for a shard that is swapping are held
-// until it serves again.
+// until it serves again. Bodies stream both ways, never buffered (except a kit-signed request's).
+//
+// WebSocket upgrades take the same path and the same checks; once workerd answers 101 the two
+// connections are spliced and the shard lease is released, so an open socket never holds up a
+// swap. When the process serving it is replaced (a deploy to its shard, or a stop) the socket is
+// closed — clients see the connection drop (1006) and reconnect to the new release.
+//
+// The service-binding listener (createServiceBindingServer, a unix socket under the data dir that
+// only workerd reaches) routes a Worker's `env.<binding>.fetch()` to the script named by the header
+// workerd sets for that binding: same rules, except that the access policy does not apply — the
+// binding was granted, within one company, when the caller's deploy was enqueued.
 import {createHash, randomUUID, timingSafeEqual} from 'node:crypto'
 import http from 'node:http'
-import {BlockList, isIPv6} from 'node:net'
+import {BlockList, isIPv6, type Socket} from 'node:net'
+import type {Duplex} from 'node:stream'
 import type {Logger} from 'pino'
 import type {Dispatcher} from 'undici'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
@@ -17,6 +28,7 @@ import {SIGNATURE_HEADERS, hasSignatureHeaders, verifyRequest} from '../protocol
 import {BodyTooLargeError, readBody, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
+import {SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
 import type {AccessPolicyRecord, HostState} from './state.js'
 
 export interface DataPlaneOptions {
@@ -55,17 +67,23 @@ const NOT_FORWARDED = new Set([
   'host',
   'x-request-id',
   'x-forwarded-for',
+  SERVICE_TARGET_HEADER,
   ...SIGNATURE_HEADERS,
 ])
 
-type Target = {kind: 'script'; script: string; path: string} | {kind: 'health'; check: 'livez' | 'readyz'} | {kind: 'none'}
+/** `internal`: a service-binding call (no access policy). */
+type Target = {kind: 'script'; script: string; path: string; internal?: boolean} | {kind: 'health'; check: 'livez' | 'readyz'} | {kind: 'none'}
 
+/** An upgrade request's connection, and the bytes that came after its head. */
+interface UpgradeRequest {
+  socket: Duplex
+  head: Buffer
+}
+
+/** The public listener: routes by Host or path. */
 export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
-  const {state, runtime, metrics} = options
   const baseSuffix = `.${options.baseDomain}`
-  const allowlists = new AllowlistCache()
-
-  const resolve = (request: http.IncomingMessage): Target => {
+  return createRoutingServer(options, (request): Target => {
     const url = request.url ?? '/'
     const host = (request.headers.host ?? '').toLowerCase().replace(/:\d+$/, '')
     if (host.endsWith(baseSuffix)) return {kind: 'script', script: host.slice(0, -baseSuffix.length), path: url}
@@ -74,9 +92,34 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
     const match = /^\/([^/]+)(\/.*)?$/.exec(pathname)
     if (!match) return {kind: 'none'}
     return {kind: 'script', script: match[1]!, path: `${match[2] ?? '/'}${query}`}
-  }
+  })
+}
 
-  const handle = async (request: http.IncomingMessage, response: http.ServerResponse, requestId: string): Promise<string> => {
+/**
+ * The service-binding listener: the target is the script the header names (workerd sets it from the
+ * caller's binding; a Worker cannot add a second value unnoticed — Node joins repeats with ", ").
+ */
+export function createServiceBindingServer(options: DataPlaneOptions): http.Server {
+  return createRoutingServer(options, (request): Target => {
+    const script = request.headers[SERVICE_TARGET_HEADER]
+    if (typeof script !== 'string' || !SCRIPT_NAME_PATTERN.test(script)) return {kind: 'none'}
+    return {kind: 'script', script, path: request.url ?? '/', internal: true}
+  })
+}
+
+function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.IncomingMessage) => Target): http.Server {
+  const {state, runtime, metrics} = options
+  const baseSuffix = `.${options.baseDomain}`
+  const allowlists = new AllowlistCache()
+  /** Spliced WebSocket connections (both ends), closed when the server is shut down. */
+  const tunnels = new Set<Duplex>()
+
+  const handle = async (
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    requestId: string,
+    upgrade: UpgradeRequest | null,
+  ): Promise<string> => {
     const target = resolve(request)
     if (target.kind === 'health') {
       if (target.check === 'livez') sendJson(response, 200, {status: 'ok'})
@@ -101,16 +144,17 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
     let body: Buffer | undefined
     let kitSigned = false
     if (hasSignatureHeaders(request.headers)) {
-      body = await readBody(request, options.maxSignedBodyBytes)
+      // An upgrade request has no body: its bytes after the head belong to the WebSocket.
+      body = upgrade ? Buffer.alloc(0) : await readBody(request, options.maxSignedBodyBytes)
       kitSigned = isKitSigned(request, body)
     }
-    if (!kitSigned && !allowedByPolicy(route.policy, request, () => allowlists.of(name, route.policy))) {
+    if (!target.internal && !kitSigned && !allowedByPolicy(route.policy, request, () => allowlists.of(name, route.policy))) {
       sendJson(response, 403, {code: 'access_denied', message: 'Forbidden'}, {'x-request-id': requestId})
       return name
     }
 
     const shard = runtime.shards[route.shard]!
-    const forwardBody = body ?? (hasBody(request) ? request : undefined)
+    const forwardBody = upgrade ? undefined : (body ?? (hasBody(request) ? request : undefined))
     const deadline = Date.now() + options.holdTimeoutMs
     for (let attempt = 1; ; attempt++) {
       const lease = await shard.acquire(Math.max(0, deadline - Date.now()))
@@ -125,7 +169,9 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
           workerNotFound(response, requestId)
           return name
         }
-        await proxy(lease.dispatcher, request, response, {origin, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody})
+        const forward = {origin, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
+        if (upgrade) await tunnel(request, response, upgrade, forward, lease.retired, tunnels)
+        else await proxy(lease.dispatcher, request, response, forward)
         return name
       } catch (error) {
         // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
@@ -152,10 +198,10 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
     }).ok
   }
 
-  return http.createServer((request, response) => {
+  const serve = (request: http.IncomingMessage, response: http.ServerResponse, upgrade: UpgradeRequest | null) => {
     const inbound = request.headers['x-request-id']
     const requestId = typeof inbound === 'string' && UUID_PATTERN.test(inbound) ? inbound : randomUUID()
-    handle(request, response, requestId)
+    handle(request, response, requestId, upgrade)
       .then((script) => metrics.requests.inc({script, status: String(response.statusCode)}))
       .catch((error: unknown) => {
         if (error instanceof BodyTooLargeError) {
@@ -168,7 +214,25 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
         }
         metrics.requests.inc({script: UNKNOWN_SCRIPT_LABEL, status: String(response.statusCode)})
       })
+  }
+
+  const server = http.createServer((request, response) => serve(request, response, null))
+  server.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Every answer but a 101 is an ordinary response on this connection, which then closes.
+    const response = new http.ServerResponse(request)
+    response.assignSocket(socket as Socket)
+    response.shouldKeepAlive = false
+    response.once('finish', () => socket.end())
+    socket.on('error', () => socket.destroy())
+    serve(request, response, {socket, head})
   })
+  // Upgraded connections are no longer the HTTP server's: closing all connections must reach them too.
+  const closeAllConnections = server.closeAllConnections.bind(server)
+  server.closeAllConnections = () => {
+    closeAllConnections()
+    for (const socket of tunnels) socket.destroy()
+  }
+  return server
 }
 
 /** The answer for every script the data plane does not serve — byte-exact by contract. */
@@ -240,6 +304,80 @@ function proxy(
         },
       },
     )
+  })
+}
+
+/**
+ * Forwards an upgrade request to the script's socket. On 101 the client gets workerd's answer head
+ * and the two connections are spliced until either closes, or until `retired` (the process is being
+ * replaced). Any other answer is relayed as an ordinary response. Resolves once either happened.
+ */
+function tunnel(
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+  client: UpgradeRequest,
+  forward: {origin: string; path: string; host: string; requestId: string},
+  retired: Promise<void>,
+  tunnels: Set<Duplex>,
+): Promise<void> {
+  const headers: Record<string, string> = {}
+  const raw = request.rawHeaders
+  for (let index = 0; index < raw.length; index += 2) {
+    const name = raw[index]!.toLowerCase()
+    if (!NOT_FORWARDED.has(name)) headers[name] = headers[name] === undefined ? raw[index + 1]! : `${headers[name]}, ${raw[index + 1]!}`
+  }
+  Object.assign(headers, {
+    connection: 'Upgrade',
+    upgrade: request.headers.upgrade ?? 'websocket',
+    host: forward.host,
+    'x-request-id': forward.requestId,
+    'x-forwarded-for': clientAddress(request),
+  })
+  const {hostname, port} = new URL(forward.origin)
+  return new Promise<void>((resolve, reject) => {
+    const upstream = http.request({host: hostname, port, method: request.method, path: forward.path, headers, agent: false})
+    upstream.once('error', reject)
+    upstream.once('upgrade', (answer: http.IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
+      const lines = [`HTTP/1.1 101 ${answer.statusMessage || 'Switching Protocols'}`]
+      for (let index = 0; index < answer.rawHeaders.length; index += 2) {
+        if (answer.rawHeaders[index]!.toLowerCase() !== 'x-request-id') lines.push(`${answer.rawHeaders[index]}: ${answer.rawHeaders[index + 1]}`)
+      }
+      lines.push(`x-request-id: ${forward.requestId}`)
+      const socket = client.socket
+      response.statusCode = 101 // for the request metrics; the answer head is written below
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`)
+      if (upstreamHead.length > 0) socket.write(upstreamHead)
+      if (client.head.length > 0) upstreamSocket.write(client.head)
+      const close = () => {
+        tunnels.delete(socket)
+        tunnels.delete(upstreamSocket)
+        socket.destroy()
+        upstreamSocket.destroy()
+      }
+      tunnels.add(socket)
+      tunnels.add(upstreamSocket)
+      for (const end of [socket, upstreamSocket]) {
+        end.once('close', close)
+        end.on('error', close)
+      }
+      void retired.then(close)
+      if (socket.destroyed) close() // the client left while the upgrade was on its way
+      upstreamSocket.pipe(socket)
+      socket.pipe(upstreamSocket)
+      resolve()
+    })
+    upstream.once('response', (answer) => {
+      const outgoing: http.OutgoingHttpHeaders = {}
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value !== undefined && !NOT_FORWARDED.has(name)) outgoing[name] = value
+      }
+      outgoing['x-request-id'] = forward.requestId
+      response.writeHead(answer.statusCode ?? 502, outgoing)
+      answer.pipe(response)
+      answer.once('end', () => resolve())
+      answer.once('error', reject)
+    })
+    upstream.end()
   })
 }
 

@@ -12,12 +12,12 @@ import path from 'node:path'
 import pino, {type Logger} from 'pino'
 import {settingsSchema} from '../config/schema.js'
 import {KitError} from '../errors.js'
-import {createDataPlaneServer} from './data-plane.js'
+import {createDataPlaneServer, createServiceBindingServer} from './data-plane.js'
 import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
 import {HostMetrics} from './metrics.js'
-import {WorkerdRuntime} from './runtime/runtime.js'
+import {serviceBindingSocketPath, WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
 import {clearSnapshotLeftovers} from './snapshot.js'
 import {HostState, STATE_FILE} from './state.js'
@@ -96,6 +96,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       drainTimeoutMs: settings.drain_timeout_ms,
       startTimeoutMs: settings.start_timeout_ms,
       egressAllow: settings.egress_allow,
+      experimental: settings.experimental,
       validationConcurrency: settings.validation_concurrency,
       scriptsOfShard: (index) => state.runnableScripts(index),
       moduleContent: (sha256) => state.moduleContent(sha256),
@@ -115,7 +116,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     // somewhat over it gets the precise script_too_large rather than request_too_large.
     const maxBodyBytes = 2 * settings.max_script_bytes + 1024 * 1024
 
-    const dataPlane = createDataPlaneServer({
+    const routing = {
       state,
       runtime,
       baseDomain: settings.base_domain,
@@ -126,7 +127,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       ready,
       readinessDetail,
       log,
-    })
+    }
+    const dataPlane = createDataPlaneServer(routing)
+    const serviceBindings = createServiceBindingServer(routing)
     const management = createManagementServer({
       service,
       state,
@@ -137,12 +140,14 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       readinessDetail,
       log,
     })
-    const servers: http.Server[] = [dataPlane, management]
+    const servers: http.Server[] = [dataPlane, serviceBindings, management]
     // Listeners first, so /livez answers (and requests wait) while the shards start.
     const listenAddress = await listenOrExplain(dataPlane, settings.listen, 'host.listen')
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))
     const adminAddress = await listenOrExplain(management, settings.admin_listen, 'host.admin_listen')
     cleanups.push(() => closeServer(management, settings.drain_timeout_ms))
+    await listenOnSocket(serviceBindings, serviceBindingSocketPath(dataDir))
+    cleanups.push(() => closeServer(serviceBindings, settings.drain_timeout_ms))
     publicUrl = settings.public_url || urlOf(advertisable(listenAddress))
     const adminUrl = urlOf(advertisable(adminAddress))
 
@@ -227,6 +232,22 @@ async function listenOrExplain(server: http.Server, address: string, setting: st
     const code = (error as NodeJS.ErrnoException).code
     throw new KitError('config_invalid', `${setting} ${address}: cannot listen (${code ?? (error as Error).message})`)
   }
+}
+
+/**
+ * Listens on a unix socket private to the host user (the data dir is 0700). A socket file left by a
+ * host that crashed is replaced: the host lock says no other host runs on this data dir.
+ */
+async function listenOnSocket(server: http.Server, socketPath: string): Promise<void> {
+  await mkdir(path.dirname(socketPath), {recursive: true, mode: 0o700})
+  await rm(socketPath, {force: true})
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(socketPath, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
 }
 
 /** A wildcard listener is reached on loopback from this machine. */

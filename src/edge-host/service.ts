@@ -35,6 +35,7 @@ import {pairingProofMessage, sha256Hex} from '../protocol/signing.js'
 import {HostError} from './errors.js'
 import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
+import {refusalMessage} from './runtime/validator.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
 import {scriptStateOf, type AccessPolicyRecord, type FenceRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
 
@@ -118,7 +119,7 @@ export class HostService {
         serviceAccounts: current?.serviceAccounts ?? [],
       }
       const verdict = await this.runtime.validate(candidate, new Map(upload.modules.map((module) => [sha256Hex(module.content), module.content])))
-      if (!verdict.ok) throw new HostError('script_invalid', `workerd refused the script: ${verdict.error}`)
+      if (!verdict.ok) throw new HostError('script_invalid', `workerd refused the script: ${refusalMessage(verdict.error, name)}`)
       const shard = this.state.saveUpload(name, upload, {count: this.options.settings.shards, maxScriptsPerShard: this.options.settings.max_scripts_per_shard})
       if (shard !== null) {
         this.options.log.info({script: name, releaseGeneration: upload.releaseGeneration, shard}, 'script uploaded')
@@ -143,7 +144,11 @@ export class HostService {
       tags: script.tags,
       modules: this.state.modulesOf(name),
       bindings: script.bindings.map((binding) =>
-        binding.type === 'durable_object_namespace' ? {type: binding.type, name: binding.name, className: binding.className} : {type: binding.type, name: binding.name},
+        binding.type === 'durable_object_namespace'
+          ? {type: binding.type, name: binding.name, className: binding.className}
+          : binding.type === 'service'
+            ? {type: binding.type, name: binding.name, script: binding.script}
+            : {type: binding.type, name: binding.name},
       ),
       shard: script.shard,
       createdAt: iso(script.createdAt),

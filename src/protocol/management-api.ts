@@ -195,6 +195,12 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('json'), name: identifierSchema, json: z.json()}),
   /** A Durable Object class exported by the script itself; its storage lives on the host's disk. */
   z.strictObject({type: z.literal('durable_object_namespace'), name: identifierSchema, className: identifierSchema}),
+  /**
+   * `env.<name>.fetch()` reaches the current release of another script on this host, on whichever
+   * shard runs it (through the host, so a redeploy of the target does not break the caller). The
+   * kit checks that both belong to one company; the host routes without an access-policy check.
+   */
+  z.strictObject({type: z.literal('service'), name: identifierSchema, script: z.string().regex(SCRIPT_NAME_PATTERN, {error: 'must be a script name'})}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -238,9 +244,10 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service']),
   name: z.string(),
   className: z.string().optional(),
+  script: z.string().optional(),
 })
 export type BindingInfo = z.infer<typeof bindingInfoSchema>
 

@@ -3,25 +3,33 @@
 
 export type ScriptState = 'active' | 'locked_down' | 'retired'
 
+export type ModuleType = 'esModule' | 'commonJs' | 'text' | 'json' | 'data' | 'wasm'
+
 export interface ScriptModule {
+  /** The specifier other modules import it by. */
   name: string
+  type: ModuleType
   /** Raw module source bytes. */
   content: Uint8Array
 }
 
-export interface DurableObjectBinding {
-  binding: string
-  className: string
-}
+/** What a Worker finds in `env`. */
+export type WorkerBinding =
+  | {type: 'text'; name: string; text: string}
+  | {type: 'json'; name: string; json: unknown}
+  | {type: 'durable_object'; name: string; className: string}
+  /** `env.<name>.fetch()` reaches the current release of `scriptName`, wherever it runs. */
+  | {type: 'service'; name: string; scriptName: string}
 
 export interface UploadScriptInput {
   scriptName: string
   mainModule: string
   compatibilityDate: string
+  compatibilityFlags: string[]
   releaseGeneration: string
   builderPolicy: string
   modules: ScriptModule[]
-  durableObjects: DurableObjectBinding[]
+  bindings: WorkerBinding[]
   tags: string[]
 }
 

@@ -269,9 +269,29 @@ describe('manifest errors are one usage line naming the file and the key', () =>
       message: /^edgeworker\.json: key "modules" must list at least one module$/,
     },
     {
-      name: 'not an ES module file',
+      name: 'a module whose type the extension does not give',
       prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'lib/util.ts'])),
-      message: /^edgeworker\.json: key "modules\[1\]" must name an ES module file \(\.js or \.mjs\)$/,
+      message: /^edgeworker\.json: key "modules\[1\]": the type of "lib\/util\.ts" does not follow from its extension; give \{"path", "type"\}$/,
+    },
+    {
+      name: 'an unknown module type',
+      prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', {path: 'lib/util.js', type: 'python'}])),
+      message: /^edgeworker\.json: key "modules\[1\]\.type" must be "esModule" or "commonJs" or "text" or "json" or "data" or "wasm"$/,
+    },
+    {
+      name: 'a main module that is not an ES module',
+      prepare: (dir) => editManifest(dir, (m) => (m.modules = [{path: 'index.js', type: 'commonJs'}, 'counter.mjs', 'lib/util.js'])),
+      message: /^edgeworker\.json: key "main": "index\.js" is a commonJs module; the main module must be an ES module$/,
+    },
+    {
+      name: 'two modules under one name',
+      prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', {path: 'lib/util.js', name: 'counter.mjs'}])),
+      message: /^edgeworker\.json: key "modules" names two modules "counter\.mjs"$/,
+    },
+    {
+      name: 'a module name that is not a specifier',
+      prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', {path: 'lib/util.js', name: '../util'}])),
+      message: /^edgeworker\.json: key "modules\[2\]\.name": module name "\.\.\/util" must be letters, digits/,
     },
     {
       name: 'bad compatibility date',
@@ -327,17 +347,17 @@ describe('manifest errors are one usage line naming the file and the key', () =>
     {
       name: 'absolute module path',
       prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', 'lib/util.js', '/etc/passwd.js'])),
-      message: /^edgeworker\.json: module path "\/etc\/passwd\.js" escapes the project directory$/,
+      message: /^edgeworker\.json: key "modules\[3\]": module path "\/etc\/passwd\.js" escapes the project directory$/,
     },
     {
       name: 'dot-dot inside a module path',
       prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', 'lib/../../x.js'])),
-      message: /^edgeworker\.json: module path "lib\/\.\.\/\.\.\/x\.js" escapes the project directory$/,
+      message: /^edgeworker\.json: key "modules\[2\]": module path "lib\/\.\.\/\.\.\/x\.js" escapes the project directory$/,
     },
     {
       name: 'module path not normalized',
       prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', './lib/util.js'])),
-      message: /^edgeworker\.json: module path "\.\/lib\/util\.js" is not a normalized relative path \(write "lib\/util\.js"\)$/,
+      message: /^edgeworker\.json: key "modules\[2\]": module path "\.\/lib\/util\.js" is not a normalized relative path \(write "lib\/util\.js"\)$/,
     },
     {
       name: 'missing module file',
@@ -411,7 +431,7 @@ describe('manifest errors are one usage line naming the file and the key', () =>
 
   test('module path escaping the project (fixture)', async () => {
     expect((await buildError(fixturePath('escaping-path'))).message).toBe(
-      'edgeworker.json: module path "../outside.js" escapes the project directory',
+      'edgeworker.json: key "modules[1]": module path "../outside.js" escapes the project directory',
     )
   })
 

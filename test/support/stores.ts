@@ -61,15 +61,18 @@ export interface StoreHarness {
 }
 
 export function describeEachStore(name: string, body: (t: StoreHarness) => void): void {
-  for (const backend of BACKENDS) {
-    describe(`${name} [${backend}]`, () => {
-      const harness = new Harness(backend)
-      beforeAll(() => harness.setUp())
-      beforeEach(() => harness.reset())
-      afterAll(() => harness.tearDown())
-      body(harness)
-    })
-  }
+  for (const backend of BACKENDS) describeStore(backend, name, body)
+}
+
+/** One backend only: for suites whose subject (the host, the runtime) does not differ by store. */
+export function describeStore(backend: Backend, name: string, body: (t: StoreHarness) => void): void {
+  describe(`${name} [${backend}]`, () => {
+    const harness = new Harness(backend)
+    beforeAll(() => harness.setUp())
+    beforeEach(() => harness.reset())
+    afterAll(() => harness.tearDown())
+    body(harness)
+  })
 }
 
 class Harness implements StoreHarness {

@@ -18,15 +18,25 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
     '<%= config.bin %> host serve --data-dir /var/lib/edgeworkers-host',
     '<%= config.bin %> host serve --data-dir ./host --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0',
     '<%= config.bin %> host serve --data-dir ./host --listen 0.0.0.0:8787 --base-domain workers.example.internal',
+    '<%= config.bin %> host serve --data-dir ./host --experimental',
   ]
   static override flags = {
     listen: Flags.string({description: 'Data-plane address HOST:PORT (setting host.listen, default 127.0.0.1:8787)'}),
     'admin-listen': Flags.string({description: 'Management address HOST:PORT (setting host.admin_listen, default 127.0.0.1:8788)'}),
     'base-domain': Flags.string({description: 'Workers also answer at <script>.<base domain> (setting host.base_domain)'}),
+    experimental: Flags.boolean({
+      description: "Run workerd with --experimental so Workers may use flags workerd marks experimental (setting host.experimental, default off)",
+    }),
   }
 
   protected override settingOverrides(): Record<string, unknown> {
-    return {'host.listen': this.flags.listen, 'host.admin_listen': this.flags['admin-listen'], 'host.base_domain': this.flags['base-domain']}
+    return {
+      'host.listen': this.flags.listen,
+      'host.admin_listen': this.flags['admin-listen'],
+      'host.base_domain': this.flags['base-domain'],
+      // Absent, the flag leaves the setting alone: only --experimental turns it on from the command line.
+      'host.experimental': this.flags.experimental || undefined,
+    }
   }
 
   async run(): Promise<void> {

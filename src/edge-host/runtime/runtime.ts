@@ -6,6 +6,7 @@
 //   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
 //   runtime/shard-<i>.pid            pid of the shard's workerd, to clean up after a host crash
 //   runtime/validate/<id>/           a validation sandbox's config, deleted right after
+//   runtime/services.sock            the service-binding listener (see ../data-plane.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
@@ -15,7 +16,7 @@ import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
-import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
+import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
 export interface RuntimeOptions {
@@ -25,6 +26,8 @@ export interface RuntimeOptions {
   drainTimeoutMs: number
   startTimeoutMs: number
   egressAllow: string[]
+  /** host.experimental: workerd runs with `--experimental`. */
+  experimental: boolean
   /** At most this many validation sandboxes run at once (uploads arriving meanwhile share the next). */
   validationConcurrency: number
   /** The scripts shard `index` must run, read at each swap. */
@@ -105,17 +108,12 @@ export class WorkerdRuntime {
   private async runSandbox(scripts: RunnableScript[], modules: Map<string, Buffer>): Promise<ValidationOutcome> {
     for (const script of scripts) await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
     const dir = path.join(this.runtimeDir, 'validate', randomUUID())
-    const config = renderValidationConfig(scripts, this.renderOptions())
-    const configPath = await this.writeConfig(dir, config.text)
-    try {
-      const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
-      this.options.log.debug({scripts: scripts.map((script) => script.name), ok: outcome.ok}, 'validation sandbox')
-      if (!outcome.ok) return outcome
-      await outcome.process.kill()
-      return {ok: true}
-    } finally {
-      await rm(dir, {recursive: true, force: true})
-    }
+    const outcome = await runValidationSandbox(dir, renderValidationConfig(scripts, this.renderOptions()), {
+      startTimeoutMs: this.options.startTimeoutMs,
+      experimental: this.options.experimental,
+    })
+    this.options.log.debug({scripts: scripts.map((script) => script.name), ok: outcome.ok}, 'validation sandbox')
+    return outcome
   }
 
   /** Removes cached module files no stored script uses any more. */
@@ -126,7 +124,11 @@ export class WorkerdRuntime {
 
   private renderOptions(): RenderOptions {
     // Configs sit two levels below runtime/ (shard-<i>/<id>/ and validate/<id>/).
-    return {modulePath: (sha256) => `../../modules/${sha256}`, egressAllow: this.options.egressAllow}
+    return {
+      modulePath: (sha256) => `../../modules/${sha256}`,
+      egressAllow: this.options.egressAllow,
+      serviceBindingAddress: `unix:${serviceBindingSocketPath(this.options.dataDir)}`,
+    }
   }
 
   private async prepareShard(index: number, scripts: RunnableScript[]): Promise<PreparedConfig> {
@@ -136,8 +138,8 @@ export class WorkerdRuntime {
     }
     const dir = path.join(this.runtimeDir, `shard-${index}`, randomUUID())
     const config = renderShardConfig(scripts, {...this.renderOptions(), durableObjectRoot: (script) => this.durableObjectRoot(script)})
-    const configPath = await this.writeConfig(dir, config.text)
-    return {configPath, sockets: config.sockets, cwd: dir, discard: () => rm(dir, {recursive: true, force: true})}
+    const configPath = await writeConfig(dir, config.text)
+    return {configPath, sockets: config.sockets, cwd: dir, experimental: this.options.experimental, discard: () => rm(dir, {recursive: true, force: true})}
   }
 
   private durableObjectRoot(script: string): string {
@@ -152,15 +154,6 @@ export class WorkerdRuntime {
       await writeFile(temporary, contentOf(module.sha256))
       await rename(temporary, file)
     }
-  }
-
-  /** Configs inline secret values: private to the host user, and short-lived. */
-  private async writeConfig(dir: string, text: string): Promise<string> {
-    await mkdir(dir, {recursive: true, mode: 0o700})
-    const configPath = path.join(dir, 'config.capnp')
-    await writeFile(configPath, text, {mode: 0o600})
-    await chmod(configPath, 0o600)
-    return configPath
   }
 
   private pidFile(index: number): string {
@@ -190,6 +183,40 @@ export class WorkerdRuntime {
     }
     await Promise.all(this.shards.map((shard) => rm(path.join(this.runtimeDir, `shard-${shard.index}`), {recursive: true, force: true})))
   }
+}
+
+/** Where the host listens for service-binding calls from its Workers. */
+export function serviceBindingSocketPath(dataDir: string): string {
+  return path.join(dataDir, 'runtime', 'services.sock')
+}
+
+/**
+ * Starts a throwaway workerd on a validation config in `dir` until it listens (or fails), then kills
+ * it and removes `dir`. The kit's build check (engine/project/check.ts) runs the same sandbox.
+ */
+export async function runValidationSandbox(
+  dir: string,
+  config: RenderedConfig,
+  options: {startTimeoutMs: number; experimental: boolean},
+): Promise<ValidationOutcome> {
+  try {
+    const configPath = await writeConfig(dir, config.text)
+    const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, ...options})
+    if (!outcome.ok) return outcome
+    await outcome.process.kill()
+    return {ok: true}
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+}
+
+/** Configs inline secret values: private to the host user, and short-lived. */
+async function writeConfig(dir: string, text: string): Promise<string> {
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  const configPath = path.join(dir, 'config.capnp')
+  await writeFile(configPath, text, {mode: 0o600})
+  await chmod(configPath, 0o600)
+  return configPath
 }
 
 async function isZombie(pid: number): Promise<boolean> {

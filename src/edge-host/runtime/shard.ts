@@ -23,6 +23,8 @@ export interface PreparedConfig {
   /** The sockets the process reports once it listens: one per script, named after it. */
   sockets: string[]
   cwd: string
+  /** Start workerd with `--experimental` (host.experimental). */
+  experimental: boolean
   discard(): Promise<void>
 }
 
@@ -51,6 +53,11 @@ export interface ShardLease {
   dispatcher: Agent
   /** Settles when the process this lease points at has exited (a crash, or a swap). */
   exited: Promise<unknown>
+  /**
+   * Settles when that process stops taking new work (a swap or stop begins). Connections that
+   * outlive their request — WebSockets — close then, so a swap never waits for them.
+   */
+  retired: Promise<void>
   release(): void
 }
 
@@ -72,6 +79,13 @@ function waiter<T = void>(): Waiter<T> {
 }
 
 const CRASH_BACKOFF_MS = {first: 250, max: 30_000}
+/**
+ * How long a drained process gets to exit on SIGTERM before it is killed. Nothing of the host's is
+ * inside it then, but workerd keeps waiting for idle Durable Objects — one that held hibernatable
+ * WebSockets (closed by the host as the swap began) keeps it alive ~10 s, and requests for the
+ * shard are held all that time. Their storage is committed; only work nobody waits for is cut.
+ */
+const QUIET_STOP_GRACE_MS = 1_000
 /** A process that ran this long before dying resets the crash backoff. */
 const STABLE_AFTER_MS = 60_000
 
@@ -79,6 +93,8 @@ export class Shard {
   private currentState: ShardState = 'stopped'
   private process: WorkerdProcess | null = null
   private agent: Agent | null = null
+  /** Settled when the current process is being replaced or stopped (see ShardLease.retired). */
+  private processRetired: Waiter<void> = waiter()
   private startedAt = 0
   /** Script → what the running process loaded: its release generation, the origin it serves it on. */
   private loaded = new Map<string, {releaseGeneration: string; origin: string; usesDurableObjects: boolean}>()
@@ -162,6 +178,7 @@ export class Shard {
     return {
       dispatcher: this.agent!,
       exited: this.process!.exited,
+      retired: this.processRetired.promise,
       release: () => {
         if (released) return
         released = true
@@ -227,6 +244,7 @@ export class Shard {
         sockets: prepared.sockets,
         cwd: prepared.cwd,
         startTimeoutMs: this.options.startTimeoutMs,
+        experimental: prepared.experimental,
         onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
       })
       if (!outcome.ok) {
@@ -238,7 +256,7 @@ export class Shard {
     } finally {
       await prepared.discard()
     }
-    const replaced = mode === 'overlap' ? {process: this.process!, agent: this.agent!} : null
+    const replaced = mode === 'overlap' ? {process: this.process!, agent: this.agent!, retired: this.processRetired} : null
     this.adopt(started, scripts)
     if (replaced) this.retire(replaced)
     this.restarts++
@@ -247,7 +265,8 @@ export class Shard {
   }
 
   /** Stops a replaced process once the requests it still serves are done. */
-  private retire(replaced: {process: WorkerdProcess; agent: Agent}): void {
+  private retire(replaced: {process: WorkerdProcess; agent: Agent; retired: Waiter<void>}): void {
+    replaced.retired.resolve()
     const retiring = (async () => {
       await replaced.agent.close()
       await replaced.process.stop()
@@ -262,6 +281,7 @@ export class Shard {
 
   private adopt(process: WorkerdProcess, scripts: RunnableScript[]): void {
     this.process = process
+    this.processRetired = waiter()
     this.startedAt = Date.now()
     this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000})
     this.loaded = new Map(
@@ -321,12 +341,13 @@ export class Shard {
   private async stopProcess(): Promise<void> {
     const process = this.process
     const agent = this.agent
+    this.processRetired.resolve()
     this.process = null
     this.agent = null
     this.loaded = new Map()
     // After a drain timeout some requests are still inside: cut them rather than wait forever.
     await (this.inFlight === 0 ? agent?.close() : agent?.destroy())
-    await process?.stop()
+    await process?.stop(this.inFlight === 0 ? QUIET_STOP_GRACE_MS : undefined)
     this.options.recordPid(null)
   }
 

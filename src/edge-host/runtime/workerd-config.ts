@@ -8,7 +8,11 @@
 // - a validation sandbox: scripts apart from any shard, Durable Objects in memory.
 //
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
-// public addresses only (no private-network egress). Module bodies are embedded from the module
+// public addresses only (no private-network egress). A service binding is an external service per
+// binding that points at the host's service-binding listener (a unix socket under the data dir)
+// with a header naming the target script, which workerd sets on every request itself: the host
+// routes it to the target's current release on whichever shard runs it, so the caller's config
+// never names a shard or a port and survives the target's redeploys. Module bodies are embedded from the module
 // cache; text, JSON and secret values are inlined, so a rendered config is written 0600 and deleted
 // once workerd has read it.
 import {SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
@@ -35,6 +39,33 @@ export interface RenderOptions {
   modulePath: (sha256: string) => string
   /** Network blocks Workers may reach (workerd Network.allow); ["public"] by default. */
   egressAllow: string[]
+  /** workerd address of the host's service-binding listener, e.g. `unix:/var/lib/host/runtime/services.sock`. */
+  serviceBindingAddress: string
+}
+
+/** The header carrying a service binding's target script; workerd sets it, the host strips it. */
+export const SERVICE_TARGET_HEADER = 'x-edgeworkers-service-target'
+
+/**
+ * The validation sandbox runs each script behind this module, as its main: it imports the real
+ * main module and throws — so workerd refuses to start, naming the script — when there is no
+ * default export with a fetch handler (every Worker answers its own route) or a Durable Object class
+ * the bindings name is not exported (workerd itself only warns about that).
+ */
+export const CHECK_MODULE = '__edgeworkers_check__.js'
+
+function checkModuleSource(mainModule: string, classNames: string[]): string {
+  const main = JSON.stringify(mainModule)
+  return [
+    `import * as main from ${main};`,
+    'const handler = main.default;',
+    `if (typeof handler?.fetch !== "function" && typeof handler?.prototype?.fetch !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} has no default export with a fetch handler`)});`,
+    ...classNames.map(
+      (className) => `if (typeof main[${JSON.stringify(className)}] !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} does not export the Durable Object class ${className}`)});`,
+    ),
+    'export default handler;',
+    `export * from ${main};`,
+  ].join('\n')
 }
 
 /** A rendered config and the names of the sockets workerd reports once it listens. */
@@ -47,7 +78,7 @@ export function renderShardConfig(scripts: RunnableScript[], options: RenderOpti
   const services = [HEALTH_WORKER]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(renderWorker(script, options, storage))
+    services.push(renderWorker(script, options, storage), ...renderServiceBindingTargets(script, options))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   services.push(renderEgress(options.egressAllow))
@@ -55,7 +86,10 @@ export function renderShardConfig(scripts: RunnableScript[], options: RenderOpti
 }
 
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
-  const workers = scripts.map((script) => renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null))
+  const workers = scripts.flatMap((script) => [
+    renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null, {checked: true}),
+    ...renderServiceBindingTargets(script, options),
+  ])
   return renderConfig([...workers, renderEgress(options.egressAllow)], scripts.map((script) => script.name))
 }
 
@@ -79,17 +113,25 @@ const config :Workerd.Config = (
   return {text, sockets: socketServices}
 }
 
-/** `storage`: a disk service name, "memory", or null when the script has no Durable Objects. */
-function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null): string {
+/**
+ * `storage`: a disk service name, "memory", or null when the script has no Durable Objects.
+ * `checked`: run behind the check module (validation sandboxes).
+ */
+function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false} = {}): string {
   // workerd treats the first module as the main one.
   const modules = [...script.modules].sort((a, b) => Number(b.name === script.mainModule) - Number(a.name === script.mainModule))
   const moduleList = modules.map((module) => `(name = ${capnpString(module.name)}, ${MODULE_FIELD[module.type]} = embed ${capnpString(options.modulePath(module.sha256))})`)
+  if (checked) {
+    const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
+    moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames))})`)
+  }
 
   const bindings: string[] = []
   const namespaces: string[] = []
   for (const binding of script.bindings) {
     if (binding.type === 'plain_text') bindings.push(`(name = ${capnpString(binding.name)}, text = ${capnpString(binding.text)})`)
     else if (binding.type === 'json') bindings.push(`(name = ${capnpString(binding.name)}, json = ${capnpString(JSON.stringify(binding.json))})`)
+    else if (binding.type === 'service') bindings.push(`(name = ${capnpString(binding.name)}, service = ${capnpString(serviceBindingTargetName(script.name, binding.name))})`)
     else {
       bindings.push(`(name = ${capnpString(binding.name)}, durableObjectNamespace = (className = ${capnpString(binding.className)}))`)
       // The unique key names the storage directory and derives object ids: it must never change.
@@ -114,6 +156,22 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
     fields.push(storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage!)})`)
   }
   return `(name = ${capnpString(script.name)}, worker = (\n      ${fields.join(',\n      ')}))`
+}
+
+/** One external service per service binding of `script` (see the header comment). */
+function renderServiceBindingTargets(script: RunnableScript, options: RenderOptions): string[] {
+  return script.bindings.flatMap((binding) =>
+    binding.type === 'service'
+      ? [
+          `(name = ${capnpString(serviceBindingTargetName(script.name, binding.name))}, external = (address = ${capnpString(options.serviceBindingAddress)}, ` +
+            `http = (injectRequestHeaders = [(name = "${SERVICE_TARGET_HEADER}", value = ${capnpString(binding.script)})])))`,
+        ]
+      : [],
+  )
+}
+
+function serviceBindingTargetName(script: string, binding: string): string {
+  return `service:${script}:${binding}`
 }
 
 function renderEgress(allow: string[]): string {

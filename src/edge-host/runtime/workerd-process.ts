@@ -33,6 +33,8 @@ export interface StartOptions {
   /** workerd's own log lines (and the Workers' console output), one at a time. */
   onOutput?: (line: string, stream: 'stdout' | 'stderr') => void
   startTimeoutMs: number
+  /** Pass `--experimental` (host.experimental): lets Workers use flags and features workerd marks experimental. */
+  experimental?: boolean
 }
 
 export class WorkerdProcess {
@@ -53,7 +55,8 @@ export class WorkerdProcess {
   }
 
   static start(options: StartOptions): Promise<StartOutcome> {
-    const child = spawn(WORKERD_BINARY, ['serve', options.configPath, '--control-fd', '3'], {
+    const args = ['serve', options.configPath, '--control-fd', '3', ...(options.experimental ? ['--experimental'] : [])]
+    const child = spawn(WORKERD_BINARY, args, {
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     })

@@ -5,6 +5,8 @@ import {KitError} from '../../errors.js'
 import type {OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
+import type {WorkerManifest} from '../project/manifest.js'
+import {resolveServiceBindings} from './service-bindings.js'
 
 export const EDGE_HOST_FENCED = 'edge_host_fenced'
 
@@ -37,6 +39,7 @@ export async function enqueueDeploy(engine: Engine, input: EnqueueDeployInput): 
     throw new KitError('conflict', '409 operation-settings digest is invalid', 'operation_settings_digest_invalid')
   }
   await assertEnqueueGatesOpen(engine, input.scope)
+  await resolveServiceBindings(engine, input.worker.company_id, input.version.manifest as unknown as WorkerManifest)
   const baseRevision = input.baseRevision ?? input.worker.base_revision
   const key = deployDedupeKey(input.worker.id, input.version.id, baseRevision, digest)
   const siblings = await store.deployments.deployKeysFor(deployDedupeKey(input.worker.id, input.version.id, baseRevision))

@@ -3,6 +3,7 @@
 import type {Settings} from '../../config/schema.js'
 import {parseBundle} from '../project/bundle.js'
 import {buildProject} from '../project/build.js'
+import {moduleEntriesOf} from '../project/manifest.js'
 import type {ProjectSourceOptions} from '../project/source.js'
 import type {VersionDigests} from '../project/version-digests.js'
 
@@ -24,17 +25,10 @@ export interface DeployPlan {
   bundleBytes: number
 }
 
-type ManifestModuleEntry = string | {path: string; type?: string; name?: string}
-
 export async function planDeploy(settings: Settings, request: {projectDir: string; source?: ProjectSourceOptions}): Promise<DeployPlan> {
   const built = await buildProject(request.projectDir, settings.deploy, request.source)
-  const manifest = built.manifest as typeof built.manifest & {
-    compatibilityFlags?: string[]
-    vars?: Record<string, unknown>
-    services?: Array<{binding: string; department: string}>
-  }
-  const entries = manifest.modules as ManifestModuleEntry[]
-  const typeByName = new Map(entries.map((entry) => (typeof entry === 'string' ? [entry, 'esModule'] : [entry.name ?? entry.path, entry.type ?? 'esModule'])))
+  const {manifest} = built
+  const typeByName = new Map(moduleEntriesOf(manifest).map((entry) => [entry.name, entry.type]))
   const bundle = parseBundle(built.bundle)
   return {
     source: {file: built.source.file, kind: built.source.kind, env: built.source.env, bundled: built.source.bundled},
@@ -44,7 +38,7 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
     compatibilityDate: manifest.compatibilityDate,
     compatibilityFlags: manifest.compatibilityFlags ?? [],
     mainModule: bundle.mainModule,
-    modules: bundle.modules.map((module) => ({name: module.name, type: typeByName.get(module.name) ?? 'esModule', bytes: module.content.byteLength})),
+    modules: bundle.modules.map((module) => ({name: module.name, type: typeByName.get(module.name)!, bytes: module.content.byteLength})),
     bindings: {
       vars: Object.keys(manifest.vars ?? {}).sort(),
       staticData: manifest.staticData !== undefined,

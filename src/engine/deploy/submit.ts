@@ -9,6 +9,7 @@ import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {buildProject, type BuiltVersion} from '../project/build.js'
 import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
+import {resolveServiceBindings} from './service-bindings.js'
 
 export interface SubmitResult {
   worker: WorkerRow
@@ -39,6 +40,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
   const department = await store.tenants.getDepartment(departmentId)
   if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${departmentId} not found`)
 
+  await resolveServiceBindings(engine, department.company_id, built.manifest)
   const existingWorker = await store.deployments.workerOfDepartment(department.id)
   if (existingWorker?.status === 'retired') {
     throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')

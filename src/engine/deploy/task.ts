@@ -5,11 +5,14 @@
 // later pass resumes (reconcile mode for a `deploying` version) without downgrading anything.
 import {deterministicId} from '../../store/index.js'
 import type {OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
-import {ProviderError, type EdgeProvider, type ScriptDetails} from '../../provider/types.js'
+import {KitError} from '../../errors.js'
+import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
 import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js'
 import type {VersionDigests} from '../project/version-digests.js'
 import {moduleTupleOf, type WorkerManifest} from '../project/manifest.js'
+import {scriptModulesOf, workerBindingsOf} from '../project/worker-config.js'
+import {resolveServiceBindings, SERVICE_BINDING_INVALID} from './service-bindings.js'
 import {sha256Hex} from '../../canonical-json.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
@@ -124,8 +127,15 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     if (purge) return finish('failed', purge.code, purge.message)
 
     stage('upload')
+    let services: Map<string, string>
     try {
-      await provider.uploadScript(uploadInputOf(worker, version, verified))
+      services = await resolveServiceBindings(engine, worker.company_id, verified.manifest)
+    } catch (error) {
+      if (error instanceof KitError && error.reason === SERVICE_BINDING_INVALID) return finish('failed', SERVICE_BINDING_INVALID, error.message)
+      throw error
+    }
+    try {
+      await provider.uploadScript(uploadInputOf(worker, version, verified, services))
       faultPoint('deploy.after_upload')
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
@@ -251,15 +261,16 @@ function storedVersionOf(version: VersionRow) {
   }
 }
 
-function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: VerifiedVersion) {
+function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: VerifiedVersion, services: ReadonlyMap<string, string>): UploadScriptInput {
   return {
     scriptName: worker.script_name,
     mainModule: verified.bundle.mainModule,
     compatibilityDate: verified.bundle.compatibilityDate,
+    compatibilityFlags: verified.manifest.compatibilityFlags ?? [],
     releaseGeneration: version.release_generation,
     builderPolicy: version.builder_policy,
-    modules: verified.bundle.modules.map((module) => ({name: module.name, content: module.content})),
-    durableObjects: verified.bundle.durableObjects,
+    modules: scriptModulesOf(verified.manifest, verified.bundle.modules),
+    bindings: workerBindingsOf(verified.manifest, services),
     tags: TAGS,
   }
 }

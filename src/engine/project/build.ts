@@ -1,13 +1,14 @@
 // Builds a version from a Worker project directory: the project archive, the bundle, the SBOM,
-// the seven digests, the build receipt and the release generation. Pure with respect to the
-// kit's state: it reads the project and writes nothing (the caller records cleanup intents, then
-// stores the artifacts).
+// the seven digests, the build receipt and the release generation, once the Worker has started in a
+// throwaway workerd (./check.ts). Pure with respect to the kit's state: it reads the project and
+// writes nothing (the caller records cleanup intents, then stores the artifacts).
 import type {Settings} from '../../config/schema.js'
 import {overLimitMessage} from '../../artifacts/size.js'
 import {KitError} from '../../errors.js'
 import {createProjectArchive} from './archive.js'
-import {encodeBundle} from './bundle.js'
-import {loadWorkerProject, moduleTupleOf, type WorkerLock, type WorkerManifest} from './manifest.js'
+import {encodeBundle, parseBundle} from './bundle.js'
+import {checkWorkerStarts} from './check.js'
+import {loadWorkerProject, moduleEntriesOf, moduleTupleOf, type WorkerLock, type WorkerManifest} from './manifest.js'
 import {buildReceiptOf, type BuildReceipt} from './receipt.js'
 import {withProjectSource, type ProjectSource, type ProjectSourceOptions} from './source.js'
 import {artifactDigestsOf, contentDigestsOf, sbomOf, type Sbom, type VersionDigests} from './version-digests.js'
@@ -44,11 +45,14 @@ export async function buildVersion(projectDir: string, limits: ArtifactLimits): 
   const bundle = encodeBundle(manifest, project.modules)
   const oversize = oversizeArtifactMessage(projectArchive, bundle, limits)
   if (oversize) throw new KitError('usage', oversize)
+  await checkWorkerStarts(manifest, parseBundle(bundle))
 
+  const entries = moduleEntriesOf(manifest)
+  // Named as the bundle names them: the integrity check rebuilds the SBOM from the bundle.
   const sbom = sbomOf(
     manifest,
     lock,
-    project.modules.map((file) => ({name: file.path, content: file.bytes})),
+    project.modules.map((file, index) => ({name: entries[index]!.name, content: file.bytes})),
   )
   const digests: VersionDigests = {...artifactDigestsOf(projectArchive, bundle), ...contentDigestsOf(manifest, lock, sbom)}
   const receipt = buildReceiptOf(manifest, digests, sbom)

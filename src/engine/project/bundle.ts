@@ -1,10 +1,13 @@
-// The bundle: the exact bytes the edge host receives for a version. It is the canonical JSON of
+// The bundle: the code of a version. It is the canonical JSON of
 // {mainModule, compatibilityDate, modules: [{name, contentBase64}], durableObjects}, UTF-8, with
-// the modules in module-tuple order (main first), so the same project always gives the same bytes.
+// the modules in module-tuple order (main first) under the names they are imported by, so the same
+// project always gives the same bytes. The rest of what workerd is told (module types, flags, vars,
+// static data, services) comes from the verified manifest (./worker-config.ts): the manifest digest
+// covers it, and projects that use none of it keep the bundle bytes they always had.
 import {z} from 'zod'
 import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
-import {moduleTupleOf, type ProjectFile, type WorkerManifest} from './manifest.js'
+import {mainModuleNameOf, moduleEntriesOf, type ProjectFile, type WorkerManifest} from './manifest.js'
 
 const durableObjectSchema = z.strictObject({binding: z.string().min(1), className: z.string().min(1)})
 
@@ -30,15 +33,15 @@ export interface WorkerBundle {
 
 /** The bundle bytes for a manifest and its module files (any order; the tuple order is applied). */
 export function encodeBundle(manifest: WorkerManifest, moduleFiles: readonly ProjectFile[]): Buffer {
-  const byName = new Map(moduleFiles.map((file) => [file.path, file.bytes]))
-  const modules = moduleTupleOf(manifest).map((name) => {
-    const content = byName.get(name)
-    if (!content) throw new Error(`module ${name} was not read`)
+  const byPath = new Map(moduleFiles.map((file) => [file.path, file.bytes]))
+  const modules = moduleEntriesOf(manifest).map(({path, name}) => {
+    const content = byPath.get(path)
+    if (!content) throw new Error(`module ${path} was not read`)
     return {name, contentBase64: content.toString('base64')}
   })
   return Buffer.from(
     canonicalJson({
-      mainModule: manifest.main,
+      mainModule: mainModuleNameOf(manifest),
       compatibilityDate: manifest.compatibilityDate,
       modules,
       durableObjects: manifest.durableObjects ?? [],

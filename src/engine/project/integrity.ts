@@ -16,6 +16,7 @@ import {oversizeArtifactMessage, type ArtifactLimits} from './build.js'
 import {parseBundle, type WorkerBundle} from './bundle.js'
 import {
   LOCK_FILE,
+  mainModuleNameOf,
   MANIFEST_FILE,
   moduleTupleOf,
   parseLock,
@@ -294,8 +295,8 @@ function checkBundle(bundleBytes: Uint8Array, manifest: WorkerManifest, recorded
   if (!sameList(bundled, expectedTuple)) {
     fail('module_tuple', `bundle modules ${formatList(bundled)} differ from the manifest's ${formatList(expectedTuple)}`)
   }
-  if (bundle.mainModule !== manifest.main) {
-    fail('bundle', `bundle main module ${bundle.mainModule} is not the manifest's ${manifest.main}`)
+  if (bundle.mainModule !== mainModuleNameOf(manifest)) {
+    fail('bundle', `bundle main module ${bundle.mainModule} is not the manifest's ${mainModuleNameOf(manifest)}`)
   }
   if (bundle.compatibilityDate !== manifest.compatibilityDate) {
     fail('bundle', `bundle compatibilityDate ${bundle.compatibilityDate} is not the manifest's ${manifest.compatibilityDate}`)

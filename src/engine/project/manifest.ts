@@ -2,12 +2,16 @@
 //
 //   {
 //     "name": "hello",                                   1–64 of [A-Za-z0-9._-], starting alphanumeric
-//     "main": "index.js",                                the entry module; must be listed in "modules"
-//     "modules": ["index.js", "lib/util.js"],            ES modules (.js/.mjs), normalized relative paths
+//     "main": "index.js",                                the entry module's path; must be listed in "modules"
+//     "modules": ["index.js", {"path": "page.html", "type": "text", "name": "page"}],
+//                                                        normalized relative paths; type by extension unless given
 //     "compatibilityDate": "2026-11-01",                 workerd compatibility date, YYYY-MM-DD
+//     "compatibilityFlags": ["nodejs_compat"],           optional workerd flags (checked at build, see check.ts)
 //     "builderPolicy": "department-worker-project-v2.9", see ../capabilities.ts
 //     "durableObjects": [{"binding": "COUNTER", "className": "Counter"}],   optional
-//     "staticData": {"greeting": "hi"},                  optional JSON object
+//     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
+//     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
+//     "staticData": {"greeting": "hi"},                  optional JSON object, bound as env.STATIC_DATA
 //     "dependencies": {"left-pad": "1.3.0"}              optional name → version (recorded in the SBOM)
 //   }
 //
@@ -18,6 +22,13 @@ import path from 'node:path'
 import {z} from 'zod'
 import {didYouMean} from '../../did-you-mean.js'
 import {KitError} from '../../errors.js'
+import {
+  identifierSchema,
+  moduleNameSchema,
+  moduleTypes,
+  SERVICE_ACCOUNTS_BINDING,
+  type ModuleType,
+} from '../../protocol/management-api.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
 
 export const MANIFEST_FILE = 'edgeworker.json'
@@ -28,17 +39,59 @@ const EXCLUDED_DIRECTORIES: ReadonlySet<string> = new Set(['.git', 'node_modules
 const identifier = z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, {error: 'must be a JavaScript identifier'})
 const jsonObject = z.record(z.string(), z.json())
 
+/** The env binding under which a version's staticData reaches the Worker (always bound; {} when absent). */
+export const STATIC_DATA_BINDING = 'STATIC_DATA'
+
+/**
+ * A module's type when the manifest does not give one, by extension. Anything else needs `type`.
+ * The same table applies to main, which must come out as an ES module.
+ */
+const TYPE_BY_EXTENSION: Readonly<Record<string, ModuleType>> = {
+  '.js': 'esModule',
+  '.mjs': 'esModule',
+  '.cjs': 'commonJs',
+  '.wasm': 'wasm',
+  '.json': 'json',
+  '.txt': 'text',
+  '.html': 'text',
+  '.htm': 'text',
+  '.css': 'text',
+  '.svg': 'text',
+  '.md': 'text',
+  '.bin': 'data',
+}
+
+const moduleEntrySchema = z.union(
+  [z.string(), z.strictObject({path: z.string(), type: z.enum(moduleTypes).optional(), name: z.string().optional()})],
+  {error: 'must be a path or {"path", "type"?, "name"?}'},
+)
+
+/**
+ * Workers this one calls through `env.<binding>.fetch()`: the current Worker of another department
+ * of the same company (checked when the deploy is enqueued, see ../deploy/enqueue.ts).
+ */
+const serviceSchema = z.strictObject({
+  binding: identifierSchema,
+  department: z.string().min(1).max(256),
+  // Named entrypoints need a socket per entrypoint in the target's shard; not built yet.
+  entrypoint: z.unknown().refine(() => false, {error: 'named entrypoints are not supported yet; bind the default export'}).optional(),
+})
+
 const manifestSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
     error: 'must be 1–64 characters of letters, digits, ".", "_" or "-", starting with a letter or digit',
   }),
   main: z.string(),
-  modules: z
-    .array(z.string().regex(/\.m?js$/, {error: 'must name an ES module file (.js or .mjs)'}))
-    .min(1, {error: 'must list at least one module'}),
+  modules: z.array(moduleEntrySchema).min(1, {error: 'must list at least one module'}),
   compatibilityDate: z.string().refine(isCalendarDate, {error: 'must be a date written YYYY-MM-DD'}),
+  compatibilityFlags: z
+    .array(z.string().regex(/^[a-z0-9_]{1,128}$/, {error: 'must be a workerd compatibility flag (lowercase letters, digits, "_")'}))
+    .max(64)
+    .optional(),
   builderPolicy: z.string(),
   durableObjects: z.array(z.strictObject({binding: identifier, className: identifier})).optional(),
+  vars: z.record(identifierSchema, z.json()).optional(),
+  services: z.array(serviceSchema).max(64).optional(),
   staticData: jsonObject.optional(),
   dependencies: z
     .record(
@@ -70,41 +123,98 @@ export interface WorkerProject {
   lock: WorkerLock | null
   /** Every regular file, sorted by path, read once: the archive and the bundle share these bytes. */
   files: ProjectFile[]
-  /** The modules in module-tuple order (see moduleTupleOf). */
+  /** The module files in module-tuple order (see moduleEntriesOf). */
   modules: ProjectFile[]
 }
 
+/** A module of a version: where it is in the project, what workerd loads it as, and the specifier it is imported by. */
+export interface ModuleEntry {
+  path: string
+  type: ModuleType
+  name: string
+}
+
 /**
- * The module order of a version: main first, then the others sorted. Fixed by the manifest alone,
- * so listing modules in another order changes nothing downstream of the manifest digest.
+ * The modules of a version in module-tuple order: main first, then the others sorted by name. Fixed
+ * by the manifest alone, so listing modules in another order changes nothing downstream of the
+ * manifest digest. Entries whose type the extension does not give come out with `type` undefined
+ * only in manifests parseManifest refused.
  */
+export function moduleEntriesOf(manifest: WorkerManifest): ModuleEntry[] {
+  const entries = manifest.modules.map((entry): ModuleEntry => {
+    const {path: modulePath, type, name} = typeof entry === 'string' ? {path: entry, type: undefined, name: undefined} : entry
+    return {path: modulePath, type: type ?? TYPE_BY_EXTENSION[path.posix.extname(modulePath).toLowerCase()]!, name: name ?? modulePath}
+  })
+  const main = entries.filter((entry) => entry.path === manifest.main)
+  const rest = entries.filter((entry) => entry.path !== manifest.main).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return [...main, ...rest]
+}
+
+/** The module names (import specifiers) in module-tuple order: what the bundle carries. */
 export function moduleTupleOf(manifest: WorkerManifest): string[] {
-  return [manifest.main, ...manifest.modules.filter((name) => name !== manifest.main).sort()]
+  return moduleEntriesOf(manifest).map((entry) => entry.name)
+}
+
+/** The name the main module goes by (its `name`, or its path). */
+export function mainModuleNameOf(manifest: WorkerManifest): string {
+  return moduleEntriesOf(manifest)[0]!.name
 }
 
 /**
  * Validates manifest data (already JSON-parsed) that claims to come from `source`: shape, builder
- * policy, module paths, duplicates, main among the modules. Does not touch the file system.
+ * policy, module paths, types and names, duplicates, main among the modules, binding names. Does not
+ * touch the file system.
  */
 export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerManifest {
   const manifest = parseWithSchema(manifestSchema, data, source)
   if (!isKnownBuilderPolicy(manifest.builderPolicy)) {
     throw new KitError('usage', `${source}: key "builderPolicy": ${unknownBuilderPolicyMessage(manifest.builderPolicy)}`)
   }
-  for (const name of manifest.modules) {
-    const problem = modulePathProblem(name)
-    if (problem) throw new KitError('usage', `${source}: module path ${JSON.stringify(name)} ${problem}`)
+  const refuse = (message: string): never => {
+    throw new KitError('usage', `${source}: ${message}`)
   }
-  const duplicateModule = firstDuplicate(manifest.modules)
-  if (duplicateModule !== undefined) {
-    throw new KitError('usage', `${source}: key "modules" lists ${JSON.stringify(duplicateModule)} more than once`)
-  }
-  if (!manifest.modules.includes(manifest.main)) {
-    throw new KitError('usage', `${source}: key "main" (${JSON.stringify(manifest.main)}) is not listed in "modules"`)
-  }
-  const duplicateBinding = firstDuplicate((manifest.durableObjects ?? []).map((object) => object.binding))
-  if (duplicateBinding !== undefined) {
-    throw new KitError('usage', `${source}: key "durableObjects" binds ${JSON.stringify(duplicateBinding)} more than once`)
+  manifest.modules.forEach((entry, index) => {
+    const key = typeof entry === 'string' ? `modules[${index}]` : `modules[${index}].path`
+    const modulePath = typeof entry === 'string' ? entry : entry.path
+    const problem = modulePathProblem(modulePath)
+    if (problem) refuse(`key "${key}": module path ${JSON.stringify(modulePath)} ${problem}`)
+    const type = typeof entry === 'string' ? undefined : entry.type
+    if (type === undefined && TYPE_BY_EXTENSION[path.posix.extname(modulePath).toLowerCase()] === undefined) {
+      refuse(`key "${key}": the type of ${JSON.stringify(modulePath)} does not follow from its extension; give {"path", "type"}`)
+    }
+    const name = typeof entry === 'string' ? modulePath : (entry.name ?? modulePath)
+    if (!moduleNameSchema.safeParse(name).success) {
+      const nameKey = typeof entry !== 'string' && entry.name !== undefined ? `modules[${index}].name` : key
+      refuse(`key "${nameKey}": module name ${JSON.stringify(name)} must be letters, digits, "_", "-" and "." in "/"-separated segments, none starting with "."`)
+    }
+  })
+  const entries = moduleEntriesOf(manifest)
+  const duplicatePath = firstDuplicate(entries.map((entry) => entry.path))
+  if (duplicatePath !== undefined) refuse(`key "modules" lists ${JSON.stringify(duplicatePath)} more than once`)
+  const duplicateName = firstDuplicate(entries.map((entry) => entry.name))
+  if (duplicateName !== undefined) refuse(`key "modules" names two modules ${JSON.stringify(duplicateName)}`)
+  const main = entries.find((entry) => entry.path === manifest.main)
+  if (!main) refuse(`key "main" (${JSON.stringify(manifest.main)}) is not listed in "modules"`)
+  if (main!.type !== 'esModule') refuse(`key "main": ${JSON.stringify(manifest.main)} is a ${main!.type} module; the main module must be an ES module`)
+
+  const duplicateObject = firstDuplicate((manifest.durableObjects ?? []).map((object) => object.binding))
+  if (duplicateObject !== undefined) refuse(`key "durableObjects" binds ${JSON.stringify(duplicateObject)} more than once`)
+  const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
+  if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
+  // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
+  const owners = new Map<string, string>([
+    [STATIC_DATA_BINDING, 'staticData'],
+    [SERVICE_ACCOUNTS_BINDING, 'service-account credentials'],
+  ])
+  const claims: Array<[string, string]> = [
+    ...Object.keys(manifest.vars ?? {}).map((name): [string, string] => [name, `vars.${name}`]),
+    ...(manifest.durableObjects ?? []).map((object, index): [string, string] => [object.binding, `durableObjects[${index}].binding`]),
+    ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
+  ]
+  for (const [name, key] of claims) {
+    const owner = owners.get(name)
+    if (owner !== undefined) refuse(`key "${key}": the binding name ${JSON.stringify(name)} is already taken by ${owner}`)
+    owners.set(name, key)
   }
   return manifest
 }
@@ -129,11 +239,11 @@ export async function loadWorkerProject(projectDir: string): Promise<WorkerProje
     throw new KitError('usage', `${MANIFEST_FILE} or ${LOCK_FILE} changed while the project was read; try again`)
   }
   const modules: ProjectFile[] = []
-  for (const name of moduleTupleOf(manifest)) {
-    const file = byPath.get(name)
+  for (const entry of moduleEntriesOf(manifest)) {
+    const file = byPath.get(entry.path)
     if (!file) {
-      const problem = await missingModuleProblem(root, name)
-      throw new KitError('usage', `${MANIFEST_FILE}: module ${JSON.stringify(name)} ${problem}`)
+      const problem = await missingModuleProblem(root, entry.path)
+      throw new KitError('usage', `${MANIFEST_FILE}: module ${JSON.stringify(entry.path)} ${problem}`)
     }
     modules.push(file)
   }
@@ -230,6 +340,11 @@ function parseWithSchema<Schema extends z.ZodType>(schema: Schema, data: unknown
 }
 
 function describeIssue(issue: z.core.$ZodIssue, schema: z.ZodType): string {
+  if (issue.code === 'invalid_union') {
+    // Report what is wrong inside the branch the value was meant for (a module object, say).
+    const branch = issue.errors.find((issues) => !(issues[0]?.code === 'invalid_type' && issues[0].path.length === 0))?.[0]
+    if (branch) return describeIssue({...branch, path: [...issue.path, ...branch.path]} as z.core.$ZodIssue, schema)
+  }
   if (issue.code === 'unrecognized_keys') {
     const known = knownKeysAt(schema, issue.path)
     const keys = issue.keys.map((key) => {
@@ -262,7 +377,11 @@ function describeIssue(issue: z.core.$ZodIssue, schema: z.ZodType): string {
 function knownKeysAt(schema: z.ZodType, keyPath: readonly PropertyKey[]): string[] {
   let def = (schema as unknown as {_zod: {def: SchemaDef}})._zod.def
   const unwrap = () => {
-    while (def.innerType ?? def.in) def = (def.innerType ?? def.in)!._zod.def
+    for (;;) {
+      const inner = def.innerType ?? def.in ?? def.options?.find((option) => option._zod.def.shape)
+      if (!inner) return
+      def = inner._zod.def
+    }
   }
   for (const part of keyPath) {
     unwrap()
@@ -275,6 +394,7 @@ function knownKeysAt(schema: z.ZodType, keyPath: readonly PropertyKey[]): string
 }
 
 interface SchemaDef {
+  options?: Array<{_zod: {def: SchemaDef}}>
   shape?: Record<string, {_zod: {def: SchemaDef}}>
   element?: {_zod: {def: SchemaDef}}
   innerType?: {_zod: {def: SchemaDef}}

@@ -14,6 +14,7 @@ import {
   paths,
   scriptDetailsSchema,
   scriptListSchema,
+  type Binding,
   type Fence,
   type ScriptDetails as WireScriptDetails,
   type UploadScript,
@@ -29,6 +30,7 @@ import {
   type ScriptDetails,
   type ScriptListPage,
   type UploadScriptInput,
+  type WorkerBinding,
 } from '../types.js'
 import type {z} from 'zod'
 
@@ -70,10 +72,11 @@ export class OnPremProvider implements EdgeProvider {
       releaseGeneration: input.releaseGeneration,
       mainModule: input.mainModule,
       compatibilityDate: input.compatibilityDate,
+      compatibilityFlags: input.compatibilityFlags,
       builderPolicy: input.builderPolicy,
       tags: input.tags,
-      modules: input.modules.map((module) => ({name: module.name, type: 'esModule', contentBase64: Buffer.from(module.content).toString('base64')})),
-      bindings: input.durableObjects.map((object) => ({type: 'durable_object_namespace', name: object.binding, className: object.className})),
+      modules: input.modules.map((module) => ({name: module.name, type: module.type, contentBase64: Buffer.from(module.content).toString('base64')})),
+      bindings: input.bindings.map(wireBindingOf),
     }
     return detailsOf(await this.call('PUT', paths.script(input.scriptName), {body, schema: scriptDetailsSchema, signal}))
   }
@@ -264,6 +267,19 @@ function errorBodyOf(text: string, status: number): {code: string; message: stri
     // Not our host's error shape (a proxy, a crash page): fall back to the status.
   }
   return {code: `http_${status}`, message: ''}
+}
+
+export function wireBindingOf(binding: WorkerBinding): Binding {
+  switch (binding.type) {
+    case 'text':
+      return {type: 'plain_text', name: binding.name, text: binding.text}
+    case 'json':
+      return {type: 'json', name: binding.name, json: binding.json} as Binding
+    case 'durable_object':
+      return {type: 'durable_object_namespace', name: binding.name, className: binding.className}
+    case 'service':
+      return {type: 'service', name: binding.name, script: binding.scriptName}
+  }
 }
 
 function detailsOf(wire: WireScriptDetails): ScriptDetails {

@@ -1,0 +1,57 @@
+// The build-time check: a version must start under workerd before anything is written or uploaded.
+// It runs the same validation sandbox the edge host runs for every upload (a throwaway workerd, the
+// Worker behind the check module that insists on a fetch handler), so a syntax or import error, a
+// missing fetch handler or an unknown compatibility flag is a one-line `usage` error here rather than
+// a failed deploy. The installed workerd is the authority on flags: there is no table to go stale.
+// The sandbox runs in experimental mode: whether experimental flags may run is the host's call.
+import {createHash, randomUUID} from 'node:crypto'
+import {mkdir, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+import {KitError} from '../../errors.js'
+import {runValidationSandbox} from '../../edge-host/runtime/runtime.js'
+import {refusalProblems} from '../../edge-host/runtime/validator.js'
+import {renderValidationConfig} from '../../edge-host/runtime/workerd-config.js'
+import {wireBindingOf} from '../../provider/onprem/client.js'
+import type {BundleModule} from './bundle.js'
+import {MANIFEST_FILE, type WorkerManifest} from './manifest.js'
+import {scriptModulesOf, workerBindingsOf} from './worker-config.js'
+
+/** The sandbox's service name for the Worker; any name will do, workerd's errors are prefixed with it. */
+const SCRIPT = 'worker'
+const START_TIMEOUT_MS = 30_000
+
+/** Throws a one-line KitError('usage') when the Worker does not start. */
+export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainModule: string; modules: readonly BundleModule[]}): Promise<void> {
+  const dir = path.join(tmpdir(), `edgeworkers-check-${randomUUID()}`)
+  const modules = scriptModulesOf(manifest, bundle.modules).map((module) => ({
+    ...module,
+    sha256: createHash('sha256').update(module.content).digest('hex'),
+  }))
+  await mkdir(path.join(dir, 'modules'), {recursive: true, mode: 0o700})
+  for (const module of modules) await writeFile(path.join(dir, 'modules', module.sha256), module.content)
+  // Service targets are resolved at deploy time; the sandbox never calls them.
+  const services = new Map((manifest.services ?? []).map((service) => [service.binding, `dw-${'0'.repeat(48)}`]))
+  const config = renderValidationConfig(
+    [
+      {
+        name: SCRIPT,
+        releaseGeneration: 'check',
+        mainModule: bundle.mainModule,
+        compatibilityDate: manifest.compatibilityDate,
+        compatibilityFlags: manifest.compatibilityFlags ?? [],
+        modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
+        bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
+        secrets: [],
+        serviceAccounts: [],
+      },
+    ],
+    {modulePath: (sha256) => `modules/${sha256}`, egressAllow: ['public'], serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`},
+  )
+  const outcome = await runValidationSandbox(dir, config, {startTimeoutMs: START_TIMEOUT_MS, experimental: true})
+  if (outcome.ok) return
+  const problems = refusalProblems(outcome.error, SCRIPT)
+  const unknownFlag = problems.map((problem) => /^No such compatibility flag: (\S+)/.exec(problem)?.[1]).find(Boolean)
+  if (unknownFlag) throw new KitError('usage', `${MANIFEST_FILE}: key "compatibilityFlags": workerd has no compatibility flag ${JSON.stringify(unknownFlag)}`)
+  throw new KitError('usage', `the Worker does not start under workerd: ${problems.join('; ')}`)
+}

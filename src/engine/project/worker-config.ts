@@ -1,0 +1,33 @@
+// What the edge host is told to run for a verified version: the bundle's modules with the types the
+// manifest gives them, the manifest's compatibility flags, and the Worker's env. One place, so the
+// build-time check (./check.ts) and the deploy task upload the same Worker.
+import type {ScriptModule, WorkerBinding} from '../../provider/types.js'
+import type {BundleModule} from './bundle.js'
+import {moduleEntriesOf, STATIC_DATA_BINDING, type WorkerManifest} from './manifest.js'
+import {staticDataOf} from './version-digests.js'
+
+/** The bundle's modules (tuple order) with their types. */
+export function scriptModulesOf(manifest: WorkerManifest, modules: readonly BundleModule[]): ScriptModule[] {
+  const types = new Map(moduleEntriesOf(manifest).map((entry) => [entry.name, entry.type]))
+  return modules.map((module) => ({name: module.name, type: types.get(module.name) ?? 'esModule', content: module.content}))
+}
+
+/**
+ * The Worker's env: vars (a string is a text binding, any other JSON value a JSON binding), the
+ * static data as env.STATIC_DATA, the Durable Object namespaces, and the service bindings with
+ * their targets' script names (`services`: binding name → script name).
+ */
+export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap<string, string>): WorkerBinding[] {
+  return [
+    ...Object.entries(manifest.vars ?? {}).map(([name, value]): WorkerBinding =>
+      typeof value === 'string' ? {type: 'text', name, text: value} : {type: 'json', name, json: value},
+    ),
+    {type: 'json', name: STATIC_DATA_BINDING, json: staticDataOf(manifest)},
+    ...(manifest.durableObjects ?? []).map((object): WorkerBinding => ({type: 'durable_object', name: object.binding, className: object.className})),
+    ...(manifest.services ?? []).map((service): WorkerBinding => {
+      const scriptName = services.get(service.binding)
+      if (scriptName === undefined) throw new Error(`service binding ${service.binding} was not resolved`)
+      return {type: 'service', name: service.binding, scriptName}
+    }),
+  ]
+}
