@@ -10,7 +10,8 @@ export default class Deploy extends BaseCommand<typeof Deploy> {
 
 The project directory holds edgeworker.json (main module, modules, compatibility date, builder policy,
 static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a later pass, 8 failed,
-9 uncertain, 2 bad project, 5 unknown department, 6 refused by a gate.`
+9 uncertain, 2 bad project, 5 unknown department, 6 refused by a gate or superseded (a newer deploy
+of the same Worker wins).`
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
     '<%= config.bin %> deploy ./my-worker --department acme-sales --no-wait',
@@ -71,6 +72,7 @@ static data, dependencies). Exit codes: 0 completed, 7 deferred or left to a lat
     )
     const exitFor: Record<DeployOutcome['state'], number> = {
       completed: ExitCode.ok,
+      superseded: ExitCode.refused,
       deferred: ExitCode.pending,
       pending: ExitCode.pending,
       failed: ExitCode.failed,
