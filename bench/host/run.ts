@@ -133,7 +133,7 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
   }
   const config = renderValidationConfig([script], {modulePath: (digest) => digest, egressAllow: ['public']})
   writeFileSync(path.join(dir, 'config.capnp'), config.text)
-  const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), sockets: config.sockets, cwd: dir, startTimeoutMs: 30_000})
+  const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), sockets: config.sockets, cwd: dir, startTimeoutMs: 30_000, pidDir: dir, pidLabel: 'bench'})
   if (!outcome.ok) throw new Error(outcome.error)
   return {process: outcome.process, url: `http://127.0.0.1:${outcome.process.ports.get(script.name)}/`}
 }

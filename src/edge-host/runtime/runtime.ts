@@ -4,19 +4,19 @@
 // Files under <data dir>:
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
 //   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
-//   runtime/shard-<i>.pid            pid of the shard's workerd, to clean up after a host crash
+//   runtime/pids/<shard-i|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
 //   runtime/validate/<id>/           a validation sandbox's config, deleted right after
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {chmod, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, rename, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
 import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
-import {WorkerdProcess} from './workerd-process.js'
+import {killRecordedLeftovers, WorkerdProcess} from './workerd-process.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -53,7 +53,7 @@ export class WorkerdRuntime {
           index,
           loadScripts: () => options.scriptsOfShard(index),
           prepare: (scripts) => this.prepareShard(index, scripts),
-          recordPid: (pid) => void this.recordPid(index, pid),
+          pidDir: this.pidDir,
           coalesceWindowMs: options.coalesceWindowMs,
           drainTimeoutMs: options.drainTimeoutMs,
           startTimeoutMs: options.startTimeoutMs,
@@ -67,6 +67,7 @@ export class WorkerdRuntime {
   /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
   async start(): Promise<void> {
     await mkdir(this.modulesDir, {recursive: true, mode: 0o700})
+    await mkdir(this.pidDir, {recursive: true, mode: 0o700})
     await this.killLeftoverProcesses()
     await rm(path.join(this.runtimeDir, 'validate'), {recursive: true, force: true})
     const results = await Promise.allSettled(this.shards.map((shard) => shard.start()))
@@ -108,7 +109,7 @@ export class WorkerdRuntime {
     const config = renderValidationConfig(scripts, this.renderOptions())
     const configPath = await this.writeConfig(dir, config.text)
     try {
-      const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
+      const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, startTimeoutMs: this.options.startTimeoutMs, pidDir: this.pidDir, pidLabel: 'validate'})
       this.options.log.debug({scripts: scripts.map((script) => script.name), ok: outcome.ok}, 'validation sandbox')
       if (!outcome.ok) return outcome
       await outcome.process.kill()
@@ -163,36 +164,16 @@ export class WorkerdRuntime {
     return configPath
   }
 
-  private pidFile(index: number): string {
-    return path.join(this.runtimeDir, `shard-${index}.pid`)
-  }
-
-  private async recordPid(index: number, pid: number | null): Promise<void> {
-    if (pid === null) await rm(this.pidFile(index), {force: true})
-    else await writeFile(this.pidFile(index), String(pid))
+  private get pidDir(): string {
+    return path.join(this.runtimeDir, 'pids')
   }
 
   /**
-   * A host that crashed leaves its workerd children running, holding Durable Object files the new
-   * shards are about to open. Kill the ones the pid files name if they still run one of our configs.
+   * A host killed where workerd has no parent-death signal leaves its workerd children running,
+   * holding Durable Object files the new shards are about to open: kill the ones it recorded.
    */
   private async killLeftoverProcesses(): Promise<void> {
-    const pidFiles = (await readdir(this.runtimeDir)).filter((file) => /^shard-\d+\.pid$/.test(file))
-    for (const file of pidFiles) {
-      const pid = Number(await readFile(path.join(this.runtimeDir, file), 'utf8'))
-      const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
-      if (commandLine.includes('workerd') && commandLine.includes(this.runtimeDir)) {
-        this.options.log.warn({pid}, 'killing a workerd left over from a previous host process')
-        process.kill(pid, 'SIGKILL')
-        while (existsSync(`/proc/${pid}`) && !(await isZombie(pid))) await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-      await rm(path.join(this.runtimeDir, file), {force: true})
-    }
+    for (const pid of await killRecordedLeftovers(this.pidDir)) this.options.log.warn({pid}, 'killed a workerd left over from a previous host process')
     await Promise.all(this.shards.map((shard) => rm(path.join(this.runtimeDir, `shard-${shard.index}`), {recursive: true, force: true})))
   }
-}
-
-async function isZombie(pid: number): Promise<boolean> {
-  const status = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
-  return status === '' || / Z /.test(status)
 }
