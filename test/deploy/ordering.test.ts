@@ -234,6 +234,45 @@ describeEachStore('the newest deploy wins', (t) => {
     }
   })
 
+  test('a deploy whose release is replaced on the host while it waits for readiness ends superseded at once', async () => {
+    const proxy = await new FaultProxy(() => host.adminUrl).start()
+    let releaseProbe!: () => void
+    const probeHeld = new Promise<void>((resolve) => (releaseProbe = resolve))
+    let probeReached!: () => void
+    const reached = new Promise<void>((resolve) => (probeReached = resolve))
+    await setUp(FAST, proxy.url)
+    try {
+      const department = await kit.department()
+      const v1 = await deployWorker(engine, {projectDir: project('replaced'), departmentId: department, wait: false})
+      const held = `releaseGeneration=${encodeURIComponent(v1.releaseGeneration)}`
+      proxy.rule = ({url}) =>
+        url.includes(held)
+          ? {
+              kind: 'before_forward',
+              run: async () => {
+                probeReached()
+                await probeHeld
+              },
+            }
+          : {kind: 'forward'}
+      const first = runDeployTask(engine, {outboxId: v1.outboxId, companyId: kit.companyId, departmentId: department, messageId: v1.outboxId})
+      await reached
+      // v1's runner is stuck in a probe past its lease (2 s): v2 is not held back by it, and replaces v1 on the host.
+      await new Promise((resolve) => setTimeout(resolve, 2_500))
+      const v2 = await deployWorker(engine, {projectDir: project('replacement'), departmentId: department, wait: true})
+      expect(v2.state).toBe('completed')
+      releaseProbe()
+      // The readiness deadline is the default 600 s: only noticing the replacement ends this in time.
+      expect(await first).toMatchObject({outcome: 'superseded', newerVersionId: v2.versionId})
+      expect(await store.outbox.get(v1.outboxId)).toMatchObject({status: 'cancelled', last_error_code: 'deploy_superseded'})
+      await expectNewestServes(department, 'replacement')
+    } finally {
+      releaseProbe()
+      await tearDown()
+      await proxy.stop()
+    }
+  })
+
   test('seeded kill -9 campaign: 4 deploys of 2 departments killed at random stages, host restarts included: each ends on its newest version', {timeout: 180_000}, async () => {
     await setUp()
     try {
