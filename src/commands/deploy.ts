@@ -21,7 +21,7 @@ without touching the store or the host.
 
 Exit codes: 0 completed (or planned, with --dry-run), 7 deferred or left to a later pass, 8 failed,
 9 uncertain, 2 bad project (manifest, module or flag), 5 unknown department, 6 refused by a gate or a
-service binding.`
+service binding, or superseded (a newer deploy of the same Worker wins).`
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
     '<%= config.bin %> deploy ./my-wrangler-project --department acme-sales --env staging',
@@ -96,6 +96,7 @@ service binding.`
     )
     const exitFor: Record<DeployOutcome['state'], number> = {
       completed: ExitCode.ok,
+      superseded: ExitCode.refused,
       deferred: ExitCode.pending,
       pending: ExitCode.pending,
       failed: ExitCode.failed,

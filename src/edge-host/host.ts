@@ -3,7 +3,7 @@
 // hosts in-process through it too.
 //
 // Data dir layout: host.sqlite (state), identity.key (Ed25519, 0600), host.json (addresses of the
-// running host), host.lock (pid of the running host), runtime/ and do/ (see runtime/runtime.ts),
+// running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
 // runtime/snapshots/ (data snapshots being streamed, see snapshot.ts).
 import {existsSync} from 'node:fs'
 import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
@@ -17,6 +17,7 @@ import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
 import {HostMetrics} from './metrics.js'
+import {isSameLiveProcess, processStartTime} from './runtime/process-identity.js'
 import {serviceBindingSocketPath, WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
 import {clearSnapshotLeftovers} from './snapshot.js'
@@ -263,30 +264,26 @@ async function writeFileAtomically(file: string, text: string): Promise<void> {
   await rename(temporary, file)
 }
 
-/** One host per data dir: two would run the same Durable Objects from the same files. */
+/**
+ * One host per data dir: two would run the same Durable Objects from the same files. The lock file
+ * names its holder by pid and start time, so a killed host — gone, a zombie not yet reaped, or its
+ * pid reused by another process — never blocks the next start (./runtime/process-identity.ts).
+ */
 async function acquireLock(dataDir: string): Promise<void> {
   const file = path.join(dataDir, LOCK_FILE)
+  const holder = `${process.pid} ${processStartTime(process.pid) ?? ''}`
   try {
-    await writeFile(file, String(process.pid), {flag: 'wx'})
+    await writeFile(file, holder, {flag: 'wx'})
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    const holder = Number(await readFile(file, 'utf8').catch(() => ''))
-    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
-      throw new KitError('conflict', `another edge host (pid ${holder}) is running on ${dataDir}`)
+    const [pid, startTime] = (await readFile(file, 'utf8').catch(() => '')).trim().split(' ')
+    if (isSameLiveProcess(Number(pid), startTime ?? '')) {
+      throw new KitError('conflict', `another edge host (pid ${pid}) is running on ${dataDir}`)
     }
-    await writeFile(file, String(process.pid))
+    await writeFile(file, holder)
   }
 }
 
 async function releaseLock(dataDir: string): Promise<void> {
   await rm(path.join(dataDir, LOCK_FILE), {force: true})
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }

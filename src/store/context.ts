@@ -36,10 +36,14 @@ export class StoreContext {
     return this.env.backend === 'postgres'
   }
 
-  /** Runs several statements as one unit: inside the caller's transaction, or in a new one. */
+  /**
+   * Runs several statements as one unit: inside the caller's transaction, or in a new one. A new
+   * one that PostgreSQL aborts as a deadlock victim or serialization failure is run again (see
+   * retryingConflicts); a nested one is retried with its outermost transaction.
+   */
   async atomic<T>(work: (ctx: StoreContext) => Promise<T>): Promise<T> {
     if (this.inTransaction) return work(this)
-    return this.db.transaction().execute((trx) => work(new StoreContext(trx, this.env, true)))
+    return retryingConflicts(() => this.db.transaction().execute((trx) => work(new StoreContext(trx, this.env, true))))
   }
 
   /**
@@ -48,6 +52,32 @@ export class StoreContext {
    * reader could fail with SQLITE_BUSY_SNAPSHOT when another process commits first.
    */
   async write<T>(work: (ctx: StoreContext) => Promise<T>): Promise<T> {
-    return this.env.backend === 'postgres' ? work(this) : this.atomic(work)
+    if (this.env.backend !== 'postgres') return this.atomic(work)
+    return this.inTransaction ? work(this) : retryingConflicts(() => work(this))
+  }
+}
+
+/** PostgreSQL's deadlock_detected and serialization_failure: the whole transaction was rolled back. */
+const CONFLICT_CODES = new Set(['40P01', '40001'])
+const CONFLICT_ATTEMPTS = 5
+
+export function isTransientConflict(error: unknown): boolean {
+  return CONFLICT_CODES.has(String((error as {code?: unknown} | null)?.code))
+}
+
+/**
+ * Runs a transaction again when PostgreSQL rolled it back as a conflict: nothing of it was applied,
+ * so running it again is safe, and a lane retries the row rather than losing its batch. Every
+ * transaction takes its locks in one order (outbox → worker → version), so this is a safety net,
+ * not the way deadlocks are avoided.
+ */
+async function retryingConflicts<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run()
+    } catch (error) {
+      if (!isTransientConflict(error) || attempt >= CONFLICT_ATTEMPTS) throw error
+      await new Promise((resolve) => setTimeout(resolve, 10 * attempt + Math.random() * 40))
+    }
   }
 }

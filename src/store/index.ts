@@ -162,6 +162,7 @@ export function repositoriesFor(ctx: StoreContext): Repositories {
 }
 
 export type {Backend, Clock} from './context.js'
+export {isTransientConflict} from './context.js'
 export type {SchemaStatus} from './migrator.js'
 export {deterministicId, newId, scriptNameFor, SCRIPT_NAME_PATTERN, TENANT_ID_PATTERN} from './ids.js'
 export {AUDIT_ID_CONFLICT, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
@@ -179,7 +180,8 @@ export {
   type SettleOptions,
 } from './repositories/outbox.js'
 export type {PurgeCounts} from './repositories/tenants.js'
-export type {DeploymentSnapshot} from './repositories/deployments.js'
+export type {DeploymentSnapshot, NewerDeploy} from './repositories/deployments.js'
+export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED} from './repositories/deployments.js'
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
 export {cooldownStamp, stampOf, type SweepStamp} from './repositories/sweeps.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'

@@ -1,7 +1,7 @@
 // The real CLI: `edgeworkers host serve` as a subprocess — addresses in host.json, JSON logs, the
 // pairing code printed once (and again by `host pairing-code`), serving, and a clean SIGTERM.
 import {execFile, spawn, type ChildProcess} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync, readdirSync, rmSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {promisify} from 'node:util'
@@ -82,13 +82,14 @@ test('serves, pairs and stops cleanly on SIGTERM', async () => {
   expect(used.code).toBe(6)
   expect(used.stderr).toContain('already used')
 
-  const pidFile = path.join(dataDir, 'runtime', 'shard-0.pid')
-  const workerdPid = Number(readFileSync(pidFile, 'utf8'))
+  const pidDir = path.join(dataDir, 'runtime', 'pids')
+  const workerdPids = readdirSync(pidDir).map((file) => Number(path.extname(file).slice(1)))
+  expect(workerdPids.length).toBeGreaterThan(0)
   serve.kill('SIGTERM')
   expect(await exited).toBe(0)
-  expect(existsSync(`/proc/${workerdPid}`)).toBe(false)
+  for (const pid of workerdPids) expect(existsSync(`/proc/${pid}`)).toBe(false)
   expect(existsSync(path.join(dataDir, 'host.json'))).toBe(false)
-  expect(readdirSync(path.join(dataDir, 'runtime')).filter((file) => file.endsWith('.pid'))).toEqual([])
+  expect(readdirSync(pidDir)).toEqual([])
   expect(stdout).toContain('"msg":"edge host stopped"')
   // Neither the secret nor the code ever reached the logs.
   expect(stdout + stderr.replace(/pairing code: .*\n/, '')).not.toContain(secret)

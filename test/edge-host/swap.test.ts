@@ -2,7 +2,7 @@
 // gets its new workerd; overlap: the new workerd starts beside the old one), never dropping a
 // request; deploys that arrive together share one restart; a workerd that dies is replaced while
 // requests wait.
-import {readFileSync} from 'node:fs'
+import {readdirSync} from 'node:fs'
 import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
@@ -78,7 +78,8 @@ describe('a shard with Durable Objects: requests are held during each swap', () 
 
   test('a workerd that dies is replaced, and requests meanwhile wait for it', async () => {
     const restarts = (await client.call('GET', paths.inventory)).body.shards[0].restarts as number
-    const pid = Number(readFileSync(path.join(host.dataDir, 'runtime', 'shard-0.pid'), 'utf8'))
+    const [record] = readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
+    const pid = Number(path.extname(record!).slice(1))
     process.kill(pid, 'SIGKILL')
     const responses = await Promise.all(Array.from({length: 5}, () => fetch(`${host.publicUrl}/${redeployed}/`).then((response) => response.text())))
     expect(responses).toEqual(Array(5).fill('version 20'))

@@ -249,7 +249,7 @@ describeEachStore('operator retry and cancel', (t) => {
     })
     const deploy = await rowIn(t, 'pending', {worker_id: worker.id, version_id: version.id})
     const token = await lease(t.store, deploy.id)
-    expect(await t.store.deployments.beginDeploying({outboxId: deploy.id, leaseToken: token, workerId: worker.id, versionId: version.id})).toBe(true)
+    expect(await t.store.deployments.beginDeploying({outboxId: deploy.id, leaseToken: token, workerId: worker.id, versionId: version.id})).toEqual({outcome: 'deploying'})
     expect(await t.store.deployments.retryLater({outboxId: deploy.id, leaseToken: token, workerId: worker.id, versionId: version.id, errorCode: 'edge_host_no_answer', error: 'cut', keepDeploying: true})).toBe('rescheduled')
 
     expect(await t.store.outbox.cancel(deploy.id, {scope: SCOPE})).toMatchObject({outcome: 'deploying'})

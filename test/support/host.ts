@@ -27,6 +27,8 @@ export interface TestHostOptions {
   maxFenceTtlSeconds?: number
   /** Reuse a data dir (it is then not removed on stop). */
   dataDir?: string
+  /** Receives every host log entry at info and above (e.g. to count `script uploaded`). */
+  onLog?: (entry: Record<string, unknown>) => void
 }
 
 export interface Pairing {
@@ -63,9 +65,10 @@ const TEST_DEFAULTS: Partial<HostSettings> = {
   start_timeout_ms: 30_000,
 }
 
-/** Host logs are silent in tests unless EDGEWORKERS_TEST_HOST_LOG=1. */
-function testLogger() {
-  return pino({level: process.env.EDGEWORKERS_TEST_HOST_LOG ? 'info' : 'silent'})
+/** Host logs are silent in tests unless EDGEWORKERS_TEST_HOST_LOG=1 or the test asked for them. */
+function testLogger(onLog?: (entry: Record<string, unknown>) => void) {
+  if (!onLog) return pino({level: process.env.EDGEWORKERS_TEST_HOST_LOG ? 'info' : 'silent'})
+  return pino({level: 'info'}, {write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>)})
 }
 
 export async function startTestHost(options: TestHostOptions = {}): Promise<TestHost> {
@@ -73,7 +76,7 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'edgeworkers-host-'))
   const settings = {...TEST_DEFAULTS, ...options.settings}
   const start = (overrides: Partial<HostSettings> = {}) =>
-    startHost({dataDir, settings: {...settings, ...overrides}, maxFenceTtlSeconds: options.maxFenceTtlSeconds, logger: testLogger()})
+    startHost({dataDir, settings: {...settings, ...overrides}, maxFenceTtlSeconds: options.maxFenceTtlSeconds, logger: testLogger(options.onLog)})
 
   let host: RunningHost
   try {

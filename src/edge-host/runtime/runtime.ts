@@ -4,20 +4,20 @@
 // Files under <data dir>:
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
 //   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
-//   runtime/shard-<i>.pid            pid of the shard's workerd, to clean up after a host crash
+//   runtime/pids/<shard-i|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
 //   runtime/validate/<id>/           a validation sandbox's config, deleted right after
 //   runtime/services.sock            the service-binding listener (see ../data-plane.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {chmod, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, rename, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
 import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
-import {WorkerdProcess} from './workerd-process.js'
+import {killRecordedLeftovers, WorkerdProcess} from './workerd-process.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -56,7 +56,7 @@ export class WorkerdRuntime {
           index,
           loadScripts: () => options.scriptsOfShard(index),
           prepare: (scripts) => this.prepareShard(index, scripts),
-          recordPid: (pid) => void this.recordPid(index, pid),
+          pidDir: this.pidDir,
           coalesceWindowMs: options.coalesceWindowMs,
           drainTimeoutMs: options.drainTimeoutMs,
           startTimeoutMs: options.startTimeoutMs,
@@ -70,6 +70,7 @@ export class WorkerdRuntime {
   /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
   async start(): Promise<void> {
     await mkdir(this.modulesDir, {recursive: true, mode: 0o700})
+    await mkdir(this.pidDir, {recursive: true, mode: 0o700})
     await this.killLeftoverProcesses()
     await rm(path.join(this.runtimeDir, 'validate'), {recursive: true, force: true})
     const results = await Promise.allSettled(this.shards.map((shard) => shard.start()))
@@ -111,6 +112,7 @@ export class WorkerdRuntime {
     const outcome = await runValidationSandbox(dir, renderValidationConfig(scripts, this.renderOptions()), {
       startTimeoutMs: this.options.startTimeoutMs,
       experimental: this.options.experimental,
+      pidRecord: {dir: this.pidDir, label: 'validate'},
     })
     this.options.log.debug({scripts: scripts.map((script) => script.name), ok: outcome.ok}, 'validation sandbox')
     return outcome
@@ -156,31 +158,16 @@ export class WorkerdRuntime {
     }
   }
 
-  private pidFile(index: number): string {
-    return path.join(this.runtimeDir, `shard-${index}.pid`)
-  }
-
-  private async recordPid(index: number, pid: number | null): Promise<void> {
-    if (pid === null) await rm(this.pidFile(index), {force: true})
-    else await writeFile(this.pidFile(index), String(pid))
+  private get pidDir(): string {
+    return path.join(this.runtimeDir, 'pids')
   }
 
   /**
-   * A host that crashed leaves its workerd children running, holding Durable Object files the new
-   * shards are about to open. Kill the ones the pid files name if they still run one of our configs.
+   * A host killed where workerd has no parent-death signal leaves its workerd children running,
+   * holding Durable Object files the new shards are about to open: kill the ones it recorded.
    */
   private async killLeftoverProcesses(): Promise<void> {
-    const pidFiles = (await readdir(this.runtimeDir)).filter((file) => /^shard-\d+\.pid$/.test(file))
-    for (const file of pidFiles) {
-      const pid = Number(await readFile(path.join(this.runtimeDir, file), 'utf8'))
-      const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
-      if (commandLine.includes('workerd') && commandLine.includes(this.runtimeDir)) {
-        this.options.log.warn({pid}, 'killing a workerd left over from a previous host process')
-        process.kill(pid, 'SIGKILL')
-        while (existsSync(`/proc/${pid}`) && !(await isZombie(pid))) await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-      await rm(path.join(this.runtimeDir, file), {force: true})
-    }
+    for (const pid of await killRecordedLeftovers(this.pidDir)) this.options.log.warn({pid}, 'killed a workerd left over from a previous host process')
     await Promise.all(this.shards.map((shard) => rm(path.join(this.runtimeDir, `shard-${shard.index}`), {recursive: true, force: true})))
   }
 }
@@ -197,7 +184,7 @@ export function serviceBindingSocketPath(dataDir: string): string {
 export async function runValidationSandbox(
   dir: string,
   config: RenderedConfig,
-  options: {startTimeoutMs: number; experimental: boolean},
+  options: {startTimeoutMs: number; experimental: boolean; pidRecord?: {dir: string; label: string}},
 ): Promise<ValidationOutcome> {
   try {
     const configPath = await writeConfig(dir, config.text)
@@ -217,9 +204,4 @@ async function writeConfig(dir: string, text: string): Promise<string> {
   await writeFile(configPath, text, {mode: 0o600})
   await chmod(configPath, 0o600)
   return configPath
-}
-
-async function isZombie(pid: number): Promise<boolean> {
-  const status = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
-  return status === '' || / Z /.test(status)
 }

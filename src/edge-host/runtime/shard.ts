@@ -33,8 +33,8 @@ export interface ShardOptions {
   /** The scripts this shard must run now (read at each swap). */
   loadScripts(): RunnableScript[]
   prepare(scripts: RunnableScript[]): Promise<PreparedConfig>
-  /** Records the pid of the running process so a later host can clean up after a crash. */
-  recordPid(pid: number | null): void
+  /** Where workerd processes are recorded while they run, so a later host can clean up after a crash. */
+  pidDir: string
   coalesceWindowMs: number
   drainTimeoutMs: number
   startTimeoutMs: number
@@ -245,6 +245,7 @@ export class Shard {
         cwd: prepared.cwd,
         startTimeoutMs: this.options.startTimeoutMs,
         experimental: prepared.experimental,
+        pidRecord: {dir: this.options.pidDir, label: `shard-${this.index}`},
         onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
       })
       if (!outcome.ok) {
@@ -264,11 +265,13 @@ export class Shard {
     this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid}, 'shard serving')
   }
 
-  /** Stops a replaced process once the requests it still serves are done. */
+  /** Stops a replaced process once the requests it still serves are done, or the drain timeout passed. */
   private retire(replaced: {process: WorkerdProcess; agent: Agent; retired: Waiter<void>}): void {
     replaced.retired.resolve()
     const retiring = (async () => {
-      await replaced.agent.close()
+      // A request that never ends (a Worker spinning in a loop) must not keep the process alive.
+      const closed = replaced.agent.close()
+      if ((await Promise.race([closed.then(() => 'closed'), sleep(this.options.drainTimeoutMs)])) !== 'closed') await replaced.agent.destroy()
       await replaced.process.stop()
     })()
     this.retiring.add(retiring)
@@ -294,7 +297,6 @@ export class Shard {
         },
       ]),
     )
-    this.options.recordPid(process.pid)
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       this.options.log.error({shard: this.index, ...exit}, 'workerd exited unexpectedly; restarting the shard')
@@ -348,7 +350,6 @@ export class Shard {
     // After a drain timeout some requests are still inside: cut them rather than wait forever.
     await (this.inFlight === 0 ? agent?.close() : agent?.destroy())
     await process?.stop(this.inFlight === 0 ? QUIET_STOP_GRACE_MS : undefined)
-    this.options.recordPid(null)
   }
 
   private nextCrashBackoff(): number {

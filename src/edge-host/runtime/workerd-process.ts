@@ -1,17 +1,37 @@
 // One workerd process: spawned on a config file with `--control-fd 3`, it is up once workerd has
 // reported the port of every socket of the config; if it exits first, its stderr says why (a module
 // that fails to compile makes the whole process exit).
-import {spawn, type ChildProcess} from 'node:child_process'
+//
+// workerd dies with the host, whatever kills the host: on Linux it is started through util-linux
+// `setpriv --pdeathsig KILL`, which sets the kernel's parent-death signal and then execs workerd
+// (same pid, same fds) — a host killed with SIGKILL takes its children along. Every process is also
+// recorded in the pid directory (pid + start time) until it exits, so a host start can kill the
+// leftovers of a predecessor where no death signal exists (killRecordedLeftovers).
+import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
+import {readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
+import path from 'node:path'
 import {createInterface} from 'node:readline'
+import {isSameLiveProcess, processStartTime} from './process-identity.js'
 
 /** The workerd binary of the npm `workerd` package. */
 export const WORKERD_BINARY: string = (createRequire(import.meta.url)('workerd') as {default: string}).default
 
 /** How much of workerd's stderr a failed start reports. */
 const STDERR_LIMIT = 16 * 1024
-/** Time a stopped process gets to drain before it is killed. */
-const STOP_GRACE_MS = 10_000
+/**
+ * Time a stopped process gets after SIGTERM before SIGKILL. The shard has already drained it (up to
+ * the drain timeout) before it stops it, so this only covers workerd's own shutdown — and a Worker
+ * spinning in a loop, which never lets it end.
+ */
+const STOP_GRACE_MS = 2_000
+
+/** The parent-death-signal wrapper, where this system has one that works. */
+const DEATH_SIGNAL_WRAPPER: string[] = (() => {
+  if (process.platform !== 'linux') return []
+  const probe = spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], {stdio: 'ignore'})
+  return probe.status === 0 ? ['setpriv', '--pdeathsig', 'KILL', '--'] : []
+})()
 
 /**
  * Every workerd this process started and that still runs. If the host process dies without stopping
@@ -35,6 +55,11 @@ export interface StartOptions {
   startTimeoutMs: number
   /** Pass `--experimental` (host.experimental): lets Workers use flags and features workerd marks experimental. */
   experimental?: boolean
+  /**
+   * Where the host records the process while it runs, as `<pidLabel>.<pid>` (see
+   * killRecordedLeftovers). The kit's build check runs without one: it outlives no host.
+   */
+  pidRecord?: {dir: string; label: string}
 }
 
 export class WorkerdProcess {
@@ -55,16 +80,21 @@ export class WorkerdProcess {
   }
 
   static start(options: StartOptions): Promise<StartOutcome> {
-    const args = ['serve', options.configPath, '--control-fd', '3', ...(options.experimental ? ['--experimental'] : [])]
-    const child = spawn(WORKERD_BINARY, args, {
+    const [command, ...prefix] = [...DEATH_SIGNAL_WRAPPER, WORKERD_BINARY]
+    const args = [...prefix, 'serve', options.configPath, '--control-fd', '3', ...(options.experimental ? ['--experimental'] : [])]
+    const child = spawn(command!, args, {
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     })
     running.add(child)
+    const record = child.pid === undefined || !options.pidRecord ? null : path.join(options.pidRecord.dir, `${options.pidRecord.label}.${child.pid}`)
+    // The start time read now is the wrapper's, and exec keeps it: the record names workerd.
+    if (record) writeFileSync(record, processStartTime(child.pid!) ?? '')
     let stderr = ''
     const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => {
       child.once('exit', (code, signal) => {
         running.delete(child)
+        if (record) rmSync(record, {force: true})
         resolve({code, signal})
       })
     })
@@ -116,6 +146,26 @@ export class WorkerdProcess {
     this.child.kill('SIGKILL')
     await this.exited
   }
+}
+
+/**
+ * Kills the workerd processes a previous host process recorded in `pidDir` and that still run (a
+ * host killed outright where no death signal exists), and clears the records. A record whose pid
+ * now names another process (start time differs) is dropped, never killed. Returns the pids killed.
+ */
+export async function killRecordedLeftovers(pidDir: string): Promise<number[]> {
+  const killed: number[] = []
+  for (const file of readdirSync(pidDir)) {
+    const pid = Number(path.extname(file).slice(1))
+    const startTime = readFileSync(path.join(pidDir, file), 'utf8')
+    if (Number.isInteger(pid) && pid > 0 && isSameLiveProcess(pid, startTime)) {
+      process.kill(pid, 'SIGKILL')
+      killed.push(pid)
+      while (processStartTime(pid) !== null) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    rmSync(path.join(pidDir, file), {force: true})
+  }
+  return killed
 }
 
 function parseControlMessage(line: string): {event?: unknown; socket?: unknown; port?: unknown} | null {

@@ -1,7 +1,7 @@
 // `edgeworkers deploy` as one engine call: build and commit the version, enqueue its deploy, and
 // (unless asked not to wait) run the deploy task in-process. Gates and pairing are checked before
 // anything is written, so a refused deploy leaves no artifact, version or outbox row.
-import type {OutboxRow} from '../../store/index.js'
+import {DEPLOY_SUPERSEDED, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {enqueueDeploy} from './enqueue.js'
@@ -11,7 +11,8 @@ import {requireProvider} from '../provider.js'
 import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
 import {workerUrl} from '../workers.js'
 
-export type DeployState = 'completed' | 'deferred' | 'pending' | 'failed' | 'uncertain'
+/** `superseded`: a newer version of the Worker was queued or deployed meanwhile; this one settled without serving. */
+export type DeployState = 'completed' | 'superseded' | 'deferred' | 'pending' | 'failed' | 'uncertain'
 
 export interface DeployOutcome {
   state: DeployState
@@ -97,6 +98,7 @@ export async function deployWorker(
       return outcome('completed', null, null)
     case 'failed':
     case 'uncertain':
+    case 'superseded':
       return outcome(result.outcome, result.code, result.message)
     case 'retry':
       return outcome(result.exhausted ? 'failed' : 'pending', result.code, result.exhausted ? result.message : `${result.message}; a later pass retries`)
@@ -117,5 +119,6 @@ function isFinished(row: OutboxRow): boolean {
 }
 
 function stateOfFinished(row: OutboxRow): DeployState {
+  if (row.status === 'cancelled' && row.last_error_code === DEPLOY_SUPERSEDED) return 'superseded'
   return row.status === 'completed' ? 'completed' : row.status === 'uncertain' ? 'uncertain' : 'failed'
 }

@@ -46,11 +46,12 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
     throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')
   }
   if (existingWorker) {
-    // The same release again is the same version while it serves or is on its way; a release that
-    // was superseded or failed gets a new version, so deploying it again (a rollback) really deploys.
-    const same = await store.deployments.findVersionByGeneration(existingWorker.id, built.releaseGeneration)
-    const live = same && (same.id === existingWorker.current_version_id || same.state === 'built' || same.state === 'deploying')
-    if (live) return {worker: existingWorker, version: same, reused: true, source: built.source}
+    // The same release again is the same version while it is the Worker's newest and serves or is on
+    // its way. Otherwise it gets a new version — the newest, which wins (docs/scheduling.md): deploying
+    // an older release again (a rollback) really deploys, even over a newer version still queued.
+    const newest = await store.deployments.newestVersion(existingWorker.id)
+    const live = newest?.release_generation === built.releaseGeneration && (newest.id === existingWorker.current_version_id || newest.state === 'built' || newest.state === 'deploying')
+    if (live) return {worker: existingWorker, version: newest, reused: true, source: built.source}
   }
 
   const versionId = newId()

@@ -3,8 +3,11 @@
 // integrity → deploying → legacy-secret purge → upload → read back → readiness gate → settle).
 // Every durable step is fenced by the lease token; a runner killed at any line leaves a row that a
 // later pass resumes (reconcile mode for a `deploying` version) without downgrading anything.
-import {deterministicId} from '../../store/index.js'
-import type {OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
+// The newest deploy of a Worker wins (docs/scheduling.md "Which deploy wins"): a row whose Worker has
+// a newer version queued or deployed settles superseded — checked at the snapshot, again under the
+// Worker's lock right before any upload, while waiting for readiness, and at the settle.
+import {deterministicId, DEPLOY_SUPERSEDED} from '../../store/index.js'
+import type {NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
@@ -40,6 +43,8 @@ export type DeployStage =
 export type DeployTaskResult =
   | {outcome: 'completed'; versionId: string; releaseGeneration: string; scriptName: string; reconciled: boolean}
   | {outcome: 'failed' | 'uncertain'; code: string; message: string}
+  /** A newer version of the Worker is queued or deployed: the row settled `cancelled` (`deploy_superseded`). */
+  | {outcome: 'superseded'; code: typeof DEPLOY_SUPERSEDED; message: string; newerVersionId: string}
   | {outcome: 'retry'; code: string; message: string; exhausted: boolean}
   /** DeploymentRetryLater: the execution gate is closed; the row was not touched. */
   | {outcome: 'retry_later'; message: string}
@@ -51,6 +56,8 @@ export interface DeployTaskOptions {
 }
 
 const TAGS = ['edgeworkers-kit']
+/** Another deploy of the same Worker holds the upload; this row retries on the backoff ladder. */
+export const WORKER_DEPLOY_BUSY = 'worker_deploy_busy'
 
 export async function runDeployTask(engine: Engine, args: DeployTaskArgs, options: DeployTaskOptions = {}): Promise<DeployTaskResult> {
   for (const [name, value] of Object.entries(args)) {
@@ -90,6 +97,16 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
     return {outcome: 'retry', code, message, exhausted: outcome === 'failed'}
   }
+  const supersede = async (newer: NewerDeploy): Promise<DeployTaskResult> => {
+    stage('settle')
+    if (!(await store.deployments.supersede({...ids, workerId: worker!.id, versionId: version!.id, newer}))) return {outcome: 'lease_lost'}
+    return superseded(newer)
+  }
+  const superseded = (newer: NewerDeploy): DeployTaskResult => {
+    const message = `version ${newer.versionId} of the Worker is newer; this deploy yields to it`
+    log.info({outboxId: args.outboxId, code: DEPLOY_SUPERSEDED, newerVersionId: newer.versionId}, `Edge Worker deployment superseded: ${message}`)
+    return {outcome: 'superseded', code: DEPLOY_SUPERSEDED, message, newerVersionId: newer.versionId}
+  }
 
   if (resolution.status !== 'ready') {
     return finish(reconcileMode ? 'uncertain' : 'failed', resolution.code, resolution.message)
@@ -100,6 +117,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (worker.company_id !== args.companyId || worker.department_id !== args.departmentId) {
     return finish('failed', 'deployment_arguments_mismatch', 'the task arguments do not match the Worker row')
   }
+  if (snapshot.newer) return supersede(snapshot.newer)
 
   stage('integrity')
   const verified = await verifyStoredVersion(engine.artifacts, storedVersionOf(version), settings.deploy)
@@ -115,13 +133,17 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
       throw error
     }
     if (uploaded) log.info({outboxId: args.outboxId}, 'Edge Worker deployment reconciled: the host already serves this release')
-  } else {
-    stage('deploying')
-    if (!(await store.deployments.beginDeploying({...ids, workerId: worker.id, versionId: version.id}))) return {outcome: 'lease_lost'}
-    faultPoint('deploy.after_commit_deploying')
   }
 
   if (!uploaded) {
+    stage('deploying')
+    const begun = await store.deployments.beginDeploying({...ids, workerId: worker.id, versionId: version.id})
+    if (begun.outcome === 'lease_lost') return {outcome: 'lease_lost'}
+    if (begun.outcome === 'superseded') return supersede(begun.newer)
+    // The Worker and the holder's version are the holder's to settle: leave them as they are.
+    if (begun.outcome === 'busy') return retry(WORKER_DEPLOY_BUSY, `deploy ${begun.holder} of this Worker is in progress; this one waits for it`, true)
+    faultPoint('deploy.after_commit_deploying')
+
     stage('purge')
     const purge = await purgeLegacySecrets(engine, provider, {worker, version, current, outbox: snapshot.outbox})
     if (purge) return finish('failed', purge.code, purge.message)
@@ -135,7 +157,9 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
       throw error
     }
     try {
-      await provider.uploadScript(uploadInputOf(worker, version, verified, services))
+      // A large shard restart can outlast the lease: renew it meanwhile, so no other runner takes
+      // the row over and uploads the same release a second time.
+      await whileLeaseRenewed(engine, {outboxId: args.outboxId, token}, () => provider.uploadScript(uploadInputOf(worker, version, verified, services)))
       faultPoint('deploy.after_upload')
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
@@ -158,8 +182,15 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   }
 
   stage('readiness')
-  const ready = await readinessGate(engine, provider, {outboxId: args.outboxId, token, scriptName: worker.script_name, releaseGeneration: version.release_generation})
+  const ready = await readinessGate(engine, provider, {
+    outboxId: args.outboxId,
+    token,
+    scriptName: worker.script_name,
+    versionId: version.id,
+    releaseGeneration: version.release_generation,
+  })
   if (ready === 'lease_lost') return {outcome: 'lease_lost'}
+  if (typeof ready === 'object') return supersede(ready.superseded)
   if (ready === 'timeout') {
     return finish('uncertain', 'worker_readiness_timeout', `release ${version.release_generation} did not answer the readiness probe within ${settings.deploy.readiness_deadline_seconds}s`)
   }
@@ -167,7 +198,8 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   stage('settle')
   faultPoint('deploy.before_settle')
   const completed = await store.deployments.complete({...ids, workerId: worker.id, versionId: version.id, scope: provider.scope})
-  if (!completed) return {outcome: 'lease_lost'}
+  if (completed.outcome === 'lease_lost') return {outcome: 'lease_lost'}
+  if (completed.outcome === 'superseded') return superseded(completed.newer)
   log.info({outboxId: args.outboxId, scriptName: worker.script_name, releaseGeneration: version.release_generation}, 'Edge Worker deployment completed')
   return {outcome: 'completed', versionId: version.id, releaseGeneration: version.release_generation, scriptName: worker.script_name, reconciled: reconcileMode}
 }
@@ -186,12 +218,14 @@ async function readBack(provider: EdgeProvider, worker: WorkerRow, verified: Ver
  * Polls the readiness probe for the uploaded release generation until the deadline. Each probe is
  * bounded (probe timeout, or what is left of the deadline); the lease is revalidated before and after
  * each probe so a runner that lost the row stops at once. A probe that throws counts as not ready.
+ * After a probe that was not ready, a host that holds another release while a newer version of the
+ * Worker is queued or deployed means ours was replaced: it will never answer, so stop at once.
  */
 async function readinessGate(
   engine: Engine,
   provider: EdgeProvider,
-  target: {outboxId: string; token: string; scriptName: string; releaseGeneration: string},
-): Promise<'ready' | 'timeout' | 'lease_lost'> {
+  target: {outboxId: string; token: string; scriptName: string; versionId: string; releaseGeneration: string},
+): Promise<'ready' | 'timeout' | 'lease_lost' | {superseded: NewerDeploy}> {
   const {deploy} = engine.settings
   const deadline = Date.now() + deploy.readiness_deadline_seconds * 1000
   const renew = () => engine.store.outbox.renewLease(target.outboxId, target.token, {leaseSeconds: deploy.lease_seconds})
@@ -201,6 +235,11 @@ async function readinessGate(
     const ready = await provider.probeReadiness(target.scriptName, target.releaseGeneration, AbortSignal.timeout(Math.max(1, budget))).catch(() => false)
     if (!(await renew())) return 'lease_lost'
     if (ready) return 'ready'
+    const held = await provider.getScript(target.scriptName).catch(() => null)
+    if (held && held.releaseGeneration !== target.releaseGeneration) {
+      const newer = await engine.store.deployments.newerDeploy(target.versionId)
+      if (newer) return {superseded: newer}
+    }
     await sleep(Math.min(deploy.readiness_probe_interval_ms, Math.max(0, deadline - Date.now())))
   }
   return 'timeout'
@@ -272,6 +311,17 @@ function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: Verifie
     modules: scriptModulesOf(verified.manifest, verified.bundle.modules),
     bindings: workerBindingsOf(verified.manifest, services),
     tags: TAGS,
+  }
+}
+
+/** Runs `work` while renewing the row's lease every third of its length (a lost lease is noticed at the next fenced write). */
+async function whileLeaseRenewed<T>(engine: Engine, lease: {outboxId: string; token: string}, work: () => Promise<T>): Promise<T> {
+  const {lease_seconds: leaseSeconds} = engine.settings.deploy
+  const timer = setInterval(() => void engine.store.outbox.renewLease(lease.outboxId, lease.token, {leaseSeconds}).catch(() => false), (leaseSeconds * 1000) / 3)
+  try {
+    return await work()
+  } finally {
+    clearInterval(timer)
   }
 }
 

@@ -2,9 +2,9 @@
 // row that cannot be dispatched, settle one whose Worker is gone, else publish it (compare-and-set)
 // and run the deploy task in-process. Rows the lane does not get to go back to the passes.
 import {z} from 'zod'
-import {SCRIPT_NAME_PATTERN, stampOf, type OutboxRow, type SweepStamp} from '../../store/index.js'
+import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type OutboxRow, type SweepStamp} from '../../store/index.js'
 import type {DeployTaskResult} from '../deploy/task.js'
-import type {LaneRun, RowOutcome} from './lane.js'
+import {messageOf, type LaneRun, type RowOutcome} from './lane.js'
 
 export const DEPLOYMENT_PAYLOAD_INVALID = 'deployment_payload_invalid'
 export const WORKER_DELETED = 'worker_deleted'
@@ -47,7 +47,14 @@ export async function dispatchClaimedDeploys(run: LaneRun, claimed: OutboxRow[],
     const live = await store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))
     for (; next < fresh.length && !gateClosed && !run.shouldStop(); next++) {
       const row = fresh[next]!
-      const dispatched = await dispatchOne(run, row, live, options)
+      const dispatched = await dispatchOne(run, row, live, options).catch(async (error: unknown) => {
+        // A store conflict that outlived the transaction's own retries costs this row, not the
+        // batch: it goes back to the passes (or, once leased, to recovery when its lease expires).
+        if (!isTransientConflict(error)) throw error
+        run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
+        await store.sweeps.release(stampOf(row), row).catch(() => false)
+        return {outcome: 'skipped' as const, gateClosed: false}
+      })
       run.counts[dispatched.outcome]++
       run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: dispatched.outcome})
       gateClosed = dispatched.gateClosed
@@ -120,6 +127,9 @@ async function quarantine(run: LaneRun, row: OutboxRow, stamp: SweepStamp, probl
 
 function outcomeOf(result: DeployTaskResult): RowOutcome {
   switch (result.outcome) {
+    // Settled on purpose, nothing left to do: a newer version of the Worker wins.
+    case 'superseded':
+      return 'completed'
     case 'completed':
     case 'failed':
     case 'uncertain':

@@ -1,18 +1,55 @@
 // The deploy lane's multi-table transitions. Each method is one transaction that first proves the
 // caller still holds the outbox lease (lease token), so a runner that lost its lease changes
-// nothing. Lock order is always outbox → worker → version, as the reference requires.
+// nothing. Lock order is always outbox → worker → version, as the reference requires: every method
+// locks the Worker row before it writes or locks a version, so two transactions never wait on each
+// other the other way round (PostgreSQL 40P01).
+//
+// Ordering (docs/scheduling.md "Which deploy wins"): a Worker's versions are ordered by creation
+// (WorkerRepository.createVersion keeps created_at strictly increasing per Worker). A deploy row
+// yields — settles `cancelled` with `deploy_superseded`, uploading nothing — once a newer version of
+// its Worker has a deploy row that is queued, running, completed or uncertain (newerDeployOf).
+import {canonicalDigest} from '../../canonical-json.js'
 import type {StoreContext} from '../context.js'
+import {deterministicId} from '../ids.js'
 import {
   parseJsonObject,
   type EdgeWorkerVersionsTable,
   type JsonObject,
   type OutboxRow,
+  type OutboxStatus,
   type VersionRow,
   type VersionState,
   type WorkerRow,
 } from '../schema.js'
+import {AuditRepository} from './audit.js'
 import {OutboxRepository} from './outbox.js'
 import {WorkerRepository, type VersionCreateInput, type WorkerCreateInput} from './workers.js'
+
+export const DEPLOY_SUPERSEDED = 'deploy_superseded'
+export const DEPLOY_AUDIT_ACTIONS = {
+  /** A deploy completed: which version serves from now on, and which one it replaced. */
+  deployed: 'edge_worker.deployed',
+  /** A deploy row yielded to a newer version without uploading (or after its release was replaced). */
+  superseded: 'edge_worker.deploy_superseded',
+} as const
+
+/** The newer deploy a row yields to: its version, and its deploy row (null: the Worker already serves that version). */
+export interface NewerDeploy {
+  versionId: string
+  outboxId: string | null
+}
+
+/** Statuses of a newer version's deploy row that make older rows yield: it is queued, running, on the host, or may be. */
+const WINNING_STATUSES: OutboxStatus[] = ['pending', 'leased', 'completed', 'uncertain']
+
+export type BeginDeployingOutcome =
+  | {outcome: 'deploying'}
+  | {outcome: 'superseded'; newer: NewerDeploy}
+  /** Another deploy row of this Worker is mid-deploy under a live lease: try again once it is done. */
+  | {outcome: 'busy'; holder: string}
+  | {outcome: 'lease_lost'}
+
+export type CompleteOutcome = {outcome: 'completed'} | {outcome: 'superseded'; newer: NewerDeploy} | {outcome: 'lease_lost'}
 
 export interface DeploymentSnapshot {
   outbox: OutboxRow
@@ -21,6 +58,8 @@ export interface DeploymentSnapshot {
   version: VersionRow | undefined
   /** The version the Worker serves now, if any (may be `version` itself). */
   current: VersionRow | undefined
+  /** A newer version's deploy this row must yield to, if any. */
+  newer: NewerDeploy | undefined
 }
 
 /** A Worker that serves nothing yet is `new`; one with a deployed version is `active`. */
@@ -42,15 +81,38 @@ export class DeploymentRepository {
           : worker?.current_version_id
             ? version
             : undefined
-      return {outbox: {...outbox, payload: parseJsonObject(outbox.payload)}, worker, version, current}
+      const newer = version ? await newerDeployOf(tx, version) : undefined
+      return {outbox: {...outbox, payload: parseJsonObject(outbox.payload)}, worker, version, current, newer}
     })
   }
 
-  /** Marks the version `deploying` and pauses the Worker, in one transaction. false = lease lost. */
-  async beginDeploying(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string}): Promise<boolean> {
+  /**
+   * Marks the version `deploying` and pauses the Worker, in one transaction — the last check before
+   * an upload, under the Worker's lock. Refused when a newer version's deploy exists (this row must
+   * yield) or when another row of the Worker is mid-deploy under a live lease: two uploads of one
+   * script at once could land in either order, so one waits (`busy`) and no update is lost.
+   */
+  async beginDeploying(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string}): Promise<BeginDeployingOutcome> {
     return this.ctx.atomic(async (tx) => {
-      if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
+      if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return {outcome: 'lease_lost'}
+      await this.lockWorker(tx, ids.workerId)
+      const version = await this.lockVersion(tx, ids.versionId)
+      const newer = version ? await newerDeployOf(tx, version) : undefined
+      if (newer) return {outcome: 'superseded', newer}
       const now = this.ctx.now()
+      const holder = await tx.db
+        .selectFrom('edge_worker_outbox as o')
+        .innerJoin('edge_worker_versions as v', 'v.id', 'o.version_id')
+        .select('o.id')
+        .where('o.operation', '=', 'deploy')
+        .where('o.worker_id', '=', ids.workerId)
+        .where('o.id', '!=', ids.outboxId)
+        .where('o.status', '=', 'leased')
+        .where('o.lease_expires_at', '>', now)
+        .where('v.state', '=', 'deploying')
+        .limit(1)
+        .executeTakeFirst()
+      if (holder) return {outcome: 'busy', holder: holder.id}
       await tx.db.updateTable('edge_workers').set({status: 'paused', updated_at: now}).where('id', '=', ids.workerId).execute()
       await tx.db
         .updateTable('edge_worker_versions')
@@ -58,17 +120,28 @@ export class DeploymentRepository {
         .where('id', '=', ids.versionId)
         .where('state', 'in', ['built', 'deploying', 'failed', 'uncertain', 'superseded'])
         .execute()
-      return true
+      return {outcome: 'deploying'}
     })
   }
 
   /**
    * Settles the deploy `completed`: the version becomes the Worker's deployed one, the previous
-   * deployed version `superseded`, the Worker `active` on this scope. false = lease lost.
+   * deployed version `superseded`, the Worker `active` on this scope, and an `edge_worker.deployed`
+   * audit row records version, release generation and the version it replaced. A Worker already
+   * serving a newer version is never moved back: the row settles superseded instead.
    */
-  async complete(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; scope: string}): Promise<boolean> {
+  async complete(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; scope: string}): Promise<CompleteOutcome> {
     return this.ctx.atomic(async (tx) => {
-      if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
+      const outbox = await this.lockOutbox(tx, ids.outboxId, ids.leaseToken)
+      if (!outbox) return {outcome: 'lease_lost'}
+      const worker = await this.lockWorker(tx, ids.workerId)
+      const version = await this.lockVersion(tx, ids.versionId)
+      const previous = worker?.current_version_id && worker.current_version_id !== ids.versionId ? await this.lockVersion(tx, worker.current_version_id) : undefined
+      if (worker && version && previous && isNewer(previous, version)) {
+        const newer = {versionId: previous.id, outboxId: null}
+        await this.settleSuperseded(tx, {outbox, worker, version, newer})
+        return {outcome: 'superseded', newer}
+      }
       const now = this.ctx.now()
       await this.settleOutbox(tx, ids.outboxId, 'completed', null, null)
       await tx.db
@@ -84,8 +157,42 @@ export class DeploymentRepository {
         .set({status: 'active', current_version_id: ids.versionId, serving_scope: ids.scope, updated_at: now})
         .where('id', '=', ids.workerId)
         .execute()
+      if (worker && version) {
+        const facts = {
+          outbox_id: ids.outboxId,
+          script_name: worker.script_name,
+          scope: ids.scope,
+          version_id: version.id,
+          release_generation: version.release_generation,
+          previous_version_id: previous?.id ?? null,
+          previous_release_generation: previous?.release_generation ?? null,
+        }
+        await new AuditRepository(tx).append(deployAuditEntry(DEPLOY_AUDIT_ACTIONS.deployed, worker.id, facts, 'success'))
+      }
+      return {outcome: 'completed'}
+    })
+  }
+
+  /**
+   * Settles a deploy row that yields to a newer version (`cancelled`, `deploy_superseded`, with an
+   * audit row): its version, unless deployed, becomes `superseded`, and the Worker returns to its
+   * resting status. false = lease lost.
+   */
+  async supersede(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; newer: NewerDeploy}): Promise<boolean> {
+    return this.ctx.atomic(async (tx) => {
+      const outbox = await this.lockOutbox(tx, ids.outboxId, ids.leaseToken)
+      if (!outbox) return false
+      const worker = await this.lockWorker(tx, ids.workerId)
+      const version = await this.lockVersion(tx, ids.versionId)
+      if (worker && version) await this.settleSuperseded(tx, {outbox, worker, version, newer: ids.newer})
       return true
     })
+  }
+
+  /** The newer deploy this version yields to, read now (the readiness gate asks while it waits). */
+  async newerDeploy(versionId: string): Promise<NewerDeploy | undefined> {
+    const version = await new WorkerRepository(this.ctx).getVersion(versionId)
+    return version && newerDeployOf(this.ctx, version)
   }
 
   /**
@@ -104,6 +211,7 @@ export class DeploymentRepository {
   }): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
+      if (ids.workerId) await this.lockWorker(tx, ids.workerId)
       const now = this.ctx.now()
       await this.settleOutbox(tx, ids.outboxId, ids.status, ids.errorCode, ids.error)
       if (ids.versionId) await settleUnfinishedVersion(tx, ids.versionId, ids.status, now)
@@ -129,6 +237,7 @@ export class DeploymentRepository {
   }): Promise<'rescheduled' | 'failed' | 'lease_lost'> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return 'lease_lost'
+      if (ids.workerId) await this.lockWorker(tx, ids.workerId)
       const outcome = await new OutboxRepository(tx).retryLater(ids.outboxId, ids.leaseToken, {errorCode: ids.errorCode, error: ids.error})
       if (outcome.outcome === 'lease_lost') return 'lease_lost'
       const now = this.ctx.now()
@@ -157,9 +266,7 @@ export class DeploymentRepository {
     intentDedupeKeys: string[]
   }): Promise<VersionRow> {
     return this.ctx.atomic(async (tx) => {
-      const workers = new WorkerRepository(tx)
-      if (input.createWorker) await workers.create(input.worker)
-      const version = await workers.createVersion(input.version)
+      // Outbox rows first (lock order outbox → worker → version).
       const now = this.ctx.now()
       if (input.intentDedupeKeys.length > 0) {
         await tx.db
@@ -168,7 +275,7 @@ export class DeploymentRepository {
             status: 'cancelled',
             next_attempt_at: null,
             last_error_code: 'adopted',
-            last_error: `artifact adopted by version ${version.id}`,
+            last_error: `artifact adopted by version ${input.version.id}`,
             updated_at: now,
           })
           .where('operation', '=', 'artifact_cleanup')
@@ -176,7 +283,9 @@ export class DeploymentRepository {
           .where('dedupe_key', 'in', input.intentDedupeKeys)
           .execute()
       }
-      return version
+      const workers = new WorkerRepository(tx)
+      if (input.createWorker) await workers.create(input.worker)
+      return workers.createVersion(input.version)
     })
   }
 
@@ -196,14 +305,14 @@ export class DeploymentRepository {
     })
   }
 
-  /** A built version of this Worker with the same release generation, to reuse instead of rebuilding. */
-  async findVersionByGeneration(workerId: string, releaseGeneration: string): Promise<VersionRow | undefined> {
+  /** The Worker's newest version (the last one created), if any. */
+  async newestVersion(workerId: string): Promise<VersionRow | undefined> {
     const row = await this.ctx.db
       .selectFrom('edge_worker_versions')
       .selectAll()
       .where('worker_id', '=', workerId)
-      .where('release_generation', '=', releaseGeneration)
       .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
       .limit(1)
       .executeTakeFirst()
     return row && toVersionRow(row)
@@ -222,6 +331,29 @@ export class DeploymentRepository {
       .where((eb) => eb.or([eb('dedupe_key', '=', keyPrefix), eb('dedupe_key', 'like', `${keyPrefix}:%`)]))
       .execute()
     return rows.map((row) => row.dedupe_key)
+  }
+
+  private async settleSuperseded(tx: StoreContext, rows: {outbox: {id: string}; worker: WorkerRow; version: VersionRow; newer: NewerDeploy}): Promise<void> {
+    const {outbox, worker, version, newer} = rows
+    const message = `version ${newer.versionId} of the Worker is newer; this deploy yields to it`
+    await this.settleOutbox(tx, outbox.id, 'cancelled', DEPLOY_SUPERSEDED, message)
+    await tx.db
+      .updateTable('edge_worker_versions')
+      .set({state: 'superseded', updated_at: this.ctx.now()})
+      .where('id', '=', version.id)
+      .where('state', 'in', ['built', 'deploying', 'failed', 'uncertain'])
+      .execute()
+    // A Worker paused by another deploy under way stays paused: that deploy settles it.
+    const underway = await tx.db.selectFrom('edge_worker_versions').select('id').where('worker_id', '=', worker.id).where('state', '=', 'deploying').limit(1).executeTakeFirst()
+    if (!underway) await this.restWorker(tx, worker.id)
+    const facts = {
+      outbox_id: outbox.id,
+      script_name: worker.script_name,
+      version_id: version.id,
+      release_generation: version.release_generation,
+      newer_version_id: newer.versionId,
+    }
+    await new AuditRepository(tx).append(deployAuditEntry(DEPLOY_AUDIT_ACTIONS.superseded, worker.id, facts, 'cancelled', DEPLOY_SUPERSEDED))
   }
 
   private async restWorker(tx: StoreContext, workerId: string): Promise<void> {
@@ -269,6 +401,49 @@ export class DeploymentRepository {
       .$if(this.ctx.locksRows, (q) => q.forUpdate())
       .executeTakeFirst()
     return row && toVersionRow(row)
+  }
+}
+
+/** Whether version `a` of a Worker was created after version `b` (the Worker's deploy order). */
+function isNewer(a: Pick<VersionRow, 'id' | 'created_at'>, b: Pick<VersionRow, 'id' | 'created_at'>): boolean {
+  return a.created_at > b.created_at || (a.created_at === b.created_at && a.id > b.id)
+}
+
+/**
+ * The ordering rule, in one place: the newest deploy row of a version created after `version`
+ * whose status says it is queued, running, on the host or may be (WINNING_STATUSES). A newer
+ * version's row that failed or was cancelled never reached the host and does not count.
+ */
+export async function newerDeployOf(ctx: StoreContext, version: Pick<VersionRow, 'id' | 'worker_id' | 'created_at'>): Promise<NewerDeploy | undefined> {
+  const row = await ctx.db
+    .selectFrom('edge_worker_outbox as o')
+    .innerJoin('edge_worker_versions as v', 'v.id', 'o.version_id')
+    .select(['o.id', 'o.version_id', 'o.status'])
+    .where('o.operation', '=', 'deploy')
+    .where('o.worker_id', '=', version.worker_id)
+    .where('v.worker_id', '=', version.worker_id)
+    .where('o.status', 'in', WINNING_STATUSES)
+    .where((eb) => eb.or([eb('v.created_at', '>', version.created_at), eb.and([eb('v.created_at', '=', version.created_at), eb('v.id', '>', version.id)])]))
+    .orderBy('v.created_at', 'desc')
+    .orderBy('v.id', 'desc')
+    .limit(1)
+    .executeTakeFirst()
+  return row && {versionId: row.version_id!, outboxId: row.id}
+}
+
+function deployAuditEntry(action: string, workerId: string, facts: JsonObject, result: string, reasonCode: string | null = null) {
+  return {
+    id: deterministicId(action, String(facts.outbox_id)),
+    action,
+    resource_type: 'edge_worker',
+    resource_id: workerId,
+    actor_type: 'system',
+    actor_id: '',
+    auth_method: 'system',
+    result,
+    reason_code: reasonCode,
+    digest: canonicalDigest(facts),
+    facts,
   }
 }
 

@@ -95,9 +95,21 @@ export class WorkerRepository {
     })
   }
 
+  /**
+   * Inserts a version. Its created_at is the Worker's deploy order (see newerDeployOf in
+   * ./deployments.ts): strictly after every earlier version of the Worker, whatever the clocks of the
+   * machines that commit them say — taken under the Worker row's lock, so two commits of one Worker
+   * are ordered too.
+   */
   async createVersion(input: VersionCreateInput): Promise<VersionRow> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
+    return this.ctx.atomic(async ({db}) => {
+      await db.selectFrom('edge_workers').select('id').where('id', '=', input.worker_id).$if(this.ctx.locksRows, (q) => q.forUpdate()).executeTakeFirst()
+      const latest = await db
+        .selectFrom('edge_worker_versions')
+        .select((eb) => eb.fn.max('created_at').as('created_at'))
+        .where('worker_id', '=', input.worker_id)
+        .executeTakeFirst()
+      const now = Math.max(this.ctx.now(), Number(latest?.created_at ?? 0) + 1)
       const row = await db
         .insertInto('edge_worker_versions')
         .values({

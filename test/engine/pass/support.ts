@@ -140,7 +140,13 @@ export function recordingDispatch(outcome: (args: DeployTaskArgs) => DeployTaskR
       const retried = await engine.store.outbox.retryLater(args.outboxId, token, {errorCode: result.code, error: result.message})
       return {...result, exhausted: retried.outcome === 'failed'}
     }
-    await engine.store.outbox.settle(args.outboxId, token, result.outcome === 'completed' ? {status: 'completed'} : {status: result.outcome, errorCode: result.code, error: result.message})
+    await engine.store.outbox.settle(
+      args.outboxId,
+      token,
+      result.outcome === 'completed'
+        ? {status: 'completed'}
+        : {status: result.outcome === 'superseded' ? 'cancelled' : result.outcome, errorCode: result.code, error: result.message},
+    )
     return result
   }
   return Object.assign(dispatch, {calls, rowsSeen})
