@@ -550,10 +550,10 @@ function policyView(policy: AccessPolicyRecord): AccessPolicy {
   }
 }
 
-/** `reconciled` once settings are stored for a release; `none` before any and after a revoke. */
+/** What the host answers is always reconciled with its revision; no settings stored shows null digest and release. */
 function operationSettingsView(settings: OperationSettingsRecord): OperationSettings {
   return {
-    state: settings.settingsJson === null ? 'none' : 'reconciled',
+    state: 'reconciled',
     releaseGeneration: settings.releaseGeneration,
     settingsSha256: settings.sha256,
     revision: settings.revision,

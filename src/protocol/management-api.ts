@@ -419,9 +419,9 @@ export const runtimeConfigListSchema = z.strictObject({
 })
 export type RuntimeConfigList = z.infer<typeof runtimeConfigListSchema>
 
-/** The operation settings of a script; `state` is `reconciled` once stored (`none` before any, or after a revoke). */
+/** The operation settings of a script as reconciled with its revision (no settings stored: null digest and release). */
 export const operationSettingsSchema = z.strictObject({
-  state: z.enum(['none', 'reconciled']),
+  state: z.literal('reconciled'),
   releaseGeneration: z.string().nullable(),
   settingsSha256: hex64.nullable(),
   revision: z.number().int(),
