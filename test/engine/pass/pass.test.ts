@@ -97,6 +97,7 @@ describeEachStore('reconcile pass', (t) => {
       ['recovery', true],
       ['deferred', true],
       ['artifact_cleanup', true],
+      ['control_audit', true],
       ['host_reconcile', true],
     ])
     expect(result.remaining).toBeNull()
@@ -137,7 +138,8 @@ describeEachStore('reconcile pass', (t) => {
 
     expect((await runPass(engine, {lanes: ['recovery']})).remaining).toEqual({failed: 1, uncertain: 2})
     expect((await runPass(engine, {lanes: ['artifact_cleanup']})).remaining).toEqual({failed: 1, uncertain: 0})
-    expect((await runPass(engine)).remaining).toEqual({failed: 2, uncertain: 2})
+    expect((await runPass(engine, {lanes: ['control_audit']})).remaining).toEqual({failed: 1, uncertain: 0})
+    expect((await runPass(engine)).remaining).toEqual({failed: 3, uncertain: 2})
     expect((await runPass(engine, {lanes: ['host_reconcile']})).remaining).toEqual({failed: 0, uncertain: 0})
   })
 })
