@@ -3,7 +3,8 @@
 // env; the control_audit lane settling a mutation whose command died (kill -9) or lost its answer,
 // retrying a lost ack, refusing doctored receipts, and settling a retired Worker's rows without
 // calling the host; and no secret value, API key or password anywhere it must not be.
-import {readFileSync} from 'node:fs'
+import {appendFileSync, cpSync, mkdtempSync, readFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {execa} from 'execa'
 import {request} from 'undici'
@@ -191,6 +192,26 @@ describeEachStore('control plane', (t) => {
     for (const secret of [SECRET_VALUE, PASSWORD, apiKey]) expect([...stored, ...outputs].join('\n')).not.toContain(secret)
   }, CLI_TEST_TIMEOUT_MS)
 
+  test('secrets and runtime config survive a redeploy and a host restart', async () => {
+    const {engine, department, scriptName} = await deployed()
+    await applyControl(engine, {departmentId: department, request: {operation: 'secrets.put', name: 'TOKEN', value: SECRET_VALUE}, actor: ACTOR})
+    await applyControl(engine, {departmentId: department, request: {operation: 'runtime_config.replace', key: 'LIMITS', value: {rps: 5}}, actor: ACTOR})
+    const expected = {token: SECRET_VALUE, config: {LIMITS: {rps: 5}}, settings: null, accounts: null}
+    await expect.poll(async () => envOf(scriptName), {timeout: 15_000}).toEqual(expected)
+
+    // A new release of the same Worker (one more module line) keeps what the control plane set.
+    const project = mkdtempSync(path.join(tmpdir(), 'control-env-v2-'))
+    cpSync(CONTROL_ENV, project, {recursive: true})
+    appendFileSync(path.join(project, 'index.js'), '// release 2\n')
+    const redeployed = await deployWorker(engine, {projectDir: project, departmentId: department, wait: true})
+    expect(redeployed).toMatchObject({state: 'completed', reused: false})
+    expect(await envOf(scriptName)).toEqual(expected)
+
+    await host.restart()
+    await expect.poll(async () => (await worker(scriptName)).statusCode, {timeout: 30_000}).toBe(200)
+    expect(await envOf(scriptName)).toEqual(expected)
+  })
+
   test('killed between the host mutation and the receipt read: one reconcile settles it completed, applied once', async () => {
     const {department, scriptName} = await deployed()
     const before = await hostApplies('secrets.put')
@@ -294,7 +315,7 @@ describeEachStore('control plane', (t) => {
   })
 
   test("a retired Worker's rows settle without calling the host: recovery cancels, the ack round stops", async () => {
-    const {engine, department} = await deployed()
+    const {engine, department, scriptName} = await deployed()
     // One row whose outcome is unknown, one completed row whose ack failed.
     proxy.rule = ({method}) => (method === 'PUT' ? {kind: 'forward_then_cut'} : {kind: 'forward'})
     const unknown = (await applyControl(engine, {departmentId: department, request: {operation: 'secrets.put', name: 'A', value: 'a'}, actor: ACTOR})).outcome
@@ -303,6 +324,10 @@ describeEachStore('control plane', (t) => {
     expect([unknown.state, unacked.state]).toEqual(['pending', 'completed'])
     proxy.rule = () => ({kind: 'forward'})
     expect((await retireDepartment(engine, {departmentId: department})).state).toBe('retired')
+    // Retirement purged what the v2.9 release held.
+    const resolution = await engine.resolveProvider()
+    if (resolution.status !== 'ready') throw new Error(resolution.message)
+    expect(await resolution.provider.controlState(scriptName)).toMatchObject({secrets: [], serviceAccounts: []})
 
     t.clock.advance(engine.settings.control_audit.request_grace_seconds * 1000 + 3_600_000)
     proxy.seen.length = 0
