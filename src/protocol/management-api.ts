@@ -151,6 +151,7 @@ const identifierPattern = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
 /** Names of bindings, secrets and Durable Object classes: they become JavaScript property names. */
 export const identifierSchema = z.string().regex(identifierPattern, {error: 'must be an identifier of at most 64 characters'})
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, {error: 'must be 64 lowercase hex characters'})
+export const sha256HexSchema = hex64
 const isoTime = z.string()
 /** Path segments of letters, digits, "_", "-" and "."; no segment starts with "." (so no "..") */
 export const moduleNameSchema = z
@@ -337,7 +338,7 @@ export const accessPolicySchema = z.strictObject({
 })
 export type AccessPolicy = z.infer<typeof accessPolicySchema>
 
-const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], {error: 'must be an IP address or CIDR block'})
+export const ipOrCidrSchema = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], {error: 'must be an IP address or CIDR block'})
 
 export const replaceAccessPolicySchema = z
   .strictObject({
@@ -351,7 +352,7 @@ export const replaceAccessPolicySchema = z
   apiKeySha256: hex64.optional(),
   apiKeyLastFour: z.string().length(4).optional(),
   /** teamsync_internal mode: client addresses allowed through (empty = nobody). */
-  ipAllowlist: z.array(ipOrCidr).max(1_000).optional(),
+  ipAllowlist: z.array(ipOrCidrSchema).max(1_000).optional(),
   /** When given, refused with 409 policy_revision_conflict unless it is the current revision. */
   baseRevision: z.number().int().min(0).optional(),
     ...controlMetaShape,
@@ -367,7 +368,8 @@ export const replaceAccessPolicySchema = z
 })
 export type ReplaceAccessPolicy = z.input<typeof replaceAccessPolicySchema>
 
-const revisionSchema = z.number().int().min(0).max(MAX_REVISION)
+/** A revision as the kit sends it: a true integer 0…2^53−1. */
+export const revisionSchema = z.number().int().min(0).max(MAX_REVISION)
 const jsonObjectTextSchema = z
   .string()
   .refine((text) => Buffer.byteLength(text, 'utf8') <= MAX_CONTROL_JSON_BYTES, {message: `must be at most ${MAX_CONTROL_JSON_BYTES} UTF-8 bytes`})
@@ -429,7 +431,9 @@ export const operationSettingsSchema = z.strictObject({
 })
 export type OperationSettings = z.infer<typeof operationSettingsSchema>
 
-export const putSecretSchema = z.strictObject({value: z.string().max(65_536), ...controlMetaShape}).refine(...controlMetaPaired)
+/** Longest secret value the host takes, in characters. */
+export const MAX_SECRET_VALUE_LENGTH = 65_536
+export const putSecretSchema = z.strictObject({value: z.string().max(MAX_SECRET_VALUE_LENGTH), ...controlMetaShape}).refine(...controlMetaPaired)
 export type PutSecret = z.input<typeof putSecretSchema>
 
 export const putServiceAccountSchema = z

@@ -6,6 +6,7 @@
 import {randomBytes} from 'node:crypto'
 import {canonicalJson, sha256Hex} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
+import {identifierSchema, MAX_SECRET_VALUE_LENGTH} from '../../protocol/management-api.js'
 import {ProviderError, type ControlMutation, type ControlState, type EdgeProvider} from '../../provider/types.js'
 import {newId, type VersionRow, type WorkerRow} from '../../store/index.js'
 import {capabilitiesOf} from '../capabilities.js'
@@ -14,7 +15,7 @@ import {faultPoint} from '../faults.js'
 import {executionGate} from '../gates.js'
 import {requireProvider} from '../provider.js'
 import type {AuditActor} from '../retire/audit.js'
-import {commandDigestOf, commandOf, commandSchemas, controlPayloadProblem, type ControlOperation, type ControlPayload} from './operations.js'
+import {canonicalObjectText, commandDigestOf, commandOf, commandSchemas, controlPayloadProblem, type ControlOperation, type ControlPayload} from './operations.js'
 import {acknowledgeReceipt, settleFromReceipt} from './receipts.js'
 
 /** What an operator asks for; revisions are read from the host, API keys generated here. */
@@ -54,9 +55,6 @@ export interface ControlTarget {
   worker: WorkerRow
   version: VersionRow
 }
-
-/** Largest secret value the host takes (characters). */
-const MAX_SECRET_LENGTH = 65_536
 
 /** Runs one control command. `apiKey` is set for a rotate (shown to the operator once, stored nowhere). */
 export async function applyControl(
@@ -156,16 +154,16 @@ function assertRequestShape(request: ControlRequest): void {
   const usage = (message: string): never => {
     throw new KitError('usage', message)
   }
-  const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
+  const identifier = (name: string) => identifierSchema.safeParse(name).success
   switch (request.operation) {
     case 'secrets.put':
     case 'secrets.delete':
-      if (!identifier.test(request.name)) usage(`secret name ${JSON.stringify(request.name)} must be an identifier of at most 64 characters ([A-Za-z_][A-Za-z0-9_]*)`)
-      if (request.operation === 'secrets.put' && request.value.length > MAX_SECRET_LENGTH) usage(`the secret value is longer than ${MAX_SECRET_LENGTH} characters`)
+      if (!identifier(request.name)) usage(`secret name ${JSON.stringify(request.name)} must be an identifier of at most 64 characters ([A-Za-z_][A-Za-z0-9_]*)`)
+      if (request.operation === 'secrets.put' && request.value.length > MAX_SECRET_VALUE_LENGTH) usage(`the secret value is longer than ${MAX_SECRET_VALUE_LENGTH} characters`)
       return
     case 'runtime_config.replace':
     case 'runtime_config.delete':
-      if (!identifier.test(request.key)) usage(`runtime-config key ${JSON.stringify(request.key)} must be an identifier of at most 64 characters`)
+      if (!identifier(request.key)) usage(`runtime-config key ${JSON.stringify(request.key)} must be an identifier of at most 64 characters`)
       if (request.operation === 'runtime_config.replace') assertJsonObject(request.value, 'the runtime-config value')
       return
     case 'operation_settings.replace':
@@ -184,9 +182,11 @@ function assertRequestShape(request: ControlRequest): void {
   }
 }
 
+/** A JSON object of at most 64 KiB once written canonically: what runtime config and operation settings hold. */
 function assertJsonObject(value: unknown, what: string): void {
-  const check = commandSchemas['runtime_config.replace'].shape.valueJson.safeParse(typeof value === 'object' && value !== null ? canonicalJson(value) : 'not an object')
-  if (!check.success || Array.isArray(value)) throw new KitError('usage', `${what} ${check.success ? 'must be a JSON object' : check.error.issues[0]!.message}`)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new KitError('usage', `${what} must be a JSON object`)
+  const check = canonicalObjectText.safeParse(canonicalJson(value))
+  if (!check.success) throw new KitError('usage', `${what} ${check.error.issues[0]!.message}`)
 }
 
 /** Secrets need a v2.6+ release, credentials v2.9+ and a live service account of the department. */

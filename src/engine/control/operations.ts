@@ -3,7 +3,15 @@
 // strict rules its host receipt must meet before the row may settle `completed`.
 import {z} from 'zod'
 import {canonicalDigest, canonicalJson, sha256Hex} from '../../canonical-json.js'
-import {MAX_CONTROL_JSON_BYTES, MAX_REVISION, releaseGenerationSchema} from '../../protocol/management-api.js'
+import {
+  identifierSchema as identifier,
+  ipOrCidrSchema as ipOrCidr,
+  MAX_CONTROL_JSON_BYTES,
+  releaseGenerationSchema,
+  revisionSchema as baseRevision,
+  serviceAccountIdSchema as serviceAccountId,
+  sha256HexSchema as hex64,
+} from '../../protocol/management-api.js'
 import type {ControlMutation} from '../../provider/types.js'
 import {SCRIPT_NAME_PATTERN} from '../../store/index.js'
 
@@ -21,13 +29,6 @@ export const CONTROL_OPERATIONS = [
   'service_accounts.credentials.delete',
 ] as const
 export type ControlOperation = (typeof CONTROL_OPERATIONS)[number]
-
-const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters')
-/** A true integer 0…2^53−1 (zod refuses booleans, strings and fractions). */
-const baseRevision = z.number().int().min(0).max(MAX_REVISION)
-const identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be an identifier of at most 64 characters')
-const serviceAccountId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1–128 characters of [A-Za-z0-9_-]')
-const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], {error: 'must be an IP address or CIDR block'})
 
 /** Canonical JSON text of an object, at most 64 KiB of UTF-8: what runtime config and operation settings hold. */
 export const canonicalObjectText = z.string().superRefine((text, context) => {
