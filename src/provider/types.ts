@@ -73,6 +73,9 @@ export type ControlMutation =
   | {operation: 'service_accounts.credentials.put'; serviceAccountId: string; username: string; password: string}
   | {operation: 'service_accounts.credentials.delete'; serviceAccountId: string}
 
+/** The parts of a script's control state that carry a revision. */
+export type RevisionedControl = 'access_policy' | 'runtime_config' | 'operation_settings'
+
 /** What makes a control mutation idempotent on the host and names its receipt. */
 export interface MutationMeta {
   mutationId: string
@@ -129,6 +132,8 @@ export interface EdgeProvider {
   acknowledgeReceipt(mutationId: string, signal?: AbortSignal): Promise<unknown>
   /** A script's control state: policy, secret names and digests, credentials without passwords, runtime config, operation settings. */
   controlState(scriptName: string, signal?: AbortSignal): Promise<ControlState>
+  /** The current revision of one revisioned part of a script's control state (what a mutation's baseRevision must be). */
+  controlRevision(scriptName: string, part: RevisionedControl, signal?: AbortSignal): Promise<number>
   replaceAccessPolicy(scriptName: string, policy: AccessPolicy, signal?: AbortSignal): Promise<void>
   purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void>
   purgeCredentials(scriptName: string, signal?: AbortSignal): Promise<void>

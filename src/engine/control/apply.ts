@@ -7,7 +7,7 @@ import {randomBytes} from 'node:crypto'
 import {canonicalJson, sha256Hex} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import {identifierSchema, MAX_SECRET_VALUE_LENGTH} from '../../protocol/management-api.js'
-import {ProviderError, type ControlMutation, type ControlState, type EdgeProvider} from '../../provider/types.js'
+import {ProviderError, type ControlMutation, type ControlState, type RevisionedControl} from '../../provider/types.js'
 import {newId, type VersionRow, type WorkerRow} from '../../store/index.js'
 import {capabilitiesOf} from '../capabilities.js'
 import type {Engine} from '../context.js'
@@ -70,9 +70,10 @@ export async function applyControl(
   if (gate.closed) throw new KitError('gate_closed', `cannot run ${request.operation}: ${gate.message}`, 'edge_host_fenced')
 
   const scriptName = target.worker.script_name
-  const state = needsRevision(request) ? await readState(provider, scriptName) : null
+  const part = revisionedPart(request.operation)
+  const baseRevision = part ? await hostRead(() => provider.controlRevision(scriptName, part)) : 0
   const apiKey = request.operation === 'access_policy.api_key.rotate' ? randomBytes(32).toString('base64url') : undefined
-  const mutation = mutationOf(request, state, target, apiKey)
+  const mutation = mutationOf(request, baseRevision, target, apiKey)
   const command = commandOf(mutation)
   const payload: ControlPayload = {operation: request.operation, command, commandDigest: commandDigestOf(request.operation, scriptName, command), actor: input.actor}
   const problem = controlPayloadProblem(scriptName, payload)
@@ -134,7 +135,7 @@ export async function applyControl(
 export async function readControlState(engine: Engine, departmentId: string): Promise<{target: ControlTarget; state: ControlState}> {
   const target = await controlTarget(engine, departmentId)
   const {provider} = await requireProvider(engine, 'read the control state')
-  return {target, state: await readState(provider, target.worker.script_name)}
+  return {target, state: await hostRead(() => provider.controlState(target.worker.script_name))}
 }
 
 export async function controlTarget(engine: Engine, departmentId: string): Promise<ControlTarget> {
@@ -205,36 +206,40 @@ async function assertCapable(engine: Engine, target: ControlTarget, request: Con
   }
 }
 
-function needsRevision(request: ControlRequest): boolean {
-  return !request.operation.startsWith('secrets.') && !request.operation.startsWith('service_accounts.')
+/** Which revision an operation's baseRevision is; null for the four operations without one. */
+function revisionedPart(operation: ControlOperation): RevisionedControl | null {
+  if (operation.startsWith('access_policy.')) return 'access_policy'
+  if (operation.startsWith('runtime_config.')) return 'runtime_config'
+  if (operation.startsWith('operation_settings.')) return 'operation_settings'
+  return null
 }
 
-async function readState(provider: EdgeProvider, scriptName: string): Promise<ControlState> {
+/** A read of the host's control state; its failures as one-line kit errors. */
+async function hostRead<T>(read: () => Promise<T>): Promise<T> {
   try {
-    return await provider.controlState(scriptName)
+    return await read()
   } catch (error) {
     if (error instanceof ProviderError && error.kind !== 'terminal') throw new KitError('host_unreachable', `the edge host did not answer: ${error.message}`)
     throw new KitError('host_error', `the edge host refused to show the control state: ${(error as Error).message}`)
   }
 }
 
-function mutationOf(request: ControlRequest, state: ControlState | null, target: ControlTarget, apiKey: string | undefined): ControlMutation {
-  const policyRevision = state?.accessPolicy.revision ?? 0
+/** The mutation for the host; `baseRevision` is ignored by the operations without one. */
+function mutationOf(request: ControlRequest, baseRevision: number, target: ControlTarget, apiKey: string | undefined): ControlMutation {
   switch (request.operation) {
     case 'access_policy.replace':
-      return {operation: request.operation, mode: request.mode, ipAllowlist: request.ipAllowlist, baseRevision: policyRevision}
+      return {operation: request.operation, mode: request.mode, ipAllowlist: request.ipAllowlist, baseRevision}
     case 'access_policy.api_key.rotate':
-      return {operation: request.operation, apiKeySha256: sha256Hex(apiKey!), apiKeyLastFour: apiKey!.slice(-4), baseRevision: policyRevision}
+      return {operation: request.operation, apiKeySha256: sha256Hex(apiKey!), apiKeyLastFour: apiKey!.slice(-4), baseRevision}
     case 'access_policy.api_key.revoke':
-      return {operation: request.operation, baseRevision: policyRevision}
-    case 'runtime_config.replace':
-      return {operation: request.operation, key: request.key, valueJson: canonicalJson(request.value), baseRevision: state!.runtimeConfig.revision}
-    case 'runtime_config.delete':
-      return {operation: request.operation, key: request.key, baseRevision: state!.runtimeConfig.revision}
-    case 'operation_settings.replace':
-      return {operation: request.operation, releaseGeneration: target.version.release_generation, settingsJson: canonicalJson(request.settings), baseRevision: state!.operationSettings.revision}
     case 'operation_settings.revoke':
-      return {operation: request.operation, baseRevision: state!.operationSettings.revision}
+      return {operation: request.operation, baseRevision}
+    case 'runtime_config.replace':
+      return {operation: request.operation, key: request.key, valueJson: canonicalJson(request.value), baseRevision}
+    case 'runtime_config.delete':
+      return {operation: request.operation, key: request.key, baseRevision}
+    case 'operation_settings.replace':
+      return {operation: request.operation, releaseGeneration: target.version.release_generation, settingsJson: canonicalJson(request.settings), baseRevision}
     default:
       return request
   }

@@ -31,6 +31,7 @@ import {
   type ControlState,
   type EdgeProvider,
   type MutationMeta,
+  type RevisionedControl,
   type HostDescription,
   type HostFence,
   type HostInventory,
@@ -139,6 +140,17 @@ export class OnPremProvider implements EdgeProvider {
       this.call('GET', paths.operationSettings(scriptName), {schema: operationSettingsSchema, signal}),
     ])
     return {accessPolicy, secrets: secrets.secrets, serviceAccounts: serviceAccounts.serviceAccounts, runtimeConfig, operationSettings}
+  }
+
+  async controlRevision(scriptName: string, part: RevisionedControl, signal?: AbortSignal): Promise<number> {
+    switch (part) {
+      case 'access_policy':
+        return (await this.call('GET', paths.accessPolicy(scriptName), {schema: accessPolicySchema, signal})).revision
+      case 'runtime_config':
+        return (await this.call('GET', paths.runtimeConfig(scriptName), {schema: runtimeConfigListSchema, signal})).revision
+      case 'operation_settings':
+        return (await this.call('GET', paths.operationSettings(scriptName), {schema: operationSettingsSchema, signal})).revision
+    }
   }
 
   async purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void> {
