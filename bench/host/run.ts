@@ -130,6 +130,8 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
     bindings: [],
     secrets: [],
     serviceAccounts: [],
+    runtimeConfig: [],
+    operationSettingsJson: null,
   }
   const config = renderValidationConfig([script], {modulePath: (digest) => digest, egressAllow: ['public'], serviceBindingAddress: 'unix:/nonexistent'})
   writeFileSync(path.join(dir, 'config.capnp'), config.text)

@@ -116,6 +116,8 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
     modules: [{name: 'index.js', type: 'esModule' as const, sha256, size: source.length}],
     bindings: [],
     secrets: [],
+    runtimeConfig: [],
+    operationSettingsJson: null,
     serviceAccounts: [],
   }
   const config = renderValidationConfig([script], {modulePath: (digest) => digest, egressAllow: ['public'], serviceBindingAddress: 'unix:/nonexistent'})

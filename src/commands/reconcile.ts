@@ -20,7 +20,8 @@ export default class Reconcile extends BaseCommand<typeof Reconcile> {
   static override description = `Run one reconcile pass over the background lanes (or keep running them with --watch).
 
 Lanes, in order: recovery (republish stalled and expired deploys), deferred (deploys held by a backup
-fence), artifact_cleanup (orphaned artifacts), host_reconcile (host retirements and fences). Each lane
+fence), artifact_cleanup (orphaned artifacts), control_audit (control mutations settled from the host's
+receipts, receipts acknowledged), host_reconcile (host retirements and fences). Each lane
 has its own error boundary, batch cap and time budget; any number of passes may run at once, on one
 machine or many, without handling a row twice. Schedule it with cron or the systemd timer in
 deploy/systemd (docs/scheduling.md).
@@ -32,6 +33,7 @@ unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
   static override examples = [
     '<%= config.bin %> reconcile',
     '<%= config.bin %> reconcile --lane recovery --lane deferred --json',
+    '<%= config.bin %> reconcile --lane control_audit',
     '<%= config.bin %> reconcile --metrics-file /var/lib/node_exporter/textfile/edgeworkers.prom --detailed-exitcode',
     '<%= config.bin %> reconcile --watch --interval 15',
   ]

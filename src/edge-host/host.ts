@@ -89,6 +89,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       fenceActive: () => state.activeFence() !== null,
       scriptCounts: () => service.scriptCounts(),
     })
+    state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
     state.reassignOrphanedShards(settings.shards)
     const runtime = new WorkerdRuntime({
       dataDir,

@@ -15,9 +15,14 @@ import {
   mutationIdSchema,
   serviceAccountIdSchema,
   pairRequestSchema,
+  putRuntimeConfigSchema,
   putSecretSchema,
   putServiceAccountSchema,
   replaceAccessPolicySchema,
+  replaceOperationSettingsSchema,
+  revisionOnlySchema,
+  rotateApiKeySchema,
+  runtimeConfigKeySchema,
   uploadScriptSchema,
 } from '../protocol/management-api.js'
 import {verifyRequest} from '../protocol/signing.js'
@@ -88,6 +93,18 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     route('PUT', `/v1/scripts/${NAME}/access-policy`, ({params, json}) =>
       ok(service.replaceAccessPolicy(params.name!, parse(replaceAccessPolicySchema, json))),
     ),
+    route('POST', `/v1/scripts/${NAME}/access-policy/api-key/rotate`, ({params, json}) => ok(service.rotateApiKey(params.name!, parse(rotateApiKeySchema, json)))),
+    route('POST', `/v1/scripts/${NAME}/access-policy/api-key/revoke`, ({params, json}) => ok(service.revokeApiKey(params.name!, parse(revisionOnlySchema, json)))),
+    route('GET', `/v1/scripts/${NAME}/runtime-config`, ({params}) => ok(service.runtimeConfig(params.name!))),
+    route('PUT', `/v1/scripts/${NAME}/runtime-config/(?<item>[^/]+)`, ({params, json}) =>
+      ok(service.putRuntimeConfig(params.name!, pathParam(runtimeConfigKeySchema, params.item!, 'runtime-config key'), parse(putRuntimeConfigSchema, json))),
+    ),
+    route('DELETE', `/v1/scripts/${NAME}/runtime-config/(?<item>[^/]+)`, ({params, json}) =>
+      ok(service.deleteRuntimeConfig(params.name!, pathParam(runtimeConfigKeySchema, params.item!, 'runtime-config key'), parse(revisionOnlySchema, json))),
+    ),
+    route('GET', `/v1/scripts/${NAME}/operation-settings`, ({params}) => ok(service.operationSettings(params.name!))),
+    route('PUT', `/v1/scripts/${NAME}/operation-settings`, ({params, json}) => ok(service.replaceOperationSettings(params.name!, parse(replaceOperationSettingsSchema, json)))),
+    route('POST', `/v1/scripts/${NAME}/operation-settings/revoke`, ({params, json}) => ok(service.revokeOperationSettings(params.name!, parse(revisionOnlySchema, json)))),
     route('GET', `/v1/scripts/${NAME}/secrets`, ({params}) => ok(service.secrets(params.name!))),
     route('DELETE', `/v1/scripts/${NAME}/secrets`, ({params, json}) => ok(service.purgeSecrets(params.name!, parse(controlMetaBodySchema, json ?? {})))),
     route('PUT', `/v1/scripts/${NAME}/secrets/(?<item>[^/]+)`, ({params, json}) =>

@@ -35,6 +35,13 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
+  readonly controlCalls = new Counter({
+    name: 'edgeworkers_host_control_calls_total',
+    help: 'Control calls by operation: applied, or answered from the receipt of an earlier call with the same mutation id (replayed).',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
   readonly shardUp = new Gauge({
     name: 'edgeworkers_host_shard_up',
     help: '1 while the shard serves, 0 while it starts, swaps or is down.',

@@ -15,6 +15,14 @@ import {
   type Identity,
   type Inventory,
   type Lockdown,
+  type OperationSettings,
+  type PutRuntimeConfig,
+  type ReplaceOperationSettings,
+  type RevisionOnly,
+  type RevokeResult,
+  type RotateApiKey,
+  type RuntimeConfigEntry,
+  type RuntimeConfigList,
   type PairResponse,
   type Purge,
   type Receipt,
@@ -37,7 +45,7 @@ import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import {refusalMessage} from './runtime/validator.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import {scriptStateOf, type AccessPolicyRecord, type FenceRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
+import {scriptStateOf, type AccessPolicyRecord, type FenceRecord, type OperationSettingsRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
 
 export type HostSettings = Settings['host']
 
@@ -117,6 +125,8 @@ export class HostService {
         bindings: upload.bindings,
         secrets: current?.secrets ?? [],
         serviceAccounts: current?.serviceAccounts ?? [],
+        runtimeConfig: current?.runtimeConfig ?? [],
+        operationSettingsJson: current?.operationSettingsJson ?? null,
       }
       const verdict = await this.runtime.validate(candidate, new Map(upload.modules.map((module) => [sha256Hex(module.content), module.content])))
       if (!verdict.ok) throw new HostError('script_invalid', `workerd refused the script: ${refusalMessage(verdict.error, name)}`)
@@ -233,6 +243,79 @@ export class HostService {
       )
       return {conflict: false as const, current: policyView(policy)}
     })
+  }
+
+  rotateApiKey(name: string, body: RotateApiKey): ControlResult<AccessPolicy> {
+    assertScriptName(name)
+    return this.state.control(name, 'access_policy.api_key.rotate', body, (now) => ({
+      conflict: false as const,
+      current: policyView(this.state.rotateApiKey(name, body, now)),
+    }))
+  }
+
+  revokeApiKey(name: string, body: RevisionOnly): RevokeResult<AccessPolicy> {
+    assertScriptName(name)
+    return this.state.control(name, 'access_policy.api_key.revoke', body, (now) => {
+      const {revoked, policy} = this.state.revokeApiKey(name, body.baseRevision, now)
+      return {conflict: false as const, revoked, current: policyView(policy)}
+    })
+  }
+
+  runtimeConfig(name: string): RuntimeConfigList {
+    assertScriptName(name)
+    this.requireScript(name)
+    return {
+      revision: this.state.runtimeConfigRevision(name).revision,
+      entries: this.state.runtimeConfig(name).map((entry) => ({key: entry.key, valueJson: entry.valueJson, sha256: entry.sha256, updated_at: iso(entry.updatedAt)})),
+    }
+  }
+
+  putRuntimeConfig(name: string, key: string, body: PutRuntimeConfig): ControlResult<RuntimeConfigEntry> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'runtime_config.replace', body, (now) => {
+      const stored = this.state.putRuntimeConfig(name, key, body.valueJson, body.baseRevision, now)
+      return {conflict: false as const, current: {key, valueJson: stored.valueJson, sha256: stored.sha256, revision: stored.revision, updated_at: iso(now)}}
+    })
+    this.restartScriptShard(name)
+    return result
+  }
+
+  deleteRuntimeConfig(name: string, key: string, body: RevisionOnly): ControlResult<RuntimeConfigEntry> {
+    assertScriptName(name)
+    let deleted = false
+    const result = this.state.control(name, 'runtime_config.delete', body, (now) => {
+      const outcome = this.state.deleteRuntimeConfig(name, key, body.baseRevision, now)
+      deleted = outcome.deleted
+      return {conflict: false as const, current: {key, valueJson: null, sha256: null, revision: outcome.revision, updated_at: iso(now)}}
+    })
+    if (deleted) this.restartScriptShard(name)
+    return result
+  }
+
+  operationSettings(name: string): OperationSettings {
+    assertScriptName(name)
+    this.requireScript(name)
+    return operationSettingsView(this.state.operationSettings(name))
+  }
+
+  replaceOperationSettings(name: string, body: ReplaceOperationSettings): ControlResult<OperationSettings> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'operation_settings.replace', body, (now) => ({
+      conflict: false as const,
+      current: operationSettingsView(this.state.replaceOperationSettings(name, body, now)),
+    }))
+    this.restartScriptShard(name)
+    return result
+  }
+
+  revokeOperationSettings(name: string, body: RevisionOnly): RevokeResult<OperationSettings> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'operation_settings.revoke', body, (now) => {
+      const {revoked, settings} = this.state.revokeOperationSettings(name, body.baseRevision, now)
+      return {conflict: false as const, revoked, current: operationSettingsView(settings)}
+    })
+    if (result.revoked) this.restartScriptShard(name)
+    return result
   }
 
   secrets(name: string): SecretList {
@@ -469,6 +552,17 @@ function policyView(policy: AccessPolicyRecord): AccessPolicy {
     ip_allowlist: policy.ipAllowlist,
     revision: policy.revision,
     updated_at: iso(policy.updatedAt),
+  }
+}
+
+/** What the host answers is always reconciled with its revision; no settings stored shows null digest and release. */
+function operationSettingsView(settings: OperationSettingsRecord): OperationSettings {
+  return {
+    state: 'reconciled',
+    releaseGeneration: settings.releaseGeneration,
+    settingsSha256: settings.sha256,
+    revision: settings.revision,
+    updated_at: iso(settings.updatedAt),
   }
 }
 

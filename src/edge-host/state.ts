@@ -8,7 +8,7 @@
 import {randomInt, timingSafeEqual} from 'node:crypto'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import {canonicalDigest} from '../canonical-json.js'
+import {canonicalDigest, canonicalJson} from '../canonical-json.js'
 import type {
   AccessPolicyMode,
   Binding,
@@ -22,7 +22,7 @@ import {generateSecret, sha256Hex, type NonceLedger} from '../protocol/signing.j
 import {HostError} from './errors.js'
 
 export const STATE_FILE = 'host.sqlite'
-const SCHEMA_VERSION = 1
+const SCHEMA_VERSION = 2
 /** How many lifted fences the host keeps for the kit's lost-fence confirmation. */
 const FENCE_HISTORY = 100
 const NONCE_PRUNE_INTERVAL_MS = 60_000
@@ -100,6 +100,25 @@ CREATE INDEX fences_by_lifted_at ON fences (lifted_at);
 CREATE TABLE nonces (nonce TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) STRICT, WITHOUT ROWID;
 `
 
+/** Version 2: runtime config and operation settings, each with its own revision per script. */
+const UPGRADE_TO_2 = `
+ALTER TABLE scripts ADD COLUMN runtime_config_revision INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE scripts ADD COLUMN runtime_config_updated_at INTEGER;
+ALTER TABLE scripts ADD COLUMN operation_settings_json TEXT;
+ALTER TABLE scripts ADD COLUMN operation_settings_sha256 TEXT;
+ALTER TABLE scripts ADD COLUMN operation_settings_release TEXT;
+ALTER TABLE scripts ADD COLUMN operation_settings_revision INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE scripts ADD COLUMN operation_settings_updated_at INTEGER;
+CREATE TABLE runtime_config (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  key TEXT NOT NULL,
+  value_json TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (script, key)
+) STRICT;
+`
+
 export interface AccessPolicyRecord {
   mode: AccessPolicyMode
   apiKeySha256: string | null
@@ -165,6 +184,24 @@ export interface RunnableScript {
   bindings: Binding[]
   secrets: Array<{name: string; value: string}>
   serviceAccounts: Array<{id: string; username: string; password: string}>
+  runtimeConfig: Array<{key: string; valueJson: string}>
+  /** The operation settings document (JSON text), or null when none is stored. */
+  operationSettingsJson: string | null
+}
+
+export interface RuntimeConfigRecord {
+  key: string
+  valueJson: string
+  sha256: string
+  updatedAt: number
+}
+
+export interface OperationSettingsRecord {
+  settingsJson: string | null
+  sha256: string | null
+  releaseGeneration: string | null
+  revision: number
+  updatedAt: number
 }
 
 export interface FenceRecord {
@@ -199,9 +236,11 @@ export class HostState {
     this.db.pragma('busy_timeout = 5000')
     this.db.pragma('foreign_keys = ON')
     const version = this.db.pragma('user_version', {simple: true}) as number
-    if (version === 0) {
+    if (version === 0 || version === 1) {
+      // A data dir of the previous version is upgraded in place; its scripts keep serving.
       this.db.transaction(() => {
-        this.db.exec(SCHEMA)
+        if (version === 0) this.db.exec(SCHEMA)
+        this.db.exec(UPGRADE_TO_2)
         this.db.pragma(`user_version = ${SCHEMA_VERSION}`)
       }).immediate()
     } else if (version !== SCHEMA_VERSION) {
@@ -362,6 +401,8 @@ export class HostState {
       serviceAccounts: this.sql('SELECT id, username, password FROM service_accounts WHERE script = ? ORDER BY id').all(
         script.name,
       ) as RunnableScript['serviceAccounts'],
+      runtimeConfig: this.runtimeConfig(script.name).map((entry) => ({key: entry.key, valueJson: entry.valueJson})),
+      operationSettingsJson: this.operationSettings(script.name).settingsJson,
     }
   }
 
@@ -516,6 +557,7 @@ export class HostState {
           if (earlier.commandDigest !== meta.commandDigest || earlier.operation !== operation || earlier.scriptName !== name) {
             throw new HostError('mutation_conflict', `mutation ${meta.mutationId} was already applied with different facts`)
           }
+          this.onControl?.(operation, 'replayed')
           return earlier.result as T
         }
       }
@@ -534,9 +576,13 @@ export class HostState {
           now,
         )
       }
+      this.onControl?.(operation, 'applied')
       return result
     })
   }
+
+  /** Told of every control call: applied now, or answered from an earlier receipt (the host's metrics). */
+  onControl?: (operation: ReceiptOperation, outcome: 'applied' | 'replayed') => void
 
   setLockdown(name: string, now: number): number {
     this.sql('UPDATE scripts SET locked_down_at = COALESCE(locked_down_at, ?), updated_at = ? WHERE name = ?').run(now, now, name)
@@ -549,14 +595,123 @@ export class HostState {
     now: number,
   ): AccessPolicyRecord {
     const current = this.script(name)!.policy
-    if (policy.baseRevision !== undefined && policy.baseRevision !== current.revision) {
-      throw new HostError('policy_revision_conflict', `the access policy is at revision ${current.revision}, not ${policy.baseRevision}`)
+    this.assertPolicyRevision(current, policy.baseRevision)
+    if (policy.mode === 'api_key' && policy.apiKeySha256 === null) {
+      // The configured key is kept; api_key mode without any key is refused rather than locking everyone out unasked.
+      if (current.apiKeySha256 === null) throw new HostError('api_key_not_configured', `script ${name} has no API key; rotate one first`)
+      policy = {...policy, apiKeySha256: current.apiKeySha256, apiKeyLastFour: current.apiKeyLastFour}
     }
     this.sql(
       `UPDATE scripts SET policy_mode = ?, policy_api_key_sha256 = ?, policy_api_key_last_four = ?, policy_ip_allowlist = ?,
          policy_revision = policy_revision + 1, policy_updated_at = ? WHERE name = ?`,
     ).run(policy.mode, policy.apiKeySha256, policy.apiKeyLastFour, JSON.stringify(policy.ipAllowlist), now, name)
     return this.script(name)!.policy
+  }
+
+  private assertPolicyRevision(current: AccessPolicyRecord, baseRevision: number | undefined): void {
+    if (baseRevision !== undefined && baseRevision !== current.revision) {
+      throw new HostError('policy_revision_conflict', `the access policy is at revision ${current.revision}, not ${baseRevision}`)
+    }
+  }
+
+  /** A new key (digest only) in api_key mode; the allowlist is dropped. */
+  rotateApiKey(name: string, key: {apiKeySha256: string; apiKeyLastFour: string; baseRevision: number}, now: number): AccessPolicyRecord {
+    this.assertPolicyRevision(this.script(name)!.policy, key.baseRevision)
+    this.sql(
+      `UPDATE scripts SET policy_mode = 'api_key', policy_api_key_sha256 = ?, policy_api_key_last_four = ?, policy_ip_allowlist = '[]',
+         policy_revision = policy_revision + 1, policy_updated_at = ? WHERE name = ?`,
+    ).run(key.apiKeySha256, key.apiKeyLastFour, now, name)
+    return this.script(name)!.policy
+  }
+
+  /** Drops the key (the mode stays: api_key mode without a key lets nobody through). No key: nothing changes. */
+  revokeApiKey(name: string, baseRevision: number, now: number): {revoked: boolean; policy: AccessPolicyRecord} {
+    const current = this.script(name)!.policy
+    this.assertPolicyRevision(current, baseRevision)
+    if (current.apiKeySha256 === null) return {revoked: false, policy: current}
+    this.sql(
+      `UPDATE scripts SET policy_api_key_sha256 = NULL, policy_api_key_last_four = NULL, policy_revision = policy_revision + 1,
+         policy_updated_at = ? WHERE name = ?`,
+    ).run(now, name)
+    return {revoked: true, policy: this.script(name)!.policy}
+  }
+
+  runtimeConfig(name: string): RuntimeConfigRecord[] {
+    return this.sql('SELECT key, value_json AS valueJson, sha256, updated_at AS updatedAt FROM runtime_config WHERE script = ? ORDER BY key').all(
+      name,
+    ) as RuntimeConfigRecord[]
+  }
+
+  runtimeConfigRevision(name: string): {revision: number; updatedAt: number} {
+    const row = this.sql('SELECT runtime_config_revision AS revision, runtime_config_updated_at AS updatedAt, created_at FROM scripts WHERE name = ?').get(
+      name,
+    ) as {revision: number; updatedAt: number | null; created_at: number}
+    return {revision: row.revision, updatedAt: row.updatedAt ?? row.created_at}
+  }
+
+  private bumpRuntimeConfig(name: string, baseRevision: number, now: number): number {
+    const {revision} = this.runtimeConfigRevision(name)
+    if (baseRevision !== revision) throw new HostError('revision_conflict', `the runtime config is at revision ${revision}, not ${baseRevision}`)
+    this.sql('UPDATE scripts SET runtime_config_revision = ?, runtime_config_updated_at = ? WHERE name = ?').run(revision + 1, now, name)
+    return revision + 1
+  }
+
+  /** `valueJson` is stored canonical (keys sorted, no whitespace), so its digest is the value's. */
+  putRuntimeConfig(name: string, key: string, valueJson: string, baseRevision: number, now: number): {revision: number; valueJson: string; sha256: string} {
+    const revision = this.bumpRuntimeConfig(name, baseRevision, now)
+    const canonical = canonicalJson(JSON.parse(valueJson))
+    const sha256 = sha256Hex(canonical)
+    this.sql(
+      `INSERT INTO runtime_config (script, key, value_json, sha256, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (script, key) DO UPDATE SET value_json = excluded.value_json, sha256 = excluded.sha256, updated_at = excluded.updated_at`,
+    ).run(name, key, canonical, sha256, now)
+    return {revision, valueJson: canonical, sha256}
+  }
+
+  /** Deleting counts as a change (revision + 1) whether or not the key was set. */
+  deleteRuntimeConfig(name: string, key: string, baseRevision: number, now: number): {revision: number; deleted: boolean} {
+    const revision = this.bumpRuntimeConfig(name, baseRevision, now)
+    return {revision, deleted: this.sql('DELETE FROM runtime_config WHERE script = ? AND key = ?').run(name, key).changes === 1}
+  }
+
+  operationSettings(name: string): OperationSettingsRecord {
+    const row = this.sql(
+      `SELECT operation_settings_json AS settingsJson, operation_settings_sha256 AS sha256, operation_settings_release AS releaseGeneration,
+         operation_settings_revision AS revision, COALESCE(operation_settings_updated_at, created_at) AS updatedAt FROM scripts WHERE name = ?`,
+    ).get(name) as OperationSettingsRecord
+    return row
+  }
+
+  private assertOperationSettingsRevision(name: string, baseRevision: number): OperationSettingsRecord {
+    const current = this.operationSettings(name)
+    if (baseRevision !== current.revision) throw new HostError('revision_conflict', `the operation settings are at revision ${current.revision}, not ${baseRevision}`)
+    return current
+  }
+
+  /** Settings belong to the release the script holds now. */
+  replaceOperationSettings(name: string, settings: {releaseGeneration: string; settingsJson: string; baseRevision: number}, now: number): OperationSettingsRecord {
+    this.assertOperationSettingsRevision(name, settings.baseRevision)
+    const stored = this.script(name)!.releaseGeneration
+    if (stored !== settings.releaseGeneration) {
+      throw new HostError('release_generation_mismatch', `script ${name} holds release ${stored ?? 'none'}, not ${settings.releaseGeneration}`)
+    }
+    const canonical = canonicalJson(JSON.parse(settings.settingsJson))
+    this.sql(
+      `UPDATE scripts SET operation_settings_json = ?, operation_settings_sha256 = ?, operation_settings_release = ?,
+         operation_settings_revision = operation_settings_revision + 1, operation_settings_updated_at = ? WHERE name = ?`,
+    ).run(canonical, sha256Hex(canonical), settings.releaseGeneration, now, name)
+    return this.operationSettings(name)
+  }
+
+  /** Drops the settings; none stored: nothing changes (the revision stays). */
+  revokeOperationSettings(name: string, baseRevision: number, now: number): {revoked: boolean; settings: OperationSettingsRecord} {
+    const current = this.assertOperationSettingsRevision(name, baseRevision)
+    if (current.settingsJson === null) return {revoked: false, settings: current}
+    this.sql(
+      `UPDATE scripts SET operation_settings_json = NULL, operation_settings_sha256 = NULL, operation_settings_release = NULL,
+         operation_settings_revision = operation_settings_revision + 1, operation_settings_updated_at = ? WHERE name = ?`,
+    ).run(now, name)
+    return {revoked: true, settings: this.operationSettings(name)}
   }
 
   secrets(name: string): Array<{name: string; sha256: string; updatedAt: number}> {

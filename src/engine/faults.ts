@@ -9,6 +9,7 @@ export type FaultPoint =
   | 'deploy.before_settle'
   | 'submit.after_intents'
   | 'submit.after_artifacts'
+  | 'control.after_mutation'
 
 export function faultPoint(point: FaultPoint): void {
   if (process.env.EDGEWORKERS_FAULT === point) process.kill(process.pid, 'SIGKILL')

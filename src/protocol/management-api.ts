@@ -20,6 +20,14 @@
 //                                                                           200 only while G is live in a running
 //                                                                           shard, else 409 script_not_ready)
 //   PUT    /v1/scripts/:name/access-policy  ReplaceAccessPolicy → ControlResult<AccessPolicy>
+//   POST   /v1/scripts/:name/access-policy/api-key/rotate  RotateApiKey → ControlResult<AccessPolicy>
+//   POST   /v1/scripts/:name/access-policy/api-key/revoke  RevisionOnly → RevokeResult<AccessPolicy>
+//   GET    /v1/scripts/:name/runtime-config          → RuntimeConfigList   (JSON values; not secret)
+//   PUT    /v1/scripts/:name/runtime-config/:key  PutRuntimeConfig → ControlResult<RuntimeConfigEntry>
+//   DELETE /v1/scripts/:name/runtime-config/:key  RevisionOnly     → ControlResult<RuntimeConfigEntry>
+//   GET    /v1/scripts/:name/operation-settings      → OperationSettings
+//   PUT    /v1/scripts/:name/operation-settings  ReplaceOperationSettings → ControlResult<OperationSettings>
+//   POST   /v1/scripts/:name/operation-settings/revoke  RevisionOnly   → RevokeResult<OperationSettings>
 //   GET    /v1/scripts/:name/secrets                 → SecretList          (names and digests, never values)
 //   PUT    /v1/scripts/:name/secrets/:secret  PutSecret        → ControlResult<SecretInfo>
 //   DELETE /v1/scripts/:name/secrets/:secret  ControlMeta?     → DeleteResult<SecretDeletion>
@@ -75,6 +83,12 @@ export const paths = {
   secret: (name: string, secretName: string) => `/v1/scripts/${name}/secrets/${secretName}`,
   serviceAccounts: (name: string) => `/v1/scripts/${name}/service-accounts`,
   serviceAccount: (name: string, serviceAccountId: string) => `/v1/scripts/${name}/service-accounts/${serviceAccountId}`,
+  apiKeyRotate: (name: string) => `/v1/scripts/${name}/access-policy/api-key/rotate`,
+  apiKeyRevoke: (name: string) => `/v1/scripts/${name}/access-policy/api-key/revoke`,
+  runtimeConfig: (name: string) => `/v1/scripts/${name}/runtime-config`,
+  runtimeConfigEntry: (name: string, key: string) => `/v1/scripts/${name}/runtime-config/${key}`,
+  operationSettings: (name: string) => `/v1/scripts/${name}/operation-settings`,
+  operationSettingsRevoke: (name: string) => `/v1/scripts/${name}/operation-settings/revoke`,
   receipt: (mutationId: string, commandDigest: string) => `/v1/receipts/${mutationId}?commandDigest=${commandDigest}`,
   receiptAck: (mutationId: string) => `/v1/receipts/${mutationId}/ack`,
   fence: '/v1/fence',
@@ -106,6 +120,9 @@ export const errorStatus = {
   fence_lifted: 409, // beginning a fence id that was already lifted
   fence_required: 409, // a data snapshot needs the named fence to be the active one
   policy_revision_conflict: 409, // baseRevision is not the current revision
+  revision_conflict: 409, // baseRevision is not the current runtime-config or operation-settings revision
+  api_key_not_configured: 409, // api_key mode asked for without a key given or configured
+  release_generation_mismatch: 409, // operation settings for a release the script does not hold
   mutation_conflict: 409, // mutationId reused with a different commandDigest
   binding_name_taken: 409, // a secret would shadow a binding of the script, or the reverse
   edge_host_script_retired: 410, // the script is retired; terminal
@@ -134,6 +151,7 @@ const identifierPattern = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
 /** Names of bindings, secrets and Durable Object classes: they become JavaScript property names. */
 export const identifierSchema = z.string().regex(identifierPattern, {error: 'must be an identifier of at most 64 characters'})
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, {error: 'must be 64 lowercase hex characters'})
+export const sha256HexSchema = hex64
 const isoTime = z.string()
 /** Path segments of letters, digits, "_", "-" and "."; no segment starts with "." (so no "..") */
 export const moduleNameSchema = z
@@ -146,6 +164,16 @@ export const serviceAccountIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/,
 
 /** The binding under which a script's service-account credentials reach it (JSON: id → {username, password}). */
 export const SERVICE_ACCOUNTS_BINDING = 'SERVICE_ACCOUNTS'
+/** The binding under which a script's runtime config reaches it (JSON: key → the stored object). */
+export const RUNTIME_CONFIG_BINDING = 'RUNTIME_CONFIG'
+/** The binding under which a script's operation settings reach it (the stored JSON object; absent when none). */
+export const OPERATION_SETTINGS_BINDING = 'OPERATION_SETTINGS'
+/** Binding names the host fills itself; an upload may not use them. */
+export const RESERVED_BINDINGS = [SERVICE_ACCOUNTS_BINDING, RUNTIME_CONFIG_BINDING, OPERATION_SETTINGS_BINDING] as const
+/** Largest runtime-config value or operation-settings document, in UTF-8 bytes of its JSON text. */
+export const MAX_CONTROL_JSON_BYTES = 65_536
+/** Largest integer a revision may be (2^53 − 1: exact in every JSON reader). */
+export const MAX_REVISION = Number.MAX_SAFE_INTEGER
 
 // ── Identity and pairing ────────────────────────────────────────────────────────────────────────
 
@@ -228,9 +256,8 @@ export const uploadScriptSchema = z
     const bindingNames = upload.bindings.map((binding) => binding.name)
     const duplicateBinding = bindingNames.find((name, index) => bindingNames.indexOf(name) !== index)
     if (duplicateBinding) context.addIssue({code: 'custom', path: ['bindings'], message: `binding ${duplicateBinding} appears twice`})
-    if (bindingNames.includes(SERVICE_ACCOUNTS_BINDING)) {
-      context.addIssue({code: 'custom', path: ['bindings'], message: `${SERVICE_ACCOUNTS_BINDING} is reserved for service-account credentials`})
-    }
+    const reserved = RESERVED_BINDINGS.find((name) => bindingNames.includes(name))
+    if (reserved) context.addIssue({code: 'custom', path: ['bindings'], message: `${reserved} is reserved for the host's control state`})
   })
 /** What a client sends; `ValidUploadScript` is the same after validation, defaults filled in. */
 export type UploadScript = z.input<typeof uploadScriptSchema>
@@ -318,26 +345,27 @@ export const accessPolicySchema = z.strictObject({
 })
 export type AccessPolicy = z.infer<typeof accessPolicySchema>
 
-const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], {error: 'must be an IP address or CIDR block'})
+export const ipOrCidrSchema = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], {error: 'must be an IP address or CIDR block'})
 
 export const replaceAccessPolicySchema = z
   .strictObject({
   mode: z.enum(accessPolicyModes),
   /**
    * api_key mode: SHA-256 hex of the API key. The key itself never reaches the host; callers send
-   * it in `x-api-key` (or `authorization: Bearer`) and the host compares digests.
+   * it in `x-api-key` (or `authorization: Bearer`) and the host compares digests. Omitted, the key
+   * configured now is kept (409 api_key_not_configured when there is none); leaving api_key mode
+   * drops the key.
    */
   apiKeySha256: hex64.optional(),
   apiKeyLastFour: z.string().length(4).optional(),
   /** teamsync_internal mode: client addresses allowed through (empty = nobody). */
-  ipAllowlist: z.array(ipOrCidr).max(1_000).optional(),
+  ipAllowlist: z.array(ipOrCidrSchema).max(1_000).optional(),
   /** When given, refused with 409 policy_revision_conflict unless it is the current revision. */
   baseRevision: z.number().int().min(0).optional(),
     ...controlMetaShape,
   })
   .refine(...controlMetaPaired)
   .superRefine((body, context) => {
-  if (body.mode === 'api_key' && !body.apiKeySha256) context.addIssue({code: 'custom', path: ['apiKeySha256'], message: 'api_key mode needs apiKeySha256'})
   if (body.mode !== 'api_key' && (body.apiKeySha256 || body.apiKeyLastFour)) {
     context.addIssue({code: 'custom', path: ['apiKeySha256'], message: 'only api_key mode takes an API key'})
   }
@@ -347,7 +375,72 @@ export const replaceAccessPolicySchema = z
 })
 export type ReplaceAccessPolicy = z.input<typeof replaceAccessPolicySchema>
 
-export const putSecretSchema = z.strictObject({value: z.string().max(65_536), ...controlMetaShape}).refine(...controlMetaPaired)
+/** A revision as the kit sends it: a true integer 0…2^53−1. */
+export const revisionSchema = z.number().int().min(0).max(MAX_REVISION)
+const jsonObjectTextSchema = z
+  .string()
+  .refine((text) => Buffer.byteLength(text, 'utf8') <= MAX_CONTROL_JSON_BYTES, {message: `must be at most ${MAX_CONTROL_JSON_BYTES} UTF-8 bytes`})
+  .refine(isJsonObjectText, {message: 'must be the JSON text of an object'})
+
+function isJsonObjectText(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text)
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+  } catch {
+    return false
+  }
+}
+
+/** Runtime-config keys become property names of the RUNTIME_CONFIG binding. */
+export const runtimeConfigKeySchema = identifierSchema
+
+export const rotateApiKeySchema = z
+  .strictObject({apiKeySha256: hex64, apiKeyLastFour: z.string().length(4), baseRevision: revisionSchema, ...controlMetaShape})
+  .refine(...controlMetaPaired)
+export type RotateApiKey = z.input<typeof rotateApiKeySchema>
+
+/** Revokes and deletes: the revision the caller saw (409 on any other). */
+export const revisionOnlySchema = z.strictObject({baseRevision: revisionSchema, ...controlMetaShape}).refine(...controlMetaPaired)
+export type RevisionOnly = z.input<typeof revisionOnlySchema>
+
+export const putRuntimeConfigSchema = z
+  .strictObject({valueJson: jsonObjectTextSchema, baseRevision: revisionSchema, ...controlMetaShape})
+  .refine(...controlMetaPaired)
+export type PutRuntimeConfig = z.input<typeof putRuntimeConfigSchema>
+
+export const replaceOperationSettingsSchema = z
+  .strictObject({releaseGeneration: releaseGenerationSchema, settingsJson: jsonObjectTextSchema, baseRevision: revisionSchema, ...controlMetaShape})
+  .refine(...controlMetaPaired)
+export type ReplaceOperationSettings = z.input<typeof replaceOperationSettingsSchema>
+
+/** One runtime-config key: its value as canonical JSON text and that text's SHA-256; null values once deleted. */
+export const runtimeConfigEntrySchema = z.strictObject({
+  key: z.string(),
+  valueJson: z.string().nullable(),
+  sha256: hex64.nullable(),
+  revision: z.number().int(),
+  updated_at: isoTime,
+})
+export type RuntimeConfigEntry = z.infer<typeof runtimeConfigEntrySchema>
+export const runtimeConfigListSchema = z.strictObject({
+  revision: z.number().int(),
+  entries: z.array(z.strictObject({key: z.string(), valueJson: z.string(), sha256: hex64, updated_at: isoTime})),
+})
+export type RuntimeConfigList = z.infer<typeof runtimeConfigListSchema>
+
+/** The operation settings of a script as reconciled with its revision (no settings stored: null digest and release). */
+export const operationSettingsSchema = z.strictObject({
+  state: z.literal('reconciled'),
+  releaseGeneration: z.string().nullable(),
+  settingsSha256: hex64.nullable(),
+  revision: z.number().int(),
+  updated_at: isoTime,
+})
+export type OperationSettings = z.infer<typeof operationSettingsSchema>
+
+/** Longest secret value the host takes, in characters. */
+export const MAX_SECRET_VALUE_LENGTH = 65_536
+export const putSecretSchema = z.strictObject({value: z.string().max(MAX_SECRET_VALUE_LENGTH), ...controlMetaShape}).refine(...controlMetaPaired)
 export type PutSecret = z.input<typeof putSecretSchema>
 
 export const putServiceAccountSchema = z
@@ -381,10 +474,17 @@ export type ServiceAccountList = z.infer<typeof serviceAccountListSchema>
 /** What a control call answers, and what its receipt holds. `conflict` is always false on the host. */
 export type ControlResult<T> = {conflict: false; current: T}
 export type DeleteResult<T> = {conflict: false; deleted: boolean; current: T}
+export type RevokeResult<T> = {conflict: false; revoked: boolean; current: T}
 
 export const receiptOperations = [
   'retirement.lockdown',
   'access_policy.replace',
+  'access_policy.api_key.rotate',
+  'access_policy.api_key.revoke',
+  'runtime_config.replace',
+  'runtime_config.delete',
+  'operation_settings.replace',
+  'operation_settings.revoke',
   'secrets.put',
   'secrets.delete',
   'secrets.purge',

@@ -1,5 +1,12 @@
 // The provider seam: the engine speaks to an edge runtime only through this interface and never
 // speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon.
+import type {
+  AccessPolicy as WireAccessPolicy,
+  OperationSettings,
+  RuntimeConfigList,
+  SecretList,
+  ServiceAccountList,
+} from '../protocol/management-api.js'
 
 export type ScriptState = 'active' | 'locked_down' | 'retired'
 
@@ -57,6 +64,41 @@ export interface AccessPolicy {
   apiKeySha256?: string | null
 }
 
+/**
+ * One audited control mutation as the host applies it. Secret values, API-key digests and passwords
+ * travel here and nowhere else: the outbox keeps only digests (see ../engine/control/operations.ts).
+ */
+export type ControlMutation =
+  | {operation: 'access_policy.replace'; mode: AccessPolicyMode; ipAllowlist: string[]; baseRevision: number}
+  | {operation: 'access_policy.api_key.rotate'; apiKeySha256: string; apiKeyLastFour: string; baseRevision: number}
+  | {operation: 'access_policy.api_key.revoke'; baseRevision: number}
+  | {operation: 'runtime_config.replace'; key: string; valueJson: string; baseRevision: number}
+  | {operation: 'runtime_config.delete'; key: string; baseRevision: number}
+  | {operation: 'operation_settings.replace'; releaseGeneration: string; settingsJson: string; baseRevision: number}
+  | {operation: 'operation_settings.revoke'; baseRevision: number}
+  | {operation: 'secrets.put'; name: string; value: string}
+  | {operation: 'secrets.delete'; name: string}
+  | {operation: 'service_accounts.credentials.put'; serviceAccountId: string; username: string; password: string}
+  | {operation: 'service_accounts.credentials.delete'; serviceAccountId: string}
+
+/** The parts of a script's control state that carry a revision. */
+export type RevisionedControl = 'access_policy' | 'runtime_config' | 'operation_settings'
+
+/** What makes a control mutation idempotent on the host and names its receipt. */
+export interface MutationMeta {
+  mutationId: string
+  commandDigest: string
+}
+
+/** The control state of one script as the host reports it (the protocol's wire shapes). */
+export interface ControlState {
+  accessPolicy: WireAccessPolicy
+  secrets: SecretList['secrets']
+  serviceAccounts: ServiceAccountList['serviceAccounts']
+  runtimeConfig: RuntimeConfigList
+  operationSettings: OperationSettings
+}
+
 export interface HostFence {
   fenceId: string
   reason: string
@@ -90,6 +132,16 @@ export interface EdgeProvider {
   probeReadiness(scriptName: string, releaseGeneration: string, signal?: AbortSignal): Promise<boolean>
   listScripts(cursor: string | null, signal?: AbortSignal): Promise<ScriptListPage>
   lockdownScript(scriptName: string, signal?: AbortSignal): Promise<void>
+  /** Sends one control mutation; the host applies it at most once per mutation id and keeps a receipt. */
+  controlMutation(scriptName: string, mutation: ControlMutation, meta: MutationMeta, signal?: AbortSignal): Promise<unknown>
+  /** The receipt of a mutation as the host answers it (unvalidated JSON), or null when it has none. */
+  getReceipt(meta: MutationMeta, signal?: AbortSignal): Promise<unknown>
+  /** Acknowledges a receipt; the host's answer as it came (the engine requires exactly {acknowledged: true}). */
+  acknowledgeReceipt(mutationId: string, signal?: AbortSignal): Promise<unknown>
+  /** A script's control state: policy, secret names and digests, credentials without passwords, runtime config, operation settings. */
+  controlState(scriptName: string, signal?: AbortSignal): Promise<ControlState>
+  /** The current revision of one revisioned part of a script's control state (what a mutation's baseRevision must be). */
+  controlRevision(scriptName: string, part: RevisionedControl, signal?: AbortSignal): Promise<number>
   replaceAccessPolicy(scriptName: string, policy: AccessPolicy, signal?: AbortSignal): Promise<void>
   purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void>
   purgeCredentials(scriptName: string, signal?: AbortSignal): Promise<void>

@@ -11,6 +11,7 @@ import {StoreContext, systemClock, type Backend, type Clock} from './context.js'
 import {compareMigrations, migrate, schemaStatus, type SchemaStatus} from './migrator.js'
 import {redactedUrl} from './postgres/redact.js'
 import {AuditRepository} from './repositories/audit.js'
+import {ControlAuditRepository} from './repositories/control-audits.js'
 import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
 import {OutboxRepository} from './repositories/outbox.js'
@@ -32,6 +33,7 @@ export interface Repositories {
   sweeps: SweepRepository
   retirements: RetirementRepository
   status: StatusRepository
+  controlAudits: ControlAuditRepository
 }
 
 export interface Store extends Repositories {
@@ -104,6 +106,7 @@ class KyselyStore implements Store {
   readonly sweeps: SweepRepository
   readonly retirements: RetirementRepository
   readonly status: StatusRepository
+  readonly controlAudits: ControlAuditRepository
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -120,6 +123,7 @@ class KyselyStore implements Store {
     this.sweeps = repositories.sweeps
     this.retirements = repositories.retirements
     this.status = repositories.status
+    this.controlAudits = repositories.controlAudits
   }
 
   get backend(): Backend {
@@ -158,6 +162,7 @@ export function repositoriesFor(ctx: StoreContext): Repositories {
     sweeps: new SweepRepository(ctx),
     retirements: new RetirementRepository(ctx),
     status: new StatusRepository(ctx),
+    controlAudits: new ControlAuditRepository(ctx),
   }
 }
 
@@ -185,6 +190,7 @@ export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED} from './repositories/deployment
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
 export {cooldownStamp, stampOf, type SweepStamp} from './repositories/sweeps.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
+export type {AckStamp, ControlClaimOptions} from './repositories/control-audits.js'
 export {
   ATTENTION_OUTBOX_STATUSES,
   FINISHED_OUTBOX_STATUSES,
@@ -196,4 +202,4 @@ export {
   type StatusCount,
 } from './repositories/status.js'
 export * from './schema.js'
-export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository, RetirementRepository, StatusRepository}
+export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository, RetirementRepository, StatusRepository, ControlAuditRepository}

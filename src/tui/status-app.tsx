@@ -360,7 +360,7 @@ const HELP: Array<[string, string]> = [
   ['esc, backspace', 'back'],
   ['r', 'retry the selected outbox row now (asks first; refused while a runner holds its lease)'],
   ['c', 'cancel the selected outbox row (asks first; refused while leased or deploying)'],
-  ['p', 'run one pass of a lane (recovery, deferred, artifact_cleanup, host_reconcile)'],
+  ['p', 'run one pass of a lane (recovery, deferred, artifact_cleanup, control_audit, host_reconcile)'],
   ['/', 'filter rows: op:deploy status:failed code:edge_host_5xx script:dw-3f id:3f2b words'],
   ['?', 'this help (any key closes it)'],
   ['q, ctrl-c', 'quit'],

@@ -147,7 +147,7 @@ describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
       run('reconcile', '--interval', '10'),
       run('reconcile', '--metrics-file', path.join(notADir, 'x.prom')),
     ])
-    expectOneLineError(lane, 2, /^error: Expected --lane=bogus to be one of: recovery, deferred, artifact_cleanup, host_reconcile/)
+    expectOneLineError(lane, 2, /^error: Expected --lane=bogus to be one of: recovery, deferred, artifact_cleanup, control_audit, host_reconcile/)
     expectOneLineError(interval, 2, 'error: Parsing --interval: 0 is shorter than 1 s')
     expectOneLineError(intervalWithoutWatch, 2, 'error: All of the following must be provided when using --interval: --watch')
     expectOneLineError(metrics, 2, `error: metrics file ${path.join(notADir, 'x.prom')} is not writable: ${notADir} is not a directory`)

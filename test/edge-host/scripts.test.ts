@@ -229,7 +229,8 @@ describe('access policies', () => {
   test('a stale base revision is refused; bad policies are refused', async () => {
     const current = (await client.call('GET', paths.accessPolicy(name))).body.revision as number
     expect((await replace({mode: 'public', baseRevision: current - 1})).body).toMatchObject({code: 'policy_revision_conflict'})
-    expect((await replace({mode: 'api_key'})).status).toBe(400)
+    // No key configured (leaving api_key mode dropped it): api_key mode is refused until one is rotated in.
+    expect((await replace({mode: 'api_key'})).body).toMatchObject({code: 'api_key_not_configured'})
     expect((await replace({mode: 'public', ipAllowlist: []})).status).toBe(400)
     expect((await replace({mode: 'teamsync_internal', ipAllowlist: ['not-an-ip']})).status).toBe(400)
     expect((await replace({mode: 'public', baseRevision: current})).body).toMatchObject({current: {mode: 'public', revision: current + 1}})

@@ -159,7 +159,7 @@ describeEachStore('status view', (t) => {
     const {lastFrame, stdin} = view(t)
     await waitForFrame(lastFrame, '[Leased 1]')
     stdin.write('p')
-    await waitForFrame(lastFrame, 'run one pass: 1 recovery  2 deferred  3 artifact_cleanup  4 host_reconcile')
+    await waitForFrame(lastFrame, 'run one pass: 1 recovery  2 deferred  3 artifact_cleanup  4 control_audit')
     stdin.write('3')
     await waitForFrame(lastFrame, 'Run one artifact_cleanup pass now? [y/N]')
     stdin.write('y')

@@ -15,7 +15,7 @@
 // never names a shard or a port and survives the target's redeploys. Module bodies are embedded from the module
 // cache; text, JSON and secret values are inlined, so a rendered config is written 0600 and deleted
 // once workerd has read it.
-import {SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
+import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
 import type {RunnableScript} from '../state.js'
 
 /** The socket every shard has besides its scripts' sockets. */
@@ -143,6 +143,11 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
     const accounts = Object.fromEntries(script.serviceAccounts.map((account) => [account.id, {username: account.username, password: account.password}]))
     bindings.push(`(name = "${SERVICE_ACCOUNTS_BINDING}", json = ${capnpString(JSON.stringify(accounts))})`)
   }
+  if (script.runtimeConfig.length > 0) {
+    const config = `{${script.runtimeConfig.map((entry) => `${JSON.stringify(entry.key)}:${entry.valueJson}`).join(',')}}`
+    bindings.push(`(name = "${RUNTIME_CONFIG_BINDING}", json = ${capnpString(config)})`)
+  }
+  if (script.operationSettingsJson !== null) bindings.push(`(name = "${OPERATION_SETTINGS_BINDING}", json = ${capnpString(script.operationSettingsJson)})`)
 
   const fields = [
     `modules = [${moduleList.join(', ')}]`,

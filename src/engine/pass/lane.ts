@@ -5,7 +5,7 @@ import type {Engine} from '../context.js'
 import type {DeployTaskArgs, DeployTaskResult} from '../deploy/task.js'
 import type {ExecutionGate} from '../gates.js'
 
-export const LANE_NAMES = ['recovery', 'deferred', 'artifact_cleanup', 'host_reconcile'] as const
+export const LANE_NAMES = ['recovery', 'deferred', 'artifact_cleanup', 'control_audit', 'host_reconcile'] as const
 export type LaneName = (typeof LANE_NAMES)[number]
 
 /** How the reference's log lines name each lane (`Edge Worker <label> failed: …`). */
@@ -13,6 +13,7 @@ export const LANE_LABELS: Record<LaneName, string> = {
   recovery: 'recovery',
   deferred: 'deferred republish',
   artifact_cleanup: 'artifact cleanup',
+  control_audit: 'control audit',
   host_reconcile: 'host reconcile',
 }
 

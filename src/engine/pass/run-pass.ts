@@ -11,6 +11,7 @@ import type {ProviderResolution} from '../provider.js'
 import {confirmFences, type FenceConfirmation} from '../fence/confirm.js'
 import type {EdgeProvider} from '../../provider/types.js'
 import {artifactCleanupLane} from './artifact-cleanup.js'
+import {controlAuditLane} from './control-audit.js'
 import {deferredLane} from './deferred.js'
 import {hostReconcileLane} from './host-reconcile.js'
 import {LANE_LABELS, LANE_NAMES, messageOf, type DispatchDeploy, type Lane, type LaneCounts, type LaneName, type LaneSummary, type RowDoneEvent} from './lane.js'
@@ -20,6 +21,7 @@ const LANES: Record<LaneName, {run: Lane; operations: OutboxOperation[]}> = {
   recovery: {run: recoveryLane, operations: ['deploy']},
   deferred: {run: deferredLane, operations: ['deploy']},
   artifact_cleanup: {run: artifactCleanupLane, operations: ['artifact_cleanup']},
+  control_audit: {run: controlAuditLane, operations: ['control_audit']},
   host_reconcile: {run: hostReconcileLane, operations: []},
 }
 

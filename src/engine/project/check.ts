@@ -43,6 +43,8 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
         modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
         bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
         secrets: [],
+        runtimeConfig: [],
+        operationSettingsJson: null,
         serviceAccounts: [],
       },
     ],

@@ -6,7 +6,12 @@ import {open, rm} from 'node:fs/promises'
 import {pipeline} from 'node:stream/promises'
 import {Agent, errors as undiciErrors, request, type Dispatcher} from 'undici'
 import {
+  accessPolicySchema,
   errorStatus,
+  operationSettingsSchema,
+  runtimeConfigListSchema,
+  secretListSchema,
+  serviceAccountListSchema,
   fenceSchema,
   fenceStatusSchema,
   identitySchema,
@@ -23,7 +28,11 @@ import {signRequest} from '../../protocol/signing.js'
 import {
   ProviderError,
   type AccessPolicy,
+  type ControlMutation,
+  type ControlState,
   type EdgeProvider,
+  type MutationMeta,
+  type RevisionedControl,
   type HostDescription,
   type HostFence,
   type HostInventory,
@@ -110,6 +119,41 @@ export class OnPremProvider implements EdgeProvider {
       ...(policy.mode === 'teamsync_internal' ? {ipAllowlist: policy.ipAllowlist} : {}),
     }
     await this.call('PUT', paths.accessPolicy(scriptName), {body, signal})
+  }
+
+  async controlMutation(scriptName: string, mutation: ControlMutation, meta: MutationMeta, signal?: AbortSignal): Promise<unknown> {
+    const [method, target, body] = controlRequest(scriptName, mutation)
+    return this.call(method, target, {body: {...body, ...meta}, signal})
+  }
+
+  async getReceipt(meta: MutationMeta, signal?: AbortSignal): Promise<unknown> {
+    return this.call('GET', paths.receipt(meta.mutationId, meta.commandDigest), {signal, absentOn: 'receipt_not_found'})
+  }
+
+  async acknowledgeReceipt(mutationId: string, signal?: AbortSignal): Promise<unknown> {
+    return this.call('POST', paths.receiptAck(mutationId), {body: {}, signal})
+  }
+
+  async controlState(scriptName: string, signal?: AbortSignal): Promise<ControlState> {
+    const [accessPolicy, secrets, serviceAccounts, runtimeConfig, operationSettings] = await Promise.all([
+      this.call('GET', paths.accessPolicy(scriptName), {schema: accessPolicySchema, signal}),
+      this.call('GET', paths.secrets(scriptName), {schema: secretListSchema, signal}),
+      this.call('GET', paths.serviceAccounts(scriptName), {schema: serviceAccountListSchema, signal}),
+      this.call('GET', paths.runtimeConfig(scriptName), {schema: runtimeConfigListSchema, signal}),
+      this.call('GET', paths.operationSettings(scriptName), {schema: operationSettingsSchema, signal}),
+    ])
+    return {accessPolicy, secrets: secrets.secrets, serviceAccounts: serviceAccounts.serviceAccounts, runtimeConfig, operationSettings}
+  }
+
+  async controlRevision(scriptName: string, part: RevisionedControl, signal?: AbortSignal): Promise<number> {
+    switch (part) {
+      case 'access_policy':
+        return (await this.call('GET', paths.accessPolicy(scriptName), {schema: accessPolicySchema, signal})).revision
+      case 'runtime_config':
+        return (await this.call('GET', paths.runtimeConfig(scriptName), {schema: runtimeConfigListSchema, signal})).revision
+      case 'operation_settings':
+        return (await this.call('GET', paths.operationSettings(scriptName), {schema: operationSettingsSchema, signal})).revision
+    }
   }
 
   async purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void> {
@@ -228,6 +272,34 @@ export class OnPremProvider implements EdgeProvider {
     const {code, message} = errorBodyOf(text, status)
     if (options.absentOn && code === options.absentOn) return null as never
     throw httpError(status, code, `${method} ${target}: edge host answered ${status} ${code}${message ? `: ${message}` : ''}`)
+  }
+}
+
+/** Where each control mutation goes and the body it carries (the mutation meta is added by the caller). */
+function controlRequest(scriptName: string, mutation: ControlMutation): ['PUT' | 'POST' | 'DELETE', string, Record<string, unknown>] {
+  switch (mutation.operation) {
+    case 'access_policy.replace':
+      return ['PUT', paths.accessPolicy(scriptName), {mode: mutation.mode, baseRevision: mutation.baseRevision, ...(mutation.mode === 'teamsync_internal' ? {ipAllowlist: mutation.ipAllowlist} : {})}]
+    case 'access_policy.api_key.rotate':
+      return ['POST', paths.apiKeyRotate(scriptName), {apiKeySha256: mutation.apiKeySha256, apiKeyLastFour: mutation.apiKeyLastFour, baseRevision: mutation.baseRevision}]
+    case 'access_policy.api_key.revoke':
+      return ['POST', paths.apiKeyRevoke(scriptName), {baseRevision: mutation.baseRevision}]
+    case 'runtime_config.replace':
+      return ['PUT', paths.runtimeConfigEntry(scriptName, mutation.key), {valueJson: mutation.valueJson, baseRevision: mutation.baseRevision}]
+    case 'runtime_config.delete':
+      return ['DELETE', paths.runtimeConfigEntry(scriptName, mutation.key), {baseRevision: mutation.baseRevision}]
+    case 'operation_settings.replace':
+      return ['PUT', paths.operationSettings(scriptName), {releaseGeneration: mutation.releaseGeneration, settingsJson: mutation.settingsJson, baseRevision: mutation.baseRevision}]
+    case 'operation_settings.revoke':
+      return ['POST', paths.operationSettingsRevoke(scriptName), {baseRevision: mutation.baseRevision}]
+    case 'secrets.put':
+      return ['PUT', paths.secret(scriptName, mutation.name), {value: mutation.value}]
+    case 'secrets.delete':
+      return ['DELETE', paths.secret(scriptName, mutation.name), {}]
+    case 'service_accounts.credentials.put':
+      return ['PUT', paths.serviceAccount(scriptName, mutation.serviceAccountId), {username: mutation.username, password: mutation.password}]
+    case 'service_accounts.credentials.delete':
+      return ['DELETE', paths.serviceAccount(scriptName, mutation.serviceAccountId), {}]
   }
 }
 

@@ -43,6 +43,7 @@ describeEachStore('reconcile pass', (t) => {
       expect.stringMatching(/^Edge Worker recovery pass: claimed=0 completed=0 retried=0 failed=0 uncertain=0 skipped=0 duration_ms=\d+$/),
       expect.stringMatching(/^Edge Worker deferred republish pass: claimed=0 /),
       expect.stringMatching(/^Edge Worker artifact cleanup pass: claimed=0 /),
+      expect.stringMatching(/^Edge Worker control audit pass: claimed=0 .*\(retired=0 ack_retired=0\)$/),
       expect.stringMatching(/^Edge Worker host reconcile pass: claimed=0 /),
     ])
 
@@ -69,12 +70,13 @@ describeEachStore('reconcile pass', (t) => {
       return {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: 's', reconciled: false}
     })
     const result = await runPass(engine, {dispatchDeploy: dispatch})
-    const [recovery, deferred, cleanup, host] = result.lanes
+    const [recovery, deferred, cleanup, control, host] = result.lanes
     // The recovery lane stopped at the error and handed its other row back.
     expect(recovery).toMatchObject({lane: 'recovery', claimed: 2, completed: 0, skipped: 2, error: 'connection terminated unexpectedly'})
     expect(deferred).toMatchObject({lane: 'deferred', claimed: 1, completed: 1})
     expect(deferred!.error).toBeUndefined()
     expect(cleanup).toMatchObject({lane: 'artifact_cleanup', claimed: 1, completed: 1})
+    expect(control).toMatchObject({lane: 'control_audit', claimed: 0})
     expect(host).toMatchObject({lane: 'host_reconcile'})
     expect(host!.error).toBeUndefined()
     expect(engine.log.messages('warn')).toContain('Edge Worker recovery failed: connection terminated unexpectedly')
@@ -97,6 +99,7 @@ describeEachStore('reconcile pass', (t) => {
       ['recovery', true],
       ['deferred', true],
       ['artifact_cleanup', true],
+      ['control_audit', true],
       ['host_reconcile', true],
     ])
     expect(result.remaining).toBeNull()
@@ -137,7 +140,8 @@ describeEachStore('reconcile pass', (t) => {
 
     expect((await runPass(engine, {lanes: ['recovery']})).remaining).toEqual({failed: 1, uncertain: 2})
     expect((await runPass(engine, {lanes: ['artifact_cleanup']})).remaining).toEqual({failed: 1, uncertain: 0})
-    expect((await runPass(engine)).remaining).toEqual({failed: 2, uncertain: 2})
+    expect((await runPass(engine, {lanes: ['control_audit']})).remaining).toEqual({failed: 1, uncertain: 0})
+    expect((await runPass(engine)).remaining).toEqual({failed: 3, uncertain: 2})
     expect((await runPass(engine, {lanes: ['host_reconcile']})).remaining).toEqual({failed: 0, uncertain: 0})
   })
 

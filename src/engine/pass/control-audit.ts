@@ -1,0 +1,124 @@
+// The control-plane audit reconciler (控制面稽核調節器): control mutations whose outcome the command
+// that sent them never recorded are settled from the host's receipt — never by sending the mutation
+// again — and completed rows' receipts are acknowledged.
+//
+// Recovery round: claim → retired Worker? cancel (no host call) → control target still the Worker
+// the row named, with a deployed release → read the receipt by {mutationId, commandDigest}, validate
+// it strictly, settle (../control/receipts.ts).
+// Ack round: claim completed rows due for acknowledgement → retired Worker? stop (no host call) →
+// control.receipt.ack, exactly {"acknowledged": true}, else the backoff ladder.
+import type {EdgeProvider} from '../../provider/types.js'
+import type {OutboxRow} from '../../store/index.js'
+import {CONTROL_CODES, acknowledgeReceipt, controlPayloadOf, settleFromReceipt} from '../control/receipts.js'
+import type {LaneRun, RowOutcome} from './lane.js'
+
+const RETIRED_LOG = 'Edge Worker control receipt settled: its Worker is retired'
+
+export async function controlAuditLane(run: LaneRun): Promise<void> {
+  if (run.gate.closed) return run.skip(run.gate.message)
+  const resolution = await run.engine.resolveProvider()
+  if (resolution.status !== 'ready') return run.skip(resolution.message)
+  const tally = {retired: 0, ackRetired: 0}
+  await recoveryRound(run, resolution.provider, tally)
+  await ackRound(run, resolution.provider, tally)
+  run.note(`retired=${tally.retired} ack_retired=${tally.ackRetired}`)
+}
+
+async function recoveryRound(run: LaneRun, provider: EdgeProvider, tally: {retired: number}): Promise<void> {
+  const {store, owner, settings} = run.engine
+  const {lease_seconds: leaseSeconds, batch_size: limit, request_grace_seconds: graceSeconds} = settings.control_audit
+  while (!run.shouldStop()) {
+    const claimed = await store.controlAudits.claimRecoverable({scope: run.scope, owner, limit, leaseSeconds, graceSeconds})
+    if (claimed.length === 0) return
+    run.counts.claimed += claimed.length
+    let next = 0
+    try {
+      for (; next < claimed.length && !run.shouldStop(); next++) {
+        const row = claimed[next]!
+        if (!run.firstVisit(row.id)) break
+        const outcome = await recoverOne(run, provider, row, tally)
+        run.counts[outcome]++
+        run.rowDone({rowId: row.id, scriptName: row.script_name, outcome})
+      }
+    } finally {
+      for (const row of claimed.slice(next)) {
+        // Best effort: a lease not given back expires after control_audit.lease_seconds.
+        await store.sweeps.releaseLease(row.id, row.lease_token!).catch(() => false)
+        run.counts.skipped++
+      }
+    }
+    if (next < claimed.length) return
+  }
+}
+
+async function recoverOne(run: LaneRun, provider: EdgeProvider, row: OutboxRow, tally: {retired: number}): Promise<RowOutcome> {
+  const {store, log} = run.engine
+  const token = row.lease_token!
+  const settleFailed = async (code: string, error: string): Promise<RowOutcome> => {
+    if (!(await store.outbox.settle(row.id, token, {status: 'failed', errorCode: code, error}))) return 'skipped'
+    log.warn({outboxId: row.id, code}, `Edge Worker control audit failed: ${error}`)
+    return 'failed'
+  }
+  if (await isRetired(run, row)) {
+    const cancelled = await store.outbox.settle(row.id, token, {
+      status: 'cancelled',
+      errorCode: CONTROL_CODES.workerRetired,
+      error: 'Worker retired before its control receipt was read',
+    })
+    if (!cancelled) return 'skipped'
+    tally.retired++
+    log.info({outboxId: row.id, workerId: row.worker_id}, RETIRED_LOG)
+    return 'completed'
+  }
+  const payload = controlPayloadOf(row)
+  if ('problem' in payload) return settleFailed(CONTROL_CODES.payloadInvalid, payload.problem)
+  const target = await targetProblem(run, row)
+  if (target) return settleFailed(CONTROL_CODES.targetUnavailable, target)
+  const settled = await settleFromReceipt(run.engine, provider, row, payload)
+  return settled.outcome === 'lease_lost' ? 'skipped' : settled.outcome
+}
+
+async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired: number}): Promise<void> {
+  const {store, owner, settings, log} = run.engine
+  while (!run.shouldStop()) {
+    const claimed = await store.controlAudits.claimAcks({scope: run.scope, owner, limit: settings.control_audit.batch_size, leaseSeconds: settings.control_audit.lease_seconds})
+    if (claimed.length === 0) return
+    run.counts.claimed += claimed.length
+    for (const row of claimed) {
+      // A stamp not acted on holds the row until it passes (control_audit.lease_seconds).
+      if (run.shouldStop() || !run.firstVisit(`ack:${row.id}`)) {
+        run.counts.skipped++
+        continue
+      }
+      const stamp = {id: row.id, next_attempt_at: row.next_attempt_at!}
+      let outcome: RowOutcome
+      if (await isRetired(run, row)) {
+        const stopped = await store.controlAudits.stopAcks(stamp, {errorCode: CONTROL_CODES.workerRetired, error: 'provider receipt retired with its Worker'})
+        if (stopped) {
+          tally.ackRetired++
+          log.info({outboxId: row.id, workerId: row.worker_id}, RETIRED_LOG)
+        }
+        outcome = stopped ? 'completed' : 'skipped'
+      } else {
+        const acked = await acknowledgeReceipt(run.engine, provider, stamp, row.attempts)
+        outcome = acked === 'acknowledged' ? 'completed' : acked === 'rescheduled' ? 'retried' : acked === 'failed' ? 'failed' : 'skipped'
+      }
+      run.counts[outcome]++
+      run.rowDone({rowId: row.id, scriptName: row.script_name, outcome})
+    }
+  }
+}
+
+function isRetired(run: LaneRun, row: OutboxRow): Promise<boolean> {
+  return run.engine.store.controlAudits.workerRetired(row.worker_id ?? '', row.department_id ?? '')
+}
+
+/** The control target must still be the Worker the row named, under the same script name, with a deployed release. */
+async function targetProblem(run: LaneRun, row: OutboxRow): Promise<string | null> {
+  const {store} = run.engine
+  const worker = row.worker_id ? await store.workers.get(row.worker_id) : undefined
+  if (!worker) return 'the Worker row no longer exists'
+  if (worker.script_name !== row.script_name) return `the Worker is now served as ${worker.script_name}, not ${row.script_name}`
+  const version = worker.current_version_id ? await store.workers.getVersion(worker.current_version_id) : undefined
+  return version?.state === 'deployed' ? null : 'the Worker has no deployed release'
+}

@@ -1,0 +1,191 @@
+// What the control-plane audit lane needs beyond the generic outbox: its two claims, the settle that
+// writes the audit row in the same transaction, the ack round's compare-and-set writes, and the
+// question whether a row's Worker is retired.
+//
+// Recovery round: a control row is the command's own while it runs. The sweep takes a pending row
+// only once it was handed back (attempts > 0, or no owner) or its request grace has passed, and a
+// leased row once its lease expired — in both cases the outcome of its mutation is unknown.
+//
+// Ack round: a `completed` row whose receipt is not yet acknowledged keeps next_attempt_at set; the
+// column is both its place in the queue and, in whole seconds, the compare-and-set stamp of the
+// runner that claimed it (as the reference's claim_control_receipt_acks).
+import {randomUUID} from 'node:crypto'
+import {sql} from 'kysely'
+import type {StoreContext} from '../context.js'
+import {parseJsonObject, type OutboxRow, type OutboxTable} from '../schema.js'
+import {AuditRepository, type AuditEntryInput} from './audit.js'
+import {backoffDelayMs} from './outbox.js'
+import {cooldownStamp} from './sweeps.js'
+
+/** The audit action whose success row marks a department's Worker retired (../../engine/retire/audit.ts). */
+const WORKER_RETIRED_ACTION = 'department.worker_retired'
+
+export interface ControlClaimOptions {
+  scope: string
+  owner: string
+  limit: number
+  leaseSeconds: number
+  /** A pending row its command still owns is left alone this long after enqueue. */
+  graceSeconds: number
+}
+
+/** The (id, next_attempt_at) an ack claim stamped; the ack round's writes must still match it. */
+export interface AckStamp {
+  id: string
+  next_attempt_at: number
+}
+
+export class ControlAuditRepository {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Leases control rows whose mutation outcome is unknown, oldest due first (one attempt each, a fresh token). */
+  async claimRecoverable(options: ControlClaimOptions): Promise<OutboxRow[]> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const {scope, limit} = options
+      const skipLocked = this.skipLocked()
+      const {rows} = await sql<OutboxTable>`
+        update edge_worker_outbox
+        set status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
+          lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, updated_at = ${now}
+        where id in (
+          select id from (
+            select id, due_at, created_at from (
+              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
+              where operation = 'control_audit' and dispatch_namespace = ${scope}
+                and status = 'pending' and next_attempt_at <= ${now}
+                and (attempts > 0 or lease_owner is null or created_at <= ${now - options.graceSeconds * 1000})
+              order by next_attempt_at, created_at, id
+              limit ${limit}
+              ${skipLocked}
+            ) as handed_back
+            union all
+            select id, due_at, created_at from (
+              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
+              where status = 'leased' and lease_expires_at <= ${now}
+                and operation = 'control_audit' and dispatch_namespace = ${scope}
+              order by lease_expires_at, created_at, id
+              limit ${limit}
+              ${skipLocked}
+            ) as expired_leases
+          ) as recoverable
+          order by due_at, created_at, id
+          limit ${limit}
+        )
+        returning *`.execute(db)
+      return rows.map(toOutboxRow).sort(oldestFirst)
+    })
+  }
+
+  /**
+   * Settles a leased row `completed` with its audit row, atomically; the row stays due for the ack
+   * round, and the stamp returned lets the settling runner acknowledge it right away. undefined = the
+   * lease was lost (nothing written). Throws the audit conflict when the id is already bound to
+   * different facts (nothing written either).
+   */
+  async complete(id: string, token: string, audit: AuditEntryInput): Promise<AckStamp | undefined> {
+    return this.ctx.atomic(async (tx) => {
+      const now = this.ctx.now()
+      const result = await tx.db
+        .updateTable('edge_worker_outbox')
+        .set({status: 'completed', lease_token: null, lease_expires_at: null, next_attempt_at: now, last_error_code: null, last_error: null, updated_at: now})
+        .where('id', '=', id)
+        .where('lease_token', '=', token)
+        .executeTakeFirst()
+      if (result.numUpdatedRows === 0n) return undefined
+      await new AuditRepository(tx).append(audit)
+      return {id, next_attempt_at: now}
+    })
+  }
+
+  /** Stamps completed rows whose acknowledgement is due: the stamp holds them for `leaseSeconds`. */
+  async claimAcks(options: Omit<ControlClaimOptions, 'graceSeconds'>): Promise<OutboxRow[]> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const {rows} = await sql<OutboxTable>`
+        update edge_worker_outbox
+        set lease_owner = ${options.owner}, next_attempt_at = ${cooldownStamp(now, options.leaseSeconds)}, attempts = attempts + 1, updated_at = ${now}
+        where id in (
+          select id from edge_worker_outbox
+          where operation = 'control_audit' and dispatch_namespace = ${options.scope}
+            and status = 'completed' and next_attempt_at <= ${now}
+          order by next_attempt_at, created_at, id
+          limit ${options.limit}
+          ${this.skipLocked()}
+        )
+        returning *`.execute(db)
+      return rows.map(toOutboxRow).sort(oldestFirst)
+    })
+  }
+
+  /**
+   * Ends the ack work of a completed row: acknowledged (no code), or stopped for good with a code
+   * (`worker_retired`, exhausted retries). false = another runner's stamp holds the row.
+   */
+  async stopAcks(stamp: AckStamp, stop: {errorCode: string | null; error: string | null}): Promise<boolean> {
+    return this.ctx.write(async ({db}) => {
+      const result = await this.stamped(db, stamp)
+        .set({next_attempt_at: null, last_error_code: stop.errorCode, last_error: stop.error, updated_at: this.ctx.now()})
+        .executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    })
+  }
+
+  /** A failed ack waits on the backoff ladder; after backoff.max_attempts it stops (`failed`). */
+  async retryAck(stamp: AckStamp, attempts: number, failure: {errorCode: string; error: string}): Promise<'rescheduled' | 'failed' | 'lost'> {
+    const exhausted = attempts >= this.ctx.env.backoff.max_attempts
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const result = await this.stamped(db, stamp)
+        .set({
+          next_attempt_at: exhausted ? null : now + backoffDelayMs(attempts, this.ctx.env.backoff),
+          last_error_code: failure.errorCode,
+          last_error: failure.error,
+          updated_at: now,
+        })
+        .executeTakeFirst()
+      if (result.numUpdatedRows === 0n) return 'lost'
+      return exhausted ? 'failed' : 'rescheduled'
+    })
+  }
+
+  /**
+   * As the reference's control lane: retired when its department is soft-deleted and a successful
+   * `department.worker_retired` row exists for it, or when its company was hard-deleted (no
+   * department row with that id in any company, and no Worker row).
+   */
+  async workerRetired(workerId: string, departmentId: string): Promise<boolean> {
+    const department = await this.ctx.db.selectFrom('departments').select('deleted_at').where('id', '=', departmentId).executeTakeFirst()
+    if (!department) {
+      const worker = await this.ctx.db.selectFrom('edge_workers').select('id').where('id', '=', workerId).executeTakeFirst()
+      return worker === undefined
+    }
+    if (department.deleted_at === null) return false
+    const retired = await this.ctx.db
+      .selectFrom('edge_worker_audit_logs')
+      .select('id')
+      .where('action', '=', WORKER_RETIRED_ACTION)
+      .where('resource_id', '=', workerId)
+      .where('result', '=', 'success')
+      .executeTakeFirst()
+    return retired !== undefined
+  }
+
+  private stamped(db: StoreContext['db'], stamp: AckStamp) {
+    return db
+      .updateTable('edge_worker_outbox')
+      .where('id', '=', stamp.id)
+      .where('status', '=', 'completed')
+      .where('next_attempt_at', '=', stamp.next_attempt_at)
+  }
+
+  private skipLocked() {
+    return this.ctx.locksRows ? sql`for update skip locked` : sql``
+  }
+}
+
+const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)
+
+function toOutboxRow(row: OutboxTable): OutboxRow {
+  return {...row, payload: parseJsonObject(row.payload)}
+}
