@@ -13,8 +13,10 @@ import {BlockList, isIPv6} from 'node:net'
 import type {Logger} from 'pino'
 import type {Dispatcher} from 'undici'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
-import {SIGNATURE_HEADERS, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
-import {BodyTooLargeError, readBody, sendJson} from './http.js'
+import {SIGNATURE_HEADERS, checkSignatureHeaders, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
+import {BodyTooLargeError, readBoundedBody, type BodyBudget} from './body-limits.js'
+import {HostError} from './errors.js'
+import {clientAddress, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import type {AccessPolicyRecord, HostState} from './state.js'
@@ -27,6 +29,8 @@ export interface DataPlaneOptions {
   signatureWindowSeconds: number
   /** Kit-signed requests are buffered to check their body digest; larger ones are refused. */
   maxSignedBodyBytes: number
+  /** Held request bodies, shared with the management listener. */
+  bodyBudget: BodyBudget
   metrics: HostMetrics
   ready(): boolean
   readinessDetail(): unknown
@@ -98,13 +102,17 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
       return name
     }
 
+    // A body is buffered (to check its digest) only when the signature is what lets the request in:
+    // the policy refuses it otherwise, the host is paired, and the headers pass every check that
+    // needs no body. Anything else streams, whatever headers it carries.
     let body: Buffer | undefined
     let kitSigned = false
-    if (hasSignatureHeaders(request.headers)) {
-      body = await readBody(request, options.maxSignedBodyBytes)
+    const allowed = allowedByPolicy(route.policy, request, () => allowlists.of(name, route.policy))
+    if (!allowed && mayBeKitSigned(request)) {
+      body = await readBoundedBody(request, response, options.maxSignedBodyBytes, options.bodyBudget)
       kitSigned = isKitSigned(request, body)
     }
-    if (!kitSigned && !allowedByPolicy(route.policy, request, () => allowlists.of(name, route.policy))) {
+    if (!allowed && !kitSigned) {
       sendJson(response, 403, {code: 'access_denied', message: 'Forbidden'}, {'x-request-id': requestId})
       return name
     }
@@ -138,6 +146,9 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
     }
   }
 
+  const mayBeKitSigned = (request: http.IncomingMessage): boolean =>
+    hasSignatureHeaders(request.headers) && state.pairingSecret() !== null && checkSignatureHeaders(request.headers, options.signatureWindowSeconds).ok
+
   const isKitSigned = (request: http.IncomingMessage, body: Buffer): boolean => {
     const secret = state.pairingSecret()
     if (secret === null) return false
@@ -160,6 +171,8 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
       .catch((error: unknown) => {
         if (error instanceof BodyTooLargeError) {
           sendJson(response, 413, {code: 'request_too_large', message: error.message}, {'x-request-id': requestId}, {closeConnection: true})
+        } else if (error instanceof HostError) {
+          sendJson(response, error.status, {code: error.code, message: error.message}, {'x-request-id': requestId}, {closeConnection: true})
         } else if (!response.headersSent) {
           options.log.warn({err: error, requestId}, 'data-plane request failed')
           sendJson(response, 502, {code: 'worker_unavailable', message: 'Worker unavailable'}, {'x-request-id': requestId})
@@ -266,12 +279,6 @@ function hasBody(request: http.IncomingMessage): boolean {
 function splitQuery(url: string): [string, string] {
   const index = url.indexOf('?')
   return index === -1 ? [url, ''] : [url.slice(0, index), url.slice(index)]
-}
-
-/** The TCP peer; IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. */
-function clientAddress(request: http.IncomingMessage): string {
-  const address = request.socket.remoteAddress ?? ''
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
 
 function allowedByPolicy(policy: AccessPolicyRecord, request: http.IncomingMessage, allowlist: () => BlockList): boolean {

@@ -12,11 +12,13 @@ import path from 'node:path'
 import pino, {type Logger} from 'pino'
 import {settingsSchema} from '../config/schema.js'
 import {KitError} from '../errors.js'
+import {BodyBudget} from './body-limits.js'
 import {createDataPlaneServer} from './data-plane.js'
 import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
 import {HostMetrics} from './metrics.js'
+import {PairingLimiter} from './pairing-limiter.js'
 import {WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
 import {clearSnapshotLeftovers} from './snapshot.js'
@@ -114,6 +116,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script
     // somewhat over it gets the precise script_too_large rather than request_too_large.
     const maxBodyBytes = 2 * settings.max_script_bytes + 1024 * 1024
+    const bodyBudget = new BodyBudget(settings.max_held_body_bytes)
 
     const dataPlane = createDataPlaneServer({
       state,
@@ -121,7 +124,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       baseDomain: settings.base_domain,
       holdTimeoutMs: settings.request_hold_timeout_ms,
       signatureWindowSeconds: settings.signature_window_seconds,
-      maxSignedBodyBytes: maxBodyBytes,
+      maxSignedBodyBytes: settings.max_signed_request_body_bytes,
+      bodyBudget,
       metrics,
       ready,
       readinessDetail,
@@ -133,6 +137,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       metrics,
       signatureWindowSeconds: settings.signature_window_seconds,
       maxBodyBytes,
+      bodyBudget,
+      pairingLimiter: new PairingLimiter({maxFailures: settings.pairing_max_failures, windowSeconds: settings.pairing_failure_window_seconds, log}),
+      headerTimeoutMs: settings.admin_header_timeout_ms,
+      requestTimeoutMs: settings.admin_request_timeout_ms,
       ready,
       readinessDetail,
       log,

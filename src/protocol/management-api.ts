@@ -109,6 +109,7 @@ export const errorStatus = {
   mutation_conflict: 409, // mutationId reused with a different commandDigest
   binding_name_taken: 409, // a secret would shadow a binding of the script, or the reverse
   edge_host_script_retired: 410, // the script is retired; terminal
+  pairing_rate_limited: 429, // too many failed pairing attempts from this address; retry-after says when
   request_too_large: 413,
   script_too_large: 413, // decoded modules exceed the limit (5 MiB by default)
   unsupported_media_type: 415,
@@ -116,6 +117,7 @@ export const errorStatus = {
   edge_host_fenced: 423,
   internal_error: 500,
   host_full: 503, // every shard holds its maximum number of scripts
+  host_busy: 503, // the host holds as many request bodies as it allows at once; retry shortly
 } as const
 
 export type ErrorCode = keyof typeof errorStatus
