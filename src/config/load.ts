@@ -8,6 +8,7 @@ import {z} from 'zod'
 import {FENCE_RUN_ENV} from '../engine/fence/environment.js'
 import {KitError} from '../errors.js'
 import {settingsSchema, type Settings} from './schema.js'
+import {parseStrictJson} from '../util/strict-json.js'
 
 export type ConfigSource = 'flag' | 'env' | 'file' | 'default'
 type Tree = {[key: string]: unknown}
@@ -77,7 +78,7 @@ function readConfigFile(file: string): Tree {
     throw new KitError('config_invalid', `config file ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? error}`)
   }
   try {
-    const value: unknown = file.endsWith('.json') ? JSON.parse(text) : parseToml(text)
+    const value: unknown = file.endsWith('.json') ? parseStrictJson(text) : parseToml(text)
     if (!isTree(value)) throw new Error('the top level must be a table')
     return value
   } catch (error) {

@@ -34,6 +34,8 @@ export const settingsSchema = z.strictObject({
       readiness_probe_interval_ms: count(500, 10, 60_000),
       project_archive_max_bytes: count(2 * 1024 * 1024, 1, 64 * 1024 * 1024),
       bundle_max_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
+      /** Total size of the project's files before compression, checked before any is read (a zero-filled file compresses to almost nothing). */
+      project_files_max_bytes: count(16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     })
     .prefault({}),
 

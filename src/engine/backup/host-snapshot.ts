@@ -7,6 +7,7 @@ import {KitError} from '../../errors.js'
 import {fileDigest} from '../../file-digest.js'
 import {filesUnder} from './directories.js'
 import {SNAPSHOT_MANIFEST_FILE, snapshotManifestSchema, type SnapshotManifest} from '../../protocol/management-api.js'
+import {parseStrictJson} from '../../util/strict-json.js'
 
 /** snapshot.json of a snapshot tar; a usage error when it is missing or malformed. */
 export async function readSnapshotManifest(tarFile: string): Promise<SnapshotManifest> {
@@ -28,7 +29,7 @@ export async function readSnapshotManifest(tarFile: string): Promise<SnapshotMan
   if (text === null) throw new KitError('usage', `${tarFile} holds no ${SNAPSHOT_MANIFEST_FILE}`)
   let json: unknown
   try {
-    json = JSON.parse(text)
+    json = parseStrictJson(text)
   } catch (error) {
     throw new KitError('usage', `${SNAPSHOT_MANIFEST_FILE} in ${tarFile} is malformed: ${(error as Error).message}`)
   }

@@ -31,6 +31,7 @@ import {
   type UploadScriptInput,
 } from '../types.js'
 import type {z} from 'zod'
+import {parseStrictJson} from '../../util/strict-json.js'
 
 export interface OnPremProviderOptions {
   /** The management listener, e.g. http://127.0.0.1:8788 */
@@ -250,7 +251,7 @@ function transportError(error: unknown, method: string, target: string): Provide
 
 function parseJson(text: string, method: string, target: string, status: number): unknown {
   try {
-    return JSON.parse(text)
+    return parseStrictJson(text)
   } catch {
     throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host answered malformed JSON`, status)
   }
@@ -258,7 +259,7 @@ function parseJson(text: string, method: string, target: string, status: number)
 
 function errorBodyOf(text: string, status: number): {code: string; message: string} {
   try {
-    const body = JSON.parse(text) as {code?: unknown; message?: unknown}
+    const body = parseStrictJson(text) as {code?: unknown; message?: unknown}
     if (typeof body.code === 'string') return {code: body.code, message: typeof body.message === 'string' ? body.message : ''}
   } catch {
     // Not our host's error shape (a proxy, a crash page): fall back to the status.
