@@ -9,6 +9,8 @@ import {FENCE_RUN_ENV} from '../engine/fence/environment.js'
 import {KitError} from '../errors.js'
 import {settingsSchema, type Settings} from './schema.js'
 import {parseStrictJson} from '../util/strict-json.js'
+import {assertPrivate} from '../util/private-files.js'
+import {redactSettings} from './redact.js'
 
 export type ConfigSource = 'flag' | 'env' | 'file' | 'default'
 type Tree = {[key: string]: unknown}
@@ -56,6 +58,8 @@ export function loadConfig(inputs: ConfigInputs = {}): LoadedConfig {
     throw new KitError('config_invalid', `config file ${configFile} does not exist`)
   }
   const fileTree = existsSync(configFile) ? readConfigFile(configFile) : {}
+  // A config file that names a password is a secret-holding file.
+  if (JSON.stringify(redactSettings(fileTree)) !== JSON.stringify(fileTree)) assertPrivate(configFile, 'file')
 
   const merged = deepMerge(deepMerge(fileTree, envTree), flagTree)
   const parsed = settingsSchema.safeParse(merged)

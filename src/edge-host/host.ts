@@ -6,12 +6,14 @@
 // running host), host.lock (pid of the running host), runtime/ and do/ (see runtime/runtime.ts),
 // runtime/snapshots/ (data snapshots being streamed, see snapshot.ts).
 import {existsSync} from 'node:fs'
-import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {readFile, rename, rm, writeFile} from 'node:fs/promises'
 import type http from 'node:http'
 import path from 'node:path'
 import pino, {type Logger} from 'pino'
 import {settingsSchema} from '../config/schema.js'
 import {KitError} from '../errors.js'
+import {redactingLogOptions} from '../util/log-redaction.js'
+import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './body-limits.js'
 import {createDataPlaneServer} from './data-plane.js'
 import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
@@ -70,9 +72,9 @@ export interface RunningHost {
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   const settings = settingsSchema.shape.host.parse(options.settings ?? {})
   const maxFenceTtlSeconds = options.maxFenceTtlSeconds ?? settingsSchema.shape.fence.parse({}).max_ttl_seconds
-  const log = options.logger ?? pino({base: {component: 'edge-host'}, timestamp: pino.stdTimeFunctions.isoTime})
+  const log = options.logger ?? pino({base: {component: 'edge-host'}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()})
   const dataDir = path.resolve(options.dataDir)
-  await mkdir(dataDir, {recursive: true, mode: 0o700})
+  ensurePrivateDir(dataDir) // host.sqlite and identity.key hold secrets
   await acquireLock(dataDir)
 
   const cleanups: Array<() => Promise<void> | void> = [() => releaseLock(dataDir)]

@@ -19,6 +19,7 @@ import type {
   ScriptState,
 } from '../protocol/management-api.js'
 import {generateSecret, sha256Hex, type NonceLedger} from '../protocol/signing.js'
+import {ensurePrivateFile} from '../util/private-files.js'
 import {HostError} from './errors.js'
 
 export const STATE_FILE = 'host.sqlite'
@@ -211,7 +212,9 @@ export class HostState {
   }
 
   static open(dataDir: string): HostState {
-    return new HostState(path.join(dataDir, STATE_FILE))
+    const file = path.join(dataDir, STATE_FILE)
+    ensurePrivateFile(file) // pairing secret, Worker secrets, service-account passwords
+    return new HostState(file)
   }
 
   close(): void {

@@ -2,7 +2,6 @@
 // edge host on workerd, the hello fixture deployed, served and fetched. It works in its own
 // sandbox (<data dir>/quickstart), is idempotent (a rerun reuses the store, the pairing, the
 // tenant and the version) and stops the host it started unless asked to keep it running.
-import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import pino from 'pino'
@@ -15,6 +14,8 @@ import {retireDepartment, type RetireOutcome} from '../engine/retire/retire-depa
 import {hostPairingCode, startHost, type RunningHost} from '../edge-host/host.js'
 import {pairWithHost} from '../provider/onprem/pairing.js'
 import {openStore, type Store} from '../store/index.js'
+import {createPrivateDir} from '../util/private-files.js'
+import {redactingLogOptions} from '../util/log-redaction.js'
 
 export const QUICKSTART_COMPANY = 'quickstart'
 /** Each run retires its department, and ids are never reused: run N uses hello, hello-2, … hello-N. */
@@ -48,7 +49,7 @@ export async function runQuickstart(
 ): Promise<QuickstartResult> {
   const step = options.onStep ?? (() => {})
   const dataDir = path.join(base.data_dir, 'quickstart')
-  await mkdir(dataDir, {recursive: true})
+  createPrivateDir(dataDir)
   const settings: Settings = settingsSchema.parse({...base, data_dir: dataDir, store: {...base.store, url: ''}, provider: {...base.provider, scope: ''}})
 
   step('store')
@@ -63,7 +64,7 @@ export async function runQuickstart(
     host = await startHost({
       dataDir: hostDir,
       settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1},
-      logger: pino({level: 'info', timestamp: pino.stdTimeFunctions.isoTime}, pino.destination({dest: hostLog, mkdir: true, sync: false})),
+      logger: pino({level: 'info', timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()}, pino.destination({dest: hostLog, mkdir: true, sync: false})),
     })
 
     step('pair', host.scope)

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import pino from 'pino'
 import {BaseCommand} from '../../cli/base-command.js'
 import {startHost} from '../../edge-host/host.js'
+import {redactingLogOptions} from '../../util/log-redaction.js'
 
 export default class HostServe extends BaseCommand<typeof HostServe> {
   static override description = `Run the edge host: Worker scripts on workerd shards behind a data-plane listener and a paired, signed management API.
@@ -31,7 +32,7 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
 
   async run(): Promise<void> {
     const {settings} = this.loadSettings()
-    const logger = pino({level: settings.log_level, base: {component: 'edge-host', pid: process.pid}, timestamp: pino.stdTimeFunctions.isoTime})
+    const logger = pino({level: settings.log_level, base: {component: 'edge-host', pid: process.pid}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()})
     const host = await startHost({dataDir: settings.data_dir, settings: settings.host, maxFenceTtlSeconds: settings.fence.max_ttl_seconds, logger})
     if (host.issuedPairingCode) {
       // Shown once, here; never logged. `host pairing-code` reads it from the data dir again.
