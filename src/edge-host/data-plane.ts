@@ -137,7 +137,7 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
         return name
       } catch (error) {
         // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
-        if (attempt >= MAX_ATTEMPTS || response.headersSent || !safeToRetry(error, request.method, forwardBody)) throw error
+        if (attempt >= MAX_ATTEMPTS || response.headersSent || !safeToRetry(error, forwardBody)) throw error
         options.log.warn({script: name, attempt, code: (error as {code?: string}).code}, 'shard connection failed; retrying after it restarts')
         await Promise.race([lease.exited, sleep(RETRY_WAIT_MS)])
       } finally {
@@ -257,15 +257,22 @@ function proxy(
 }
 
 /**
- * A refused connection sent nothing, so any request may go again; a connection lost before the
- * answer may have been handled, so only idempotent methods may. A streamed body cannot be replayed.
+ * A request goes again only when it cannot have reached the Worker — replaying one that did would
+ * replay whatever crashed the process (a memory bomb crashing its shard once per retry):
+ * - the connection never opened (refused, its socket already gone, failed while connecting, or the
+ *   process's connection pool was closed because it exited);
+ * - a request without body met a reset or a broken pipe. Shards listen on Unix sockets, where the
+ *   kernel resets a connection (rather than ending it) only when the peer died leaving data unread
+ *   or before accepting it, and refuses writes to a peer already gone: workerd never read that
+ *   request whole, so no Worker ran it. One that workerd read and then died ends with an EOF
+ *   (UND_ERR_SOCKET), and never goes again.
+ * A streamed body cannot be replayed at all.
  */
-function safeToRetry(error: unknown, method: string | undefined, body: Buffer | http.IncomingMessage | undefined): boolean {
+function safeToRetry(error: unknown, body: Buffer | http.IncomingMessage | undefined): boolean {
   if (body !== undefined && !Buffer.isBuffer(body)) return false
-  const code = (error as {code?: string}).code
-  if (code === 'ECONNREFUSED') return true
-  const lost = code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_DESTROYED'
-  return lost && ['GET', 'HEAD', 'OPTIONS'].includes(method ?? 'GET')
+  const {code, syscall} = error as {code?: string; syscall?: string}
+  if (code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'UND_ERR_CLOSED' || syscall === 'connect') return true
+  return body === undefined && (code === 'ECONNRESET' || code === 'EPIPE')
 }
 
 function sleep(ms: number): Promise<void> {

@@ -5,9 +5,10 @@
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
 //   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
 //   runtime/shard-<i>.pid            pid of the shard's workerd, to clean up after a host crash
-//   runtime/validate/<id>/           a validation sandbox's config, deleted right after
+//   runtime/sock/<id>/<n>            the Unix sockets of one running workerd, removed once it exited
+//   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
 //   do/<script>/                     the script's Durable Object storage (kept forever)
-import {randomUUID} from 'node:crypto'
+import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
 import {chmod, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
@@ -15,7 +16,7 @@ import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
-import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
+import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
 export interface RuntimeOptions {
@@ -69,6 +70,7 @@ export class WorkerdRuntime {
     await mkdir(this.modulesDir, {recursive: true, mode: 0o700})
     await this.killLeftoverProcesses()
     await rm(path.join(this.runtimeDir, 'validate'), {recursive: true, force: true})
+    await rm(path.join(this.runtimeDir, 'sock'), {recursive: true, force: true})
     const results = await Promise.allSettled(this.shards.map((shard) => shard.start()))
     results.forEach((result, index) => {
       if (result.status === 'rejected') this.options.log.error({shard: index, err: result.reason}, 'shard failed to start')
@@ -104,8 +106,9 @@ export class WorkerdRuntime {
 
   private async runSandbox(scripts: RunnableScript[], modules: Map<string, Buffer>): Promise<ValidationOutcome> {
     for (const script of scripts) await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
-    const dir = path.join(this.runtimeDir, 'validate', randomUUID())
-    const config = renderValidationConfig(scripts, this.renderOptions())
+    const dir = path.join(this.runtimeDir, 'validate', shortId())
+    const sockets = socketPathsIn(dir, scripts.map((script) => script.name))
+    const config = renderValidationConfig(scripts, this.renderOptions(sockets))
     const configPath = await this.writeConfig(dir, config.text)
     try {
       const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, startTimeoutMs: this.options.startTimeoutMs})
@@ -124,9 +127,9 @@ export class WorkerdRuntime {
     await Promise.all(files.filter((file) => !referenced.has(file)).map((file) => rm(path.join(this.modulesDir, file), {force: true})))
   }
 
-  private renderOptions(): RenderOptions {
+  private renderOptions(sockets: ReadonlyMap<string, string>): RenderOptions {
     // Configs sit two levels below runtime/ (shard-<i>/<id>/ and validate/<id>/).
-    return {modulePath: (sha256) => `../../modules/${sha256}`, egressAllow: this.options.egressAllow}
+    return {modulePath: (sha256) => `../../modules/${sha256}`, egressAllow: this.options.egressAllow, socketAddress: (service) => `unix:${sockets.get(service)!}`}
   }
 
   private async prepareShard(index: number, scripts: RunnableScript[]): Promise<PreparedConfig> {
@@ -135,9 +138,20 @@ export class WorkerdRuntime {
       if (usesDurableObjects(script)) await mkdir(this.durableObjectRoot(script.name), {recursive: true, mode: 0o700})
     }
     const dir = path.join(this.runtimeDir, `shard-${index}`, randomUUID())
-    const config = renderShardConfig(scripts, {...this.renderOptions(), durableObjectRoot: (script) => this.durableObjectRoot(script)})
+    // The sockets outlive the config: they belong to the process, and go once it exited.
+    const socketDir = path.join(this.runtimeDir, 'sock', shortId())
+    await mkdir(socketDir, {recursive: true, mode: 0o700})
+    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
+    const config = renderShardConfig(scripts, {...this.renderOptions(socketPaths), durableObjectRoot: (script) => this.durableObjectRoot(script)})
     const configPath = await this.writeConfig(dir, config.text)
-    return {configPath, sockets: config.sockets, cwd: dir, discard: () => rm(dir, {recursive: true, force: true})}
+    return {
+      configPath,
+      sockets: config.sockets,
+      socketPaths,
+      cwd: dir,
+      discard: () => rm(dir, {recursive: true, force: true}),
+      release: () => rm(socketDir, {recursive: true, force: true}),
+    }
   }
 
   private durableObjectRoot(script: string): string {
@@ -190,6 +204,23 @@ export class WorkerdRuntime {
     }
     await Promise.all(this.shards.map((shard) => rm(path.join(this.runtimeDir, `shard-${shard.index}`), {recursive: true, force: true})))
   }
+}
+
+/** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
+const MAX_SOCKET_PATH_BYTES = 107
+
+/** Socket paths in `dir`, numbered (script names are too long for sun_path). */
+function socketPathsIn(dir: string, services: string[]): Map<string, string> {
+  const paths = new Map(services.map((service, index) => [service, path.join(dir, String(index))]))
+  const longest = path.join(dir, String(Math.max(0, services.length - 1)))
+  if (Buffer.byteLength(longest) > MAX_SOCKET_PATH_BYTES) {
+    throw new Error(`the data dir path is too long for workerd's Unix sockets (${longest} is over ${MAX_SOCKET_PATH_BYTES} bytes); use a shorter --data-dir`)
+  }
+  return paths
+}
+
+function shortId(): string {
+  return randomBytes(4).toString('hex')
 }
 
 async function isZombie(pid: number): Promise<boolean> {

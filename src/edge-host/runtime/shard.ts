@@ -10,7 +10,7 @@
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
 // A process that dies on its own is restarted with backoff, the gate closed meanwhile.
 import type {Logger} from 'pino'
-import {Agent} from 'undici'
+import {Agent, buildConnector} from 'undici'
 import type {RunnableScript} from '../state.js'
 import {usesDurableObjects} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
@@ -22,8 +22,12 @@ export interface PreparedConfig {
   configPath: string
   /** The sockets the process reports once it listens: one per script, named after it. */
   sockets: string[]
+  /** Socket name → its Unix socket path. */
+  socketPaths: ReadonlyMap<string, string>
   cwd: string
   discard(): Promise<void>
+  /** Removes the sockets' directory; called once the process started on this config has exited. */
+  release(): Promise<void>
 }
 
 export interface ShardOptions {
@@ -119,7 +123,7 @@ export class Shard {
     return this.isUp() ? this.loaded.get(script)?.releaseGeneration : undefined
   }
 
-  /** Where the running process serves `script` (http://127.0.0.1:<port>), if it does. */
+  /** The origin under which the running process serves `script` (http://<script>, see adopt), if it does. */
   originOf(script: string): string | undefined {
     return this.isUp() ? this.loaded.get(script)?.origin : undefined
   }
@@ -230,16 +234,18 @@ export class Shard {
         onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
       })
       if (!outcome.ok) {
+        await prepared.release()
         // In overlap mode the old process still serves; in hold mode it is gone.
         if (mode === 'hold') this.setState('down')
         throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
       }
       started = outcome.process
+      void started.exited.then(() => prepared.release())
     } finally {
       await prepared.discard()
     }
     const replaced = mode === 'overlap' ? {process: this.process!, agent: this.agent!} : null
-    this.adopt(started, scripts)
+    this.adopt(started, scripts, prepared.socketPaths)
     if (replaced) this.retire(replaced)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
@@ -260,16 +266,16 @@ export class Shard {
     return [...this.loaded.values()].some((entry) => entry.usesDurableObjects)
   }
 
-  private adopt(process: WorkerdProcess, scripts: RunnableScript[]): void {
+  private adopt(process: WorkerdProcess, scripts: RunnableScript[], socketPaths: ReadonlyMap<string, string>): void {
     this.process = process
     this.startedAt = Date.now()
-    this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000})
+    this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000, connect: unixConnector(socketPaths)})
     this.loaded = new Map(
       scripts.map((script) => [
         script.name,
         {
           releaseGeneration: script.releaseGeneration,
-          origin: `http://127.0.0.1:${process.ports.get(script.name)}`,
+          origin: `http://${script.name}`,
           usesDurableObjects: usesDurableObjects(script),
         },
       ]),
@@ -279,7 +285,9 @@ export class Shard {
       if (this.process !== process) return // replaced or stopped on purpose
       this.options.log.error({shard: this.index, ...exit}, 'workerd exited unexpectedly; restarting the shard')
       this.process = null
-      void this.agent?.destroy()
+      // close, not destroy: requests inside end by their own socket errors (which tell whether they
+      // may be replayed); a request that tries it afterwards is refused before anything is sent.
+      void this.agent?.close()
       this.agent = null
       this.setState('down')
       if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
@@ -333,6 +341,27 @@ export class Shard {
   private nextCrashBackoff(): number {
     this.consecutiveCrashes++
     return Math.min(CRASH_BACKOFF_MS.max, CRASH_BACKOFF_MS.first * 2 ** (this.consecutiveCrashes - 1))
+  }
+}
+
+/**
+ * Connects each origin `http://<socket name>` to that socket's Unix path: one keep-alive pool per
+ * script, as with TCP ports, but nothing listens on the network.
+ */
+function unixConnector(socketPaths: ReadonlyMap<string, string>): buildConnector.connector {
+  const connectors = new Map<string, buildConnector.connector>()
+  return (options, callback) => {
+    const socketPath = socketPaths.get(options.hostname)
+    if (socketPath === undefined) {
+      callback(Object.assign(new Error(`no socket for ${options.hostname}`), {code: 'ECONNREFUSED'}), null)
+      return
+    }
+    let connector = connectors.get(socketPath)
+    if (!connector) {
+      connector = buildConnector({socketPath})
+      connectors.set(socketPath, connector)
+    }
+    connector(options, callback)
   }
 }
 
