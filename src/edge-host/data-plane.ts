@@ -101,6 +101,10 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
       sendJson(response, 403, {code: 'worker_retired', message: 'Forbidden'}, {'x-request-id': requestId})
       return name
     }
+    if (route.quarantined) {
+      sendJson(response, 503, {code: 'worker_quarantined', message: 'Worker quarantined after repeated runaway incidents; a new deploy lifts it', requestId}, {'x-request-id': requestId})
+      return name
+    }
 
     // A body is buffered (to check its digest) only when the signature is what lets the request in:
     // the policy refuses it otherwise, the host is paired, and the headers pass every check that
@@ -121,7 +125,8 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
     const forwardBody = body ?? (hasBody(request) ? request : undefined)
     const deadline = Date.now() + options.holdTimeoutMs
     for (let attempt = 1; ; attempt++) {
-      const lease = await shard.acquire(Math.max(0, deadline - Date.now()))
+      let failed = false
+      const lease = await shard.acquire(Math.max(0, deadline - Date.now()), name)
       if (!lease) {
         sendJson(response, 503, {code: 'worker_unavailable', message: 'Worker unavailable'}, {'x-request-id': requestId})
         return name
@@ -136,12 +141,13 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
         await proxy(lease.dispatcher, request, response, {origin, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody})
         return name
       } catch (error) {
+        failed = true
         // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
         if (attempt >= MAX_ATTEMPTS || response.headersSent || !safeToRetry(error, forwardBody)) throw error
         options.log.warn({script: name, attempt, code: (error as {code?: string}).code}, 'shard connection failed; retrying after it restarts')
         await Promise.race([lease.exited, sleep(RETRY_WAIT_MS)])
       } finally {
-        lease.release()
+        lease.release(failed)
       }
     }
   }

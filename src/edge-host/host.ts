@@ -19,7 +19,7 @@ import {createDataPlaneServer} from './data-plane.js'
 import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
-import {HostMetrics} from './metrics.js'
+import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
 import {PairingLimiter} from './pairing-limiter.js'
 import {WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
@@ -91,6 +91,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const metrics = new HostMetrics({
       fenceActive: () => state.activeFence() !== null,
       scriptCounts: () => service.scriptCounts(),
+      quarantinedCount: () => state.quarantinedScripts().length,
     })
     state.reassignOrphanedShards(settings.shards)
     const runtime = new WorkerdRuntime({
@@ -108,6 +109,19 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       onSwapped: (index, event) => {
         metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
         metrics.swapSeconds.observe({reason: event.reason, mode: event.mode}, event.seconds)
+      },
+      watchdogIntervalMs: settings.watchdog_interval_ms,
+      cpuLimitMs: settings.request_cpu_limit_ms,
+      memoryLimitBytes: settings.shard_memory_limit_mb * 1024 * 1024,
+      onIncident: (index, kind, script) => {
+        metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
+        if (script === null) return
+        const {incidents, quarantined} = state.recordIncident(script, kind, settings.quarantine_after_incidents)
+        log.warn({shard: index, kind, script, incidents}, 'incident counted against the script')
+        if (!quarantined) return
+        metrics.quarantines.inc({script})
+        // Its shard restarts without it (runnableScripts leaves it out) until a new release is deployed.
+        log.error({shard: index, script, incidents}, 'worker.quarantined: its release is refused with 503 until the next deploy')
       },
     })
     cleanups.push(() => runtime.stop())

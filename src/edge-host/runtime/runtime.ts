@@ -16,6 +16,7 @@ import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
+import {Watchdog, type IncidentKind} from './watchdog.js'
 import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
@@ -35,6 +36,12 @@ export interface RuntimeOptions {
   log: Logger
   onShardState?(index: number, state: ShardState): void
   onSwapped?(index: number, event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
+  /** The watchdog's limits (./watchdog.ts). */
+  watchdogIntervalMs: number
+  cpuLimitMs: number
+  memoryLimitBytes: number
+  /** A runaway or a crash on shard `index`, blamed on `script` when a request of it was inside. */
+  onIncident(index: number, kind: IncidentKind, script: string | null): void
 }
 
 export class WorkerdRuntime {
@@ -42,6 +49,7 @@ export class WorkerdRuntime {
   private readonly runtimeDir: string
   private readonly modulesDir: string
   private readonly validator: Validator
+  private readonly watchdog: Watchdog
 
   constructor(private readonly options: RuntimeOptions) {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
@@ -61,8 +69,17 @@ export class WorkerdRuntime {
           log: options.log,
           onStateChange: (state) => options.onShardState?.(index, state),
           onSwapped: (event) => options.onSwapped?.(index, event),
+          onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
         }),
     )
+    this.watchdog = new Watchdog({
+      shards: this.shards,
+      intervalMs: options.watchdogIntervalMs,
+      cpuLimitMs: options.cpuLimitMs,
+      memoryLimitBytes: options.memoryLimitBytes,
+      onIncident: options.onIncident,
+      log: options.log,
+    })
   }
 
   /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
@@ -75,9 +92,11 @@ export class WorkerdRuntime {
     results.forEach((result, index) => {
       if (result.status === 'rejected') this.options.log.error({shard: index, err: result.reason}, 'shard failed to start')
     })
+    this.watchdog.start()
   }
 
   async stop(): Promise<void> {
+    this.watchdog.stop()
     await Promise.all(this.shards.map((shard) => shard.stop()))
   }
 

@@ -8,11 +8,14 @@
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-// A process that dies on its own is restarted with backoff, the gate closed meanwhile.
+// A process that dies on its own is restarted with backoff, the gate closed meanwhile — at once when
+// a script is suspected of it (see suspect()): one Worker at fault must not cost its neighbours a
+// growing wait. The watchdog (./watchdog.ts) kills a stalled or oversized process through
+// restartNow(), which also restarts at once.
 import type {Logger} from 'pino'
 import {Agent, buildConnector} from 'undici'
 import type {RunnableScript} from '../state.js'
-import {usesDurableObjects} from './workerd-config.js'
+import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
 export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
@@ -44,9 +47,11 @@ export interface ShardOptions {
   onStateChange?(state: ShardState): void
   /** `seconds`: from the swap's start until the new process serves (requests waited that long in `hold` mode). */
   onSwapped?(event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
+  /** The process died on its own; `suspect` is the script whose request was oldest inside it, if any. */
+  onCrash?(suspect: string | null): void
 }
 
-export type RestartReason = 'start' | 'deploy' | 'crash'
+export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway'
 export type SwapMode = 'hold' | 'overlap'
 
 /** A request's hold on the running process; release it when the response is done. */
@@ -55,8 +60,22 @@ export interface ShardLease {
   dispatcher: Agent
   /** Settles when the process this lease points at has exited (a crash, or a swap). */
   exited: Promise<unknown>
-  release(): void
+  /** `failed`: the request ended by an error; it stays a suspect should the process turn out dead. */
+  release(failed?: boolean): void
 }
+
+/** A request inside the running process, for blaming a stall or a crash on its script. */
+interface Inside {
+  script: string
+  startedAt: number
+}
+
+/**
+ * A crash is blamed on a request only if it had run this long: a process killed from outside (or a
+ * deploy racing a request) should not count against whichever request happened to be inside, while
+ * what crashes workerd from a Worker (a memory bomb) takes far longer than this to do it.
+ */
+const CRASH_SUSPECT_MIN_AGE_MS = 100
 
 interface Waiter<T> {
   promise: Promise<T>
@@ -87,6 +106,8 @@ export class Shard {
   /** Script → what the running process loaded: its release generation, the origin it serves it on. */
   private loaded = new Map<string, {releaseGeneration: string; origin: string; usesDurableObjects: boolean}>()
   private inFlight = 0
+  /** Requests inside the running process, and those that failed in it (kept until it is replaced). */
+  private inside = new Set<Inside>()
   private drainWaiters: Array<() => void> = []
   /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
   private gate: Waiter<void> | null = waiter()
@@ -148,7 +169,7 @@ export class Shard {
    * Waits until the process serves (held during a start or swap) and takes a lease on it; null when
    * it does not serve within `holdTimeoutMs`.
    */
-  async acquire(holdTimeoutMs: number): Promise<ShardLease | null> {
+  async acquire(holdTimeoutMs: number, script: string): Promise<ShardLease | null> {
     if (!this.isUp()) {
       let timer: NodeJS.Timeout | undefined
       const timedOut = new Promise<'timeout'>((resolve) => {
@@ -162,17 +183,67 @@ export class Shard {
       if (!this.isUp()) return null
     }
     this.inFlight++
+    const entry: Inside = {script, startedAt: Date.now()}
+    const inside = this.inside
+    inside.add(entry)
     let released = false
     return {
       dispatcher: this.agent!,
       exited: this.process!.exited,
-      release: () => {
+      release: (failed = false) => {
         if (released) return
         released = true
+        if (!failed) inside.delete(entry)
         this.inFlight--
         if (this.inFlight === 0) for (const resolve of this.drainWaiters.splice(0)) resolve()
       },
     }
+  }
+
+  /**
+   * The script of the oldest request inside the running process (or failed in it) that has run at
+   * least `minAgeMs`, or null.
+   */
+  suspect(minAgeMs = 0): string | null {
+    const now = Date.now()
+    let oldest: Inside | null = null
+    for (const entry of this.inside) if (now - entry.startedAt >= minAgeMs && (!oldest || entry.startedAt < oldest.startedAt)) oldest = entry
+    return oldest?.script ?? null
+  }
+
+  /** The pid of the running process, if it serves. */
+  get pid(): number | null {
+    return this.isUp() ? (this.process?.pid ?? null) : null
+  }
+
+  /** Asks the running process's health socket; resolves true when it answered. */
+  async probe(): Promise<boolean> {
+    const agent = this.agent
+    if (!this.isUp() || !agent) return false
+    try {
+      const response = await agent.request({origin: `http://${HEALTH_SOCKET}`, path: '/', method: 'GET'})
+      await response.body.dump()
+      return response.statusCode === 200
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * Kills the running process now (a runaway: stalled or over its memory) and starts a new one at
+   * once, without crash backoff. Requests inside fail; held and new ones wait for the new process.
+   */
+  restartNow(): Promise<void> {
+    const process = this.process
+    if (!process || this.stopping) return Promise.resolve()
+    this.process = null
+    void this.agent?.close() // as on a crash: requests inside end by their own socket errors
+    this.agent = null
+    this.loaded = new Map()
+    this.setState('down')
+    const restarted = this.requestRestart('runaway')
+    void process.kill()
+    return restarted
   }
 
   async stop(): Promise<void> {
@@ -269,6 +340,7 @@ export class Shard {
   private adopt(process: WorkerdProcess, scripts: RunnableScript[], socketPaths: ReadonlyMap<string, string>): void {
     this.process = process
     this.startedAt = Date.now()
+    this.inside = new Set()
     this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000, connect: unixConnector(socketPaths)})
     this.loaded = new Map(
       scripts.map((script) => [
@@ -283,7 +355,9 @@ export class Shard {
     this.options.recordPid(process.pid)
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
-      this.options.log.error({shard: this.index, ...exit}, 'workerd exited unexpectedly; restarting the shard')
+      const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)
+      this.options.log.error({shard: this.index, ...exit, suspect}, 'workerd exited unexpectedly; restarting the shard')
+      this.options.onCrash?.(suspect)
       this.process = null
       // close, not destroy: requests inside end by their own socket errors (which tell whether they
       // may be replayed); a request that tries it afterwards is refused before anything is sent.
@@ -291,7 +365,7 @@ export class Shard {
       this.agent = null
       this.setState('down')
       if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
-      void sleep(this.nextCrashBackoff()).then(() => {
+      void sleep(suspect === null ? this.nextCrashBackoff() : 0).then(() => {
         if (!this.stopping) void this.requestRestart('crash')
       })
     })
