@@ -163,7 +163,7 @@ export const settingsSchema = z.strictObject({
       /** How long a client of the management listener may take to send its whole request (an upload is up to ~11 MB). */
       admin_request_timeout_ms: count(30_000, 1_000, 600_000),
       /** Request bodies both listeners hold in memory at once; past it a body is refused (503 host_busy). */
-      max_held_body_bytes: count(64 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
+      max_held_body_bytes: count(32 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
       /** Largest body of a kit-signed data-plane request to a Worker its policy would refuse (the body is buffered to check its digest). */
       max_signed_request_body_bytes: count(1024 * 1024, 1024, 64 * 1024 * 1024),
       /** Failed pairing attempts one source address may make per window before it is refused (429). */

@@ -76,6 +76,8 @@ interface Inside {
  * what crashes workerd from a Worker (a memory bomb) takes far longer than this to do it.
  */
 const CRASH_SUSPECT_MIN_AGE_MS = 100
+/** How long a failed request stays a suspect if its process does not exit. */
+const FAILED_SUSPECT_MS = 5_000
 
 interface Waiter<T> {
   promise: Promise<T>
@@ -185,15 +187,19 @@ export class Shard {
     this.inFlight++
     const entry: Inside = {script, startedAt: Date.now()}
     const inside = this.inside
+    const exited = this.process!.exited
     inside.add(entry)
     let released = false
     return {
       dispatcher: this.agent!,
-      exited: this.process!.exited,
+      exited,
       release: (failed = false) => {
         if (released) return
         released = true
+        // A failed request may be what is killing the process: keep it as a suspect until the
+        // process has exited (its crash is blamed first) or has evidently survived it.
         if (!failed) inside.delete(entry)
+        else void Promise.race([exited, sleep(FAILED_SUSPECT_MS)]).then(() => inside.delete(entry))
         this.inFlight--
         if (this.inFlight === 0) for (const resolve of this.drainWaiters.splice(0)) resolve()
       },
