@@ -458,6 +458,10 @@ export const inventorySchema = z.strictObject({
       policyRevision: z.number().int(),
     }),
   ),
+  /** Scripts whose current release is quarantined after runaway incidents (503 until the next deploy). */
+  quarantined: z.array(
+    z.strictObject({script: z.string(), releaseGeneration: z.string(), incidents: z.number().int(), lastIncident: z.string(), quarantinedAt: isoTime}),
+  ),
 })
 export type Inventory = z.infer<typeof inventorySchema>
 

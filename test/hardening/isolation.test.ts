@@ -6,6 +6,7 @@ import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {paths, type Inventory} from '../../src/protocol/management-api.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {moduleUpload, scriptNameFor, textWorker} from '../support/worker-fixtures.js'
 
@@ -105,12 +106,18 @@ describe('a runaway Worker next to a victim on the same shard', () => {
       const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
       expect(metrics).toMatch(new RegExp(`edgeworkers_host_worker_quarantines_total\\{script="${offender}"\\} 1`))
       expect(incidentsOf(metrics, victim)).toBe(0)
+      // Visible to the kit (host status reads the inventory).
+      const inventory = (await client.call('GET', paths.inventory)).body as Inventory
+      expect(inventory.quarantined.map((entry) => entry.script)).toContain(offender)
+      expect(inventory.quarantined.find((entry) => entry.script === offender)).toMatchObject({incidents: 3})
     }, 120_000)
   }
 
   test('a new deploy lifts the quarantine', async () => {
     await client.deploy(looper, textWorker('fixed'))
     expect(await get(looper)).toEqual({status: 200, text: 'fixed'})
+    const inventory = (await client.call('GET', paths.inventory)).body as Inventory
+    expect(inventory.quarantined.map((entry) => entry.script)).toEqual([bomb])
     expect(await get(victim)).toEqual({status: 200, text: 'victim'})
   }, 60_000)
 })

@@ -146,6 +146,7 @@ export class OnPremProvider implements EdgeProvider {
       scripts: inventory.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: [], releaseGeneration: script.releaseGeneration})),
       activeFence: inventory.fence && fenceOf(inventory.fence),
       shards: inventory.shards,
+      quarantined: inventory.quarantined,
     }
   }
 
