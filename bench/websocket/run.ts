@@ -120,7 +120,7 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
     operationSettingsJson: null,
     serviceAccounts: [],
   }
-  const config = renderValidationConfig([script], {modulePath: (digest) => digest, egressAllow: ['public'], serviceBindingAddress: 'unix:/nonexistent'})
+  const config = renderValidationConfig([script], {modulePath: (digest) => digest, egressAllow: ['public'], serviceBindingAddress: 'unix:/nonexistent', socketAddress: () => '127.0.0.1:0'})
   writeFileSync(path.join(dir, 'config.capnp'), config.text)
   const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), sockets: config.sockets, cwd: dir, startTimeoutMs: 30_000})
   if (!outcome.ok) throw new Error(outcome.error)

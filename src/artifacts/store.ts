@@ -10,6 +10,7 @@ import {access, mkdir, open, rename, rm, stat, unlink, type FileHandle} from 'no
 import path from 'node:path'
 import {sha256Hex} from '../canonical-json.js'
 import {KitError} from '../errors.js'
+import {createPrivateDir} from '../util/private-files.js'
 import {overLimitMessage} from './size.js'
 
 export const ARTIFACT_KINDS = ['project', 'bundle'] as const
@@ -77,6 +78,7 @@ export class FileArtifactStore implements ArtifactStore {
   static async open(dataDir: string): Promise<FileArtifactStore> {
     const root = artifactsDirOf(dataDir)
     try {
+      createPrivateDir(dataDir) // the kit's data dir is created 0700 by whoever creates it first
       await mkdir(path.join(root, INCOMING_DIR), {recursive: true})
       await access(root, fsConstants.W_OK)
     } catch (error) {

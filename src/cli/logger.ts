@@ -4,6 +4,7 @@
 import pino, {type Logger} from 'pino'
 import pretty from 'pino-pretty'
 import type {Settings} from '../config/schema.js'
+import {redactingLogOptions} from '../util/log-redaction.js'
 
 export type LogFormat = 'human' | 'json'
 
@@ -19,7 +20,7 @@ export function resolveLogFormat(format: Settings['log_format'], fd: 1 | 2 = 2):
 export function createLogger(options: {level: Settings['log_level']; format: LogFormat; fd: 1 | 2; base?: Record<string, unknown>}): Logger {
   const {level, format, fd} = options
   if (format === 'json') {
-    return pino({level, base: {pid: process.pid, ...options.base}, timestamp: pino.stdTimeFunctions.isoTime}, pino.destination({fd, sync: true}))
+    return pino({level, base: {pid: process.pid, ...options.base}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()}, pino.destination({fd, sync: true}))
   }
   const stream = pretty({
     destination: fd,
@@ -32,5 +33,5 @@ export function createLogger(options: {level: Settings['log_level']; format: Log
       return handles.length > 0 ? `${String(log[messageKey])} (${handles.join(' ')})` : String(log[messageKey])
     },
   })
-  return pino({level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime}, stream)
+  return pino({level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime, ...redactingLogOptions()}, stream)
 }

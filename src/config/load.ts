@@ -9,6 +9,9 @@ import {FENCE_RUN_ENV} from '../engine/fence/environment.js'
 import {didYouMean} from '../did-you-mean.js'
 import {KitError} from '../errors.js'
 import {settingsSchema, type Settings} from './schema.js'
+import {parseStrictJson} from '../util/strict-json.js'
+import {assertPrivate} from '../util/private-files.js'
+import {redactSettings} from './redact.js'
 
 export type ConfigSource = 'flag' | 'env' | 'file' | 'default'
 type Tree = {[key: string]: unknown}
@@ -56,6 +59,8 @@ export function loadConfig(inputs: ConfigInputs = {}): LoadedConfig {
     throw new KitError('config_invalid', `config file ${configFile} does not exist`)
   }
   const fileTree = existsSync(configFile) ? readConfigFile(configFile) : {}
+  // A config file that names a password is a secret-holding file.
+  if (JSON.stringify(redactSettings(fileTree)) !== JSON.stringify(fileTree)) assertPrivate(configFile, 'file')
 
   const merged = deepMerge(deepMerge(fileTree, envTree), flagTree)
   const parsed = settingsSchema.safeParse(merged)
@@ -78,7 +83,7 @@ function readConfigFile(file: string): Tree {
     throw new KitError('config_invalid', `config file ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? error}`)
   }
   try {
-    const value: unknown = file.endsWith('.json') ? JSON.parse(text) : parseToml(text)
+    const value: unknown = file.endsWith('.json') ? parseStrictJson(text) : parseToml(text)
     if (!isTree(value)) throw new Error('the top level must be a table')
     return value
   } catch (error) {

@@ -36,6 +36,8 @@ export const settingsSchema = z.strictObject({
       readiness_probe_interval_ms: count(500, 10, 60_000),
       project_archive_max_bytes: count(2 * 1024 * 1024, 1, 64 * 1024 * 1024),
       bundle_max_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
+      /** Total size of the project's files before compression, checked before any is read (a zero-filled file compresses to almost nothing). */
+      project_files_max_bytes: count(16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     })
     .prefault({}),
 
@@ -158,6 +160,25 @@ export const settingsSchema = z.strictObject({
       start_timeout_ms: count(60_000, 1_000, 600_000),
       /** Uploads validated in throwaway workerd processes at once. */
       validation_concurrency: count(2, 1, 64),
+      /** How long a client of the management listener may take to send its request headers. */
+      admin_header_timeout_ms: count(10_000, 1_000, 600_000),
+      /** How long a client of the management listener may take to send its whole request (an upload is up to ~11 MB). */
+      admin_request_timeout_ms: count(30_000, 1_000, 600_000),
+      /** Request bodies both listeners hold in memory at once; past it a body is refused (503 host_busy). */
+      max_held_body_bytes: count(32 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
+      /** Largest body of a kit-signed data-plane request to a Worker its policy would refuse (the body is buffered to check its digest). */
+      max_signed_request_body_bytes: count(1024 * 1024, 1024, 64 * 1024 * 1024),
+      /** Failed pairing attempts one source address may make per window before it is refused (429). */
+      pairing_max_failures: count(5, 1, 1_000),
+      pairing_failure_window_seconds: seconds(60, 1, 86_400),
+      /** How often the watchdog probes each shard and samples its memory. */
+      watchdog_interval_ms: count(250, 50, 60_000),
+      /** A shard whose health probe has not answered for this long is stalled (a Worker holds its thread, e.g. a loop): it is restarted at once. Effectively the per-request CPU time limit. */
+      request_cpu_limit_ms: count(1_000, 100, 600_000),
+      /** Resident memory one shard's workerd may use; past it the shard is restarted at once. */
+      shard_memory_limit_mb: count(1_024, 64, 1_048_576),
+      /** Incidents (stall, crash, memory limit) one release of a Worker may cause before it is quarantined until its next deploy. */
+      quarantine_after_incidents: count(3, 1, 100),
       /** Where Workers' fetch() may connect (workerd network allow list); "public" = no private networks. */
       egress_allow: z
         .array(z.string().regex(/^(public|private|local|network|unicast|multicast|[0-9a-fA-F.:]+\/[0-9]{1,3})$/, 'must be a workerd network class or CIDR'))

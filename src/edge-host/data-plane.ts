@@ -24,8 +24,10 @@ import type {Duplex} from 'node:stream'
 import type {Logger} from 'pino'
 import type {Dispatcher} from 'undici'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
-import {SIGNATURE_HEADERS, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
-import {BodyTooLargeError, readBody, sendJson} from './http.js'
+import {SIGNATURE_HEADERS, checkSignatureHeaders, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
+import {BodyTooLargeError, readBoundedBody, type BodyBudget} from './body-limits.js'
+import {HostError} from './errors.js'
+import {clientAddress, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import {SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
@@ -39,6 +41,8 @@ export interface DataPlaneOptions {
   signatureWindowSeconds: number
   /** Kit-signed requests are buffered to check their body digest; larger ones are refused. */
   maxSignedBodyBytes: number
+  /** Held request bodies, shared with the management listener. */
+  bodyBudget: BodyBudget
   metrics: HostMetrics
   ready(): boolean
   readinessDetail(): unknown
@@ -140,15 +144,24 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       sendJson(response, 403, {code: 'worker_retired', message: 'Forbidden'}, {'x-request-id': requestId})
       return name
     }
+    if (route.quarantined) {
+      sendJson(response, 503, {code: 'worker_quarantined', message: 'Worker quarantined after repeated runaway incidents; a new deploy lifts it', requestId}, {'x-request-id': requestId})
+      return name
+    }
 
+    // A body is buffered (to check its digest) only when the signature is what lets the request in:
+    // the policy refuses it otherwise, the host is paired, and the headers pass every check that
+    // needs no body. Anything else streams, whatever headers it carries.
     let body: Buffer | undefined
     let kitSigned = false
-    if (hasSignatureHeaders(request.headers)) {
+    // A service-binding call (internal) was granted by the binding itself.
+    const allowed = target.internal || allowedByPolicy(route.policy, request, () => allowlists.of(name, route.policy))
+    if (!allowed && mayBeKitSigned(request)) {
       // An upgrade request has no body: its bytes after the head belong to the WebSocket.
-      body = upgrade ? Buffer.alloc(0) : await readBody(request, options.maxSignedBodyBytes)
+      body = upgrade ? Buffer.alloc(0) : await readBoundedBody(request, response, options.maxSignedBodyBytes, options.bodyBudget)
       kitSigned = isKitSigned(request, body)
     }
-    if (!target.internal && !kitSigned && !allowedByPolicy(route.policy, request, () => allowlists.of(name, route.policy))) {
+    if (!allowed && !kitSigned) {
       sendJson(response, 403, {code: 'access_denied', message: 'Forbidden'}, {'x-request-id': requestId})
       return name
     }
@@ -157,7 +170,8 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
     const forwardBody = upgrade ? undefined : (body ?? (hasBody(request) ? request : undefined))
     const deadline = Date.now() + options.holdTimeoutMs
     for (let attempt = 1; ; attempt++) {
-      const lease = await shard.acquire(Math.max(0, deadline - Date.now()))
+      let failed = false
+      const lease = await shard.acquire(Math.max(0, deadline - Date.now()), name)
       if (!lease) {
         sendJson(response, 503, {code: 'worker_unavailable', message: 'Worker unavailable'}, {'x-request-id': requestId})
         return name
@@ -170,19 +184,23 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
           return name
         }
         const forward = {origin, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
-        if (upgrade) await tunnel(request, response, upgrade, forward, lease.retired, tunnels)
+        if (upgrade) await tunnel(request, response, upgrade, {...forward, socketPath: lease.socketPath}, lease.retired, tunnels)
         else await proxy(lease.dispatcher, request, response, forward)
         return name
       } catch (error) {
+        failed = true
         // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
-        if (attempt >= MAX_ATTEMPTS || response.headersSent || !safeToRetry(error, request.method, forwardBody)) throw error
+        if (attempt >= MAX_ATTEMPTS || response.headersSent || !safeToRetry(error, forwardBody)) throw error
         options.log.warn({script: name, attempt, code: (error as {code?: string}).code}, 'shard connection failed; retrying after it restarts')
         await Promise.race([lease.exited, sleep(RETRY_WAIT_MS)])
       } finally {
-        lease.release()
+        lease.release(failed)
       }
     }
   }
+
+  const mayBeKitSigned = (request: http.IncomingMessage): boolean =>
+    hasSignatureHeaders(request.headers) && state.pairingSecret() !== null && checkSignatureHeaders(request.headers, options.signatureWindowSeconds).ok
 
   const isKitSigned = (request: http.IncomingMessage, body: Buffer): boolean => {
     const secret = state.pairingSecret()
@@ -206,6 +224,8 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       .catch((error: unknown) => {
         if (error instanceof BodyTooLargeError) {
           sendJson(response, 413, {code: 'request_too_large', message: error.message}, {'x-request-id': requestId}, {closeConnection: true})
+        } else if (error instanceof HostError) {
+          sendJson(response, error.status, {code: error.code, message: error.message}, {'x-request-id': requestId}, {closeConnection: true})
         } else if (!response.headersSent) {
           options.log.warn({err: error, requestId}, 'data-plane request failed')
           sendJson(response, 502, {code: 'worker_unavailable', message: 'Worker unavailable'}, {'x-request-id': requestId})
@@ -316,7 +336,7 @@ function tunnel(
   request: http.IncomingMessage,
   response: http.ServerResponse,
   client: UpgradeRequest,
-  forward: {origin: string; path: string; host: string; requestId: string},
+  forward: {origin: string; socketPath: string | undefined; path: string; host: string; requestId: string},
   retired: Promise<void>,
   tunnels: Set<Duplex>,
 ): Promise<void> {
@@ -333,9 +353,9 @@ function tunnel(
     'x-request-id': forward.requestId,
     'x-forwarded-for': clientAddress(request),
   })
-  const {hostname, port} = new URL(forward.origin)
   return new Promise<void>((resolve, reject) => {
-    const upstream = http.request({host: hostname, port, method: request.method, path: forward.path, headers, agent: false})
+    if (forward.socketPath === undefined) return reject(Object.assign(new Error('the script has no socket in this process'), {code: 'ENOENT'}))
+    const upstream = http.request({socketPath: forward.socketPath, method: request.method, path: forward.path, headers, agent: false})
     upstream.once('error', reject)
     upstream.once('upgrade', (answer: http.IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
       const lines = [`HTTP/1.1 101 ${answer.statusMessage || 'Switching Protocols'}`]
@@ -382,15 +402,22 @@ function tunnel(
 }
 
 /**
- * A refused connection sent nothing, so any request may go again; a connection lost before the
- * answer may have been handled, so only idempotent methods may. A streamed body cannot be replayed.
+ * A request goes again only when it cannot have reached the Worker — replaying one that did would
+ * replay whatever crashed the process (a memory bomb crashing its shard once per retry):
+ * - the connection never opened (refused, its socket already gone, failed while connecting, or the
+ *   process's connection pool was closed because it exited);
+ * - a request without body met a reset or a broken pipe. Shards listen on Unix sockets, where the
+ *   kernel resets a connection (rather than ending it) only when the peer died leaving data unread
+ *   or before accepting it, and refuses writes to a peer already gone: workerd never read that
+ *   request whole, so no Worker ran it. One that workerd read and then died ends with an EOF
+ *   (UND_ERR_SOCKET), and never goes again.
+ * A streamed body cannot be replayed at all.
  */
-function safeToRetry(error: unknown, method: string | undefined, body: Buffer | http.IncomingMessage | undefined): boolean {
+function safeToRetry(error: unknown, body: Buffer | http.IncomingMessage | undefined): boolean {
   if (body !== undefined && !Buffer.isBuffer(body)) return false
-  const code = (error as {code?: string}).code
-  if (code === 'ECONNREFUSED') return true
-  const lost = code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_DESTROYED'
-  return lost && ['GET', 'HEAD', 'OPTIONS'].includes(method ?? 'GET')
+  const {code, syscall} = error as {code?: string; syscall?: string}
+  if (code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'UND_ERR_CLOSED' || syscall === 'connect') return true
+  return body === undefined && (code === 'ECONNRESET' || code === 'EPIPE')
 }
 
 function sleep(ms: number): Promise<void> {
@@ -404,12 +431,6 @@ function hasBody(request: http.IncomingMessage): boolean {
 function splitQuery(url: string): [string, string] {
   const index = url.indexOf('?')
   return index === -1 ? [url, ''] : [url.slice(0, index), url.slice(index)]
-}
-
-/** The TCP peer; IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. */
-function clientAddress(request: http.IncomingMessage): string {
-  const address = request.socket.remoteAddress ?? ''
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
 
 function allowedByPolicy(policy: AccessPolicyRecord, request: http.IncomingMessage, allowlist: () => BlockList): boolean {

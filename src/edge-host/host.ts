@@ -12,11 +12,15 @@ import path from 'node:path'
 import pino, {type Logger} from 'pino'
 import {settingsSchema} from '../config/schema.js'
 import {KitError} from '../errors.js'
+import {redactingLogOptions} from '../util/log-redaction.js'
+import {ensurePrivateDir} from '../util/private-files.js'
+import {BodyBudget} from './body-limits.js'
 import {createDataPlaneServer, createServiceBindingServer} from './data-plane.js'
 import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
-import {HostMetrics} from './metrics.js'
+import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
+import {PairingLimiter} from './pairing-limiter.js'
 import {isSameLiveProcess, processStartTime} from './runtime/process-identity.js'
 import {serviceBindingSocketPath, WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
@@ -69,9 +73,9 @@ export interface RunningHost {
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   const settings = settingsSchema.shape.host.parse(options.settings ?? {})
   const maxFenceTtlSeconds = options.maxFenceTtlSeconds ?? settingsSchema.shape.fence.parse({}).max_ttl_seconds
-  const log = options.logger ?? pino({base: {component: 'edge-host'}, timestamp: pino.stdTimeFunctions.isoTime})
+  const log = options.logger ?? pino({base: {component: 'edge-host'}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()})
   const dataDir = path.resolve(options.dataDir)
-  await mkdir(dataDir, {recursive: true, mode: 0o700})
+  ensurePrivateDir(dataDir) // host.sqlite and identity.key hold secrets
   await acquireLock(dataDir)
 
   const cleanups: Array<() => Promise<void> | void> = [() => releaseLock(dataDir)]
@@ -88,6 +92,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const metrics = new HostMetrics({
       fenceActive: () => state.activeFence() !== null,
       scriptCounts: () => service.scriptCounts(),
+      quarantinedCount: () => state.quarantinedScripts().length,
     })
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
     state.reassignOrphanedShards(settings.shards)
@@ -108,6 +113,19 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
         metrics.swapSeconds.observe({reason: event.reason, mode: event.mode}, event.seconds)
       },
+      watchdogIntervalMs: settings.watchdog_interval_ms,
+      cpuLimitMs: settings.request_cpu_limit_ms,
+      memoryLimitBytes: settings.shard_memory_limit_mb * 1024 * 1024,
+      onIncident: (index, kind, script) => {
+        metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
+        if (script === null) return
+        const {incidents, quarantined} = state.recordIncident(script, kind, settings.quarantine_after_incidents)
+        log.warn({shard: index, kind, script, incidents}, 'incident counted against the script')
+        if (!quarantined) return
+        metrics.quarantines.inc({script})
+        // Its shard restarts without it (runnableScripts leaves it out) until a new release is deployed.
+        log.error({shard: index, script, incidents}, 'worker.quarantined: its release is refused with 503 until the next deploy')
+      },
     })
     cleanups.push(() => runtime.stop())
     let publicUrl = ''
@@ -117,6 +135,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script
     // somewhat over it gets the precise script_too_large rather than request_too_large.
     const maxBodyBytes = 2 * settings.max_script_bytes + 1024 * 1024
+    const bodyBudget = new BodyBudget(settings.max_held_body_bytes)
 
     const routing = {
       state,
@@ -124,7 +143,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       baseDomain: settings.base_domain,
       holdTimeoutMs: settings.request_hold_timeout_ms,
       signatureWindowSeconds: settings.signature_window_seconds,
-      maxSignedBodyBytes: maxBodyBytes,
+      maxSignedBodyBytes: settings.max_signed_request_body_bytes,
+      bodyBudget,
       metrics,
       ready,
       readinessDetail,
@@ -138,6 +158,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       metrics,
       signatureWindowSeconds: settings.signature_window_seconds,
       maxBodyBytes,
+      bodyBudget,
+      pairingLimiter: new PairingLimiter({maxFailures: settings.pairing_max_failures, windowSeconds: settings.pairing_failure_window_seconds, log}),
+      headerTimeoutMs: settings.admin_header_timeout_ms,
+      requestTimeoutMs: settings.admin_request_timeout_ms,
       ready,
       readinessDetail,
       log,

@@ -3,26 +3,6 @@ import {once} from 'node:events'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 
-export class BodyTooLargeError extends Error {
-  constructor(readonly limit: number) {
-    super(`the request body exceeds ${limit} bytes`)
-  }
-}
-
-/** Reads the whole request body, refusing more than `limit` bytes. */
-export async function readBody(request: http.IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(request.headers['content-length'])
-  if (Number.isFinite(declared) && declared > limit) throw new BodyTooLargeError(limit)
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length
-    if (size > limit) throw new BodyTooLargeError(limit)
-    chunks.push(chunk as Buffer)
-  }
-  return Buffer.concat(chunks)
-}
-
 /** A JSON answer. An oversized request's remaining body is not read: close the connection after. */
 export function sendJson(
   response: http.ServerResponse,
@@ -40,6 +20,12 @@ export function sendJson(
     ...headers,
   })
   response.end(text)
+}
+
+/** The TCP peer; IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. */
+export function clientAddress(request: http.IncomingMessage): string {
+  const address = request.socket.remoteAddress ?? ''
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
 
 export interface ListenAddress {

@@ -5,6 +5,7 @@ import {existsSync} from 'node:fs'
 import {readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {fingerprintOf, kitScopeFor} from '../protocol/signing.js'
+import {assertPrivate} from '../util/private-files.js'
 
 export const IDENTITY_KEY_FILE = 'identity.key'
 
@@ -18,7 +19,8 @@ export interface HostIdentity {
 
 export async function loadOrCreateIdentity(dataDir: string): Promise<HostIdentity> {
   const file = path.join(dataDir, IDENTITY_KEY_FILE)
-  if (!existsSync(file)) {
+  if (existsSync(file)) assertPrivate(file, 'file')
+  else {
     const {privateKey} = generateKeyPairSync('ed25519')
     // 'wx': two hosts racing on a fresh dir must not end up with different keys.
     await writeFile(file, privateKey.export({type: 'pkcs8', format: 'pem'}), {mode: 0o600, flag: 'wx'}).catch((error: NodeJS.ErrnoException) => {

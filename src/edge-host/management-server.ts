@@ -1,7 +1,9 @@
 // The management listener: health and metrics, pairing, and the signed /v1 API (see
-// ../protocol/management-api.ts). Order of checks for a /v1 call: route → body size → signature
+// ../protocol/management-api.ts). Order of checks for a /v1 call: route → pairing and signature
+// headers (timestamp window, format) → body, bounded (./body-limits.ts) → signature over the body
 // (nothing is read or written for an unsigned, tampered, stale, replayed or unpaired request) →
-// JSON and schema → the operation.
+// strict JSON and schema → the operation. A peer that is not the kit can make the host hold at
+// most one capped body per request, all of them under one shared budget, for a short timeout.
 import http from 'node:http'
 import type {Readable} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
@@ -25,9 +27,12 @@ import {
   runtimeConfigKeySchema,
   uploadScriptSchema,
 } from '../protocol/management-api.js'
-import {verifyRequest} from '../protocol/signing.js'
+import {checkSignatureHeaders, verifyRequest} from '../protocol/signing.js'
+import {parseStrictJson} from '../util/strict-json.js'
+import {BodyTooLargeError, readBoundedBody, type BodyBudget} from './body-limits.js'
 import {HostError} from './errors.js'
-import {BodyTooLargeError, readBody, sendJson} from './http.js'
+import {clientAddress, sendJson} from './http.js'
+import {PairingRateLimited, type PairingLimiter} from './pairing-limiter.js'
 import type {HostMetrics} from './metrics.js'
 import type {HostService} from './service.js'
 import type {HostState} from './state.js'
@@ -37,8 +42,14 @@ export interface ManagementServerOptions {
   state: HostState
   metrics: HostMetrics
   signatureWindowSeconds: number
-  /** Largest request body accepted (an upload is base64, so about 4/3 of the module bytes). */
+  /** Largest signed request body accepted (an upload is base64, so about 4/3 of the module bytes). */
   maxBodyBytes: number
+  /** Held request bodies, shared with the data plane. */
+  bodyBudget: BodyBudget
+  pairingLimiter: PairingLimiter
+  /** How long a client may take to send its headers, and its whole request. */
+  headerTimeoutMs: number
+  requestTimeoutMs: number
   /** True when every shard serves. */
   ready(): boolean
   readinessDetail(): unknown
@@ -50,6 +61,8 @@ interface CallContext {
   query: URLSearchParams
   /** The parsed JSON body, or undefined when the request had none. */
   json: unknown
+  /** The peer's address. */
+  source: string
 }
 
 interface Route {
@@ -69,6 +82,8 @@ interface StreamAnswer {
 }
 
 const NAME = '(?<name>[^/]+)'
+/** Unsigned calls (identity, pairing) carry a few dozen bytes at most. */
+const UNSIGNED_BODY_LIMIT = 4 * 1024
 
 export function createManagementServer(options: ManagementServerOptions): http.Server {
   const {service} = options
@@ -82,7 +97,7 @@ export function createManagementServer(options: ManagementServerOptions): http.S
 
   const routes: Route[] = [
     route('GET', '/v1/identity', () => ok(service.identity()), false),
-    route('POST', '/v1/pair', ({json}) => ok(service.pair(parse(pairRequestSchema, json).code)), false),
+    route('POST', '/v1/pair', ({json, source}) => ok(pair(parse(pairRequestSchema, json).code, source)), false),
     route('GET', '/v1/inventory', () => ok(service.inventory())),
     route('GET', '/v1/scripts', ({query}) => ok(service.list(query.get('limit'), query.get('cursor')))),
     route('PUT', `/v1/scripts/${NAME}`, async ({params, json}) => ok(await service.upload(params.name!, parse(uploadScriptSchema, json)))),
@@ -138,6 +153,18 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     }),
   ]
 
+  /** Pairing, refused for a while to a source that keeps sending wrong codes. */
+  const pair = (code: string, source: string) => {
+    const retryAfter = options.pairingLimiter.retryAfterSeconds(source)
+    if (retryAfter > 0) throw new PairingRateLimited(retryAfter)
+    try {
+      return service.pair(code)
+    } catch (error) {
+      if (error instanceof HostError && error.code === 'pairing_code_invalid') options.pairingLimiter.recordFailure(source)
+      throw error
+    }
+  }
+
   const handle = async (request: http.IncomingMessage, response: http.ServerResponse): Promise<number> => {
     const target = request.url ?? '/'
     const url = new URL(target, 'http://management')
@@ -157,12 +184,20 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     const matched = matches.find((candidate) => candidate.method === method)
     if (!matched) throw new HostError('method_not_allowed', `${url.pathname} does not take ${method}`)
 
-    const body = await readBody(request, options.maxBodyBytes)
+    if (matched.signed) checkHeaders(request)
+    const body = await readBoundedBody(request, response, matched.signed ? options.maxBodyBytes : UNSIGNED_BODY_LIMIT, options.bodyBudget)
     if (matched.signed) authenticate(request, method, target, body)
     const params = matched.pattern.exec(url.pathname)!.groups ?? {}
-    const result = await matched.handle({params, query: url.searchParams, json: parseJsonBody(request, body)})
+    const result = await matched.handle({params, query: url.searchParams, json: parseJsonBody(request, body), source: clientAddress(request)})
     if ('stream' in result) return streamAnswer(response, result, options.log)
     return answer(response, result.status ?? 200, result.body)
+  }
+
+  /** Everything about the signature that does not need the body: checked before it is read. */
+  const checkHeaders = (request: http.IncomingMessage): void => {
+    if (options.state.pairingSecret() === null) throw new HostError('edge_host_unpaired', 'this host is not paired; pair it with `edgeworkers host pair`')
+    const verdict = checkSignatureHeaders(request.headers, options.signatureWindowSeconds)
+    if (!verdict.ok) throw new HostError(verdict.code, verdict.message)
   }
 
   const authenticate = (request: http.IncomingMessage, method: string, target: string, body: Buffer): void => {
@@ -180,18 +215,24 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     if (!verdict.ok) throw new HostError(verdict.code, verdict.message)
   }
 
-  return http.createServer((request, response) => {
+  // Timeouts are enforced when the server sweeps its connections: every second, not every 30 s.
+  const server = http.createServer({connectionsCheckingInterval: 1_000}, (request, response) => {
     const began = performance.now()
     handle(request, response)
-      .catch((error: unknown) => answerError(response, error, options.log))
+      .catch((error: unknown) => answerError(request, response, error, options.log))
       .then((status) => {
         // Paths and statuses only: bodies (codes, secrets, modules) are never logged. Reads are
-        // debug: the kit's readiness gate polls.
-        const level = request.method === 'GET' && status < 400 ? 'debug' : 'info'
-        options.log[level]({method: request.method, path: request.url?.split('?')[0], status, ms: Math.round(performance.now() - began)}, 'management request')
+        // debug: the kit's readiness gate polls. So are refused pairings: the limiter samples them.
+        const path = request.url?.split('?')[0]
+        const quiet = (request.method === 'GET' && status < 400) || (path === '/v1/pair' && status >= 400)
+        options.log[quiet ? 'debug' : 'info']({method: request.method, path, status, ms: Math.round(performance.now() - began)}, 'management request')
       })
       .catch(() => {})
   })
+  // A peer that trickles its headers or body holds a connection (and its bytes) only this long.
+  server.headersTimeout = options.headerTimeoutMs
+  server.requestTimeout = options.requestTimeoutMs
+  return server
 }
 
 function answer(response: http.ServerResponse, status: number, body: unknown): number {
@@ -212,12 +253,18 @@ async function streamAnswer(response: http.ServerResponse, result: StreamAnswer,
   return 200
 }
 
-function answerError(response: http.ServerResponse, error: unknown, log: Logger): number {
+function answerError(request: http.IncomingMessage, response: http.ServerResponse, error: unknown, log: Logger): number {
+  // A refusal before the body was read leaves it unread: close the connection rather than drain it.
+  const closeConnection = !request.complete
   if (error instanceof BodyTooLargeError) {
-    sendJson(response, 413, {code: 'request_too_large', message: error.message}, {}, {closeConnection: true})
+    sendJson(response, 413, {code: 'request_too_large', message: error.message}, {}, {closeConnection})
     return 413
   }
-  if (error instanceof HostError) return answer(response, error.status, {code: error.code, message: error.message})
+  if (error instanceof HostError) {
+    const headers: Record<string, string> = error instanceof PairingRateLimited ? {'retry-after': String(error.retryAfterSeconds)} : {}
+    sendJson(response, error.status, {code: error.code, message: error.message}, headers, {closeConnection})
+    return error.status
+  }
   log.error({err: error}, 'management request failed')
   return answer(response, 500, {code: 'internal_error', message: 'the host failed to handle the request; see its log'})
 }
@@ -229,7 +276,7 @@ function parseJsonBody(request: http.IncomingMessage, body: Buffer): unknown {
     throw new HostError('unsupported_media_type', `the body must be application/json, not ${type || 'untyped'}`)
   }
   try {
-    return JSON.parse(body.toString('utf8'))
+    return parseStrictJson(body)
   } catch (error) {
     throw new HostError('invalid_json', `the body is not valid JSON: ${(error as Error).message}`)
   }

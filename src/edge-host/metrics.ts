@@ -8,6 +8,7 @@ export const UNKNOWN_SCRIPT_LABEL = 'unknown'
 export interface MetricSources {
   fenceActive(): boolean
   scriptCounts(): Record<'active' | 'locked_down' | 'retired', number>
+  quarantinedCount(): number
 }
 
 export class HostMetrics {
@@ -49,7 +50,29 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
+  readonly incidents = new Counter({
+    name: 'edgeworkers_host_worker_incidents_total',
+    help: 'Runaway incidents (stall, memory, crash) by suspected script ("unknown" when no request was inside).',
+    labelNames: ['script', 'kind'] as const,
+    registers: [this.registry],
+  })
+
+  readonly quarantines = new Counter({
+    name: 'edgeworkers_host_worker_quarantines_total',
+    help: 'Releases quarantined after too many incidents, by script.',
+    labelNames: ['script'] as const,
+    registers: [this.registry],
+  })
+
   constructor(sources: MetricSources) {
+    new Gauge({
+      name: 'edgeworkers_host_workers_quarantined',
+      help: 'Scripts whose current release is quarantined (refused with 503 worker_quarantined until the next deploy).',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.quarantinedCount())
+      },
+    })
     collectDefaultMetrics({register: this.registry, prefix: 'edgeworkers_host_'})
     new Gauge({
       name: 'edgeworkers_host_fence_active',

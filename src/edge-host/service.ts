@@ -493,6 +493,7 @@ export class HostService {
         shard: script.shard,
         policyRevision: script.policy.revision,
       })),
+      quarantined: this.state.quarantinedScripts().map((entry) => ({...entry, quarantinedAt: iso(entry.quarantinedAt)})),
     }
   }
 

@@ -19,6 +19,7 @@ import type {
   ScriptState,
 } from '../protocol/management-api.js'
 import {generateSecret, sha256Hex, type NonceLedger} from '../protocol/signing.js'
+import {ensurePrivateFile} from '../util/private-files.js'
 import {HostError} from './errors.js'
 
 export const STATE_FILE = 'host.sqlite'
@@ -119,6 +120,21 @@ CREATE TABLE runtime_config (
 ) STRICT;
 `
 
+/**
+ * Runaway incidents per script, counted for its current release only (a deploy starts over), and
+ * the quarantine they lead to (see ./runtime/watchdog.ts). Created on open if missing: it came after
+ * schema version 1 and needs nothing else to change.
+ */
+const QUARANTINE_SCHEMA = `
+CREATE TABLE IF NOT EXISTS worker_quarantine (
+  script TEXT PRIMARY KEY REFERENCES scripts(name),
+  release_generation TEXT NOT NULL,
+  incidents INTEGER NOT NULL,
+  last_incident TEXT NOT NULL,
+  quarantined_at INTEGER
+) STRICT;
+`
+
 export interface AccessPolicyRecord {
   mode: AccessPolicyMode
   apiKeySha256: string | null
@@ -149,6 +165,8 @@ export interface RouteRecord {
   shard: number | null
   retired: boolean
   lockedDown: boolean
+  /** Its current release caused too many incidents; refused until the next deploy. */
+  quarantined: boolean
   policy: AccessPolicyRecord
 }
 
@@ -225,6 +243,9 @@ export interface ReceiptRecord {
 
 type Row = Record<string, unknown>
 
+/** SQL: the script `s` is quarantined (joined with its `q` row): for its current release only. */
+const QUARANTINED = '(q.quarantined_at IS NOT NULL AND q.release_generation = s.release_generation)'
+
 export class HostState {
   private readonly db: Database.Database
   private lastNoncePruneMs = 0
@@ -247,10 +268,13 @@ export class HostState {
       this.db.close()
       throw new Error(`${file} has host state schema ${version}; this build understands ${SCHEMA_VERSION}`)
     }
+    this.db.exec(QUARANTINE_SCHEMA)
   }
 
   static open(dataDir: string): HostState {
-    return new HostState(path.join(dataDir, STATE_FILE))
+    const file = path.join(dataDir, STATE_FILE)
+    ensurePrivateFile(file) // pairing secret, Worker secrets, service-account passwords
+    return new HostState(file)
   }
 
   close(): void {
@@ -351,9 +375,12 @@ export class HostState {
     if (cached !== undefined) return cached
     const row = this.sql(
       `SELECT shard, retired_at, locked_down_at, policy_mode, policy_api_key_sha256, policy_api_key_last_four,
-         policy_ip_allowlist, policy_revision, policy_updated_at FROM scripts WHERE name = ?`,
+         policy_ip_allowlist, policy_revision, policy_updated_at, ${QUARANTINED} AS quarantined
+       FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name WHERE s.name = ?`,
     ).get(name) as Row | undefined
-    const route = row ? {shard: row.shard as number | null, retired: row.retired_at !== null, lockedDown: row.locked_down_at !== null, policy: policyFromRow(row)} : null
+    const route = row
+      ? {shard: row.shard as number | null, retired: row.retired_at !== null, lockedDown: row.locked_down_at !== null, quarantined: row.quarantined === 1, policy: policyFromRow(row)}
+      : null
     // Unknown names are not cached: anyone can ask for any number of them.
     if (route) this.routes.set(name, route)
     return route
@@ -379,9 +406,12 @@ export class HostState {
     return row.content
   }
 
-  /** The scripts a shard must run: assigned to it and not retired. */
+  /** The scripts a shard must run: assigned to it, not retired, not quarantined. */
   runnableScripts(shard: number): RunnableScript[] {
-    const rows = this.sql('SELECT * FROM scripts WHERE shard = ? AND retired_at IS NULL ORDER BY name').all(shard) as Row[]
+    const rows = this.sql(
+      `SELECT s.* FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name
+       WHERE s.shard = ? AND s.retired_at IS NULL AND NOT ${QUARANTINED} ORDER BY s.name`,
+    ).all(shard) as Row[]
     return rows.map((row) => this.runnable(scriptFromRow(row)))
   }
 
@@ -404,6 +434,38 @@ export class HostState {
       runtimeConfig: this.runtimeConfig(script.name).map((entry) => ({key: entry.key, valueJson: entry.valueJson})),
       operationSettingsJson: this.operationSettings(script.name).settingsJson,
     }
+  }
+
+  // ── Runaway incidents and quarantine ───────────────────────────────────────────────────────
+
+  /**
+   * Counts an incident against the script's current release; at `quarantineAfter` incidents that
+   * release is quarantined. Returns the count and whether this incident quarantined it.
+   */
+  recordIncident(script: string, kind: string, quarantineAfter: number): {incidents: number; quarantined: boolean} {
+    return this.write(() => {
+      const current = this.sql('SELECT release_generation FROM scripts WHERE name = ?').get(script) as {release_generation: string | null} | undefined
+      if (!current?.release_generation) return {incidents: 0, quarantined: false}
+      const prior = this.sql('SELECT release_generation, incidents, quarantined_at FROM worker_quarantine WHERE script = ?').get(script) as Row | undefined
+      const sameRelease = prior?.release_generation === current.release_generation
+      if (sameRelease && prior!.quarantined_at !== null) return {incidents: prior!.incidents as number, quarantined: false}
+      const incidents = (sameRelease ? (prior!.incidents as number) : 0) + 1
+      const quarantined = incidents >= quarantineAfter
+      this.sql(
+        `INSERT INTO worker_quarantine (script, release_generation, incidents, last_incident, quarantined_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (script) DO UPDATE SET release_generation = excluded.release_generation, incidents = excluded.incidents,
+           last_incident = excluded.last_incident, quarantined_at = excluded.quarantined_at`,
+      ).run(script, current.release_generation, incidents, kind, quarantined ? Date.now() : null)
+      return {incidents, quarantined}
+    })
+  }
+
+  /** Scripts whose current release is quarantined, with the incident that tipped it. */
+  quarantinedScripts(): Array<{script: string; releaseGeneration: string; incidents: number; lastIncident: string; quarantinedAt: number}> {
+    return this.sql(
+      `SELECT q.script, q.release_generation AS releaseGeneration, q.incidents, q.last_incident AS lastIncident, q.quarantined_at AS quarantinedAt
+       FROM worker_quarantine q JOIN scripts s ON s.name = q.script WHERE ${QUARANTINED} ORDER BY q.script`,
+    ).all() as Array<{script: string; releaseGeneration: string; incidents: number; lastIncident: string; quarantinedAt: number}>
   }
 
   /** Non-retired scripts per shard, for shards below `shardCount`. */

@@ -1,6 +1,7 @@
 // What `host status` and the TUI show about the paired edge host: pairing, reachability, shards
 // and script counts. Never throws for an unreachable host — that is part of the answer.
 import type {Engine} from './context.js'
+import type {HostInventory} from '../provider/types.js'
 import type {PairingRow} from '../store/index.js'
 
 export interface HostStatus {
@@ -13,6 +14,8 @@ export interface HostStatus {
   scripts: {active: number; locked_down: number; retired: number} | null
   shards: Array<{index: number; state: string; scripts: number; restarts: number}> | null
   fence: {fenceId: string; expiresAt: number} | null
+  /** Scripts the host quarantined after runaway incidents (refused with 503 until their next deploy). */
+  quarantined: HostInventory['quarantined'] | null
   error: string | null
 }
 
@@ -20,7 +23,7 @@ export interface HostStatus {
 export async function hostStatus(engine: Engine, options: {timeoutMs?: number} = {}): Promise<HostStatus> {
   const resolution = await engine.resolveProvider()
   if (resolution.status !== 'ready') {
-    return {paired: false, pairing: null, problem: resolution.message, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, error: null}
+    return {paired: false, pairing: null, problem: resolution.message, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, quarantined: null, error: null}
   }
   const pairing = (await engine.store.kit.getPairing(resolution.scope)) ?? null
   const base = {paired: true, pairing, problem: null}
@@ -30,9 +33,9 @@ export async function hostStatus(engine: Engine, options: {timeoutMs?: number} =
     const scripts = {active: 0, locked_down: 0, retired: 0}
     for (const script of inventory.scripts) scripts[script.state] += 1
     const fence = inventory.activeFence ? {fenceId: inventory.activeFence.fenceId, expiresAt: inventory.activeFence.expiresAt} : null
-    return {...base, reachable: true, publicUrl: host.publicUrl, scripts, shards: inventory.shards, fence, error: null}
+    return {...base, reachable: true, publicUrl: host.publicUrl, scripts, shards: inventory.shards, fence, quarantined: inventory.quarantined, error: null}
   } catch (error) {
     const message = signal?.aborted ? `the edge host did not answer within ${options.timeoutMs} ms` : (error as Error).message
-    return {...base, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, error: message}
+    return {...base, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, quarantined: null, error: message}
   }
 }

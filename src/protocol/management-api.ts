@@ -126,6 +126,7 @@ export const errorStatus = {
   mutation_conflict: 409, // mutationId reused with a different commandDigest
   binding_name_taken: 409, // a secret would shadow a binding of the script, or the reverse
   edge_host_script_retired: 410, // the script is retired; terminal
+  pairing_rate_limited: 429, // too many failed pairing attempts from this address; retry-after says when
   request_too_large: 413,
   script_too_large: 413, // decoded modules exceed the limit (5 MiB by default)
   unsupported_media_type: 415,
@@ -133,6 +134,7 @@ export const errorStatus = {
   edge_host_fenced: 423,
   internal_error: 500,
   host_full: 503, // every shard holds its maximum number of scripts
+  host_busy: 503, // the host holds as many request bodies as it allows at once; retry shortly
 } as const
 
 export type ErrorCode = keyof typeof errorStatus
@@ -562,6 +564,10 @@ export const inventorySchema = z.strictObject({
       shard: z.number().int().nullable(),
       policyRevision: z.number().int(),
     }),
+  ),
+  /** Scripts whose current release is quarantined after runaway incidents (503 until the next deploy). */
+  quarantined: z.array(
+    z.strictObject({script: z.string(), releaseGeneration: z.string(), incidents: z.number().int(), lastIncident: z.string(), quarantinedAt: isoTime}),
   ),
 })
 export type Inventory = z.infer<typeof inventorySchema>

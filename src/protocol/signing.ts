@@ -110,29 +110,42 @@ export interface VerifyRequestInput {
   nowMs?: number
 }
 
-/** Checks a signed request. The nonce is recorded only once the signature is proven valid. */
-export function verifyRequest(input: VerifyRequestInput): VerifyResult {
-  const timestamp = singleHeader(input.headers[TIMESTAMP_HEADER])
-  const nonce = singleHeader(input.headers[NONCE_HEADER])
-  const signature = singleHeader(input.headers[SIGNATURE_HEADER])
+/**
+ * What can be checked before the body is read: the three headers are present and well formed and
+ * the timestamp is inside the window. A host reads a body only for a request that passed this.
+ */
+export function checkSignatureHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  windowSeconds: number,
+  nowMs = Date.now(),
+): VerifyResult & {parts?: {timestamp: string; nonce: string; signature: string}} {
+  const timestamp = singleHeader(headers[TIMESTAMP_HEADER])
+  const nonce = singleHeader(headers[NONCE_HEADER])
+  const signature = singleHeader(headers[SIGNATURE_HEADER])
   if (timestamp === undefined || nonce === undefined || signature === undefined) {
     return {ok: false, code: 'signature_missing', message: `the request must carry ${SIGNATURE_HEADERS.join(', ')}`}
   }
   if (!TIMESTAMP_PATTERN.test(timestamp) || !NONCE_PATTERN.test(nonce) || !SIGNATURE_PATTERN.test(signature)) {
     return {ok: false, code: 'signature_invalid', message: 'the signature headers are malformed'}
   }
-  const nowSeconds = Math.floor((input.nowMs ?? Date.now()) / 1000)
-  const signedAt = Number(timestamp)
-  if (Math.abs(nowSeconds - signedAt) > input.windowSeconds) {
-    return {ok: false, code: 'signature_stale', message: `the request timestamp is more than ${input.windowSeconds}s from the host clock`}
+  if (Math.abs(Math.floor(nowMs / 1000) - Number(timestamp)) > windowSeconds) {
+    return {ok: false, code: 'signature_stale', message: `the request timestamp is more than ${windowSeconds}s from the host clock`}
   }
+  return {ok: true, parts: {timestamp, nonce, signature}}
+}
+
+/** Checks a signed request. The nonce is recorded only once the signature is proven valid. */
+export function verifyRequest(input: VerifyRequestInput): VerifyResult {
+  const checked = checkSignatureHeaders(input.headers, input.windowSeconds, input.nowMs)
+  if (!checked.ok) return checked
+  const {timestamp, nonce, signature} = checked.parts!
   const parts: SignedParts = {method: input.method, target: input.target, timestamp, nonce, bodySha256: sha256Hex(input.body ?? '')}
   const expected = Buffer.from(hmacHex(input.secret, stringToSign(parts)), 'hex')
   if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) {
     return {ok: false, code: 'signature_invalid', message: 'the request signature does not match'}
   }
   // A nonce must be kept as long as its timestamp can still pass the window.
-  if (!input.nonces.remember(nonce, signedAt + input.windowSeconds)) {
+  if (!input.nonces.remember(nonce, Number(timestamp) + input.windowSeconds)) {
     return {ok: false, code: 'signature_replayed', message: 'the request nonce was already used'}
   }
   return {ok: true}

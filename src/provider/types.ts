@@ -113,6 +113,8 @@ export interface HostInventory {
   scripts: ScriptListPage['scripts']
   activeFence: HostFence | null
   shards: Array<{index: number; state: string; scripts: number; restarts: number}>
+  /** Scripts whose current release the host quarantined after runaway incidents. */
+  quarantined: Array<{script: string; releaseGeneration: string; incidents: number; lastIncident: string}>
 }
 
 export interface HostDescription {

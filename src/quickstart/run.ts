@@ -4,7 +4,7 @@
 // department ids are never reused, so only a fresh sandbox lets each run deploy the same `hello`.
 // It stops the host it started unless asked to keep it running.
 import {existsSync} from 'node:fs'
-import {mkdir, readdir, rm, writeFile} from 'node:fs/promises'
+import {readdir, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import pino from 'pino'
@@ -18,6 +18,8 @@ import {hostPairingCode, startHost, type RunningHost} from '../edge-host/host.js
 import {pairWithHost} from '../provider/onprem/pairing.js'
 import {KitError} from '../errors.js'
 import {openStore} from '../store/index.js'
+import {createPrivateDir} from '../util/private-files.js'
+import {redactingLogOptions} from '../util/log-redaction.js'
 
 export const QUICKSTART_COMPANY = 'quickstart'
 export const QUICKSTART_DEPARTMENT = 'hello'
@@ -72,7 +74,7 @@ export async function runQuickstart(
     host = await startHost({
       dataDir: hostDir,
       settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1},
-      logger: pino({level: 'info', timestamp: pino.stdTimeFunctions.isoTime}, pino.destination({dest: hostLog, mkdir: true, sync: false})),
+      logger: pino({level: 'info', timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()}, pino.destination({dest: hostLog, mkdir: true, sync: false})),
     })
 
     step('pair', host.scope)
@@ -130,7 +132,7 @@ async function freshSandbox(dir: string): Promise<void> {
     }
     await rm(dir, {recursive: true, force: true})
   }
-  await mkdir(dir, {recursive: true, mode: 0o700})
+  createPrivateDir(dir)
   await writeFile(path.join(dir, SANDBOX_MARKER), 'Made by `edgeworkers quickstart`; emptied by its next run.\n')
 }
 

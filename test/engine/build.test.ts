@@ -469,7 +469,7 @@ describe('size limits', () => {
 
   test('configured limits apply, and a build exactly at the limit passes', async () => {
     const built = await buildVersion(fixturePath('basic'), DEFAULT_LIMITS)
-    const exact: ArtifactLimits = {project_archive_max_bytes: built.projectArchive.length, bundle_max_bytes: built.bundle.length}
+    const exact: ArtifactLimits = {project_archive_max_bytes: built.projectArchive.length, bundle_max_bytes: built.bundle.length, project_files_max_bytes: DEFAULT_LIMITS.project_files_max_bytes}
     await expect(buildVersion(fixturePath('basic'), exact)).resolves.toBeDefined()
     const error = await buildError(fixturePath('basic'), {...exact, bundle_max_bytes: built.bundle.length - 1})
     expect(error.message).toBe(`bundle is ${built.bundle.length} bytes; the limit is ${built.bundle.length - 1} bytes`)

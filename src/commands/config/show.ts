@@ -1,9 +1,10 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {envNameFor} from '../../config/load.js'
+import {redactSettings} from '../../config/redact.js'
 
 export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
-  static override description = 'Print the effective configuration and where each value came from (flag, env, file or default).'
+  static override description = 'Print the effective configuration and where each value came from (flag, env, file or default). Passwords in URLs are redacted.'
   static override examples = [
     '<%= config.bin %> config show',
     '<%= config.bin %> config show --json',
@@ -14,7 +15,8 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
   }
 
   async run(): Promise<void> {
-    const {settings, sources, configFile} = this.loadSettings()
+    const {sources, configFile} = this.loadSettings()
+    const settings = redactSettings(this.loadSettings().settings)
     this.emit({settings, sources, configFile}, () => {
       const lines = [`# config file: ${configFile ?? '(none; defaults and environment only)'}`]
       for (const [dotted, source] of Object.entries(sources)) {

@@ -4,7 +4,7 @@ import {ExitCode} from '../../cli/exit-codes.js'
 import {hostStatus} from '../../engine/host-status.js'
 
 export default class HostStatus extends BaseCommand<typeof HostStatus> {
-  static override description = `Show the pairing with the edge host, whether it answers, its fence and script counts.
+  static override description = `Show the pairing with the edge host, whether it answers, its fence, script counts and quarantined Workers.
 
 Exit codes: 0 paired and reachable, 6 not paired, 10 paired but unreachable.`
   static override examples = ['<%= config.bin %> host status', '<%= config.bin %> host status --json']
@@ -23,6 +23,7 @@ Exit codes: 0 paired and reachable, 6 not paired, 10 paired but unreachable.`
         `scripts      ${status.scripts?.active} active, ${status.scripts?.locked_down} locked down, ${status.scripts?.retired} retired`,
         `shards       ${status.shards?.map((shard) => `#${shard.index} ${shard.state} (${shard.scripts} scripts)`).join(', ') || 'none'}`,
         `fence        ${status.fence ? `${status.fence.fenceId} until ${new Date(status.fence.expiresAt).toISOString()}` : 'none'}`,
+        `quarantined  ${status.quarantined?.map((entry) => `${entry.script} (${entry.incidents} incidents, last ${entry.lastIncident}; 503 until its next deploy)`).join(', ') || 'none'}`,
       ].join('\n')
     })
     if (!status.paired) this.exit(ExitCode.refused)

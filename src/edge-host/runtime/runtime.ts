@@ -5,10 +5,11 @@
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
 //   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
 //   runtime/pids/<shard-i|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
-//   runtime/validate/<id>/           a validation sandbox's config, deleted right after
+//   runtime/sock/<id>/<n>            the Unix sockets of one running workerd, removed once it exited
+//   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
 //   runtime/services.sock            the service-binding listener (see ../data-plane.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
-import {randomUUID} from 'node:crypto'
+import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
 import {chmod, mkdir, readdir, rename, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
@@ -16,7 +17,8 @@ import type {Logger} from 'pino'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
-import {renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
+import {Watchdog, type IncidentKind} from './watchdog.js'
+import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
 import {killRecordedLeftovers, WorkerdProcess} from './workerd-process.js'
 
 export interface RuntimeOptions {
@@ -37,6 +39,12 @@ export interface RuntimeOptions {
   log: Logger
   onShardState?(index: number, state: ShardState): void
   onSwapped?(index: number, event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
+  /** The watchdog's limits (./watchdog.ts). */
+  watchdogIntervalMs: number
+  cpuLimitMs: number
+  memoryLimitBytes: number
+  /** A runaway or a crash on shard `index`, blamed on `script` when a request of it was inside. */
+  onIncident(index: number, kind: IncidentKind, script: string | null): void
 }
 
 export class WorkerdRuntime {
@@ -44,6 +52,7 @@ export class WorkerdRuntime {
   private readonly runtimeDir: string
   private readonly modulesDir: string
   private readonly validator: Validator
+  private readonly watchdog: Watchdog
 
   constructor(private readonly options: RuntimeOptions) {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
@@ -63,8 +72,17 @@ export class WorkerdRuntime {
           log: options.log,
           onStateChange: (state) => options.onShardState?.(index, state),
           onSwapped: (event) => options.onSwapped?.(index, event),
+          onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
         }),
     )
+    this.watchdog = new Watchdog({
+      shards: this.shards,
+      intervalMs: options.watchdogIntervalMs,
+      cpuLimitMs: options.cpuLimitMs,
+      memoryLimitBytes: options.memoryLimitBytes,
+      onIncident: options.onIncident,
+      log: options.log,
+    })
   }
 
   /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
@@ -73,13 +91,16 @@ export class WorkerdRuntime {
     await mkdir(this.pidDir, {recursive: true, mode: 0o700})
     await this.killLeftoverProcesses()
     await rm(path.join(this.runtimeDir, 'validate'), {recursive: true, force: true})
+    await rm(path.join(this.runtimeDir, 'sock'), {recursive: true, force: true})
     const results = await Promise.allSettled(this.shards.map((shard) => shard.start()))
     results.forEach((result, index) => {
       if (result.status === 'rejected') this.options.log.error({shard: index, err: result.reason}, 'shard failed to start')
     })
+    this.watchdog.start()
   }
 
   async stop(): Promise<void> {
+    this.watchdog.stop()
     await Promise.all(this.shards.map((shard) => shard.stop()))
   }
 
@@ -108,8 +129,8 @@ export class WorkerdRuntime {
 
   private async runSandbox(scripts: RunnableScript[], modules: Map<string, Buffer>): Promise<ValidationOutcome> {
     for (const script of scripts) await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
-    const dir = path.join(this.runtimeDir, 'validate', randomUUID())
-    const outcome = await runValidationSandbox(dir, renderValidationConfig(scripts, this.renderOptions()), {
+    const dir = path.join(this.runtimeDir, 'validate', shortId())
+    const outcome = await runValidationSandbox(dir, scripts.map((script) => script.name), (socketAddress) => renderValidationConfig(scripts, {...this.renderOptions(), socketAddress}), {
       startTimeoutMs: this.options.startTimeoutMs,
       experimental: this.options.experimental,
       pidRecord: {dir: this.pidDir, label: 'validate'},
@@ -124,7 +145,7 @@ export class WorkerdRuntime {
     await Promise.all(files.filter((file) => !referenced.has(file)).map((file) => rm(path.join(this.modulesDir, file), {force: true})))
   }
 
-  private renderOptions(): RenderOptions {
+  private renderOptions(): Omit<RenderOptions, 'socketAddress'> {
     // Configs sit two levels below runtime/ (shard-<i>/<id>/ and validate/<id>/).
     return {
       modulePath: (sha256) => `../../modules/${sha256}`,
@@ -139,9 +160,21 @@ export class WorkerdRuntime {
       if (usesDurableObjects(script)) await mkdir(this.durableObjectRoot(script.name), {recursive: true, mode: 0o700})
     }
     const dir = path.join(this.runtimeDir, `shard-${index}`, randomUUID())
-    const config = renderShardConfig(scripts, {...this.renderOptions(), durableObjectRoot: (script) => this.durableObjectRoot(script)})
+    // The sockets outlive the config: they belong to the process, and go once it exited.
+    const socketDir = path.join(this.runtimeDir, 'sock', shortId())
+    await mkdir(socketDir, {recursive: true, mode: 0o700})
+    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
+    const config = renderShardConfig(scripts, {...this.renderOptions(), socketAddress: unixAddressOf(socketPaths), durableObjectRoot: (script) => this.durableObjectRoot(script)})
     const configPath = await writeConfig(dir, config.text)
-    return {configPath, sockets: config.sockets, cwd: dir, experimental: this.options.experimental, discard: () => rm(dir, {recursive: true, force: true})}
+    return {
+      configPath,
+      sockets: config.sockets,
+      socketPaths,
+      cwd: dir,
+      experimental: this.options.experimental,
+      discard: () => rm(dir, {recursive: true, force: true}),
+      release: () => rm(socketDir, {recursive: true, force: true}),
+    }
   }
 
   private durableObjectRoot(script: string): string {
@@ -179,14 +212,18 @@ export function serviceBindingSocketPath(dataDir: string): string {
 
 /**
  * Starts a throwaway workerd on a validation config in `dir` until it listens (or fails), then kills
- * it and removes `dir`. The kit's build check (engine/project/check.ts) runs the same sandbox.
+ * it and removes `dir`. Its sockets are Unix sockets in `dir`. The kit's build check
+ * (engine/project/check.ts) runs the same sandbox.
  */
 export async function runValidationSandbox(
   dir: string,
-  config: RenderedConfig,
+  services: string[],
+  render: (socketAddress: (service: string) => string) => RenderedConfig,
   options: {startTimeoutMs: number; experimental: boolean; pidRecord?: {dir: string; label: string}},
 ): Promise<ValidationOutcome> {
   try {
+    await mkdir(dir, {recursive: true, mode: 0o700})
+    const config = render(unixAddressOf(socketPathsIn(dir, services)))
     const configPath = await writeConfig(dir, config.text)
     const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, ...options})
     if (!outcome.ok) return outcome
@@ -204,4 +241,25 @@ async function writeConfig(dir: string, text: string): Promise<string> {
   await writeFile(configPath, text, {mode: 0o600})
   await chmod(configPath, 0o600)
   return configPath
+}
+
+function unixAddressOf(socketPaths: ReadonlyMap<string, string>): (service: string) => string {
+  return (service) => `unix:${socketPaths.get(service)!}`
+}
+
+/** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
+const MAX_SOCKET_PATH_BYTES = 107
+
+/** Socket paths in `dir`, numbered (script names are too long for sun_path). */
+function socketPathsIn(dir: string, services: string[]): Map<string, string> {
+  const paths = new Map(services.map((service, index) => [service, path.join(dir, String(index))]))
+  const longest = path.join(dir, String(Math.max(0, services.length - 1)))
+  if (Buffer.byteLength(longest) > MAX_SOCKET_PATH_BYTES) {
+    throw new Error(`the data dir path is too long for workerd's Unix sockets (${longest} is over ${MAX_SOCKET_PATH_BYTES} bytes); use a shorter --data-dir`)
+  }
+  return paths
+}
+
+function shortId(): string {
+  return randomBytes(4).toString('hex')
 }

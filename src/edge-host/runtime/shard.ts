@@ -8,11 +8,14 @@
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-// A process that dies on its own is restarted with backoff, the gate closed meanwhile.
+// A process that dies on its own is restarted with backoff, the gate closed meanwhile — at once when
+// a script is suspected of it (see suspect()): one Worker at fault must not cost its neighbours a
+// growing wait. The watchdog (./watchdog.ts) kills a stalled or oversized process through
+// restartNow(), which also restarts at once.
 import type {Logger} from 'pino'
-import {Agent} from 'undici'
+import {Agent, buildConnector} from 'undici'
 import type {RunnableScript} from '../state.js'
-import {usesDurableObjects} from './workerd-config.js'
+import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
 export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
@@ -22,10 +25,14 @@ export interface PreparedConfig {
   configPath: string
   /** The sockets the process reports once it listens: one per script, named after it. */
   sockets: string[]
+  /** Socket name → its Unix socket path. */
+  socketPaths: ReadonlyMap<string, string>
   cwd: string
   /** Start workerd with `--experimental` (host.experimental). */
   experimental: boolean
   discard(): Promise<void>
+  /** Removes the sockets' directory; called once the process started on this config has exited. */
+  release(): Promise<void>
 }
 
 export interface ShardOptions {
@@ -42,9 +49,11 @@ export interface ShardOptions {
   onStateChange?(state: ShardState): void
   /** `seconds`: from the swap's start until the new process serves (requests waited that long in `hold` mode). */
   onSwapped?(event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
+  /** The process died on its own; `suspect` is the script whose request was oldest inside it, if any. */
+  onCrash?(suspect: string | null): void
 }
 
-export type RestartReason = 'start' | 'deploy' | 'crash'
+export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway'
 export type SwapMode = 'hold' | 'overlap'
 
 /** A request's hold on the running process; release it when the response is done. */
@@ -58,8 +67,26 @@ export interface ShardLease {
    * outlive their request — WebSockets — close then, so a swap never waits for them.
    */
   retired: Promise<void>
-  release(): void
+  /** The Unix socket of the lease's script in that process (for connections undici does not make: upgrades). */
+  socketPath: string | undefined
+  /** `failed`: the request ended by an error; it stays a suspect should the process turn out dead. */
+  release(failed?: boolean): void
 }
+
+/** A request inside the running process, for blaming a stall or a crash on its script. */
+interface Inside {
+  script: string
+  startedAt: number
+}
+
+/**
+ * A crash is blamed on a request only if it had run this long: a process killed from outside (or a
+ * deploy racing a request) should not count against whichever request happened to be inside, while
+ * what crashes workerd from a Worker (a memory bomb) takes far longer than this to do it.
+ */
+const CRASH_SUSPECT_MIN_AGE_MS = 100
+/** How long a failed request stays a suspect if its process does not exit. */
+const FAILED_SUSPECT_MS = 5_000
 
 interface Waiter<T> {
   promise: Promise<T>
@@ -98,7 +125,11 @@ export class Shard {
   private startedAt = 0
   /** Script → what the running process loaded: its release generation, the origin it serves it on. */
   private loaded = new Map<string, {releaseGeneration: string; origin: string; usesDurableObjects: boolean}>()
+  /** Socket name → Unix path, of the running process. */
+  private socketPaths: ReadonlyMap<string, string> = new Map()
   private inFlight = 0
+  /** Requests inside the running process, and those that failed in it (kept until it is replaced). */
+  private inside = new Set<Inside>()
   private drainWaiters: Array<() => void> = []
   /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
   private gate: Waiter<void> | null = waiter()
@@ -135,7 +166,7 @@ export class Shard {
     return this.isUp() ? this.loaded.get(script)?.releaseGeneration : undefined
   }
 
-  /** Where the running process serves `script` (http://127.0.0.1:<port>), if it does. */
+  /** The origin under which the running process serves `script` (http://<script>, see adopt), if it does. */
   originOf(script: string): string | undefined {
     return this.isUp() ? this.loaded.get(script)?.origin : undefined
   }
@@ -160,7 +191,7 @@ export class Shard {
    * Waits until the process serves (held during a start or swap) and takes a lease on it; null when
    * it does not serve within `holdTimeoutMs`.
    */
-  async acquire(holdTimeoutMs: number): Promise<ShardLease | null> {
+  async acquire(holdTimeoutMs: number, script: string): Promise<ShardLease | null> {
     if (!this.isUp()) {
       let timer: NodeJS.Timeout | undefined
       const timedOut = new Promise<'timeout'>((resolve) => {
@@ -174,18 +205,73 @@ export class Shard {
       if (!this.isUp()) return null
     }
     this.inFlight++
+    const entry: Inside = {script, startedAt: Date.now()}
+    const inside = this.inside
+    const exited = this.process!.exited
+    inside.add(entry)
     let released = false
     return {
       dispatcher: this.agent!,
-      exited: this.process!.exited,
+      exited,
       retired: this.processRetired.promise,
-      release: () => {
+      socketPath: this.socketPaths.get(script),
+      release: (failed = false) => {
         if (released) return
         released = true
+        // A failed request may be what is killing the process: keep it as a suspect until the
+        // process has exited (its crash is blamed first) or has evidently survived it.
+        if (!failed) inside.delete(entry)
+        else void Promise.race([exited, sleep(FAILED_SUSPECT_MS)]).then(() => inside.delete(entry))
         this.inFlight--
         if (this.inFlight === 0) for (const resolve of this.drainWaiters.splice(0)) resolve()
       },
     }
+  }
+
+  /**
+   * The script of the oldest request inside the running process (or failed in it) that has run at
+   * least `minAgeMs`, or null.
+   */
+  suspect(minAgeMs = 0): string | null {
+    const now = Date.now()
+    let oldest: Inside | null = null
+    for (const entry of this.inside) if (now - entry.startedAt >= minAgeMs && (!oldest || entry.startedAt < oldest.startedAt)) oldest = entry
+    return oldest?.script ?? null
+  }
+
+  /** The pid of the running process, if it serves. */
+  get pid(): number | null {
+    return this.isUp() ? (this.process?.pid ?? null) : null
+  }
+
+  /** Asks the running process's health socket; resolves true when it answered. */
+  async probe(): Promise<boolean> {
+    const agent = this.agent
+    if (!this.isUp() || !agent) return false
+    try {
+      const response = await agent.request({origin: `http://${HEALTH_SOCKET}`, path: '/', method: 'GET'})
+      await response.body.dump()
+      return response.statusCode === 200
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * Kills the running process now (a runaway: stalled or over its memory) and starts a new one at
+   * once, without crash backoff. Requests inside fail; held and new ones wait for the new process.
+   */
+  restartNow(): Promise<void> {
+    const process = this.process
+    if (!process || this.stopping) return Promise.resolve()
+    this.process = null
+    void this.agent?.close() // as on a crash: requests inside end by their own socket errors
+    this.agent = null
+    this.loaded = new Map()
+    this.setState('down')
+    const restarted = this.requestRestart('runaway')
+    void process.kill()
+    return restarted
   }
 
   async stop(): Promise<void> {
@@ -249,16 +335,18 @@ export class Shard {
         onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
       })
       if (!outcome.ok) {
+        await prepared.release()
         // In overlap mode the old process still serves; in hold mode it is gone.
         if (mode === 'hold') this.setState('down')
         throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
       }
       started = outcome.process
+      void started.exited.then(() => prepared.release())
     } finally {
       await prepared.discard()
     }
     const replaced = mode === 'overlap' ? {process: this.process!, agent: this.agent!, retired: this.processRetired} : null
-    this.adopt(started, scripts)
+    this.adopt(started, scripts, prepared.socketPaths)
     if (replaced) this.retire(replaced)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
@@ -282,30 +370,36 @@ export class Shard {
     return [...this.loaded.values()].some((entry) => entry.usesDurableObjects)
   }
 
-  private adopt(process: WorkerdProcess, scripts: RunnableScript[]): void {
+  private adopt(process: WorkerdProcess, scripts: RunnableScript[], socketPaths: ReadonlyMap<string, string>): void {
     this.process = process
     this.processRetired = waiter()
     this.startedAt = Date.now()
-    this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000})
+    this.inside = new Set()
+    this.socketPaths = socketPaths
+    this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000, connect: unixConnector(socketPaths)})
     this.loaded = new Map(
       scripts.map((script) => [
         script.name,
         {
           releaseGeneration: script.releaseGeneration,
-          origin: `http://127.0.0.1:${process.ports.get(script.name)}`,
+          origin: `http://${script.name}`,
           usesDurableObjects: usesDurableObjects(script),
         },
       ]),
     )
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
-      this.options.log.error({shard: this.index, ...exit}, 'workerd exited unexpectedly; restarting the shard')
+      const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)
+      this.options.log.error({shard: this.index, ...exit, suspect}, 'workerd exited unexpectedly; restarting the shard')
+      this.options.onCrash?.(suspect)
       this.process = null
-      void this.agent?.destroy()
+      // close, not destroy: requests inside end by their own socket errors (which tell whether they
+      // may be replayed); a request that tries it afterwards is refused before anything is sent.
+      void this.agent?.close()
       this.agent = null
       this.setState('down')
       if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
-      void sleep(this.nextCrashBackoff()).then(() => {
+      void sleep(suspect === null ? this.nextCrashBackoff() : 0).then(() => {
         if (!this.stopping) void this.requestRestart('crash')
       })
     })
@@ -355,6 +449,27 @@ export class Shard {
   private nextCrashBackoff(): number {
     this.consecutiveCrashes++
     return Math.min(CRASH_BACKOFF_MS.max, CRASH_BACKOFF_MS.first * 2 ** (this.consecutiveCrashes - 1))
+  }
+}
+
+/**
+ * Connects each origin `http://<socket name>` to that socket's Unix path: one keep-alive pool per
+ * script, as with TCP ports, but nothing listens on the network.
+ */
+function unixConnector(socketPaths: ReadonlyMap<string, string>): buildConnector.connector {
+  const connectors = new Map<string, buildConnector.connector>()
+  return (options, callback) => {
+    const socketPath = socketPaths.get(options.hostname)
+    if (socketPath === undefined) {
+      callback(Object.assign(new Error(`no socket for ${options.hostname}`), {code: 'ECONNREFUSED'}), null)
+      return
+    }
+    let connector = connectors.get(socketPath)
+    if (!connector) {
+      connector = buildConnector({socketPath})
+      connectors.set(socketPath, connector)
+    }
+    connector(options, callback)
   }
 }
 

@@ -1,10 +1,13 @@
 // Renders workerd configs (Cap'n Proto text). Two kinds, from the same per-script rendering so a
 // script validated alone runs the same way inside its shard:
 //
-// - a shard: one socket per script on 127.0.0.1:0 (named after the script; the data plane proxies
-//   straight to it — a routing Worker in front would halve throughput), plus a `health` socket so a
-//   shard without scripts still reports that it listens; Durable Objects on disk under
-//   <data dir>/do/<script>/.
+// - a shard: one socket per script (named after the script; the data plane proxies straight to it —
+//   a routing Worker in front would halve throughput), plus a `health` socket so a shard without
+//   scripts still reports that it listens (and the watchdog can probe it); Durable Objects on disk
+//   under <data dir>/do/<script>/.
+//
+// The host gives every socket a Unix address in a directory of its 0700 runtime dir (see
+// RenderOptions socketAddress): only the host's user can reach a Worker directly, around its policy.
 // - a validation sandbox: scripts apart from any shard, Durable Objects in memory.
 //
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
@@ -19,7 +22,7 @@ import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BIN
 import type {RunnableScript} from '../state.js'
 
 /** The socket every shard has besides its scripts' sockets. */
-const HEALTH_SOCKET = 'health'
+export const HEALTH_SOCKET = 'health'
 
 const HEALTH_WORKER = `(name = "${HEALTH_SOCKET}", worker = (
       modules = [(name = "health.js", esModule = "export default { fetch() { return new Response('ok') } }")],
@@ -41,6 +44,8 @@ export interface RenderOptions {
   egressAllow: string[]
   /** workerd address of the host's service-binding listener, e.g. `unix:/var/lib/host/runtime/services.sock`. */
   serviceBindingAddress: string
+  /** The workerd address of the socket serving `service`: `unix:<path>` on the host. */
+  socketAddress: (service: string) => string
 }
 
 /** The header carrying a service binding's target script; workerd sets it, the host strips it. */
@@ -82,7 +87,7 @@ export function renderShardConfig(scripts: RunnableScript[], options: RenderOpti
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   services.push(renderEgress(options.egressAllow))
-  return renderConfig(services, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
+  return renderConfig(services, [HEALTH_SOCKET, ...scripts.map((script) => script.name)], options.socketAddress)
 }
 
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
@@ -90,7 +95,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null, {checked: true}),
     ...renderServiceBindingTargets(script, options),
   ])
-  return renderConfig([...workers, renderEgress(options.egressAllow)], scripts.map((script) => script.name))
+  return renderConfig([...workers, renderEgress(options.egressAllow)], scripts.map((script) => script.name), options.socketAddress)
 }
 
 export function usesDurableObjects(script: RunnableScript): boolean {
@@ -98,8 +103,10 @@ export function usesDurableObjects(script: RunnableScript): boolean {
 }
 
 /** Each socket is named after the service it serves. */
-function renderConfig(services: string[], socketServices: string[]): RenderedConfig {
-  const sockets = socketServices.map((service) => `(name = ${capnpString(service)}, address = "127.0.0.1:0", http = (), service = ${capnpString(service)})`)
+function renderConfig(services: string[], socketServices: string[], socketAddress: (service: string) => string): RenderedConfig {
+  const sockets = socketServices.map(
+    (service) => `(name = ${capnpString(service)}, address = ${capnpString(socketAddress(service))}, http = (), service = ${capnpString(service)})`,
+  )
   const text = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [

@@ -1,12 +1,13 @@
 // The edge host's data snapshot inside a backup (host/snapshot.tar): reading its own manifest
 // (snapshot.json, the first entry) and extracting it into a new host data dir, verified file by file.
-import {rm} from 'node:fs/promises'
+import {chmod, rm} from 'node:fs/promises'
 import path from 'node:path'
 import {list as listTar, extract as extractTar, type ReadEntry} from 'tar'
 import {KitError} from '../../errors.js'
 import {fileDigest} from '../../file-digest.js'
 import {filesUnder} from './directories.js'
 import {SNAPSHOT_MANIFEST_FILE, snapshotManifestSchema, type SnapshotManifest} from '../../protocol/management-api.js'
+import {parseStrictJson} from '../../util/strict-json.js'
 
 /** snapshot.json of a snapshot tar; a usage error when it is missing or malformed. */
 export async function readSnapshotManifest(tarFile: string): Promise<SnapshotManifest> {
@@ -28,7 +29,7 @@ export async function readSnapshotManifest(tarFile: string): Promise<SnapshotMan
   if (text === null) throw new KitError('usage', `${tarFile} holds no ${SNAPSHOT_MANIFEST_FILE}`)
   let json: unknown
   try {
-    json = JSON.parse(text)
+    json = parseStrictJson(text)
   } catch (error) {
     throw new KitError('usage', `${SNAPSHOT_MANIFEST_FILE} in ${tarFile} is malformed: ${(error as Error).message}`)
   }
@@ -58,5 +59,10 @@ export async function extractSnapshot(tarFile: string, dir: string, manifest: Sn
     if (!present.has(file.path)) throw new KitError('usage', `the host snapshot lacks ${file.path}`)
     const actual = await fileDigest(path.join(dir, file.path))
     if (actual.size !== file.size || actual.sha256 !== file.sha256) throw new KitError('usage', `the host snapshot's ${file.path} does not match its digest`)
+  }
+  // A host data dir holds secrets (host.sqlite, identity.key): owner-only, whatever the archive said.
+  for (const file of arrived) {
+    await chmod(path.join(dir, file), 0o600)
+    for (let parent = path.dirname(file); parent !== '.'; parent = path.dirname(parent)) await chmod(path.join(dir, parent), 0o700)
   }
 }

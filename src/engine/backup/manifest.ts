@@ -15,6 +15,7 @@ import {KitError} from '../../errors.js'
 import {fileDigest} from '../../file-digest.js'
 import {snapshotPathSchema} from '../../protocol/management-api.js'
 import {dumpFiles} from '../../store/backup/index.js'
+import {parseStrictJson} from '../../util/strict-json.js'
 
 export const MANIFEST_FILE = 'manifest.json'
 export const STORE_DIR = 'store'
@@ -75,7 +76,7 @@ export async function readVerifiedManifest(dir: string): Promise<BackupManifest>
   }
   let json: unknown
   try {
-    json = JSON.parse(text)
+    json = parseStrictJson(text)
   } catch (error) {
     throw new KitError('usage', `${where} is malformed: ${(error as Error).message}`)
   }

@@ -14,7 +14,7 @@ import {withProjectSource, type ProjectSource, type ProjectSourceOptions} from '
 import {artifactDigestsOf, contentDigestsOf, sbomOf, type Sbom, type VersionDigests} from './version-digests.js'
 
 /** The artifact size limits, as configured under `[deploy]`. */
-export type ArtifactLimits = Pick<Settings['deploy'], 'project_archive_max_bytes' | 'bundle_max_bytes'>
+export type ArtifactLimits = Pick<Settings['deploy'], 'project_archive_max_bytes' | 'bundle_max_bytes' | 'project_files_max_bytes'>
 
 export interface BuiltVersion {
   manifest: WorkerManifest
@@ -39,7 +39,7 @@ export async function buildProject(projectDir: string, limits: ArtifactLimits, o
 }
 
 export async function buildVersion(projectDir: string, limits: ArtifactLimits): Promise<BuiltVersion> {
-  const project = await loadWorkerProject(projectDir)
+  const project = await loadWorkerProject(projectDir, limits.project_files_max_bytes)
   const {manifest, lock} = project
   const projectArchive = createProjectArchive(project.files)
   const bundle = encodeBundle(manifest, project.modules)

@@ -32,7 +32,8 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
   for (const module of modules) await writeFile(path.join(dir, 'modules', module.sha256), module.content)
   // Service targets are resolved at deploy time; the sandbox never calls them.
   const services = new Map((manifest.services ?? []).map((service) => [service.binding, `dw-${'0'.repeat(48)}`]))
-  const config = renderValidationConfig(
+  const render = (socketAddress: (service: string) => string) =>
+    renderValidationConfig(
     [
       {
         name: SCRIPT,
@@ -48,9 +49,9 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
         serviceAccounts: [],
       },
     ],
-    {modulePath: (sha256) => `modules/${sha256}`, egressAllow: ['public'], serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`},
+    {modulePath: (sha256) => `modules/${sha256}`, egressAllow: ['public'], serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`, socketAddress},
   )
-  const outcome = await runValidationSandbox(dir, config, {startTimeoutMs: START_TIMEOUT_MS, experimental: true})
+  const outcome = await runValidationSandbox(dir, [SCRIPT], render, {startTimeoutMs: START_TIMEOUT_MS, experimental: true})
   if (outcome.ok) return
   const problems = refusalProblems(outcome.error, SCRIPT)
   const unknownFlag = problems.map((problem) => /^No such compatibility flag: (\S+)/.exec(problem)?.[1]).find(Boolean)

@@ -34,6 +34,7 @@ import {
   type DigestName,
   type VersionDigests,
 } from './version-digests.js'
+import {parseStrictJson} from '../../util/strict-json.js'
 
 export const ARTIFACT_INTEGRITY_FAILED = 'artifact_integrity_failed'
 
@@ -272,7 +273,7 @@ async function checkProjectArchive(projectBytes: Uint8Array, manifest: WorkerMan
 
 function parseArchivedJson(bytes: Buffer, name: string): unknown {
   try {
-    return JSON.parse(bytes.toString('utf8'))
+    return parseStrictJson(bytes)
   } catch {
     return fail('project_archive', `the ${name} in the project archive is not valid JSON`)
   }

@@ -17,6 +17,8 @@
 //
 // and optionally `edgeworker.lock.json`: {"lockfileVersion": 1, "packages": {name: {"version", "integrity"?}}}.
 // Unknown keys are refused everywhere. Every refusal is one `usage` line naming the file and the key.
+// Both files are parsed strictly (../../util/strict-json.ts: no duplicate keys, no invalid UTF-8,
+// bounded nesting) and may be at most 64 KiB: a manifest is stored in every version row.
 import {lstat, readdir, readFile, realpath, stat} from 'node:fs/promises'
 import path from 'node:path'
 import {z} from 'zod'
@@ -29,12 +31,16 @@ import {
   SERVICE_ACCOUNTS_BINDING,
   type ModuleType,
 } from '../../protocol/management-api.js'
+import {formatByteSize, overLimitMessage} from '../../artifacts/size.js'
+import {parseStrictJson} from '../../util/strict-json.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
 
 export const MANIFEST_FILE = 'edgeworker.json'
 export const LOCK_FILE = 'edgeworker.lock.json'
 /** Directories the project walk (and so the project archive) leaves out at any depth. */
 const EXCLUDED_DIRECTORIES: ReadonlySet<string> = new Set(['.git', 'node_modules'])
+/** Largest edgeworker.json or edgeworker.lock.json: part of the format, the same for every kit. */
+export const MAX_PROJECT_JSON_BYTES = 64 * 1024
 
 const identifier = z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, {error: 'must be a JavaScript identifier'})
 const jsonObject = z.record(z.string(), z.json())
@@ -223,8 +229,11 @@ export function parseLock(data: unknown, source = LOCK_FILE): WorkerLock {
   return parseWithSchema(lockSchema, data, source)
 }
 
-/** Reads and validates the project at `projectDir`. Every problem is a one-line `usage` KitError. */
-export async function loadWorkerProject(projectDir: string): Promise<WorkerProject> {
+/**
+ * Reads and validates the project at `projectDir`. Every problem is a one-line `usage` KitError.
+ * `maxFilesBytes` bounds the project's files in total, checked from their sizes before any is read.
+ */
+export async function loadWorkerProject(projectDir: string, maxFilesBytes: number): Promise<WorkerProject> {
   const root = await resolveProjectRoot(projectDir)
   const manifestBytes = await readProjectJsonFile(root, MANIFEST_FILE)
   if (manifestBytes === null) throw new KitError('usage', `no ${MANIFEST_FILE} in ${root}`)
@@ -232,7 +241,7 @@ export async function loadWorkerProject(projectDir: string): Promise<WorkerProje
   const lockBytes = await readProjectJsonFile(root, LOCK_FILE)
   const lock = lockBytes === null ? null : parseLock(parseJson(lockBytes, LOCK_FILE))
 
-  const files = await readProjectFiles(root)
+  const files = await readProjectFiles(root, maxFilesBytes)
   const byPath = new Map(files.map((file) => [file.path, file]))
   // The walk reads the manifest again; a manifest edited mid-build would make a self-contradicting version.
   if (!byPath.get(MANIFEST_FILE)?.bytes.equals(manifestBytes) || !sameBytes(byPath.get(LOCK_FILE)?.bytes, lockBytes)) {
@@ -267,7 +276,9 @@ async function resolveProjectRoot(projectDir: string): Promise<string> {
 async function readProjectJsonFile(root: string, name: string): Promise<Buffer | null> {
   const file = path.join(root, name)
   try {
-    if (!(await lstat(file)).isFile()) throw new KitError('usage', `${file} must be a regular file`)
+    const stats = await lstat(file)
+    if (!stats.isFile()) throw new KitError('usage', `${file} must be a regular file`)
+    if (stats.size > MAX_PROJECT_JSON_BYTES) throw new KitError('usage', overLimitMessage(name, stats.size, MAX_PROJECT_JSON_BYTES))
     return await readFile(file)
   } catch (error) {
     if (isMissing(error)) return null
@@ -276,8 +287,10 @@ async function readProjectJsonFile(root: string, name: string): Promise<Buffer |
 }
 
 function parseJson(bytes: Buffer, source: string): unknown {
+  // Checked again on the bytes read: the file may have grown since lstat.
+  if (bytes.length > MAX_PROJECT_JSON_BYTES) throw new KitError('usage', overLimitMessage(source, bytes.length, MAX_PROJECT_JSON_BYTES))
   try {
-    return JSON.parse(bytes.toString('utf8'))
+    return parseStrictJson(bytes)
   } catch (error) {
     throw new KitError('usage', `${source} is not valid JSON: ${(error as Error).message}`)
   }
@@ -287,17 +300,26 @@ function parseJson(bytes: Buffer, source: string): unknown {
  * Every regular file under `root`, sorted by path. Symlinks, sockets and the like are skipped and
  * symlinked directories are not followed, so nothing outside the project can enter a version.
  */
-async function readProjectFiles(root: string): Promise<ProjectFile[]> {
-  const files: ProjectFile[] = []
+async function readProjectFiles(root: string, maxFilesBytes: number): Promise<ProjectFile[]> {
+  const found: string[] = []
+  let total = 0
   const walk = async (relativeDir: string): Promise<void> => {
     const entries = await readdir(path.join(root, relativeDir), {withFileTypes: true})
     for (const entry of entries) {
       const relative = relativeDir === '' ? entry.name : `${relativeDir}/${entry.name}`
       if (entry.isDirectory() && !EXCLUDED_DIRECTORIES.has(entry.name)) await walk(relative)
-      else if (entry.isFile()) files.push({path: relative, bytes: await readFile(path.join(root, relative))})
+      else if (entry.isFile()) {
+        total += (await lstat(path.join(root, relative))).size
+        if (total > maxFilesBytes) {
+          throw new KitError('usage', `the project's files exceed ${formatByteSize(maxFilesBytes)} before compression (at ${relative}); deploy.project_files_max_bytes sets the limit`)
+        }
+        found.push(relative)
+      }
     }
   }
   await walk('')
+  const files: ProjectFile[] = []
+  for (const relative of found) files.push({path: relative, bytes: await readFile(path.join(root, relative))})
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }
 

@@ -11,6 +11,12 @@ export const REDACTED = '[redacted]'
 const SECRET_NAME = /secret|passw(or)?d|passphrase|token|api[_-]?key|credential|authorization|cookie|private[_-]?key|signature/i
 const DIGEST_NAME = /(digest|sha256|fingerprint)$/i
 const URL_WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:[^/\s@]*@/i
+const URL_PASSWORD_ANYWHERE = /\b([a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:)[^/\s@]*@/gi
+
+/** The password of every URL inside free text (a log line, an error message) replaced. */
+export function redactText(text: string): string {
+  return text.replace(URL_PASSWORD_ANYWHERE, (_match, head: string) => `${head}${REDACTED}@`)
+}
 
 export function isSecretField(name: string): boolean {
   return SECRET_NAME.test(name) && !DIGEST_NAME.test(name)

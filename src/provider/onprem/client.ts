@@ -42,6 +42,7 @@ import {
   type WorkerBinding,
 } from '../types.js'
 import type {z} from 'zod'
+import {parseStrictJson} from '../../util/strict-json.js'
 
 export interface OnPremProviderOptions {
   /** The management listener, e.g. http://127.0.0.1:8788 */
@@ -192,6 +193,7 @@ export class OnPremProvider implements EdgeProvider {
       scripts: inventory.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: [], releaseGeneration: script.releaseGeneration})),
       activeFence: inventory.fence && fenceOf(inventory.fence),
       shards: inventory.shards,
+      quarantined: inventory.quarantined,
     }
   }
 
@@ -325,7 +327,7 @@ function transportError(error: unknown, method: string, target: string): Provide
 
 function parseJson(text: string, method: string, target: string, status: number): unknown {
   try {
-    return JSON.parse(text)
+    return parseStrictJson(text)
   } catch {
     throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host answered malformed JSON`, status)
   }
@@ -333,7 +335,7 @@ function parseJson(text: string, method: string, target: string, status: number)
 
 function errorBodyOf(text: string, status: number): {code: string; message: string} {
   try {
-    const body = JSON.parse(text) as {code?: unknown; message?: unknown}
+    const body = parseStrictJson(text) as {code?: unknown; message?: unknown}
     if (typeof body.code === 'string') return {code: body.code, message: typeof body.message === 'string' ? body.message : ''}
   } catch {
     // Not our host's error shape (a proxy, a crash page): fall back to the status.

@@ -5,6 +5,7 @@ import {request} from 'undici'
 import {identitySchema, pairResponseSchema, paths} from '../../protocol/management-api.js'
 import {fingerprintOf, kitScopeFor, verifyPairingProof} from '../../protocol/signing.js'
 import {KitError} from '../../errors.js'
+import {parseStrictJson} from '../../util/strict-json.js'
 
 export interface PairingResult {
   scope: string
@@ -71,7 +72,7 @@ async function fetchJson(origin: string, method: 'GET' | 'POST', target: string,
   const text = await response.body.text()
   let data: unknown
   try {
-    data = JSON.parse(text)
+    data = parseStrictJson(text)
   } catch {
     throw new KitError('host_error', `${origin}${target} answered ${response.statusCode} with a body that is not JSON`)
   }

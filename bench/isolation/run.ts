@@ -1,0 +1,194 @@
+// Tenant isolation benchmark (issue #15), two figures for BENCHMARKS.md:
+//   1. host RSS under held malicious connections: a real `edgeworkers host serve` process; half the
+//      connections announce an 11 MB upload with forged signature headers on the management
+//      listener, half send a body with a signature header to a public Worker on the data plane;
+//      each sends 1 MiB and holds its connection open. RSS of the host process (not its workerd)
+//      idle, while they are held, and 10 s after they closed.
+//   2. neighbour unavailability: an infinite-loop Worker and a memory-bomb Worker next to a victim
+//      on one shard; per incident, how long the victim was unavailable (from its first request
+//      that did not answer at once to its next answer), and the incident that quarantined each.
+//
+//   node --import tsx bench/isolation/run.ts [--connections 1000] [--incidents 3]
+import {spawn} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {parseArgs} from 'node:util'
+import pino from 'pino'
+import {request} from 'undici'
+import {startHost} from '../../src/edge-host/host.js'
+import {paths, type UploadScript} from '../../src/protocol/management-api.js'
+import {signRequest} from '../../src/protocol/signing.js'
+import {log, machineLoad, median} from '../support/stats.js'
+
+const {values: options} = parseArgs({options: {connections: {type: 'string', default: '1000'}, incidents: {type: 'string', default: '3'}}})
+const CONNECTIONS = Number(options.connections)
+const INCIDENTS = Number(options.incidents)
+const MiB = 1024 * 1024
+const BIN = path.join(fileURLToPath(new URL('../..', import.meta.url)), 'bin', 'run.js')
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function upload(source: string): UploadScript {
+  return {
+    mainModule: 'index.js',
+    compatibilityDate: '2026-11-01',
+    builderPolicy: 'department-worker-project-v2.9',
+    releaseGeneration: `bench-${Buffer.from(source).toString('base64url').slice(0, 40)}`,
+    modules: [{name: 'index.js', type: 'esModule', contentBase64: Buffer.from(source).toString('base64')}],
+  } as UploadScript
+}
+
+async function signed(adminUrl: string, secret: string, method: string, target: string, body?: unknown) {
+  const payload = body === undefined ? undefined : JSON.stringify(body)
+  const response = await request(`${adminUrl}${target}`, {
+    method: method as 'GET',
+    headers: {...(payload ? {'content-type': 'application/json'} : {}), ...signRequest({secret, method, target, body: payload})},
+    body: payload,
+  })
+  return {status: response.statusCode, body: (await response.body.json()) as any}
+}
+
+async function deploy(adminUrl: string, secret: string, name: string, source: string): Promise<void> {
+  const body = upload(source)
+  const put = await signed(adminUrl, secret, 'PUT', paths.script(name), body)
+  if (put.status !== 200) throw new Error(`upload ${name}: ${put.status} ${JSON.stringify(put.body)}`)
+  for (;;) {
+    if ((await signed(adminUrl, secret, 'GET', paths.readinessProbe(name, body.releaseGeneration))).status === 200) return
+    await sleep(50)
+  }
+}
+
+const rssOf = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024
+
+function hold(url: string, target: string, headers: Record<string, string>): net.Socket {
+  const {hostname, port} = new URL(url)
+  const socket = net.connect(Number(port), hostname, () => {
+    const head = [`PUT ${target} HTTP/1.1`, `host: ${hostname}`, 'content-type: application/json', `content-length: ${11 * MiB}`]
+    for (const [name, value] of Object.entries(headers)) head.push(`${name}: ${value}`)
+    socket.write(`${head.join('\r\n')}\r\n\r\n`)
+    socket.write(Buffer.alloc(MiB, 0x20))
+  })
+  socket.on('error', () => {})
+  return socket
+}
+
+async function heldConnections(): Promise<string> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ew-bench-iso-'))
+  const env = {...process.env, EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__SHARDS: '1', EDGEWORKERS_LOG_LEVEL: 'warn'}
+  const child = spawn(process.execPath, [BIN, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', 'ignore', 'inherit']})
+  try {
+    let info: {adminUrl: string; publicUrl: string} | null = null
+    while (!info) {
+      await sleep(100)
+      try {
+        info = JSON.parse(readFileSync(path.join(dataDir, 'host.json'), 'utf8'))
+      } catch {}
+    }
+    const {adminUrl, publicUrl} = info
+    const pairingCode = await new Promise<string>((resolve, reject) => {
+      const cli = spawn(process.execPath, [BIN, 'host', 'pairing-code', '--data-dir', dataDir], {env})
+      let out = ''
+      cli.stdout.on('data', (data) => (out += data))
+      cli.on('close', (status) => (status === 0 ? resolve(out.trim().split(/\s+/).at(-1)!) : reject(new Error(`pairing-code exited ${status}`))))
+    })
+    const pair = await request(`${adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code: pairingCode})})
+    const {secret} = (await pair.body.json()) as {secret: string}
+    const worker = `dw-${'b'.repeat(48)}`
+    await deploy(adminUrl, secret, worker, 'export default { fetch() { return new Response("public") } }')
+    await sleep(2_000)
+    const idle = rssOf(child.pid!)
+    const now = String(Math.floor(Date.now() / 1000))
+    const forged = (i: number) => ({'x-edgeworkers-timestamp': now, 'x-edgeworkers-nonce': `bench-nonce-${i}-xxxxxxxxxxxx`, 'x-edgeworkers-signature': '0'.repeat(64)})
+    const sockets = Array.from({length: CONNECTIONS}, (_, i) =>
+      i % 2 === 0 ? hold(adminUrl, paths.script(`dw-${'c'.repeat(48)}`), forged(i)) : hold(publicUrl, `/${worker}/`, forged(i)),
+    )
+    await sleep(5_000)
+    const peak = rssOf(child.pid!)
+    for (const socket of sockets) socket.destroy()
+    await sleep(10_000)
+    const after = rssOf(child.pid!)
+    const mb = (bytes: number) => `${Math.round(bytes / MiB)} MB`
+    return `| ${CONNECTIONS} held connections (½ admin forged uploads, ½ data plane signed-header bodies), 1 MiB sent each | ${mb(idle)} | ${mb(peak)} (+${mb(peak - idle)}) | ${mb(after)} (+${mb(after - idle)}) |`
+  } finally {
+    child.kill('SIGTERM')
+    await new Promise((resolve) => child.once('exit', resolve))
+    rmSync(dataDir, {recursive: true, force: true})
+  }
+}
+
+async function neighbours(): Promise<string[]> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ew-bench-iso-'))
+  const host = await startHost({dataDir, settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1}, logger: pino({level: 'silent'})})
+  const rows: string[] = []
+  try {
+    const pairing = await request(`${host.adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code: host.issuedPairingCode})})
+    const {secret} = (await pairing.body.json()) as {secret: string}
+    const victim = `dw-${'1'.repeat(48)}`
+    await deploy(host.adminUrl, secret, victim, 'export default { fetch() { return new Response("victim") } }')
+    const offenders = [
+      ['infinite loop', `dw-${'2'.repeat(48)}`, 'export default { fetch() { for (;;) {} } }'],
+      ['memory bomb', `dw-${'3'.repeat(48)}`, 'export default { fetch() { const hoard = []; for (;;) hoard.push(new Uint8Array(16 << 20).fill(1)) } }'],
+    ] as const
+    for (const [, name, source] of offenders) await deploy(host.adminUrl, secret, name, source)
+    const get = async (name: string) => {
+      const began = performance.now()
+      try {
+        const response = await request(`${host.publicUrl}/${name}/`, {headersTimeout: 60_000})
+        const text = await response.body.text()
+        return {ok: response.statusCode === 200 && text === 'victim', status: response.statusCode, ms: performance.now() - began}
+      } catch {
+        return {ok: false, status: 0, ms: performance.now() - began}
+      }
+    }
+    for (const [label, name] of offenders) {
+      const downs: number[] = []
+      let quarantinedAt = 0
+      for (let incident = 1; incident <= INCIDENTS + 1; incident++) {
+        let done = false
+        const offending = get(name).then((answer) => ((done = true), answer))
+        let downSince: number | null = null
+        let worst = 0
+        while (!done) {
+          const began = performance.now()
+          const answer = await get(victim)
+          if (answer.ok && answer.ms < 200 && downSince === null) {
+            await sleep(20)
+            continue
+          }
+          downSince ??= began
+          if (answer.ok) {
+            worst = Math.max(worst, performance.now() - downSince)
+            downSince = null
+          }
+        }
+        const answer = await offending
+        if (answer.status === 503) {
+          quarantinedAt = incident
+          break
+        }
+        downs.push(worst)
+      }
+      rows.push(`| ${label} | ${downs.map((ms) => `${(ms / 1000).toFixed(2)} s`).join(', ')} | ${(median(downs) / 1000).toFixed(2)} s | refused (503) from request ${quarantinedAt || 'never'} |`)
+    }
+  } finally {
+    await host.stop()
+    rmSync(dataDir, {recursive: true, force: true})
+  }
+  return rows
+}
+
+log(`machine: ${os.cpus().length} cores, ${machineLoad()}`)
+const memory = await heldConnections()
+const isolation = await neighbours()
+console.log(`
+| scenario | host RSS idle | while held | 10 s after they closed |
+|---|---|---|---|
+${memory}
+
+| offender next to a victim (one shard) | victim unavailable per incident | median | offender |
+|---|---|---|---|
+${isolation.join('\n')}
+`)
+process.exit(0)

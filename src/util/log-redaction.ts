@@ -1,0 +1,31 @@
+// What every logger of the kit and the host is built with, so no log line carries a password: a
+// URL's password is replaced in messages, in fields and in serialized errors, and a field whose name
+// says it holds a secret is replaced whole (the rule of ../engine/status/redact.ts).
+import pino, {type LoggerOptions} from 'pino'
+import {isSecretField, REDACTED, redactText} from '../engine/status/redact.js'
+
+export function redactingLogOptions(): Pick<LoggerOptions, 'hooks' | 'formatters' | 'serializers'> {
+  return {
+    hooks: {
+      logMethod(args, method) {
+        // logger.error(err) takes its message from the error: give it the redacted one.
+        const [first, second] = args as unknown[]
+        if (first instanceof Error && typeof second !== 'string') return method.apply(this, [first, redactText(first.message)] as Parameters<typeof method>)
+        return method.apply(this, args.map((arg) => (typeof arg === 'string' ? redactText(arg) : arg)) as Parameters<typeof method>)
+      },
+    },
+    formatters: {log: (object) => redactFields(object) as Record<string, unknown>},
+    // The standard serializer's result has its own prototype: copy its fields into a plain object.
+    serializers: {err: (error: Error) => redactFields({...pino.stdSerializers.err(error)})},
+  }
+}
+
+/** Plain objects and arrays are walked; errors are left to the err serializer. */
+function redactFields(value: unknown): unknown {
+  if (typeof value === 'string') return redactText(value)
+  if (Array.isArray(value)) return value.map(redactFields)
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => [key, isSecretField(key) && typeof inner === 'string' ? REDACTED : redactFields(inner)]),
+  )
+}

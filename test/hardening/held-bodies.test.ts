@@ -1,0 +1,108 @@
+// Bounded memory before authentication (issue #15, finding 1): bodies that peers send and hold open
+// — unsigned, with forged signature headers, and on the data plane with a signature header it
+// should not carry — grow the host's memory by a bounded amount, and it returns once they close.
+// The host runs in this process, so its RSS is this process's.
+import net from 'node:net'
+import {afterAll, beforeAll, expect, test} from 'vitest'
+import {paths} from '../../src/protocol/management-api.js'
+import {startTestHost, type TestHost} from '../support/host.js'
+import {scriptNameFor, textWorker} from '../support/worker-fixtures.js'
+
+const MiB = 1024 * 1024
+const CONNECTIONS = 150
+/** What each peer sends before holding its connection open (the body it announces is 11 MB). */
+const SENT_BYTES = 2 * MiB
+
+let host: TestHost
+const publicWorker = scriptNameFor('held-bodies/public')
+
+beforeAll(async () => {
+  host = await startTestHost({settings: {shards: 1}})
+  await host.pair()
+  await host.client().deploy(publicWorker, textWorker('public'))
+}, 60_000)
+
+afterAll(async () => {
+  await host?.stop()
+})
+
+interface Held {
+  socket: net.Socket
+  /** The status line, if the host answered before the peer finished. */
+  answer: Promise<string>
+}
+
+/** Opens a connection, sends the head and SENT_BYTES of an 11 MB body, and keeps it open. */
+function holdBody(url: string, target: string, headers: Record<string, string>): Promise<Held> {
+  const {hostname, port} = new URL(url)
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port), hostname, () => {
+      const head = [`PUT ${target} HTTP/1.1`, `host: ${hostname}`, 'content-type: application/json', `content-length: ${11 * MiB}`]
+      for (const [name, value] of Object.entries(headers)) head.push(`${name}: ${value}`)
+      socket.write(`${head.join('\r\n')}\r\n\r\n`)
+      const chunk = Buffer.alloc(64 * 1024, 0x20)
+      let sent = 0
+      // Once the host stops reading (backpressure), the connection counts as held; the rest is
+      // sent as the host reads on.
+      const pump = () => {
+        while (sent < SENT_BYTES && !socket.destroyed) {
+          sent += chunk.length
+          if (!socket.write(chunk)) {
+            socket.once('drain', pump)
+            break
+          }
+        }
+        resolve({socket, answer})
+      }
+      pump()
+    })
+    let received = ''
+    const answer = new Promise<string>((settle) => {
+      socket.on('data', (data) => {
+        received += data.toString('latin1')
+        settle(received.split('\r\n')[0]!)
+      })
+      socket.on('close', () => settle(received.split('\r\n')[0] ?? ''))
+    })
+    socket.on('error', () => resolve({socket, answer}))
+  })
+}
+
+async function settledRss(): Promise<number> {
+  for (let round = 0; round < 3; round++) {
+    globalThis.gc?.()
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  return process.memoryUsage().rss
+}
+
+test(`${CONNECTIONS} held bodies each on the admin listener (unsigned, forged headers) and the data plane stay within +100 MB`, async () => {
+  const idle = await settledRss()
+  const now = String(Math.floor(Date.now() / 1000))
+  const forged = (i: number) => ({
+    'x-edgeworkers-timestamp': now,
+    'x-edgeworkers-nonce': `forged-nonce-${i}-${'x'.repeat(16)}`,
+    'x-edgeworkers-signature': '0'.repeat(64),
+  })
+  const target = paths.script(scriptNameFor('held-bodies/upload'))
+  const held = await Promise.all([
+    ...Array.from({length: CONNECTIONS}, () => holdBody(host.adminUrl, target, {})),
+    ...Array.from({length: CONNECTIONS}, (_, i) => holdBody(host.adminUrl, target, forged(i))),
+    ...Array.from({length: CONNECTIONS}, (_, i) => holdBody(host.publicUrl, `/${publicWorker}/`, forged(i))),
+  ])
+  // Let the host read what it will of them.
+  await new Promise((resolve) => setTimeout(resolve, 1_000))
+  const peak = process.memoryUsage().rss
+  // Unsigned: refused before any body byte is read.
+  const unsigned = await Promise.all(held.slice(0, CONNECTIONS).map((connection) => connection.answer))
+  expect(new Set(unsigned)).toEqual(new Set(['HTTP/1.1 401 Unauthorized']))
+  // The host still serves while they are held.
+  expect((await fetch(`${host.adminUrl}/livez`)).status).toBe(200)
+  expect(await (await fetch(`${host.publicUrl}/${publicWorker}/`)).text()).toBe('public')
+  for (const connection of held) connection.socket.destroy()
+  const after = await settledRss()
+  console.log(`RSS idle ${Math.round(idle / MiB)} MB, with ${3 * CONNECTIONS} held bodies ${Math.round(peak / MiB)} MB, after ${Math.round(after / MiB)} MB`)
+  expect(peak - idle).toBeLessThan(100 * MiB)
+  // In-process, freed buffers need not shrink RSS at once; what must not happen is growth per body.
+  expect(after - idle).toBeLessThan(100 * MiB)
+}, 120_000)
