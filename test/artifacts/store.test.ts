@@ -180,6 +180,6 @@ describe('FileArtifactStore', () => {
     expect(error).toBeInstanceOf(KitError)
     expect((error as KitError).code).toBe('store_unavailable')
     expect((error as KitError).reason).toBe('artifact_store_unavailable')
-    expect((error as KitError).message).toMatch(new RegExp(`^artifact store ${path.join(dataDir, 'artifacts')} is not usable: ENOTDIR`))
+    expect((error as KitError).message).toBe(`artifact store ${path.join(dataDir, 'artifacts')} is not usable: cannot create ${dataDir}: EEXIST`)
   })
 })

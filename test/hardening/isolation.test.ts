@@ -123,7 +123,9 @@ describe('a runaway Worker next to a victim on the same shard', () => {
 })
 
 test('workerd listens on no TCP port: every Worker socket is a Unix socket in the 0700 runtime dir', () => {
-  const pid = Number(readFileSync(path.join(host.dataDir, 'runtime', 'shard-0.pid'), 'utf8'))
+  // The host records each running workerd as runtime/pids/<label>.<pid>.
+  const record = readdirSync(path.join(host.dataDir, 'runtime', 'pids')).find((file) => /^shard-0\.\d+$/.test(file))!
+  const pid = Number(record.split('.')[1])
   const socketInodes = new Set(
     readdirSync(`/proc/${pid}/fd`)
       .map((fd) => /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1])

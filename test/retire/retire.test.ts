@@ -196,6 +196,8 @@ describeEachStore('retirement', (t) => {
   test('dry run and bad input write nothing', async () => {
     const engine = await kit.engine()
     const {department, url} = await deployed(engine)
+    // The deploy wrote its history row; the retirement attempts below must add nothing.
+    const auditBefore = await t.store.audit.list()
     const plan = await retireDepartment(engine, {departmentId: department, dryRun: true})
     expect(plan).toMatchObject({state: 'planned', steps: ['lockdown', 'access_policy', 'secrets_purge', 'credentials_purge', 'retire']})
     await t.store.tenants.createCompany({id: 'other', name: 'Other'})
@@ -203,7 +205,8 @@ describeEachStore('retirement', (t) => {
     await expect(retireDepartment(engine, {departmentId: department, companyId: 'other'})).rejects.toThrow(`department ${department} not found in company other`)
     await expect(retireDepartment(engine, {departmentId: department, companyId: 'nope'})).rejects.toThrow('company nope not found')
     expect(await t.store.tenants.getDepartment(department)).toMatchObject({deleted_at: null})
-    expect(await t.store.audit.list()).toEqual([])
+    expect(await t.store.audit.list()).toEqual(auditBefore)
+    expect(auditBefore.map((row) => row.action)).toEqual(['edge_worker.deployed'])
     expect((await fetchText(url)).status).toBe(200)
 
     const empty = await kit.department()
