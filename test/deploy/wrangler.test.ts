@@ -3,9 +3,10 @@
 // [env.<name>] sections, Durable Objects with migrations, refused cloud-only bindings, deterministic
 // builds, and `init` → `deploy` for every template — through the CLI, against a real edge host.
 import {execFile} from 'node:child_process'
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
+import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
 import {request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
@@ -13,6 +14,7 @@ import {TEMPLATES} from '../../src/engine/project/init.js'
 import {runCli, type CliResult} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 
+const FIXTURES = fileURLToPath(new URL('../../fixtures/workers', import.meta.url))
 const PACKAGES = {hono: '4.10.4', 'itty-router': '5.0.22', zod: '4.1.12'}
 const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-'))
 const dataDir = path.join(root, 'kit')
@@ -171,6 +173,32 @@ test('bindings the host cannot provide are refused with one line and nothing is 
   })
   const plan = JSON.parse((await cli('deploy', both, '--dry-run', '--json')).stdout) as {warnings: string[]; name: string}
   expect(plan).toMatchObject({name: 'both', warnings: [`edgeworker.json wins over wrangler.toml in ${both}`]})
+})
+
+test('module rules: a .wasm import and a custom Text rule stay separate modules of their types, and the Worker uses them', {timeout: 180_000}, async () => {
+  const dir = project('rules', {
+    'wrangler.toml': 'name = "rules"\nmain = "src/index.ts"\ncompatibility_date = "2026-11-01"\n[[rules]]\ntype = "Text"\nglobs = ["**/*.graphql"]\n',
+    'src/index.ts': `import addModule from './add.wasm'
+import schema from './schema.graphql'
+export default {
+  async fetch(): Promise<Response> {
+    const instance = await WebAssembly.instantiate(addModule as WebAssembly.Module)
+    const add = instance.exports.add as (a: number, b: number) => number
+    return Response.json({sum: add(2, 3), schema: (schema as string).trim()})
+  },
+}
+`,
+    'src/schema.graphql': 'type Query { sum: Int }\n',
+  })
+  copyFileSync(path.join(FIXTURES, 'modules', 'add.wasm'), path.join(dir, 'src', 'add.wasm'))
+  const plan = JSON.parse((await cli('deploy', dir, '--dry-run', '--json')).stdout) as {modules: Array<{name: string; type: string}>}
+  expect(plan.modules.map(({name, type}) => ({name, type}))).toEqual([
+    {name: 'index.js', type: 'esModule'},
+    {name: 'add.wasm', type: 'wasm'},
+    {name: 'schema.graphql', type: 'text'},
+  ])
+  const {url} = await deploy(dir)
+  expect(JSON.parse((await get(url)).body)).toEqual({sum: 5, schema: 'type Query { sum: Int }'})
 })
 
 test('init writes a project deploy accepts at once, for every template, and never overwrites a file', {timeout: 180_000}, async () => {

@@ -66,13 +66,14 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
   const main = path.resolve(projectDir, required('main'))
   if (!existsSync(main)) throw new KitError('usage', `${source}: main ${required('main')} does not exist`)
   const baseDir = path.resolve(projectDir, config.base_dir ?? path.dirname(required('main')))
-  const rules = [...(config.rules ?? []), ...DEFAULT_RULES].map((rule) => ({type: rule.type, patterns: rule.globs.map(globToRegExp)}))
+  const ruleGlobs = [...(config.rules ?? []), ...DEFAULT_RULES]
+  const rules = ruleGlobs.map((rule) => ({type: rule.type, patterns: rule.globs.map(globToRegExp)}))
   const typeOf = (relative: string) => rules.find((rule) => rule.patterns.some((pattern) => pattern.test(relative)))?.type
   const noBundle = options.noBundle ?? config.no_bundle ?? false
 
   const {modules, packages} = noBundle
     ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
-    : await bundledModules(projectDir, main, baseDir, typeOf, config, options.bundleMaxBytes)
+    : await bundledModules(projectDir, main, baseDir, typeOf, ruleGlobs, config, options.bundleMaxBytes)
 
   const [mainModule] = modules
   const manifest = {
@@ -123,6 +124,7 @@ async function bundledModules(
   main: string,
   baseDir: string,
   typeOf: TypeOf,
+  rules: Array<{type: WranglerRuleType; globs: string[]}>,
   config: WranglerSettings,
   bundleMaxBytes: number,
 ): Promise<{modules: StagedModule[]; packages: Packages}> {
@@ -131,7 +133,7 @@ async function bundledModules(
   const rulesPlugin: Plugin = {
     name: 'edgeworkers-module-rules',
     setup(pluginBuild) {
-      pluginBuild.onResolve({filter: /^\.{0,2}\//}, async (args) => {
+      pluginBuild.onResolve({filter: attachedImportFilter(rules)}, async (args) => {
         const absolute = path.resolve(args.resolveDir, args.path.replace(/\?module$/, ''))
         const relative = toPosix(path.relative(baseDir, absolute))
         const type = typeOf(relative)
@@ -252,6 +254,24 @@ function describeBuildError(message: Message | undefined, nodeCompat: boolean): 
     return `${where}${message.text} (Node.js built-ins need compatibility_flags = ["nodejs_compat"])`
   }
   return `${where}${message.text}`
+}
+
+/**
+ * Which relative imports the module-rules plugin must see: those ending in an extension a text, data
+ * or wasm rule names. Every plugin callback is a round trip to esbuild's process, so sending it every
+ * import of a large package doubles the build; a glob that names no plain extension sees them all.
+ */
+function attachedImportFilter(rules: Array<{type: WranglerRuleType; globs: string[]}>): RegExp {
+  const extensions = new Set<string>()
+  for (const rule of rules) {
+    if (rule.type === 'ESModule' || rule.type === 'CommonJS') continue
+    for (const glob of rule.globs) {
+      const extension = /\*\.([A-Za-z0-9]+)(\?module)?$/.exec(glob)?.[1]
+      if (!extension) return /^\.{0,2}\//
+      extensions.add(extension)
+    }
+  }
+  return new RegExp(`^\\.{0,2}/.*\\.(${[...extensions].join('|')})(\\?module)?$`)
 }
 
 /** A wrangler rule glob as a regular expression over a path relative to base_dir. */
