@@ -14,7 +14,7 @@ import {parseArgs} from 'node:util'
 import {build} from 'esbuild'
 import {buildProject, type ArtifactLimits} from '../../src/engine/project/build.js'
 import {findWranglerConfig} from '../../src/engine/project/wrangler/config.js'
-import {stageWranglerProject} from '../../src/engine/project/wrangler/stage.js'
+import {stageWranglerProject, WORKER_BUNDLE_OPTIONS} from '../../src/engine/project/wrangler/stage.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values} = parseArgs({options: {rounds: {type: 'string', default: '15'}}})
@@ -37,13 +37,7 @@ const direct = () =>
     absWorkingDir: dir,
     entryPoints: [path.join(dir, 'src/index.ts')],
     outfile: path.join(dir, 'src/index.js'),
-    bundle: true,
-    write: false,
-    format: 'esm',
-    target: 'es2022',
-    platform: 'neutral',
-    conditions: ['workerd', 'worker', 'browser'],
-    mainFields: ['workerd', 'worker', 'browser', 'module', 'main'],
+    ...WORKER_BUNDLE_OPTIONS,
     external: ['cloudflare:*'],
     sourcemap: 'external',
     metafile: true,

@@ -8,7 +8,7 @@ import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises
 import {builtinModules} from 'node:module'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
-import {build, type Message, type Metafile, type Plugin} from 'esbuild'
+import {build, type BuildOptions, type Message, type Metafile, type Plugin} from 'esbuild'
 import {overLimitMessage} from '../../../artifacts/size.js'
 import {KitError} from '../../../errors.js'
 import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
@@ -27,6 +27,16 @@ const DEFAULT_RULES: Array<{type: WranglerRuleType; globs: string[]}> = [
   {type: 'Data', globs: ['**/*.bin']},
   {type: 'CompiledWasm', globs: ['**/*.wasm', '**/*.wasm?module']},
 ]
+/** How a Worker is bundled, as wrangler bundles it: one in-memory ES module for workerd. */
+export const WORKER_BUNDLE_OPTIONS = {
+  bundle: true,
+  write: false,
+  format: 'esm',
+  target: 'es2022',
+  platform: 'neutral',
+  conditions: ['workerd', 'worker', 'browser'],
+  mainFields: ['workerd', 'worker', 'browser', 'module', 'main'],
+} as const satisfies BuildOptions
 const MODULE_TYPE: Record<WranglerRuleType, string> = {ESModule: 'esModule', CommonJS: 'commonJs', Text: 'text', Data: 'data', CompiledWasm: 'wasm'}
 
 export interface WranglerStageOptions {
@@ -150,13 +160,7 @@ async function bundledModules(
     absWorkingDir: projectDir,
     entryPoints: [main],
     outfile: path.join(baseDir, mainName),
-    bundle: true,
-    write: false,
-    format: 'esm',
-    target: 'es2022',
-    platform: 'neutral',
-    conditions: ['workerd', 'worker', 'browser'],
-    mainFields: ['workerd', 'worker', 'browser', 'module', 'main'],
+    ...WORKER_BUNDLE_OPTIONS,
     // workerd's own modules always come from the runtime; Node.js built-ins only under nodejs_compat.
     external: ['cloudflare:*', ...(nodeCompat ? ['node:*', ...builtinModules] : [])],
     define: config.define,
