@@ -12,11 +12,16 @@ const hook: Hook.CommandNotFound = async function (options) {
     if (!/^[a-z][a-z0-9-]*$/i.test(part)) break
     words.push(part)
   }
-  const typed = (words.length > 0 ? words : [options.id]).join(' ')
-  const visible = options.config.commands.filter((command) => !command.hidden).map((command) => command.id.replaceAll(':', ' '))
-  // Compare like with like: "fence beginn" against two-word commands, "deplyo" against one-word ones and topics.
-  const sameDepth = new Set(visible.map((id) => id.split(' ').slice(0, Math.max(1, words.length)).join(' ')))
-  const suggestion = didYouMean(typed, sameDepth)
+  const visible = options.config.commands.filter((command) => !command.hidden).map((command) => command.id.split(':'))
+  // The words may run into the arguments (`deplyo chat-ws`): try the longest run of words first, each
+  // against commands and topics of that many words, and keep the first that resembles one.
+  let typed = (words.length > 0 ? words : [options.id]).join(' ')
+  let suggestion: string | undefined
+  for (let count = words.length; count >= 1 && !suggestion; count--) {
+    const prefix = words.slice(0, count).join(' ')
+    suggestion = didYouMean(prefix, new Set(visible.filter((id) => id.length >= count).map((id) => id.slice(0, count).join(' '))))
+    if (suggestion) typed = prefix
+  }
   const hint = suggestion ? `; did you mean "${suggestion}"?` : `; run "${options.config.bin} help" for the list`
   process.stderr.write(`error: "${typed}" is not an ${options.config.bin} command${hint}\n`)
   process.exit(ExitCode.usage)

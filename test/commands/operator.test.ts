@@ -25,8 +25,16 @@ const oneLineError = (result: CliResult, code: number, line: string) => expect({
 
 describe('before pairing', () => {
   test('a mistyped command gets a suggestion and exit 2; a word that resembles nothing, the help hint', async () => {
-    const [typo, subcommand, nothing] = await Promise.all([runCli(['deplyo', './x']), runCli(['fence', 'beginn']), runCli(['xyzzy'])])
+    const [typo, typoWithWordArgument, subcommand, subcommandWithArgument, nothing] = await Promise.all([
+      runCli(['deplyo', './x']),
+      runCli(['deplyo', 'chat-ws']),
+      runCli(['fence', 'beginn']),
+      runCli(['secret', 'lst', 'sales']),
+      runCli(['xyzzy']),
+    ])
     oneLineError(typo, 2, 'error: "deplyo" is not an edgeworkers command; did you mean "deploy"?')
+    oneLineError(typoWithWordArgument, 2, 'error: "deplyo" is not an edgeworkers command; did you mean "deploy"?')
+    oneLineError(subcommandWithArgument, 2, 'error: "secret lst" is not an edgeworkers command; did you mean "secret list"?')
     oneLineError(subcommand, 2, 'error: "fence beginn" is not an edgeworkers command; did you mean "fence begin"?')
     oneLineError(nothing, 2, 'error: "xyzzy" is not an edgeworkers command; run "edgeworkers help" for the list')
   })
