@@ -27,3 +27,8 @@ export class KitError extends Error {
     this.name = 'KitError'
   }
 }
+
+/** The message of anything thrown (a non-Error is stringified). */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

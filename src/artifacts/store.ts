@@ -4,12 +4,12 @@
 //
 // Layout under <data_dir>/artifacts/: `<kind>/sha256/<first 2 hex>/<64 hex>`, plus `.incoming/`
 // for writes in flight (a crash can leave a temp file there; it is never read as an artifact).
-import {randomUUID} from 'node:crypto'
 import {constants as fsConstants} from 'node:fs'
-import {access, mkdir, open, rename, rm, stat, unlink, type FileHandle} from 'node:fs/promises'
+import {access, mkdir, open, stat, unlink, type FileHandle} from 'node:fs/promises'
 import path from 'node:path'
 import {sha256Hex} from '../canonical-json.js'
 import {KitError} from '../errors.js'
+import {syncPath, writeFileAtomically} from '../util/atomic-file.js'
 import {createPrivateDir} from '../util/private-files.js'
 import {overLimitMessage} from './size.js'
 
@@ -98,26 +98,14 @@ export class FileArtifactStore implements ArtifactStore {
     if (await this.holdsIntactCopy(file, sha256, bytes.byteLength)) return key
     const directory = path.dirname(file)
     const firstCreated = await mkdir(directory, {recursive: true})
-    // Write a temp file, make it durable, then rename: readers see the whole artifact or none.
-    const temp = path.join(this.root, INCOMING_DIR, `${sha256}.${process.pid}.${randomUUID()}`)
-    try {
-      const handle = await open(temp, 'wx')
-      try {
-        await handle.writeFile(bytes)
-        await handle.sync()
-      } finally {
-        await handle.close()
+    // Readers see the whole artifact or none; the temp file sits in `.incoming/`, never read as one.
+    await writeFileAtomically(file, bytes, {temporaryDir: path.join(this.root, INCOMING_DIR)})
+    // The rename is durable; directories mkdir just created need their own entries synced too.
+    if (firstCreated !== undefined) {
+      for (let dir = path.dirname(directory); ; dir = path.dirname(dir)) {
+        await syncPath(dir)
+        if (dir === path.dirname(firstCreated)) break
       }
-      await rename(temp, file)
-    } catch (error) {
-      await rm(temp, {force: true})
-      throw error
-    }
-    // Make the rename durable, and the entries of any directories mkdir just created.
-    const lastToSync = firstCreated === undefined ? directory : path.dirname(firstCreated)
-    for (let dir = directory; ; dir = path.dirname(dir)) {
-      await syncDirectory(dir)
-      if (dir === lastToSync) break
     }
     return key
   }
@@ -205,15 +193,6 @@ async function readExactly(handle: FileHandle, size: number): Promise<Buffer> {
   return buffer.subarray(0, offset)
 }
 
-/** A rename or a new directory is durable only once its parent directory reaches the disk. */
-async function syncDirectory(directory: string): Promise<void> {
-  const handle = await open(directory, 'r')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-}
 
 function isMissing(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'ENOENT'

@@ -21,6 +21,7 @@ import {createHash, randomUUID, timingSafeEqual} from 'node:crypto'
 import http from 'node:http'
 import {BlockList, isIPv6, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
+import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
 import type {Dispatcher} from 'undici'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
@@ -418,10 +419,6 @@ function safeToRetry(error: unknown, body: Buffer | http.IncomingMessage | undef
   const {code, syscall} = error as {code?: string; syscall?: string}
   if (code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'UND_ERR_CLOSED' || syscall === 'connect') return true
   return body === undefined && (code === 'ECONNRESET' || code === 'EPIPE')
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 function hasBody(request: http.IncomingMessage): boolean {

@@ -6,13 +6,14 @@
 // running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
 // runtime/snapshots/ (data snapshots being streamed, see snapshot.ts).
 import {existsSync} from 'node:fs'
-import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {mkdir, readFile, rm, writeFile} from 'node:fs/promises'
 import type http from 'node:http'
 import path from 'node:path'
 import pino, {type Logger} from 'pino'
 import {settingsSchema} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {redactingLogOptions} from '../util/log-redaction.js'
+import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './body-limits.js'
 import {createDataPlaneServer, createServiceBindingServer} from './data-plane.js'
@@ -281,12 +282,6 @@ function advertisable(address: ListenAddress): ListenAddress {
   if (address.host === '0.0.0.0') return {...address, host: '127.0.0.1'}
   if (address.host === '::') return {...address, host: '::1'}
   return address
-}
-
-async function writeFileAtomically(file: string, text: string): Promise<void> {
-  const temporary = `${file}.${process.pid}.tmp`
-  await writeFile(temporary, text)
-  await rename(temporary, file)
 }
 
 /**

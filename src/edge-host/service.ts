@@ -39,7 +39,8 @@ import {
   type ValidBeginFence,
   type ValidUploadScript,
 } from '../protocol/management-api.js'
-import {pairingProofMessage, sha256Hex} from '../protocol/signing.js'
+import {sha256Hex} from '../canonical-json.js'
+import {pairingProofMessage} from '../protocol/signing.js'
 import {HostError} from './errors.js'
 import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'

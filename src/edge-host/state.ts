@@ -18,7 +18,8 @@ import type {
   ReceiptOperation,
   ScriptState,
 } from '../protocol/management-api.js'
-import {generateSecret, sha256Hex, type NonceLedger} from '../protocol/signing.js'
+import {sha256Hex} from '../canonical-json.js'
+import {generateSecret, type NonceLedger} from '../protocol/signing.js'
 import {ensurePrivateFile} from '../util/private-files.js'
 import {HostError} from './errors.js'
 

@@ -20,7 +20,8 @@
 // its clock, whose signature does not match (compared in constant time), or whose nonce it has seen
 // within the window. Nonces are persisted, so a host restart does not reopen a replay window.
 // Kit-signed data-plane requests use the same scheme and pass the Worker's access policy.
-import {createHash, createHmac, createPublicKey, randomBytes, timingSafeEqual, verify} from 'node:crypto'
+import {createHmac, createPublicKey, randomBytes, timingSafeEqual, verify} from 'node:crypto'
+import {sha256Hex} from '../canonical-json.js'
 
 export const SIGNATURE_SCHEME = 'EDGEWORKERS-HMAC-SHA256-V1'
 export const TIMESTAMP_HEADER = 'x-edgeworkers-timestamp'
@@ -34,10 +35,6 @@ const SECRET_PATTERN = /^[0-9a-f]{64}$/
 const SIGNATURE_PATTERN = /^[0-9a-f]{64}$/
 
 export type Body = Uint8Array | string | undefined
-
-export function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex')
-}
 
 export interface SignedParts {
   method: string

@@ -2,7 +2,7 @@
 // lock on PostgreSQL, so concurrent `db migrate` runs apply each migration once); schemaStatus
 // compares what the database has applied with this build's list.
 import {Migrator, type Kysely} from 'kysely'
-import {KitError} from '../errors.js'
+import {KitError, messageOf} from '../errors.js'
 import {migrations} from './migrations/index.js'
 import type {Database} from './schema.js'
 
@@ -45,7 +45,7 @@ export async function migrate(db: Kysely<Database>): Promise<string[]> {
   const {error, results = []} = await migrator.migrateToLatest()
   if (error) {
     const failed = results.find((result) => result.status === 'Error')?.migrationName ?? 'migration'
-    throw new KitError('store_unavailable', `${failed} failed: ${error instanceof Error ? error.message : String(error)}`)
+    throw new KitError('store_unavailable', `${failed} failed: ${messageOf(error)}`)
   }
   return results.filter((result) => result.status === 'Success').map((result) => result.migrationName)
 }

@@ -8,6 +8,7 @@ import type {ActionDone, OutboxRowDetail} from '../engine/status/actions.js'
 import type {ErrorGroupKey, StatusSource} from '../engine/status/source.js'
 import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES, type LaneName} from '../engine/pass/lane.js'
+import {messageOf} from '../errors.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import {parseFilter, type RowFilter} from './filter.js'
 import {clip, formatInterval, shortId} from './format.js'
@@ -55,7 +56,7 @@ interface Message {
   text: string
 }
 
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+const firstLineOf = (error: unknown) => messageOf(error).split('\n')[0]!
 
 export function StatusApp(props: StatusAppProps): ReactNode {
   return (
@@ -92,7 +93,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       setSnapshot(next)
       setRefreshError(null)
     } catch (error) {
-      if (mounted.current) setRefreshError(messageOf(error))
+      if (mounted.current) setRefreshError(firstLineOf(error))
     }
     const top = screensRef.current.at(-1)
     if (top?.kind === 'group') await loadGroup(top.group)
@@ -113,7 +114,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       const groupRows = await source.groupRows(group)
       if (mounted.current) replaceTop((top) => (top.kind === 'group' && top.group === group ? {...top, rows: groupRows, error: null, selected: Math.min(top.selected, Math.max(0, groupRows.length - 1))} : null))
     } catch (error) {
-      if (mounted.current) replaceTop((top) => (top.kind === 'group' && top.group === group ? {...top, error: messageOf(error)} : null))
+      if (mounted.current) replaceTop((top) => (top.kind === 'group' && top.group === group ? {...top, error: firstLineOf(error)} : null))
     }
   }
 
@@ -122,7 +123,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       const detail = await source.outboxRow(id)
       if (mounted.current) replaceTop((top) => (top.kind === 'row' && top.id === id ? {...top, detail, error: null} : null))
     } catch (error) {
-      if (mounted.current) replaceTop((top) => (top.kind === 'row' && top.id === id ? {...top, error: messageOf(error)} : null))
+      if (mounted.current) replaceTop((top) => (top.kind === 'row' && top.id === id ? {...top, error: firstLineOf(error)} : null))
     }
   }
 
@@ -181,7 +182,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       const done = await overlayAction.run()
       if (mounted.current) setMessage({tone: 'ok', text: done.message})
     } catch (error) {
-      if (mounted.current) setMessage({tone: 'error', text: messageOf(error)})
+      if (mounted.current) setMessage({tone: 'error', text: firstLineOf(error)})
     }
     if (mounted.current) setBusy(null)
     await refresh()
@@ -417,7 +418,7 @@ class ViewErrorBoundary extends Component<{children: ReactNode}, {error: string 
   override state = {error: null as string | null}
 
   static getDerivedStateFromError(error: unknown): {error: string} {
-    return {error: messageOf(error)}
+    return {error: firstLineOf(error)}
   }
 
   override render(): ReactNode {

@@ -2,7 +2,7 @@
 // on retirement), receipts that make control calls idempotent, egress limits and metrics.
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {paths} from '../../src/protocol/management-api.js'
-import {sha256Hex} from '../../src/protocol/signing.js'
+import {sha256Hex} from '../../src/canonical-json.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {moduleUpload, scriptNameFor} from '../support/worker-fixtures.js'
 

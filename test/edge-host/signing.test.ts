@@ -1,5 +1,6 @@
 // The wire signature on its own: the exact string to sign and every verdict of verifyRequest.
 import {describe, expect, test} from 'vitest'
+import {sha256Hex} from '../../src/canonical-json.js'
 import {
   NONCE_HEADER,
   SIGNATURE_HEADER,
@@ -7,7 +8,6 @@ import {
   fingerprintOf,
   generateSecret,
   kitScopeFor,
-  sha256Hex,
   signRequest,
   stringToSign,
   verifyRequest,

@@ -11,9 +11,10 @@
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {chmod, mkdir, readdir, rename, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
+import {writeFileAtomically} from '../../util/atomic-file.js'
 import type {RunnableScript} from '../state.js'
 import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
@@ -185,9 +186,7 @@ export class WorkerdRuntime {
     for (const module of script.modules) {
       const file = path.join(this.modulesDir, module.sha256)
       if (existsSync(file)) continue
-      const temporary = `${file}.${randomUUID()}.tmp`
-      await writeFile(temporary, contentOf(module.sha256))
-      await rename(temporary, file)
+      await writeFileAtomically(file, contentOf(module.sha256))
     }
   }
 

@@ -12,6 +12,7 @@
 // a script is suspected of it (see suspect()): one Worker at fault must not cost its neighbours a
 // growing wait. The watchdog (./watchdog.ts) kills a stalled or oversized process through
 // restartNow(), which also restarts at once.
+import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
 import {Agent, buildConnector} from 'undici'
 import type {RunnableScript} from '../state.js'
@@ -471,8 +472,4 @@ function unixConnector(socketPaths: ReadonlyMap<string, string>): buildConnector
     }
     connector(options, callback)
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -5,7 +5,7 @@ import {canonicalJson} from '../../canonical-json.js'
 import {ProviderError, type EdgeProvider} from '../../provider/types.js'
 import {AUDIT_ID_CONFLICT, type AckStamp, type AuditEntryInput, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {messageOf} from '../pass/lane.js'
+import {messageOf} from '../../errors.js'
 import {controlPayloadProblem, validateReceipt, type ControlPayload, type ValidReceipt} from './operations.js'
 
 export const CONTROL_CODES = {

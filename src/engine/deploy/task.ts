@@ -6,6 +6,7 @@
 // The newest deploy of a Worker wins (docs/scheduling.md "Which deploy wins"): a row whose Worker has
 // a newer version queued or deployed settles superseded — checked at the snapshot, again under the
 // Worker's lock right before any upload, while waiting for readiness, and at the settle.
+import {setTimeout as sleep} from 'node:timers/promises'
 import {deterministicId, DEPLOY_SUPERSEDED} from '../../store/index.js'
 import type {NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
@@ -325,4 +326,3 @@ async function whileLeaseRenewed<T>(engine: Engine, lease: {outboxId: string; to
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -5,7 +5,8 @@
 import {z} from 'zod'
 import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactStore} from '../../artifacts/store.js'
 import type {OutboxRow} from '../../store/index.js'
-import {messageOf, type Lane, type LaneRun, type RowOutcome} from './lane.js'
+import {type Lane, type LaneRun, type RowOutcome} from './lane.js'
+import {messageOf} from '../../errors.js'
 
 export const CLEANUP_PAYLOAD_INVALID = 'cleanup_payload_invalid'
 export const ARTIFACT_REFERENCED = 'artifact_referenced'

@@ -4,7 +4,8 @@
 import {z} from 'zod'
 import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type OutboxRow, type SweepStamp} from '../../store/index.js'
 import type {DeployTaskResult} from '../deploy/task.js'
-import {messageOf, type LaneRun, type RowOutcome} from './lane.js'
+import {type LaneRun, type RowOutcome} from './lane.js'
+import {messageOf} from '../../errors.js'
 
 export const DEPLOYMENT_PAYLOAD_INVALID = 'deployment_payload_invalid'
 export const WORKER_DELETED = 'worker_deleted'

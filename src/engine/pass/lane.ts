@@ -73,7 +73,3 @@ export interface LaneRun {
 }
 
 export type Lane = (run: LaneRun) => Promise<void>
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}

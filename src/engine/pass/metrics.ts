@@ -1,12 +1,14 @@
-// The pass summary as a node_exporter textfile (Prometheus text format 0.0.4). Written to a temp
-// file in the same directory and renamed over the target, so the collector never reads half a file.
+// The pass summary as a node_exporter textfile (Prometheus text format 0.0.4, rendered by prom-client).
+// Replaced atomically, so the collector never reads half a file.
 // A lane's last-success time survives passes that fail or skip it: it is carried over from the file
 // the previous pass wrote (each pass is its own process under cron).
 import {constants as fsConstants} from 'node:fs'
-import {access, readFile, rename, rm, stat, writeFile} from 'node:fs/promises'
+import {access, readFile, stat} from 'node:fs/promises'
 import path from 'node:path'
-import {KitError} from '../../errors.js'
-import {LANE_NAMES, messageOf, type LaneName} from './lane.js'
+import {Gauge, Registry} from 'prom-client'
+import {KitError, messageOf} from '../../errors.js'
+import {writeFileAtomically} from '../../util/atomic-file.js'
+import {LANE_NAMES, type LaneName} from './lane.js'
 import type {PassResult} from './run-pass.js'
 
 const PREFIX = 'edgeworkers_reconcile'
@@ -27,22 +29,20 @@ export async function assertMetricsFileWritable(file: string): Promise<void> {
 
 export async function writeMetricsFile(file: string, result: PassResult): Promise<void> {
   const previous = await readFile(file, 'utf8').catch(() => '')
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`)
   try {
-    await writeFile(temp, renderMetrics(result, lastSuccessTimes(previous)))
-    await rename(temp, file)
+    await writeFileAtomically(file, await renderMetrics(result, lastSuccessTimes(previous)))
   } catch (error) {
-    await rm(temp, {force: true}).catch(() => {})
     throw new KitError('usage', `metrics file ${file} is not writable: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`)
   }
 }
 
-export function renderMetrics(result: PassResult, previousLastSuccess: ReadonlyMap<LaneName, number>): string {
-  const out: string[] = []
+export async function renderMetrics(result: PassResult, previousLastSuccess: ReadonlyMap<LaneName, number>): Promise<string> {
+  const registry = new Registry()
+  // A metric with no samples is left out entirely (a skipped pass has no lane rows to report).
   const metric = (name: string, help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {
     if (samples.length === 0) return
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`)
-    for (const [labels, value] of samples) out.push(`${name}${labelText(labels)} ${value}`)
+    const gauge = new Gauge({name, help, labelNames: Object.keys(samples[0]![0]), registers: [registry]})
+    for (const [labels, value] of samples) gauge.set(labels, value)
   }
   const startedAt = Date.parse(result.startedAt) / 1000
   const passEnd = startedAt + result.durationMs / 1000
@@ -71,7 +71,7 @@ export function renderMetrics(result: PassResult, previousLastSuccess: ReadonlyM
       [{status: 'uncertain'}, result.remaining.uncertain],
     ])
   }
-  return `${out.join('\n')}\n`
+  return registry.metrics()
 }
 
 /** The last-success samples of a previously written file (anything else in it is ignored). */
@@ -82,9 +82,4 @@ export function lastSuccessTimes(text: string): Map<LaneName, number> {
     if ((LANE_NAMES as readonly string[]).includes(lane!) && Number.isFinite(Number(value))) times.set(lane as LaneName, Number(value))
   }
   return times
-}
-
-function labelText(labels: Record<string, string>): string {
-  const pairs = Object.entries(labels).map(([key, value]) => `${key}="${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
-  return pairs.length > 0 ? `{${pairs.join(',')}}` : ''
 }

@@ -2,7 +2,7 @@
 // the whole pass, as the reference's loop does — then each selected lane runs once, in a fixed order,
 // inside its own error boundary and time budget. A lane that throws is reported and the next one runs.
 import type {ArtifactStore} from '../../artifacts/store.js'
-import {KitError} from '../../errors.js'
+import {KitError, messageOf} from '../../errors.js'
 import type {OutboxOperation} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
@@ -14,7 +14,7 @@ import {artifactCleanupLane} from './artifact-cleanup.js'
 import {controlAuditLane} from './control-audit.js'
 import {deferredLane} from './deferred.js'
 import {hostReconcileLane} from './host-reconcile.js'
-import {LANE_LABELS, LANE_NAMES, messageOf, type DispatchDeploy, type Lane, type LaneCounts, type LaneName, type LaneSummary, type RowDoneEvent} from './lane.js'
+import {LANE_LABELS, LANE_NAMES, type DispatchDeploy, type Lane, type LaneCounts, type LaneName, type LaneSummary, type RowDoneEvent} from './lane.js'
 import {recoveryLane} from './recovery.js'
 
 const LANES: Record<LaneName, {run: Lane; operations: OutboxOperation[]}> = {

@@ -2,7 +2,8 @@
 // once. A tick that finds the previous pass still running is skipped and logged with the reference's
 // wording. Aborting stops the ticks; the running pass stops between rows and is awaited.
 import type {Engine} from '../context.js'
-import {messageOf, type LaneName} from './lane.js'
+import {type LaneName} from './lane.js'
+import {messageOf} from '../../errors.js'
 import {runPass, type PassOptions, type PassResult} from './run-pass.js'
 
 export interface WatchOptions extends PassOptions {

@@ -5,11 +5,10 @@
 // — only while the store and the host are paired (else `edge_host_unpaired`, nothing retired), and
 // never a script whose name a Worker row stores. No new retirement starts after
 // host_reconcile.new_retirement_budget_seconds; no host call after pass_timeout_seconds.
-import {KitError} from '../../errors.js'
+import {KitError, messageOf} from '../../errors.js'
 import {scriptNameFor, type OrphanCandidate} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {executionGate} from '../gates.js'
-import {messageOf} from '../pass/lane.js'
 import {listHostScripts} from './host-listing.js'
 import {retireOrphanOnHost, retireWorkerOnHost, type HostSession, type ScriptRetirement} from './host-retirement.js'
 

@@ -10,7 +10,7 @@ import {ProviderError, type EdgeProvider, type ScriptDetails} from '../../provid
 import type {WorkerRow} from '../../store/index.js'
 import {capabilitiesOf, isKnownBuilderPolicy} from '../capabilities.js'
 import type {Engine} from '../context.js'
-import {messageOf} from '../pass/lane.js'
+import {messageOf} from '../../errors.js'
 import {RETIREMENT_ACTIONS, workerSystemEntry} from './audit.js'
 
 export type RetirementStep = 'lockdown' | 'access_policy' | 'secrets_purge' | 'credentials_purge' | 'retire'

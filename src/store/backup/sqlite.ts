@@ -1,10 +1,11 @@
 // Backup and restore of the embedded SQLite store (see ./index.ts).
 import {existsSync} from 'node:fs'
-import {chmod, copyFile, mkdir, open, rename, rm} from 'node:fs/promises'
+import {chmod, copyFile, mkdir, rename, rm} from 'node:fs/promises'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import type {Settings} from '../../config/schema.js'
 import {KitError} from '../../errors.js'
+import {syncPath} from '../../util/atomic-file.js'
 import {StoreContext, systemClock} from '../context.js'
 import {repositoriesFor} from '../index.js'
 import {openSqlite} from '../sqlite/open.js'
@@ -72,13 +73,13 @@ export class SqliteStoreBackup implements StoreBackup {
         // The last connection to close checkpoints the WAL into the file and deletes it.
         await db.destroy()
       }
-      await syncFile(temporary)
+      await syncPath(temporary)
       this.assertNotInUse()
       // A WAL left by the old file would be replayed into the new one.
       await rm(`${this.file}-wal`, {force: true})
       await rm(`${this.file}-shm`, {force: true})
       await rename(temporary, this.file)
-      await syncFile(path.dirname(this.file))
+      await syncPath(path.dirname(this.file))
     } finally {
       await removeDatabaseFiles(temporary)
     }
@@ -110,13 +111,4 @@ export class SqliteStoreBackup implements StoreBackup {
 
 async function removeDatabaseFiles(file: string): Promise<void> {
   for (const suffix of ['', '-wal', '-shm', '-journal']) await rm(`${file}${suffix}`, {force: true})
-}
-
-async function syncFile(file: string): Promise<void> {
-  const handle = await open(file, 'r')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
 }

@@ -4,7 +4,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import {Kysely} from 'kysely'
 import type {Settings} from '../../config/schema.js'
-import {KitError} from '../../errors.js'
+import {KitError, messageOf} from '../../errors.js'
 import {assertPrivate, createPrivateFile, ensurePrivateDir} from '../../util/private-files.js'
 import type {Database as Schema} from '../schema.js'
 import {ImmediateSqliteDialect} from './dialect.js'
@@ -45,6 +45,6 @@ export function openSqlite(file: string, settings: Settings): Kysely<Schema> {
 }
 
 function unavailable(file: string, error: unknown): KitError {
-  const reason = error instanceof Error ? error.message : String(error)
+  const reason = messageOf(error)
   return new KitError('store_unavailable', `SQLite store ${file} cannot be opened: ${reason}`)
 }
