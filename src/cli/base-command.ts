@@ -1,11 +1,12 @@
 // Shared plumbing for every command: config layering, opening the store (refusing a mismatched
 // schema), JSON vs text output, and turning errors into one line plus a documented exit code.
+import os from 'node:os'
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import {loadConfig, type LoadedConfig} from '../config/load.js'
 import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {ExitCode, exitCodeFor} from './exit-codes.js'
-import {openStore, type Store} from '../store/index.js'
+import {openStore, type AuditActor, type Store} from '../store/index.js'
 import {createEngine, type Engine, type EngineLogger} from '../engine/context.js'
 import {createLogger, resolveLogFormat} from './logger.js'
 
@@ -111,6 +112,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   /** Prints a typed result: JSON when --json was given, else the text the command renders. */
+  /** The operator running this command, as audit rows name them: their login name. */
+  protected get operator(): AuditActor {
+    return {type: 'operator', id: os.userInfo().username}
+  }
+
   protected emit(result: unknown, text: () => string): void {
     if ((this.flags as {json?: boolean}).json) this.log(JSON.stringify(result, null, 2))
     else this.log(text())

@@ -1,7 +1,6 @@
 // What every control command shares (`secret put`, `access-policy set`, `api-key rotate`, …): the
 // department argument, --json, running the engine's control mutation, rendering its outcome and the
 // documented exit code. Secret input comes from stdin or a file, never from argv, and is never echoed.
-import os from 'node:os'
 import {readFile} from 'node:fs/promises'
 import {Args, Flags, type Command} from '@oclif/core'
 import {applyControl, type ControlOutcome, type ControlRequest} from '../engine/control/apply.js'
@@ -22,7 +21,7 @@ export abstract class ControlCommand<T extends typeof Command> extends BaseComma
   protected async runControl(request: ControlRequest): Promise<{outcome: ControlOutcome; apiKey?: string}> {
     const engine = await this.engine({interactive: !(this.flags as {json?: boolean}).json})
     const departmentId = (this.args as {department: string}).department
-    return applyControl(engine, {departmentId, request, actor: {type: 'operator', id: os.userInfo().username}})
+    return applyControl(engine, {departmentId, request, actor: this.operator})
   }
 
   /** Prints the outcome (plus `extra` lines in text) and exits with its code. */

@@ -1,5 +1,4 @@
 // `outbox retry` and `outbox cancel`: the status view's row actions as commands, one shape for both.
-import os from 'node:os'
 import {Args, Flags} from '@oclif/core'
 import {engineStatusSource} from '../engine/status/source.js'
 import {BaseCommand} from './base-command.js'
@@ -16,7 +15,7 @@ export abstract class OutboxActionCommand extends BaseCommand<typeof OutboxActio
 
   async run(): Promise<void> {
     const engine = await this.engine()
-    const source = engineStatusSource(async () => engine, {type: 'operator', id: os.userInfo().username})
+    const source = engineStatusSource(async () => engine, this.operator)
     const done = await source[this.action](this.args.id)
     this.emit(done, () => done.message)
   }

@@ -5,12 +5,20 @@
 import {Listr} from 'listr2'
 
 /** listr2's renderer for a command: redrawn on a terminal, silent otherwise and under --json. */
-export function progressRenderer(json: boolean): 'silent' | 'default' {
+function progressRenderer(json: boolean): 'silent' | 'default' {
   return json || !process.stdout.isTTY ? 'silent' : 'default'
 }
 
-/** Runs `work` as one task titled `title`; `report` shows the current stage under it. */
-export async function withProgress<T>(title: string, json: boolean, work: (report: (stage: string) => void) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` as one task titled `title`; `report` shows the current stage under it, and `doneTitle`
+ * (when given) replaces the title once the work has its result.
+ */
+export async function withProgress<T>(
+  title: string,
+  json: boolean,
+  work: (report: (stage: string) => void) => Promise<T>,
+  doneTitle?: (result: T) => string,
+): Promise<T> {
   let show: (stage: string) => void = () => {}
   let firstStage!: (stage: string) => void
   const started = new Promise<string>((resolve) => (firstStage = resolve))
@@ -29,7 +37,8 @@ export async function withProgress<T>(title: string, json: boolean, work: (repor
             task.output = stage
           }
           show(first)
-          await running
+          const result = await running
+          if (doneTitle) task.title = doneTitle(result)
         },
         rendererOptions: {outputBar: 1},
       },

@@ -1,7 +1,6 @@
 import {Args, Flags} from '@oclif/core'
-import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
-import {progressRenderer} from '../cli/progress.js'
+import {withProgress} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {table} from '../cli/table.js'
 import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.js'
@@ -52,36 +51,23 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
       return this.emit(plan, () => renderPlan(plan))
     }
     const engine = await this.engine({interactive: !json})
-    let outcome: DeployOutcome | undefined
-    const tasks = new Listr(
-      [
-        {
-          title: 'Deploy',
-          task: async (_ctx, task) => {
-            outcome = await deployWorker(
-              engine,
-              {
-                projectDir: this.args['project-dir'],
-                departmentId: this.flags.department,
-                wait: this.flags.wait,
-                operationSettingsDigest: this.flags['operation-settings-digest'],
-                source,
-              },
-              {
-                onStage: (stage) => {
-                  task.output = stage
-                },
-              },
-            )
-            task.title = `Deploy: ${outcome.state}`
+    const result = await withProgress(
+      'Deploy',
+      json,
+      (report) =>
+        deployWorker(
+          engine,
+          {
+            projectDir: this.args['project-dir'],
+            departmentId: this.flags.department,
+            wait: this.flags.wait,
+            operationSettingsDigest: this.flags['operation-settings-digest'],
+            source,
           },
-          rendererOptions: {outputBar: 1},
-        },
-      ],
-      {renderer: progressRenderer(json), exitOnError: true},
+          {onStage: report},
+        ),
+      (outcome) => `Deploy: ${outcome.state}`,
     )
-    await tasks.run()
-    const result = outcome!
     if (!json) for (const warning of result.warnings) this.logToStderr(`warning: ${warning}`)
     this.emit(result, () =>
       [

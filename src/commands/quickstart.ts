@@ -1,10 +1,9 @@
 import {Flags} from '@oclif/core'
-import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
-import {progressRenderer} from '../cli/progress.js'
+import {withProgress} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {canonicalJson} from '../canonical-json.js'
-import {quickstartDir, runQuickstart, type QuickstartResult, type QuickstartStep} from '../quickstart/run.js'
+import {quickstartDir, runQuickstart, type QuickstartStep} from '../quickstart/run.js'
 
 const STEP_TITLES: Record<QuickstartStep, string> = {
   store: 'Migrate the embedded SQLite store',
@@ -44,28 +43,12 @@ quickstart sandbox.`
     const json = this.flags.json
     if (!json) this.logToStderr(`quickstart works in ${quickstartDir(this.settings)} (emptied at each run; --data-dir moves it)`)
     const steps = Object.keys(STEP_TITLES) as QuickstartStep[]
-    let current = 0
-    let result: QuickstartResult | undefined
-    const tasks = new Listr(
-      [
-        {
-          title: 'Quickstart',
-          task: async (_ctx, task) => {
-            result = await runQuickstart(this.settings, {
-              keepRunning: this.flags['keep-running'],
-              onStep: (step) => {
-                current = steps.indexOf(step)
-                task.output = `${current + 1}/${steps.length} ${STEP_TITLES[step]}`
-              },
-            })
-          },
-          rendererOptions: {outputBar: 1},
-        },
-      ],
-      {renderer: progressRenderer(json)},
+    const done = await withProgress('Quickstart', json, (report) =>
+      runQuickstart(this.settings, {
+        keepRunning: this.flags['keep-running'],
+        onStep: (step) => report(`${steps.indexOf(step) + 1}/${steps.length} ${STEP_TITLES[step]}`),
+      }),
     )
-    await tasks.run()
-    const done = result!
     const {host, ...report} = done
     this.emit(report, () =>
       [

@@ -1,11 +1,9 @@
 import {Flags} from '@oclif/core'
-import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
-import {progressRenderer} from '../cli/progress.js'
+import {withProgress} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {republishLine} from '../cli/fence-render.js'
 import {republishDeferred} from '../engine/fence/lifecycle.js'
-import type {LaneSummary} from '../engine/pass/index.js'
 
 export default class Republish extends BaseCommand<typeof Republish> {
   static override description = `Republish the deploys a backup fence deferred, now (the deferred lane of \`reconcile\`, alone).
@@ -22,27 +20,19 @@ fence is still open nothing runs. Exit codes: 0 ran (or nothing to do); 7 the fe
   async run(): Promise<void> {
     const json = this.flags.json
     const engine = await this.engine({interactive: !json})
-    let summary: LaneSummary | undefined
-    await new Listr(
-      [
-        {
-          title: 'Republish deferred deploys',
-          task: async (_ctx, task) => {
-            let done = 0
-            summary = await republishDeferred(engine, {
-              onRowDone: (event) => {
-                done += 1
-                task.output = `${done} done — ${event.scriptName ?? event.rowId}: ${event.outcome}`
-              },
-            })
-            task.title = republishLine(summary)
+    let done = 0
+    const result = await withProgress(
+      'Republish deferred deploys',
+      json,
+      (report) =>
+        republishDeferred(engine, {
+          onRowDone: (event) => {
+            done += 1
+            report(`${done} done — ${event.scriptName ?? event.rowId}: ${event.outcome}`)
           },
-          rendererOptions: {outputBar: 1},
-        },
-      ],
-      {renderer: progressRenderer(json), exitOnError: true},
-    ).run()
-    const result = summary!
+        }),
+      republishLine,
+    )
     this.emit(result, () => republishLine(result))
     if (result.error) this.exit(ExitCode.laneError)
     if (result.skippedReason) this.exit(ExitCode.pending)

@@ -1,8 +1,6 @@
-import os from 'node:os'
 import {Args, Flags} from '@oclif/core'
-import {Listr} from 'listr2'
 import {BaseCommand} from '../cli/base-command.js'
-import {progressRenderer} from '../cli/progress.js'
+import {withProgress} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import type {RetirementStep} from '../engine/retire/host-retirement.js'
 import {planRetirement, retireDepartment, type RetireOutcome, type RetireProgress} from '../engine/retire/retire-department.js'
@@ -48,27 +46,16 @@ department of another company.`
     const {json, company} = this.flags
     const dryRun = this.flags['dry-run']
     const engine = await this.engine({interactive: !json})
-    const request = {departmentId: this.args['department-id'], companyId: company, dryRun, actor: {type: 'operator', id: os.userInfo().username}}
+    const request = {departmentId: this.args['department-id'], companyId: company, dryRun, actor: this.operator}
     // Bad input fails here, as one line, before any progress is drawn or anything written.
     const plan = await planRetirement(engine, request)
     if (dryRun || plan.state === 'already_retired') return this.emit(plan, () => render(plan))
-    let outcome: RetireOutcome | undefined
-    await new Listr(
-      [
-        {
-          title: 'Retire',
-          task: async (_ctx, task) => {
-            outcome = await retireDepartment(engine, request, (step) => {
-              task.output = PROGRESS_TITLES[step]
-            })
-            task.title = `Retire: ${outcome.state.replace('_', ' ')}`
-          },
-          rendererOptions: {outputBar: 1},
-        },
-      ],
-      {renderer: progressRenderer(json), exitOnError: true},
-    ).run()
-    const result = outcome!
+    const result = await withProgress(
+      'Retire',
+      json,
+      (report) => retireDepartment(engine, request, (step) => report(PROGRESS_TITLES[step])),
+      (outcome) => `Retire: ${outcome.state.replace('_', ' ')}`,
+    )
     this.emit(result, () => render(result))
     if (result.state === 'pending') this.exit(ExitCode.pending)
   }

@@ -1,4 +1,3 @@
-import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base-command.js'
 import {ExitCode} from '../cli/exit-codes.js'
@@ -39,7 +38,7 @@ Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain
   async run(): Promise<void> {
     if (!this.flags.json && process.stdin.isTTY && process.stdout.isTTY && !runsInCi(process.env)) {
       // The engine logs nothing here: a log line would tear the screen; results show in the view.
-      const source = engineStatusSource(async () => createEngine(await this.store(), this.settings, silentLogger), {type: 'operator', id: os.userInfo().username})
+      const source = engineStatusSource(async () => createEngine(await this.store(), this.settings, silentLogger), this.operator)
       // Ink and React load only for the live view: every other command, and a piped status, skip them.
       const {runStatusTui} = await import('../tui/run.js')
       await runStatusTui(source, {intervalMs: this.settings.status.refresh_interval_ms})

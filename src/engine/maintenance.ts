@@ -2,10 +2,9 @@
 // enqueue_deploy and uncertain-repair answer 409 (the check itself lives in ./gates.ts). Deploys
 // already queued keep running; this gate stops new work, the backup fence stops execution.
 import {KitError} from '../errors.js'
-import type {GateRow} from '../store/index.js'
+import {SYSTEM_ACTOR, type AuditActor, type GateRow} from '../store/index.js'
 import type {Engine} from './context.js'
 import {FENCE_ACTIONS, fenceAuditEntry, fenceView, type FenceView} from './fence/fence.js'
-import {SYSTEM_ACTOR, type AuditActor} from './retire/audit.js'
 import {requireProvider} from './provider.js'
 
 export interface GatesStatus {

@@ -170,7 +170,7 @@ export type {Backend, Clock} from './context.js'
 export {isTransientConflict} from './context.js'
 export type {SchemaStatus} from './migrator.js'
 export {deterministicId, newId, scriptNameFor, SCRIPT_NAME_PATTERN, TENANT_ID_PATTERN} from './ids.js'
-export {AUDIT_ID_CONFLICT, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
+export {AUDIT_ID_CONFLICT, auditEntry, SYSTEM_ACTOR, type AuditActor, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
 export type {GateName, PairingInput} from './repositories/kit.js'
 export {
   backoffDelayMs,

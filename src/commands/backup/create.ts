@@ -1,4 +1,3 @@
-import os from 'node:os'
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {durationFlag} from '../../cli/flags.js'
@@ -37,7 +36,7 @@ the fence began — try again; 8 the artifact store lacks an artifact a version 
     const result = await withProgress('Backup', json, (report) =>
       createBackup(
         engine,
-        {dir: this.args.dir, ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: {type: 'operator', id: os.userInfo().username}},
+        {dir: this.args.dir, ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: this.operator},
         {onStage: report},
       ),
     )

@@ -1,4 +1,3 @@
-import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {durationFlag} from '../../cli/flags.js'
@@ -26,7 +25,7 @@ Exit codes: 0 fenced; 2 bad --ttl/--reason; 6 a fence is already open or the sto
 
   async run(): Promise<void> {
     const engine = await this.engine()
-    const fence = await beginFence(engine, {ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: {type: 'operator', id: os.userInfo().username}})
+    const fence = await beginFence(engine, {ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: this.operator})
     this.emit(fence, () => `${fenceFields(fence)}\nlift it with: edgeworkers fence end ${fence.id}`)
   }
 }

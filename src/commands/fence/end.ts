@@ -1,4 +1,3 @@
-import os from 'node:os'
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {fenceFields, republishLine} from '../../cli/fence-render.js'
@@ -22,7 +21,7 @@ reached (the fence stays; the host lifts it by itself at its TTL).`
 
   async run(): Promise<void> {
     const engine = await this.engine({interactive: !this.flags.json})
-    const result = await endFence(engine, {fenceId: this.args['fence-id'], republish: this.flags.republish, actor: {type: 'operator', id: os.userInfo().username}})
+    const result = await endFence(engine, {fenceId: this.args['fence-id'], republish: this.flags.republish, actor: this.operator})
     this.emit(result, () => [fenceFields(result.fence), ...(result.republish ? [republishLine(result.republish)] : [])].join('\n'))
   }
 }

@@ -1,4 +1,3 @@
-import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {durationFlag} from '../../cli/flags.js'
@@ -36,7 +35,7 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
       ttlSeconds: this.flags.ttl,
       reason: this.flags.reason,
       command,
-      actor: {type: 'operator', id: os.userInfo().username},
+      actor: this.operator,
       onBegun: (fence) => {
         if (!this.flags.json) this.logToStderr(`fence ${fence.id} begun (host lifts it by itself at ${fence.expiresAt}); running ${command[0]}`)
       },

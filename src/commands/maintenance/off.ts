@@ -1,4 +1,3 @@
-import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {gatesFields} from '../../cli/gates-render.js'
@@ -14,7 +13,7 @@ Exit codes: 0 off (also when it was already off); 6 the store is not paired.`
   }
 
   async run(): Promise<void> {
-    const status = await setMaintenance(await this.engine(), {on: false, actor: {type: 'operator', id: os.userInfo().username}})
+    const status = await setMaintenance(await this.engine(), {on: false, actor: this.operator})
     this.emit(status, () => gatesFields(status))
   }
 }

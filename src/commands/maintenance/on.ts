@@ -1,4 +1,3 @@
-import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {gatesFields} from '../../cli/gates-render.js'
@@ -16,7 +15,7 @@ Deploys already queued keep running (a backup fence is what stops execution). Ex
   }
 
   async run(): Promise<void> {
-    const status = await setMaintenance(await this.engine(), {on: true, reason: this.flags.reason, actor: {type: 'operator', id: os.userInfo().username}})
+    const status = await setMaintenance(await this.engine(), {on: true, reason: this.flags.reason, actor: this.operator})
     this.emit(status, () => gatesFields(status))
   }
 }

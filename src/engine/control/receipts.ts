@@ -3,7 +3,7 @@
 // a row by the same rules. Neither ever sends the mutation again.
 import {canonicalJson} from '../../canonical-json.js'
 import {ProviderError, type EdgeProvider} from '../../provider/types.js'
-import {AUDIT_ID_CONFLICT, type AckStamp, type AuditEntryInput, type OutboxRow} from '../../store/index.js'
+import {AUDIT_ID_CONFLICT, auditEntry, type AckStamp, type AuditEntryInput, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {messageOf} from '../../errors.js'
 import {controlPayloadProblem, validateReceipt, type ControlPayload, type ValidReceipt} from './operations.js'
@@ -96,16 +96,13 @@ export async function acknowledgeReceipt(engine: Engine, provider: EdgeProvider,
 
 /** The audit row of a completed mutation: deterministic id = the outbox id; digests only, as the command. */
 function controlAuditEntry(row: OutboxRow, payload: ControlPayload, receipt: ValidReceipt): AuditEntryInput {
-  return {
+  return auditEntry({
     id: row.id,
     action: receipt.noop ? `${payload.operation}.noop` : payload.operation,
-    resource_type: 'edge_worker',
-    resource_id: row.worker_id ?? '',
-    actor_type: payload.actor.type,
-    actor_id: payload.actor.id,
-    auth_method: 'control_mutation',
-    result: 'success',
+    resource: {type: 'edge_worker', id: row.worker_id ?? ''},
+    actor: payload.actor,
+    authMethod: 'control_mutation',
     digest: payload.commandDigest,
     facts: {operation: payload.operation, script_name: row.script_name, mutation_id: row.id, command: payload.command, current: receipt.current} as AuditEntryInput['facts'],
-  }
+  })
 }

@@ -7,7 +7,7 @@
 // a newer version queued or deployed settles superseded — checked at the snapshot, again under the
 // Worker's lock right before any upload, while waiting for readiness, and at the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
-import {deterministicId, DEPLOY_SUPERSEDED} from '../../store/index.js'
+import {auditEntry, deterministicId, DEPLOY_SUPERSEDED, SYSTEM_ACTOR} from '../../store/index.js'
 import type {NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
@@ -266,18 +266,10 @@ async function purgeLegacySecrets(
       : {code: 'deployment_internal_error', message: `secrets purge before a legacy deploy failed: ${error.message}`}
   }
   const facts = {fromReleaseGeneration: deployed!.release_generation, toReleaseGeneration: rows.version.release_generation, scriptName: rows.worker.script_name}
-  await engine.store.audit.append({
-    id: deterministicId('secrets.purged_before_legacy_deploy', rows.outbox.id),
-    action: 'secrets.purged_before_legacy_deploy',
-    resource_type: 'edge_worker',
-    resource_id: rows.worker.id,
-    actor_type: 'system',
-    actor_id: '',
-    auth_method: 'system',
-    result: 'success',
-    digest: sha256Hex(JSON.stringify(facts)),
-    facts,
-  })
+  const action = 'secrets.purged_before_legacy_deploy'
+  await engine.store.audit.append(
+    auditEntry({id: deterministicId(action, rows.outbox.id), action, resource: {type: 'edge_worker', id: rows.worker.id}, actor: SYSTEM_ACTOR, digest: true, facts}),
+  )
   return null
 }
 

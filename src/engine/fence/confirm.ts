@@ -8,9 +8,8 @@
 // - The host holds a fence the store closed → lift it on the host; one the store never heard of
 //   (a store restored from an older backup) → adopt it, so the gate matches the frozen host.
 import type {EdgeProvider, HostFence} from '../../provider/types.js'
-import type {FenceRow} from '../../store/index.js'
+import {SYSTEM_ACTOR, type FenceRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {SYSTEM_ACTOR} from '../retire/audit.js'
 import {FENCE_ACTIONS, fenceAuditEntry, isFenceUnknownToHost} from './fence.js'
 
 export type FenceOutcome = 'ack_confirmed' | 'expired_on_host' | 'ended_on_host' | 'never_acknowledged' | 'missing_on_host' | 'lifted_on_host' | 'adopted'

@@ -2,8 +2,7 @@
 // host call becomes one operator-facing line, and the audit rows fences write.
 import {KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
-import {deterministicId, type AuditEntryInput, type FenceRow, type JsonObject} from '../../store/index.js'
-import type {AuditActor} from '../retire/audit.js'
+import {auditEntry, type AuditActor, type AuditEntryInput, type FenceRow, type JsonObject} from '../../store/index.js'
 
 export interface FenceView {
   id: string
@@ -60,16 +59,12 @@ export const FENCE_ACTIONS = {
 } as const
 
 export function fenceAuditEntry(action: (typeof FENCE_ACTIONS)[keyof typeof FENCE_ACTIONS], resourceId: string, actor: AuditActor, facts: JsonObject, discriminator = ''): AuditEntryInput {
-  return {
-    id: deterministicId(action, resourceId, discriminator),
+  return auditEntry({
     action,
-    resource_type: action.startsWith('maintenance') ? 'kit_scope' : 'backup_fence',
-    resource_id: resourceId,
-    actor_type: actor.type,
-    actor_id: actor.id,
-    auth_method: actor.type === 'system' ? 'system' : 'cli',
-    result: 'success',
-    reason_code: typeof facts.outcome === 'string' ? facts.outcome : null,
+    resource: {type: action.startsWith('maintenance') ? 'kit_scope' : 'backup_fence', id: resourceId},
+    actor,
+    discriminator,
+    reasonCode: typeof facts.outcome === 'string' ? facts.outcome : null,
     facts,
-  }
+  })
 }

@@ -6,10 +6,9 @@
 // (./confirm.ts), and the host lifts every fence at its TTL by itself.
 import {KitError} from '../../errors.js'
 import type {EdgeProvider, HostFence} from '../../provider/types.js'
-import type {GateRow} from '../../store/index.js'
+import {SYSTEM_ACTOR, type AuditActor, type GateRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {runPass, type LaneSummary, type PassOptions} from '../pass/index.js'
-import {SYSTEM_ACTOR, type AuditActor} from '../retire/audit.js'
 import {confirmFences} from './confirm.js'
 import {FENCE_ACTIONS, fenceAuditEntry, fenceView, hostCallError, isFenceUnknownToHost, type FenceView} from './fence.js'
 import {ProviderError} from '../../provider/types.js'

@@ -4,10 +4,10 @@
 // (./host-retirement.ts). A host that cannot be reached or told leaves the retirement pending for the
 // host reconcile lane — the delete itself always stands. Retiring again is a no-op.
 import {KitError} from '../../errors.js'
-import type {DepartmentRow, WorkerRow} from '../../store/index.js'
+import {SYSTEM_ACTOR, type AuditActor, type DepartmentRow, type WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {executionGate} from '../gates.js'
-import {serviceAccountDeletedEntry, SYSTEM_ACTOR, type AuditActor} from './audit.js'
+import {serviceAccountDeletedEntry} from './audit.js'
 import {deployedPolicy, retirementSteps, retireWorkerOnHost, type RetirementStep} from './host-retirement.js'
 
 export interface RetireRequest {

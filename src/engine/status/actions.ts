@@ -3,13 +3,12 @@
 // outbox (a row under a live lease is never taken from its runner) and are audited like every other
 // operator action; retrying a deploy is an enqueue, so the maintenance and restore gates refuse it.
 import {KitError} from '../../errors.js'
-import {deterministicId, type JsonObject, type OperatorActionResult, type OutboxRow} from '../../store/index.js'
+import {auditEntry, type AuditActor, type JsonObject, type OperatorActionResult, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {runPass} from '../pass/index.js'
 import {LANE_LABELS, type LaneName} from '../pass/lane.js'
-import type {AuditActor} from '../retire/audit.js'
 import {redactSecrets} from './redact.js'
 import {formatDuration} from './snapshot.js'
 
@@ -70,16 +69,12 @@ export async function runLaneOnce(engine: Engine, lane: LaneName, signal?: Abort
 /** The audit row of an operator action on an outbox row; its id is bound to the state acted on, so each action writes its own row. */
 function actionEntry(action: (typeof OUTBOX_ACTIONS)[keyof typeof OUTBOX_ACTIONS], result: Extract<OperatorActionResult, {outcome: 'done'}>, actor: AuditActor) {
   const {before, row} = result
-  return {
-    id: deterministicId(action, row.id, String(before.updated_at)),
+  return auditEntry({
     action,
-    resource_type: 'outbox_row',
-    resource_id: row.id,
-    actor_type: actor.type,
-    actor_id: actor.id,
-    auth_method: actor.type === 'system' ? 'system' : 'cli',
-    result: 'success',
-    reason_code: before.last_error_code,
+    resource: {type: 'outbox_row', id: row.id},
+    actor,
+    discriminator: String(before.updated_at),
+    reasonCode: before.last_error_code,
     facts: {
       operation: row.operation,
       scope: row.dispatch_namespace,
@@ -88,7 +83,7 @@ function actionEntry(action: (typeof OUTBOX_ACTIONS)[keyof typeof OUTBOX_ACTIONS
       status: row.status,
       attempts: row.attempts,
     },
-  }
+  })
 }
 
 function refusal(id: string, verb: 'retry' | 'cancel', result: Exclude<OperatorActionResult, {outcome: 'done'}>, now: number): KitError {

@@ -1,10 +1,9 @@
 // Everything the live status view asks of the engine, behind one interface, so the view (src/tui)
 // never touches the store or the provider itself. The engine is connected lazily and again after a
 // failure: a view started while the store is unreachable shows why and keeps trying.
-import type {ErrorGroup, OutboxRowSummary} from '../../store/index.js'
+import type {AuditActor, ErrorGroup, OutboxRowSummary} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import type {LaneName} from '../pass/lane.js'
-import type {AuditActor} from '../retire/audit.js'
 import {cancelOutboxRow, outboxRowDetail, retryOutboxRow, runLaneOnce, type ActionDone, type OutboxRowDetail} from './actions.js'
 import {SNAPSHOT_LIST_LIMIT, takeSnapshot, type StatusSnapshot} from './snapshot.js'
 

@@ -1,8 +1,9 @@
 // The append-only audit log. Ids are deterministic (see ../ids.ts deterministicId), so a replayed
 // write is a no-op — unless it carries different facts, which means two writers disagree about what
 // happened under one id: that is refused, never overwritten.
-import {canonicalJson} from '../../canonical-json.js'
+import {canonicalDigest, canonicalJson} from '../../canonical-json.js'
 import type {StoreContext} from '../context.js'
+import {deterministicId} from '../ids.js'
 import {parseJsonObject, type AuditLogsTable, type AuditRow, type JsonObject} from '../schema.js'
 
 export interface AuditEntryInput {
@@ -17,6 +18,49 @@ export interface AuditEntryInput {
   reason_code?: string | null
   digest?: string | null
   facts: JsonObject
+}
+
+/** Who acted: an operator (by login name) or the system (passes, lanes). */
+export interface AuditActor {
+  type: string
+  id: string
+}
+
+export const SYSTEM_ACTOR: AuditActor = {type: 'system', id: ''}
+
+export interface AuditEntrySpec {
+  action: string
+  resource: {type: string; id: string}
+  actor: AuditActor
+  /** The row id; by default deterministic over the action, the resource and `discriminator`. */
+  id?: string
+  /** What makes two rows of one action on one resource distinct (a scope, a state acted on). */
+  discriminator?: string
+  /** Default: `system` for the system actor, `cli` for an operator. */
+  authMethod?: string
+  result?: string
+  reasonCode?: string | null
+  facts: JsonObject
+  /** The digest: a given hex string, or canonical JSON of a value (the facts, for `true`). */
+  digest?: string | true | JsonObject
+}
+
+/** The one way an audit row is built: deterministic id, actor and auth method, canonical digests. */
+export function auditEntry(spec: AuditEntrySpec): AuditEntryInput {
+  const digest = spec.digest === undefined ? null : typeof spec.digest === 'string' ? spec.digest : canonicalDigest(spec.digest === true ? spec.facts : spec.digest)
+  return {
+    id: spec.id ?? deterministicId(spec.action, spec.resource.id, ...(spec.discriminator === undefined ? [] : [spec.discriminator])),
+    action: spec.action,
+    resource_type: spec.resource.type,
+    resource_id: spec.resource.id,
+    actor_type: spec.actor.type,
+    actor_id: spec.actor.id,
+    auth_method: spec.authMethod ?? (spec.actor.type === SYSTEM_ACTOR.type ? 'system' : 'cli'),
+    result: spec.result ?? 'success',
+    reason_code: spec.reasonCode ?? null,
+    digest,
+    facts: spec.facts,
+  }
 }
 
 export interface AuditListFilter {

@@ -8,7 +8,6 @@
 // (WorkerRepository.createVersion keeps created_at strictly increasing per Worker). A deploy row
 // yields — settles `cancelled` with `deploy_superseded`, uploading nothing — once a newer version of
 // its Worker has a deploy row that is queued, running, completed or uncertain (newerDeployOf).
-import {canonicalDigest} from '../../canonical-json.js'
 import type {StoreContext} from '../context.js'
 import {deterministicId} from '../ids.js'
 import {
@@ -21,7 +20,7 @@ import {
   type VersionState,
   type WorkerRow,
 } from '../schema.js'
-import {AuditRepository} from './audit.js'
+import {auditEntry, AuditRepository, SYSTEM_ACTOR} from './audit.js'
 import {OutboxRepository} from './outbox.js'
 import {WorkerRepository, type VersionCreateInput, type WorkerCreateInput} from './workers.js'
 
@@ -432,19 +431,8 @@ export async function newerDeployOf(ctx: StoreContext, version: Pick<VersionRow,
 }
 
 function deployAuditEntry(action: string, workerId: string, facts: JsonObject, result: string, reasonCode: string | null = null) {
-  return {
-    id: deterministicId(action, String(facts.outbox_id)),
-    action,
-    resource_type: 'edge_worker',
-    resource_id: workerId,
-    actor_type: 'system',
-    actor_id: '',
-    auth_method: 'system',
-    result,
-    reason_code: reasonCode,
-    digest: canonicalDigest(facts),
-    facts,
-  }
+  const id = deterministicId(action, String(facts.outbox_id))
+  return auditEntry({id, action, resource: {type: 'edge_worker', id: workerId}, actor: SYSTEM_ACTOR, result, reasonCode, digest: true, facts})
 }
 
 /**
