@@ -1,19 +1,19 @@
 import {writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {describe, expect, test} from 'vitest'
-import {canonicalJson, sha256Hex} from '../../src/canonical-json.js'
-import {overLimitMessage} from '../../src/artifacts/size.js'
-import {artifactKeyFor, FileArtifactStore} from '../../src/artifacts/store.js'
-import {createProjectArchive, readProjectArchive} from '../../src/engine/project/archive.js'
-import {buildVersion, type BuiltVersion} from '../../src/engine/project/build.js'
-import {parseBundle} from '../../src/engine/project/bundle.js'
+import {canonicalJson, sha256Hex} from '../../../src/canonical-json.js'
+import {overLimitMessage} from '../../../src/artifacts/size.js'
+import {artifactKeyFor, FileArtifactStore} from '../../../src/artifacts/store.js'
+import {createProjectArchive, readProjectArchive} from '../../../src/engine/project/archive.js'
+import {buildVersion, type BuiltVersion} from '../../../src/engine/project/build.js'
+import {parseBundle} from '../../../src/engine/project/bundle.js'
 import {
   verifyStoredVersion,
   verifyVersionIntegrity,
   type IntegrityCheck,
   type VersionIntegrityInput,
-} from '../../src/engine/project/integrity.js'
-import {DEFAULT_LIMITS, fixturePath, tempDir} from './project-helpers.js'
+} from '../../../src/engine/project/integrity.js'
+import {DEFAULT_LIMITS, fixturePath, tempDir} from '../../engine/project-helpers.js'
 
 const OTHER_DIGEST = 'f'.repeat(64)
 

@@ -4,8 +4,8 @@ import {
   capabilitiesOf,
   isKnownBuilderPolicy,
   legacySecretPurgeBeforeDeploy,
-} from '../../src/engine/capabilities.js'
-import {KitError} from '../../src/errors.js'
+} from '../../../src/engine/capabilities.js'
+import {KitError} from '../../../src/errors.js'
 
 const policy = (minor: number) => `department-worker-project-v2.${minor}`
 

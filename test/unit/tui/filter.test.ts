@@ -1,5 +1,5 @@
 import {expect, test} from 'vitest'
-import {parseFilter, type Filterable} from '../../src/tui/filter.js'
+import {parseFilter, type Filterable} from '../../../src/tui/filter.js'
 
 const rows: Array<Filterable & {name: string}> = [
   {name: 'a', op: 'deploy', status: 'failed', code: 'edge_host_5xx', script: 'dw-3f2a', id: '3f2b9c1e-aaaa', text: '3f2b9c1e-aaaa deploy failed dw-3f2a edge_host_5xx'},

@@ -1,6 +1,6 @@
 import {readFileSync} from 'node:fs'
 import {expect, test} from 'vitest'
-import {withConfigReference} from '../../src/config/reference.js'
+import {withConfigReference} from '../../../src/config/reference.js'
 
 test('the README documents every setting with its default and environment variable (npm run docs:config)', () => {
   const readme = readFileSync('README.md', 'utf8')

@@ -3,15 +3,15 @@ import {chmodSync, mkdirSync, rmSync, symlinkSync, utimesSync} from 'node:fs'
 import path from 'node:path'
 import {Parser, type ReadEntry} from 'tar'
 import {describe, expect, test} from 'vitest'
-import {canonicalDigest, canonicalJson, sha256Hex} from '../../src/canonical-json.js'
-import {overLimitMessage} from '../../src/artifacts/size.js'
-import {KitError} from '../../src/errors.js'
-import {readProjectArchive} from '../../src/engine/project/archive.js'
-import {buildVersion, type ArtifactLimits} from '../../src/engine/project/build.js'
-import {parseBundle} from '../../src/engine/project/bundle.js'
-import {RECEIPT_KEYS} from '../../src/engine/project/receipt.js'
-import {releaseGenerationOf} from '../../src/engine/project/release-generation.js'
-import {DIGEST_NAMES} from '../../src/engine/project/version-digests.js'
+import {canonicalDigest, canonicalJson, sha256Hex} from '../../../src/canonical-json.js'
+import {overLimitMessage} from '../../../src/artifacts/size.js'
+import {KitError} from '../../../src/errors.js'
+import {readProjectArchive} from '../../../src/engine/project/archive.js'
+import {buildVersion, type ArtifactLimits} from '../../../src/engine/project/build.js'
+import {parseBundle} from '../../../src/engine/project/bundle.js'
+import {RECEIPT_KEYS} from '../../../src/engine/project/receipt.js'
+import {releaseGenerationOf} from '../../../src/engine/project/release-generation.js'
+import {DIGEST_NAMES} from '../../../src/engine/project/version-digests.js'
 import {
   copyFixture,
   DEFAULT_LIMITS,
@@ -22,7 +22,7 @@ import {
   repoPath,
   tempDir,
   writeFile,
-} from './project-helpers.js'
+} from '../../engine/project-helpers.js'
 
 const HEX64 = /^[0-9a-f]{64}$/
 

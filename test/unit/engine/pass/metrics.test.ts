@@ -4,9 +4,9 @@ import {mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync} from '
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {describe, expect, test} from 'vitest'
-import {lastSuccessTimes, renderMetrics} from '../../../src/engine/pass/metrics.js'
-import {assertMetricsFileWritable, writeMetricsFile, type LaneSummary, type PassResult} from '../../../src/engine/pass/index.js'
-import {KitError} from '../../../src/errors.js'
+import {lastSuccessTimes, renderMetrics} from '../../../../src/engine/pass/metrics.js'
+import {assertMetricsFileWritable, writeMetricsFile, type LaneSummary, type PassResult} from '../../../../src/engine/pass/index.js'
+import {KitError} from '../../../../src/errors.js'
 
 const STARTED = '2026-01-01T00:00:00.000Z'
 const STARTED_S = Date.parse(STARTED) / 1000

@@ -1,6 +1,6 @@
 // The wire signature on its own: the exact string to sign and every verdict of verifyRequest.
 import {describe, expect, test} from 'vitest'
-import {sha256Hex} from '../../src/canonical-json.js'
+import {sha256Hex} from '../../../src/canonical-json.js'
 import {
   NONCE_HEADER,
   SIGNATURE_HEADER,
@@ -12,7 +12,7 @@ import {
   stringToSign,
   verifyRequest,
   type NonceLedger,
-} from '../../src/protocol/signing.js'
+} from '../../../src/protocol/signing.js'
 
 function memoryLedger(): NonceLedger {
   const seen = new Set<string>()

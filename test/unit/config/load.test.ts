@@ -2,8 +2,8 @@ import {mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {describe, expect, test} from 'vitest'
-import {envNameFor, loadConfig} from '../../src/config/load.js'
-import {KitError} from '../../src/errors.js'
+import {envNameFor, loadConfig} from '../../../src/config/load.js'
+import {KitError} from '../../../src/errors.js'
 
 function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), 'edgeworkers-config-'))

@@ -2,7 +2,7 @@
 // operation's command, and the receipt rules per operation (the host's real receipts are checked in
 // ./control.test.ts).
 import {describe, expect, test} from 'vitest'
-import {sha256Hex} from '../../src/canonical-json.js'
+import {sha256Hex} from '../../../src/canonical-json.js'
 import {
   commandDigestOf,
   commandOf,
@@ -10,8 +10,8 @@ import {
   validateReceipt,
   type ControlOperation,
   type ControlPayload,
-} from '../../src/engine/control/operations.js'
-import type {ControlMutation} from '../../src/provider/types.js'
+} from '../../../src/engine/control/operations.js'
+import type {ControlMutation} from '../../../src/provider/types.js'
 
 const SCRIPT = `dw-${'a'.repeat(48)}`
 const ACTOR = {type: 'operator', id: 'tester'}
