@@ -1,4 +1,5 @@
-// Every tunable of the kit. Defaults are the reference system's code constants; keys are snake_case
+// Every tunable of the kit. Defaults are the constants of the background-task specification (背景任務:
+// batch 50, 60 s loops, 15 s claim cooldown, …); keys are snake_case
 // as they appear in the TOML file, and the env override of `section.key` is
 // EDGEWORKERS_SECTION__KEY (see ./load.ts). Unknown keys are rejected at every level.
 import {z} from 'zod'
@@ -46,7 +47,7 @@ export const settingsSchema = z.strictObject({
       dispatch_grace_seconds: seconds(300),
       /** Reference batch 50, clamped to 1–100. */
       batch_size: count(50, 1, 100),
-      /** Compare-and-set cooldown stamped at claim; reference 15 s, clamped to 1–300. */
+      /** Compare-and-set cooldown stamped at claim: 15 s by default, clamped to 1–300. */
       cooldown_seconds: seconds(15, 1, 300),
     })
     .prefault({}),
@@ -88,7 +89,7 @@ export const settingsSchema = z.strictObject({
 
   reconcile: z
     .strictObject({
-      /** `reconcile --watch` cadence; the reference loop sleeps 60 s between rounds. */
+      /** `reconcile --watch` cadence: 60 s between rounds, the specified loop period. */
       watch_interval_seconds: seconds(60, 1, 3_600),
       lane_budget_seconds: seconds(60, 1, 3_600),
     })

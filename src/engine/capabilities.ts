@@ -6,7 +6,7 @@ import {KitError} from '../errors.js'
 const BUILDER_POLICY_PREFIX = 'department-worker-project-v2.'
 
 /**
- * The policies this kit knows: v2.0 through v2.9. v2.9 is the newest the reference describes; a
+ * The policies this kit knows: v2.0 through v2.9, the newest one specified; a
  * newer policy could carry capabilities we would not honour (e.g. on retirement), so it is refused
  * rather than treated as v2.9.
  */

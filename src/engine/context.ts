@@ -7,7 +7,7 @@ import type {Settings} from '../config/schema.js'
 import type {Store} from '../store/index.js'
 import {resolveProvider, type ProviderResolution} from './provider.js'
 
-/** Structured logging, satisfied by pino; the engine logs the reference's lines verbatim as `msg`. */
+/** Structured logging, satisfied by pino; `msg` is the specified log line (e.g. `Edge Worker recovery failed: …`). */
 export interface EngineLogger {
   debug(fields: object, message: string): void
   info(fields: object, message: string): void

@@ -17,7 +17,7 @@ export async function executionGate(engine: Engine, resolution: ProviderResoluti
   return {closed: false, scope}
 }
 
-/** Throws the reference's 409 when maintenance is on or a restore is pending for the scope. */
+/** Throws 409 (`edge_workers_maintenance` / restore pending) when maintenance is on or a restore is pending for the scope. */
 export async function assertEnqueueGatesOpen(engine: Engine, scope: string): Promise<void> {
   const gates = await engine.store.kit.getGates(scope)
   if (gates.restore_pending) {

@@ -1,4 +1,4 @@
-// Provider resolution: which edge host this runner talks to, and whether it can. The reference
+// Provider resolution: which edge host this runner talks to, and whether it can. The rule
 // distinguishes an invalid provider (misconfiguration: settle `edge_workers_provider_invalid`, or
 // skip the pass) from one that cannot be built right now (unpaired: retry later, touch nothing).
 import type {Settings} from '../config/schema.js'

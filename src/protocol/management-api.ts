@@ -334,7 +334,7 @@ export type AccessPolicyMode = (typeof accessPolicyModes)[number]
 
 /**
  * The policy as the host holds it. Keys are snake_case on purpose: this is exactly the `current`
- * object the reference's control-plane audit validates ({api_key_configured, api_key_last_four,
+ * object a control-plane audit row records and validates ({api_key_configured, api_key_last_four,
  * ip_allowlist, mode, revision, updated_at}).
  */
 export const accessPolicySchema = z.strictObject({

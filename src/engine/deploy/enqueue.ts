@@ -1,5 +1,6 @@
-// enqueue_deploy: the one way a deploy row enters the outbox. Dedupe key and the two digest 409s as
-// the reference states them; the maintenance gates refuse; a fence defers (the row is created with
+// enqueue_deploy: the one way a deploy row enters the outbox. Dedupe key
+// `deploy:{worker_id}:{version_id}:{base_revision}`, a 409 when a digest differs from the version's;
+// the maintenance gates refuse; a fence defers (the row is created with
 // last_error_code `edge_host_fenced` and waits for the deferred-republish lane).
 import {KitError} from '../../errors.js'
 import type {OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'

@@ -1,5 +1,5 @@
-// The deploy task: one outbox row taken from `pending` to a terminal state, stage by stage as the
-// reference's 部署任務 describes (revalidate → provider → execution gate → lease → snapshot →
+// The deploy task: one outbox row taken from `pending` to a terminal state, stage by stage in the
+// specified order (部署任務, the deploy task: revalidate → provider → execution gate → lease → snapshot →
 // integrity → deploying → legacy-secret purge → upload → read back → readiness gate → settle).
 // Every durable step is fenced by the lease token; a runner killed at any line leaves a row that a
 // later pass resumes (reconcile mode for a `deploying` version) without downgrading anything.
@@ -72,7 +72,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (gate.closed) return {outcome: 'retry_later', message: gate.message}
 
   stage('lease')
-  // An invalid provider has no scope of its own: lease under the row's, to settle it as the reference says.
+  // An invalid provider has no scope of its own: lease under the row's, so the row can still settle (failed).
   const scope = gate.scope || ((await store.outbox.get(args.outboxId))?.dispatch_namespace ?? '')
   const lease = await store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: settings.deploy.lease_seconds})
   if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}

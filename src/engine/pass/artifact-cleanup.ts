@@ -58,7 +58,8 @@ export const artifactCleanupLane: Lane = async (run) => {
         try {
           artifacts = await run.openArtifactStore()
         } catch (error) {
-          // As the reference: the whole batch settles as a failed attempt (one attempt per row burnt).
+          // A store that fails mid-batch costs every unsettled row of the batch one attempt, so a broken store
+          // cannot retry a batch forever.
           for (; next < fresh.length; next++) run.counts[await burnAttempt(run, fresh[next]!, error)]++
           throw error
         }

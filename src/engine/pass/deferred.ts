@@ -1,6 +1,6 @@
 // Deferred republish: deploys enqueued (or pushed back) while a backup fence was open carry the
 // marker `edge_host_fenced` and wait here until the gate opens. Every due one is stamped at once,
-// oldest first (no batch cap, as the reference); the marker is cleared when its dispatch is accepted.
+// oldest first (no batch cap: a backup can defer more than a batch, and all of it is due together); the marker is cleared when its dispatch is accepted.
 import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {dispatchClaimedDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'

@@ -8,7 +8,7 @@ import type {ExecutionGate} from '../gates.js'
 export const LANE_NAMES = ['recovery', 'deferred', 'artifact_cleanup', 'control_audit', 'host_reconcile'] as const
 export type LaneName = (typeof LANE_NAMES)[number]
 
-/** How the reference's log lines name each lane (`Edge Worker <label> failed: …`). */
+/** How log lines name each lane (`Edge Worker <label> failed: …`). */
 export const LANE_LABELS: Record<LaneName, string> = {
   recovery: 'recovery',
   deferred: 'deferred republish',

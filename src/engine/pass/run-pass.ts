@@ -1,5 +1,5 @@
 // A reconcile pass (`edgeworkers reconcile`): the provider is validated first — an invalid one skips
-// the whole pass, as the reference's loop does — then each selected lane runs once, in a fixed order,
+// the whole pass (nothing can be dispatched without one) — then each selected lane runs once, in a fixed order,
 // inside its own error boundary and time budget. A lane that throws is reported and the next one runs.
 import type {ArtifactStore} from '../../artifacts/store.js'
 import {KitError, messageOf} from '../../errors.js'
@@ -156,7 +156,7 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
  */
 const dispatchInProcess: DispatchDeploy = async (engine, args) => (await import('../deploy/task.js')).runDeployTask(engine, args)
 
-/** Host reconcile keeps the reference's own pass timeout; every other lane the reconcile budget. */
+/** Host reconcile has its own pass timeout (it lists the whole host); every other lane the reconcile budget. */
 function laneBudgetSeconds(lane: LaneName, settings: Engine['settings']): number {
   return lane === 'host_reconcile' ? settings.host_reconcile.pass_timeout_seconds : settings.reconcile.lane_budget_seconds
 }

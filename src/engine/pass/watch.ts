@@ -1,6 +1,5 @@
-// `reconcile --watch`: a pass on a fixed cadence, as the reference's loops run, but never two at
-// once. A tick that finds the previous pass still running is skipped and logged with the reference's
-// wording. Aborting stops the ticks; the running pass stops between rows and is awaited.
+// `reconcile --watch`: a pass on a fixed cadence, but never two at once. A tick that finds the
+// previous pass still running is skipped and logged (`… skipped: the previous pass is still running`). Aborting stops the ticks; the running pass stops between rows and is awaited.
 import type {Engine} from '../context.js'
 import {type LaneName} from './lane.js'
 import {messageOf} from '../../errors.js'
@@ -14,7 +13,7 @@ export interface WatchOptions extends PassOptions {
 }
 
 export function overlapMessage(lanes: readonly LaneName[] | undefined): string {
-  // The reference logs this for its host reconcile loop, the one that ticks faster than it may run.
+  // Named after the host reconcile loop when it takes part: it is the one that ticks faster than it may run.
   const subject = !lanes || lanes.includes('host_reconcile') ? 'host reconcile' : 'reconcile'
   return `Edge Worker ${subject} skipped: the previous pass is still running`
 }

@@ -1,4 +1,5 @@
-// The audit rows retirement writes, as the reference's table lists them. Ids are deterministic, so a
+// The audit rows retirement writes: service_account.deleted, department.worker_script_deleted,
+// department.worker_retired, department.worker_script_neutralized. Ids are deterministic, so a
 // retried retirement re-writes the same rows as no-ops (and keeps the first row's time, which is how
 // a retirement knows how long it has been failing).
 import {auditEntry, SYSTEM_ACTOR, type AuditActor, type AuditEntryInput, type JsonObject, type ServiceAccountRow} from '../../store/index.js'

@@ -1,6 +1,6 @@
 // `edgeworkers orphan-report`: read-only counts that show whether anything unowned still serves.
-// Reads the store, lists the host's scripts (./host-listing.ts) and counts as the reference's table
-// says; on-prem, "serving code" means a script the host has not retired.
+// Reads the store, lists the host's scripts (./host-listing.ts) and counts per kind
+// (store-only, host-only, retired, serving); on-prem, "serving code" means a script the host has not retired.
 import {SCRIPT_NAME_PATTERN, scriptNameFor} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {listHostScripts} from './host-listing.js'

@@ -8,7 +8,7 @@
 //
 // Ack round: a `completed` row whose receipt is not yet acknowledged keeps next_attempt_at set; the
 // column is both its place in the queue and, in whole seconds, the compare-and-set stamp of the
-// runner that claimed it (as the reference's claim_control_receipt_acks).
+// runner that claimed it.
 import {randomUUID} from 'node:crypto'
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
@@ -150,7 +150,7 @@ export class ControlAuditRepository {
   }
 
   /**
-   * As the reference's control lane: retired when its department is soft-deleted and a successful
+   * Retired when its department is soft-deleted and a successful
    * `department.worker_retired` row exists for it, or when its company was hard-deleted (no
    * department row with that id in any company, and no Worker row).
    */

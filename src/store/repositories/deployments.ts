@@ -1,6 +1,6 @@
 // The deploy lane's multi-table transitions. Each method is one transaction that first proves the
 // caller still holds the outbox lease (lease token), so a runner that lost its lease changes
-// nothing. Lock order is always outbox → worker → version, as the reference requires: every method
+// nothing. Lock order is always outbox → worker → version (one order, so no deadlock): every method
 // locks the Worker row before it writes or locks a version, so two transactions never wait on each
 // other the other way round (PostgreSQL 40P01).
 //

@@ -4,7 +4,7 @@
 //
 // A deploy sweep does not lease a row: the deploy task does that itself (leaseById). The sweep
 // *stamps* the rows it claims — lease_owner = the claiming runner, next_attempt_at = a cooldown
-// deadline in whole seconds, as the reference does — and every later write of that sweep is a
+// deadline in whole seconds — and every later write of that sweep is a
 // compare-and-set on (status, lease_owner, next_attempt_at). A publisher that stalled past its
 // cooldown finds the row re-stamped by a newer claim and loses: its write matches nothing.
 import {sql} from 'kysely'
@@ -47,7 +47,7 @@ export class SweepRepository {
    *   `deploy --no-wait` or a released claim), or the owner's hold has lapsed — one cooldown since
    *   it last touched the row (a sweep that published it is leasing it right now; a runner that
    *   retried it waits at least that long), and for a row never attempted, the grace since enqueue
-   *   (a waiting `deploy` reserved it; past the grace it has stalled, as the reference says);
+   *   (a waiting `deploy` reserved it; past the grace it has stalled and a sweep takes it over);
    * - leased with an expired lease, once the cooldown of any earlier stamp is over.
    */
   async claimRecoverableDeployments(options: RecoverableClaimOptions): Promise<OutboxRow[]> {
@@ -91,7 +91,7 @@ export class SweepRepository {
     })
   }
 
-  /** Stamps every due deferred deploy of the scope (no batch cap, as the reference), oldest first. */
+  /** Stamps every due deferred deploy of the scope (no batch cap), oldest first. */
   async claimDeferredDeployments(options: DeferredClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
@@ -314,7 +314,7 @@ export class SweepRepository {
   }
 }
 
-/** The sweep's stamp for a row it claims: a cooldown deadline in whole seconds, as the reference stamps it. */
+/** The sweep's stamp for a row it claims: a cooldown deadline rounded to whole seconds (the CAS compares it exactly). */
 export function cooldownStamp(now: number, cooldownSeconds: number): number {
   return (Math.floor(now / 1000) + cooldownSeconds) * 1000
 }
