@@ -111,15 +111,30 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return createLogger({level, format, fd: 2})
   }
 
-  /** Prints a typed result: JSON when --json was given, else the text the command renders. */
   /** The operator running this command, as audit rows name them: their login name. */
   protected get operator(): AuditActor {
     return {type: 'operator', id: os.userInfo().username}
   }
 
-  protected emit(result: unknown, text: () => string): void {
-    if ((this.flags as {json?: boolean}).json) this.log(JSON.stringify(result, null, 2))
-    else this.log(text())
+  /**
+   * What `run()` returns: the command's typed result. Under --json (oclif's `enableJsonFlag`) oclif
+   * prints the returned value, and nothing else reaches stdout; otherwise `text` renders it. A
+   * non-zero `exitCode` is the process's exit code once the command is done.
+   */
+  protected respond<R>(result: R, text: () => string, exitCode: number = ExitCode.ok): R {
+    if (!this.jsonEnabled()) this.log(text())
+    if (exitCode !== ExitCode.ok) process.exitCode = exitCode
+    return result
+  }
+
+  /** One JSON object per line on stdout, for commands that stream results (`reconcile --watch --json`). */
+  protected printJsonLine(value: unknown): void {
+    process.stdout.write(`${JSON.stringify(value)}\n`)
+  }
+
+  /** stderr carries warnings and the one-line error under --json too: stdout stays pure JSON. */
+  override logToStderr(message = ''): void {
+    process.stderr.write(`${message}\n`)
   }
 
   protected override async finally(error: Error | undefined): Promise<unknown> {

@@ -2,14 +2,13 @@
 // department argument, --json, running the engine's control mutation, rendering its outcome and the
 // documented exit code. Secret input comes from stdin or a file, never from argv, and is never echoed.
 import {readFile} from 'node:fs/promises'
-import {Args, Flags, type Command} from '@oclif/core'
+import {Args, type Command} from '@oclif/core'
 import {applyControl, type ControlOutcome, type ControlRequest} from '../engine/control/apply.js'
 import {KitError} from '../errors.js'
 import {BaseCommand} from './base-command.js'
 import {ExitCode} from './exit-codes.js'
 
 export const departmentArg = Args.string({required: true, description: 'Department id whose Worker this changes'})
-export const jsonFlag = Flags.boolean({description: 'Print the outcome as JSON (digests only; no secret ever)'})
 
 export const CONTROL_EXIT_CODES = `Exit codes: 0 applied and recorded; 7 the host's answer was lost — the control_audit lane of
 \`reconcile\` settles it from the host's receipt; 8 refused by the host (nothing applied); 2 bad input;
@@ -19,14 +18,15 @@ this control, a backup fence is open, no paired host); 10 host unreachable.`
 export abstract class ControlCommand<T extends typeof Command> extends BaseCommand<T> {
   /** Runs the mutation on the department's Worker (see ../engine/control/apply.ts). */
   protected async runControl(request: ControlRequest): Promise<{outcome: ControlOutcome; apiKey?: string}> {
-    const engine = await this.engine({interactive: !(this.flags as {json?: boolean}).json})
+    const engine = await this.engine({interactive: !this.jsonEnabled()})
     const departmentId = (this.args as {department: string}).department
     return applyControl(engine, {departmentId, request, actor: this.operator})
   }
 
-  /** Prints the outcome (plus `extra` lines in text) and exits with its code. */
-  protected finish(outcome: ControlOutcome, extra: string[] = [], json: unknown = outcome): void {
-    this.emit(json, () =>
+  /** The outcome as the result (`json`: what --json prints; digests only, never a secret), `extra` lines in text, and its exit code. */
+  protected finish<R = ControlOutcome>(outcome: ControlOutcome, extra: string[] = [], json: R = outcome as R): R {
+    const exitCode = outcome.state === 'pending' ? ExitCode.pending : outcome.state === 'failed' ? ExitCode.failed : ExitCode.ok
+    return this.respond(json, () =>
       [
         `worker       ${outcome.scriptName} (department ${outcome.departmentId})`,
         `operation    ${outcome.operation}${outcome.noop ? ' (nothing to change)' : ''}`,
@@ -35,9 +35,8 @@ export abstract class ControlCommand<T extends typeof Command> extends BaseComma
         ...extra,
         `outbox row   ${outcome.outboxId}`,
       ].join('\n'),
+      exitCode,
     )
-    if (outcome.state === 'pending') this.exit(ExitCode.pending)
-    if (outcome.state === 'failed') this.exit(ExitCode.failed)
   }
 
   /** A secret read from `file`, or else from stdin (piped, never a terminal). One trailing newline is dropped. */

@@ -1,22 +1,21 @@
 // `outbox retry` and `outbox cancel`: the status view's row actions as commands, one shape for both.
-import {Args, Flags} from '@oclif/core'
-import {engineStatusSource} from '../engine/status/source.js'
+import {Args} from '@oclif/core'
+import {cancelOutboxRow, retryOutboxRow} from '../engine/status/actions.js'
 import {BaseCommand} from './base-command.js'
 
 export abstract class OutboxActionCommand extends BaseCommand<typeof OutboxActionCommand> {
   static override args = {
     id: Args.string({required: true, description: 'Outbox row id'}),
   }
-  static override flags = {
-    json: Flags.boolean({description: 'Print the result as JSON'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
   protected abstract readonly action: 'retry' | 'cancel'
 
-  async run(): Promise<void> {
+  async run() {
     const engine = await this.engine()
-    const source = engineStatusSource(async () => engine, this.operator)
-    const done = await source[this.action](this.args.id)
-    this.emit(done, () => done.message)
+    const act = this.action === 'retry' ? retryOutboxRow : cancelOutboxRow
+    const done = await act(engine, this.args.id, this.operator)
+    return this.respond(done, () => done.message)
   }
 }

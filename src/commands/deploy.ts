@@ -32,6 +32,7 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
     // Checked by the build (one line, exit 2), not by oclif's `exists`, which exits 1.
     'project-dir': Args.string({required: true, description: 'Worker project directory (holds edgeworker.json)'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     department: Flags.string({description: "Department id whose Worker this is (wrangler projects: default the [edgeworkers] table's department)"}),
     env: Flags.string({description: 'wrangler projects: apply the [env.<name>] section'}),
@@ -40,15 +41,14 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
     'dry-run': Flags.boolean({description: 'Build and print what would be deployed; write nothing, call nothing'}),
     wait: Flags.boolean({default: true, allowNo: true, description: 'Run the deploy task now and wait for it (--no-wait leaves it to the next pass)'}),
     'operation-settings-digest': Flags.string({description: 'SHA-256 (64 hex) of the operation settings this deploy carries'}),
-    json: Flags.boolean({description: 'Print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const json = this.flags.json
+  async run() {
+    const json = this.jsonEnabled()
     const source = {env: this.flags.env, noBundle: this.flags.bundle === false ? true : undefined, builderPolicy: this.flags['builder-policy']}
     if (this.flags['dry-run']) {
       const plan = await planDeploy(this.settings, {projectDir: this.args['project-dir'], source})
-      return this.emit(plan, () => renderPlan(plan))
+      return this.respond(plan, () => renderPlan(plan))
     }
     const engine = await this.engine({interactive: !json})
     const result = await withProgress(
@@ -69,7 +69,15 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
       (outcome) => `Deploy: ${outcome.state}`,
     )
     if (!json) for (const warning of result.warnings) this.logToStderr(`warning: ${warning}`)
-    this.emit(result, () =>
+    const exitFor: Record<DeployOutcome['state'], number> = {
+      completed: ExitCode.ok,
+      superseded: ExitCode.refused,
+      deferred: ExitCode.pending,
+      pending: ExitCode.pending,
+      failed: ExitCode.failed,
+      uncertain: ExitCode.uncertain,
+    }
+    return this.respond(result, () =>
       [
         `worker       ${result.scriptName}`,
         `version      ${result.versionId}${result.reused ? ' (reused: same release generation)' : ''}`,
@@ -79,16 +87,8 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
         ...(result.url ? [`url          ${result.url}`] : []),
         `outbox row   ${result.outboxId}${result.duplicate ? ' (duplicate enqueue: existing row)' : ''}`,
       ].join('\n'),
+      exitFor[result.state],
     )
-    const exitFor: Record<DeployOutcome['state'], number> = {
-      completed: ExitCode.ok,
-      superseded: ExitCode.refused,
-      deferred: ExitCode.pending,
-      pending: ExitCode.pending,
-      failed: ExitCode.failed,
-      uncertain: ExitCode.uncertain,
-    }
-    if (exitFor[result.state] !== ExitCode.ok) this.exit(exitFor[result.state])
   }
 }
 

@@ -18,14 +18,14 @@ Exit codes: 0 written, 2 a file exists already, or a bad name or template.`
   static override args = {
     dir: Args.string({required: true, description: 'Project directory (created if missing)'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     template: Flags.option({options: TEMPLATES, default: 'hello' as const, description: 'What the project starts as'})(),
     name: Flags.string({description: 'The Worker name in wrangler.toml (default: the directory name)'}),
-    json: Flags.boolean({description: 'Print what was written as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const result = await initProject(this.args.dir, {template: this.flags.template, name: this.flags.name})
-    this.emit(result, () => [`wrote ${result.template} project ${result.name} in ${result.dir}:`, ...result.files.map((file) => `  ${file}`), 'next:', ...result.next.map((step) => `  ${step}`)].join('\n'))
+    return this.respond(result, () => [`wrote ${result.template} project ${result.name} in ${result.dir}:`, ...result.files.map((file) => `  ${file}`), 'next:', ...result.next.map((step) => `  ${step}`)].join('\n'))
   }
 }

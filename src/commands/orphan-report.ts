@@ -15,12 +15,12 @@ reconcile passes retire the orphans, and unowned_serving_code should be 0.
 Exit codes: 0 reported, 6 not paired with a host, 10 the listing failed ("edge host script listing
 answered <status>") or did not end within the page cap.`
   static override examples = ['<%= config.bin %> orphan-report', '<%= config.bin %> orphan-report --json', '<%= config.bin %> orphan-report --table']
+  static override enableJsonFlag = true
   static override flags = {
     table: Flags.boolean({exclusive: ['json'], description: 'Print a two-column table for people instead of JSON'}),
-    json: Flags.boolean({description: 'Print the JSON object (the default; for scripts that pass --json to every command)'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const report = await orphanReport(await this.engine())
     if (!this.flags.table) return this.log(canonicalJson(report))
     this.log(table(['KEY', 'VALUE'], Object.entries(report).map(([key, value]) => [key, String(value)]), ''))

@@ -34,13 +34,13 @@ quickstart sandbox.`
     '<%= config.bin %> quickstart --keep-running',
     '<%= config.bin %> quickstart --json',
   ]
+  static override enableJsonFlag = true
   static override flags = {
     'keep-running': Flags.boolean({description: 'Leave the edge host serving until Ctrl-C'}),
-    json: Flags.boolean({description: 'Print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const json = this.flags.json
+  async run() {
+    const json = this.jsonEnabled()
     if (!json) this.logToStderr(`quickstart works in ${quickstartDir(this.settings)} (emptied at each run; --data-dir moves it)`)
     const steps = Object.keys(STEP_TITLES) as QuickstartStep[]
     const done = await withProgress('Quickstart', json, (report) =>
@@ -50,7 +50,8 @@ quickstart sandbox.`
       }),
     )
     const {host, ...report} = done
-    this.emit(report, () =>
+    const exitCode = done.deploy.state !== 'completed' || done.response.status !== 200 || done.retire.state !== 'retired' ? ExitCode.failed : ExitCode.ok
+    const text = () =>
       [
         `data dir    ${done.dataDir}`,
         `store       ${done.store}`,
@@ -63,15 +64,17 @@ quickstart sandbox.`
         `retire      ${done.retire.state}${done.retire.code ? ` (${done.retire.code})` : ''}; now ${done.retiredResponse.status} ${done.retiredResponse.body}`,
         `orphans     ${canonicalJson(done.orphanReport)}`,
         host ? 'the edge host keeps serving; press Ctrl-C to stop it' : 'edge host stopped',
-      ].join('\n'),
-    )
-    if (host) {
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve)
-        process.once('SIGTERM', resolve)
-      })
-      await host.stop()
-    }
-    if (done.deploy.state !== 'completed' || done.response.status !== 200 || done.retire.state !== 'retired') this.exit(ExitCode.failed)
+      ].join('\n')
+    if (!host) return this.respond(report, text, exitCode)
+    // --keep-running: the report is printed now, then the host serves until Ctrl-C.
+    if (this.jsonEnabled()) this.logJson(report)
+    else this.log(text())
+    process.exitCode = exitCode
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve)
+      process.once('SIGTERM', resolve)
+    })
+    await host.stop()
+    return undefined
   }
 }

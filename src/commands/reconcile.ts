@@ -12,7 +12,6 @@ import {
   runPass,
   watchPasses,
   writeMetricsFile,
-  type LaneName,
   type PassResult,
 } from '../engine/pass/index.js'
 
@@ -37,8 +36,9 @@ unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
     '<%= config.bin %> reconcile --metrics-file /var/lib/node_exporter/textfile/edgeworkers.prom --detailed-exitcode',
     '<%= config.bin %> reconcile --watch --interval 15',
   ]
+  static override enableJsonFlag = true
   static override flags = {
-    lane: Flags.string({options: [...LANE_NAMES], multiple: true, description: 'Run only this lane (repeatable); default all'}),
+    lane: Flags.option({options: LANE_NAMES, multiple: true, description: 'Run only this lane (repeatable); default all'})(),
     watch: Flags.boolean({description: 'Keep running passes every --interval seconds, never two at once, until SIGINT/SIGTERM'}),
     interval: durationFlag({
       min: 1,
@@ -46,12 +46,11 @@ unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
       dependsOn: ['watch'],
       description: 'Time between pass starts with --watch: 15, 30s, 5m (1 s–1 h). Default: reconcile.watch_interval_seconds (60)',
     }),
-    json: Flags.boolean({description: 'Print the pass summary as JSON (one line per pass with --watch)'}),
     'metrics-file': Flags.string({description: 'Write a node_exporter textfile (.prom) after each pass, atomically'}),
     'detailed-exitcode': Flags.boolean({description: 'Exit 7 when rows of the swept lanes are left failed or uncertain in scope'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const metricsFile = this.flags['metrics-file'] ? path.resolve(this.flags['metrics-file']) : undefined
     if (metricsFile) await assertMetricsFileWritable(metricsFile)
     const engine = await this.engine()
@@ -59,25 +58,27 @@ unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
     const onSignal = () => stop.abort()
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
     const passOptions = {
-      lanes: this.flags.lane as LaneName[] | undefined,
+      lanes: this.flags.lane,
       signal: stop.signal,
       openArtifactStore: () => FileArtifactStore.open(this.settings.data_dir),
-    }
-    const report = async (result: PassResult, watching: boolean) => {
-      if (watching && this.flags.json) this.log(JSON.stringify(result))
-      else this.emit(result, () => renderPass(result))
-      if (metricsFile) await writeMetricsFile(metricsFile, result)
     }
     try {
       if (this.flags.watch) {
         const intervalMs = (this.flags.interval ?? this.settings.reconcile.watch_interval_seconds) * 1000
-        await watchPasses(engine, {...passOptions, intervalMs, onPass: (result) => report(result, true)})
-        return
+        await watchPasses(engine, {
+          ...passOptions,
+          intervalMs,
+          onPass: async (result) => {
+            if (this.jsonEnabled()) this.printJsonLine(result)
+            else this.log(renderPass(result))
+            if (metricsFile) await writeMetricsFile(metricsFile, result)
+          },
+        })
+        return undefined
       }
       const result = await runPass(engine, passOptions)
-      await report(result, false)
-      const code = exitCodeOf(result, this.flags['detailed-exitcode'])
-      if (code !== ExitCode.ok) this.exit(code)
+      if (metricsFile) await writeMetricsFile(metricsFile, result)
+      return this.respond(result, () => renderPass(result), exitCodeOf(result, this.flags['detailed-exitcode']))
     } finally {
       process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
     }

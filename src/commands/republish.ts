@@ -1,4 +1,3 @@
-import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base-command.js'
 import {withProgress} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
@@ -13,12 +12,11 @@ cleared once a dispatch is accepted. A fence the host already lifted is confirme
 fence is still open nothing runs. Exit codes: 0 ran (or nothing to do); 7 the fence is still open;
 12 the lane raised an error.`
   static override examples = ['<%= config.bin %> republish', '<%= config.bin %> republish --json']
-  static override flags = {
-    json: Flags.boolean({description: 'Print the lane summary as JSON'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
-  async run(): Promise<void> {
-    const json = this.flags.json
+  async run() {
+    const json = this.jsonEnabled()
     const engine = await this.engine({interactive: !json})
     let done = 0
     const result = await withProgress(
@@ -33,8 +31,7 @@ fence is still open nothing runs. Exit codes: 0 ran (or nothing to do); 7 the fe
         }),
       republishLine,
     )
-    this.emit(result, () => republishLine(result))
-    if (result.error) this.exit(ExitCode.laneError)
-    if (result.skippedReason) this.exit(ExitCode.pending)
+    const exitCode = result.error ? ExitCode.laneError : result.skippedReason ? ExitCode.pending : ExitCode.ok
+    return this.respond(result, () => republishLine(result), exitCode)
   }
 }

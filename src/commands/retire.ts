@@ -36,28 +36,28 @@ department of another company.`
   static override args = {
     'department-id': Args.string({required: true, description: 'Department id'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     company: Flags.string({description: 'Company id the department must belong to'}),
     'dry-run': Flags.boolean({description: 'Show what would happen; write nothing, call nothing'}),
-    json: Flags.boolean({description: 'Print the outcome as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const {json, company} = this.flags
+  async run() {
+    const json = this.jsonEnabled()
+    const company = this.flags.company
     const dryRun = this.flags['dry-run']
     const engine = await this.engine({interactive: !json})
     const request = {departmentId: this.args['department-id'], companyId: company, dryRun, actor: this.operator}
     // Bad input fails here, as one line, before any progress is drawn or anything written.
     const plan = await planRetirement(engine, request)
-    if (dryRun || plan.state === 'already_retired') return this.emit(plan, () => render(plan))
+    if (dryRun || plan.state === 'already_retired') return this.respond(plan, () => render(plan))
     const result = await withProgress(
       'Retire',
       json,
       (report) => retireDepartment(engine, request, (step) => report(PROGRESS_TITLES[step])),
       (outcome) => `Retire: ${outcome.state.replace('_', ' ')}`,
     )
-    this.emit(result, () => render(result))
-    if (result.state === 'pending') this.exit(ExitCode.pending)
+    return this.respond(result, () => render(result), result.state === 'pending' ? ExitCode.pending : ExitCode.ok)
   }
 }
 

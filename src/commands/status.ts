@@ -22,8 +22,8 @@ Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain
     '<%= config.bin %> status --json',
     '<%= config.bin %> status > /dev/null || echo "edgeworkers needs attention"',
   ]
+  static override enableJsonFlag = true
   static override flags = {
-    json: Flags.boolean({description: 'Print one snapshot as JSON and exit'}),
     interval: Flags.integer({
       min: 250,
       max: 600_000,
@@ -35,18 +35,17 @@ Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain
     return {'status.refresh_interval_ms': this.flags.interval}
   }
 
-  async run(): Promise<void> {
-    if (!this.flags.json && process.stdin.isTTY && process.stdout.isTTY && !runsInCi(process.env)) {
+  async run() {
+    if (!this.jsonEnabled() && process.stdin.isTTY && process.stdout.isTTY && !runsInCi(process.env)) {
       // The engine logs nothing here: a log line would tear the screen; results show in the view.
       const source = engineStatusSource(async () => createEngine(await this.store(), this.settings, silentLogger), this.operator)
       // Ink and React load only for the live view: every other command, and a piped status, skip them.
       const {runStatusTui} = await import('../tui/run.js')
       await runStatusTui(source, {intervalMs: this.settings.status.refresh_interval_ms})
-      return
+      return undefined
     }
     const snapshot = await takeSnapshot(await this.engine())
-    this.emit(snapshot, () => statusText(snapshot))
-    if (snapshot.attention.length > 0) this.exit(ExitCode.attention)
+    return this.respond(snapshot, () => statusText(snapshot), snapshot.attention.length > 0 ? ExitCode.attention : ExitCode.ok)
   }
 }
 

@@ -110,7 +110,7 @@ describeEachStore('status snapshot', (t) => {
     const failed = await settledRow(t, scope, 'failed', 'edge_host_5xx')
     const cleanup = await settledRow(t, scope, 'uncertain', 'artifact_read_failed', 'artifact_cleanup')
 
-    expect((await retryOutboxRow(engine, failed.id, {scope, actor: OPERATOR})).message).toBe(`outbox row ${failed.id} is pending and due now; the next pass dispatches it`)
+    expect((await retryOutboxRow(engine, failed.id, OPERATOR)).message).toBe(`outbox row ${failed.id} is pending and due now; the next pass dispatches it`)
     expect(await t.store.outbox.get(failed.id)).toMatchObject({status: 'pending'})
     const [retried] = await t.store.audit.list({action: 'outbox_row.retried'})
     expect(retried).toMatchObject({
@@ -123,22 +123,22 @@ describeEachStore('status snapshot', (t) => {
       facts: {operation: 'deploy', previous_status: 'failed', status: 'pending', scope, attempts: 1, script_name: null},
     })
 
-    expect((await cancelOutboxRow(engine, cleanup.id, {scope, actor: OPERATOR})).message).toBe(`outbox row ${cleanup.id} cancelled (was uncertain); no lane takes it again`)
+    expect((await cancelOutboxRow(engine, cleanup.id, OPERATOR)).message).toBe(`outbox row ${cleanup.id} cancelled (was uncertain); no lane takes it again`)
     expect(await t.store.audit.list({action: 'outbox_row.cancelled'})).toMatchObject([{resource_id: cleanup.id, facts: {previous_status: 'uncertain', status: 'cancelled'}}])
     // Cancelling it again is refused and writes nothing.
-    await expect(cancelOutboxRow(engine, cleanup.id, {scope, actor: OPERATOR})).rejects.toThrow(`cannot cancel outbox row ${cleanup.id}: it is already cancelled`)
+    await expect(cancelOutboxRow(engine, cleanup.id, OPERATOR)).rejects.toThrow(`cannot cancel outbox row ${cleanup.id}: it is already cancelled`)
     expect(await t.store.audit.list({action: 'outbox_row.cancelled'})).toHaveLength(1)
 
     const uncertain = await settledRow(t, scope, 'uncertain', 'worker_readiness_timeout')
     await t.store.kit.setGate(scope, 'maintenance', 'upgrading')
-    const refused = await retryOutboxRow(engine, uncertain.id, {scope, actor: OPERATOR}).catch((error: unknown) => error)
+    const refused = await retryOutboxRow(engine, uncertain.id, OPERATOR).catch((error: unknown) => error)
     expect(refused).toBeInstanceOf(KitError)
     expect((refused as KitError).message).toMatch(/^409 edge_workers_maintenance/)
     expect(await t.store.outbox.get(uncertain.id)).toMatchObject({status: 'uncertain'})
 
     const leased = await t.store.outbox.enqueue({operation: 'artifact_cleanup', dedupe_key: 'leased', dispatch_namespace: scope, payload: {}})
     await t.store.outbox.leaseById(leased.row.id, {scope, owner: 'host-b:42:abcd', leaseSeconds: 90})
-    await expect(retryOutboxRow(engine, leased.row.id, {scope, actor: OPERATOR})).rejects.toThrow(`cannot retry outbox row ${leased.row.id}: host-b:42:abcd holds its lease for 1m30s more`)
+    await expect(retryOutboxRow(engine, leased.row.id, OPERATOR)).rejects.toThrow(`cannot retry outbox row ${leased.row.id}: host-b:42:abcd holds its lease for 1m30s more`)
 
     expect((await runLaneOnce(engine, 'artifact_cleanup')).message).toMatch(/^artifact cleanup pass: claimed 0, completed 0, retried 0, failed 0, uncertain 0, skipped 0 in \d+ ms$/)
   })

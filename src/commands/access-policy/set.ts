@@ -1,5 +1,5 @@
 import {Flags} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag} from '../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
 import {KitError} from '../../errors.js'
 
 export default class AccessPolicySet extends ControlCommand<typeof AccessPolicySet> {
@@ -17,14 +17,14 @@ ${CONTROL_EXIT_CODES}`
     '<%= config.bin %> access-policy set acme-sales --mode api_key --json',
   ]
   static override args = {department: departmentArg}
+  static override enableJsonFlag = true
   static override flags = {
-    mode: Flags.string({required: true, options: ['public', 'api_key', 'teamsync_internal'], description: 'Who may call the Worker'}),
+    mode: Flags.option({required: true, options: ['public', 'api_key', 'teamsync_internal'] as const, description: 'Who may call the Worker'})(),
     allow: Flags.string({multiple: true, description: 'teamsync_internal: an IP address or CIDR block allowed through (repeatable)'}),
-    json: jsonFlag,
   }
 
-  async run(): Promise<void> {
-    const mode = this.flags.mode as 'public' | 'api_key' | 'teamsync_internal'
+  async run() {
+    const mode = this.flags.mode
     const allow = this.flags.allow ?? []
     if (mode !== 'teamsync_internal' && allow.length > 0) throw new KitError('usage', '--allow goes with --mode teamsync_internal only')
     const {outcome} = await this.runControl({operation: 'access_policy.replace', mode, ipAllowlist: allow})

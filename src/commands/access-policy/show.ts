@@ -1,4 +1,3 @@
-import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {departmentArg} from '../../cli/control-command.js'
 import {readControlState} from '../../engine/control/apply.js'
@@ -9,12 +8,12 @@ export default class AccessPolicyShow extends BaseCommand<typeof AccessPolicySho
 Exit codes: 0 shown; 5 unknown department or Worker; 6 no deployed release or no paired host; 10 host unreachable.`
   static override examples = ['<%= config.bin %> access-policy show acme-sales', '<%= config.bin %> access-policy show acme-sales --json']
   static override args = {department: departmentArg}
-  static override flags = {json: Flags.boolean({description: 'Print the policy as JSON'})}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const {target, state} = await readControlState(await this.engine(), this.args.department)
     const policy = state.accessPolicy
-    this.emit({department: this.args.department, scriptName: target.worker.script_name, accessPolicy: policy}, () =>
+    return this.respond({department: this.args.department, scriptName: target.worker.script_name, accessPolicy: policy}, () =>
       [
         `worker       ${target.worker.script_name} (department ${this.args.department})`,
         `mode         ${policy.mode}`,

@@ -16,14 +16,14 @@ ${CONTROL_EXIT_CODES}`
     '<%= config.bin %> api-key rotate acme-sales --key-file ./acme-sales.key --json',
   ]
   static override args = {department: departmentArg}
+  static override enableJsonFlag = true
   static override flags = {
     'key-file': Flags.string({description: 'Write the new key to this file (must not exist) instead of stdout'}),
-    json: Flags.boolean({description: 'Print the outcome as JSON (needs --key-file; the key is never in it)'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const keyFile = this.flags['key-file']
-    if (this.flags.json && keyFile === undefined) throw new KitError('usage', '--json needs --key-file: the key is never part of JSON output')
+    if (this.jsonEnabled() && keyFile === undefined) throw new KitError('usage', '--json needs --key-file: the key is never part of JSON output')
     // Created before anything changes, so a bad path refuses the rotation instead of losing the key.
     const handle = keyFile === undefined ? undefined : await open(keyFile, 'wx', 0o600).catch((error: NodeJS.ErrnoException) => {
       throw new KitError('usage', `cannot create ${keyFile}: ${error.code ?? error.message}`)

@@ -9,15 +9,15 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
     '<%= config.bin %> audit list --action department.worker_retired',
     '<%= config.bin %> audit list --resource 3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f --json',
   ]
+  static override enableJsonFlag = true
   static override flags = {
     action: Flags.string({description: 'Only rows with this action (e.g. service_account.deleted)'}),
     resource: Flags.string({description: 'Only rows about this resource id'}),
     'resource-type': Flags.string({description: 'Only rows about this resource type (e.g. edge_worker)'}),
     limit: Flags.integer({min: 1, max: 10_000, default: 50, description: 'At most this many rows'}),
-    json: Flags.boolean({description: 'Print the rows as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const store = await this.store()
     const rows = await store.audit.list({
       action: this.flags.action,
@@ -25,7 +25,7 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
       resourceType: this.flags['resource-type'],
       limit: this.flags.limit,
     })
-    this.emit(rows, () =>
+    return this.respond(rows, () =>
       table(
         ['CREATED', 'ACTION', 'RESOURCE', 'ACTOR', 'RESULT', 'REASON'],
         rows.map((r) => [

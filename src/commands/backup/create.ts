@@ -24,14 +24,14 @@ the fence began — try again; 8 the artifact store lacks an artifact a version 
   static override args = {
     dir: Args.string({required: true, description: 'Where to write the backup: a new or empty directory'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     ttl: durationFlag({description: 'TTL of the fence this backup begins: 1800, 30m, 2h (default fence.default_ttl_seconds)'}),
     reason: Flags.string({description: 'Reason recorded on the fence (default: backup to <dir>)'}),
-    json: Flags.boolean({description: 'Print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const json = this.flags.json
+  async run() {
+    const json = this.jsonEnabled()
     const engine = await this.engine({interactive: !json})
     const result = await withProgress('Backup', json, (report) =>
       createBackup(
@@ -40,7 +40,7 @@ the fence began — try again; 8 the artifact store lacks an artifact a version 
         {onStage: report},
       ),
     )
-    this.emit(result, () =>
+    return this.respond(result, () =>
       [
         `backup       ${result.dir}`,
         `fence        ${result.fenceId} (${result.scope})`,

@@ -26,20 +26,26 @@ was restored into a new data dir, or still differs); 10 restored, the host did n
   static override args = {
     dir: Args.string({required: true, description: 'A backup directory (holds manifest.json)'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     'host-data-dir': Flags.string({description: "Extract the edge host's data snapshot here (a new or empty directory)"}),
-    json: Flags.boolean({description: 'Print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const json = this.flags.json
+  async run() {
+    const json = this.jsonEnabled()
     // Not this.engine(): the store is about to be replaced, so this process must not hold it open.
     const log = this.logger({interactive: !json})
     const result = await withProgress('Restore', json, (report) =>
       restoreBackup(this.settings, {dir: this.args.dir, hostDataDir: this.flags['host-data-dir']}, {log, onStage: report}),
     )
     const {verification} = result
-    this.emit(result, () =>
+    const exitCode =
+      verification.state !== 'pending'
+        ? ExitCode.ok
+        : verification.code === 'edge_host_unreachable' || verification.code === 'edge_host_error'
+          ? ExitCode.hostUnreachable
+          : ExitCode.pending
+    return this.respond(result, () =>
       [
         `restored     ${result.dir} (taken ${result.backupCreatedAt})`,
         `store        ${result.store.backend} ${result.store.location}: ${result.store.tables} tables, ${result.store.rows} rows`,
@@ -50,9 +56,7 @@ was restored into a new data dir, or still differs); 10 restored, the host did n
         ...(verification.retired.length > 0 ? [`retired      ${verification.retired.join(', ')}`] : []),
         ...(verification.message ? [`detail       ${verification.message}`] : []),
       ].join('\n'),
+      exitCode,
     )
-    if (verification.state === 'pending') {
-      this.exit(verification.code === 'edge_host_unreachable' || verification.code === 'edge_host_error' ? ExitCode.hostUnreachable : ExitCode.pending)
-    }
   }
 }

@@ -7,14 +7,14 @@ export default class CompanyCreate extends BaseCommand<typeof CompanyCreate> {
   static override args = {
     name: Args.string({required: true, description: 'Display name (1–200 characters)'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     id: Flags.string({description: "Company id (1–64 letters, digits, '.', '_' or '-'); default: a random UUID"}),
-    json: Flags.boolean({description: 'Print the created row as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const store = await this.store()
     const company = await store.tenants.createCompany({id: this.flags.id, name: this.args.name})
-    this.emit(company, () => `created company ${company.id} (${company.name})`)
+    return this.respond(company, () => `created company ${company.id} (${company.name})`)
   }
 }

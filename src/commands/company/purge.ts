@@ -11,12 +11,12 @@ later retires the company's scripts on the edge host. Permanent: needs --yes.`
   static override args = {
     'company-id': Args.string({required: true, description: 'Company id'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     yes: Flags.boolean({description: 'Confirm the permanent delete'}),
-    json: Flags.boolean({description: 'Print what was deleted as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const companyId = this.args['company-id']
     if (!this.flags.yes) {
       throw new KitError('usage', `company purge permanently deletes ${companyId} with its departments, Workers and versions; add --yes to confirm`)
@@ -25,7 +25,7 @@ later retires the company's scripts on the edge host. Permanent: needs --yes.`
     const deleted = await store.tenants.purgeCompany(companyId)
     if (!deleted) throw new KitError('not_found', `company ${companyId} not found`)
     const counted = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`
-    this.emit({company_id: companyId, deleted}, () =>
+    return this.respond({company_id: companyId, deleted}, () =>
       [
         `purged company ${companyId}: ${counted(deleted.departments, 'department')}, ${counted(deleted.service_accounts, 'service account')},`,
         `${counted(deleted.workers, 'Worker')} and ${counted(deleted.versions, 'version')} deleted; outbox and audit rows kept`,

@@ -1,4 +1,3 @@
-import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {envNameFor} from '../../config/load.js'
 import {redactSettings} from '../../config/redact.js'
@@ -10,14 +9,13 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
     '<%= config.bin %> config show --json',
     'EDGEWORKERS_RECOVERY__BATCH_SIZE=20 <%= config.bin %> config show',
   ]
-  static override flags = {
-    json: Flags.boolean({description: 'Print {settings, sources, configFile} as JSON.'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
-  async run(): Promise<void> {
+  async run() {
     const {sources, configFile} = this.loadSettings()
     const settings = redactSettings(this.loadSettings().settings)
-    this.emit({settings, sources, configFile}, () => {
+    return this.respond({settings, sources, configFile}, () => {
       const lines = [`# config file: ${configFile ?? '(none; defaults and environment only)'}`]
       for (const [dotted, source] of Object.entries(sources)) {
         const value = dotted.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], settings)

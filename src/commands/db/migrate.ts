@@ -14,18 +14,18 @@ schema that does not match.`
     '<%= config.bin %> db migrate --check',
     'EDGEWORKERS_STORE__URL=postgres://kit@db.internal/edgeworkers <%= config.bin %> db migrate --check --json',
   ]
+  static override enableJsonFlag = true
   static override flags = {
     check: Flags.boolean({description: 'Only check that the schema matches this build; change nothing'}),
-    json: Flags.boolean({description: 'Print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     if (this.flags.check) {
       const {location, status} = await inspectSchema(this.settings)
       const report = {location, ...status}
       // --json reports the status either way; the exit code says whether it matched.
-      if (status.matches || this.flags.json) {
-        this.emit(report, () => `store ${location} matches this build (${status.applied.length} migrations applied)`)
+      if (status.matches || this.jsonEnabled()) {
+        return this.respond(report, () => `store ${location} matches this build (${status.applied.length} migrations applied)`)
       }
       if (!status.matches) {
         const remedy = status.unknown.length > 0 ? 'upgrade edgeworkers' : 'run `edgeworkers db migrate`'
@@ -35,7 +35,7 @@ schema that does not match.`
     }
     const store = await this.store({requireCurrentSchema: false})
     const applied = await store.migrate()
-    this.emit({location: store.location, applied}, () =>
+    return this.respond({location: store.location, applied}, () =>
       applied.length > 0
         ? `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to ${store.location}: ${applied.join(', ')}`
         : `store ${store.location} is already at this build's schema; nothing applied`,

@@ -11,13 +11,13 @@ export default class DepartmentCreate extends BaseCommand<typeof DepartmentCreat
     'company-id': Args.string({required: true, description: 'Company id'}),
     name: Args.string({required: true, description: 'Display name (1–200 characters)'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     id: Flags.string({description: "Department id (1–64 letters, digits, '.', '_' or '-'); default: a random UUID"}),
     'service-account': Flags.string({multiple: true, description: 'Create a service account with this name (repeatable)'}),
-    json: Flags.boolean({description: 'Print the created rows as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const store = await this.store()
     const created = await store.transaction(async (tx) => {
       const department = await tx.tenants.createDepartment({id: this.flags.id, company_id: this.args['company-id'], name: this.args.name})
@@ -28,7 +28,7 @@ export default class DepartmentCreate extends BaseCommand<typeof DepartmentCreat
       return {department, service_accounts: serviceAccounts}
     })
     const {department, service_accounts: accounts} = created
-    this.emit(created, () =>
+    return this.respond(created, () =>
       [
         `created department ${department.id} (${department.name}) in company ${department.company_id}`,
         ...accounts.map((account) => `created service account ${account.name} (${account.id})`),

@@ -17,15 +17,15 @@ Exit codes: 0 fenced; 2 bad --ttl/--reason; 6 a fence is already open or the sto
     '<%= config.bin %> fence begin --reason "nightly backup"',
     '<%= config.bin %> fence begin --ttl 900 --reason "volume snapshot" --json',
   ]
+  static override enableJsonFlag = true
   static override flags = {
     ttl: durationFlag({description: 'How long until the host lifts the fence by itself: 900, 15m, 1h (default fence.default_ttl_seconds; at most fence.max_ttl_seconds)'}),
     reason: Flags.string({default: 'backup', description: 'Why the host is fenced (shown in status and audit)'}),
-    json: Flags.boolean({description: 'Print the fence as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const engine = await this.engine()
     const fence = await beginFence(engine, {ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: this.operator})
-    this.emit(fence, () => `${fenceFields(fence)}\nlift it with: edgeworkers fence end ${fence.id}`)
+    return this.respond(fence, () => `${fenceFields(fence)}\nlift it with: edgeworkers fence end ${fence.id}`)
   }
 }

@@ -14,14 +14,14 @@ reached (the fence stays; the host lifts it by itself at its TTL).`
   static override args = {
     'fence-id': Args.string({description: 'The fence to lift (default: the scope’s open fence)'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     republish: Flags.boolean({default: true, allowNo: true, description: 'Republish deferred deploys right after the lift'}),
-    json: Flags.boolean({description: 'Print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const engine = await this.engine({interactive: !this.flags.json})
+  async run() {
+    const engine = await this.engine({interactive: !this.jsonEnabled()})
     const result = await endFence(engine, {fenceId: this.args['fence-id'], republish: this.flags.republish, actor: this.operator})
-    this.emit(result, () => [fenceFields(result.fence), ...(result.republish ? [republishLine(result.republish)] : [])].join('\n'))
+    return this.respond(result, () => [fenceFields(result.fence), ...(result.republish ? [republishLine(result.republish)] : [])].join('\n'))
   }
 }

@@ -21,13 +21,13 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
     '<%= config.bin %> fence run --reason "LVM snapshot" -- /usr/local/bin/snapshot-volumes',
   ]
   static override strict = false
+  static override enableJsonFlag = true
   static override flags = {
     ttl: durationFlag({description: 'How long until the host lifts the fence by itself: 1800, 30m, 2h (default fence.default_ttl_seconds)'}),
     reason: Flags.string({default: 'backup', description: 'Why the host is fenced'}),
-    json: Flags.boolean({description: 'Print the result as JSON when the command is done'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const command = this.positionals
     if (command.length === 0) throw new KitError('usage', 'fence run needs a command after --, e.g. `edgeworkers fence run -- edgeworkers backup create /backups/today`')
     const engine = await this.engine({interactive: true})
@@ -37,19 +37,19 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
       command,
       actor: this.operator,
       onBegun: (fence) => {
-        if (!this.flags.json) this.logToStderr(`fence ${fence.id} begun (host lifts it by itself at ${fence.expiresAt}); running ${command[0]}`)
+        if (!this.jsonEnabled()) this.logToStderr(`fence ${fence.id} begun (host lifts it by itself at ${fence.expiresAt}); running ${command[0]}`)
       },
     })
     if (result.startError) this.logToStderr(`error: ${result.startError.split('\n')[0]}`)
     const lifted = !('error' in result.end)
-    this.emit(result, () =>
+    const exitCode = result.exitCode === 0 && !lifted ? ExitCode.hostUnreachable : result.exitCode
+    return this.respond(result, () =>
       [
         `command exited ${result.exitCode}${result.signal ? ` (${result.signal})` : ''}${result.startError ? `: ${result.startError}` : ''}`,
         'error' in result.end ? `fence ${result.fence.id} NOT lifted: ${result.end.error}` : `fence ${result.fence.id} lifted`,
         ...('republish' in result.end && result.end.republish ? [republishLine(result.end.republish)] : []),
       ].join('\n'),
+      exitCode,
     )
-    const exitCode = result.exitCode === 0 && !lifted ? ExitCode.hostUnreachable : result.exitCode
-    if (exitCode !== 0) this.exit(exitCode)
   }
 }

@@ -1,4 +1,3 @@
-import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {fenceFields, timeLeft} from '../../cli/fence-render.js'
 import {table} from '../../cli/table.js'
@@ -10,13 +9,12 @@ export default class FenceStatus extends BaseCommand<typeof FenceStatus> {
 "overdue" means the store shows a fence open past its expiry: the host has lifted it by itself; a
 reconcile pass (or \`fence end\`) records that. Exit code 0 whatever the state; 6 when unpaired.`
   static override examples = ['<%= config.bin %> fence status', '<%= config.bin %> fence status --json']
-  static override flags = {
-    json: Flags.boolean({description: 'Print the status as JSON'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
-  async run(): Promise<void> {
+  async run() {
     const status = await fenceStatus(await this.engine())
-    this.emit(status, () => {
+    return this.respond(status, () => {
       const host = status.host.reachable
         ? status.host.active
           ? `fenced by ${status.host.active.fenceId} (${status.host.active.secondsLeft}s left)`

@@ -14,15 +14,15 @@ scope onprem:<12 hex>. Exit codes: 0 paired, 2 bad URL, 6 code refused, 10 host 
   static override args = {
     'management-url': Args.string({required: true, description: 'The edge host management listener, e.g. http://127.0.0.1:8788'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     code: Flags.string({required: true, description: 'One-time pairing code (edgeworkers host pairing-code on the host prints it)'}),
-    json: Flags.boolean({description: 'Print the pairing as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const store = await this.store()
     const pairing = await pairWithHost(this.args['management-url'], this.flags.code, this.settings.provider.connect_timeout_ms + this.settings.provider.read_timeout_ms)
     const saved = await store.kit.savePairing(pairing)
-    this.emit(saved, () => [`paired with ${saved.host_url}`, `scope        ${saved.scope}`, `fingerprint  ${saved.host_fingerprint}`].join('\n'))
+    return this.respond(saved, () => [`paired with ${saved.host_url}`, `scope        ${saved.scope}`, `fingerprint  ${saved.host_fingerprint}`].join('\n'))
   }
 }

@@ -11,13 +11,13 @@ the new code is used). Exit codes: 0 printed, 5 no host state in the data dir, 6
     '<%= config.bin %> host pairing-code --data-dir /var/lib/edgeworkers-host',
     '<%= config.bin %> host pairing-code --data-dir /var/lib/edgeworkers-host --rotate',
   ]
+  static override enableJsonFlag = true
   static override flags = {
     rotate: Flags.boolean({description: 'Issue a new code, replacing any unused one'}),
-    json: Flags.boolean({description: 'Print {"code": …} as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const code = hostPairingCode(this.settings.data_dir, {rotate: this.flags.rotate})
-    this.emit({code}, () => code)
+    return this.respond({code}, () => code)
   }
 }

@@ -39,7 +39,7 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
     }
   }
 
-  async run(): Promise<void> {
+  async run() {
     const {settings} = this.loadSettings()
     const logger = createLogger({level: settings.log_level, format: resolveLogFormat(settings.log_format, 1), fd: 1, base: {component: 'edge-host'}})
     const host = await startHost({dataDir: settings.data_dir, settings: settings.host, maxFenceTtlSeconds: settings.fence.max_ttl_seconds, logger})

@@ -1,4 +1,3 @@
-import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {ExitCode} from '../../cli/exit-codes.js'
 import {hostStatus} from '../../engine/host-status.js'
@@ -8,11 +7,12 @@ export default class HostStatus extends BaseCommand<typeof HostStatus> {
 
 Exit codes: 0 paired and reachable, 6 not paired, 10 paired but unreachable.`
   static override examples = ['<%= config.bin %> host status', '<%= config.bin %> host status --json']
-  static override flags = {json: Flags.boolean({description: 'Print the status as JSON'})}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const status = await hostStatus(await this.engine())
-    this.emit(status, () => {
+    const exitCode = !status.paired ? ExitCode.refused : !status.reachable ? ExitCode.hostUnreachable : ExitCode.ok
+    return this.respond(status, () => {
       if (!status.paired) return `not paired: ${status.problem}`
       const lines = [`scope        ${status.pairing?.scope}`, `host         ${status.pairing?.host_url}`, `fingerprint  ${status.pairing?.host_fingerprint}`]
       if (!status.reachable) return [...lines, `reachable    no (${status.error})`].join('\n')
@@ -25,8 +25,6 @@ Exit codes: 0 paired and reachable, 6 not paired, 10 paired but unreachable.`
         `fence        ${status.fence ? `${status.fence.fenceId} until ${new Date(status.fence.expiresAt).toISOString()}` : 'none'}`,
         `quarantined  ${status.quarantined?.map((entry) => `${entry.script} (${entry.incidents} incidents, last ${entry.lastIncident}; 503 until its next deploy)`).join(', ') || 'none'}`,
       ].join('\n')
-    })
-    if (!status.paired) this.exit(ExitCode.refused)
-    if (!status.reachable) this.exit(ExitCode.hostUnreachable)
+    }, exitCode)
   }
 }

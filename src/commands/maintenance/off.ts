@@ -1,4 +1,3 @@
-import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {gatesFields} from '../../cli/gates-render.js'
 import {setMaintenance} from '../../engine/maintenance.js'
@@ -8,12 +7,11 @@ export default class MaintenanceOff extends BaseCommand<typeof MaintenanceOff> {
 
 Exit codes: 0 off (also when it was already off); 6 the store is not paired.`
   static override examples = ['<%= config.bin %> maintenance off']
-  static override flags = {
-    json: Flags.boolean({description: 'Print the gates as JSON'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
-  async run(): Promise<void> {
+  async run() {
     const status = await setMaintenance(await this.engine(), {on: false, actor: this.operator})
-    this.emit(status, () => gatesFields(status))
+    return this.respond(status, () => gatesFields(status))
   }
 }

@@ -9,13 +9,13 @@ export default class MaintenanceOn extends BaseCommand<typeof MaintenanceOn> {
 Deploys already queued keep running (a backup fence is what stops execution). Exit codes: 0 on;
 2 no --reason; 6 the store is not paired.`
   static override examples = ['<%= config.bin %> maintenance on --reason "store upgrade"']
+  static override enableJsonFlag = true
   static override flags = {
     reason: Flags.string({required: true, description: 'Why (shown in the 409 and in status)'}),
-    json: Flags.boolean({description: 'Print the gates as JSON'}),
   }
 
-  async run(): Promise<void> {
+  async run() {
     const status = await setMaintenance(await this.engine(), {on: true, reason: this.flags.reason, actor: this.operator})
-    this.emit(status, () => gatesFields(status))
+    return this.respond(status, () => gatesFields(status))
   }
 }

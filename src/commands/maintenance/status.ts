@@ -1,4 +1,3 @@
-import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {gatesFields} from '../../cli/gates-render.js'
 import {gatesStatus} from '../../engine/maintenance.js'
@@ -6,12 +5,11 @@ import {gatesStatus} from '../../engine/maintenance.js'
 export default class MaintenanceStatus extends BaseCommand<typeof MaintenanceStatus> {
   static override description = 'Show the maintenance and restore-pending gates and the open backup fence. Exit code 0; 6 when unpaired.'
   static override examples = ['<%= config.bin %> maintenance status', '<%= config.bin %> maintenance status --json']
-  static override flags = {
-    json: Flags.boolean({description: 'Print the gates as JSON'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
-  async run(): Promise<void> {
+  async run() {
     const status = await gatesStatus(await this.engine())
-    this.emit(status, () => gatesFields(status))
+    return this.respond(status, () => gatesFields(status))
   }
 }

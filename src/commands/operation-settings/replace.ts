@@ -1,5 +1,5 @@
 import {Args} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag, parseJsonArgument} from '../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, parseJsonArgument} from '../../cli/control-command.js'
 
 export default class OperationSettingsReplace extends ControlCommand<typeof OperationSettingsReplace> {
   static override description = `Replace the operation settings of a Worker's deployed release: a JSON object (at most 64 KiB), bound to that release generation.
@@ -16,9 +16,9 @@ ${CONTROL_EXIT_CODES}`
     department: departmentArg,
     json: Args.string({required: true, description: 'The settings: a JSON object'}),
   }
-  static override flags = {json: jsonFlag}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const settings = parseJsonArgument(this.args.json, 'the operation settings')
     const {outcome} = await this.runControl({operation: 'operation_settings.replace', settings})
     this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`, `settings     ${String(outcome.current.settingsSha256)}`] : [])

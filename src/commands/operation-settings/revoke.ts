@@ -1,4 +1,4 @@
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag} from '../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
 
 export default class OperationSettingsRevoke extends ControlCommand<typeof OperationSettingsRevoke> {
   static override description = `Revoke a Worker's operation settings (OPERATION_SETTINGS disappears from its env).
@@ -6,9 +6,9 @@ export default class OperationSettingsRevoke extends ControlCommand<typeof Opera
 Revoking when none are set is recorded as a no-op. ${CONTROL_EXIT_CODES}`
   static override examples = ['<%= config.bin %> operation-settings revoke acme-sales', '<%= config.bin %> operation-settings revoke acme-sales --json']
   static override args = {department: departmentArg}
-  static override flags = {json: jsonFlag}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const {outcome} = await this.runControl({operation: 'operation_settings.revoke'})
     this.finish(outcome)
   }

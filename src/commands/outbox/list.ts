@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {isoTime, table} from '../../cli/table.js'
+import {listOutboxRows} from '../../engine/status/actions.js'
 import {OUTBOX_OPERATIONS, OUTBOX_STATUSES} from '../../store/index.js'
 
 export default class OutboxList extends BaseCommand<typeof OutboxList> {
@@ -10,27 +11,26 @@ export default class OutboxList extends BaseCommand<typeof OutboxList> {
     '<%= config.bin %> outbox list --status failed --operation deploy',
     '<%= config.bin %> outbox list --error-code edge_host_fenced --json',
   ]
+  static override enableJsonFlag = true
   static override flags = {
-    status: Flags.string({options: [...OUTBOX_STATUSES], description: 'Only rows in this status'}),
-    operation: Flags.string({options: [...OUTBOX_OPERATIONS], description: 'Only rows of this operation'}),
+    status: Flags.option({options: OUTBOX_STATUSES, description: 'Only rows in this status'})(),
+    operation: Flags.option({options: OUTBOX_OPERATIONS, description: 'Only rows of this operation'})(),
     'error-code': Flags.string({description: 'Only rows whose last error code is this (e.g. edge_host_fenced)'}),
     scope: Flags.string({description: 'Only rows enqueued for this kit scope (onprem:<12 hex>)'}),
     worker: Flags.string({description: 'Only rows of this Worker id'}),
     limit: Flags.integer({min: 1, max: 10_000, default: 50, description: 'At most this many rows'}),
-    json: Flags.boolean({description: 'Print the rows as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const store = await this.store()
-    const rows = await store.outbox.list({
-      status: this.flags.status as (typeof OUTBOX_STATUSES)[number] | undefined,
-      operation: this.flags.operation as (typeof OUTBOX_OPERATIONS)[number] | undefined,
+  async run() {
+    const rows = await listOutboxRows(await this.engine(), {
+      status: this.flags.status,
+      operation: this.flags.operation,
       errorCode: this.flags['error-code'],
       scope: this.flags.scope,
       workerId: this.flags.worker,
       limit: this.flags.limit,
     })
-    this.emit(rows, () =>
+    return this.respond(rows, () =>
       table(
         ['ID', 'OPERATION', 'STATUS', 'ATTEMPTS', 'SCRIPT', 'NEXT ATTEMPT', 'LAST ERROR CODE', 'CREATED'],
         rows.map((r) => [

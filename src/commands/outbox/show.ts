@@ -1,6 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {fields, isoTime} from '../../cli/table.js'
+import {outboxRowDetail} from '../../engine/status/actions.js'
 import {KitError} from '../../errors.js'
 
 export default class OutboxShow extends BaseCommand<typeof OutboxShow> {
@@ -12,15 +13,13 @@ export default class OutboxShow extends BaseCommand<typeof OutboxShow> {
   static override args = {
     id: Args.string({required: true, description: 'Outbox row id'}),
   }
-  static override flags = {
-    json: Flags.boolean({description: 'Print the row as JSON'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
-  async run(): Promise<void> {
-    const store = await this.store()
-    const row = await store.outbox.get(this.args.id)
+  async run() {
+    const row = await outboxRowDetail(await this.engine(), this.args.id)
     if (!row) throw new KitError('not_found', `outbox row ${this.args.id} not found`)
-    this.emit(row, () =>
+    return this.respond(row, () =>
       fields([
         ['id', row.id],
         ['operation', row.operation],

@@ -1,5 +1,5 @@
 import {Args} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag} from '../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
 
 export default class RuntimeConfigDelete extends ControlCommand<typeof RuntimeConfigDelete> {
   static override description = `Delete one runtime-config key of a Worker (env.RUNTIME_CONFIG.<KEY> disappears).
@@ -10,9 +10,9 @@ ${CONTROL_EXIT_CODES}`
     department: departmentArg,
     key: Args.string({required: true, description: 'Key'}),
   }
-  static override flags = {json: jsonFlag}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const {outcome} = await this.runControl({operation: 'runtime_config.delete', key: this.args.key})
     this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])
   }

@@ -1,5 +1,5 @@
 import {Args} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag, parseJsonArgument} from '../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, parseJsonArgument} from '../../cli/control-command.js'
 
 export default class RuntimeConfigSet extends ControlCommand<typeof RuntimeConfigSet> {
   static override description = `Set one runtime-config key of a Worker to a JSON object (at most 64 KiB of UTF-8, stored canonically).
@@ -17,9 +17,9 @@ ${CONTROL_EXIT_CODES}`
     key: Args.string({required: true, description: 'Key (an identifier: [A-Za-z_][A-Za-z0-9_]*, at most 64)'}),
     json: Args.string({required: true, description: 'The value: a JSON object'}),
   }
-  static override flags = {json: jsonFlag}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const value = parseJsonArgument(this.args.json, 'the runtime-config value')
     const {outcome} = await this.runControl({operation: 'runtime_config.replace', key: this.args.key, value})
     this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])

@@ -1,5 +1,5 @@
 import {Args} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag} from '../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
 
 export default class SecretDelete extends ControlCommand<typeof SecretDelete> {
   static override description = `Delete a Worker secret by name.
@@ -10,9 +10,9 @@ Deleting a name the Worker does not have is recorded as a no-op. ${CONTROL_EXIT_
     department: departmentArg,
     name: Args.string({required: true, description: 'Secret name'}),
   }
-  static override flags = {json: jsonFlag}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const {outcome} = await this.runControl({operation: 'secrets.delete', name: this.args.name})
     this.finish(outcome)
   }

@@ -1,5 +1,5 @@
 import {Args, Flags} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag} from '../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
 
 export default class SecretPut extends ControlCommand<typeof SecretPut> {
   static override description = `Set a Worker secret: the Worker reads it as the env binding of that name.
@@ -18,12 +18,12 @@ ${CONTROL_EXIT_CODES}`
     department: departmentArg,
     name: Args.string({required: true, description: 'Secret name (an identifier: [A-Za-z_][A-Za-z0-9_]*, at most 64)'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     'from-file': Flags.string({description: 'Read the value from this file instead of stdin'}),
-    json: jsonFlag,
   }
 
-  async run(): Promise<void> {
+  async run() {
     const value = await this.readSecretInput(this.flags['from-file'], 'secret value', '--from-file')
     const {outcome} = await this.runControl({operation: 'secrets.put', name: this.args.name, value})
     this.finish(outcome, outcome.current ? [`sha256       ${String(outcome.current.sha256).slice(0, 12)}…`] : [])

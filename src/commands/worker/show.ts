@@ -1,4 +1,4 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {fields, isoTime, table} from '../../cli/table.js'
 import {showWorker} from '../../engine/workers.js'
@@ -15,14 +15,13 @@ Name it by department id, Worker id or script name. Exit codes: 0 shown, 5 not f
   static override args = {
     worker: Args.string({required: true, description: 'Department id, Worker id or script name (dw-…)'}),
   }
-  static override flags = {
-    json: Flags.boolean({description: 'Print {worker, versions, url} as JSON'}),
-  }
+  static override enableJsonFlag = true
+  static override flags = {}
 
-  async run(): Promise<void> {
+  async run() {
     const details = await showWorker(await this.engine(), this.args.worker)
     const {worker, versions} = details
-    this.emit(details, () =>
+    return this.respond(details, () =>
       [
         fields([
           ['id', worker.id],

@@ -3,7 +3,7 @@
 // outbox (a row under a live lease is never taken from its runner) and are audited like every other
 // operator action; retrying a deploy is an enqueue, so the maintenance and restore gates refuse it.
 import {KitError} from '../../errors.js'
-import {auditEntry, type AuditActor, type JsonObject, type OperatorActionResult, type OutboxRow} from '../../store/index.js'
+import {auditEntry, type AuditActor, type JsonObject, type OperatorActionResult, type OutboxListFilter, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
@@ -24,6 +24,17 @@ export interface ActionDone {
   message: string
 }
 
+/** Outbox rows, newest first, as `outbox list` filters them. */
+export async function listOutboxRows(engine: Engine, filter: OutboxListFilter): Promise<OutboxRow[]> {
+  return engine.store.outbox.list(filter)
+}
+
+/** The scope operator actions are confined to: the paired one, or none (any row) when nothing is paired. */
+export async function operatorScope(engine: Engine): Promise<string | null> {
+  const resolution = await engine.resolveProvider()
+  return resolution.status === 'ready' ? resolution.scope : engine.settings.provider.scope || null
+}
+
 export async function outboxRowDetail(engine: Engine, id: string): Promise<OutboxRowDetail | null> {
   const row = await engine.store.outbox.get(id)
   if (!row) return null
@@ -31,13 +42,14 @@ export async function outboxRowDetail(engine: Engine, id: string): Promise<Outbo
   return {...visible, payload: redactSecrets(row.payload) as JsonObject}
 }
 
-/** Makes the row pending and due now, for the next pass. `scope` null: a store with no pairing (any row). */
-export async function retryOutboxRow(engine: Engine, id: string, request: {scope: string | null; actor: AuditActor}): Promise<ActionDone> {
+/** Makes the row pending and due now, for the next pass. */
+export async function retryOutboxRow(engine: Engine, id: string, actor: AuditActor): Promise<ActionDone> {
+  const scope = await operatorScope(engine)
   const row = await engine.store.outbox.get(id)
   if (row?.operation === 'deploy') await assertEnqueueGatesOpen(engine, row.dispatch_namespace)
   const result = await engine.store.transaction(async (tx) => {
-    const outcome = await tx.outbox.retryNow(id, {scope: request.scope})
-    if (outcome.outcome === 'done') await tx.audit.append(actionEntry(OUTBOX_ACTIONS.retried, outcome, request.actor))
+    const outcome = await tx.outbox.retryNow(id, {scope})
+    if (outcome.outcome === 'done') await tx.audit.append(actionEntry(OUTBOX_ACTIONS.retried, outcome, actor))
     return outcome
   })
   if (result.outcome !== 'done') throw refusal(id, 'retry', result, engine.store.clock.now())
@@ -45,10 +57,11 @@ export async function retryOutboxRow(engine: Engine, id: string, request: {scope
   return {message: `outbox row ${id} is pending and due now; the next pass dispatches it${deferred}`}
 }
 
-export async function cancelOutboxRow(engine: Engine, id: string, request: {scope: string | null; actor: AuditActor}): Promise<ActionDone> {
+export async function cancelOutboxRow(engine: Engine, id: string, actor: AuditActor): Promise<ActionDone> {
+  const scope = await operatorScope(engine)
   const result = await engine.store.transaction(async (tx) => {
-    const outcome = await tx.outbox.cancel(id, {scope: request.scope})
-    if (outcome.outcome === 'done') await tx.audit.append(actionEntry(OUTBOX_ACTIONS.cancelled, outcome, request.actor))
+    const outcome = await tx.outbox.cancel(id, {scope})
+    if (outcome.outcome === 'done') await tx.audit.append(actionEntry(OUTBOX_ACTIONS.cancelled, outcome, actor))
     return outcome
   })
   if (result.outcome !== 'done') throw refusal(id, 'cancel', result, engine.store.clock.now())

@@ -4,7 +4,7 @@
 import type {AuditActor, ErrorGroup, OutboxRowSummary} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import type {LaneName} from '../pass/lane.js'
-import {cancelOutboxRow, outboxRowDetail, retryOutboxRow, runLaneOnce, type ActionDone, type OutboxRowDetail} from './actions.js'
+import {cancelOutboxRow, operatorScope, outboxRowDetail, retryOutboxRow, runLaneOnce, type ActionDone, type OutboxRowDetail} from './actions.js'
 import {SNAPSHOT_LIST_LIMIT, takeSnapshot, type StatusSnapshot} from './snapshot.js'
 
 export type ErrorGroupKey = Pick<ErrorGroup, 'status' | 'operation' | 'last_error_code'>
@@ -23,26 +23,15 @@ export interface StatusSource {
 export function engineStatusSource(connect: () => Promise<Engine>, actor: AuditActor): StatusSource {
   let connected: Engine | undefined
   const engine = async () => (connected ??= await connect())
-  /** The scope actions are confined to: the paired one, or none when nothing is paired. */
-  const scope = async (kit: Engine) => {
-    const resolution = await kit.resolveProvider()
-    return resolution.status === 'ready' ? resolution.scope : kit.settings.provider.scope || null
-  }
   return {
     snapshot: async () => takeSnapshot(await engine()),
     groupRows: async (group) => {
       const kit = await engine()
-      return kit.store.status.groupRows(await scope(kit), group, SNAPSHOT_LIST_LIMIT)
+      return kit.store.status.groupRows(await operatorScope(kit), group, SNAPSHOT_LIST_LIMIT)
     },
     outboxRow: async (id) => outboxRowDetail(await engine(), id),
-    retry: async (id) => {
-      const kit = await engine()
-      return retryOutboxRow(kit, id, {scope: await scope(kit), actor})
-    },
-    cancel: async (id) => {
-      const kit = await engine()
-      return cancelOutboxRow(kit, id, {scope: await scope(kit), actor})
-    },
+    retry: async (id) => retryOutboxRow(await engine(), id, actor),
+    cancel: async (id) => cancelOutboxRow(await engine(), id, actor),
     runLane: async (lane, signal) => runLaneOnce(await engine(), lane, signal),
   }
 }

@@ -1,5 +1,5 @@
 import {Args} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag} from '../../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../../cli/control-command.js'
 
 export default class CredentialsDelete extends ControlCommand<typeof CredentialsDelete> {
   static override description = `Remove a service account's credentials from its department's Worker.
@@ -13,9 +13,9 @@ Deleting credentials the Worker does not hold is recorded as a no-op. ${CONTROL_
     department: departmentArg,
     account: Args.string({required: true, description: 'Service account id'}),
   }
-  static override flags = {json: jsonFlag}
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  async run() {
     const {outcome} = await this.runControl({operation: 'service_accounts.credentials.delete', serviceAccountId: this.args.account})
     this.finish(outcome)
   }

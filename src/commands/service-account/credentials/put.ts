@@ -1,5 +1,5 @@
 import {Args, Flags} from '@oclif/core'
-import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, jsonFlag} from '../../../cli/control-command.js'
+import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../../cli/control-command.js'
 
 export default class CredentialsPut extends ControlCommand<typeof CredentialsPut> {
   static override description = `Deliver a service account's credentials to its department's Worker.
@@ -18,13 +18,13 @@ ${CONTROL_EXIT_CODES}`
     department: departmentArg,
     account: Args.string({required: true, description: 'Service account id'}),
   }
+  static override enableJsonFlag = true
   static override flags = {
     username: Flags.string({required: true, description: 'The username the Worker presents'}),
     'password-file': Flags.string({description: 'Read the password from this file instead of stdin'}),
-    json: jsonFlag,
   }
 
-  async run(): Promise<void> {
+  async run() {
     const password = await this.readSecretInput(this.flags['password-file'], 'password', '--password-file')
     const {outcome} = await this.runControl({operation: 'service_accounts.credentials.put', serviceAccountId: this.args.account, username: this.flags.username, password})
     this.finish(outcome)
