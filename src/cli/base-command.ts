@@ -46,6 +46,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       baseFlags: (this.ctor as typeof BaseCommand).baseFlags,
       args: this.ctor.args,
       strict: this.ctor.strict,
+      enableJsonFlag: this.ctor.enableJsonFlag,
     })
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>

@@ -1,6 +1,6 @@
 // Settings as `config show` prints them: a URL keeps no password (store.url may be
 // postgres://user:password@…) and a setting whose name says it holds a secret shows [redacted].
-import {isSecretField, REDACTED, redactText} from '../engine/status/redact.js'
+import {isSecretField, REDACTED, redactText} from '../util/redact.js'
 
 export function redactSettings<T>(value: T, key = ''): T {
   if (typeof value === 'string') return (isSecretField(key) && value !== '' ? REDACTED : redactText(value)) as T

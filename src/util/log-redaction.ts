@@ -2,7 +2,7 @@
 // URL's password is replaced in messages, in fields and in serialized errors, and a field whose name
 // says it holds a secret is replaced whole (the rule of ../engine/status/redact.ts).
 import pino, {type LoggerOptions} from 'pino'
-import {isSecretField, REDACTED, redactText} from '../engine/status/redact.js'
+import {isSecretField, REDACTED, redactText} from './redact.js'
 
 export function redactingLogOptions(): Pick<LoggerOptions, 'hooks' | 'formatters' | 'serializers'> {
   return {

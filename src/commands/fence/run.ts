@@ -3,7 +3,7 @@ import {BaseCommand} from '../../cli/base-command.js'
 import {durationFlag} from '../../cli/flags.js'
 import {ExitCode} from '../../cli/exit-codes.js'
 import {republishLine} from '../../cli/fence-render.js'
-import {FENCE_RUN_ENV} from '../../engine/fence/environment.js'
+import {FENCE_RUN_ENV} from '../../config/fence-environment.js'
 import {runInFence} from '../../engine/fence/run.js'
 import {KitError} from '../../errors.js'
 

@@ -5,7 +5,7 @@ import {execa} from 'execa'
 import {artifactsDirOf} from '../../artifacts/store.js'
 import type {Engine} from '../context.js'
 import {beginFence, endFence, type BeginFenceInput, type EndFenceResult} from './lifecycle.js'
-import {FENCE_RUN_ENV} from './environment.js'
+import {FENCE_RUN_ENV} from '../../config/fence-environment.js'
 import type {FenceView} from './fence.js'
 
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const

@@ -9,7 +9,7 @@ import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {runPass} from '../pass/index.js'
 import {LANE_LABELS, type LaneName} from '../pass/lane.js'
-import {redactSecrets} from './redact.js'
+import {redactSecrets} from '../../util/redact.js'
 import {formatDuration} from './snapshot.js'
 
 export const OUTBOX_ACTIONS = {

@@ -17,7 +17,7 @@ import type {Engine} from '../context.js'
 import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {fenceView, type FenceView} from '../fence/fence.js'
 import {hostStatus, type HostStatus} from '../host-status.js'
-import {redactSecrets} from './redact.js'
+import {redactSecrets} from '../../util/redact.js'
 
 /** How many rows each list of the snapshot carries at most. */
 export const SNAPSHOT_LIST_LIMIT = 50

@@ -5,7 +5,7 @@ import pg from 'pg'
 import type {Settings} from '../../config/schema.js'
 import {KitError} from '../../errors.js'
 import type {Database} from '../schema.js'
-import {redactedUrl} from './redact.js'
+import {redactedUrl} from '../../util/redact.js'
 
 const INT8_OID = 20
 

@@ -1,5 +1,5 @@
 import {expect, test} from 'vitest'
-import {isSecretField, REDACTED, redactSecrets} from '../../../src/engine/status/redact.js'
+import {isSecretField, REDACTED, redactSecrets} from '../../../src/util/redact.js'
 
 test('fields whose names carry secrets are redacted at any depth; digests, fingerprints and other fields stay', () => {
   expect(

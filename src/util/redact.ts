@@ -1,12 +1,22 @@
 // The redaction rule for anything the status view prints from a row's payload or an audit row's
 // facts. The kit never writes a secret value there (only digests) — this is the second line: a field
 // whose name says it carries a secret shows `[redacted]` whatever it holds, and a URL keeps no
-// password (the store's own rule, redactedUrl). Digests of secrets are not secrets and stay visible,
+// password (redactedUrl). Digests of secrets are not secrets and stay visible,
 // so an operator can still compare them.
-import {redactedUrl} from '../../store/postgres/redact.js'
-import type {JsonValue} from '../../store/index.js'
+import type {JsonValue} from '../store/schema.js'
 
 export const REDACTED = '[redacted]'
+
+/** A database URL safe to print: the password removed. */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    parsed.password = ''
+    return parsed.toString()
+  } catch {
+    return 'postgres://(unparseable URL)'
+  }
+}
 
 const SECRET_NAME = /secret|passw(or)?d|passphrase|token|api[_-]?key|credential|authorization|cookie|private[_-]?key|signature/i
 const DIGEST_NAME = /(digest|sha256|fingerprint)$/i
