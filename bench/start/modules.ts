@@ -5,10 +5,9 @@
 //
 //   node --import tsx bench/start/modules.ts [--command reconcile] [--rounds 9]
 //
-// Rebuilds dist/ (scripts/bundle.mjs) to get esbuild's metafile.
+// Reads the esbuild metafile the build leaves in node_modules/.cache (npm run build first).
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {existsSync, readFileSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 import {parseArgs} from 'node:util'
@@ -56,31 +55,26 @@ for (const url of JSON.parse(process.argv[1])) {
 process.stdout.write(JSON.stringify(cpu))`
 
 async function main(): Promise<void> {
-  const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-modules-'))
-  try {
-    const metafile = path.join(workDir, 'meta.json')
-    execFileSync(process.execPath, ['scripts/bundle.mjs'], {cwd: repoRoot, env: {...process.env, BUNDLE_METAFILE: metafile}, stdio: 'inherit'})
-    const meta = JSON.parse(readFileSync(metafile, 'utf8')) as Metafile
-    const files = closure(meta, `dist/commands/${options.command!.replaceAll(' ', '/')}.js`)
-    const rounds: number[][] = []
-    for (let round = 0; round < Number(options.rounds); round++) {
-      const urls = files.map((file) => pathToFileURL(path.join(repoRoot, file)).href)
-      const output = execFileSync(process.execPath, ['--input-type=module', '-e', CHILD, JSON.stringify(urls)], {cwd: repoRoot, encoding: 'utf8'})
-      rounds.push(JSON.parse(output) as number[])
-    }
-    const rows = files.map((file, index) => ({
-      name: `${label(meta, file)}${index === 0 ? ' (the first import: with the ES module loader\'s warm-up)' : ''}`,
-      cpu: median(rounds.map((round) => round[index]!)),
-      kib: meta.outputs[file]!.bytes / 1024,
-    }))
-    console.log(`\n\`${options.command}\`: ${files.length} files, ${rounds.length} fresh processes, ${machineLoad()}\n`)
-    console.log('| chunk (largest parts) | KiB | median CPU ms |')
-    console.log('|---|---|---|')
-    for (const row of rows.sort((a, b) => b.cpu - a.cpu).filter((row) => row.cpu >= 2)) console.log(`| ${row.name} | ${row.kib.toFixed(0)} | ${row.cpu.toFixed(0)} |`)
-    console.log(`| **all ${files.length} files** | ${rows.reduce((sum, row) => sum + row.kib, 0).toFixed(0)} | ${rows.reduce((sum, row) => sum + row.cpu, 0).toFixed(0)} |`)
-  } finally {
-    rmSync(workDir, {recursive: true, force: true})
+  const metafile = path.join(repoRoot, 'node_modules/.cache/edgeworkers/bundle-meta.json')
+  if (!existsSync(metafile)) throw new Error(`no ${metafile}: run \`npm run build\` first`)
+  const meta = JSON.parse(readFileSync(metafile, 'utf8')) as Metafile
+  const files = closure(meta, `dist/commands/${options.command!.replaceAll(' ', '/')}.js`)
+  const rounds: number[][] = []
+  for (let round = 0; round < Number(options.rounds); round++) {
+    const urls = files.map((file) => pathToFileURL(path.join(repoRoot, file)).href)
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', CHILD, JSON.stringify(urls)], {cwd: repoRoot, encoding: 'utf8'})
+    rounds.push(JSON.parse(output) as number[])
   }
+  const rows = files.map((file, index) => ({
+    name: `${label(meta, file)}${index === 0 ? ' (the first import: with the ES module loader\'s warm-up)' : ''}`,
+    cpu: median(rounds.map((round) => round[index]!)),
+    kib: meta.outputs[file]!.bytes / 1024,
+  }))
+  console.log(`\n\`${options.command}\`: ${files.length} files, ${rounds.length} fresh processes, ${machineLoad()}\n`)
+  console.log('| chunk (largest parts) | KiB | median CPU ms |')
+  console.log('|---|---|---|')
+  for (const row of rows.sort((a, b) => b.cpu - a.cpu).filter((row) => row.cpu >= 2)) console.log(`| ${row.name} | ${row.kib.toFixed(0)} | ${row.cpu.toFixed(0)} |`)
+  console.log(`| **all ${files.length} files** | ${rows.reduce((sum, row) => sum + row.kib, 0).toFixed(0)} | ${rows.reduce((sum, row) => sum + row.cpu, 0).toFixed(0)} |`)
 }
 
 await main()
