@@ -1,7 +1,10 @@
 // Where a command's start-up goes, module by module: imports the built command's static closure of
 // chunks leaf-first in a fresh process, timing each chunk's load and evaluation (CPU, user+sys), and
 // names each chunk by the packages (or source folders) with the most bytes in it. Medians of --rounds
-// fresh processes. The first chunk also pays the ES module loader's warm-up.
+// fresh processes. The first chunk also pays the ES module loader's warm-up, and a bundled CommonJS
+// package (oclif, pino) runs when first required: its evaluation counts against the first chunk that
+// requires it, which may be a small one (src/cli/flags.ts for oclif). Only imports are timed, not
+// what the command then does.
 //
 //   node --import tsx bench/start/modules.ts [--command reconcile] [--rounds 9]
 //
