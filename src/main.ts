@@ -14,7 +14,7 @@ export async function run(dir: string): Promise<void> {
   }
   // dist/ is minified: stack traces need the source maps, but reading them costs every start. They
   // are read where a trace may be printed: with EDGEWORKERS_DEBUG, and in the long-running edge host.
-  if (process.env.EDGEWORKERS_DEBUG || /^host[ :]serve$/.test(argv.slice(0, 2).join(' ')) || argv[0] === 'host:serve') {
+  if (process.env.EDGEWORKERS_DEBUG || (argv[0] === 'host' && argv[1] === 'serve') || argv[0] === 'host:serve') {
     process.setSourceMapsEnabled(true)
   }
   await (await import('./cli/execute.js')).execute({dir})
