@@ -5,7 +5,7 @@ import {existsSync, readdirSync, statSync} from 'node:fs'
 import path from 'node:path'
 
 const STAMP = 'dist/.build-stamp'
-const INPUTS = ['src', 'package.json', 'tsconfig.json']
+const INPUTS = ['src', 'package.json', 'tsconfig.json', 'scripts/bundle.mjs']
 
 function newestMtime(entry) {
   const stat = statSync(entry)

@@ -91,7 +91,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * their info lines would only repeat it.
    */
   protected async engine(options: {interactive?: boolean} = {}): Promise<Engine> {
-    return createEngine(await this.store(), this.settings, this.logger(options))
+    return createEngine(await this.store(), this.settings, await this.logger(options))
   }
 
   /**
@@ -99,7 +99,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * person at a terminal (human format) sees warnings only — and errors only from a command that
    * reports its own outcome (`interactive`), whose retries and failures its output already says.
    */
-  protected logger(options: {interactive?: boolean} = {}): EngineLogger {
+  protected logger(options: {interactive?: boolean} = {}): Promise<EngineLogger> {
     const {settings, sources} = this.loadSettings()
     const format = resolveLogFormat(settings.log_format)
     let level = settings.log_level

@@ -2,7 +2,6 @@
 // coloured human line per event when a person reads a terminal. Commands log on stderr (stdout
 // stays for their own output); `host serve` logs on stdout.
 import pino, {type Logger} from 'pino'
-import pretty from 'pino-pretty'
 import type {Settings} from '../config/schema.js'
 import {redactingLogOptions} from '../util/log-redaction.js'
 
@@ -17,11 +16,13 @@ export function resolveLogFormat(format: Settings['log_format'], fd: 1 | 2 = 2):
   return (fd === 1 ? process.stdout : process.stderr).isTTY ? 'human' : 'json'
 }
 
-export function createLogger(options: {level: Settings['log_level']; format: LogFormat; fd: 1 | 2; base?: Record<string, unknown>}): Logger {
+export async function createLogger(options: {level: Settings['log_level']; format: LogFormat; fd: 1 | 2; base?: Record<string, unknown>}): Promise<Logger> {
   const {level, format, fd} = options
   if (format === 'json') {
     return pino({level, base: {pid: process.pid, ...options.base}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()}, pino.destination({fd, sync: true}))
   }
+  // Loaded only for a person at a terminal: cron passes and services log JSON.
+  const {default: pretty} = await import('pino-pretty')
   const stream = pretty({
     destination: fd,
     sync: true,

@@ -6,7 +6,6 @@
 import {existsSync} from 'node:fs'
 import {readdir, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 import pino from 'pino'
 import {request} from 'undici'
 import {settingsSchema, type Settings} from '../config/schema.js'
@@ -17,6 +16,7 @@ import {retireDepartment, type RetireOutcome} from '../engine/retire/retire-depa
 import {hostPairingCode, startHost, type RunningHost} from '../edge-host/host.js'
 import {pairWithHost} from '../provider/onprem/pairing.js'
 import {KitError} from '../errors.js'
+import {packagePath} from '../package-root.js'
 import {openStore} from '../store/index.js'
 import {createPrivateDir} from '../util/private-files.js'
 import {redactingLogOptions} from '../util/log-redaction.js'
@@ -30,7 +30,7 @@ const SANDBOX_MARKER = '.edgeworkers-quickstart'
 export function quickstartDir(settings: Settings): string {
   return path.join(settings.data_dir, 'quickstart')
 }
-const HELLO_FIXTURE = fileURLToPath(new URL('../../fixtures/workers/hello', import.meta.url))
+const HELLO_FIXTURE = packagePath('fixtures', 'workers', 'hello')
 
 export type QuickstartStep = 'store' | 'host' | 'pair' | 'tenant' | 'deploy' | 'fetch' | 'retire' | 'orphan-report'
 

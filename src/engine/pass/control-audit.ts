@@ -9,10 +9,12 @@
 // control.receipt.ack, exactly {"acknowledged": true}, else the backoff ladder.
 import type {EdgeProvider} from '../../provider/types.js'
 import type {OutboxRow} from '../../store/index.js'
-import {CONTROL_CODES, acknowledgeReceipt, controlPayloadOf, settleFromReceipt} from '../control/receipts.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 
 const RETIRED_LOG = 'Edge Worker control receipt settled: its Worker is retired'
+
+/** The receipt rules (and the protocol's schemas behind them) load once a row is claimed: most passes claim none. */
+const receipts = () => import('../control/receipts.js')
 
 export async function controlAuditLane(run: LaneRun): Promise<void> {
   if (run.gate.closed) return run.skip(run.gate.message)
@@ -54,6 +56,7 @@ async function recoveryRound(run: LaneRun, provider: EdgeProvider, tally: {retir
 async function recoverOne(run: LaneRun, provider: EdgeProvider, row: OutboxRow, tally: {retired: number}): Promise<RowOutcome> {
   const {store, log} = run.engine
   const token = row.lease_token!
+  const {CONTROL_CODES, controlPayloadOf, settleFromReceipt} = await receipts()
   const settleFailed = async (code: string, error: string): Promise<RowOutcome> => {
     if (!(await store.outbox.settle(row.id, token, {status: 'failed', errorCode: code, error}))) return 'skipped'
     log.warn({outboxId: row.id, code}, `Edge Worker control audit failed: ${error}`)
@@ -83,6 +86,7 @@ async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired
   while (!run.shouldStop()) {
     const claimed = await store.controlAudits.claimAcks({scope: run.scope, owner, limit: settings.control_audit.batch_size, leaseSeconds: settings.control_audit.lease_seconds})
     if (claimed.length === 0) return
+    const {CONTROL_CODES, acknowledgeReceipt} = await receipts()
     run.counts.claimed += claimed.length
     for (const row of claimed) {
       // A stamp not acted on holds the row until it passes (control_audit.lease_seconds).

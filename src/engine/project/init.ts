@@ -4,13 +4,13 @@ import {existsSync} from 'node:fs'
 import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 import {KitError} from '../../errors.js'
+import {packagePath} from '../../package-root.js'
 
 export const TEMPLATES = ['hello', 'durable-object', 'websocket', 'hono'] as const
 export type TemplateName = (typeof TEMPLATES)[number]
 
-const TEMPLATE_ROOT = fileURLToPath(new URL('../../../fixtures/templates', import.meta.url))
+const TEMPLATE_ROOT = packagePath('fixtures', 'templates')
 /** npm strips `.gitignore` from packages, so templates carry it as `gitignore`. */
 const RENAMED: Record<string, string> = {gitignore: '.gitignore'}
 

@@ -1,0 +1,43 @@
+// The CLI's entry (bin/run.js), bundled with the commands so that they share one @oclif/core. It
+// answers `--version` itself and loads oclif only for everything else.
+import {existsSync, readFileSync} from 'node:fs'
+import os from 'node:os'
+import {packagePath} from './package-root.js'
+
+/** Runs the command line; `dir` is bin/run.js's URL, from which oclif finds package.json. */
+export async function run(dir: string): Promise<void> {
+  const argv = process.argv.slice(2)
+  // oclif prints its user agent for a leading --version; the line alone is not worth loading oclif.
+  if (argv[0] === '--version') {
+    process.stdout.write(`${userAgent()}\n`)
+    return
+  }
+  // dist/ is minified: stack traces need the source maps, but reading them costs every start. They
+  // are read where a trace may be printed: with EDGEWORKERS_DEBUG, and in the long-running edge host.
+  if (process.env.EDGEWORKERS_DEBUG || (argv[0] === 'host' && argv[1] === 'serve') || argv[0] === 'host:serve') {
+    process.setSourceMapsEnabled(true)
+  }
+  await (await import('./cli/execute.js')).execute({dir})
+}
+
+/** The line oclif's Config builds: `edgeworkers/0.1.0 linux-x64 node-v20.20.2` (`wsl` under WSL outside a container). */
+function userAgent(): string {
+  const {name, version} = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as {name: string; version: string}
+  const arch = os.arch() === 'ia32' ? 'x86' : os.arch()
+  return `${name}/${version} ${isWsl() ? 'wsl' : process.platform}-${arch} node-${process.version}`
+}
+
+// The is-wsl and is-docker rules oclif applies.
+function isWsl(): boolean {
+  if (process.platform !== 'linux') return false
+  const microsoft = os.release().toLowerCase().includes('microsoft') || readOr('/proc/version').toLowerCase().includes('microsoft')
+  return microsoft && !(existsSync('/.dockerenv') || readOr('/proc/self/cgroup').includes('docker'))
+}
+
+function readOr(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    return ''
+  }
+}
