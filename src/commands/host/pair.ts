@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
-import {pairWithHost} from '../../provider/onprem/pairing.js'
+import {pairKit} from '../../engine/pairing.js'
 
 export default class HostPair extends BaseCommand<typeof HostPair> {
   static override description = `Pair the store with an edge host, using the one-time code the host printed.
@@ -20,9 +20,7 @@ scope onprem:<12 hex>. Exit codes: 0 paired, 2 bad URL, 6 code refused, 10 host 
   }
 
   async run() {
-    const store = await this.store()
-    const pairing = await pairWithHost(this.args['management-url'], this.flags.code, this.settings.provider.connect_timeout_ms + this.settings.provider.read_timeout_ms)
-    const saved = await store.kit.savePairing(pairing)
+    const saved = await pairKit(await this.store(), this.settings, this.args['management-url'], this.flags.code)
     return this.respond(saved, () => [`paired with ${saved.host_url}`, `scope        ${saved.scope}`, `fingerprint  ${saved.host_fingerprint}`].join('\n'))
   }
 }
