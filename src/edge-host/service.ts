@@ -227,6 +227,26 @@ export class HostService {
     return policyView(script.policy)
   }
 
+  /**
+   * The readiness probe, waiting up to `waitMs` for the release generation to go live: it answers as
+   * soon as a swap makes it live, or once the script holds another release (a newer upload replaced
+   * it; it will never go live), or when the wait is over.
+   */
+  async awaitLive(name: string, releaseGeneration: string, waitMs: number): Promise<AccessPolicy> {
+    const deadline = Date.now() + waitMs
+    for (;;) {
+      try {
+        return this.accessPolicy(name, releaseGeneration)
+      } catch (error) {
+        const remaining = deadline - Date.now()
+        const pending = error instanceof HostError && error.code === 'script_not_ready' && this.state.script(name)?.releaseGeneration === releaseGeneration
+        if (!pending || remaining <= 0) throw error
+        // Registered in the same turn as the check above, so no swap can slip between them.
+        if (!(await this.runtime.nextSwap(remaining))) throw error
+      }
+    }
+  }
+
   replaceAccessPolicy(name: string, body: ReplaceAccessPolicy): ControlResult<AccessPolicy> {
     assertScriptName(name)
     return this.state.control(name, 'access_policy.replace', body, (now) => {
