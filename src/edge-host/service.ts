@@ -555,7 +555,7 @@ export class HostService {
     if (shard !== null && shard !== undefined) this.restartInBackground(shard)
   }
 
-  /** Nobody waits for the swap: callers poll the readiness probe. Failures are retried by the shard. */
+  /** Nobody waits for the swap here: callers wait on the readiness probe. Failures are retried by the shard. */
   private restartInBackground(shard: number): void {
     this.runtime.restartShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
   }

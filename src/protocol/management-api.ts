@@ -10,7 +10,7 @@
 //   GET    /v1/inventory                             → Inventory
 //   GET    /v1/scripts?limit=&cursor=                → ScriptList          (sorted by name; limit ≤ 1000)
 //   PUT    /v1/scripts/:name        UploadScript     → ScriptDetails       (validated alone first; goes live
-//                                                                           shortly after — poll the probe)
+//                                                                           shortly after — see the probe)
 //   GET    /v1/scripts/:name                         → ScriptDetails
 //   POST   /v1/scripts/:name/retire                  → ScriptDetails       (permanent, idempotent; also for
 //                                                                           names the host never had)
