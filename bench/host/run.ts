@@ -341,6 +341,8 @@ async function measureManyWorkers(): Promise<{redeployMs: number; hostWorkerdMiB
     for (let index = 0; index < WORKERS; index++) await (await fetch(origin(index))).text()
   }
   await serveAll((index) => `${host.publicUrl}/${scriptName(`bench/${index}`)}/`)
+  // Replaced processes of the last swaps may still be draining: read once each shard runs one.
+  while (shardPids(host).length > DEFAULT_SHARDS) await sleep(100)
   const hostWorkerdMiB = shardPids(host).reduce((sum, pid) => sum + rssMiB(pid), 0)
   const redeploys: number[] = []
   for (let round = 0; round < 3; round++) {
@@ -494,11 +496,6 @@ async function main(): Promise<void> {
     await host.stop()
   }
 
-  const disturbance = await measureDisturbance()
-  console.error(`# disturbance measured (${machineLoad()})`)
-  const many = await measureManyWorkers()
-  console.error(`# ${WORKERS} Workers measured (${machineLoad()})`)
-
   const row = (label: string, target: Target) => {
     const result = summary(runs[target])
     const hop = targets[target].hop ? result.hopUsPerRequest.toFixed(0) : '–'
@@ -534,6 +531,15 @@ async function main(): Promise<void> {
       `| ${emptyShardRss.toFixed(0)} | ${fullShardRss.toFixed(0)} | ${(fullShardRss - emptyShardRss).toFixed(0)} |`,
       '',
       `The host process itself (node, state and proxy) held ${fullHostRss.toFixed(0)} MiB with 100 scripts; it does not grow per script beyond its GC noise.`,
+    ].join('\n'),
+  )
+
+  // Each section prints as soon as it is measured: a long run that is cut short keeps what it had.
+  const disturbance = await measureDisturbance()
+  console.log(
+    [
+      '',
+      `${new Date().toISOString()}, ${machineLoad()}`,
       '',
       `Deploys of A vs B of the same shard (overlap swaps): ${DEPLOYS} redeploys of A in ${disturbance.deploySeconds.toFixed(1)} s, B under ${CONNECTIONS} connections of load and ${WEBSOCKETS} open WebSockets (reopened when closed):`,
       '',
@@ -543,6 +549,14 @@ async function main(): Promise<void> {
       `| during the deploys of A | ${disturbance.disturbed.requests} | ${disturbance.disturbed.failures} | ${disturbance.disturbed.slow} | ${disturbance.disturbed.p99Ms.toFixed(1)} | ${disturbance.disturbed.maxMs.toFixed(0)} |`,
       '',
       `Aim: 0 failed or delayed requests and 0 closed WebSockets on B — measured **${disturbance.disturbed.failures} failed, ${disturbance.disturbed.slow} delayed, ${disturbance.closedSockets} WebSockets closed**.`,
+    ].join('\n'),
+  )
+
+  const many = await measureManyWorkers()
+  console.log(
+    [
+      '',
+      `${new Date().toISOString()}, ${machineLoad()}`,
       '',
       `${WORKERS} Workers on ${DEFAULT_SHARDS} shards (loaded in batches of 100 in ${(many.loadMs / 1000).toFixed(0)} s):`,
       '',
