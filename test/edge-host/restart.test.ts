@@ -1,5 +1,6 @@
 // A restarted host serves exactly what it served before: code, lockdowns, retirements, policies,
-// shard assignments — from its SQLite state in the data dir. Also: host.json, health, one host per dir.
+// shard assignments — from its SQLite state in the data dir. Also: host.json, health, one host per dir,
+// and a stop that waiting readiness probes do not hold up.
 import {readFileSync} from 'node:fs'
 import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
