@@ -1,15 +1,17 @@
 // A closed-loop HTTP load generator, run as its own process so it does not share an event loop
 // with the server it measures: CONNECTIONS keep-alive connections each send GET PATH back to back
-// for SECONDS, and it prints one JSON line {requests, seconds, rps, p50Ms, p99Ms, failures}.
+// for SECONDS (or until SIGTERM), and it prints one JSON line
+// {requests, seconds, rps, p50Ms, p99Ms, maxMs, failures, slow} (slow: requests over SLOW_MS).
 //
-//   node --import tsx bench/host/load.ts <url> <connections> <seconds> [host header]
+//   node --import tsx bench/host/load.ts <url> <connections> <seconds> [host header] [slow ms]
 import {Pool} from 'undici'
 
-const [url, connectionsText, secondsText, hostHeader] = process.argv.slice(2)
+const [url, connectionsText, secondsText, hostHeader, slowText] = process.argv.slice(2)
 if (!url || !connectionsText || !secondsText) throw new Error('usage: load.ts <url> <connections> <seconds>')
 const target = new URL(url)
 const connections = Number(connectionsText)
 const seconds = Number(secondsText)
+const slowMs = slowText ? Number(slowText) : Infinity
 const pool = new Pool(target.origin, {connections, pipelining: 1})
 
 const latencies: number[] = []
@@ -31,7 +33,11 @@ async function loop(): Promise<void> {
 }
 
 const began = performance.now()
-setTimeout(() => (running = false), seconds * 1000)
+const timer = setTimeout(() => (running = false), seconds * 1000)
+process.once('SIGTERM', () => {
+  clearTimeout(timer)
+  running = false
+})
 await Promise.all(Array.from({length: connections}, loop))
 const elapsed = (performance.now() - began) / 1000
 await pool.close()
@@ -39,5 +45,14 @@ await pool.close()
 latencies.sort((a, b) => a - b)
 const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0
 process.stdout.write(
-  `${JSON.stringify({requests: latencies.length, seconds: elapsed, rps: latencies.length / elapsed, p50Ms: percentile(50), p99Ms: percentile(99), failures})}\n`,
+  `${JSON.stringify({
+    requests: latencies.length,
+    seconds: elapsed,
+    rps: latencies.length / elapsed,
+    p50Ms: percentile(50),
+    p99Ms: percentile(99),
+    maxMs: latencies.at(-1) ?? 0,
+    failures,
+    slow: latencies.filter((latency) => latency > slowMs).length,
+  })}\n`,
 )

@@ -34,6 +34,7 @@ export const settingsSchema = z.strictObject({
       lease_seconds: seconds(90),
       readiness_deadline_seconds: seconds(600),
       readiness_probe_timeout_seconds: seconds(40),
+      /** Probes start at most this often (each waits on the host for the release to go live meanwhile). */
       readiness_probe_interval_ms: count(500, 10, 60_000),
       project_archive_max_bytes: count(2 * 1024 * 1024, 1, 64 * 1024 * 1024),
       bundle_max_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),

@@ -210,7 +210,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       stop: () => {
         stopping ??= (async () => {
           log.info('edge host stopping')
-          // Listeners stop accepting and drain first, then the shards, then the state.
+          // Listeners stop accepting and drain first (readiness probes waiting for a swap answer now),
+          // then the shards, then the state.
+          runtime.endWaits()
           await Promise.all(servers.map((server) => closeServer(server, settings.drain_timeout_ms)))
           await cleanUp()
           log.info('edge host stopped')

@@ -20,6 +20,7 @@ import {
   putRuntimeConfigSchema,
   putSecretSchema,
   putServiceAccountSchema,
+  READINESS_WAIT_MAX_MS,
   replaceAccessPolicySchema,
   replaceOperationSettingsSchema,
   revisionOnlySchema,
@@ -104,7 +105,11 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     route('GET', `/v1/scripts/${NAME}`, ({params}) => ok(service.details(params.name!))),
     route('POST', `/v1/scripts/${NAME}/retire`, ({params}) => ok(service.retire(params.name!))),
     route('POST', `/v1/scripts/${NAME}/lockdown`, ({params, json}) => ok(service.lockdown(params.name!, parse(controlMetaBodySchema, json ?? {})))),
-    route('GET', `/v1/scripts/${NAME}/access-policy`, ({params, query}) => ok(service.accessPolicy(params.name!, query.get('releaseGeneration')))),
+    route('GET', `/v1/scripts/${NAME}/access-policy`, async ({params, query}) => {
+      const releaseGeneration = query.get('releaseGeneration')
+      const waitMs = readinessWaitMs(query.get('waitMs'))
+      return ok(releaseGeneration !== null && waitMs > 0 ? await service.awaitLive(params.name!, releaseGeneration, waitMs) : service.accessPolicy(params.name!, releaseGeneration))
+    }),
     route('PUT', `/v1/scripts/${NAME}/access-policy`, ({params, json}) =>
       ok(service.replaceAccessPolicy(params.name!, parse(replaceAccessPolicySchema, json))),
     ),
@@ -290,6 +295,14 @@ function parse<S extends z.ZodType>(schema: S, json: unknown): z.output<S> {
   const where = issue.path.length > 0 ? issue.path.join('.') : 'body'
   const message = issue.code === 'unrecognized_keys' ? `unknown key ${issue.keys.join(', ')}` : issue.message
   throw new HostError('invalid_request', `${where}: ${message}`)
+}
+
+/** The readiness probe's `waitMs`: absent is 0 (answer at once). */
+function readinessWaitMs(text: string | null): number {
+  if (text === null) return 0
+  const waitMs = Number(text)
+  if (!/^\d+$/.test(text) || waitMs > READINESS_WAIT_MAX_MS) throw new HostError('invalid_request', `waitMs must be a whole number of milliseconds up to ${READINESS_WAIT_MAX_MS}, not ${JSON.stringify(text)}`)
+  return waitMs
 }
 
 function pathParam(schema: z.ZodType<string>, text: string, what: string): string {

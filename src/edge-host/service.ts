@@ -228,6 +228,26 @@ export class HostService {
     return policyView(script.policy)
   }
 
+  /**
+   * The readiness probe, waiting up to `waitMs` for the release generation to go live: it answers as
+   * soon as a swap makes it live, or once the script holds another release (a newer upload replaced
+   * it; it will never go live), or when the wait is over.
+   */
+  async awaitLive(name: string, releaseGeneration: string, waitMs: number): Promise<AccessPolicy> {
+    const deadline = Date.now() + waitMs
+    for (;;) {
+      try {
+        return this.accessPolicy(name, releaseGeneration)
+      } catch (error) {
+        const remaining = deadline - Date.now()
+        const pending = error instanceof HostError && error.code === 'script_not_ready' && this.state.script(name)?.releaseGeneration === releaseGeneration
+        if (!pending || remaining <= 0) throw error
+        // Registered in the same turn as the check above, so no swap can slip between them.
+        if (!(await this.runtime.nextSwap(remaining))) throw error
+      }
+    }
+  }
+
   replaceAccessPolicy(name: string, body: ReplaceAccessPolicy): ControlResult<AccessPolicy> {
     assertScriptName(name)
     return this.state.control(name, 'access_policy.replace', body, (now) => {
@@ -536,7 +556,7 @@ export class HostService {
     if (shard !== null && shard !== undefined) this.restartInBackground(shard)
   }
 
-  /** Nobody waits for the swap: callers poll the readiness probe. Failures are retried by the shard. */
+  /** Nobody waits for the swap here: callers wait on the readiness probe. Failures are retried by the shard. */
   private restartInBackground(shard: number): void {
     this.runtime.restartShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
   }

@@ -10,15 +10,18 @@
 //   GET    /v1/inventory                             → Inventory
 //   GET    /v1/scripts?limit=&cursor=                → ScriptList          (sorted by name; limit ≤ 1000)
 //   PUT    /v1/scripts/:name        UploadScript     → ScriptDetails       (validated alone first; goes live
-//                                                                           shortly after — poll the probe)
+//                                                                           shortly after — see the probe)
 //   GET    /v1/scripts/:name                         → ScriptDetails
 //   POST   /v1/scripts/:name/retire                  → ScriptDetails       (permanent, idempotent; also for
 //                                                                           names the host never had)
 //   POST   /v1/scripts/:name/lockdown  ControlMeta?  → ControlResult<Lockdown>
-//   GET    /v1/scripts/:name/access-policy[?releaseGeneration=G]
+//   GET    /v1/scripts/:name/access-policy[?releaseGeneration=G[&waitMs=W]]
 //                                                    → AccessPolicy        (with G: the readiness probe —
 //                                                                           200 only while G is live in a running
-//                                                                           shard, else 409 script_not_ready)
+//                                                                           shard, else 409 script_not_ready; with
+//                                                                           W ≤ READINESS_WAIT_MAX_MS the host answers
+//                                                                           as soon as G goes live, or once the script
+//                                                                           holds another release, or after W ms)
 //   PUT    /v1/scripts/:name/access-policy  ReplaceAccessPolicy → ControlResult<AccessPolicy>
 //   POST   /v1/scripts/:name/access-policy/api-key/rotate  RotateApiKey → ControlResult<AccessPolicy>
 //   POST   /v1/scripts/:name/access-policy/api-key/revoke  RevisionOnly → RevokeResult<AccessPolicy>
@@ -56,6 +59,9 @@ import {z} from 'zod'
 
 export const API_VERSION = 'v1'
 
+/** The longest a readiness probe may wait for its release to go live (`waitMs`): well under any proxy's idle timeout. */
+export const READINESS_WAIT_MAX_MS = 25_000
+
 const encode = encodeURIComponent
 
 export const paths = {
@@ -77,8 +83,8 @@ export const paths = {
   retire: (name: string) => `/v1/scripts/${name}/retire`,
   lockdown: (name: string) => `/v1/scripts/${name}/lockdown`,
   accessPolicy: (name: string) => `/v1/scripts/${name}/access-policy`,
-  readinessProbe: (name: string, releaseGeneration: string) =>
-    `/v1/scripts/${name}/access-policy?releaseGeneration=${encode(releaseGeneration)}`,
+  readinessProbe: (name: string, releaseGeneration: string, waitMs = 0) =>
+    `/v1/scripts/${name}/access-policy?releaseGeneration=${encode(releaseGeneration)}${waitMs > 0 ? `&waitMs=${waitMs}` : ''}`,
   secrets: (name: string) => `/v1/scripts/${name}/secrets`,
   secret: (name: string, secretName: string) => `/v1/scripts/${name}/secrets/${secretName}`,
   serviceAccounts: (name: string) => `/v1/scripts/${name}/service-accounts`,

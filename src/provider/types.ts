@@ -130,8 +130,11 @@ export interface EdgeProvider {
   uploadScript(input: UploadScriptInput, signal?: AbortSignal): Promise<ScriptDetails>
   /** null when the host has never had the script. */
   getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null>
-  /** The readiness probe (`access_policy.get` for a release generation): true once it serves. */
-  probeReadiness(scriptName: string, releaseGeneration: string, signal?: AbortSignal): Promise<boolean>
+  /**
+   * The readiness probe (`access_policy.get` for a release generation): true once it serves. With
+   * `waitMs` the host answers as soon as it serves (or it holds another release), waiting at most that long.
+   */
+  probeReadiness(scriptName: string, releaseGeneration: string, options?: {waitMs?: number; signal?: AbortSignal}): Promise<boolean>
   listScripts(cursor: string | null, signal?: AbortSignal): Promise<ScriptListPage>
   lockdownScript(scriptName: string, signal?: AbortSignal): Promise<void>
   /** Sends one control mutation; the host applies it at most once per mutation id and keeps a receipt. */

@@ -1,10 +1,11 @@
 // A restarted host serves exactly what it served before: code, lockdowns, retirements, policies,
-// shard assignments — from its SQLite state in the data dir. Also: host.json, health, one host per dir.
+// shard assignments — from its SQLite state in the data dir. Also: host.json, health, one host per dir,
+// and a stop that waiting readiness probes do not hold up.
 import {readFileSync} from 'node:fs'
 import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {readHostInfo, startHost} from '../../src/edge-host/host.js'
-import {paths} from '../../src/protocol/management-api.js'
+import {paths, READINESS_WAIT_MAX_MS} from '../../src/protocol/management-api.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {scriptNameFor, textWorker} from '../support/worker-fixtures.js'
 
@@ -93,4 +94,25 @@ test('lowering the shard count moves scripts onto the remaining shards', async (
   expect(inventory.shards).toHaveLength(1)
   for (const script of inventory.scripts) if (script.state !== 'retired') expect(script.shard).toBe(0)
   for (const [index, name] of scripts.active.entries()) expect(await (await fetch(`${host.publicUrl}/${name}/`)).text()).toBe(`active ${index}`)
+})
+
+test('a stopping host answers a readiness probe that waits for a swap, rather than holding it', async () => {
+  // A long coalescing window keeps the uploaded release stored but not live while the probe waits.
+  const waiting = await startTestHost({settings: {shards: 1, coalesce_window_ms: 3_000}})
+  try {
+    await waiting.pair()
+    const name = scriptNameFor('restart/probe-at-stop')
+    const release = textWorker('never live')
+    await waiting.client().upload(name, release)
+    const probe = waiting.client().call('GET', paths.readinessProbe(name, release.releaseGeneration, READINESS_WAIT_MAX_MS))
+    // The probe is inside the host (signed and parsed) once the nonce it used is spent: wait for that.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const stopped = waiting.stop()
+    const answer = await probe
+    expect(answer.status).toBe(409)
+    expect(answer.body.code).toBe('script_not_ready')
+    await stopped
+  } finally {
+    await waiting.stop()
+  }
 })

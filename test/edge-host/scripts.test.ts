@@ -6,7 +6,7 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
-import {paths, type ScriptDetails, type ScriptList} from '../../src/protocol/management-api.js'
+import {paths, READINESS_WAIT_MAX_MS, type ScriptDetails, type ScriptList} from '../../src/protocol/management-api.js'
 import {signRequest} from '../../src/protocol/signing.js'
 import {startTestHost, type HostClient, type HostResponse, type TestHost} from '../support/host.js'
 import {fixtureUpload, materializeOversizeFixture, moduleUpload, scriptNameFor, textWorker} from '../support/worker-fixtures.js'
@@ -251,6 +251,25 @@ describe('the readiness probe', () => {
     expect(probe.status).toBe(200)
     expect(probe.body).toMatchObject({mode: 'public'})
     expect((await client.call('GET', paths.readinessProbe(scriptNameFor('scripts/nowhere'), 'x'))).status).toBe(404)
+  })
+
+  test('with waitMs it answers once the release goes live, and at once for a release the script does not hold', async () => {
+    const name = scriptNameFor('scripts/readiness-wait')
+    const first = textWorker('waited for')
+    await client.upload(name, first)
+    // Asked right after the upload, before the swap: the answer is the live release, not a 409.
+    const waited = await client.call('GET', paths.readinessProbe(name, first.releaseGeneration, READINESS_WAIT_MAX_MS))
+    expect(waited.status).toBe(200)
+    expect((await worker(name)).text).toBe('waited for')
+    // Another release will never go live while the script holds this one: no wait.
+    const replaced = await client.call('GET', paths.readinessProbe(name, 'some-other-generation', READINESS_WAIT_MAX_MS))
+    expect(replaced.status).toBe(409)
+    expect(replaced.body.code).toBe('script_not_ready')
+    for (const waitMs of ['soon', '-1', '1.5', String(READINESS_WAIT_MAX_MS + 1)]) {
+      const refused = await client.call('GET', `${paths.readinessProbe(name, first.releaseGeneration)}&waitMs=${waitMs}`)
+      expect(refused.status).toBe(400)
+      expect(refused.body.code).toBe('invalid_request')
+    }
   })
 })
 

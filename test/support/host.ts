@@ -18,7 +18,7 @@ import pino from 'pino'
 import {request} from 'undici'
 import {startHost, type RunningHost} from '../../src/edge-host/host.js'
 import type {HostSettings} from '../../src/edge-host/service.js'
-import {paths, type ScriptDetails, type UploadScript} from '../../src/protocol/management-api.js'
+import {paths, READINESS_WAIT_MAX_MS, type ScriptDetails, type UploadScript} from '../../src/protocol/management-api.js'
 import {signRequest} from '../../src/protocol/signing.js'
 
 export interface TestHostOptions {
@@ -186,11 +186,12 @@ export class HostClient {
     return response.body
   }
 
-  /** Polls the readiness probe until that release generation is live. */
+  /** Probes readiness (the host waits for the swap) until that release generation is live. */
   async waitLive(name: string, releaseGeneration: string, timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      const response = await this.call('GET', paths.readinessProbe(name, releaseGeneration))
+      const waitMs = Math.max(0, Math.min(READINESS_WAIT_MAX_MS, deadline - Date.now()))
+      const response = await this.call('GET', paths.readinessProbe(name, releaseGeneration, waitMs))
       if (response.status === 200) return
       if (response.status !== 409 || Date.now() > deadline) {
         throw new Error(`${name}@${releaseGeneration} did not go live: ${response.status} ${response.text}`)

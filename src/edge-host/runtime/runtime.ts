@@ -54,6 +54,9 @@ export class WorkerdRuntime {
   private readonly modulesDir: string
   private readonly validator: Validator
   private readonly watchdog: Watchdog
+  /** Callers waiting for what some shard serves to change (see nextSwap). */
+  private readonly swapWaiters = new Set<() => void>()
+  private waitsEnded = false
 
   constructor(private readonly options: RuntimeOptions) {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
@@ -72,7 +75,10 @@ export class WorkerdRuntime {
           startTimeoutMs: options.startTimeoutMs,
           log: options.log,
           onStateChange: (state) => options.onShardState?.(index, state),
-          onSwapped: (event) => options.onSwapped?.(index, event),
+          onSwapped: (event) => {
+            options.onSwapped?.(index, event)
+            for (const wake of this.swapWaiters) wake()
+          },
           onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
         }),
     )
@@ -118,6 +124,29 @@ export class WorkerdRuntime {
   /** The release generation of a script live in its shard's running process, if any. */
   liveGeneration(script: string, shard: number | null): string | undefined {
     return shard === null ? undefined : this.shards[shard]?.liveGeneration(script)
+  }
+
+  /**
+   * Resolves once any shard finished a swap (what it serves changed) or after `timeoutMs`, with true;
+   * false once the host stops (see endWaits): nothing will change any more.
+   */
+  nextSwap(timeoutMs: number): Promise<boolean> {
+    if (this.waitsEnded) return Promise.resolve(false)
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer)
+        this.swapWaiters.delete(wake)
+        resolve(!this.waitsEnded)
+      }
+      const timer = setTimeout(wake, timeoutMs)
+      this.swapWaiters.add(wake)
+    })
+  }
+
+  /** Ends every wait for a swap now and from now on: a stopping host must not be held open by them. */
+  endWaits(): void {
+    this.waitsEnded = true
+    for (const wake of this.swapWaiters) wake()
   }
 
   /**

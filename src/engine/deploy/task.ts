@@ -216,11 +216,13 @@ async function readBack(provider: EdgeProvider, worker: WorkerRow, verified: Ver
 }
 
 /**
- * Polls the readiness probe for the uploaded release generation until the deadline. Each probe is
- * bounded (probe timeout, or what is left of the deadline); the lease is revalidated before and after
- * each probe so a runner that lost the row stops at once. A probe that throws counts as not ready.
- * After a probe that was not ready, a host that holds another release while a newer version of the
- * Worker is queued or deployed means ours was replaced: it will never answer, so stop at once.
+ * Probes readiness for the uploaded release generation until the deadline. Each probe is bounded
+ * (probe timeout, or what is left of the deadline) and asks the host to wait for the release to go
+ * live for half of that, so the gate learns it serves as soon as it does; probes start at most once
+ * per probe interval (a host that answers at once is not hammered). The lease is revalidated before
+ * and after each probe so a runner that lost the row stops at once. A probe that throws counts as not
+ * ready. After a probe that was not ready, a host that holds another release while a newer version of
+ * the Worker is queued or deployed means ours was replaced: it will never answer, so stop at once.
  */
 async function readinessGate(
   engine: Engine,
@@ -232,8 +234,11 @@ async function readinessGate(
   const renew = () => engine.store.outbox.renewLease(target.outboxId, target.token, {leaseSeconds: deploy.lease_seconds})
   while (Date.now() < deadline) {
     if (!(await renew())) return 'lease_lost'
-    const budget = Math.min(deploy.readiness_probe_timeout_seconds * 1000, deadline - Date.now())
-    const ready = await provider.probeReadiness(target.scriptName, target.releaseGeneration, AbortSignal.timeout(Math.max(1, budget))).catch(() => false)
+    const probeStarted = Date.now()
+    const budget = Math.max(1, Math.min(deploy.readiness_probe_timeout_seconds * 1000, deadline - probeStarted))
+    const ready = await provider
+      .probeReadiness(target.scriptName, target.releaseGeneration, {waitMs: budget / 2, signal: AbortSignal.timeout(budget)})
+      .catch(() => false)
     if (!(await renew())) return 'lease_lost'
     if (ready) return 'ready'
     const held = await provider.getScript(target.scriptName).catch(() => null)
@@ -241,7 +246,7 @@ async function readinessGate(
       const newer = await engine.store.deployments.newerDeploy(target.versionId)
       if (newer) return {superseded: newer}
     }
-    await sleep(Math.min(deploy.readiness_probe_interval_ms, Math.max(0, deadline - Date.now())))
+    await sleep(Math.min(probeStarted + deploy.readiness_probe_interval_ms, deadline) - Date.now())
   }
   return 'timeout'
 }

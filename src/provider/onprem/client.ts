@@ -17,6 +17,7 @@ import {
   identitySchema,
   inventorySchema,
   paths,
+  READINESS_WAIT_MAX_MS,
   scriptDetailsSchema,
   scriptListSchema,
   type Binding,
@@ -96,8 +97,10 @@ export class OnPremProvider implements EdgeProvider {
     return details && detailsOf(details)
   }
 
-  async probeReadiness(scriptName: string, releaseGeneration: string, signal?: AbortSignal): Promise<boolean> {
-    const policy = await this.call('GET', paths.readinessProbe(scriptName, releaseGeneration), {signal, absentOn: 'script_not_ready'})
+  async probeReadiness(scriptName: string, releaseGeneration: string, {waitMs = 0, signal}: {waitMs?: number; signal?: AbortSignal} = {}): Promise<boolean> {
+    // The host's answer must come well within the read timeout, which also bounds a waiting probe.
+    const wait = Math.floor(Math.min(waitMs, READINESS_WAIT_MAX_MS, this.options.readTimeoutMs / 2))
+    const policy = await this.call('GET', paths.readinessProbe(scriptName, releaseGeneration, wait), {signal, absentOn: 'script_not_ready'})
     return policy !== null
   }
 
