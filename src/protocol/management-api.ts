@@ -38,6 +38,9 @@
 //   DELETE /v1/scripts/:name/service-accounts       ControlMeta?     → ControlResult<Purge>
 //   GET    /v1/receipts/:mutationId?commandDigest=D  → Receipt
 //   POST   /v1/receipts/:mutationId/ack              → {acknowledged: true}
+//   GET    /v1/scripts/:name/tail                    → application/x-ndjson (live: one TailEvent per line, blank
+//                                                                           lines as heartbeats; see ./tail.ts)
+//   GET    /v1/workers/activity                      → WorkerActivity      (errors and p99 per Worker, recent window)
 //   GET    /v1/fence                                 → FenceStatus
 //   POST   /v1/fence                BeginFence       → Fence               (201; same id again → 200)
 //   GET    /v1/fence/:fenceId                        → Fence
@@ -95,6 +98,8 @@ export const paths = {
   fenceById: (fenceId: string) => `/v1/fence/${fenceId}`,
   fenceEnd: (fenceId: string) => `/v1/fence/${fenceId}/end`,
   snapshot: (fenceId: string) => `/v1/snapshot?fenceId=${encode(fenceId)}`,
+  tail: (name: string) => `/v1/scripts/${name}/tail`,
+  workerActivity: '/v1/workers/activity',
 } as const
 
 // ── Errors ──────────────────────────────────────────────────────────────────────────────────────
