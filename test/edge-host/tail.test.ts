@@ -9,6 +9,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import type {Engine} from '../../src/engine/context.js'
+import {takeSnapshot} from '../../src/engine/status/snapshot.js'
 import {tailWorker, type TailFilters, type TailNotice} from '../../src/engine/tail.js'
 import {KitError} from '../../src/errors.js'
 import type {TailEvent} from '../../src/protocol/tail.js'
@@ -206,10 +207,9 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     const mine = lines.filter((event) => event.script === script && event.path.startsWith('/counted-'))
     expect(mine.map((event) => event.path)).toEqual(['/counted-0', '/counted-1', '/counted-2'])
 
-    // status reads the activity window: this Worker, with its two errors.
-    const {provider} = await import('../../src/engine/provider.js').then(({requireProvider}) => requireProvider(engine, 'read activity'))
-    const activity = await provider.workerActivity()
-    expect(activity.workers.find((worker) => worker.script === script)).toMatchObject({errors: 2, lastError: 'Error: tail fixture boom v1', p99Ms: expect.any(Number)})
+    // The status snapshot (--json, and the Workers panel) names this Worker by department, with its two errors.
+    const snapshot = await takeSnapshot(engine)
+    expect(snapshot.workers?.workers.find((worker) => worker.script === script)).toMatchObject({department_id: department, errors: 2, lastError: 'Error: tail fixture boom v1', p99Ms: expect.any(Number)})
   })
 
   test('refusals: unknown Worker, bad flags — one line, documented exit code', async () => {
