@@ -106,6 +106,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       startTimeoutMs: settings.start_timeout_ms,
       egressAllow: settings.egress_allow,
       experimental: settings.experimental,
+      workerEvents: settings.worker_events,
       validationConcurrency: settings.validation_concurrency,
       scriptsOfShard: (index) => state.runnableScripts(index),
       moduleContent: (sha256) => state.moduleContent(sha256),
@@ -168,7 +169,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const tailSink = createTailSinkServer(tails, bodyBudget, log)
     const management = createManagementServer({
       service,
-      tails,
+      tails: settings.worker_events ? tails : null,
       state,
       metrics,
       signatureWindowSeconds: settings.signature_window_seconds,

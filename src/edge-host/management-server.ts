@@ -40,8 +40,8 @@ import type {TailHub} from './tail-hub.js'
 
 export interface ManagementServerOptions {
   service: HostService
-  /** Workers' events: live tails and the activity summary. */
-  tails: TailHub
+  /** Workers' events: live tails and the activity summary; null when host.worker_events is off. */
+  tails: TailHub | null
   state: HostState
   metrics: HostMetrics
   signatureWindowSeconds: number
@@ -145,9 +145,9 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     route('POST', '/v1/receipts/(?<item>[^/]+)/ack', ({params}) => ok(service.acknowledgeReceipt(pathParam(mutationIdSchema, params.item!, 'mutation id')))),
     route('GET', `/v1/scripts/${NAME}/tail`, ({params}) => {
       service.details(params.name!) // script_not_found for a name the host never had
-      return {...options.tails.subscribe(params.name!), contentType: 'application/x-ndjson'}
+      return {...workerEvents().subscribe(params.name!), contentType: 'application/x-ndjson'}
     }),
-    route('GET', '/v1/workers/activity', () => ok(options.tails.activity())),
+    route('GET', '/v1/workers/activity', () => ok(workerEvents().activity())),
     route('GET', '/v1/fence', () => ok(service.fenceStatus())),
     route('POST', '/v1/fence', ({json}) => {
       const {fence, created} = service.beginFence(parse(beginFenceSchema, json))
@@ -160,6 +160,11 @@ export function createManagementServer(options: ManagementServerOptions): http.S
       return {stream, dispose, contentType: 'application/x-tar'}
     }),
   ]
+
+  const workerEvents = (): TailHub => {
+    if (!options.tails) throw new HostError('worker_events_off', 'this host collects no Worker events (host.worker_events is false)')
+    return options.tails
+  }
 
   /** Pairing, refused for a while to a source that keeps sending wrong codes. */
   const pair = (code: string, source: string) => {

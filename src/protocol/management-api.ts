@@ -121,6 +121,7 @@ export const errorStatus = {
   receipt_not_found: 404,
   method_not_allowed: 405,
   script_not_ready: 409, // readiness probe: that release generation is not live (yet)
+  worker_events_off: 409, // tail: host.worker_events is false, the host collects no Worker events
   fence_active: 409, // another fence is active
   fence_lifted: 409, // beginning a fence id that was already lifted
   fence_required: 409, // a data snapshot needs the named fence to be the active one

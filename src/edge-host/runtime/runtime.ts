@@ -31,6 +31,8 @@ export interface RuntimeOptions {
   egressAllow: string[]
   /** host.experimental: workerd runs with `--experimental`. */
   experimental: boolean
+  /** host.worker_events: every Worker's traces go to the shard's tail Worker. */
+  workerEvents: boolean
   /** At most this many validation sandboxes run at once (uploads arriving meanwhile share the next). */
   validationConcurrency: number
   /** The scripts shard `index` must run, read at each swap. */
@@ -166,7 +168,7 @@ export class WorkerdRuntime {
     await mkdir(socketDir, {recursive: true, mode: 0o700})
     const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
     const config = renderShardConfig(scripts, {...this.renderOptions(), socketAddress: unixAddressOf(socketPaths), durableObjectRoot: (script) => this.durableObjectRoot(script),
-      tailSinkAddress: `unix:${tailSocketPath(this.options.dataDir)}`,
+      tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
     })
     const configPath = await writeConfig(dir, config.text)
     return {

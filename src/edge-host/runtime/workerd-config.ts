@@ -127,12 +127,13 @@ export interface RenderedConfig {
 
 export function renderShardConfig(
   scripts: RunnableScript[],
-  options: RenderOptions & {durableObjectRoot: (script: string) => string; /** workerd address of the host's tail listener. */ tailSinkAddress: string},
+  options: RenderOptions & {durableObjectRoot: (script: string) => string; /** workerd address of the host's tail listener; null: no tail Worker. */ tailSinkAddress: string | null},
 ): RenderedConfig {
-  const services = [HEALTH_WORKER, ...renderTailServices(options.tailSinkAddress)]
+  const tailed = options.tailSinkAddress !== null
+  const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(renderWorker(script, options, storage, {tailed: true}), ...renderServiceBindingTargets(script, options))
+    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   services.push(renderEgress(options.egressAllow))
