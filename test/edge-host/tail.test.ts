@@ -7,6 +7,7 @@ import {cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} fr
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
+import {applyControl} from '../../src/engine/control/apply.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import type {Engine} from '../../src/engine/context.js'
 import {takeSnapshot} from '../../src/engine/status/snapshot.js'
@@ -210,6 +211,24 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     // The status snapshot (--json, and the Workers panel) names this Worker by department, with its two errors.
     const snapshot = await takeSnapshot(engine)
     expect(snapshot.workers?.workers.find((worker) => worker.script === script)).toMatchObject({department_id: department, errors: 2, lastError: 'Error: tail fixture boom v1', p99Ms: expect.any(Number)})
+  })
+
+  test("the Worker's secret values never reach a tail or the log file", async () => {
+    const {engine, department, script} = await deployed()
+    const secret = 'sekrit-value-1234'
+    await applyControl(engine, {departmentId: department, request: {operation: 'secrets.put', name: 'TOKEN', value: secret}, actor: {type: 'operator', id: 'test'}})
+    const tail = startTail(engine, department)
+    // The shard restarts with the secret: until then the Worker logs "token undefined".
+    for (let sent = 0; !tail.events.some((event) => event.logs.some((line) => line.message === 'token [redacted]')); sent++) {
+      if (sent > 60) throw new Error('the Worker never logged its secret')
+      await send(script, `/secret?echo=${secret}`)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    await tail.stop()
+    const event = tail.events.find((candidate) => candidate.logs.some((line) => line.message === 'token [redacted]'))!
+    expect(event.path).toBe('/secret?echo=[redacted]')
+    expect(JSON.stringify(tail.events)).not.toContain(secret)
+    expect(readFileSync(logFile, 'utf8')).not.toContain(secret)
   })
 
   test('refusals: unknown Worker, bad flags — one line, documented exit code', async () => {
