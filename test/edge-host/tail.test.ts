@@ -3,6 +3,7 @@
 // its events reach live tails (several at once) through the signed streaming endpoint, filters
 // apply, a redeploy keeps the stream, a host restart reconnects it; the per-Worker metrics move by
 // exactly the requests sent; the Worker log file gets the same events; the CLI refuses bad input.
+import {spawn} from 'node:child_process'
 import {cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -14,7 +15,7 @@ import {takeSnapshot} from '../../src/engine/status/snapshot.js'
 import {tailWorker, type TailFilters, type TailNotice} from '../../src/engine/tail.js'
 import {KitError} from '../../src/errors.js'
 import type {TailEvent} from '../../src/protocol/tail.js'
-import {runCli} from '../support/cli.js'
+import {CLI_BIN, runCli} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
 import {describeStore} from '../support/stores.js'
@@ -213,6 +214,52 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(snapshot.workers?.workers.find((worker) => worker.script === script)).toMatchObject({department_id: department, errors: 2, lastError: 'Error: tail fixture boom v1', p99Ms: expect.any(Number)})
   })
 
+  test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 0; bad input is one line with its exit code', async () => {
+    const {department, script} = await deployed()
+    const settings = kit.settings()
+    const env = {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_STORE__URL: settings.store.url}
+    const start = (format: string) => {
+      const child = spawn(process.execPath, [CLI_BIN, 'tail', department, '--format', format, '--data-dir', settings.data_dir], {env})
+      const output = {stdout: '', stderr: ''}
+      child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()))
+      child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()))
+      return {child, output, exited: new Promise<number | null>((resolve) => child.once('exit', resolve))}
+    }
+    const json = start('json')
+    const pretty = start('pretty')
+    // Meanwhile, bad input: one line, the documented exit code, nothing written.
+    const refused = [
+      [['tail', 'no-such-department'], 5, /Worker no-such-department not found/],
+      [['tail', 'x', '--sampling-rate', '2'], 2, /--sampling-rate 2: must be a number above 0 and at most 1/],
+      [['tail', 'x', '--method', 'G E T'], 2, /--method G E T: not an HTTP method/],
+    ] as const
+    const emptyDir = path.join(root, 'cli-data')
+    const refusals = Promise.all(refused.map(([args], index) => runCli([...args, '--data-dir', index === 0 ? settings.data_dir : emptyDir], {EDGEWORKERS_STORE__URL: settings.store.url})))
+    for (let sent = 0; !json.output.stdout.includes('/from-cli') || !pretty.output.stdout.includes('/from-cli'); sent++) {
+      if (sent > 240) throw new Error(`the CLI tails never printed the request: ${json.output.stderr} ${pretty.output.stderr}`)
+      await send(script, '/from-cli')
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    json.child.kill('SIGINT')
+    pretty.child.kill('SIGINT')
+    expect(await json.exited).toBe(0)
+    expect(await pretty.exited).toBe(0)
+    expect(json.output.stderr).toBe(`tailing ${script} (Ctrl-C to stop)\n`)
+    const event = json.output.stdout.trim().split('\n').map((line) => JSON.parse(line) as TailEvent).find((candidate) => candidate.path === '/from-cli')!
+    expect(event).toMatchObject({script, method: 'GET', status: 200, outcome: 'ok'})
+    expect(event.logs.map((line) => line.level)).toEqual(['debug', 'log', 'info', 'warn', 'error'])
+    // Not a terminal: no colours.
+    expect(pretty.output.stdout).toMatch(/^\S+Z GET \/from-cli 200 ok \d+ms\n {2}\[debug\] debug v1 \/from-cli\n {2}\[log\] log v1 \/from-cli \{"n":1\}\n/m)
+    expect(pretty.output.stdout).not.toContain('\u001b[')
+    for (const [index, result] of (await refusals).entries()) {
+      expect(result.code, result.stderr).toBe(refused[index]![1])
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+      expect(result.stderr).toMatch(refused[index]![2])
+      expect(result.stdout).toBe('')
+    }
+    expect(existsSync(emptyDir)).toBe(false)
+  })
+
   test("the Worker's secret values never reach a tail or the log file", async () => {
     const {engine, department, script} = await deployed()
     const secret = 'sekrit-value-1234'
@@ -231,7 +278,7 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(readFileSync(logFile, 'utf8')).not.toContain(secret)
   })
 
-  test('refusals: unknown Worker, bad flags — one line, documented exit code', async () => {
+  test('an unknown Worker is refused before any streaming (not_found)', async () => {
     const {engine} = await deployed()
     const refusal = await tailWorker(engine, 'no-such-department', {filters: ALL, signal: new AbortController().signal})
       [Symbol.asyncIterator]()
@@ -242,20 +289,5 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
       )
     expect(refusal).toBeInstanceOf(KitError)
     expect((refusal as KitError).code).toBe('not_found')
-
-    const dataDir = path.join(root, 'cli-data')
-    expect(existsSync(dataDir)).toBe(false)
-    const cases = [
-      [['tail', 'x', '--sampling-rate', '2'], /--sampling-rate 2: must be a number above 0 and at most 1/],
-      [['tail', 'x', '--method', 'G E T'], /--method G E T: not an HTTP method/],
-    ] as const
-    const results = await Promise.all(cases.map(([args]) => runCli([...args, '--data-dir', dataDir])))
-    for (const [index, result] of results.entries()) {
-      expect(result.code, result.stderr).toBe(2)
-      expect(result.stderr.trim().split('\n')).toHaveLength(1)
-      expect(result.stderr).toMatch(cases[index]![1])
-      expect(result.stdout).toBe('')
-    }
-    expect(existsSync(dataDir)).toBe(false)
   })
 })
