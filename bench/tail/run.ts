@@ -10,7 +10,7 @@
 //
 // The load generator is ../host/load.ts, in its own process. Prints a Markdown summary for BENCHMARKS.md.
 import {spawn, type ChildProcess} from 'node:child_process'
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -84,7 +84,13 @@ async function startKit(label: string, workerEvents: boolean): Promise<Kit> {
 }
 
 /** `edgeworkers tail --format json`, each line handed to `onLine` with the time it was read. */
-async function startTail(kit: Kit, onLine: (line: string, readAt: number) => void): Promise<{stop(): Promise<void>}> {
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+async function startTail(kit: Kit, onLine: (line: string, readAt: number) => void): Promise<{stop(): Promise<number>}> {
   const child: ChildProcess = spawn(process.execPath, [CLI, 'tail', kit.department, '--format', 'json', '--data-dir', kit.dataDir], {stdio: ['ignore', 'pipe', 'pipe']})
   let pending = ''
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -106,10 +112,14 @@ async function startTail(kit: Kit, onLine: (line: string, readAt: number) => voi
     await fetch(`${kit.host.publicUrl}/${kit.script}/attach`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
+  const cpuAtAttach = cpuSeconds(child.pid!)
   return {
+    /** Ends the tail; the CPU seconds it used since it attached. */
     stop: async () => {
+      const used = cpuSeconds(child.pid!) - cpuAtAttach
       child.kill('SIGINT')
       await new Promise((resolve) => child.once('exit', resolve))
+      return used
     },
   }
 }
@@ -136,13 +146,22 @@ async function main(): Promise<void> {
   const on = await startKit('on', true)
   const results: Record<'off' | 'on' | 'tailed', LoadResult[]> = {off: [], on: [], tailed: []}
   let tailedLines = 0
+  const tailCpu: number[] = []
+  const hostCpu: Record<'on' | 'tailed', number[]> = {on: [], tailed: []}
+  const hostCpuDuring = async <T>(list: number[], work: () => Promise<T>): Promise<T> => {
+    const before = process.cpuUsage()
+    const result = await work()
+    const used = process.cpuUsage(before)
+    list.push((used.user + used.system) / 1e6)
+    return result
+  }
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       results.off.push(await load(`${off.host.publicUrl}/${off.script}/load`))
-      results.on.push(await load(`${on.host.publicUrl}/${on.script}/load`))
+      results.on.push(await hostCpuDuring(hostCpu.on, () => load(`${on.host.publicUrl}/${on.script}/load`)))
       const tail = await startTail(on, () => tailedLines++)
-      results.tailed.push(await load(`${on.host.publicUrl}/${on.script}/load`))
-      await tail.stop()
+      results.tailed.push(await hostCpuDuring(hostCpu.tailed, () => load(`${on.host.publicUrl}/${on.script}/load`)))
+      tailCpu.push(await tail.stop())
       log(`round ${round}: off ${results.off.at(-1)!.rps.toFixed(0)}/s, on ${results.on.at(-1)!.rps.toFixed(0)}/s, one tail ${results.tailed.at(-1)!.rps.toFixed(0)}/s; ${machineLoad()}`)
     }
 
@@ -175,7 +194,7 @@ Machine: ${machineLoad()} (at the end of the run).
 | worker_events on, no tail attached | ${rps(results.on).toFixed(0)} | ${p99(results.on).toFixed(1)} | ${failures(results.on)} | ${(rps(results.on) / rps(results.off)).toFixed(2)}× | 1.00× |
 | worker_events on, one \`tail --format json\` attached | ${rps(results.tailed).toFixed(0)} | ${p99(results.tailed).toFixed(1)} | ${failures(results.tailed)} | ${(rps(results.tailed) / rps(results.off)).toFixed(2)}× | ${(rps(results.tailed) / rps(results.on)).toFixed(2)}× |
 
-Lines the attached tail printed during its load rounds: ${tailedLines}.
+Lines the attached tail printed during its load rounds: ${tailedLines}. CPU seconds per ${SECONDS} s round (medians): the host process ${median(hostCpu.on).toFixed(2)} without a tail, ${median(hostCpu.tailed).toFixed(2)} with one; the \`tail\` process ${median(tailCpu).toFixed(2)}.
 
 console.log → line printed by \`edgeworkers tail\`: ${delays.length}/${SAMPLES} samples, median ${median(delays).toFixed(0)} ms, p99 ${percentile(delays, 99).toFixed(0)} ms, max ${Math.max(...delays).toFixed(0)} ms.`)
   } finally {

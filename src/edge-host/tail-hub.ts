@@ -81,14 +81,19 @@ export class TailHub {
       if (!redact) redactors.set(script, (redact = secretRedactor(this.options.secretValues(script))))
       events.push(eventOf(item, redact))
     }
+    const logLines: string[] = []
     for (const event of events) {
       this.count(event)
-      const line = `${JSON.stringify(event)}\n`
-      for (const subscriber of this.subscribers.get(event.script) ?? []) {
-        if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(line)
+      const subscribers = this.subscribers.get(event.script)
+      // Serialized once, and only when someone reads it.
+      if (!subscribers && !this.options.logFile) continue
+      const line = JSON.stringify(event)
+      for (const subscriber of subscribers ?? []) {
+        if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
       }
+      logLines.push(line)
     }
-    if (events.length > 0) this.options.logFile?.append(events.map((event) => JSON.stringify(event)))
+    if (logLines.length > 0) this.options.logFile?.append(logLines)
   }
 
   /** A live NDJSON stream of the script's events, until `dispose` or close(). */
