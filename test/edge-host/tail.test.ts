@@ -10,6 +10,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {applyControl} from '../../src/engine/control/apply.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
+import {retireDepartment} from '../../src/engine/retire/retire-department.js'
 import type {Engine} from '../../src/engine/context.js'
 import {takeSnapshot} from '../../src/engine/status/snapshot.js'
 import {tailWorker, type TailFilters, type TailNotice} from '../../src/engine/tail.js'
@@ -180,7 +181,7 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(tail.events.find((event) => event.path === '/after-restart')).toMatchObject({status: 200, outcome: 'ok'})
   })
 
-  test('per-Worker metrics move by exactly the requests sent; the log file has the events', async () => {
+  test('per-Worker metrics move by exactly the requests sent, and go when the Worker is retired; the log file has the events', async () => {
     const {engine, department, script} = await deployed()
     const metric = async (name: string, labels: string) => {
       const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
@@ -212,9 +213,15 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     // The status snapshot (--json, and the Workers panel) names this Worker by department, with its two errors.
     const snapshot = await takeSnapshot(engine)
     expect(snapshot.workers?.workers.find((worker) => worker.script === script)).toMatchObject({department_id: department, errors: 2, lastError: 'Error: tail fixture boom v1', p99Ms: expect.any(Number)})
+
+    // Retiring the Worker removes its series: the label set is bounded by the scripts served.
+    await retireDepartment(engine, {departmentId: department, companyId: kit.companyId})
+    const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
+    expect(text.split('\n').filter((line) => line.startsWith('edgeworkers_host_worker_') && line.includes(script))).toEqual([])
+    expect((await takeSnapshot(engine)).workers?.workers.map((worker) => worker.script)).not.toContain(script)
   })
 
-  test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 0; bad input is one line with its exit code', async () => {
+  test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 0; bad input is one line with its exit code', {timeout: 180_000}, async () => {
     const {department, script} = await deployed()
     const settings = kit.settings()
     const env = {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_STORE__URL: settings.store.url}
