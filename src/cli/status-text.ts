@@ -65,6 +65,13 @@ export function statusText(snapshot: StatusSnapshot): string {
             '',
           )}`
     }`,
+    snapshot.workers === null
+      ? 'workers: the edge host did not report their activity'
+      : `workers over the last ${formatWindow(snapshot.workers.windowSeconds)}, most errors first\n${table(
+          ['SCRIPT', 'DEPARTMENT', 'REQUESTS', 'ERRORS', 'P99', 'LAST ERROR'],
+          snapshot.workers.workers.map((row) => [row.script, row.department_id ?? '-', String(row.requests), String(row.errors), row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`, row.lastError ?? '-']),
+          'no requests',
+        )}`,
     `latest audit rows\n${table(
       ['TIME', 'ACTION', 'RESOURCE', 'ACTOR', 'RESULT'],
       snapshot.audit.map((row) => [isoTime(row.created_at), row.action, `${row.resource_type} ${row.resource_id}`, row.actor_id ? `${row.actor_type} ${row.actor_id}` : row.actor_type, row.result]),

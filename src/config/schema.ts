@@ -191,6 +191,18 @@ export const settingsSchema = z.strictObject({
        * experimental (e.g. the `experimental` compatibility flag). Off: such uploads are refused.
        */
       experimental: z.boolean().default(false),
+      /**
+       * Workers' events (tail, per-Worker metrics, the Workers panel, the log file) come from a tail
+       * Worker that runs after every invocation; off, none of them exist and requests cost less.
+       */
+      worker_events: z.boolean().default(true),
+      /** Write every Worker event as a JSON line to this file (absolute path); empty = no file. */
+      worker_log_file: z.string().regex(/^(\/.*)?$/, 'must be an absolute path or empty').default(''),
+      /** Past this size the Worker log file is rotated (<file>.1 … <file>.<worker_log_keep>). */
+      worker_log_max_bytes: count(50 * 1024 * 1024, 1024, 1024 * 1024 * 1024 * 1024),
+      worker_log_keep: count(5, 1, 100),
+      /** The window over which the host sums each Worker's requests, errors and p99 for `status`. */
+      worker_activity_window_seconds: seconds(300, 10, 3_600),
     })
     .prefault({}),
 })

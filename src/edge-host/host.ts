@@ -23,10 +23,12 @@ import {createManagementServer} from './management-server.js'
 import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
 import {PairingLimiter} from './pairing-limiter.js'
 import {isSameLiveProcess, processStartTime} from './runtime/process-identity.js'
-import {serviceBindingSocketPath, WorkerdRuntime} from './runtime/runtime.js'
+import {serviceBindingSocketPath, tailSocketPath, WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
 import {clearSnapshotLeftovers} from './snapshot.js'
 import {HostState, STATE_FILE} from './state.js'
+import {createTailSinkServer, TailHub} from './tail-hub.js'
+import {WorkerLogFile} from './worker-log-file.js'
 
 const HOST_INFO_FILE = 'host.json'
 const LOCK_FILE = 'host.lock'
@@ -105,6 +107,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       startTimeoutMs: settings.start_timeout_ms,
       egressAllow: settings.egress_allow,
       experimental: settings.experimental,
+      workerEvents: settings.worker_events,
       validationConcurrency: settings.validation_concurrency,
       scriptsOfShard: (index) => state.runnableScripts(index),
       moduleContent: (sha256) => state.moduleContent(sha256),
@@ -129,8 +132,19 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       },
     })
     cleanups.push(() => runtime.stop())
+    const tails = new TailHub({
+      metrics,
+      isServed: (script) => {
+        const route = state.route(script)
+        return route !== null && !route.retired
+      },
+      secretValues: (script) => state.secretValues(script),
+      logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,
+      activityWindowSeconds: settings.worker_activity_window_seconds,
+      log,
+    })
     let publicUrl = ''
-    const service = new HostService({dataDir, state, runtime, identity, settings, maxFenceTtlSeconds, publicUrl: () => publicUrl, log})
+    const service = new HostService({dataDir, state, runtime, identity, settings, maxFenceTtlSeconds, publicUrl: () => publicUrl, onRetired: (name) => tails.forget(name), log})
     const ready = () => runtime.ready()
     const readinessDetail = () => ({ready: ready(), shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state}))})
     // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script
@@ -153,8 +167,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     }
     const dataPlane = createDataPlaneServer(routing)
     const serviceBindings = createServiceBindingServer(routing)
+    const tailSink = createTailSinkServer(tails, bodyBudget, log)
     const management = createManagementServer({
       service,
+      tails: settings.worker_events ? tails : null,
       state,
       metrics,
       signatureWindowSeconds: settings.signature_window_seconds,
@@ -167,7 +183,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       readinessDetail,
       log,
     })
-    const servers: http.Server[] = [dataPlane, serviceBindings, management]
+    const servers: http.Server[] = [dataPlane, serviceBindings, tailSink, management]
     // Listeners first, so /livez answers (and requests wait) while the shards start.
     const listenAddress = await listenOrExplain(dataPlane, settings.listen, 'host.listen')
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))
@@ -175,6 +191,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     cleanups.push(() => closeServer(management, settings.drain_timeout_ms))
     await listenOnSocket(serviceBindings, serviceBindingSocketPath(dataDir))
     cleanups.push(() => closeServer(serviceBindings, settings.drain_timeout_ms))
+    await listenOnSocket(tailSink, tailSocketPath(dataDir))
+    cleanups.push(() => closeServer(tailSink, settings.drain_timeout_ms))
+    cleanups.push(() => tails.close())
     publicUrl = settings.public_url || urlOf(advertisable(listenAddress))
     const adminUrl = urlOf(advertisable(adminAddress))
 
@@ -210,9 +229,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       stop: () => {
         stopping ??= (async () => {
           log.info('edge host stopping')
-          // Listeners stop accepting and drain first (readiness probes waiting for a swap answer now),
+          // Listeners stop accepting and drain first — readiness probes waiting for a swap answer now,
+          // live tails end (they would hold the management listener's drain until its timeout) —
           // then the shards, then the state.
           runtime.endWaits()
+          tails.close()
           await Promise.all(servers.map((server) => closeServer(server, settings.drain_timeout_ms)))
           await cleanUp()
           log.info('edge host stopped')

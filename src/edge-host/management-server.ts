@@ -37,9 +37,12 @@ import {PairingRateLimited, type PairingLimiter} from './pairing-limiter.js'
 import type {HostMetrics} from './metrics.js'
 import type {HostService} from './service.js'
 import type {HostState} from './state.js'
+import type {TailHub} from './tail-hub.js'
 
 export interface ManagementServerOptions {
   service: HostService
+  /** Workers' events: live tails and the activity summary; null when host.worker_events is off. */
+  tails: TailHub | null
   state: HostState
   metrics: HostMetrics
   signatureWindowSeconds: number
@@ -145,6 +148,11 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     ),
     route('GET', '/v1/receipts/(?<item>[^/]+)', ({params, query}) => ok(service.receipt(pathParam(mutationIdSchema, params.item!, 'mutation id'), query.get('commandDigest')))),
     route('POST', '/v1/receipts/(?<item>[^/]+)/ack', ({params}) => ok(service.acknowledgeReceipt(pathParam(mutationIdSchema, params.item!, 'mutation id')))),
+    route('GET', `/v1/scripts/${NAME}/tail`, ({params}) => {
+      service.details(params.name!) // script_not_found for a name the host never had
+      return {...workerEvents().subscribe(params.name!), contentType: 'application/x-ndjson'}
+    }),
+    route('GET', '/v1/workers/activity', () => ok(workerEvents().activity())),
     route('GET', '/v1/fence', () => ok(service.fenceStatus())),
     route('POST', '/v1/fence', ({json}) => {
       const {fence, created} = service.beginFence(parse(beginFenceSchema, json))
@@ -157,6 +165,11 @@ export function createManagementServer(options: ManagementServerOptions): http.S
       return {stream, dispose, contentType: 'application/x-tar'}
     }),
   ]
+
+  const workerEvents = (): TailHub => {
+    if (!options.tails) throw new HostError('worker_events_off', 'this host collects no Worker events (host.worker_events is false)')
+    return options.tails
+  }
 
   /** Pairing, refused for a while to a source that keeps sending wrong codes. */
   const pair = (code: string, source: string) => {
@@ -250,8 +263,10 @@ async function streamAnswer(response: http.ServerResponse, result: StreamAnswer,
   try {
     await pipeline(result.stream, response)
   } catch (error) {
-    // The status line is gone: the caller sees a cut body, which it must treat as a failure.
-    log.warn({err: error}, 'streamed answer cut short')
+    // The status line is gone: the caller sees a cut body, which it must treat as a failure. A
+    // caller that leaves an endless stream (a live tail) is how such a stream ends: not worth a warning.
+    const callerLeft = (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE'
+    log[callerLeft ? 'debug' : 'warn']({err: error}, 'streamed answer cut short')
   } finally {
     await result.dispose()
   }

@@ -64,6 +64,45 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
+  // Per-Worker figures from the Workers' traces (./tail-hub.ts); labelled only for scripts the host
+  // serves, removed when a script is retired. workerd reports no CPU time and no subrequests in its
+  // traces (it hides timings), so there are no such metrics; the watchdog bounds CPU per shard.
+  readonly workerOutcomes = new Counter({
+    name: 'edgeworkers_host_worker_invocations_total',
+    help: 'Worker invocations by script and outcome (ok, exception, exceededCpu, exceededMemory, canceled, unknown).',
+    labelNames: ['script', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
+  readonly workerResponses = new Counter({
+    name: 'edgeworkers_host_worker_responses_total',
+    help: 'Worker responses by script and status class (1xx … 5xx; "none" when the Worker answered nothing).',
+    labelNames: ['script', 'status_class'] as const,
+    registers: [this.registry],
+  })
+
+  readonly workerExceptions = new Counter({
+    name: 'edgeworkers_host_worker_exceptions_total',
+    help: 'Uncaught exceptions thrown by Workers, by script.',
+    labelNames: ['script'] as const,
+    registers: [this.registry],
+  })
+
+  readonly workerWallSeconds = new Histogram({
+    name: 'edgeworkers_host_worker_wall_seconds',
+    help: 'Wall time of Worker invocations (start to end of the trace), by script.',
+    labelNames: ['script'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  })
+
+  readonly workerWebSockets = new Counter({
+    name: 'edgeworkers_host_worker_websockets_total',
+    help: 'WebSocket connections a Worker accepted (answered 101), by script.',
+    labelNames: ['script'] as const,
+    registers: [this.registry],
+  })
+
   constructor(sources: MetricSources) {
     new Gauge({
       name: 'edgeworkers_host_workers_quarantined',

@@ -59,6 +59,8 @@ export interface ServiceOptions {
   maxFenceTtlSeconds: number
   /** The data plane's advertised URL. */
   publicUrl: () => string
+  /** A script was just retired (its per-Worker metrics and activity go). */
+  onRetired?(name: string): void
   log: Logger
 }
 
@@ -196,6 +198,7 @@ export class HostService {
     this.state.retire(name)
     if (before && before.retiredAt === null) {
       this.options.log.info({script: name}, 'script retired')
+      this.options.onRetired?.(name)
       // The data plane answers 404 from now on; the restart just unloads the code.
       if (before.shard !== null) this.restartInBackground(before.shard)
     }

@@ -777,6 +777,12 @@ export class HostState {
     return {revoked: true, settings: this.operationSettings(name)}
   }
 
+  /** The values of a script's secrets (and service-account passwords): kept out of its tail events. */
+  secretValues(name: string): string[] {
+    const rows = this.sql('SELECT value FROM secrets WHERE script = @name UNION ALL SELECT password FROM service_accounts WHERE script = @name').all({name}) as Array<{value: string}>
+    return rows.map((row) => row.value)
+  }
+
   secrets(name: string): Array<{name: string; sha256: string; updatedAt: number}> {
     return this.sql('SELECT name, sha256, updated_at AS updatedAt FROM secrets WHERE script = ? ORDER BY name').all(name) as Array<{
       name: string

@@ -41,6 +41,9 @@
 //   DELETE /v1/scripts/:name/service-accounts       ControlMeta?     → ControlResult<Purge>
 //   GET    /v1/receipts/:mutationId?commandDigest=D  → Receipt
 //   POST   /v1/receipts/:mutationId/ack              → {acknowledged: true}
+//   GET    /v1/scripts/:name/tail                    → application/x-ndjson (live: one TailEvent per line, blank
+//                                                                           lines as heartbeats; see ./tail.ts)
+//   GET    /v1/workers/activity                      → WorkerActivity      (errors and p99 per Worker, recent window)
 //   GET    /v1/fence                                 → FenceStatus
 //   POST   /v1/fence                BeginFence       → Fence               (201; same id again → 200)
 //   GET    /v1/fence/:fenceId                        → Fence
@@ -101,6 +104,8 @@ export const paths = {
   fenceById: (fenceId: string) => `/v1/fence/${fenceId}`,
   fenceEnd: (fenceId: string) => `/v1/fence/${fenceId}/end`,
   snapshot: (fenceId: string) => `/v1/snapshot?fenceId=${encode(fenceId)}`,
+  tail: (name: string) => `/v1/scripts/${name}/tail`,
+  workerActivity: '/v1/workers/activity',
 } as const
 
 // ── Errors ──────────────────────────────────────────────────────────────────────────────────────
@@ -122,6 +127,7 @@ export const errorStatus = {
   receipt_not_found: 404,
   method_not_allowed: 405,
   script_not_ready: 409, // readiness probe: that release generation is not live (yet)
+  worker_events_off: 409, // tail: host.worker_events is false, the host collects no Worker events
   fence_active: 409, // another fence is active
   fence_lifted: 409, // beginning a fence id that was already lifted
   fence_required: 409, // a data snapshot needs the named fence to be the active one

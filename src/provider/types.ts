@@ -1,5 +1,6 @@
 // The provider seam: the engine speaks to an edge runtime only through this interface and never
 // speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon.
+import type {TailEvent, WorkerActivity} from '../protocol/tail.js'
 import type {
   AccessPolicy as WireAccessPolicy,
   OperationSettings,
@@ -162,6 +163,13 @@ export interface EdgeProvider {
    * fence `fenceId` is active. A cut or refused download leaves no file behind.
    */
   downloadSnapshot(fenceId: string, file: string, signal?: AbortSignal): Promise<{size: number; sha256: string}>
+  /**
+   * The script's events live, as the host sees them, until `signal` aborts (then it ends quietly) or
+   * the stream is cut (then it throws a ProviderError; the caller reconnects).
+   */
+  tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailEvent>
+  /** Requests, errors and p99 per Worker over the host's recent window. */
+  workerActivity(signal?: AbortSignal): Promise<WorkerActivity>
 }
 
 /**

@@ -15,12 +15,13 @@ export interface Line {
   inverse?: boolean
 }
 
-export const PANELS = ['leased', 'attention', 'retirements', 'audit'] as const
+export const PANELS = ['leased', 'attention', 'workers', 'retirements', 'audit'] as const
 export type PanelName = (typeof PANELS)[number]
 
 const PANEL_TITLES: Record<PanelName, string> = {
   leased: 'Leased',
   attention: 'Failed/uncertain',
+  workers: 'Workers',
   retirements: 'Retirements',
   audit: 'Audit',
 }
@@ -34,6 +35,8 @@ export interface ListItem {
   open?: OpenTarget
   /** r (retry) and c (cancel) act on this outbox row. */
   outboxId?: string
+  /** t opens the live tail of this script. */
+  tailScript?: string
 }
 
 export type OpenTarget = {kind: 'group'; group: ErrorGroupKey} | {kind: 'row'; id: string} | {kind: 'fields'; title: string; lines: string[]}
@@ -139,6 +142,7 @@ export function tabsLine(panel: PanelName, snapshot: StatusSnapshot, filter: Row
   const counts: Record<PanelName, string> = {
     leased: formatCount(snapshot.lanes.reduce((sum, lane) => sum + lane.leased, 0)),
     attention: formatCount(snapshot.errorGroups.reduce((sum, group) => sum + group.count, 0)),
+    workers: snapshot.workers === null ? '-' : formatCount(snapshot.workers.workers.reduce((sum, row) => sum + row.errors, 0)),
     retirements: `${snapshot.retirements.pending}+${snapshot.orphans?.pending ?? 0}`,
     audit: String(snapshot.audit.length),
   }
@@ -184,6 +188,36 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           open: {kind: 'group', group: {status: group.status, operation: group.operation, last_error_code: group.last_error_code}},
         })),
         empty: 'no failed or uncertain rows',
+      }
+    case 'workers':
+      return {
+        columns: [
+          {header: 'DEPARTMENT / SCRIPT', width: 22},
+          {header: 'REQ', width: 6, align: 'right'},
+          {header: 'ERR', width: 6, align: 'right'},
+          {header: 'P99', width: 7, align: 'right'},
+          {header: 'LAST ERROR', width: 'flex'},
+        ],
+        items: (snapshot.workers?.workers ?? []).map((row) => ({
+          cells: [row.department_id ?? row.script, formatCount(row.requests), formatCount(row.errors), row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`, row.lastError ?? ''],
+          filterable: {script: row.script, id: row.worker_id, text: `${row.script} ${row.department_id ?? ''} ${row.lastError ?? ''}`},
+          tone: row.errors > 0 ? 'red' : undefined,
+          tailScript: row.script,
+          open: {
+            kind: 'fields',
+            title: `Worker ${row.script}`,
+            lines: fieldLines([
+              ['script', row.script],
+              ['department', row.department_id ?? '- (not owned by this store)'],
+              ['worker', row.worker_id ?? '-'],
+              ['requests', `${row.requests} in the last ${formatWindow(snapshot.workers!.windowSeconds)}`],
+              ['errors', String(row.errors)],
+              ['p99', row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)} ms`],
+              ['last error', row.lastError ?? '-'],
+            ]),
+          },
+        })),
+        empty: snapshot.workers === null ? 'the edge host did not report Worker activity' : `no Worker requests in the last ${formatWindow(snapshot.workers.windowSeconds)}`,
       }
     case 'retirements': {
       const retiring = snapshot.retirements.workers.map((worker): ListItem => ({

@@ -9,6 +9,7 @@ import type {ErrorGroupKey, StatusSource} from '../engine/status/source.js'
 import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES, type LaneName} from '../engine/pass/lane.js'
 import {messageOf} from '../errors.js'
+import {renderTailEvent} from '../cli/tail-render.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import {parseFilter, type RowFilter} from './filter.js'
 import {clip, formatInterval, shortId} from './format.js'
@@ -35,6 +36,8 @@ import {
 export const MIN_COLUMNS = 60
 export const MIN_ROWS = 14
 
+const NOTHING_SELECTED: Record<PanelName, number> = {leased: 0, attention: 0, workers: 0, retirements: 0, audit: 0}
+
 export interface StatusAppProps {
   source: StatusSource
   intervalMs: number
@@ -44,6 +47,8 @@ type Screen =
   | {kind: 'group'; group: ErrorGroupKey; rows: OutboxRowSummary[] | null; error: string | null; selected: number}
   | {kind: 'row'; id: string; detail: OutboxRowDetail | null | undefined; error: string | null; scroll: number}
   | {kind: 'fields'; title: string; lines: string[]; scroll: number}
+  /** A live tail: its newest lines; leaving the screen stops it. */
+  | {kind: 'tail'; script: string; lines: string[]; notice: string | null; stop: AbortController}
 
 type Overlay =
   | {kind: 'help'}
@@ -55,6 +60,9 @@ interface Message {
   tone: 'info' | 'ok' | 'error'
   text: string
 }
+
+/** Lines a tail screen keeps. */
+const TAIL_LINES_KEPT = 500
 
 const firstLineOf = (error: unknown) => messageOf(error).split('\n')[0]!
 
@@ -72,7 +80,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   const [snapshot, setSnapshot] = useState<StatusSnapshot | null>(null)
   const [refreshError, setRefreshError] = useState<string | null>(null)
   const [panel, setPanel] = useState<PanelName>('leased')
-  const [selected, setSelected] = useState<Record<PanelName, number>>({leased: 0, attention: 0, retirements: 0, audit: 0})
+  const [selected, setSelected] = useState<Record<PanelName, number>>(NOTHING_SELECTED)
   const [screens, screensRef, setScreens] = useLatest<Screen[]>([])
   const [overlay, overlayRef, setOverlay] = useLatest<Overlay | null>(null)
   const [filter, filterRef, setFilter] = useLatest<RowFilter | null>(null)
@@ -138,6 +146,29 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   }, [refresh, intervalMs])
   useEffect(() => () => stopActions.current.abort(), [])
 
+  const openTail = (script: string) => {
+    const stop = new AbortController()
+    const signal = AbortSignal.any([stop.signal, stopActions.current.signal])
+    const update = (change: (screen: Extract<Screen, {kind: 'tail'}>) => Screen) =>
+      mounted.current && setScreens((stack) => stack.map((screen) => (screen.kind === 'tail' && screen.stop === stop ? change(screen) : screen)))
+    setScreens((stack) => [...stack, {kind: 'tail', script, lines: [], notice: 'connecting…', stop}])
+    source
+      .tail(
+        script,
+        signal,
+        (event) => update((screen) => ({...screen, notice: null, lines: [...screen.lines, ...renderTailEvent(event, false).split('\n')].slice(-TAIL_LINES_KEPT)})),
+        (notice) => update((screen) => ({...screen, notice: notice.kind === 'tailing' ? 'waiting for requests…' : `reconnecting: ${notice.reason}`})),
+      )
+      .catch((error: unknown) => update((screen) => ({...screen, notice: `tail ended: ${firstLineOf(error)}`})))
+  }
+
+  const back = () =>
+    setScreens((stack) => {
+      const leaving = stack.at(-1)
+      if (leaving?.kind === 'tail') leaving.stop.abort()
+      return stack.slice(0, -1)
+    })
+
   const top = screens.at(-1)
   const list: PanelList | null = useMemo(() => {
     if (top?.kind === 'group') return top.rows ? groupRowsList(top.rows, Date.parse(snapshot?.takenAt ?? new Date().toISOString())) : null
@@ -163,6 +194,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   }
 
   const move = (delta: number) => {
+    if (top?.kind === 'tail') return
     if (top?.kind === 'row' || top?.kind === 'fields') {
       replaceTop((screen) => (screen.kind === 'row' || screen.kind === 'fields' ? {...screen, scroll: Math.max(0, screen.scroll + delta)} : null))
       return
@@ -219,7 +251,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
         const parsed = parseFilter(overlay.text)
         if (parsed.ok) {
           setFilter(parsed.filter)
-          setSelected({leased: 0, attention: 0, retirements: 0, audit: 0})
+          setSelected(NOTHING_SELECTED)
           replaceTop((screen) => (screen.kind === 'group' ? {...screen, selected: 0} : null))
           setMessage(parsed.filter ? {tone: 'info', text: `filter: ${parsed.filter.source}`} : {tone: 'info', text: 'filter cleared'})
           setOverlay(null)
@@ -256,7 +288,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     if (input === '?') setOverlay({kind: 'help'})
     else if (input === '/') setOverlay({kind: 'filter', text: filterRef.current?.source ?? ''})
     else if (input === 'p') setOverlay({kind: 'lanes'})
-    else if (key.escape || key.backspace || key.delete) setScreens((stack) => stack.slice(0, -1))
+    else if (key.escape || key.backspace || key.delete) back()
+    else if (input === 't' && !top && current?.tailScript) openTail(current.tailScript)
     else if (key.upArrow || input === 'k') move(-1)
     else if (key.downArrow || input === 'j') move(1)
     else if (key.pageUp) move(-10)
@@ -319,6 +352,11 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       if (!list) return [title, {text: 'loading…', color: 'gray'}]
       return [title, ...listLines(list, items, filter !== null, top.selected, room - 1, columns)]
     }
+    if (top.kind === 'tail') {
+      const title: Line = {text: clip(`live tail of ${top.script}   esc back`, columns), bold: true, color: 'cyan'}
+      const shown = top.lines.slice(-Math.max(0, room - (top.notice ? 2 : 1)))
+      return [title, ...(top.notice ? [{text: clip(top.notice, columns), color: 'gray' as const}] : []), ...shown.map((text) => ({text: clip(text, columns)}))]
+    }
     const title: Line = {text: clip(`${top.kind === 'row' ? `outbox row ${top.id}` : top.title}   ↑↓ scroll  esc back${top.kind === 'row' ? '  r retry  c cancel' : ''}`, columns), bold: true, color: 'cyan'}
     let body: string[]
     if (top.kind === 'fields') body = top.lines
@@ -346,7 +384,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   /** As many key hints as fit, `? keys` and `q quit` always. */
   function keysLine(): Line {
     if (overlay?.kind === 'filter') return {text: clip(`filter: ${overlay.text}█`, columns), color: 'cyan', bold: true}
-    const hints = top ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter'] : ['tab/←→ panel', '↑↓ row', 'enter open', 'r retry', 'c cancel', 'p pass', '/ filter']
+    const hints = top ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter'] : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', 'r retry', 'c cancel', 'p pass', '/ filter']
     const always = '? keys  q quit'
     let shown = ''
     for (const hint of hints) if (shown.length + hint.length + 2 + always.length <= columns) shown += `${hint}  `
@@ -355,10 +393,11 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
 }
 
 const HELP: Array<[string, string]> = [
-  ['tab, →, l / shift-tab, ←, h', 'next / previous panel (Leased, Failed/uncertain, Retirements, Audit)'],
+  ['tab, →, l / shift-tab, ←, h', 'next / previous panel (Leased, Failed/uncertain, Workers, Retirements, Audit)'],
   ['↑ ↓, j k, PgUp PgDn', 'move between rows; scroll a row’s details'],
   ['enter', 'open: a failed/uncertain group lists its rows; a row shows ids, lease, error, payload'],
   ['esc, backspace', 'back'],
+  ['t', 'Workers panel: open the live tail of the selected Worker (esc leaves it)'],
   ['r', 'retry the selected outbox row now (asks first; refused while a runner holds its lease)'],
   ['c', 'cancel the selected outbox row (asks first; refused while leased or deploying)'],
   ['p', 'run one pass of a lane (recovery, deferred, artifact_cleanup, control_audit, host_reconcile)'],

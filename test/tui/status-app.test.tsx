@@ -85,6 +85,8 @@ describeEachStore('status view', (t) => {
     expect(groups).toMatch(/failed +deploy +edge_host_5xx +1/)
     expect(groups).toMatch(/uncertain +artifact_cleanup +worker_readiness_timeout +1/)
     stdin.write(KEYS.tab)
+    expect(await waitForFrame(lastFrame, '[Workers -]')).toContain('the edge host did not report Worker activity')
+    stdin.write(KEYS.tab)
     expect(await waitForFrame(lastFrame, '[Retirements 0+0]')).toContain('no pending retirements or orphans')
     stdin.write(KEYS.tab)
     await waitForFrame(lastFrame, '[Audit 0]')

@@ -1,7 +1,7 @@
 // `edgeworkers status` end to end in a real terminal: the built CLI runs inside tmux (its own server
 // socket) against a real SQLite store and a real edge host running real workerd. Keys go in with
 // send-keys; the pane is captured and polled until it shows what each step expects. Covers the live
-// view, navigation and drill-in, an action with its confirmation, the filter's refusal, resizing to
+// view, navigation and drill-in, the Workers panel and a live tail opened from it, an action with its confirmation, the filter's refusal, resizing to
 // 80×24 and below the minimum, the host going down under it, and q restoring the terminal.
 import {execFileSync} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
@@ -43,6 +43,7 @@ async function waitForPane(expected: string | RegExp | ((text: string) => boolea
 let host: TestHost
 let store: Store
 let failedId: string
+let script: string
 const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-status-tmux-'))
 
 beforeAll(async () => {
@@ -56,6 +57,9 @@ beforeAll(async () => {
   await store.tenants.createDepartment({id: 'acme-sales', company_id: 'acme', name: 'Sales'})
   const deployed = await deployWorker(await createEngine(store, settings), {projectDir: path.join(FIXTURES_DIR, 'hello'), departmentId: 'acme-sales', wait: true})
   expect(deployed.state).toBe('completed')
+  script = deployed.scriptName
+  // One request, so the Workers panel has a row.
+  expect((await fetch(`${host.publicUrl}/${script}/before`)).status).toBe(200)
   const {row} = await store.outbox.enqueue({
     operation: 'artifact_cleanup',
     dedupe_key: 'tmux:failed',
@@ -122,6 +126,22 @@ test('the live view in a real terminal: navigate, drill in, act, filter, resize,
   sendKeys('Escape')
   await waitForPane('rows with last error artifact_delete_failed')
   sendKeys('Escape')
+  await waitForPane('[Failed/uncertain 0]')
+
+  // The Workers panel names the Worker by department; t opens its live tail inside the view.
+  sendKeys('Tab')
+  await waitForPane(/^acme-sales +[1-9]\d* +0 +\d+ms/m)
+  sendKeys('t')
+  await waitForPane(`live tail of ${script}`)
+  await waitForPane('waiting for requests…')
+  for (let sent = 0; !pane().includes('GET /from-tmux 200 ok'); sent++) {
+    if (sent > 40) throw new Error(`the tail in the view never showed the request; it shows:\n${pane()}`)
+    await fetch(`${host.publicUrl}/${script}/from-tmux`)
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+  sendKeys('Escape')
+  await waitForPane('[Workers')
+  sendKeys('BTab')
   await waitForPane('[Failed/uncertain 0]')
   sendKeys('?')
   await waitForPane('run one pass of a lane')

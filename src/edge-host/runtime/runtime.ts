@@ -8,6 +8,7 @@
 //   runtime/sock/<id>/<n>            the Unix sockets of one running workerd, removed once it exited
 //   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
 //   runtime/services.sock            the service-binding listener (see ../data-plane.ts)
+//   runtime/tail.sock                the tail listener: Workers' traces (see ../tail-hub.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
@@ -31,6 +32,8 @@ export interface RuntimeOptions {
   egressAllow: string[]
   /** host.experimental: workerd runs with `--experimental`. */
   experimental: boolean
+  /** host.worker_events: every Worker's traces go to the shard's tail Worker. */
+  workerEvents: boolean
   /** At most this many validation sandboxes run at once (uploads arriving meanwhile share the next). */
   validationConcurrency: number
   /** The scripts shard `index` must run, read at each swap. */
@@ -194,7 +197,9 @@ export class WorkerdRuntime {
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
     const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
-    const config = renderShardConfig(scripts, {...this.renderOptions(), socketAddress: unixAddressOf(socketPaths), durableObjectRoot: (script) => this.durableObjectRoot(script)})
+    const config = renderShardConfig(scripts, {...this.renderOptions(), socketAddress: unixAddressOf(socketPaths), durableObjectRoot: (script) => this.durableObjectRoot(script),
+      tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
+    })
     const configPath = await writeConfig(dir, config.text)
     return {
       configPath,
@@ -236,6 +241,11 @@ export class WorkerdRuntime {
 /** Where the host listens for service-binding calls from its Workers. */
 export function serviceBindingSocketPath(dataDir: string): string {
   return path.join(dataDir, 'runtime', 'services.sock')
+}
+
+/** Where the host takes the traces of its Workers from the shards' tail Worker. */
+export function tailSocketPath(dataDir: string): string {
+  return path.join(dataDir, 'runtime', 'tail.sock')
 }
 
 /**

@@ -10,6 +10,11 @@
 // RenderOptions socketAddress): only the host's user can reach a Worker directly, around its policy.
 // - a validation sandbox: scripts apart from any shard, Durable Objects in memory.
 //
+// Every Worker of a shard names the shard's tail Worker in `tails` (workerd's tail-worker
+// mechanism), with its script name in the props: after each invocation workerd hands the trace —
+// request, status, outcome, console lines, uncaught exceptions — to the tail Worker, which posts it
+// in batches to the host's tail listener (a unix socket under the data dir, see ../tail-hub.ts).
+//
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
 // public addresses only (no private-network egress). A service binding is an external service per
 // binding that points at the host's service-binding listener (a unix socket under the data dir)
@@ -27,6 +32,47 @@ export const HEALTH_SOCKET = 'health'
 const HEALTH_WORKER = `(name = "${HEALTH_SOCKET}", worker = (
       modules = [(name = "health.js", esModule = "export default { fetch() { return new Response('ok') } }")],
       compatibilityDate = "2025-01-01"))`
+
+/** The tail Worker's service, and the external service it posts to. */
+const TAIL_SERVICE = 'edgeworkers-tail'
+const TAIL_SINK_SERVICE = 'edgeworkers-tail-sink'
+/** Events a tail Worker holds while the host does not take them; past it the newest are dropped. */
+const TAIL_BUFFER_LIMIT = 10_000
+
+// One post in flight at a time; traces arriving meanwhile join the next post, so under load a post
+// carries many events. The end time is taken when workerd hands over the trace (its own wallTime is
+// always 0 — workerd hides timings).
+const TAIL_WORKER_SOURCE = `const pending = [];
+let posting = false;
+async function post(sink) {
+  posting = true;
+  try {
+    while (pending.length > 0) {
+      const batch = pending.splice(0, pending.length);
+      const response = await sink.fetch("http://tail/events", {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(batch)}).catch(() => null);
+      await response?.body?.cancel();
+    }
+  } finally {
+    posting = false;
+  }
+}
+export default {
+  tail(events, env, ctx) {
+    const endedAt = Date.now();
+    for (const trace of events) if (pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({script: ctx.props.script, endedAt, trace});
+    if (!posting) ctx.waitUntil(post(env.SINK));
+  },
+};`
+
+function renderTailServices(sinkAddress: string): string[] {
+  return [
+    `(name = "${TAIL_SERVICE}", worker = (
+      modules = [(name = "tail.js", esModule = ${capnpString(TAIL_WORKER_SOURCE)})],
+      compatibilityDate = "2025-01-01",
+      bindings = [(name = "SINK", service = "${TAIL_SINK_SERVICE}")]))`,
+    `(name = "${TAIL_SINK_SERVICE}", external = (address = ${capnpString(sinkAddress)}, http = ()))`,
+  ]
+}
 
 const MODULE_FIELD: Record<ModuleType, string> = {
   esModule: 'esModule',
@@ -79,11 +125,15 @@ export interface RenderedConfig {
   sockets: string[]
 }
 
-export function renderShardConfig(scripts: RunnableScript[], options: RenderOptions & {durableObjectRoot: (script: string) => string}): RenderedConfig {
-  const services = [HEALTH_WORKER]
+export function renderShardConfig(
+  scripts: RunnableScript[],
+  options: RenderOptions & {durableObjectRoot: (script: string) => string; /** workerd address of the host's tail listener; null: no tail Worker. */ tailSinkAddress: string | null},
+): RenderedConfig {
+  const tailed = options.tailSinkAddress !== null
+  const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(renderWorker(script, options, storage), ...renderServiceBindingTargets(script, options))
+    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   services.push(renderEgress(options.egressAllow))
@@ -122,9 +172,9 @@ const config :Workerd.Config = (
 
 /**
  * `storage`: a disk service name, "memory", or null when the script has no Durable Objects.
- * `checked`: run behind the check module (validation sandboxes).
+ * `checked`: run behind the check module (validation sandboxes). `tailed`: traces go to the tail Worker.
  */
-function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false} = {}): string {
+function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false, tailed = false} = {}): string {
   // workerd treats the first module as the main one.
   const modules = [...script.modules].sort((a, b) => Number(b.name === script.mainModule) - Number(a.name === script.mainModule))
   const moduleList = modules.map((module) => `(name = ${capnpString(module.name)}, ${MODULE_FIELD[module.type]} = embed ${capnpString(options.modulePath(module.sha256))})`)
@@ -163,6 +213,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
     `bindings = [${bindings.join(', ')}]`,
     `globalOutbound = "egress"`,
   ]
+  if (tailed) fields.push(`tails = [(name = "${TAIL_SERVICE}", props = (json = ${capnpString(JSON.stringify({script: script.name}))}))]`)
   if (namespaces.length > 0) {
     fields.push(`durableObjectNamespaces = [${namespaces.join(', ')}]`)
     fields.push(storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage!)})`)

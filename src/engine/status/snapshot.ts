@@ -18,6 +18,7 @@ import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {fenceView, type FenceView} from '../fence/fence.js'
 import {hostStatus, type HostStatus} from '../host-status.js'
 import {redactSecrets} from '../../util/redact.js'
+import {workersPanel, type WorkersPanel} from './workers.js'
 
 /** How many rows each list of the snapshot carries at most. */
 export const SNAPSHOT_LIST_LIMIT = 50
@@ -79,6 +80,8 @@ export interface StatusSnapshot {
   /** null without a scope: orphans are per scope. */
   orphans: {pending: number; unsettled: number; workers: OrphanCandidate[]} | null
   audit: AuditRow[]
+  /** Workers with the most errors, then the slowest p99, over the host's recent window; null when the host did not say. */
+  workers: WorkersPanel | null
   /** Why an operator should look (failed or uncertain rows, host unreachable or unpaired, fence overdue); empty when nothing does. */
   attention: string[]
 }
@@ -97,7 +100,8 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   const resolution = await engine.resolveProvider()
   const scope = resolution.status === 'ready' ? resolution.scope : settings.provider.scope || null
   const now = store.clock.now()
-  const [host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] = await Promise.all([
+  const [workers, host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] = await Promise.all([
+    workersPanel(engine, {timeoutMs: options.hostTimeoutMs}),
     hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
     store.status.openCounts(scope),
     store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
@@ -158,6 +162,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     },
     orphans: orphans && {pending: orphans.length, unsettled: orphans.filter((orphan) => orphan.unsettled).length, workers: orphans.slice(0, SNAPSHOT_LIST_LIMIT)},
     audit: audit.map((row) => ({...row, facts: redactSecrets(row.facts) as JsonObject})),
+    workers,
     attention: [],
   }
   snapshot.attention = attentionReasons(snapshot)

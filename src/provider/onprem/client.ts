@@ -26,6 +26,7 @@ import {
   type UploadScript,
 } from '../../protocol/management-api.js'
 import {signRequest} from '../../protocol/signing.js'
+import {tailEventSchema, workerActivitySchema, type TailEvent, type WorkerActivity} from '../../protocol/tail.js'
 import {
   ProviderError,
   type AccessPolicy,
@@ -54,6 +55,9 @@ export interface OnPremProviderOptions {
   connectTimeoutMs: number
   readTimeoutMs: number
 }
+
+/** A tail stream silent for this long (heartbeats are every 5 s) is taken for dead. */
+const TAIL_SILENCE_LIMIT_MS = 20_000
 
 /** Codes of host answers that end a request for good regardless of the HTTP status family. */
 const TERMINAL_CODES = new Set(['edge_host_script_retired'])
@@ -241,6 +245,46 @@ export class OnPremProvider implements EdgeProvider {
       throw writeFailed ? error : transportError(error, 'GET', target)
     }
     return {size, sha256: hash.digest('hex')}
+  }
+
+  async *tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailEvent> {
+    const target = paths.tail(scriptName)
+    const headers = {accept: 'application/x-ndjson', ...signRequest({secret: this.options.secret, method: 'GET', target})}
+    let response: Dispatcher.ResponseData
+    try {
+      // The host sends a blank line every few seconds: a stream silent for longer is dead.
+      response = await request(`${this.origin}${target}`, {method: 'GET', headers, dispatcher: this.dispatcher, signal, bodyTimeout: TAIL_SILENCE_LIMIT_MS})
+    } catch (error) {
+      if (signal.aborted) return
+      throw transportError(error, 'GET', target)
+    }
+    if (response.statusCode !== 200) {
+      const text = await response.body.text().catch(() => '')
+      const {code, message} = errorBodyOf(text, response.statusCode)
+      throw httpError(response.statusCode, code, `GET ${target}: edge host answered ${response.statusCode} ${code}${message ? `: ${message}` : ''}`)
+    }
+    let pending = ''
+    try {
+      for await (const chunk of response.body) {
+        pending += (chunk as Buffer).toString('utf8')
+        const lines = pending.split('\n')
+        pending = lines.pop()!
+        for (const line of lines) {
+          if (line.trim() === '') continue
+          const parsed = tailEventSchema.safeParse(parseJson(line, 'GET', target, 200))
+          if (!parsed.success) throw new ProviderError('retryable', 'edge_host_bad_response', `GET ${target}: the edge host sent an event this kit does not understand`, 200)
+          yield parsed.data
+        }
+      }
+    } catch (error) {
+      if (signal.aborted) return
+      throw error instanceof ProviderError ? error : transportError(error, 'GET', target)
+    }
+    if (!signal.aborted) throw new ProviderError('retryable', 'edge_host_no_answer', `GET ${target}: the edge host ended the stream`)
+  }
+
+  workerActivity(signal?: AbortSignal): Promise<WorkerActivity> {
+    return this.call('GET', paths.workerActivity, {schema: workerActivitySchema, signal})
   }
 
   /**

@@ -1,0 +1,61 @@
+import {Args, Errors, Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base-command.js'
+import {renderTailEvent} from '../cli/tail-render.js'
+import {tailWorker} from '../engine/tail.js'
+
+export default class Tail extends BaseCommand<typeof Tail> {
+  static override description = `Stream one Worker's events live from the edge host.
+
+One event per request the Worker handled: time, method, path, status, outcome (ok, exception, exceededCpu, exceededMemory, canceled), duration, its console.* lines with their level, and its uncaught exceptions with their stack. The stream follows the Worker across redeploys and reconnects when the host restarts. Several tails may run at once.
+
+--format json prints one JSON object per line (the shape is in the README, "Watching Workers"). Ctrl-C ends it. Exit codes: 0 ended by Ctrl-C/SIGTERM, 2 bad flag, 5 unknown Worker or never deployed, 6 retired Worker or no paired host, 10 host unreachable at the start or refused the stream.`
+  static override examples = [
+    '<%= config.bin %> tail acme-sales',
+    '<%= config.bin %> tail acme-sales --status error',
+    '<%= config.bin %> tail acme-sales --method POST --method PUT --search checkout',
+    '<%= config.bin %> tail acme-sales --format json --sampling-rate 0.1 | jq .path',
+  ]
+  static override args = {
+    worker: Args.string({required: true, description: 'Department id, Worker id or script name (dw-…)'}),
+  }
+  static override flags = {
+    format: Flags.string({options: ['pretty', 'json'], default: 'pretty', description: 'pretty: coloured lines in a terminal; json: one event per line'}),
+    status: Flags.string({options: ['ok', 'error'], description: 'Only events that succeeded, or only errors (exceptions, exceeded limits, cancels, 5xx)'}),
+    method: Flags.string({multiple: true, description: 'Only requests with this HTTP method (repeatable)'}),
+    search: Flags.string({description: 'Only events whose path, console lines or exceptions contain this text (case-insensitive)'}),
+    'sampling-rate': Flags.custom<number>({
+      helpValue: '<rate>',
+      description: 'Keep this share of the events, 0 < rate ≤ 1 (default 1: all)',
+      async parse(input) {
+        const rate = Number(input)
+        if (input.trim() === '' || !Number.isFinite(rate) || rate <= 0 || rate > 1) throw new Errors.CLIError(`--sampling-rate ${input}: must be a number above 0 and at most 1`, {exit: 2})
+        return rate
+      },
+    })({default: 1}),
+  }
+
+  async run(): Promise<void> {
+    const methods = (this.flags.method ?? []).map((method) => method.toUpperCase())
+    const badMethod = methods.find((method) => !/^[A-Z]+$/.test(method))
+    if (badMethod) throw new Errors.CLIError(`--method ${badMethod}: not an HTTP method`, {exit: 2})
+    const json = this.flags.format === 'json'
+    const color = !json && process.stdout.isTTY === true && !('NO_COLOR' in process.env)
+    const stop = new AbortController()
+    const onSignal = () => stop.abort()
+    process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
+    try {
+      const events = tailWorker(await this.engine(), this.args.worker, {
+        filters: {status: this.flags.status as 'ok' | 'error' | undefined, methods, search: this.flags.search, samplingRate: this.flags['sampling-rate']},
+        signal: stop.signal,
+        // Notices go to stderr: stdout carries only events.
+        onNotice: (notice) => {
+          if (notice.kind === 'tailing') this.logToStderr(`tailing ${notice.script} (Ctrl-C to stop)`)
+          else this.logToStderr(`stream cut, reconnecting: ${notice.reason}`)
+        },
+      })
+      for await (const event of events) this.log(json ? JSON.stringify(event) : renderTailEvent(event, color))
+    } finally {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
+    }
+  }
+}

@@ -1,0 +1,249 @@
+// Workers' events on the host. The shards' tail Worker (runtime/workerd-config.ts) posts workerd's
+// traces to the tail listener (a unix socket under the data dir that only workerd reaches); the hub
+// turns each into a TailEvent (../protocol/tail.ts) and hands it to:
+// - the live tails of its script (`GET /v1/scripts/:name/tail`, NDJSON; a tail that cannot keep up
+//   loses events rather than holding the host's memory),
+// - the per-Worker metrics (./metrics.ts), labelled only for scripts the host serves — a retired
+//   script's labels are removed, so the label set is bounded by the scripts deployed,
+// - the activity window `status` reads (errors and p99 per Worker over the last minutes),
+// - the Worker log file, when host.worker_log_file is set (./worker-log-file.ts).
+// Every text a Worker produced (console lines, exception messages and stacks, the path) has the
+// values of that Worker's secrets replaced before it goes anywhere.
+import http from 'node:http'
+import {PassThrough, type Readable} from 'node:stream'
+import type {Logger} from 'pino'
+import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
+import {isErrorEvent, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type WorkerActivity} from '../protocol/tail.js'
+import {redactText, REDACTED} from '../util/redact.js'
+import {readBoundedBody, type BodyBudget} from './body-limits.js'
+import type {HostMetrics} from './metrics.js'
+import type {WorkerLogFile} from './worker-log-file.js'
+
+export interface TailHubOptions {
+  metrics: HostMetrics
+  /** True while the host serves the script (deployed, not retired). */
+  isServed(script: string): boolean
+  /** The values of the script's secrets, to keep them out of every event. */
+  secretValues(script: string): string[]
+  logFile: WorkerLogFile | null
+  /** The window of the activity summary. */
+  activityWindowSeconds: number
+  log: Logger
+}
+
+/** What the tail Worker posts per trace. */
+interface PostedTrace {
+  script: string
+  endedAt: number
+  trace: {
+    outcome?: string
+    eventTimestamp?: number | null
+    truncated?: boolean
+    event?: {request?: {url?: string; method?: string}; response?: {status?: number}} | null
+    logs?: Array<{level?: string; timestamp?: number; message?: unknown}>
+    exceptions?: Array<{name?: string; message?: string; stack?: string; timestamp?: number}>
+  }
+}
+
+interface Sample {
+  at: number
+  durationMs: number
+  error: boolean
+}
+
+/** A live tail buffers at most this much unsent output; past it its events are dropped. */
+const SUBSCRIBER_BUFFER_BYTES = 1024 * 1024
+/** An idle tail stream gets a blank line this often, so the caller (and proxies) see it alive. */
+export const TAIL_HEARTBEAT_MS = 5_000
+/** Samples kept per Worker for the activity window. */
+const MAX_SAMPLES = 2_000
+/** Secret values shorter than this are not searched for (they would mangle ordinary text). */
+const MIN_REDACTED_SECRET_LENGTH = 4
+/** A post of the tail Worker (a batch of traces) may not exceed this. */
+const MAX_POST_BYTES = 16 * 1024 * 1024
+
+export class TailHub {
+  private readonly subscribers = new Map<string, Set<PassThrough>>()
+  private readonly samples = new Map<string, Sample[]>()
+  private readonly lastErrors = new Map<string, string>()
+
+  constructor(private readonly options: TailHubOptions) {}
+
+  /** Takes one post of the tail Worker: an array of traces. */
+  publish(posted: unknown): void {
+    if (!Array.isArray(posted)) return
+    const events: TailEvent[] = []
+    const redactors = new Map<string, (text: string) => string>()
+    for (const item of posted as PostedTrace[]) {
+      const script = item?.script
+      if (typeof script !== 'string' || !SCRIPT_NAME_PATTERN.test(script) || !this.options.isServed(script)) continue
+      let redact = redactors.get(script)
+      if (!redact) redactors.set(script, (redact = secretRedactor(this.options.secretValues(script))))
+      events.push(eventOf(item, redact))
+    }
+    const logLines: string[] = []
+    for (const event of events) {
+      this.count(event)
+      const subscribers = this.subscribers.get(event.script)
+      // Serialized once, and only when someone reads it.
+      if (!subscribers && !this.options.logFile) continue
+      const line = JSON.stringify(event)
+      for (const subscriber of subscribers ?? []) {
+        if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
+      }
+      logLines.push(line)
+    }
+    if (logLines.length > 0) this.options.logFile?.append(logLines)
+  }
+
+  /** A live NDJSON stream of the script's events, until `dispose` or close(). */
+  subscribe(script: string): {stream: Readable; dispose(): Promise<void>} {
+    const stream = new PassThrough()
+    const heartbeat = setInterval(() => stream.write('\n'), TAIL_HEARTBEAT_MS)
+    let set = this.subscribers.get(script)
+    if (!set) this.subscribers.set(script, (set = new Set()))
+    set.add(stream)
+    // The caller learns at once that the stream is open (it waits for the first bytes).
+    stream.write('\n')
+    return {
+      stream,
+      dispose: async () => {
+        clearInterval(heartbeat)
+        set.delete(stream)
+        if (set.size === 0 && this.subscribers.get(script) === set) this.subscribers.delete(script)
+        stream.end()
+      },
+    }
+  }
+
+  /** Ends every live tail (the host is stopping; callers reconnect to the next host process). */
+  close(): void {
+    for (const set of this.subscribers.values()) for (const stream of set) stream.end()
+  }
+
+  /** Workers with requests in the window, most errors first, then slowest p99. */
+  activity(now = Date.now()): WorkerActivity {
+    const since = now - this.options.activityWindowSeconds * 1000
+    const workers: WorkerActivity['workers'] = []
+    for (const [script, samples] of this.samples) {
+      const recent = samples.filter((sample) => sample.at >= since)
+      if (recent.length === 0) {
+        this.samples.delete(script)
+        continue
+      }
+      this.samples.set(script, recent)
+      const durations = recent.map((sample) => sample.durationMs).sort((a, b) => a - b)
+      workers.push({
+        script,
+        requests: recent.length,
+        errors: recent.filter((sample) => sample.error).length,
+        p99Ms: durations[Math.min(durations.length - 1, Math.ceil(durations.length * 0.99) - 1)]!,
+        lastError: this.lastErrors.get(script) ?? null,
+      })
+    }
+    workers.sort((a, b) => b.errors - a.errors || (b.p99Ms ?? 0) - (a.p99Ms ?? 0) || a.script.localeCompare(b.script))
+    return {windowSeconds: this.options.activityWindowSeconds, workers}
+  }
+
+  /** A retired script: its metric labels and its activity go. */
+  forget(script: string): void {
+    const {metrics} = this.options
+    metrics.workerWallSeconds.remove({script})
+    metrics.workerExceptions.remove({script})
+    metrics.workerWebSockets.remove({script})
+    for (const outcome of tailOutcomes) metrics.workerOutcomes.remove({script, outcome})
+    for (const statusClass of STATUS_CLASSES) metrics.workerResponses.remove({script, status_class: statusClass})
+    this.samples.delete(script)
+    this.lastErrors.delete(script)
+  }
+
+  private count(event: TailEvent): void {
+    const {metrics} = this.options
+    const {script} = event
+    metrics.workerOutcomes.inc({script, outcome: event.outcome})
+    metrics.workerResponses.inc({script, status_class: statusClassOf(event.status)})
+    metrics.workerWallSeconds.observe({script}, event.durationMs / 1000)
+    if (event.exceptions.length > 0) metrics.workerExceptions.inc({script}, event.exceptions.length)
+    if (event.status === 101) metrics.workerWebSockets.inc({script})
+    const error = isErrorEvent(event)
+    if (error) this.lastErrors.set(script, event.exceptions[0] ? `${event.exceptions[0].name}: ${event.exceptions[0].message}` : `${event.outcome} ${event.status ?? ''}`.trim())
+    let samples = this.samples.get(script)
+    if (!samples) this.samples.set(script, (samples = []))
+    samples.push({at: Date.parse(event.time), durationMs: event.durationMs, error})
+    if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
+  }
+}
+
+function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) => string): TailEvent {
+  const startedAt = typeof trace.eventTimestamp === 'number' ? trace.eventTimestamp : endedAt
+  const request = trace.event?.request
+  const status = trace.event?.response?.status
+  return {
+    time: new Date(startedAt).toISOString(),
+    script,
+    method: typeof request?.method === 'string' ? request.method : '',
+    path: redact(pathOf(request?.url)),
+    status: typeof status === 'number' ? status : null,
+    outcome: (tailOutcomes as readonly string[]).includes(trace.outcome ?? '') ? (trace.outcome as TailOutcome) : 'unknown',
+    durationMs: Math.max(0, endedAt - startedAt),
+    logs: (trace.logs ?? []).map((line) => ({
+      time: isoOf(line.timestamp, startedAt),
+      level: (tailLogLevels as readonly string[]).includes(line.level ?? '') ? (line.level as TailEvent['logs'][number]['level']) : 'log',
+      message: redact(messageOf(line.message)),
+    })),
+    exceptions: (trace.exceptions ?? []).map((exception) => ({
+      time: isoOf(exception.timestamp, startedAt),
+      name: String(exception.name ?? 'Error'),
+      message: redact(String(exception.message ?? '')),
+      stack: redact(String(exception.stack ?? '')),
+    })),
+    truncated: trace.truncated === true,
+  }
+}
+
+/** The tail listener: the tail Worker posts its batches here. */
+export function createTailSinkServer(hub: TailHub, bodyBudget: BodyBudget, log: Logger): http.Server {
+  return http.createServer((request, response) => {
+    readBoundedBody(request, response, MAX_POST_BYTES, bodyBudget)
+      .then((body) => {
+        hub.publish(JSON.parse(body.toString('utf8')))
+        response.writeHead(204).end()
+      })
+      .catch((error: unknown) => {
+        log.warn({err: error}, 'tail post refused')
+        if (!response.headersSent) response.writeHead(400).end()
+      })
+  })
+}
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'none'] as const
+
+function statusClassOf(status: number | null): (typeof STATUS_CLASSES)[number] {
+  if (status === null || status < 100 || status > 599) return 'none'
+  return `${Math.floor(status / 100)}xx` as (typeof STATUS_CLASSES)[number]
+}
+
+/** A console line as the console prints it: strings as they are, other values as JSON. */
+function messageOf(message: unknown): string {
+  const parts = Array.isArray(message) ? message : [message]
+  return parts.map((part) => (typeof part === 'string' ? part : JSON.stringify(part) ?? String(part))).join(' ')
+}
+
+function pathOf(url: unknown): string {
+  if (typeof url !== 'string') return ''
+  try {
+    const parsed = new URL(url)
+    return `${parsed.pathname}${parsed.search}`
+  } catch {
+    return ''
+  }
+}
+
+function isoOf(timestamp: unknown, fallback: number): string {
+  return new Date(typeof timestamp === 'number' && Number.isFinite(timestamp) ? timestamp : fallback).toISOString()
+}
+
+function secretRedactor(values: string[]): (text: string) => string {
+  const secrets = values.filter((value) => value.length >= MIN_REDACTED_SECRET_LENGTH).sort((a, b) => b.length - a.length)
+  return (text) => redactText(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text))
+}

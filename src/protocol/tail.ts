@@ -1,0 +1,49 @@
+// Worker events, as the host's tail stream (`GET /v1/scripts/:name/tail`, NDJSON) and its Worker log
+// file carry them, and the activity summary `status` reads (`GET /v1/workers/activity`). One event
+// per finished invocation of a Worker (a request, or a WebSocket upgrade), built from workerd's trace.
+import {z} from 'zod'
+
+/** How an invocation ended, as workerd's trace says (`exceededCpu`/`exceededMemory`: a limit hit). */
+export const tailOutcomes = ['ok', 'exception', 'exceededCpu', 'exceededMemory', 'canceled', 'unknown'] as const
+export type TailOutcome = (typeof tailOutcomes)[number]
+
+export const tailLogLevels = ['debug', 'log', 'info', 'warn', 'error'] as const
+
+export const tailEventSchema = z.strictObject({
+  /** The invocation's start, ISO 8601. */
+  time: z.string(),
+  script: z.string(),
+  method: z.string(),
+  /** Path and query as the Worker saw them. */
+  path: z.string(),
+  /** null when the Worker answered nothing (an exception, a limit, a cancel). */
+  status: z.number().int().nullable(),
+  outcome: z.enum(tailOutcomes),
+  /** Wall time from the start to the end of the invocation, ms. */
+  durationMs: z.number().min(0),
+  logs: z.array(z.strictObject({time: z.string(), level: z.enum(tailLogLevels), message: z.string()})),
+  exceptions: z.array(z.strictObject({time: z.string(), name: z.string(), message: z.string(), stack: z.string()})),
+  /** workerd cut the logs of this invocation short (too many or too large). */
+  truncated: z.boolean(),
+})
+export type TailEvent = z.infer<typeof tailEventSchema>
+
+/** An event that failed: an exception or limit, or a 5xx answer. The one rule for "error" everywhere. */
+export function isErrorEvent(event: Pick<TailEvent, 'outcome' | 'status'>): boolean {
+  return event.outcome !== 'ok' || (event.status !== null && event.status >= 500)
+}
+
+export const workerActivitySchema = z.strictObject({
+  windowSeconds: z.number().int(),
+  workers: z.array(
+    z.strictObject({
+      script: z.string(),
+      requests: z.number().int(),
+      errors: z.number().int(),
+      /** p99 of the wall time over the window, ms; null without requests. */
+      p99Ms: z.number().nullable(),
+      lastError: z.string().nullable(),
+    }),
+  ),
+})
+export type WorkerActivity = z.infer<typeof workerActivitySchema>
