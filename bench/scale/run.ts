@@ -25,14 +25,14 @@ import {parseArgs} from 'node:util'
 import {makeWorkerUtils} from 'graphile-worker'
 import pg from 'pg'
 import {settingsSchema} from '../../src/config/schema.js'
-import {openStore, scriptNameFor} from '../../src/store/index.js'
+import {openStore} from '../../src/store/index.js'
 import {createDatabase, dropDatabase, postgresBaseline, postgresServer} from '../support/store-baseline.js'
 import {log, machineLoad, median} from '../support/stats.js'
+import {fillOutbox, seedWorkers} from './backlog.js'
 
 const {values: options} = parseArgs({options: {rows: {type: 'string', default: '2000'}, rounds: {type: 'string', default: '3'}}})
 const ROWS = Number(options.rows)
 const ROUNDS = Number(options.rounds)
-const WORKERS = 100
 const SCOPE = 'onprem:0123456789ab'
 /** Label → [processes, concurrency per process]. */
 const SHAPES: Record<string, [number, number]> = {'1': [1, 1], '4': [1, 4], '16': [1, 16], '4×4': [4, 4]}
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     const url = await createDatabase(postgres.adminUrl, 'edgeworkers_bench_scale')
     const store = await openStore(settingsSchema.parse({data_dir: workDir, store: {url}}))
     await store.migrate()
-    await seedWorkers(store)
+    await seedWorkers(store, 'bench')
     await store.close()
     const utils = await makeWorkerUtils({connectionString: url})
     await utils.migrate()
@@ -96,62 +96,8 @@ function report(samples: Sample[]): void {
   }
 }
 
-/** WORKERS departments, each with its Worker and one version: what the kit's deploy rows point at. */
-async function seedWorkers(store: Awaited<ReturnType<typeof openStore>>): Promise<void> {
-  await store.transaction(async (tx) => {
-    await tx.tenants.createCompany({id: 'bench', name: 'Bench'})
-    for (let w = 0; w < WORKERS; w++) {
-      const department = `bench-${w}`
-      await tx.tenants.createDepartment({id: department, company_id: 'bench', name: department})
-      const worker = await tx.workers.create({company_id: 'bench', department_id: department, script_name: scriptNameFor('bench', department), status: 'new'})
-      await tx.workers.createVersion({
-        worker_id: worker.id,
-        release_generation: 'rg',
-        builder_policy: 'department-worker-project-v2.9',
-        project_artifact_key: 'unused',
-        project_digest: 'unused',
-        bundle_artifact_key: 'unused',
-        bundle_digest: 'unused',
-        manifest: {},
-        receipt: {},
-      })
-    }
-  })
-}
-
-/** ROWS due deploy rows handed to the passes, round-robin over the Workers (setup, not timed). */
-async function fillOutbox(url: string, label: string): Promise<void> {
-  const store = await openStore(settingsSchema.parse({data_dir: workDir, store: {url}}))
-  try {
-    const workers = await Promise.all(Array.from({length: WORKERS}, async (_, w) => {
-      const worker = (await store.deployments.workerOfDepartment(`bench-${w}`))!
-      return {worker: worker.id, department: worker.department_id, script: worker.script_name, version: (await store.workers.listVersions(worker.id))[0]!.id}
-    }))
-    for (let start = 0; start < ROWS; start += 1_000) {
-      await store.transaction(async (tx) => {
-        for (let i = start; i < Math.min(ROWS, start + 1_000); i++) {
-          const w = workers[i % workers.length]!
-          await tx.outbox.enqueue({
-            operation: 'deploy',
-            dedupe_key: `deploy:${label}:${i}`,
-            dispatch_namespace: SCOPE,
-            company_id: 'bench',
-            department_id: w.department,
-            worker_id: w.worker,
-            version_id: w.version,
-            script_name: w.script,
-            payload: {releaseGeneration: 'rg', baseRevision: i},
-          })
-        }
-      })
-    }
-  } finally {
-    await store.close()
-  }
-}
-
 async function drainKit(url: string, shape: string, round: number): Promise<number> {
-  await fillOutbox(url, `${shape}-${round}`)
+  await fillOutbox({url, workDir, scope: SCOPE, company: 'bench', label: `${shape}-${round}`, rows: ROWS})
   const [processes, concurrency] = SHAPES[shape]!
   const children = startChildren(processes, () => [path.join(here, 'kit-runner.ts'), url, workDir, SCOPE, String(concurrency)])
   const lines = children.map((child) => createInterface({input: child.stdout})[Symbol.asyncIterator]())
