@@ -34,7 +34,7 @@ function runRunner(url: string, dataDir: string, owner: string, scope: string): 
 }
 
 describeStore('postgres', 'several kits on one database', (t) => {
-  test(`${KITS.length} kits × ${PROCESSES_PER_KIT} processes at once: each takes, settles and reports only its own rows`, {timeout: 120_000}, async () => {
+  test(`${KITS.length} kits × ${PROCESSES_PER_KIT} pass process(es) at once: each takes, settles and reports only its own rows`, {timeout: 120_000}, async () => {
     const rowsOfKit = new Map<string, Set<string>>()
     for (const [k, scope] of KITS.entries()) {
       const seeds = await Promise.all(Array.from({length: WORKERS_PER_KIT}, () => seedWorker(t)))
