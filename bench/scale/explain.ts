@@ -59,7 +59,9 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 500))
     if (plan.length > 0) plans.push(plan.join('\n'))
     plan = null
-    console.log(`**${name}**\n\n\`\`\`\n${plans.join('\n\n')}\n\`\`\`\n`)
+    // The pool's connection check (`select 1`) is not a sweep.
+    const sweepPlans = plans.filter((text) => !/Query Text: select 1$/m.test(text))
+    console.log(`**${name}**\n\n\`\`\`\n${sweepPlans.join('\n\n')}\n\`\`\`\n`)
   }
   await sweeps.close()
 } finally {
