@@ -16,8 +16,8 @@ import {leaseAndSettle} from '../support/passes.js'
 const [url, dataDir, scope, concurrency] = process.argv.slice(2) as [string, string, string, string]
 const settings = settingsSchema.parse({
   data_dir: dataDir,
-  // One connection per row at once, and one for the claim.
-  store: {url, postgres_pool_max: Number(concurrency) + 1},
+  // One connection per row at once, and one for the claim; a patient connect on a loaded machine.
+  store: {url, postgres_pool_max: Number(concurrency) + 1, connect_timeout_ms: 60_000},
   reconcile: {lane_budget_seconds: 3_600, deploy_concurrency: Number(concurrency)},
 })
 const store = await openStore(settings)
