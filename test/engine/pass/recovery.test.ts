@@ -118,7 +118,8 @@ describeEachStore('recovery lane', (t) => {
   })
 
   test('each claim takes at most recovery.batch_size rows, oldest due first, and the pass drains them all', async () => {
-    const engine = await engineWith({recovery: {batch_size: 2}})
+    // One row at a time, so the dispatch order is the claim order.
+    const engine = await engineWith({recovery: {batch_size: 2}, reconcile: {deploy_concurrency: 1}})
     const ids: string[] = []
     for (let i = 0; i < 5; i++) {
       ids.push((await enqueueDeployRow(engine, await seedWorker(t))).id)
