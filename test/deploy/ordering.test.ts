@@ -2,8 +2,9 @@
 // an older deploy row settles superseded without uploading whether a waiting `deploy`, a pass or a
 // retry runs it; a rollback is a new version and wins; two deploy tasks of one Worker never both
 // upload (one waits); every completed deploy leaves an audit row; and under a seeded campaign of
-// kill -9s of `deploy` (host restarts included) and then under 8 concurrent `reconcile` processes
-// over a backlog, every Worker ends serving its newest version — no deadlock, no double upload.
+// kill -9s of `deploy` (host restarts included) and then under 16 concurrent `reconcile` passes
+// over a backlog, every Worker ends serving its newest version — no deadlock, no double upload, each
+// row settled once.
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -308,7 +309,7 @@ describeEachStore('the newest deploy wins', (t) => {
     }
   })
 
-  test('8 concurrent passes over a backlog of 6 Workers × 3 versions: newest wins, no deadlock, no double upload', {timeout: 120_000}, async () => {
+  test('16 concurrent passes over a backlog of 6 Workers × 3 versions: newest wins, no deadlock, no double upload, each row settled once', {timeout: 120_000}, async () => {
     await setUp()
     const runners: Array<{store: Store; engine: Engine; log: string[]}> = []
     try {
@@ -323,15 +324,16 @@ describeEachStore('the newest deploy wins', (t) => {
         }
       }
       const deadlocksBefore = await pgDeadlocks()
-      for (let i = 0; i < 8; i++) {
-        const settings = kit.settings(FAST)
+      for (let i = 0; i < 16; i++) {
+        // Two rows at once per pass (of different Workers), and a pool to match: 16 passes stay within the server's connections.
+        const settings = kit.settings({...FAST, reconcile: {deploy_concurrency: 2}, store: {postgres_pool_max: 3}})
         const runnerStore = await openStore(settings)
         const log: string[] = []
         const record = (_fields: object, message: string) => void log.push(message)
         const runnerEngine = await createEngine(runnerStore, settings, {debug: record, info: record, warn: record, error: record})
         runners.push({store: runnerStore, engine: {...runnerEngine, owner: `pass-${i}`}, log})
       }
-      // Each runner is one pass at a time, as a cron'd `reconcile` is; all eight start together.
+      // Each runner is one pass at a time, as a cron'd `reconcile` is; all sixteen start together.
       const open = async () =>
         (await store.outbox.list({operation: 'deploy', limit: 10_000})).some(
           (row) => departments.includes(row.department_id!) && (row.status === 'pending' || row.status === 'leased'),
@@ -347,6 +349,15 @@ describeEachStore('the newest deploy wins', (t) => {
       )
       expect(await open()).toBe(false)
       for (const [department, text] of newest) await expectNewestServes(department, text)
+      // Settled exactly once: each row is completed (one `deployed` audit row) or yielded (one `deploy_superseded`).
+      const rows = (await store.outbox.list({operation: 'deploy', limit: 10_000})).filter((row) => departments.includes(row.department_id!))
+      const audits = [...(await store.audit.list({action: DEPLOY_AUDIT_ACTIONS.deployed, limit: 10_000})), ...(await store.audit.list({action: DEPLOY_AUDIT_ACTIONS.superseded, limit: 10_000}))]
+      for (const row of rows) {
+        expect(['completed', 'cancelled']).toContain(row.status)
+        expect(audits.filter((audit) => audit.facts.outbox_id === row.id).map((audit) => audit.action)).toEqual([
+          row.status === 'completed' ? DEPLOY_AUDIT_ACTIONS.deployed : DEPLOY_AUDIT_ACTIONS.superseded,
+        ])
+      }
       const lines = runners.flatMap((runner) => runner.log)
       expect([...new Set(lines.filter((line) => /deadlock|failed:/i.test(line)))]).toEqual([])
       if (t.backend === 'postgres') expect(await pgDeadlocks()).toBe(deadlocksBefore)

@@ -1,6 +1,6 @@
-// What the recovery and deferred lanes do with the deploy rows they stamped, row by row: quarantine a
-// row that cannot be dispatched, settle one whose Worker is gone, else publish it (compare-and-set)
-// and run the deploy task in-process. Rows the lane does not get to go back to the passes.
+// What the recovery and deferred lanes do with the deploy rows they stamped, several Workers at once:
+// quarantine a row that cannot be dispatched, settle one whose Worker is gone, else publish it
+// (compare-and-set) and run the deploy task in-process. Rows the lane does not get to go back to the passes.
 import {z} from 'zod'
 import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type OutboxRow, type SweepStamp} from '../../store/index.js'
 import type {DeployTaskResult} from '../deploy/task.js'
@@ -33,41 +33,66 @@ export function deployRowProblem(row: OutboxRow): string | null {
 }
 
 /**
- * Works through a batch of claimed rows in order, counting each. Rows this pass already handled
- * (they came due again) and rows not reached — the lane must stop, the gate closed, or an error —
- * are handed back. Returns whether the lane may claim another batch.
+ * Works through a batch of claimed rows, up to `reconcile.deploy_concurrency` at once so that their
+ * uploads reach the host together and share its shard restarts. Rows of one Worker never run at
+ * once: they go one after another, oldest first (an older one finds the newer row and yields without
+ * uploading). Each row is counted. Rows this pass already handled (they came due again) and rows
+ * without an outcome — not started because the lane must stop or the gate closed, or ended by an
+ * error — are handed back. Returns whether the lane may claim another batch.
  */
 export async function dispatchClaimedDeploys(run: LaneRun, claimed: OutboxRow[], options: {clearMarker: boolean}): Promise<{claimMore: boolean}> {
   const {store} = run.engine
   run.counts.claimed += claimed.length
   const fresh = claimed.filter((row) => run.firstVisit(row.id))
   const handBack = claimed.filter((row) => !fresh.includes(row))
-  let next = 0
+  const counted = new Set<string>()
   let gateClosed = false
+  let failure: unknown
+  const mayStart = () => !gateClosed && failure === undefined && !run.shouldStop()
   try {
     const live = await store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))
-    for (; next < fresh.length && !gateClosed && !run.shouldStop(); next++) {
-      const row = fresh[next]!
-      const dispatched = await dispatchOne(run, row, live, options).catch(async (error: unknown) => {
-        // A store conflict that outlived the transaction's own retries costs this row, not the
-        // batch: it goes back to the passes (or, once leased, to recovery when its lease expires).
-        if (!isTransientConflict(error)) throw error
-        run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
-        await store.sweeps.release(stampOf(row), row).catch(() => false)
-        return {outcome: 'skipped' as const, gateClosed: false}
-      })
-      run.counts[dispatched.outcome]++
-      run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: dispatched.outcome})
-      gateClosed = dispatched.gateClosed
+    const queues = [...rowsByWorker(fresh).values()]
+    const runQueues = async () => {
+      for (let queue = queues.shift(); queue; queue = queues.shift()) {
+        for (const row of queue) {
+          if (!mayStart()) return
+          const dispatched = await dispatchOne(run, row, live, options).catch(async (error: unknown) => {
+            // A store conflict that outlived the transaction's own retries costs this row, not the
+            // batch: it goes back to the passes (or, once leased, to recovery when its lease expires).
+            if (!isTransientConflict(error)) throw error
+            run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
+            await store.sweeps.release(stampOf(row), row).catch(() => false)
+            return {outcome: 'skipped' as const, gateClosed: false}
+          })
+          run.counts[dispatched.outcome]++
+          counted.add(row.id)
+          run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: dispatched.outcome})
+          gateClosed ||= dispatched.gateClosed
+        }
+      }
     }
+    const concurrency = Math.min(run.engine.settings.reconcile.deploy_concurrency, queues.length)
+    // Every runner settles before the error is raised: none is left writing after the lane returns.
+    await Promise.all(Array.from({length: concurrency}, () => runQueues().catch((error: unknown) => void (failure ??= error))))
+    if (failure !== undefined) throw failure
   } finally {
-    for (const row of [...fresh.slice(next), ...handBack]) {
+    for (const row of [...fresh.filter((row) => !counted.has(row.id)), ...handBack]) {
       // Best effort: a row not handed back stays stamped and is claimable again once its hold ends.
       await store.sweeps.release(stampOf(row), row).catch(() => false)
       run.counts.skipped++
     }
   }
   return {claimMore: handBack.length === 0 && !gateClosed}
+}
+
+/** The rows grouped per Worker, each group oldest first (as claimed); a row without a Worker alone. */
+function rowsByWorker(rows: OutboxRow[]): Map<string, OutboxRow[]> {
+  const groups = new Map<string, OutboxRow[]>()
+  for (const row of rows) {
+    const key = row.worker_id?.trim() ? `worker:${row.worker_id}` : `row:${row.id}`
+    groups.set(key, [...(groups.get(key) ?? []), row])
+  }
+  return groups
 }
 
 async function dispatchOne(

@@ -28,7 +28,8 @@ describeEachStore('deferred republish lane', (t) => {
   }
 
   test('holds fenced deploys while the fence is open; once it ends dispatches every due one, oldest first, past any batch cap', async () => {
-    const engine = await passEngine(t, {settings: {recovery: {batch_size: 1}}})
+    // One row at a time, so the dispatch order is the claim order.
+    const engine = await passEngine(t, {settings: {recovery: {batch_size: 1}, reconcile: {deploy_concurrency: 1}}})
     const {ids, fenceId} = await enqueueFenced(engine, 4)
     const dispatch = recordingDispatch()
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 0, skippedReason: EXECUTION_FENCED})
@@ -65,7 +66,7 @@ describeEachStore('deferred republish lane', (t) => {
   })
 
   test('a claim stamps deferred.cooldown_seconds; a dispatch that is not accepted puts the marker back', async () => {
-    const engine = await passEngine(t, {settings: {deferred: {cooldown_seconds: 20}}})
+    const engine = await passEngine(t, {settings: {deferred: {cooldown_seconds: 20}, reconcile: {deploy_concurrency: 1}}})
     const {ids, fenceId} = await enqueueFenced(engine, 2)
     await t.store.kit.endFence(fenceId, 'backup done')
 

@@ -118,7 +118,8 @@ describeEachStore('recovery lane', (t) => {
   })
 
   test('each claim takes at most recovery.batch_size rows, oldest due first, and the pass drains them all', async () => {
-    const engine = await engineWith({recovery: {batch_size: 2}})
+    // One row at a time, so the dispatch order is the claim order.
+    const engine = await engineWith({recovery: {batch_size: 2}, reconcile: {deploy_concurrency: 1}})
     const ids: string[] = []
     for (let i = 0; i < 5; i++) {
       ids.push((await enqueueDeployRow(engine, await seedWorker(t))).id)
@@ -241,8 +242,44 @@ describeEachStore('recovery lane', (t) => {
     expect(await row(t, enqueued.id)).toEqual(enqueued)
   })
 
+  test('reconcile.deploy_concurrency rows of a batch run at once, never two of one Worker; those of one Worker go oldest first', async () => {
+    const engine = await engineWith({reconcile: {deploy_concurrency: 3}})
+    const seeds = [await seedWorker(t), await seedWorker(t), await seedWorker(t), await seedWorker(t)]
+    // Three rows of the first Worker, then one of each other Worker.
+    const ids: string[] = []
+    for (const [i, seed] of [seeds[0]!, seeds[0]!, seeds[0]!, ...seeds.slice(1)].entries()) {
+      ids.push((await t.store.outbox.enqueue({...deployRowInput(seed, {releaseGeneration: seed.version.release_generation, baseRevision: i}), dedupe_key: `row-${i}`})).row.id)
+      t.clock.advance(1)
+    }
+    const workerOf = new Map(ids.map((id, i) => [id, i < 3 ? seeds[0]!.worker.id : seeds[i - 2]!.worker.id]))
+    const running = new Set<string>()
+    let mostAtOnce = 0
+    let sameWorkerOverlaps = 0
+    // The first three calls wait for each other: the lane hangs (test timeout) unless three run at once.
+    let releaseFirstThree!: () => void
+    const firstThree = new Promise<void>((resolve) => (releaseFirstThree = resolve))
+    const dispatch = recordingDispatch(async (args) => {
+      const worker = workerOf.get(args.outboxId)!
+      if ([...running].some((id) => workerOf.get(id) === worker)) sameWorkerOverlaps++
+      running.add(args.outboxId)
+      mostAtOnce = Math.max(mostAtOnce, running.size)
+      if (dispatch.calls.length === 3) releaseFirstThree()
+      if (dispatch.calls.length <= 3) await firstThree
+      await new Promise((resolve) => setImmediate(resolve))
+      running.delete(args.outboxId)
+      return {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: args.outboxId, reconciled: false}
+    })
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 6, completed: 6, skipped: 0})
+    expect(mostAtOnce).toBe(3)
+    expect(sameWorkerOverlaps).toBe(0)
+    const calls = dispatch.calls.map((call) => call.outboxId)
+    expect(calls.filter((id) => workerOf.get(id) === seeds[0]!.worker.id)).toEqual(ids.slice(0, 3))
+    expect([...calls].sort()).toEqual([...ids].sort())
+  })
+
   test('task outcomes are counted; retry_later (the gate closed meanwhile) hands the row back as it was and stops the lane', async () => {
-    const engine = await engineWith({backoff: {max_attempts: 1}})
+    // One row at a time, so the rows after the closed gate are the ones handed back.
+    const engine = await engineWith({backoff: {max_attempts: 1}, reconcile: {deploy_concurrency: 1}})
     const ids: string[] = []
     for (let i = 0; i < 5; i++) {
       ids.push((await enqueueDeployRow(engine, await seedWorker(t))).id)
@@ -267,7 +304,7 @@ describeEachStore('recovery lane', (t) => {
 
   test('the lane stops at reconcile.lane_budget_seconds and hands the rest back, due at once for the next pass', async () => {
     vi.useFakeTimers({toFake: ['performance']})
-    const engine = await engineWith({reconcile: {lane_budget_seconds: 5}})
+    const engine = await engineWith({reconcile: {lane_budget_seconds: 5, deploy_concurrency: 1}})
     const ids: string[] = []
     for (let i = 0; i < 3; i++) {
       ids.push((await enqueueDeployRow(engine, await seedWorker(t))).id)
@@ -286,7 +323,7 @@ describeEachStore('recovery lane', (t) => {
   })
 
   test('an aborted pass stops between rows and hands the rest back', async () => {
-    const engine = await engineWith()
+    const engine = await engineWith({reconcile: {deploy_concurrency: 1}})
     for (let i = 0; i < 3; i++) await enqueueDeployRow(engine, await seedWorker(t))
     const stop = new AbortController()
     const dispatch = recordingDispatch((args) => {

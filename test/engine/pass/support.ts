@@ -42,10 +42,10 @@ export function recordingLogger(): EngineLogger & {lines: LogLine[]; messages(le
   }
 }
 
-/** A ready provider for a host that lists no scripts; `provider` replaces any of its calls. */
-export function readyProvider(provider: Partial<EdgeProvider> = {}): ProviderResolution {
-  const emptyHost: Partial<EdgeProvider> = {scope: SCOPE, listScripts: async () => ({scripts: [], nextCursor: null})}
-  return {status: 'ready', scope: SCOPE, provider: {...emptyHost, ...provider} as EdgeProvider}
+/** A ready provider for a host of `scope` that lists no scripts; `provider` replaces any of its calls. */
+export function readyProvider(provider: Partial<EdgeProvider> = {}, scope = SCOPE): ProviderResolution {
+  const emptyHost: Partial<EdgeProvider> = {scope, listScripts: async () => ({scripts: [], nextCursor: null})}
+  return {status: 'ready', scope, provider: {...emptyHost, ...provider} as EdgeProvider}
 }
 
 export function tempArtifactDir(): string {
@@ -125,7 +125,7 @@ export interface RecordingDispatch extends DispatchDeploy {
  * Stands in for the deploy task: leases the row by id and settles it with `outcome` (default
  * completed), or returns `outcome` untouched when it is not a settling one.
  */
-export function recordingDispatch(outcome: (args: DeployTaskArgs) => DeployTaskResult | Promise<DeployTaskResult> = completedResult): RecordingDispatch {
+export function recordingDispatch(outcome: (args: DeployTaskArgs) => DeployTaskResult | Promise<DeployTaskResult> = completedResult, scope = SCOPE): RecordingDispatch {
   const calls: DeployTaskArgs[] = []
   const rowsSeen: OutboxRow[] = []
   const dispatch = async (engine: Engine, args: DeployTaskArgs): Promise<DeployTaskResult> => {
@@ -133,7 +133,7 @@ export function recordingDispatch(outcome: (args: DeployTaskArgs) => DeployTaskR
     rowsSeen.push((await engine.store.outbox.get(args.outboxId))!)
     const result = await outcome(args)
     if (result.outcome === 'retry_later' || result.outcome === 'skipped' || result.outcome === 'lease_lost') return result
-    const lease = await engine.store.outbox.leaseById(args.outboxId, {scope: SCOPE, owner: engine.owner, leaseSeconds: engine.settings.deploy.lease_seconds})
+    const lease = await engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: engine.settings.deploy.lease_seconds})
     if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
     const token = lease.row.lease_token!
     if (result.outcome === 'retry') {

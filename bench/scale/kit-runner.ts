@@ -1,0 +1,39 @@
+// One kit runner process of bench/scale: opens the store, says `ready`, waits for `go` on stdin, then
+// runs one recovery pass as `edgeworkers reconcile --lane recovery` does — claims of
+// `recovery.batch_size` rows, up to `reconcile.deploy_concurrency` rows at once — with a deploy task
+// that leases each row by id and settles it (a no-op job), and prints how many rows it completed.
+// Usage: node --import tsx bench/scale/kit-runner.ts <store-url> <data-dir> <scope> <concurrency>
+import {once} from 'node:events'
+import {createInterface} from 'node:readline'
+import {FileArtifactStore} from '../../src/artifacts/store.js'
+import {settingsSchema} from '../../src/config/schema.js'
+import {runnerIdentity, silentLogger} from '../../src/engine/context.js'
+import {runPass} from '../../src/engine/pass/index.js'
+import type {EdgeProvider} from '../../src/provider/types.js'
+import {openStore} from '../../src/store/index.js'
+import {leaseAndSettle} from '../support/passes.js'
+
+const [url, dataDir, scope, concurrency] = process.argv.slice(2) as [string, string, string, string]
+const settings = settingsSchema.parse({
+  data_dir: dataDir,
+  // One connection per row at once, and one for the claim; a patient connect on a loaded machine.
+  store: {url, postgres_pool_max: Number(concurrency) + 1, connect_timeout_ms: 60_000},
+  reconcile: {lane_budget_seconds: 3_600, deploy_concurrency: Number(concurrency)},
+})
+const store = await openStore(settings)
+const engine = {
+  store,
+  settings,
+  artifacts: await FileArtifactStore.open(dataDir),
+  log: silentLogger,
+  owner: runnerIdentity(),
+  resolveProvider: async () => ({status: 'ready' as const, scope, provider: {scope} as EdgeProvider}),
+}
+const lines = createInterface({input: process.stdin})
+process.stdout.write('ready\n')
+await once(lines, 'line')
+lines.close()
+const result = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: leaseAndSettle(scope)})
+await store.close()
+const lane = result.lanes[0]!
+process.stdout.write(`${JSON.stringify({completed: lane.completed, error: lane.error ?? null})}\n`)
