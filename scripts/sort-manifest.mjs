@@ -7,7 +7,11 @@ const sortKeys = (value) =>
   Array.isArray(value)
     ? value.map(sortKeys)
     : value && typeof value === 'object'
-      ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortKeys(value[key])]))
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((key) => [key, sortKeys(value[key])]),
+        )
       : value
 
 const file = 'oclif.manifest.json'

@@ -45,7 +45,15 @@ function project(text: string): string {
   const dir = mkdtempSync(path.join(workDir, 'project-'))
   writeFileSync(
     path.join(dir, 'edgeworker.json'),
-    JSON.stringify({name: 'backlog', main: 'index.js', modules: ['index.js'], compatibilityDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9', staticData: {}, dependencies: {}}),
+    JSON.stringify({
+      name: 'backlog',
+      main: 'index.js',
+      modules: ['index.js'],
+      compatibilityDate: '2026-11-01',
+      builderPolicy: 'department-worker-project-v2.9',
+      staticData: {},
+      dependencies: {},
+    }),
   )
   writeFileSync(path.join(dir, 'index.js'), `export default { fetch() { return new Response(${JSON.stringify(text)}) } }\n`)
   return dir
@@ -69,7 +77,14 @@ async function queueBacklog(store: Store, dataDir: string, url: string, label: s
   return newest
 }
 
-async function drain(host: TestHost, pairing: PairingResult, uploads: {count: number; perRelease: Map<string, number>}, backend: Backend, url: string, passes: number): Promise<Figure> {
+async function drain(
+  host: TestHost,
+  pairing: PairingResult,
+  uploads: {count: number; perRelease: Map<string, number>},
+  backend: Backend,
+  url: string,
+  passes: number,
+): Promise<Figure> {
   const dataDir = path.join(workDir, `${backend}-${passes}`)
   mkdirSync(dataDir, {recursive: true})
   const store: Store = await openStore(settingsSchema.parse({data_dir: dataDir, store: {url}}))
@@ -79,12 +94,22 @@ async function drain(host: TestHost, pairing: PairingResult, uploads: {count: nu
     await store.kit.savePairing(pairing)
     const newest = await queueBacklog(store, dataDir, url, `${backend}-${passes}`)
     const uploadsBefore = uploads.count
-    const open = async () => (await store.outbox.list({operation: 'deploy', status: 'pending', limit: 1})).length + (await store.outbox.list({operation: 'deploy', status: 'leased', limit: 1})).length > 0
+    const open = async () =>
+      (await store.outbox.list({operation: 'deploy', status: 'pending', limit: 1})).length +
+        (await store.outbox.list({operation: 'deploy', status: 'leased', limit: 1})).length >
+      0
     const started = performance.now()
     for (let i = 0; i < passes; i++) {
       const child = spawn(process.execPath, [CLI, 'reconcile', '--lane', 'recovery', '--watch', '--interval', '1'], {
         stdio: ['ignore', 'ignore', 'pipe'],
-        env: {...process.env, EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_DATA_DIR: dataDir, EDGEWORKERS_STORE__URL: url, EDGEWORKERS_LOG_LEVEL: 'warn', EDGEWORKERS_RECOVERY__BATCH_SIZE: '5'},
+        env: {
+          ...process.env,
+          EDGEWORKERS_CONFIG: undefined,
+          EDGEWORKERS_DATA_DIR: dataDir,
+          EDGEWORKERS_STORE__URL: url,
+          EDGEWORKERS_LOG_LEVEL: 'warn',
+          EDGEWORKERS_RECOVERY__BATCH_SIZE: '5',
+        },
       })
       child.stderr!.on('data', (chunk: Buffer) => {
         if (/deadlock|failed:/i.test(chunk.toString())) log(`${backend} ${passes} passes: ${chunk.toString().trim()}`)
@@ -119,12 +144,14 @@ async function expectEachRowSettledOnce(store: Store, perRelease: Map<string, nu
   const rows = await store.outbox.list({operation: 'deploy', limit: 100_000})
   const audits = new Map<string, string[]>()
   for (const action of Object.values(DEPLOY_AUDIT_ACTIONS)) {
-    for (const audit of await store.audit.list({action, limit: 100_000})) audits.set(String(audit.facts.outbox_id), [...(audits.get(String(audit.facts.outbox_id)) ?? []), action])
+    for (const audit of await store.audit.list({action, limit: 100_000}))
+      audits.set(String(audit.facts.outbox_id), [...(audits.get(String(audit.facts.outbox_id)) ?? []), action])
   }
   for (const row of rows) {
     const expected = row.status === 'completed' ? DEPLOY_AUDIT_ACTIONS.deployed : row.status === 'cancelled' ? DEPLOY_AUDIT_ACTIONS.superseded : null
     const actual = audits.get(row.id) ?? []
-    if (!expected || actual.length !== 1 || actual[0] !== expected) throw new Error(`row ${row.id} ended ${row.status} with audit rows ${JSON.stringify(actual)}`)
+    if (!expected || actual.length !== 1 || actual[0] !== expected)
+      throw new Error(`row ${row.id} ended ${row.status} with audit rows ${JSON.stringify(actual)}`)
   }
   const twice = [...perRelease].filter(([, count]) => count > 1)
   if (twice.length > 0) throw new Error(`uploaded more than once: ${JSON.stringify(twice)}`)
@@ -145,12 +172,25 @@ try {
   for (const passes of PASSES) {
     figures.push(...(await onEachBackend(workDir, `backlog_${passes}`, (backend, url) => drain(host, pairing, uploads, backend, url, passes))))
   }
-  const load = os.loadavg().map((value) => value.toFixed(1)).join(' / ')
-  console.log(`\n${new Date().toISOString()}, ${os.cpus().length} vCPU, load average ${load}; ${WORKERS} Workers × ${VERSIONS} versions = ${WORKERS * VERSIONS} rows\n`)
+  const load = os
+    .loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' / ')
+  console.log(
+    `\n${new Date().toISOString()}, ${os.cpus().length} vCPU, load average ${load}; ${WORKERS} Workers × ${VERSIONS} versions = ${WORKERS * VERSIONS} rows\n`,
+  )
   console.log('| store | passes | rows | uploads | wall s | drain s | rows/s (drain) |')
   console.log('|---|---|---|---|---|---|---|')
   for (const figure of figures.sort((a, b) => a.backend.localeCompare(b.backend) || a.passes - b.passes)) {
-    const row = [figure.backend, figure.passes, figure.rows, figure.uploads, figure.seconds.toFixed(1), figure.drainSeconds.toFixed(1), (figure.rows / figure.drainSeconds).toFixed(1)]
+    const row = [
+      figure.backend,
+      figure.passes,
+      figure.rows,
+      figure.uploads,
+      figure.seconds.toFixed(1),
+      figure.drainSeconds.toFixed(1),
+      (figure.rows / figure.drainSeconds).toFixed(1),
+    ]
     console.log(`| ${row.join(' | ')} |`)
   }
 } finally {

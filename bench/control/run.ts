@@ -102,7 +102,10 @@ async function main(): Promise<void> {
       })
       // Closed, then open again: the secret poll of the next run goes through a public policy.
       const policyTimes: Array<[number, number]> = []
-      for (const [mode, expected] of [['teamsync_internal', 403], ['public', 200]] as const) {
+      for (const [mode, expected] of [
+        ['teamsync_internal', 403],
+        ['public', 200],
+      ] as const) {
         const kitPolicy = await timed(async () => {
           await control(engine, 'dept-control', {operation: 'access_policy.replace', mode, ipAllowlist: []})
           await until(async () => (await statusOf(host, kitScript)) === expected, 'the kit policy')
@@ -121,7 +124,9 @@ async function main(): Promise<void> {
           policy.bare.push(baseline)
         }
       }
-      log(`run ${run}: secret ${kitSecret.toFixed(0)} / ${bareSecret.toFixed(0)} ms, policy ${policyTimes.map(([kit, baseline]) => `${kit.toFixed(1)} / ${baseline.toFixed(1)}`).join(', ')} ms`)
+      log(
+        `run ${run}: secret ${kitSecret.toFixed(0)} / ${bareSecret.toFixed(0)} ms, policy ${policyTimes.map(([kit, baseline]) => `${kit.toFixed(1)} / ${baseline.toFixed(1)}`).join(', ')} ms`,
+      )
     }
 
     const row = (what: string, figures: {kit: number[]; bare: number[]}) => {

@@ -104,7 +104,12 @@ async function bareDeploy(host: TestHost, client: HostClient, scriptName: string
 }
 
 async function main(): Promise<void> {
-  log(`# ${os.cpus().length} CPUs, load average ${os.loadavg().map((value) => value.toFixed(1)).join(' ')}`)
+  log(
+    `# ${os.cpus().length} CPUs, load average ${os
+      .loadavg()
+      .map((value) => value.toFixed(1))
+      .join(' ')}`,
+  )
   const projects = {hello: project('hello', 'batch')}
 
   const host = await startTestHost()
@@ -163,7 +168,9 @@ async function main(): Promise<void> {
     // A task that does not complete is reported, not hidden: its row is left to a later pass.
     const failed = results.flatMap((result, index) => (result.outcome === 'completed' ? [] : [{index, result}]))
     for (const {index, result} of failed) log(`(b) batch: ${batchDepartments[index]} did not complete: ${JSON.stringify(result)}`)
-    await Promise.all(enqueued.filter((_, index) => results[index]!.outcome === 'completed').map((outcome) => untilServes(host, outcome.scriptName, BODY.hello)))
+    await Promise.all(
+      enqueued.filter((_, index) => results[index]!.outcome === 'completed').map((outcome) => untilServes(host, outcome.scriptName, BODY.hello)),
+    )
     const batchMs = performance.now() - batchStarted
     log(`(b) ${WORKERS} in one pass: ${(batchMs / 1000).toFixed(1)} s (enqueue ${(enqueuedMs / 1000).toFixed(1)} s)`)
 
@@ -171,12 +178,21 @@ async function main(): Promise<void> {
     const engineMedian = median(engineRuns.map((run) => run.totalMs))
     const bareMedian = median(bareRuns)
     const stageNames = [...STAGES, 'GET serves'].filter((stage) => engineRuns.some((run) => run.stages[stage] !== undefined))
-    console.log(`\n${new Date().toISOString()} — ${os.cpus().length} CPUs, load average ${os.loadavg().map((value) => value.toFixed(1)).join(' ')}\n`)
+    console.log(
+      `\n${new Date().toISOString()} — ${os.cpus().length} CPUs, load average ${os
+        .loadavg()
+        .map((value) => value.toFixed(1))
+        .join(' ')}\n`,
+    )
     console.log(`(a) redeploy of one Worker until the new body serves, ${RUNS} runs alternating hello / hello-v2:\n`)
     console.log('| measure | median ms | min ms | max ms |')
     console.log('|---|---|---|---|')
-    console.log(`| bare shard restart: upload via management API → live → GET (baseline) | ${bareMedian.toFixed(0)} | ${Math.min(...bareRuns).toFixed(0)} | ${Math.max(...bareRuns).toFixed(0)} |`)
-    console.log(`| \`deployWorker\` → new body served | ${engineMedian.toFixed(0)} | ${Math.min(...engineRuns.map((run) => run.totalMs)).toFixed(0)} | ${Math.max(...engineRuns.map((run) => run.totalMs)).toFixed(0)} |`)
+    console.log(
+      `| bare shard restart: upload via management API → live → GET (baseline) | ${bareMedian.toFixed(0)} | ${Math.min(...bareRuns).toFixed(0)} | ${Math.max(...bareRuns).toFixed(0)} |`,
+    )
+    console.log(
+      `| \`deployWorker\` → new body served | ${engineMedian.toFixed(0)} | ${Math.min(...engineRuns.map((run) => run.totalMs)).toFixed(0)} | ${Math.max(...engineRuns.map((run) => run.totalMs)).toFixed(0)} |`,
+    )
     console.log(`\nratio of medians deployWorker / bare: **${(engineMedian / bareMedian).toFixed(2)}**\n`)
     console.log('| stage | median ms |')
     console.log('|---|---|')
@@ -184,10 +200,16 @@ async function main(): Promise<void> {
     console.log(`\n(b) ${WORKERS} Workers:\n`)
     console.log('| how | wall s | per Worker ms |')
     console.log('|---|---|---|')
-    console.log(`| ${WORKERS} sequential \`deployWorker\` (wait: true) (baseline) | ${(sequentialMs / 1000).toFixed(1)} | ${(sequentialMs / WORKERS).toFixed(0)} |`)
-    console.log(`| one pass: ${WORKERS} enqueues (wait: false, ${(enqueuedMs / 1000).toFixed(1)} s) + ${WORKERS} concurrent deploy tasks | ${(batchMs / 1000).toFixed(1)} | ${(batchMs / WORKERS).toFixed(0)} |`)
+    console.log(
+      `| ${WORKERS} sequential \`deployWorker\` (wait: true) (baseline) | ${(sequentialMs / 1000).toFixed(1)} | ${(sequentialMs / WORKERS).toFixed(0)} |`,
+    )
+    console.log(
+      `| one pass: ${WORKERS} enqueues (wait: false, ${(enqueuedMs / 1000).toFixed(1)} s) + ${WORKERS} concurrent deploy tasks | ${(batchMs / 1000).toFixed(1)} | ${(batchMs / WORKERS).toFixed(0)} |`,
+    )
     console.log(`\nratio sequential / one pass: **${(sequentialMs / batchMs).toFixed(2)}×** faster in one pass`)
-    console.log(`\none pass: ${WORKERS - failed.length} of ${WORKERS} tasks completed; not completed: ${JSON.stringify(failed.map(({result}) => result.outcome === 'retry' ? result.code : result.outcome))}`)
+    console.log(
+      `\none pass: ${WORKERS - failed.length} of ${WORKERS} tasks completed; not completed: ${JSON.stringify(failed.map(({result}) => (result.outcome === 'retry' ? result.code : result.outcome)))}`,
+    )
   } finally {
     await store.close()
     await host.stop()

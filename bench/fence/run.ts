@@ -52,7 +52,9 @@ async function main(): Promise<void> {
     console.log('| backend | rows | deferred republish s | rows/s | recovery baseline s | republish ÷ baseline (time) |')
     console.log('|---|---|---|---|---|---|')
     for (const r of republish) {
-      console.log(`| ${r.backend} | ${ROWS} | ${r.republishSeconds.toFixed(2)} | ${(ROWS / r.republishSeconds).toFixed(0)} | ${r.baselineSeconds.toFixed(2)} | ${(r.republishSeconds / r.baselineSeconds).toFixed(2)} |`)
+      console.log(
+        `| ${r.backend} | ${ROWS} | ${r.republishSeconds.toFixed(2)} | ${(ROWS / r.republishSeconds).toFixed(0)} | ${r.baselineSeconds.toFixed(2)} | ${(r.republishSeconds / r.baselineSeconds).toFixed(2)} |`,
+      )
     }
   } finally {
     rmSync(workDir, {recursive: true, force: true})
@@ -69,7 +71,13 @@ async function benchRoundTrip(): Promise<Record<string, number[]>> {
     const pairing = await pairWithHost(host.adminUrl, host.pairingCode!, 10_000)
     await store.kit.savePairing(pairing)
     const engine = await createEngine(store, settings)
-    const bare = new OnPremProvider({baseUrl: host.adminUrl, scope: pairing.scope, secret: pairing.shared_secret, connectTimeoutMs: 5_000, readTimeoutMs: 10_000})
+    const bare = new OnPremProvider({
+      baseUrl: host.adminUrl,
+      scope: pairing.scope,
+      secret: pairing.shared_secret,
+      connectTimeoutMs: 5_000,
+      readTimeoutMs: 10_000,
+    })
     const times: Record<string, number[]> = {'fence begin + end (kit)': [], 'bare host begin + end': []}
     for (let round = 0; round < ROUNDS; round++) {
       let started = performance.now()
@@ -105,7 +113,11 @@ async function benchRepublish(backend: Backend, url: string): Promise<{backend: 
       artifacts: await FileArtifactStore.open(workDir),
       log: silentLogger,
       owner: 'bench-fence',
-      resolveProvider: async () => ({status: 'ready', scope: SCOPE, provider: {scope: SCOPE, fenceStatus: async () => ({active: null, recent: []})} as unknown as EdgeProvider}),
+      resolveProvider: async () => ({
+        status: 'ready',
+        scope: SCOPE,
+        provider: {scope: SCOPE, fenceStatus: async () => ({active: null, recent: []})} as unknown as EdgeProvider,
+      }),
     }
 
     // Alternating, twice each, keeping the second: the first lane to run pays for warming up.
@@ -116,7 +128,8 @@ async function benchRepublish(backend: Backend, url: string): Promise<{backend: 
       let started = performance.now()
       const deferred = (await runPass(engine, {lanes: ['deferred'], dispatchDeploy: leaseAndSettle(SCOPE)})).lanes[0]!
       republishSeconds = (performance.now() - started) / 1000
-      if (deferred.completed !== ROWS || deferred.error) throw new Error(`${backend}: republished ${deferred.completed} of ${ROWS}${deferred.error ? `: ${deferred.error}` : ''}`)
+      if (deferred.completed !== ROWS || deferred.error)
+        throw new Error(`${backend}: republished ${deferred.completed} of ${ROWS}${deferred.error ? `: ${deferred.error}` : ''}`)
 
       await seedRows(seeding, worker, `stalled-${round}`, null)
       started = performance.now()

@@ -172,7 +172,12 @@ async function startBareWorkerdWith(sources: Array<{name: string; source: string
       operationSettingsJson: null,
     }
   })
-  const config = renderValidationConfig(scripts, {modulePath: (digest) => digest, egressAllow: ['public'], serviceBindingAddress: 'unix:/nonexistent', socketAddress: () => '127.0.0.1:0'})
+  const config = renderValidationConfig(scripts, {
+    modulePath: (digest) => digest,
+    egressAllow: ['public'],
+    serviceBindingAddress: 'unix:/nonexistent',
+    socketAddress: () => '127.0.0.1:0',
+  })
   writeFileSync(path.join(dir, 'config.capnp'), config.text)
   const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), sockets: config.sockets, cwd: dir, startTimeoutMs: 600_000})
   if (!outcome.ok) throw new Error(outcome.error)
@@ -205,10 +210,13 @@ async function startNodeHttpProxy(origin: string): Promise<{url: string; close()
   const {hostname, port: upstreamPort} = new URL(origin)
   const agent = new http.Agent({keepAlive: true, maxSockets: 64})
   const server = http.createServer((incoming, outgoing) => {
-    const upstream = http.request({host: hostname, port: upstreamPort, path: incoming.url, method: incoming.method, headers: incoming.headers, agent}, (answer) => {
-      outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
-      answer.pipe(outgoing)
-    })
+    const upstream = http.request(
+      {host: hostname, port: upstreamPort, path: incoming.url, method: incoming.method, headers: incoming.headers, agent},
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(outgoing)
+      },
+    )
     upstream.once('error', () => outgoing.destroy())
     incoming.pipe(upstream)
   })
@@ -331,7 +339,14 @@ async function measureDisturbance(): Promise<{quiet: LoadResult; disturbed: Load
  * 5. WORKERS distinct Workers on a host with the default shard count: a redeploy of one until it
  * serves, workerd memory, and a restart until all serve; against one bare workerd holding them all.
  */
-async function measureManyWorkers(): Promise<{redeployMs: number; hostWorkerdMiB: number; bareMiB: number; hostStartMs: number; bareStartMs: number; loadMs: number}> {
+async function measureManyWorkers(): Promise<{
+  redeployMs: number
+  hostWorkerdMiB: number
+  bareMiB: number
+  hostStartMs: number
+  bareStartMs: number
+  loadMs: number
+}> {
   const dir = path.join(workDir, 'many')
   let {host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS})
   const loadBegan = performance.now()
@@ -524,7 +539,7 @@ async function main(): Promise<void> {
       '|---|---|---|---|',
       ...swaps.map((swap) => `| ${swap.mode} | ${swap.scripts} | ${swap.swapMs.toFixed(0)} | ${swap.deployMs.toFixed(0)} |`),
       '',
-      'Resident memory of the shard\'s workerd, 0 → 100 scripts (each served once):',
+      "Resident memory of the shard's workerd, 0 → 100 scripts (each served once):",
       '',
       '| 0 scripts MiB | 100 scripts MiB | per 100 scripts MiB |',
       '|---|---|---|',

@@ -76,7 +76,13 @@ function hold(url: string, target: string, headers: Record<string, string>): net
 
 async function heldConnections(): Promise<string> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ew-bench-iso-'))
-  const env = {...process.env, EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__SHARDS: '1', EDGEWORKERS_LOG_LEVEL: 'warn'}
+  const env = {
+    ...process.env,
+    EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0',
+    EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0',
+    EDGEWORKERS_HOST__SHARDS: '1',
+    EDGEWORKERS_LOG_LEVEL: 'warn',
+  }
   const child = spawn(process.execPath, [BIN, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', 'ignore', 'inherit']})
   try {
     let info: {adminUrl: string; publicUrl: string} | null = null
@@ -93,14 +99,22 @@ async function heldConnections(): Promise<string> {
       cli.stdout.on('data', (data) => (out += data))
       cli.on('close', (status) => (status === 0 ? resolve(out.trim().split(/\s+/).at(-1)!) : reject(new Error(`pairing-code exited ${status}`))))
     })
-    const pair = await request(`${adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code: pairingCode})})
+    const pair = await request(`${adminUrl}${paths.pair}`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: JSON.stringify({code: pairingCode}),
+    })
     const {secret} = (await pair.body.json()) as {secret: string}
     const worker = `dw-${'b'.repeat(48)}`
     await deploy(adminUrl, secret, worker, 'export default { fetch() { return new Response("public") } }')
     await sleep(2_000)
     const idle = rssOf(child.pid!)
     const now = String(Math.floor(Date.now() / 1000))
-    const forged = (i: number) => ({'x-edgeworkers-timestamp': now, 'x-edgeworkers-nonce': `bench-nonce-${i}-xxxxxxxxxxxx`, 'x-edgeworkers-signature': '0'.repeat(64)})
+    const forged = (i: number) => ({
+      'x-edgeworkers-timestamp': now,
+      'x-edgeworkers-nonce': `bench-nonce-${i}-xxxxxxxxxxxx`,
+      'x-edgeworkers-signature': '0'.repeat(64),
+    })
     const sockets = Array.from({length: CONNECTIONS}, (_, i) =>
       i % 2 === 0 ? hold(adminUrl, paths.script(`dw-${'c'.repeat(48)}`), forged(i)) : hold(publicUrl, `/${worker}/`, forged(i)),
     )
@@ -123,7 +137,11 @@ async function neighbours(): Promise<string[]> {
   const host = await startHost({dataDir, settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1}, logger: pino({level: 'silent'})})
   const rows: string[] = []
   try {
-    const pairing = await request(`${host.adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code: host.issuedPairingCode})})
+    const pairing = await request(`${host.adminUrl}${paths.pair}`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: JSON.stringify({code: host.issuedPairingCode}),
+    })
     const {secret} = (await pairing.body.json()) as {secret: string}
     const victim = `dw-${'1'.repeat(48)}`
     await deploy(host.adminUrl, secret, victim, 'export default { fetch() { return new Response("victim") } }')
@@ -170,7 +188,9 @@ async function neighbours(): Promise<string[]> {
         }
         downs.push(worst)
       }
-      rows.push(`| ${label} | ${downs.map((ms) => `${(ms / 1000).toFixed(2)} s`).join(', ')} | ${(median(downs) / 1000).toFixed(2)} s | refused (503) from request ${quarantinedAt || 'never'} |`)
+      rows.push(
+        `| ${label} | ${downs.map((ms) => `${(ms / 1000).toFixed(2)} s`).join(', ')} | ${(median(downs) / 1000).toFixed(2)} s | refused (503) from request ${quarantinedAt || 'never'} |`,
+      )
     }
   } finally {
     await host.stop()

@@ -78,7 +78,9 @@ async function benchBackend(backend: Backend, url: string): Promise<Result[]> {
       const seconds = await drain(url, runners, commitPer)
       const baselineCommitsPerSecond = (before + (await baseline())) / 2
       results.push({backend, runners, commitPer, seconds, rowsPerSecond: ROWS / seconds, baselineCommitsPerSecond})
-      log(`${backend}: ${runners} runner(s), a commit per ${commitPer}: ${ROWS} rows in ${seconds.toFixed(1)} s; baseline ${baselineCommitsPerSecond.toFixed(0)} commits/s`)
+      log(
+        `${backend}: ${runners} runner(s), a commit per ${commitPer}: ${ROWS} rows in ${seconds.toFixed(1)} s; baseline ${baselineCommitsPerSecond.toFixed(0)} commits/s`,
+      )
     }
   }
   return results

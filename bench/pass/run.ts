@@ -54,7 +54,9 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|---|---|')
     for (const r of throughput) {
       const rate = r.rows / r.seconds
-      console.log(`| ${r.backend} | ${r.rows} | ${r.seconds.toFixed(1)} | ${rate.toFixed(0)} | ${r.baselineCommitsPerSecond.toFixed(0)} | ${(rate / r.baselineCommitsPerSecond).toFixed(2)} |`)
+      console.log(
+        `| ${r.backend} | ${r.rows} | ${r.seconds.toFixed(1)} | ${rate.toFixed(0)} | ${r.baselineCommitsPerSecond.toFixed(0)} | ${(rate / r.baselineCommitsPerSecond).toFixed(2)} |`,
+      )
     }
   } finally {
     rmSync(workDir, {recursive: true, force: true})
@@ -70,7 +72,13 @@ async function benchStartup(): Promise<Record<string, number[]>> {
   const store = await openStore(settingsSchema.parse({data_dir: dataDir}))
   await store.migrate()
   // Paired, so the pass runs every lane; the host is never contacted when there is nothing to do.
-  await store.kit.savePairing({scope: SCOPE, host_url: 'http://127.0.0.1:9', host_fingerprint: 'f'.repeat(64), host_public_key: 'unused', shared_secret: 'a'.repeat(64)})
+  await store.kit.savePairing({
+    scope: SCOPE,
+    host_url: 'http://127.0.0.1:9',
+    host_fingerprint: 'f'.repeat(64),
+    host_public_key: 'unused',
+    shared_secret: 'a'.repeat(64),
+  })
   await store.close()
   const processes: Record<string, string[]> = {
     'node -e 0': ['-e', '0'],
@@ -117,7 +125,8 @@ async function benchThroughput(backend: Backend, url: string): Promise<{backend:
     const seconds = (performance.now() - started) / 1000
     const baselineCommitsPerSecond = (before + (await baseline())) / 2
     const lane = result.lanes[0]!
-    if (lane.completed !== ROWS || lane.error) throw new Error(`${backend}: the pass completed ${lane.completed} of ${ROWS} rows${lane.error ? `: ${lane.error}` : ''}`)
+    if (lane.completed !== ROWS || lane.error)
+      throw new Error(`${backend}: the pass completed ${lane.completed} of ${ROWS} rows${lane.error ? `: ${lane.error}` : ''}`)
     log(`${backend}: ${ROWS} rows in ${seconds.toFixed(1)} s; baseline ${baselineCommitsPerSecond.toFixed(0)} commits/s`)
     return {backend, rows: ROWS, seconds, baselineCommitsPerSecond}
   } finally {

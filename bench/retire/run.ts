@@ -109,7 +109,12 @@ async function benchOrphanReport(): Promise<{report: OrphanReport; reportMs: num
         for (let index = start; index < Math.min(SCRIPTS, start + 1_000); index++) {
           const departmentId = `dept-${index}`
           await tx.tenants.createDepartment({id: departmentId, company_id: COMPANY, name: departmentId})
-          const worker = await tx.workers.create({company_id: COMPANY, department_id: departmentId, script_name: scriptNameFor(COMPANY, departmentId), status: 'deployed'})
+          const worker = await tx.workers.create({
+            company_id: COMPANY,
+            department_id: departmentId,
+            script_name: scriptNameFor(COMPANY, departmentId),
+            status: 'deployed',
+          })
           if (index < owned) names.push(worker.script_name)
         }
       })
@@ -117,9 +122,7 @@ async function benchOrphanReport(): Promise<{report: OrphanReport; reportMs: num
     for (let index = owned; index < SCRIPTS; index++) names.push(scriptNameFor('gone', `dept-${index}`))
     const db = new Database(path.join(host.dataDir, STATE_FILE), {timeout: 10_000})
     try {
-      const insert = db.prepare(
-        `INSERT INTO scripts (name, locked_down_at, retired_at, created_at, updated_at, policy_updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-      )
+      const insert = db.prepare(`INSERT INTO scripts (name, locked_down_at, retired_at, created_at, updated_at, policy_updated_at) VALUES (?, ?, ?, ?, ?, ?)`)
       const now = Date.now()
       db.transaction(() => names.forEach((name, index) => insert.run(name, now, index % 2 === 0 ? now : null, now, now, now)))()
     } finally {
@@ -165,7 +168,9 @@ async function main(): Promise<void> {
   console.log(`\n(b) ${SCRIPTS} Worker rows, ${orphans.listed} listed scripts, ${ROUNDS} rounds alternating:\n`)
   console.log('| measure | median ms | min ms | max ms |')
   console.log('|---|---|---|---|')
-  console.log(`| list the host's scripts (baseline) | ${listMedian.toFixed(0)} | ${Math.min(...orphans.listMs).toFixed(0)} | ${Math.max(...orphans.listMs).toFixed(0)} |`)
+  console.log(
+    `| list the host's scripts (baseline) | ${listMedian.toFixed(0)} | ${Math.min(...orphans.listMs).toFixed(0)} | ${Math.max(...orphans.listMs).toFixed(0)} |`,
+  )
   console.log(`| \`orphanReport\` | ${reportMedian.toFixed(0)} | ${Math.min(...orphans.reportMs).toFixed(0)} | ${Math.max(...orphans.reportMs).toFixed(0)} |`)
   console.log(`\nratio of medians orphan-report / listing: **${(reportMedian / listMedian).toFixed(2)}**\n`)
   console.log(`report: \`${JSON.stringify(orphans.report)}\``)

@@ -33,10 +33,12 @@ export async function fillOutbox(options: {url: string; workDir: string; scope: 
   const {url, workDir, scope, company, label, rows} = options
   const store = await openStore(settingsSchema.parse({data_dir: workDir, store: {url}}))
   try {
-    const workers = await Promise.all(Array.from({length: WORKERS}, async (_, w) => {
-      const worker = (await store.deployments.workerOfDepartment(`${company}-${w}`))!
-      return {worker: worker.id, department: worker.department_id, script: worker.script_name, version: (await store.workers.listVersions(worker.id))[0]!.id}
-    }))
+    const workers = await Promise.all(
+      Array.from({length: WORKERS}, async (_, w) => {
+        const worker = (await store.deployments.workerOfDepartment(`${company}-${w}`))!
+        return {worker: worker.id, department: worker.department_id, script: worker.script_name, version: (await store.workers.listVersions(worker.id))[0]!.id}
+      }),
+    )
     for (let start = 0; start < rows; start += 1_000) {
       await store.transaction(async (tx) => {
         for (let i = start; i < Math.min(rows, start + 1_000); i++) {
@@ -59,4 +61,3 @@ export async function fillOutbox(options: {url: string; workDir: string; scope: 
     await store.close()
   }
 }
-

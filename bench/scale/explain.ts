@@ -42,14 +42,37 @@ try {
   await store.close()
   await seed(url)
   const explained = new URL(url)
-  explained.searchParams.set('options', '-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0 -c auto_explain.log_analyze=on -c auto_explain.log_buffers=on -c auto_explain.log_nested_statements=on')
+  explained.searchParams.set(
+    'options',
+    '-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0 -c auto_explain.log_analyze=on -c auto_explain.log_buffers=on -c auto_explain.log_nested_statements=on',
+  )
   const sweeps = await openStore(settingsSchema.parse({data_dir: workDir, store: {url: explained.toString(), postgres_pool_max: 1}}))
   const calls: Array<[string, () => Promise<unknown>]> = [
-    ['recovery claim (claimRecoverableDeployments, batch 50)', () => sweeps.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'explain', limit: 50, graceSeconds: 300, cooldownSeconds: 15, deferredMarker: 'edge_host_fenced'})],
-    ['deferred claim (claimDeferredDeployments)', () => sweeps.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'explain', cooldownSeconds: 15, deferredMarker: 'edge_host_fenced'})],
-    ['artifact cleanup claim (outbox.claim, batch 100)', () => sweeps.outbox.claim({operation: 'artifact_cleanup', scope: SCOPE, owner: 'explain', limit: 100, leaseSeconds: 300})],
+    [
+      'recovery claim (claimRecoverableDeployments, batch 50)',
+      () =>
+        sweeps.sweeps.claimRecoverableDeployments({
+          scope: SCOPE,
+          owner: 'explain',
+          limit: 50,
+          graceSeconds: 300,
+          cooldownSeconds: 15,
+          deferredMarker: 'edge_host_fenced',
+        }),
+    ],
+    [
+      'deferred claim (claimDeferredDeployments)',
+      () => sweeps.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'explain', cooldownSeconds: 15, deferredMarker: 'edge_host_fenced'}),
+    ],
+    [
+      'artifact cleanup claim (outbox.claim, batch 100)',
+      () => sweeps.outbox.claim({operation: 'artifact_cleanup', scope: SCOPE, owner: 'explain', limit: 100, leaseSeconds: 300}),
+    ],
     ['rows left for an operator (countUnsettled)', () => sweeps.sweeps.countUnsettled(SCOPE, ['deploy', 'artifact_cleanup'])],
-    ['deploys waiting for a later pass (waitingDeployments)', () => sweeps.sweeps.waitingDeployments({scope: SCOPE, cooldownSeconds: 15, graceSeconds: 300, deferredMarker: 'edge_host_fenced'})],
+    [
+      'deploys waiting for a later pass (waitingDeployments)',
+      () => sweeps.sweeps.waitingDeployments({scope: SCOPE, cooldownSeconds: 15, graceSeconds: 300, deferredMarker: 'edge_host_fenced'}),
+    ],
   ]
   console.log(`\n${new Date().toISOString()}, ${machineLoad()}; ${ROWS.toLocaleString('en')} outbox rows, ${SCOPES.length} scopes\n`)
   for (const [name, call] of calls) {
@@ -83,11 +106,41 @@ async function seed(url: string): Promise<void> {
   const scope = `(array['${SCOPES.join("','")}'])[1 + i % ${SCOPES.length}]`
   const deploy = `'w' || (i % 5000), 'v' || i, 's' || (i % 5000), ${scope}, '{"releaseGeneration":"rg","baseRevision":0}'`
   try {
-    await client.query(insert(ROWS - open, 0, `'deploy', 'completed', 'd' || i, 'c', 'd', ${deploy}, 1, 'old', null, null, null, null, null, ${now - 86_400_000} + i, ${now - 86_400_000} + i`))
-    await client.query(insert(4_000, ROWS, `'deploy', 'pending', 'd' || (i + ${ROWS}), 'c', 'd', ${deploy}, 0, null, null, null, ${now - 60_000}, null, null, ${now - 60_000} + i, ${now - 60_000}`))
-    await client.query(insert(2_000, ROWS + 4_000, `'deploy', 'leased', 'd' || (i + ${ROWS + 4_000}), 'c', 'd', ${deploy}, 1, 'dead', 'tok' || i, ${now - 30_000}, null, null, null, ${now - 120_000} + i, ${now - 120_000}`))
-    await client.query(insert(1_000, ROWS + 6_000, `'deploy', 'pending', 'd' || (i + ${ROWS + 6_000}), 'c', 'd', ${deploy}, 0, null, null, null, ${now - 60_000}, 'edge_host_fenced', 'fenced', ${now - 60_000} + i, ${now - 60_000}`))
-    await client.query(insert(3_000, ROWS + 7_000, `'artifact_cleanup', 'pending', 'c' || i, null, null, null, null, null, ${scope}, '{"kind":"bundle"}', 0, null, null, null, ${now - 60_000}, null, null, ${now - 60_000} + i, ${now - 60_000}`))
+    await client.query(
+      insert(
+        ROWS - open,
+        0,
+        `'deploy', 'completed', 'd' || i, 'c', 'd', ${deploy}, 1, 'old', null, null, null, null, null, ${now - 86_400_000} + i, ${now - 86_400_000} + i`,
+      ),
+    )
+    await client.query(
+      insert(
+        4_000,
+        ROWS,
+        `'deploy', 'pending', 'd' || (i + ${ROWS}), 'c', 'd', ${deploy}, 0, null, null, null, ${now - 60_000}, null, null, ${now - 60_000} + i, ${now - 60_000}`,
+      ),
+    )
+    await client.query(
+      insert(
+        2_000,
+        ROWS + 4_000,
+        `'deploy', 'leased', 'd' || (i + ${ROWS + 4_000}), 'c', 'd', ${deploy}, 1, 'dead', 'tok' || i, ${now - 30_000}, null, null, null, ${now - 120_000} + i, ${now - 120_000}`,
+      ),
+    )
+    await client.query(
+      insert(
+        1_000,
+        ROWS + 6_000,
+        `'deploy', 'pending', 'd' || (i + ${ROWS + 6_000}), 'c', 'd', ${deploy}, 0, null, null, null, ${now - 60_000}, 'edge_host_fenced', 'fenced', ${now - 60_000} + i, ${now - 60_000}`,
+      ),
+    )
+    await client.query(
+      insert(
+        3_000,
+        ROWS + 7_000,
+        `'artifact_cleanup', 'pending', 'c' || i, null, null, null, null, null, ${scope}, '{"kind":"bundle"}', 0, null, null, null, ${now - 60_000}, null, null, ${now - 60_000} + i, ${now - 60_000}`,
+      ),
+    )
     await client.query('analyze edge_worker_outbox')
   } finally {
     await client.end()

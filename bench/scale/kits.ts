@@ -22,7 +22,9 @@ import {createDatabase, dropDatabase, postgresServer} from '../support/store-bas
 import {log, machineLoad, median} from '../support/stats.js'
 import {fillOutbox, seedWorkers} from './backlog.js'
 
-const {values: options} = parseArgs({options: {rows: {type: 'string', default: '1000'}, rounds: {type: 'string', default: '3'}, concurrency: {type: 'string', default: '4'}}})
+const {values: options} = parseArgs({
+  options: {rows: {type: 'string', default: '1000'}, rounds: {type: 'string', default: '3'}, concurrency: {type: 'string', default: '4'}},
+})
 const ROWS = Number(options.rows)
 const ROUNDS = Number(options.rounds)
 const CONCURRENCY = Number(options.concurrency)
@@ -32,8 +34,11 @@ const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-kits-'))
 
 /** Runs one kit-runner per scope at once; each kit's rows/s over its own time. */
 async function drain(url: string, scopes: string[], round: number): Promise<number[]> {
-  for (const [k, scope] of scopes.entries()) await fillOutbox({url, workDir, scope, company: `kit${KITS.indexOf(scope)}`, label: `${round}-${scopes.length}-${k}`, rows: ROWS})
-  const children = scopes.map((scope) => spawn(process.execPath, ['--import', 'tsx', RUNNER, url, workDir, scope, String(CONCURRENCY)], {stdio: ['pipe', 'pipe', 'inherit']}))
+  for (const [k, scope] of scopes.entries())
+    await fillOutbox({url, workDir, scope, company: `kit${KITS.indexOf(scope)}`, label: `${round}-${scopes.length}-${k}`, rows: ROWS})
+  const children = scopes.map((scope) =>
+    spawn(process.execPath, ['--import', 'tsx', RUNNER, url, workDir, scope, String(CONCURRENCY)], {stdio: ['pipe', 'pipe', 'inherit']}),
+  )
   const lines = children.map((child) => createInterface({input: child.stdout})[Symbol.asyncIterator]())
   await Promise.all(lines.map((iterator) => iterator.next()))
   const started = performance.now()
@@ -66,7 +71,12 @@ try {
     ]
     for (const [name, run] of round % 2 === 0 ? runs : runs.reverse()) {
       await run()
-      log(`round ${round + 1}, ${name}: ${(name === 'alone' ? alone : together).slice(name === 'alone' ? -1 : -KITS.length).map((rate) => rate.toFixed(0)).join(' / ')} rows/s per kit (${machineLoad()})`)
+      log(
+        `round ${round + 1}, ${name}: ${(name === 'alone' ? alone : together)
+          .slice(name === 'alone' ? -1 : -KITS.length)
+          .map((rate) => rate.toFixed(0))
+          .join(' / ')} rows/s per kit (${machineLoad()})`,
+      )
     }
   }
   await dropDatabase(postgres.adminUrl, 'edgeworkers_bench_kits')
@@ -78,4 +88,6 @@ console.log(`\n${new Date().toISOString()}, ${machineLoad()}; ${ROWS} rows per k
 console.log('| kits at once | per-kit rows/s (median) | min | max | ÷ alone |')
 console.log('|---|---|---|---|---|')
 console.log(`| 1 (alone) | ${median(alone).toFixed(0)} | ${Math.min(...alone).toFixed(0)} | ${Math.max(...alone).toFixed(0)} | 1.00 |`)
-console.log(`| ${KITS.length} | ${median(together).toFixed(0)} | ${Math.min(...together).toFixed(0)} | ${Math.max(...together).toFixed(0)} | **${(median(together) / median(alone)).toFixed(2)}** |`)
+console.log(
+  `| ${KITS.length} | ${median(together).toFixed(0)} | ${Math.min(...together).toFixed(0)} | ${Math.max(...together).toFixed(0)} | **${(median(together) / median(alone)).toFixed(2)}** |`,
+)

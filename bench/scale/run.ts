@@ -92,7 +92,9 @@ function report(samples: Sample[]): void {
     const kit = median(of('kit', shape).map((s) => s.rowsPerSecond))
     const baseline = median([...of('graphile-worker', shape), ...of('kit', shape)].map((s) => s.baseline))
     const label = shape === '4×4' ? '4 processes × 4' : `${shape} (one process)`
-    console.log(`| ${label} | ${graphile.toFixed(0)} | ${kit.toFixed(0)} | **${(kit / graphile).toFixed(2)}×** | ${baseline.toFixed(0)} | ${(graphile / baseline).toFixed(2)} | ${(kit / baseline).toFixed(2)} |`)
+    console.log(
+      `| ${label} | ${graphile.toFixed(0)} | ${kit.toFixed(0)} | **${(kit / graphile).toFixed(2)}×** | ${baseline.toFixed(0)} | ${(graphile / baseline).toFixed(2)} | ${(kit / baseline).toFixed(2)} |`,
+    )
   }
 }
 
@@ -104,11 +106,14 @@ async function drainKit(url: string, shape: string, round: number): Promise<numb
   await Promise.all(lines.map((iterator) => iterator.next()))
   const started = performance.now()
   for (const child of children) child.stdin.write('go\n')
-  const reports = await Promise.all(lines.map(async (iterator) => JSON.parse((await iterator.next()).value as string) as {completed: number; error: string | null}))
+  const reports = await Promise.all(
+    lines.map(async (iterator) => JSON.parse((await iterator.next()).value as string) as {completed: number; error: string | null}),
+  )
   const seconds = (performance.now() - started) / 1000
   await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
   const completed = reports.reduce((sum, report) => sum + report.completed, 0)
-  if (completed !== ROWS || reports.some((report) => report.error)) throw new Error(`kit ${shape}: ${completed} of ${ROWS} rows completed ${JSON.stringify(reports)}`)
+  if (completed !== ROWS || reports.some((report) => report.error))
+    throw new Error(`kit ${shape}: ${completed} of ${ROWS} rows completed ${JSON.stringify(reports)}`)
   return seconds
 }
 

@@ -43,7 +43,14 @@ function label(meta: Metafile, file: string): string {
     const name = /node_modules\/((@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? input.split('/').slice(0, 2).join('/')
     bytes.set(name, (bytes.get(name) ?? 0) + bytesInOutput)
   }
-  return [...bytes].sort((a, b) => b[1] - a[1]).filter(([, size]) => size > 1024).slice(0, 3).map(([name]) => name).join(', ') || 'shared glue (< 1 KiB)'
+  return (
+    [...bytes]
+      .sort((a, b) => b[1] - a[1])
+      .filter(([, size]) => size > 1024)
+      .slice(0, 3)
+      .map(([name]) => name)
+      .join(', ') || 'shared glue (< 1 KiB)'
+  )
 }
 
 /** Run by a bare node (no tsx loader hooks in the way): imports each chunk in order, printing its CPU milliseconds as JSON. */
@@ -69,15 +76,18 @@ async function main(): Promise<void> {
     rounds.push(JSON.parse(output) as number[])
   }
   const rows = files.map((file, index) => ({
-    name: `${label(meta, file)}${index === 0 ? ' (the first import: with the ES module loader\'s warm-up)' : ''}`,
+    name: `${label(meta, file)}${index === 0 ? " (the first import: with the ES module loader's warm-up)" : ''}`,
     cpu: median(rounds.map((round) => round[index]!)),
     kib: meta.outputs[file]!.bytes / 1024,
   }))
   console.log(`\n\`${options.command}\`: ${files.length} files, ${rounds.length} fresh processes, ${machineLoad()}\n`)
   console.log('| chunk (largest parts) | KiB | median CPU ms |')
   console.log('|---|---|---|')
-  for (const row of rows.sort((a, b) => b.cpu - a.cpu).filter((row) => row.cpu >= 2)) console.log(`| ${row.name} | ${row.kib.toFixed(0)} | ${row.cpu.toFixed(0)} |`)
-  console.log(`| **all ${files.length} files** | ${rows.reduce((sum, row) => sum + row.kib, 0).toFixed(0)} | ${rows.reduce((sum, row) => sum + row.cpu, 0).toFixed(0)} |`)
+  for (const row of rows.sort((a, b) => b.cpu - a.cpu).filter((row) => row.cpu >= 2))
+    console.log(`| ${row.name} | ${row.kib.toFixed(0)} | ${row.cpu.toFixed(0)} |`)
+  console.log(
+    `| **all ${files.length} files** | ${rows.reduce((sum, row) => sum + row.kib, 0).toFixed(0)} | ${rows.reduce((sum, row) => sum + row.cpu, 0).toFixed(0)} |`,
+  )
 }
 
 await main()

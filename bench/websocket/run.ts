@@ -74,7 +74,9 @@ function chatRoom(tag: string): UploadScript {
   }
 }
 
-async function startBenchHost(dir: string): Promise<{host: RunningHost; call: (method: 'GET' | 'PUT', target: string, body?: unknown) => Promise<{status: number; json: any}>}> {
+async function startBenchHost(
+  dir: string,
+): Promise<{host: RunningHost; call: (method: 'GET' | 'PUT', target: string, body?: unknown) => Promise<{status: number; json: any}>}> {
   const host = await startHost({
     dataDir: dir,
     settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 2, coalesce_window_ms: 20},
@@ -120,7 +122,12 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
     operationSettingsJson: null,
     serviceAccounts: [],
   }
-  const config = renderValidationConfig([script], {modulePath: (digest) => digest, egressAllow: ['public'], serviceBindingAddress: 'unix:/nonexistent', socketAddress: () => '127.0.0.1:0'})
+  const config = renderValidationConfig([script], {
+    modulePath: (digest) => digest,
+    egressAllow: ['public'],
+    serviceBindingAddress: 'unix:/nonexistent',
+    socketAddress: () => '127.0.0.1:0',
+  })
   writeFileSync(path.join(dir, 'config.capnp'), config.text)
   const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), sockets: config.sockets, cwd: dir, startTimeoutMs: 30_000})
   if (!outcome.ok) throw new Error(outcome.error)
@@ -142,7 +149,9 @@ function open(url: string): Promise<Socket> {
     if (taker) taker(String(event.data))
     else queue.push(String(event.data))
   })
-  const closed = new Promise<{code: number; at: number}>((resolve) => socket.addEventListener('close', (event) => resolve({code: event.code, at: performance.now()})))
+  const closed = new Promise<{code: number; at: number}>((resolve) =>
+    socket.addEventListener('close', (event) => resolve({code: event.code, at: performance.now()})),
+  )
   return new Promise((resolve, reject) => {
     socket.addEventListener('open', () =>
       resolve({socket, closed, next: () => (queue.length > 0 ? Promise.resolve(queue.shift()!) : new Promise((take) => waiting.push(take)))}),
@@ -241,8 +250,12 @@ async function main(): Promise<void> {
     console.log(`\nRedeploys with sockets open (A, B on shard ${shardOf(names.A)}; C and the chat room R on shard ${shardOf(names.C)}):\n`)
     console.log('| redeployed | swap | upload → live ms | socket to it | same shard | other shard | new socket to it opens in |')
     console.log('|---|---|---|---|---|---|---|')
-    console.log(`| A (echo) | overlap | ${fixed(overlap.live, 0)} | ${overlap.effects.target} | B: ${overlap.effects.B} | C: ${overlap.effects.C} | ${fixed(overlap.reconnectMs, 0)} ms |`)
-    console.log(`| R (chat room, Durable Object) | hold | ${fixed(hold.live, 0)} | ${hold.effects.target} | C: ${hold.effects.C} | A: ${hold.effects.A} | ${fixed(hold.reconnectMs, 0)} ms |`)
+    console.log(
+      `| A (echo) | overlap | ${fixed(overlap.live, 0)} | ${overlap.effects.target} | B: ${overlap.effects.B} | C: ${overlap.effects.C} | ${fixed(overlap.reconnectMs, 0)} ms |`,
+    )
+    console.log(
+      `| R (chat room, Durable Object) | hold | ${fixed(hold.live, 0)} | ${hold.effects.target} | C: ${hold.effects.C} | A: ${hold.effects.A} | ${fixed(hold.reconnectMs, 0)} ms |`,
+    )
   } finally {
     await host.stop()
     await bare.process.stop()

@@ -82,11 +82,7 @@ export class FileArtifactStore implements ArtifactStore {
       await mkdir(path.join(root, INCOMING_DIR), {recursive: true})
       await access(root, fsConstants.W_OK)
     } catch (error) {
-      throw new KitError(
-        'store_unavailable',
-        `artifact store ${root} is not usable: ${(error as Error).message}`,
-        'artifact_store_unavailable',
-      )
+      throw new KitError('store_unavailable', `artifact store ${root} is not usable: ${(error as Error).message}`, 'artifact_store_unavailable')
     }
     return new FileArtifactStore(root)
   }
@@ -192,7 +188,6 @@ async function readExactly(handle: FileHandle, size: number): Promise<Buffer> {
   // A file that shrank under us is simply a shorter (and therefore wrong-hashing) artifact.
   return buffer.subarray(0, offset)
 }
-
 
 function isMissing(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'ENOENT'

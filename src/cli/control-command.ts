@@ -26,15 +26,17 @@ export abstract class ControlCommand<T extends typeof Command> extends BaseComma
   /** The outcome as the result (`json`: what --json prints; digests only, never a secret), `extra` lines in text, and its exit code. */
   protected finish<R = ControlOutcome>(outcome: ControlOutcome, extra: string[] = [], json: R = outcome as R): R {
     const exitCode = outcome.state === 'pending' ? ExitCode.pending : outcome.state === 'failed' ? ExitCode.failed : ExitCode.ok
-    return this.respond(json, () =>
-      [
-        `worker       ${outcome.scriptName} (department ${outcome.departmentId})`,
-        `operation    ${outcome.operation}${outcome.noop ? ' (nothing to change)' : ''}`,
-        `state        ${outcome.state}${outcome.code ? ` (${outcome.code})` : ''}`,
-        ...(outcome.message ? [`detail       ${outcome.message}`] : []),
-        ...extra,
-        `outbox row   ${outcome.outboxId}`,
-      ].join('\n'),
+    return this.respond(
+      json,
+      () =>
+        [
+          `worker       ${outcome.scriptName} (department ${outcome.departmentId})`,
+          `operation    ${outcome.operation}${outcome.noop ? ' (nothing to change)' : ''}`,
+          `state        ${outcome.state}${outcome.code ? ` (${outcome.code})` : ''}`,
+          ...(outcome.message ? [`detail       ${outcome.message}`] : []),
+          ...extra,
+          `outbox row   ${outcome.outboxId}`,
+        ].join('\n'),
       exitCode,
     )
   }

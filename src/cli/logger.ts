@@ -19,7 +19,10 @@ export function resolveLogFormat(format: Settings['log_format'], fd: 1 | 2 = 2):
 export async function createLogger(options: {level: Settings['log_level']; format: LogFormat; fd: 1 | 2; base?: Record<string, unknown>}): Promise<Logger> {
   const {level, format, fd} = options
   if (format === 'json') {
-    return pino({level, base: {pid: process.pid, ...options.base}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()}, pino.destination({fd, sync: true}))
+    return pino(
+      {level, base: {pid: process.pid, ...options.base}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()},
+      pino.destination({fd, sync: true}),
+    )
   }
   // Loaded only for a person at a terminal: cron passes and services log JSON.
   const {default: pretty} = await import('pino-pretty')

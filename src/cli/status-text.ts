@@ -45,7 +45,14 @@ export function statusText(snapshot: StatusSnapshot): string {
     ),
     `leased rows\n${table(
       ['ID', 'LANE', 'SCRIPT', 'OWNER', 'LEASE LEFT', 'ATTEMPTS'],
-      snapshot.leased.map((row) => [row.id, row.operation, row.script_name ?? '-', row.lease_owner ?? '-', row.leaseLeftMs < 0 ? `expired ${formatDuration(-row.leaseLeftMs)} ago` : formatDuration(row.leaseLeftMs), String(row.attempts)]),
+      snapshot.leased.map((row) => [
+        row.id,
+        row.operation,
+        row.script_name ?? '-',
+        row.lease_owner ?? '-',
+        row.leaseLeftMs < 0 ? `expired ${formatDuration(-row.leaseLeftMs)} ago` : formatDuration(row.leaseLeftMs),
+        String(row.attempts),
+      ]),
       'none',
     )}`,
     `failed and uncertain rows by last error code\n${table(
@@ -69,12 +76,25 @@ export function statusText(snapshot: StatusSnapshot): string {
       ? 'workers: the edge host did not report their activity'
       : `workers over the last ${formatWindow(snapshot.workers.windowSeconds)}, most errors first\n${table(
           ['SCRIPT', 'DEPARTMENT', 'REQUESTS', 'ERRORS', 'P99', 'LAST ERROR'],
-          snapshot.workers.workers.map((row) => [row.script, row.department_id ?? '-', String(row.requests), String(row.errors), row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`, row.lastError ?? '-']),
+          snapshot.workers.workers.map((row) => [
+            row.script,
+            row.department_id ?? '-',
+            String(row.requests),
+            String(row.errors),
+            row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`,
+            row.lastError ?? '-',
+          ]),
           'no requests',
         )}`,
     `latest audit rows\n${table(
       ['TIME', 'ACTION', 'RESOURCE', 'ACTOR', 'RESULT'],
-      snapshot.audit.map((row) => [isoTime(row.created_at), row.action, `${row.resource_type} ${row.resource_id}`, row.actor_id ? `${row.actor_type} ${row.actor_id}` : row.actor_type, row.result]),
+      snapshot.audit.map((row) => [
+        isoTime(row.created_at),
+        row.action,
+        `${row.resource_type} ${row.resource_id}`,
+        row.actor_id ? `${row.actor_type} ${row.actor_id}` : row.actor_type,
+        row.result,
+      ]),
       'none',
     )}`,
   ]

@@ -4,7 +4,11 @@
 export function table(headers: string[], rows: string[][], empty: string): string {
   if (rows.length === 0) return empty
   const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)))
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()
   return [line(headers), ...rows.map(line)].join('\n')
 }
 

@@ -77,16 +77,18 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
       failed: ExitCode.failed,
       uncertain: ExitCode.uncertain,
     }
-    return this.respond(result, () =>
-      [
-        `worker       ${result.scriptName}`,
-        `version      ${result.versionId}${result.reused ? ' (reused: same release generation)' : ''}`,
-        `generation   ${result.releaseGeneration}`,
-        `state        ${result.state}${result.code ? ` (${result.code})` : ''}`,
-        ...(result.message ? [`detail       ${result.message}`] : []),
-        ...(result.url ? [`url          ${result.url}`] : []),
-        `outbox row   ${result.outboxId}${result.duplicate ? ' (duplicate enqueue: existing row)' : ''}`,
-      ].join('\n'),
+    return this.respond(
+      result,
+      () =>
+        [
+          `worker       ${result.scriptName}`,
+          `version      ${result.versionId}${result.reused ? ' (reused: same release generation)' : ''}`,
+          `generation   ${result.releaseGeneration}`,
+          `state        ${result.state}${result.code ? ` (${result.code})` : ''}`,
+          ...(result.message ? [`detail       ${result.message}`] : []),
+          ...(result.url ? [`url          ${result.url}`] : []),
+          `outbox row   ${result.outboxId}${result.duplicate ? ' (duplicate enqueue: existing row)' : ''}`,
+        ].join('\n'),
       exitFor[result.state],
     )
   }
@@ -106,7 +108,11 @@ function renderPlan(plan: DeployPlan): string {
     `objects      ${list(plan.bindings.durableObjects.map((object) => `${object.binding} → ${object.className}`))}`,
     `services     ${list(plan.bindings.services.map((service) => `${service.binding} → department ${service.department}`))}`,
     `packages     ${list(Object.entries(plan.dependencies).map(([name, version]) => `${name}@${version}`))}`,
-    table(['MODULE', 'TYPE', 'BYTES'], plan.modules.map((module) => [module.name, module.type, String(module.bytes)]), 'none'),
+    table(
+      ['MODULE', 'TYPE', 'BYTES'],
+      plan.modules.map((module) => [module.name, module.type, String(module.bytes)]),
+      'none',
+    ),
     `bundle       ${plan.bundleBytes} bytes; project archive ${plan.projectArchiveBytes} bytes`,
     `generation   ${plan.releaseGeneration}`,
     ...Object.entries(plan.digests).map(([name, digest]) => `${name.padEnd(12)} ${digest}`),

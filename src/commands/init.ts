@@ -26,6 +26,13 @@ Exit codes: 0 written, 2 a file exists already, or a bad name or template.`
 
   async run() {
     const result = await initProject(this.args.dir, {template: this.flags.template, name: this.flags.name})
-    return this.respond(result, () => [`wrote ${result.template} project ${result.name} in ${result.dir}:`, ...result.files.map((file) => `  ${file}`), 'next:', ...result.next.map((step) => `  ${step}`)].join('\n'))
+    return this.respond(result, () =>
+      [
+        `wrote ${result.template} project ${result.name} in ${result.dir}:`,
+        ...result.files.map((file) => `  ${file}`),
+        'next:',
+        ...result.next.map((step) => `  ${step}`),
+      ].join('\n'),
+    )
   }
 }

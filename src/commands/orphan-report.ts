@@ -23,6 +23,12 @@ answered <status>") or did not end within the page cap.`
   async run() {
     const report = await orphanReport(await this.engine())
     if (!this.flags.table) return this.log(canonicalJson(report))
-    this.log(table(['KEY', 'VALUE'], Object.entries(report).map(([key, value]) => [key, String(value)]), ''))
+    this.log(
+      table(
+        ['KEY', 'VALUE'],
+        Object.entries(report).map(([key, value]) => [key, String(value)]),
+        '',
+      ),
+    )
   }
 }

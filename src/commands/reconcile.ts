@@ -6,14 +6,7 @@ import {durationFlag} from '../cli/flags.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {table} from '../cli/table.js'
 import {formatDuration} from '../engine/status/snapshot.js'
-import {
-  assertMetricsFileWritable,
-  LANE_NAMES,
-  runPass,
-  watchPasses,
-  writeMetricsFile,
-  type PassResult,
-} from '../engine/pass/index.js'
+import {assertMetricsFileWritable, LANE_NAMES, runPass, watchPasses, writeMetricsFile, type PassResult} from '../engine/pass/index.js'
 
 export default class Reconcile extends BaseCommand<typeof Reconcile> {
   static override description = `Run one reconcile pass over the background lanes (or keep running them with --watch).
@@ -108,7 +101,9 @@ function renderPass(result: PassResult): string {
   if (result.waiting && result.waiting.deploys > 0) {
     const {deploys, nextDueInMs} = result.waiting
     const due = nextDueInMs === null ? '' : `, the next due in ${formatDuration(nextDueInMs)}`
-    lines.push(`${deploys} deploy${deploys === 1 ? '' : 's'} not due yet (backoff, cooldown, or a waiting deploy)${due}: a later pass runs ${deploys === 1 ? 'it' : 'them'}`)
+    lines.push(
+      `${deploys} deploy${deploys === 1 ? '' : 's'} not due yet (backoff, cooldown, or a waiting deploy)${due}: a later pass runs ${deploys === 1 ? 'it' : 'them'}`,
+    )
   }
   return lines.join('\n')
 }

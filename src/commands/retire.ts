@@ -64,10 +64,7 @@ department of another company.`
 function render(result: RetireOutcome): string {
   const worker = result.scriptName ? `${result.scriptName} (Worker ${result.workerId})` : 'none'
   const steps = (list: RetirementStep[]) => (list.length === 0 ? '-' : list.join(' → '))
-  const head = [
-    `department   ${result.departmentId} (company ${result.companyId})`,
-    `worker       ${worker}`,
-  ]
+  const head = [`department   ${result.departmentId} (company ${result.companyId})`, `worker       ${worker}`]
   switch (result.state) {
     case 'planned':
       return [
@@ -81,7 +78,12 @@ function render(result: RetireOutcome): string {
     case 'no_worker':
       return [...head, `deleted the department and ${result.serviceAccounts.length} service account(s); it had no Worker to retire`].join('\n')
     case 'retired':
-      return [...head, `service accounts deleted: ${result.serviceAccounts.length}`, `host steps   ${steps(result.steps)}`, 'retired: its URL now answers 404 worker_not_found'].join('\n')
+      return [
+        ...head,
+        `service accounts deleted: ${result.serviceAccounts.length}`,
+        `host steps   ${steps(result.steps)}`,
+        'retired: its URL now answers 404 worker_not_found',
+      ].join('\n')
     case 'pending':
       return [...head, `retirement pending (${result.code}): ${result.message}`].join('\n')
   }

@@ -28,7 +28,8 @@ One event per request the Worker handled: time, method, path, status, outcome (o
       description: 'Keep this share of the events, 0 < rate ≤ 1 (default 1: all)',
       async parse(input) {
         const rate = Number(input)
-        if (input.trim() === '' || !Number.isFinite(rate) || rate <= 0 || rate > 1) throw new Errors.CLIError(`--sampling-rate ${input}: must be a number above 0 and at most 1`, {exit: 2})
+        if (input.trim() === '' || !Number.isFinite(rate) || rate <= 0 || rate > 1)
+          throw new Errors.CLIError(`--sampling-rate ${input}: must be a number above 0 and at most 1`, {exit: 2})
         return rate
       },
     })({default: 1}),

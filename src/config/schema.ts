@@ -6,9 +6,7 @@ import {z} from 'zod'
 
 const seconds = (def: number, min = 1, max = 86_400) => z.number().int().min(min).max(max).default(def)
 const count = (def: number, min = 1, max = 100_000) => z.number().int().min(min).max(max).default(def)
-const listenAddress = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free port)')
+const listenAddress = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free port)')
 
 export const settingsSchema = z.strictObject({
   /** Holds the embedded store, the artifact store and local state. Resolved by ./load.ts. */
@@ -156,7 +154,10 @@ export const settingsSchema = z.strictObject({
       signature_window_seconds: seconds(300, 5, 3_600),
       script_listing_page_size: count(1_000, 1, 1_000),
       /** URL the host advertises for its data plane; empty = derived from `listen`. */
-      public_url: z.string().regex(/^(https?:\/\/[^\s/]+)?$/, 'must be http(s)://HOST[:PORT] or empty').default(''),
+      public_url: z
+        .string()
+        .regex(/^(https?:\/\/[^\s/]+)?$/, 'must be http(s)://HOST[:PORT] or empty')
+        .default(''),
       /** Decoded size limit of one script's modules. */
       max_script_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
       /** How long a data-plane request may wait for its shard to (re)start before a 503. */
@@ -202,7 +203,10 @@ export const settingsSchema = z.strictObject({
        */
       worker_events: z.boolean().default(true),
       /** Write every Worker event as a JSON line to this file (absolute path); empty = no file. */
-      worker_log_file: z.string().regex(/^(\/.*)?$/, 'must be an absolute path or empty').default(''),
+      worker_log_file: z
+        .string()
+        .regex(/^(\/.*)?$/, 'must be an absolute path or empty')
+        .default(''),
       /** Past this size the Worker log file is rotated (<file>.1 … <file>.<worker_log_keep>). */
       worker_log_max_bytes: count(50 * 1024 * 1024, 1024, 1024 * 1024 * 1024 * 1024),
       worker_log_keep: count(5, 1, 100),

@@ -37,12 +37,7 @@ export class BodyBudget {
  * Reads the whole body, refusing more than `limit` bytes (413) and, while the shared budget is
  * spent, any body at all (503 host_busy). Its bytes stay reserved until the response is done.
  */
-export async function readBoundedBody(
-  request: http.IncomingMessage,
-  response: http.ServerResponse,
-  limit: number,
-  budget: BodyBudget,
-): Promise<Buffer> {
+export async function readBoundedBody(request: http.IncomingMessage, response: http.ServerResponse, limit: number, budget: BodyBudget): Promise<Buffer> {
   const declared = Number(request.headers['content-length'])
   if (Number.isFinite(declared) && declared > limit) throw new BodyTooLargeError(limit)
   let reserved = 0

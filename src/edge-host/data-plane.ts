@@ -119,12 +119,7 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
   /** Spliced WebSocket connections (both ends), closed when the server is shut down. */
   const tunnels = new Set<Duplex>()
 
-  const handle = async (
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-    requestId: string,
-    upgrade: UpgradeRequest | null,
-  ): Promise<string> => {
+  const handle = async (request: http.IncomingMessage, response: http.ServerResponse, requestId: string, upgrade: UpgradeRequest | null): Promise<string> => {
     const target = resolve(request)
     if (target.kind === 'health') {
       if (target.check === 'livez') sendJson(response, 200, {status: 'ok'})
@@ -146,7 +141,12 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       return name
     }
     if (route.quarantined) {
-      sendJson(response, 503, {code: 'worker_quarantined', message: 'Worker quarantined after repeated runaway incidents; a new deploy lifts it', requestId}, {'x-request-id': requestId})
+      sendJson(
+        response,
+        503,
+        {code: 'worker_quarantined', message: 'Worker quarantined after repeated runaway incidents; a new deploy lifts it', requestId},
+        {'x-request-id': requestId},
+      )
       return name
     }
 

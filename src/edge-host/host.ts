@@ -144,7 +144,17 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       log,
     })
     let publicUrl = ''
-    const service = new HostService({dataDir, state, runtime, identity, settings, maxFenceTtlSeconds, publicUrl: () => publicUrl, onRetired: (name) => tails.forget(name), log})
+    const service = new HostService({
+      dataDir,
+      state,
+      runtime,
+      identity,
+      settings,
+      maxFenceTtlSeconds,
+      publicUrl: () => publicUrl,
+      onRetired: (name) => tails.forget(name),
+      log,
+    })
     const ready = () => runtime.ready()
     const readinessDetail = () => ({ready: ready(), shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state}))})
     // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script

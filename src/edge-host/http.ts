@@ -1,6 +1,6 @@
 // Small HTTP helpers shared by the two listeners.
 import {once} from 'node:events'
-import http from 'node:http'
+import type http from 'node:http'
 import type {AddressInfo} from 'node:net'
 
 /** A JSON answer. An oversized request's remaining body is not read: close the connection after. */

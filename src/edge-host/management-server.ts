@@ -111,13 +111,21 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     route('GET', `/v1/scripts/${NAME}/access-policy`, async ({params, query}) => {
       const releaseGeneration = query.get('releaseGeneration')
       const waitMs = readinessWaitMs(query.get('waitMs'))
-      return ok(releaseGeneration !== null && waitMs > 0 ? await service.awaitLive(params.name!, releaseGeneration, waitMs) : service.accessPolicy(params.name!, releaseGeneration))
+      return ok(
+        releaseGeneration !== null && waitMs > 0
+          ? await service.awaitLive(params.name!, releaseGeneration, waitMs)
+          : service.accessPolicy(params.name!, releaseGeneration),
+      )
     }),
     route('PUT', `/v1/scripts/${NAME}/access-policy`, ({params, json}) =>
       ok(service.replaceAccessPolicy(params.name!, parse(replaceAccessPolicySchema, json))),
     ),
-    route('POST', `/v1/scripts/${NAME}/access-policy/api-key/rotate`, ({params, json}) => ok(service.rotateApiKey(params.name!, parse(rotateApiKeySchema, json)))),
-    route('POST', `/v1/scripts/${NAME}/access-policy/api-key/revoke`, ({params, json}) => ok(service.revokeApiKey(params.name!, parse(revisionOnlySchema, json)))),
+    route('POST', `/v1/scripts/${NAME}/access-policy/api-key/rotate`, ({params, json}) =>
+      ok(service.rotateApiKey(params.name!, parse(rotateApiKeySchema, json))),
+    ),
+    route('POST', `/v1/scripts/${NAME}/access-policy/api-key/revoke`, ({params, json}) =>
+      ok(service.revokeApiKey(params.name!, parse(revisionOnlySchema, json))),
+    ),
     route('GET', `/v1/scripts/${NAME}/runtime-config`, ({params}) => ok(service.runtimeConfig(params.name!))),
     route('PUT', `/v1/scripts/${NAME}/runtime-config/(?<item>[^/]+)`, ({params, json}) =>
       ok(service.putRuntimeConfig(params.name!, pathParam(runtimeConfigKeySchema, params.item!, 'runtime-config key'), parse(putRuntimeConfigSchema, json))),
@@ -126,8 +134,12 @@ export function createManagementServer(options: ManagementServerOptions): http.S
       ok(service.deleteRuntimeConfig(params.name!, pathParam(runtimeConfigKeySchema, params.item!, 'runtime-config key'), parse(revisionOnlySchema, json))),
     ),
     route('GET', `/v1/scripts/${NAME}/operation-settings`, ({params}) => ok(service.operationSettings(params.name!))),
-    route('PUT', `/v1/scripts/${NAME}/operation-settings`, ({params, json}) => ok(service.replaceOperationSettings(params.name!, parse(replaceOperationSettingsSchema, json)))),
-    route('POST', `/v1/scripts/${NAME}/operation-settings/revoke`, ({params, json}) => ok(service.revokeOperationSettings(params.name!, parse(revisionOnlySchema, json)))),
+    route('PUT', `/v1/scripts/${NAME}/operation-settings`, ({params, json}) =>
+      ok(service.replaceOperationSettings(params.name!, parse(replaceOperationSettingsSchema, json))),
+    ),
+    route('POST', `/v1/scripts/${NAME}/operation-settings/revoke`, ({params, json}) =>
+      ok(service.revokeOperationSettings(params.name!, parse(revisionOnlySchema, json))),
+    ),
     route('GET', `/v1/scripts/${NAME}/secrets`, ({params}) => ok(service.secrets(params.name!))),
     route('DELETE', `/v1/scripts/${NAME}/secrets`, ({params, json}) => ok(service.purgeSecrets(params.name!, parse(controlMetaBodySchema, json ?? {})))),
     route('PUT', `/v1/scripts/${NAME}/secrets/(?<item>[^/]+)`, ({params, json}) =>
@@ -144,9 +156,17 @@ export function createManagementServer(options: ManagementServerOptions): http.S
       ok(service.putServiceAccount(params.name!, pathParam(serviceAccountIdSchema, params.item!, 'service account id'), parse(putServiceAccountSchema, json))),
     ),
     route('DELETE', `/v1/scripts/${NAME}/service-accounts/(?<item>[^/]+)`, ({params, json}) =>
-      ok(service.deleteServiceAccount(params.name!, pathParam(serviceAccountIdSchema, params.item!, 'service account id'), parse(controlMetaBodySchema, json ?? {}))),
+      ok(
+        service.deleteServiceAccount(
+          params.name!,
+          pathParam(serviceAccountIdSchema, params.item!, 'service account id'),
+          parse(controlMetaBodySchema, json ?? {}),
+        ),
+      ),
     ),
-    route('GET', '/v1/receipts/(?<item>[^/]+)', ({params, query}) => ok(service.receipt(pathParam(mutationIdSchema, params.item!, 'mutation id'), query.get('commandDigest')))),
+    route('GET', '/v1/receipts/(?<item>[^/]+)', ({params, query}) =>
+      ok(service.receipt(pathParam(mutationIdSchema, params.item!, 'mutation id'), query.get('commandDigest'))),
+    ),
     route('POST', '/v1/receipts/(?<item>[^/]+)/ack', ({params}) => ok(service.acknowledgeReceipt(pathParam(mutationIdSchema, params.item!, 'mutation id')))),
     route('GET', `/v1/scripts/${NAME}/tail`, ({params}) => {
       service.details(params.name!) // script_not_found for a name the host never had
@@ -316,7 +336,8 @@ function parse<S extends z.ZodType>(schema: S, json: unknown): z.output<S> {
 function readinessWaitMs(text: string | null): number {
   if (text === null) return 0
   const waitMs = Number(text)
-  if (!/^\d+$/.test(text) || waitMs > READINESS_WAIT_MAX_MS) throw new HostError('invalid_request', `waitMs must be a whole number of milliseconds up to ${READINESS_WAIT_MAX_MS}, not ${JSON.stringify(text)}`)
+  if (!/^\d+$/.test(text) || waitMs > READINESS_WAIT_MAX_MS)
+    throw new HostError('invalid_request', `waitMs must be a whole number of milliseconds up to ${READINESS_WAIT_MAX_MS}, not ${JSON.stringify(text)}`)
   return waitMs
 }
 

@@ -22,9 +22,7 @@ interface Attempts {
 export class PairingLimiter {
   private readonly sources = new Map<string, Attempts>()
 
-  constructor(
-    private readonly options: {maxFailures: number; windowSeconds: number; log: Logger; now?: () => number},
-  ) {}
+  constructor(private readonly options: {maxFailures: number; windowSeconds: number; log: Logger; now?: () => number}) {}
 
   /** Seconds until `source` may try again, or 0 when it may try now. */
   retryAfterSeconds(source: string): number {
@@ -43,7 +41,10 @@ export class PairingLimiter {
     attempts.failures++
     if (attempts.failures === 1) this.options.log.warn({source}, 'pairing attempt with a wrong code')
     if (attempts.failures === this.options.maxFailures) {
-      this.options.log.warn({source, failures: attempts.failures, windowSeconds: this.options.windowSeconds}, 'pairing attempts from this source are refused until the window ends')
+      this.options.log.warn(
+        {source, failures: attempts.failures, windowSeconds: this.options.windowSeconds},
+        'pairing attempts from this source are refused until the window ends',
+      )
     }
   }
 

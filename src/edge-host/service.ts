@@ -46,7 +46,16 @@ import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import {refusalMessage} from './runtime/validator.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import {scriptStateOf, type AccessPolicyRecord, type FenceRecord, type OperationSettingsRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
+import {
+  scriptStateOf,
+  type AccessPolicyRecord,
+  type FenceRecord,
+  type OperationSettingsRecord,
+  type HostState,
+  type RunnableScript,
+  type ScriptRecord,
+  type ScriptUpload,
+} from './state.js'
 
 export type HostSettings = Settings['host']
 
@@ -290,7 +299,9 @@ export class HostService {
     this.requireScript(name)
     return {
       revision: this.state.runtimeConfigRevision(name).revision,
-      entries: this.state.runtimeConfig(name).map((entry) => ({key: entry.key, valueJson: entry.valueJson, sha256: entry.sha256, updated_at: iso(entry.updatedAt)})),
+      entries: this.state
+        .runtimeConfig(name)
+        .map((entry) => ({key: entry.key, valueJson: entry.valueJson, sha256: entry.sha256, updated_at: iso(entry.updatedAt)})),
     }
   }
 
@@ -493,7 +504,10 @@ export class HostService {
   private requireActiveFence(fenceId: string): FenceRecord {
     const active = this.state.activeFence()
     if (active?.fenceId !== fenceId) {
-      throw new HostError('fence_required', active ? `the active fence is ${active.fenceId}, not ${fenceId}` : `fence ${fenceId} is not active; a data snapshot needs it`)
+      throw new HostError(
+        'fence_required',
+        active ? `the active fence is ${active.fenceId}, not ${fenceId}` : `fence ${fenceId} is not active; a data snapshot needs it`,
+      )
     }
     return active
   }

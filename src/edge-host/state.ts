@@ -9,15 +9,7 @@ import {randomInt, timingSafeEqual} from 'node:crypto'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {canonicalDigest, canonicalJson} from '../canonical-json.js'
-import type {
-  AccessPolicyMode,
-  Binding,
-  ControlMeta,
-  ModuleInfo,
-  ModuleType,
-  ReceiptOperation,
-  ScriptState,
-} from '../protocol/management-api.js'
+import type {AccessPolicyMode, Binding, ControlMeta, ModuleInfo, ModuleType, ReceiptOperation, ScriptState} from '../protocol/management-api.js'
 import {sha256Hex} from '../canonical-json.js'
 import {generateSecret, type NonceLedger} from '../protocol/signing.js'
 import {ensurePrivateFile} from '../util/private-files.js'
@@ -260,11 +252,13 @@ export class HostState {
     const version = this.db.pragma('user_version', {simple: true}) as number
     if (version === 0 || version === 1) {
       // A data dir of the previous version is upgraded in place; its scripts keep serving.
-      this.db.transaction(() => {
-        if (version === 0) this.db.exec(SCHEMA)
-        this.db.exec(UPGRADE_TO_2)
-        this.db.pragma(`user_version = ${SCHEMA_VERSION}`)
-      }).immediate()
+      this.db
+        .transaction(() => {
+          if (version === 0) this.db.exec(SCHEMA)
+          this.db.exec(UPGRADE_TO_2)
+          this.db.pragma(`user_version = ${SCHEMA_VERSION}`)
+        })
+        .immediate()
     } else if (version !== SCHEMA_VERSION) {
       this.db.close()
       throw new Error(`${file} has host state schema ${version}; this build understands ${SCHEMA_VERSION}`)
@@ -380,7 +374,13 @@ export class HostState {
        FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name WHERE s.name = ?`,
     ).get(name) as Row | undefined
     const route = row
-      ? {shard: row.shard as number | null, retired: row.retired_at !== null, lockedDown: row.locked_down_at !== null, quarantined: row.quarantined === 1, policy: policyFromRow(row)}
+      ? {
+          shard: row.shard as number | null,
+          retired: row.retired_at !== null,
+          lockedDown: row.locked_down_at !== null,
+          quarantined: row.quarantined === 1,
+          policy: policyFromRow(row),
+        }
       : null
     // Unknown names are not cached: anyone can ask for any number of them.
     if (route) this.routes.set(name, route)
@@ -471,9 +471,10 @@ export class HostState {
 
   /** Non-retired scripts per shard, for shards below `shardCount`. */
   private shardLoads(shardCount: number): Map<number, number> {
-    const rows = this.sql('SELECT shard, COUNT(*) AS count FROM scripts WHERE retired_at IS NULL AND shard < ? GROUP BY shard').all(
-      shardCount,
-    ) as Array<{shard: number; count: number}>
+    const rows = this.sql('SELECT shard, COUNT(*) AS count FROM scripts WHERE retired_at IS NULL AND shard < ? GROUP BY shard').all(shardCount) as Array<{
+      shard: number
+      count: number
+    }>
     return new Map(rows.map((row) => [row.shard, row.count]))
   }
 
@@ -519,9 +520,7 @@ export class HostState {
 
   /** True when the script already holds exactly this upload (a retried upload). */
   holdsUpload(name: string, upload: ScriptUpload): boolean {
-    const row = this.sql('SELECT content_digest FROM scripts WHERE name = ? AND retired_at IS NULL').get(name) as
-      | {content_digest: string | null}
-      | undefined
+    const row = this.sql('SELECT content_digest FROM scripts WHERE name = ? AND retired_at IS NULL').get(name) as {content_digest: string | null} | undefined
     return row?.content_digest === HostState.uploadDigest(upload)
   }
 
@@ -747,12 +746,17 @@ export class HostState {
 
   private assertOperationSettingsRevision(name: string, baseRevision: number): OperationSettingsRecord {
     const current = this.operationSettings(name)
-    if (baseRevision !== current.revision) throw new HostError('revision_conflict', `the operation settings are at revision ${current.revision}, not ${baseRevision}`)
+    if (baseRevision !== current.revision)
+      throw new HostError('revision_conflict', `the operation settings are at revision ${current.revision}, not ${baseRevision}`)
     return current
   }
 
   /** Settings belong to the release the script holds now. */
-  replaceOperationSettings(name: string, settings: {releaseGeneration: string; settingsJson: string; baseRevision: number}, now: number): OperationSettingsRecord {
+  replaceOperationSettings(
+    name: string,
+    settings: {releaseGeneration: string; settingsJson: string; baseRevision: number},
+    now: number,
+  ): OperationSettingsRecord {
     this.assertOperationSettingsRevision(name, settings.baseRevision)
     const stored = this.script(name)!.releaseGeneration
     if (stored !== settings.releaseGeneration) {
@@ -779,7 +783,9 @@ export class HostState {
 
   /** The values of a script's secrets (and service-account passwords): kept out of its tail events. */
   secretValues(name: string): string[] {
-    const rows = this.sql('SELECT value FROM secrets WHERE script = @name UNION ALL SELECT password FROM service_accounts WHERE script = @name').all({name}) as Array<{value: string}>
+    const rows = this.sql('SELECT value FROM secrets WHERE script = @name UNION ALL SELECT password FROM service_accounts WHERE script = @name').all({
+      name,
+    }) as Array<{value: string}>
     return rows.map((row) => row.value)
   }
 
@@ -814,9 +820,9 @@ export class HostState {
   }
 
   serviceAccounts(name: string): Array<{id: string; username: string; passwordSha256: string; updatedAt: number}> {
-    return this.sql(
-      'SELECT id, username, password_sha256 AS passwordSha256, updated_at AS updatedAt FROM service_accounts WHERE script = ? ORDER BY id',
-    ).all(name) as Array<{id: string; username: string; passwordSha256: string; updatedAt: number}>
+    return this.sql('SELECT id, username, password_sha256 AS passwordSha256, updated_at AS updatedAt FROM service_accounts WHERE script = ? ORDER BY id').all(
+      name,
+    ) as Array<{id: string; username: string; passwordSha256: string; updatedAt: number}>
   }
 
   putServiceAccount(name: string, id: string, username: string, password: string, now: number): {passwordSha256: string} {
@@ -1016,4 +1022,3 @@ function fenceFromRow(row: Row): FenceRecord {
     liftReason: row.lift_reason as FenceRecord['liftReason'],
   }
 }
-

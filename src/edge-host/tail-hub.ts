@@ -166,7 +166,11 @@ export class TailHub {
     if (event.exceptions.length > 0) metrics.workerExceptions.inc({script}, event.exceptions.length)
     if (event.status === 101) metrics.workerWebSockets.inc({script})
     const error = isErrorEvent(event)
-    if (error) this.lastErrors.set(script, event.exceptions[0] ? `${event.exceptions[0].name}: ${event.exceptions[0].message}` : `${event.outcome} ${event.status ?? ''}`.trim())
+    if (error)
+      this.lastErrors.set(
+        script,
+        event.exceptions[0] ? `${event.exceptions[0].name}: ${event.exceptions[0].message}` : `${event.outcome} ${event.status ?? ''}`.trim(),
+      )
     let samples = this.samples.get(script)
     if (!samples) this.samples.set(script, (samples = []))
     samples.push({at: Date.parse(event.time), durationMs: event.durationMs, error})
@@ -226,7 +230,7 @@ function statusClassOf(status: number | null): (typeof STATUS_CLASSES)[number] {
 /** A console line as the console prints it: strings as they are, other values as JSON. */
 function messageOf(message: unknown): string {
   const parts = Array.isArray(message) ? message : [message]
-  return parts.map((part) => (typeof part === 'string' ? part : JSON.stringify(part) ?? String(part))).join(' ')
+  return parts.map((part) => (typeof part === 'string' ? part : (JSON.stringify(part) ?? String(part)))).join(' ')
 }
 
 function pathOf(url: unknown): string {

@@ -49,8 +49,7 @@ export function isKnownBuilderPolicy(policy: string): boolean {
 export function unknownBuilderPolicyMessage(policy: string): string {
   const {lowest, highest} = KNOWN_POLICY_MINORS
   return (
-    `unknown builder policy ${JSON.stringify(policy)}; ` +
-    `known policies are ${BUILDER_POLICY_PREFIX}${lowest} through ${BUILDER_POLICY_PREFIX}${highest}`
+    `unknown builder policy ${JSON.stringify(policy)}; ` + `known policies are ${BUILDER_POLICY_PREFIX}${lowest} through ${BUILDER_POLICY_PREFIX}${highest}`
   )
 }
 
@@ -77,10 +76,7 @@ export function capabilitiesOf(policy: string): Capabilities {
  * `purge` = one `secrets.purge` (deployed release v2.7+); `delete_by_name` = `secrets.delete` per
  * name (deployed release v2.6); null = nothing to clear.
  */
-export function legacySecretPurgeBeforeDeploy(
-  targetPolicy: string,
-  deployedPolicy: string | null,
-): 'purge' | 'delete_by_name' | null {
+export function legacySecretPurgeBeforeDeploy(targetPolicy: string, deployedPolicy: string | null): 'purge' | 'delete_by_name' | null {
   if (deployedPolicy === null || capabilitiesOf(targetPolicy).workerSecrets) return null
   const deployed = capabilitiesOf(deployedPolicy)
   if (deployed.secretsPurge) return 'purge'

@@ -21,9 +21,17 @@ export async function executionGate(engine: Engine, resolution: ProviderResoluti
 export async function assertEnqueueGatesOpen(engine: Engine, scope: string): Promise<void> {
   const gates = await engine.store.kit.getGates(scope)
   if (gates.restore_pending) {
-    throw new KitError('gate_closed', `409 edge_workers_restore_pending: a restore is pending verification (${gates.reasons.restore_pending ?? 'run a reconcile pass'})`, 'edge_workers_restore_pending')
+    throw new KitError(
+      'gate_closed',
+      `409 edge_workers_restore_pending: a restore is pending verification (${gates.reasons.restore_pending ?? 'run a reconcile pass'})`,
+      'edge_workers_restore_pending',
+    )
   }
   if (gates.maintenance) {
-    throw new KitError('gate_closed', `409 edge_workers_maintenance: maintenance is on (${gates.reasons.maintenance ?? 'no reason given'})`, 'edge_workers_maintenance')
+    throw new KitError(
+      'gate_closed',
+      `409 edge_workers_maintenance: maintenance is on (${gates.reasons.maintenance ?? 'no reason given'})`,
+      'edge_workers_maintenance',
+    )
   }
 }

@@ -23,7 +23,18 @@ export interface HostStatus {
 export async function hostStatus(engine: Engine, options: {timeoutMs?: number} = {}): Promise<HostStatus> {
   const resolution = await engine.resolveProvider()
   if (resolution.status !== 'ready') {
-    return {paired: false, pairing: null, problem: resolution.message, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, quarantined: null, error: null}
+    return {
+      paired: false,
+      pairing: null,
+      problem: resolution.message,
+      reachable: false,
+      publicUrl: null,
+      scripts: null,
+      shards: null,
+      fence: null,
+      quarantined: null,
+      error: null,
+    }
   }
   const pairing = (await engine.store.kit.getPairing(resolution.scope)) ?? null
   const base = {paired: true, pairing, problem: null}

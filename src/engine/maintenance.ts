@@ -23,7 +23,9 @@ export async function setMaintenance(engine: Engine, input: {on: boolean; reason
   if (reason.length > 200 || /[\r\n]/.test(reason)) throw new KitError('usage', '--reason must be one line of at most 200 characters')
   const gates = await engine.store.kit.setGate(scope, 'maintenance', input.on ? reason : null)
   const action = input.on ? FENCE_ACTIONS.maintenanceOn : FENCE_ACTIONS.maintenanceOff
-  await engine.store.audit.append(fenceAuditEntry(action, scope, input.actor ?? SYSTEM_ACTOR, {scope, reason: input.on ? reason : null}, String(gates.updated_at)))
+  await engine.store.audit.append(
+    fenceAuditEntry(action, scope, input.actor ?? SYSTEM_ACTOR, {scope, reason: input.on ? reason : null}, String(gates.updated_at)),
+  )
   engine.log.info({scope, maintenance: input.on}, `maintenance ${input.on ? 'on' : 'off'}`)
   return statusOf(engine, scope, gates)
 }

@@ -29,7 +29,11 @@ export function matchesTailFilters(event: TailEvent, filters: TailFilters, rando
   if (filters.methods.length > 0 && !filters.methods.includes(event.method.toUpperCase())) return false
   if (filters.search) {
     const needle = filters.search.toLowerCase()
-    const texts = [event.path, ...event.logs.map((line) => line.message), ...event.exceptions.flatMap((exception) => [exception.name, exception.message, exception.stack])]
+    const texts = [
+      event.path,
+      ...event.logs.map((line) => line.message),
+      ...event.exceptions.flatMap((exception) => [exception.name, exception.message, exception.stack]),
+    ]
     if (!texts.some((text) => text.toLowerCase().includes(needle))) return false
   }
   return filters.samplingRate >= 1 || random() < filters.samplingRate
@@ -60,7 +64,8 @@ export async function* tailWorker(
       return // aborted
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
-      if (error.code === 'edge_host_script_not_found') throw new KitError('not_found', `Worker ${handle} (${worker.script_name}) is not on the edge host: it was never deployed`)
+      if (error.code === 'edge_host_script_not_found')
+        throw new KitError('not_found', `Worker ${handle} (${worker.script_name}) is not on the edge host: it was never deployed`)
       if (error.kind === 'terminal') throw new KitError('host_error', error.message, error.code)
       if (!connected && error.code === 'edge_host_unreachable') throw new KitError('host_unreachable', error.message, error.code)
       options.onNotice?.({kind: 'reconnecting', reason: error.message})

@@ -7,7 +7,9 @@ import type {Engine} from './context.js'
 /** The Worker a handle names: a script name (dw-…), a Worker id, or the id of its department. */
 export async function findWorker(engine: Engine, handle: string): Promise<WorkerRow> {
   const {workers} = engine.store
-  const worker = SCRIPT_NAME_PATTERN.test(handle) ? await workers.getByScriptName(handle) : ((await workers.get(handle)) ?? (await workers.getByDepartment(handle)))
+  const worker = SCRIPT_NAME_PATTERN.test(handle)
+    ? await workers.getByScriptName(handle)
+    : ((await workers.get(handle)) ?? (await workers.getByDepartment(handle)))
   if (!worker) throw new KitError('not_found', `Worker ${handle} not found (give a department id, a Worker id or a script name)`)
   return worker
 }

@@ -5,7 +5,7 @@ import type {Hook} from '@oclif/core'
 import {ExitCode} from '../cli/exit-codes.js'
 import {didYouMean} from '../did-you-mean.js'
 
-const hook: Hook.CommandNotFound = async function (options) {
+const hook: Hook.CommandNotFound = async (options) => {
   // oclif joins every leading argument into the id (`deplyo ./x` → `deplyo:./x`): keep the words.
   const words: string[] = []
   for (const part of options.id.split(':')) {

@@ -252,7 +252,10 @@ export const uploadScriptSchema = z
     /** Name of the ES module whose default export handles requests. */
     mainModule: moduleNameSchema,
     compatibilityDate: z.iso.date({error: 'must be a date written YYYY-MM-DD'}),
-    compatibilityFlags: z.array(z.string().regex(/^[a-z0-9_]{1,128}$/)).max(64).default([]),
+    compatibilityFlags: z
+      .array(z.string().regex(/^[a-z0-9_]{1,128}$/))
+      .max(64)
+      .default([]),
     builderPolicy: z.string().regex(/^department-worker-project-v2\.(0|[1-9][0-9]*)$/, {
       error: 'must be department-worker-project-v2.N',
     }),
@@ -363,30 +366,30 @@ export const ipOrCidrSchema = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6(
 
 export const replaceAccessPolicySchema = z
   .strictObject({
-  mode: z.enum(accessPolicyModes),
-  /**
-   * api_key mode: SHA-256 hex of the API key. The key itself never reaches the host; callers send
-   * it in `x-api-key` (or `authorization: Bearer`) and the host compares digests. Omitted, the key
-   * configured now is kept (409 api_key_not_configured when there is none); leaving api_key mode
-   * drops the key.
-   */
-  apiKeySha256: hex64.optional(),
-  apiKeyLastFour: z.string().length(4).optional(),
-  /** teamsync_internal mode: client addresses allowed through (empty = nobody). */
-  ipAllowlist: z.array(ipOrCidrSchema).max(1_000).optional(),
-  /** When given, refused with 409 policy_revision_conflict unless it is the current revision. */
-  baseRevision: z.number().int().min(0).optional(),
+    mode: z.enum(accessPolicyModes),
+    /**
+     * api_key mode: SHA-256 hex of the API key. The key itself never reaches the host; callers send
+     * it in `x-api-key` (or `authorization: Bearer`) and the host compares digests. Omitted, the key
+     * configured now is kept (409 api_key_not_configured when there is none); leaving api_key mode
+     * drops the key.
+     */
+    apiKeySha256: hex64.optional(),
+    apiKeyLastFour: z.string().length(4).optional(),
+    /** teamsync_internal mode: client addresses allowed through (empty = nobody). */
+    ipAllowlist: z.array(ipOrCidrSchema).max(1_000).optional(),
+    /** When given, refused with 409 policy_revision_conflict unless it is the current revision. */
+    baseRevision: z.number().int().min(0).optional(),
     ...controlMetaShape,
   })
   .refine(...controlMetaPaired)
   .superRefine((body, context) => {
-  if (body.mode !== 'api_key' && (body.apiKeySha256 || body.apiKeyLastFour)) {
-    context.addIssue({code: 'custom', path: ['apiKeySha256'], message: 'only api_key mode takes an API key'})
-  }
-  if (body.mode !== 'teamsync_internal' && body.ipAllowlist !== undefined) {
-    context.addIssue({code: 'custom', path: ['ipAllowlist'], message: 'only teamsync_internal mode takes an IP allowlist'})
-  }
-})
+    if (body.mode !== 'api_key' && (body.apiKeySha256 || body.apiKeyLastFour)) {
+      context.addIssue({code: 'custom', path: ['apiKeySha256'], message: 'only api_key mode takes an API key'})
+    }
+    if (body.mode !== 'teamsync_internal' && body.ipAllowlist !== undefined) {
+      context.addIssue({code: 'custom', path: ['ipAllowlist'], message: 'only teamsync_internal mode takes an IP allowlist'})
+    }
+  })
 export type ReplaceAccessPolicy = z.input<typeof replaceAccessPolicySchema>
 
 /** A revision as the kit sends it: a true integer 0…2^53−1. */

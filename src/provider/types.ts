@@ -1,13 +1,7 @@
 // The provider seam: the engine speaks to an edge runtime only through this interface and never
 // speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon.
 import type {TailEvent, WorkerActivity} from '../protocol/tail.js'
-import type {
-  AccessPolicy as WireAccessPolicy,
-  OperationSettings,
-  RuntimeConfigList,
-  SecretList,
-  ServiceAccountList,
-} from '../protocol/management-api.js'
+import type {AccessPolicy as WireAccessPolicy, OperationSettings, RuntimeConfigList, SecretList, ServiceAccountList} from '../protocol/management-api.js'
 
 export type ScriptState = 'active' | 'locked_down' | 'retired'
 

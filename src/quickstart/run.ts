@@ -74,7 +74,10 @@ export async function runQuickstart(
     host = await startHost({
       dataDir: hostDir,
       settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1},
-      logger: pino({level: 'info', timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()}, pino.destination({dest: hostLog, mkdir: true, sync: false})),
+      logger: pino(
+        {level: 'info', timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()},
+        pino.destination({dest: hostLog, mkdir: true, sync: false}),
+      ),
     })
 
     step('pair', host.scope)

@@ -202,4 +202,15 @@ export {
   type StatusCount,
 } from './repositories/status.js'
 export * from './schema.js'
-export type {TenantRepository, WorkerRepository, OutboxRepository, AuditRepository, KitRepository, DeploymentRepository, SweepRepository, RetirementRepository, StatusRepository, ControlAuditRepository}
+export type {
+  TenantRepository,
+  WorkerRepository,
+  OutboxRepository,
+  AuditRepository,
+  KitRepository,
+  DeploymentRepository,
+  SweepRepository,
+  RetirementRepository,
+  StatusRepository,
+  ControlAuditRepository,
+}

@@ -30,7 +30,9 @@ export function compareMigrations(applied: string[]): SchemaStatus {
   const unknown = applied.filter((name) => !known.includes(name))
   const differences = [
     pending.length > 0 ? `${pending.length} pending migration${pending.length === 1 ? '' : 's'}: ${pending.join(', ')}` : '',
-    unknown.length > 0 ? `${unknown.length} migration${unknown.length === 1 ? '' : 's'} unknown to this build (applied by a newer edgeworkers): ${unknown.join(', ')}` : '',
+    unknown.length > 0
+      ? `${unknown.length} migration${unknown.length === 1 ? '' : 's'} unknown to this build (applied by a newer edgeworkers): ${unknown.join(', ')}`
+      : '',
   ].filter(Boolean)
   return {matches: differences.length === 0, difference: differences.join('; ') || 'none', applied, pending, unknown}
 }

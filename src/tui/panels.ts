@@ -76,7 +76,7 @@ export function hostLines(snapshot: StatusSnapshot, width: number): Line[] {
     }
   }
   const parts: string[] = []
-  let tone: Line['color'] = undefined
+  let tone: Line['color']
   const fence = snapshot.fence
   if (fence) {
     parts.push(
@@ -135,7 +135,18 @@ export function lanesLines(snapshot: StatusSnapshot, width: number): Line[] {
     ]
     return {text: tableLine(cells, columns, widths, width), color: lane.failed + lane.uncertain > 0 ? 'red' : undefined}
   })
-  return [{text: tableLine(columns.map((column) => column.header), columns, widths, width), bold: true}, ...rows]
+  return [
+    {
+      text: tableLine(
+        columns.map((column) => column.header),
+        columns,
+        widths,
+        width,
+      ),
+      bold: true,
+    },
+    ...rows,
+  ]
 }
 
 export function tabsLine(panel: PanelName, snapshot: StatusSnapshot, filter: RowFilter | null, width: number): Line {
@@ -164,7 +175,14 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           {header: 'ATT', width: 3, align: 'right'},
         ],
         items: snapshot.leased.map((row) => ({
-          cells: [shortId(row.id), row.operation, row.script_name ?? '-', row.lease_owner ?? '-', row.leaseLeftMs < 0 ? `-${formatDuration(-row.leaseLeftMs)}` : formatDuration(row.leaseLeftMs), String(row.attempts)],
+          cells: [
+            shortId(row.id),
+            row.operation,
+            row.script_name ?? '-',
+            row.lease_owner ?? '-',
+            row.leaseLeftMs < 0 ? `-${formatDuration(-row.leaseLeftMs)}` : formatDuration(row.leaseLeftMs),
+            String(row.attempts),
+          ],
           filterable: outboxFilterable(row),
           tone: row.leaseLeftMs < 0 ? 'yellow' : undefined,
           open: {kind: 'row', id: row.id},
@@ -183,7 +201,12 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
         ],
         items: snapshot.errorGroups.map((group) => ({
           cells: [group.status, group.operation, group.last_error_code ?? '(none)', formatCount(group.count), formatDuration(now - group.latest_at)],
-          filterable: {op: group.operation, status: group.status, code: group.last_error_code, text: `${group.status} ${group.operation} ${group.last_error_code ?? ''}`},
+          filterable: {
+            op: group.operation,
+            status: group.status,
+            code: group.last_error_code,
+            text: `${group.status} ${group.operation} ${group.last_error_code ?? ''}`,
+          },
           tone: 'red',
           open: {kind: 'group', group: {status: group.status, operation: group.operation, last_error_code: group.last_error_code}},
         })),
@@ -199,7 +222,13 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           {header: 'LAST ERROR', width: 'flex'},
         ],
         items: (snapshot.workers?.workers ?? []).map((row) => ({
-          cells: [row.department_id ?? row.script, formatCount(row.requests), formatCount(row.errors), row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`, row.lastError ?? ''],
+          cells: [
+            row.department_id ?? row.script,
+            formatCount(row.requests),
+            formatCount(row.errors),
+            row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`,
+            row.lastError ?? '',
+          ],
           filterable: {script: row.script, id: row.worker_id, text: `${row.script} ${row.department_id ?? ''} ${row.lastError ?? ''}`},
           tone: row.errors > 0 ? 'red' : undefined,
           tailScript: row.script,
@@ -217,21 +246,46 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
             ]),
           },
         })),
-        empty: snapshot.workers === null ? 'the edge host did not report Worker activity' : `no Worker requests in the last ${formatWindow(snapshot.workers.windowSeconds)}`,
+        empty:
+          snapshot.workers === null
+            ? 'the edge host did not report Worker activity'
+            : `no Worker requests in the last ${formatWindow(snapshot.workers.windowSeconds)}`,
       }
     case 'retirements': {
-      const retiring = snapshot.retirements.workers.map((worker): ListItem => ({
-        cells: ['retiring', worker.script_name, worker.department_id, formatDuration(now - worker.since)],
-        filterable: {script: worker.script_name, id: worker.worker_id, text: `retiring ${worker.script_name} ${worker.department_id} ${worker.worker_id}`},
-        tone: 'yellow',
-        open: {kind: 'fields', title: `retirement of Worker ${worker.worker_id}`, lines: fieldLines([['worker', worker.worker_id], ['script', worker.script_name], ['department', worker.department_id], ['worker status', worker.status], ['pending since', isoTime(worker.since)]])},
-      }))
-      const orphans = (snapshot.orphans?.workers ?? []).map((orphan): ListItem => ({
-        cells: ['orphan', orphan.script_name ?? '-', orphan.worker_id, orphan.unsettled ? 'unsettled' : ''],
-        filterable: {script: orphan.script_name, id: orphan.worker_id, text: `orphan ${orphan.script_name ?? ''} ${orphan.worker_id}`},
-        tone: 'yellow',
-        open: {kind: 'fields', title: `orphan Worker ${orphan.worker_id}`, lines: fieldLines([['worker', orphan.worker_id], ['script', orphan.script_name ?? '-'], ['unsettled', orphan.unsettled ? 'yes: a deploy row may still touch it' : 'no']])},
-      }))
+      const retiring = snapshot.retirements.workers.map(
+        (worker): ListItem => ({
+          cells: ['retiring', worker.script_name, worker.department_id, formatDuration(now - worker.since)],
+          filterable: {script: worker.script_name, id: worker.worker_id, text: `retiring ${worker.script_name} ${worker.department_id} ${worker.worker_id}`},
+          tone: 'yellow',
+          open: {
+            kind: 'fields',
+            title: `retirement of Worker ${worker.worker_id}`,
+            lines: fieldLines([
+              ['worker', worker.worker_id],
+              ['script', worker.script_name],
+              ['department', worker.department_id],
+              ['worker status', worker.status],
+              ['pending since', isoTime(worker.since)],
+            ]),
+          },
+        }),
+      )
+      const orphans = (snapshot.orphans?.workers ?? []).map(
+        (orphan): ListItem => ({
+          cells: ['orphan', orphan.script_name ?? '-', orphan.worker_id, orphan.unsettled ? 'unsettled' : ''],
+          filterable: {script: orphan.script_name, id: orphan.worker_id, text: `orphan ${orphan.script_name ?? ''} ${orphan.worker_id}`},
+          tone: 'yellow',
+          open: {
+            kind: 'fields',
+            title: `orphan Worker ${orphan.worker_id}`,
+            lines: fieldLines([
+              ['worker', orphan.worker_id],
+              ['script', orphan.script_name ?? '-'],
+              ['unsettled', orphan.unsettled ? 'yes: a deploy row may still touch it' : 'no'],
+            ]),
+          },
+        }),
+      )
       return {
         columns: [
           {header: 'KIND', width: 8},
@@ -253,8 +307,18 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           {header: 'RESULT', width: 7},
         ],
         items: snapshot.audit.map((row) => ({
-          cells: [formatDuration(now - row.created_at), row.action, `${row.resource_type}:${row.resource_id}`, row.actor_id ? `${row.actor_type}:${row.actor_id}` : row.actor_type, row.result],
-          filterable: {id: row.id, code: row.reason_code, text: `${row.action} ${row.resource_type} ${row.resource_id} ${row.actor_type} ${row.actor_id} ${row.result}`},
+          cells: [
+            formatDuration(now - row.created_at),
+            row.action,
+            `${row.resource_type}:${row.resource_id}`,
+            row.actor_id ? `${row.actor_type}:${row.actor_id}` : row.actor_type,
+            row.result,
+          ],
+          filterable: {
+            id: row.id,
+            code: row.reason_code,
+            text: `${row.action} ${row.resource_type} ${row.resource_id} ${row.actor_type} ${row.actor_id} ${row.result}`,
+          },
           open: {kind: 'fields', title: `audit row ${row.id}`, lines: auditLines(row)},
         })),
         empty: 'no audit rows',
@@ -283,7 +347,13 @@ export function groupRowsList(rows: OutboxRowSummary[], now: number): PanelList 
       {header: 'NEXT ATTEMPT', width: 'flex'},
     ],
     items: rows.map((row) => ({
-      cells: [shortId(row.id), row.script_name ?? '-', String(row.attempts), formatDuration(now - row.updated_at), row.next_attempt_at === null ? '-' : isoTime(row.next_attempt_at)],
+      cells: [
+        shortId(row.id),
+        row.script_name ?? '-',
+        String(row.attempts),
+        formatDuration(now - row.updated_at),
+        row.next_attempt_at === null ? '-' : isoTime(row.next_attempt_at),
+      ],
       filterable: outboxFilterable(row),
       open: {kind: 'row', id: row.id},
       outboxId: row.id,
@@ -310,7 +380,9 @@ export function rowDetailLines(row: OutboxRowDetail): string[] {
       ['created, updated', `${isoTime(row.created_at)}, ${isoTime(row.updated_at)}`],
     ]),
     'payload (secret-bearing fields redacted):',
-    ...JSON.stringify(row.payload, null, 2).split('\n').map((line) => `  ${line}`),
+    ...JSON.stringify(row.payload, null, 2)
+      .split('\n')
+      .map((line) => `  ${line}`),
   ]
 }
 
@@ -328,7 +400,9 @@ function auditLines(row: AuditRow): string[] {
       ['created', isoTime(row.created_at)],
     ]),
     'facts (secret-bearing fields redacted):',
-    ...JSON.stringify(row.facts, null, 2).split('\n').map((line) => `  ${line}`),
+    ...JSON.stringify(row.facts, null, 2)
+      .split('\n')
+      .map((line) => `  ${line}`),
   ]
 }
 
@@ -345,14 +419,24 @@ export function visibleItems(list: PanelList, filter: RowFilter | null): ListIte
 /** The list's header and the rows around `selected` (scrolled so it shows), in at most `height` lines. */
 export function listLines(list: PanelList, items: ListItem[], filtered: boolean, selected: number, height: number, width: number): Line[] {
   const widths = columnWidths(list.columns, width)
-  const header: Line = {text: tableLine(list.columns.map((column) => column.header), list.columns, widths, width), bold: true}
+  const header: Line = {
+    text: tableLine(
+      list.columns.map((column) => column.header),
+      list.columns,
+      widths,
+      width,
+    ),
+    bold: true,
+  }
   if (items.length === 0) return [header, {text: clip(filtered ? `${list.empty} matching the filter` : list.empty, width), color: 'gray'}]
   const rowsHeight = Math.max(1, height - 1)
   const first = Math.min(Math.max(0, selected - rowsHeight + 1), Math.max(0, items.length - rowsHeight))
-  const visible = items.slice(first, first + rowsHeight).map((item, i): Line => ({
-    text: tableLine(item.cells, list.columns, widths, width).padEnd(width),
-    color: item.tone,
-    inverse: first + i === selected,
-  }))
+  const visible = items.slice(first, first + rowsHeight).map(
+    (item, i): Line => ({
+      text: tableLine(item.cells, list.columns, widths, width).padEnd(width),
+      color: item.tone,
+      inverse: first + i === selected,
+    }),
+  )
   return [header, ...visible]
 }

@@ -120,7 +120,12 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   async function loadGroup(group: ErrorGroupKey): Promise<void> {
     try {
       const groupRows = await source.groupRows(group)
-      if (mounted.current) replaceTop((top) => (top.kind === 'group' && top.group === group ? {...top, rows: groupRows, error: null, selected: Math.min(top.selected, Math.max(0, groupRows.length - 1))} : null))
+      if (mounted.current)
+        replaceTop((top) =>
+          top.kind === 'group' && top.group === group
+            ? {...top, rows: groupRows, error: null, selected: Math.min(top.selected, Math.max(0, groupRows.length - 1))}
+            : null,
+        )
     } catch (error) {
       if (mounted.current) replaceTop((top) => (top.kind === 'group' && top.group === group ? {...top, error: firstLineOf(error)} : null))
     }
@@ -156,7 +161,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       .tail(
         script,
         signal,
-        (event) => update((screen) => ({...screen, notice: null, lines: [...screen.lines, ...renderTailEvent(event, false).split('\n')].slice(-TAIL_LINES_KEPT)})),
+        (event) =>
+          update((screen) => ({...screen, notice: null, lines: [...screen.lines, ...renderTailEvent(event, false).split('\n')].slice(-TAIL_LINES_KEPT)})),
         (notice) => update((screen) => ({...screen, notice: notice.kind === 'tailing' ? 'waiting for requests…' : `reconnecting: ${notice.reason}`})),
       )
       .catch((error: unknown) => update((screen) => ({...screen, notice: `tail ended: ${firstLineOf(error)}`})))
@@ -328,9 +334,11 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
         ? {text: clip(`store unavailable: ${refreshError}`, columns), color: 'red', bold: true}
         : {text: 'reading the store and the edge host…', color: 'gray'},
     )
-    if (refreshError) lines.push({text: clip(`retrying every ${formatInterval(intervalMs)}; the host is read once the store answers (its pairing is there)`, columns)})
+    if (refreshError)
+      lines.push({text: clip(`retrying every ${formatInterval(intervalMs)}; the host is read once the store answers (its pairing is there)`, columns)})
   } else {
-    if (refreshError) lines.push({text: clip(`store unavailable: ${refreshError} — showing the snapshot of ${snapshot.takenAt}`, columns), color: 'red', bold: true})
+    if (refreshError)
+      lines.push({text: clip(`store unavailable: ${refreshError} — showing the snapshot of ${snapshot.takenAt}`, columns), color: 'red', bold: true})
     lines.push(...hostLines(snapshot, columns), attentionLine(snapshot, columns))
     // A drill-in screen needs the room more than the lanes table.
     if (!top || top.kind === 'group') lines.push(...lanesLines(snapshot, columns))
@@ -344,10 +352,20 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   function screenLines(shot: StatusSnapshot, room: number): Line[] {
     if (overlay?.kind === 'help') return helpLines(room, columns)
     if (!top) {
-      return [tabsLine(panel, shot, filter, columns), ...listLines(list!, items, filter !== null, Math.min(selected[panel], Math.max(0, items.length - 1)), room - 1, columns)]
+      return [
+        tabsLine(panel, shot, filter, columns),
+        ...listLines(list!, items, filter !== null, Math.min(selected[panel], Math.max(0, items.length - 1)), room - 1, columns),
+      ]
     }
     if (top.kind === 'group') {
-      const title: Line = {text: clip(`${top.group.status} ${top.group.operation} rows with last error ${top.group.last_error_code ?? '(none)'}${filter ? `   filter: ${filter.source}` : ''}   esc back`, columns), bold: true, color: 'cyan'}
+      const title: Line = {
+        text: clip(
+          `${top.group.status} ${top.group.operation} rows with last error ${top.group.last_error_code ?? '(none)'}${filter ? `   filter: ${filter.source}` : ''}   esc back`,
+          columns,
+        ),
+        bold: true,
+        color: 'cyan',
+      }
       if (top.error) return [title, {text: clip(`could not read the rows: ${top.error}`, columns), color: 'red'}]
       if (!list) return [title, {text: 'loading…', color: 'gray'}]
       return [title, ...listLines(list, items, filter !== null, top.selected, room - 1, columns)]
@@ -357,7 +375,11 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       const shown = top.lines.slice(-Math.max(0, room - (top.notice ? 2 : 1)))
       return [title, ...(top.notice ? [{text: clip(top.notice, columns), color: 'gray' as const}] : []), ...shown.map((text) => ({text: clip(text, columns)}))]
     }
-    const title: Line = {text: clip(`${top.kind === 'row' ? `outbox row ${top.id}` : top.title}   ↑↓ scroll  esc back${top.kind === 'row' ? '  r retry  c cancel' : ''}`, columns), bold: true, color: 'cyan'}
+    const title: Line = {
+      text: clip(`${top.kind === 'row' ? `outbox row ${top.id}` : top.title}   ↑↓ scroll  esc back${top.kind === 'row' ? '  r retry  c cancel' : ''}`, columns),
+      bold: true,
+      color: 'cyan',
+    }
     let body: string[]
     if (top.kind === 'fields') body = top.lines
     else if (top.error) body = [`could not read the row: ${top.error}`]
@@ -374,7 +396,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
         ? {text: clip(overlay.error, columns), color: 'red', bold: true}
         : {text: clip('op: status: code: script: id: or plain words · enter applies · esc cancels', columns), color: 'gray'}
     }
-    if (overlay?.kind === 'lanes') return {text: clip(`run one pass: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}`, columns), color: 'cyan', bold: true}
+    if (overlay?.kind === 'lanes')
+      return {text: clip(`run one pass: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}`, columns), color: 'cyan', bold: true}
     if (overlay?.kind === 'confirm') return {text: `${clip(overlay.prompt, columns - 6)} [y/N]`, color: 'yellow', bold: true}
     if (busy) return {text: clip(busy, columns), color: 'yellow'}
     if (message) return {text: clip(message.text, columns), color: message.tone === 'error' ? 'red' : message.tone === 'ok' ? 'green' : undefined}
@@ -384,7 +407,9 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   /** As many key hints as fit, `? keys` and `q quit` always. */
   function keysLine(): Line {
     if (overlay?.kind === 'filter') return {text: clip(`filter: ${overlay.text}█`, columns), color: 'cyan', bold: true}
-    const hints = top ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter'] : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', 'r retry', 'c cancel', 'p pass', '/ filter']
+    const hints = top
+      ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter']
+      : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', 'r retry', 'c cancel', 'p pass', '/ filter']
     const always = '? keys  q quit'
     let shown = ''
     for (const hint of hints) if (shown.length + hint.length + 2 + always.length <= columns) shown += `${hint}  `

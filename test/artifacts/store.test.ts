@@ -4,13 +4,7 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterEach, describe, expect, test} from 'vitest'
 import {sha256Hex} from '../../src/canonical-json.js'
-import {
-  ArtifactError,
-  artifactKeyFor,
-  FileArtifactStore,
-  parseArtifactKey,
-  type ArtifactProblem,
-} from '../../src/artifacts/store.js'
+import {ArtifactError, artifactKeyFor, FileArtifactStore, parseArtifactKey, type ArtifactProblem} from '../../src/artifacts/store.js'
 import {KitError} from '../../src/errors.js'
 
 const MiB = 1024 * 1024

@@ -115,7 +115,11 @@ describeEachStore('backup and restore', (t) => {
     const unverified = await freshTarget()
     const noHost = await cli(['backup', 'restore', dir, '--json'], unverified)
     expect(noHost, noHost.stderr).toMatchObject({code: 10})
-    expect(JSON.parse(noHost.stdout).verification).toMatchObject({state: 'pending', code: 'edge_host_unreachable', message: expect.stringContaining('edge host unreachable')})
+    expect(JSON.parse(noHost.stdout).verification).toMatchObject({
+      state: 'pending',
+      code: 'edge_host_unreachable',
+      message: expect.stringContaining('edge host unreachable'),
+    })
     expect(await (await unverified.open()).kit.getGates(scope)).toMatchObject({restore_pending: true})
 
     const target = await freshTarget()
@@ -128,7 +132,9 @@ describeEachStore('backup and restore', (t) => {
     expect(await store.kit.getGates(scope)).toMatchObject({restore_pending: true})
     expect(await store.kit.getFence(result.fenceId)).toMatchObject({state: 'ended', end_reason: 'restored'})
     const restoredEngine = await createEngine(store, kit.settings({...FAST, data_dir: target.dataDir, store: {url: target.url}}))
-    const refused = await deployWorker(restoredEngine, {projectDir: HELLO, departmentId: await departmentOf(store, greeter.workerId), wait: true}).catch((error: unknown) => error)
+    const refused = await deployWorker(restoredEngine, {projectDir: HELLO, departmentId: await departmentOf(store, greeter.workerId), wait: true}).catch(
+      (error: unknown) => error,
+    )
     expect(refused).toBeInstanceOf(KitError)
     expect(refused).toMatchObject({code: 'gate_closed', reason: 'edge_workers_restore_pending'})
 
@@ -137,7 +143,9 @@ describeEachStore('backup and restore', (t) => {
     // Once the host is up, the next reconcile pass verifies the restore and opens the gate.
     const pass = await cli(['reconcile', '--json'], target)
     expect(pass, pass.stderr).toMatchObject({code: 0})
-    expect(JSON.parse(pass.stdout).lanes.find((lane: {lane: string}) => lane.lane === 'host_reconcile')).toMatchObject({note: 'restore verified; the restore gate is open'})
+    expect(JSON.parse(pass.stdout).lanes.find((lane: {lane: string}) => lane.lane === 'host_reconcile')).toMatchObject({
+      note: 'restore verified; the restore gate is open',
+    })
     expect(await store.kit.getGates(scope)).toMatchObject({restore_pending: false})
     expect(await verifyRestore(restoredEngine)).toMatchObject({scope, state: 'not_pending'})
 
@@ -145,7 +153,11 @@ describeEachStore('backup and restore', (t) => {
     expect(await counter(host.publicUrl, visits.scriptName, 'POST')).toBe(4)
     expect(await (await fetch(`${host.publicUrl}/${greeter.scriptName}/hi`)).text()).toBe(greeting)
     // Deploys are accepted again, and reach the restored host.
-    const after = await deployWorker(restoredEngine, {projectDir: counterVariant('after restore'), departmentId: await departmentOf(store, visits.workerId), wait: true})
+    const after = await deployWorker(restoredEngine, {
+      projectDir: counterVariant('after restore'),
+      departmentId: await departmentOf(store, visits.workerId),
+      wait: true,
+    })
     expect(after).toMatchObject({state: 'completed'})
     expect(await counter(host.publicUrl, visits.scriptName)).toBe(4)
   })
@@ -173,7 +185,9 @@ describeEachStore('backup and restore', (t) => {
     const deploys = (async () => {
       const outcomes: DeployOutcome[] = []
       for (let round = 0; flowing && round < 5; round++) {
-        outcomes.push(await deployWorker(engine, {projectDir: counterVariant(`round ${round}`), departmentId: await departmentOf(t.store, changing.workerId), wait: true}))
+        outcomes.push(
+          await deployWorker(engine, {projectDir: counterVariant(`round ${round}`), departmentId: await departmentOf(t.store, changing.workerId), wait: true}),
+        )
       }
       return outcomes
     })()
@@ -198,7 +212,9 @@ describeEachStore('backup and restore', (t) => {
       const version = await store.workers.getVersion(worker.current_version_id!)
       expect(version?.state).toBe('deployed')
       expect(scripts.get(worker.script_name)).toMatchObject({state: 'active', releaseGeneration: version!.release_generation})
-      await expect.poll(async () => (await inventoryOf(restoredHost)).scripts.find((script) => script.name === worker.script_name)?.liveReleaseGeneration).toBe(version!.release_generation)
+      await expect
+        .poll(async () => (await inventoryOf(restoredHost)).scripts.find((script) => script.name === worker.script_name)?.liveReleaseGeneration)
+        .toBe(version!.release_generation)
     }
     const restoredValue = await counter(restoredHost.publicUrl, visits.scriptName)
     expect(restoredValue).toBeGreaterThanOrEqual(before)
@@ -214,7 +230,10 @@ describeEachStore('backup and restore', (t) => {
     // Under `fence run`, the backup joins the fence the run holds and leaves lifting it to the run.
     const dir = scratchPath('backup')
     const dataDir = t.settings().data_dir
-    const run = await runCli(['fence', 'run', '--', process.execPath, CLI_BIN, 'backup', 'create', dir], {EDGEWORKERS_STORE__URL: t.url, EDGEWORKERS_DATA_DIR: dataDir})
+    const run = await runCli(['fence', 'run', '--', process.execPath, CLI_BIN, 'backup', 'create', dir], {
+      EDGEWORKERS_STORE__URL: t.url,
+      EDGEWORKERS_DATA_DIR: dataDir,
+    })
     expect(run, run.stderr).toMatchObject({code: 0})
     const fences = await t.store.kit.listFences(scope, 10)
     expect(fences).toHaveLength(1)
@@ -306,7 +325,10 @@ describeEachStore('backup and restore', (t) => {
       oneLine(await cli(['backup', 'restore', dir]), 6, /is open in another process/)
     } else {
       const target = await freshTarget()
-      await t.exec(`create table kysely_migration (name varchar(255) primary key, timestamp varchar(255) not null); insert into kysely_migration values ('0001_initial', 'x')`, target.url)
+      await t.exec(
+        `create table kysely_migration (name varchar(255) primary key, timestamp varchar(255) not null); insert into kysely_migration values ('0001_initial', 'x')`,
+        target.url,
+      )
       oneLine(await cli(['backup', 'restore', dir], target), 4, /is at schema \[0001_initial\]/)
     }
     expect(await snapshotOfStore()).toEqual(storeBefore)

@@ -35,7 +35,12 @@ afterAll(async () => {
 test('refused unless the named fence is the active one, or unsigned', async () => {
   const provider = providerFor()
   const refusal = (fenceId: string) => provider.downloadSnapshot(fenceId, path.join(scratch, `refused-${fenceId}.tar`)).catch((error: unknown) => error)
-  expect(await refusal('nightly-1')).toMatchObject({kind: 'terminal', code: 'edge_host_fence_required', status: 409, message: expect.stringContaining('fence nightly-1 is not active; a data snapshot needs it')})
+  expect(await refusal('nightly-1')).toMatchObject({
+    kind: 'terminal',
+    code: 'edge_host_fence_required',
+    status: 409,
+    message: expect.stringContaining('fence nightly-1 is not active; a data snapshot needs it'),
+  })
   expect((await client.call('POST', paths.fence, {fenceId: 'nightly-1', ttlSeconds: 60, reason: 'test'})).status).toBe(201)
   try {
     expect(await refusal('nightly-0')).toMatchObject({status: 409, message: expect.stringContaining('the active fence is nightly-1, not nightly-0')})
@@ -78,7 +83,9 @@ test('a fenced host answers a tar of its state, identity and Durable Object file
   expect(readFileSync(path.join(dataDir, 'identity.key'), 'utf8')).toBe(readFileSync(path.join(host.dataDir, 'identity.key'), 'utf8'))
   const state = new Database(path.join(dataDir, 'host.sqlite'), {readonly: true})
   try {
-    expect(state.prepare('SELECT name, release_generation AS generation FROM scripts').all()).toEqual([{name, generation: fixtureUpload('counter').releaseGeneration}])
+    expect(state.prepare('SELECT name, release_generation AS generation FROM scripts').all()).toEqual([
+      {name, generation: fixtureUpload('counter').releaseGeneration},
+    ])
     // Lifted in the copy: a host started from it is not frozen.
     expect(state.prepare(`SELECT lift_reason AS reason FROM fences WHERE fence_id = 'nightly-2'`).get()).toEqual({reason: 'ended'})
   } finally {

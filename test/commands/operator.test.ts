@@ -21,7 +21,8 @@ afterAll(async () => {
   rmSync(dataDir, {recursive: true, force: true})
 })
 
-const oneLineError = (result: CliResult, code: number, line: string) => expect({code: result.code, stdout: result.stdout, stderr: result.stderr}).toEqual({code, stdout: '', stderr: `${line}\n`})
+const oneLineError = (result: CliResult, code: number, line: string) =>
+  expect({code: result.code, stdout: result.stdout, stderr: result.stderr}).toEqual({code, stdout: '', stderr: `${line}\n`})
 
 describe('before pairing', () => {
   test('a mistyped command gets a suggestion and exit 2; a word that resembles nothing, the help hint', async () => {
@@ -81,8 +82,16 @@ describe('paired with a real host', () => {
       path.join(project, 'edgeworker.json'),
       JSON.stringify({name: 'x', main: 'index.js', modules: ['index.js'], compatibiltyDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9'}),
     )
-    oneLineError(await cli('deploy', project, '--department', 'sales'), 2, 'error: edgeworker.json: unknown key "compatibiltyDate" (did you mean "compatibilityDate"?)')
-    oneLineError(await cli('deploy', path.join(project, 'nope'), '--department', 'sales'), 2, `error: project directory ${path.join(project, 'nope')} does not exist`)
+    oneLineError(
+      await cli('deploy', project, '--department', 'sales'),
+      2,
+      'error: edgeworker.json: unknown key "compatibiltyDate" (did you mean "compatibilityDate"?)',
+    )
+    oneLineError(
+      await cli('deploy', path.join(project, 'nope'), '--department', 'sales'),
+      2,
+      `error: project directory ${path.join(project, 'nope')} does not exist`,
+    )
     expect(JSON.parse((await cli('outbox', 'list', '--json')).stdout)).toEqual([])
     rmSync(project, {recursive: true, force: true})
   })

@@ -18,7 +18,6 @@ import {CLI_BIN as CLI, runCli as cli, type CliResult} from '../support/cli.js'
 const CLI_TEST_TIMEOUT_MS = 180_000
 const SCOPE = 'onprem:0123456789ab'
 
-
 function expectOneLineError(result: CliResult, code: number, text: string | RegExp): void {
   expect(result.code).toBe(code)
   expect(result.stdout).toBe('')
@@ -45,7 +44,13 @@ async function kit(): Promise<{dataDir: string; store: Store; orphan: string; ru
   const store = await openStore(settingsSchema.parse({data_dir: dataDir}))
   opened.push(store)
   await store.migrate()
-  await store.kit.savePairing({scope: SCOPE, host_url: 'http://127.0.0.1:9', host_fingerprint: 'f'.repeat(64), host_public_key: 'unused', shared_secret: 'a'.repeat(64)})
+  await store.kit.savePairing({
+    scope: SCOPE,
+    host_url: 'http://127.0.0.1:9',
+    host_fingerprint: 'f'.repeat(64),
+    host_public_key: 'unused',
+    shared_secret: 'a'.repeat(64),
+  })
   const artifacts = await FileArtifactStore.open(dataDir)
   const orphan = await artifacts.put('bundle', Buffer.from('orphaned bundle'))
   await store.outbox.enqueue({
@@ -108,7 +113,12 @@ describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
     expect(detailed.code).toBe(7)
     // The failed row is a deploy: a pass over the cleanup lane alone has nothing left in its scope.
     expect(json.code).toBe(0)
-    expect(JSON.parse(json.stdout)).toMatchObject({status: 'ran', scope: SCOPE, lanes: [{lane: 'artifact_cleanup', claimed: 0}], remaining: {failed: 0, uncertain: 0}})
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      status: 'ran',
+      scope: SCOPE,
+      lanes: [{lane: 'artifact_cleanup', claimed: 0}],
+      remaining: {failed: 0, uncertain: 0},
+    })
   })
 
   test('an invalid provider skips the pass: exit 11, the reference log line, nothing claimed', async () => {
@@ -171,7 +181,10 @@ describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
     })
     child.kill('SIGTERM')
     expect(await exited).toBe(0)
-    const passes = stdout.trim().split('\n').map((line) => JSON.parse(line) as {status: string; lanes: Array<{lane: string; completed: number}>})
+    const passes = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as {status: string; lanes: Array<{lane: string; completed: number}>})
     expect(passes.length).toBeGreaterThanOrEqual(2)
     expect(passes.every((pass) => pass.status === 'ran')).toBe(true)
     expect(passes[0]!.lanes.find((lane) => lane.lane === 'artifact_cleanup')!.completed).toBe(1)

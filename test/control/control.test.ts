@@ -75,7 +75,9 @@ describeEachStore('control plane', (t) => {
   /** Counts of control calls the host applied, by operation (its /metrics). */
   async function hostApplies(operation: string): Promise<number> {
     const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
-    const match = new RegExp(`^edgeworkers_host_control_calls_total\\{operation="${operation.replace(/\./g, '\\.')}",outcome="applied"\\} (\\d+)`, 'm').exec(text)
+    const match = new RegExp(`^edgeworkers_host_control_calls_total\\{operation="${operation.replace(/\./g, '\\.')}",outcome="applied"\\} (\\d+)`, 'm').exec(
+      text,
+    )
     return match ? Number(match[1]) : 0
   }
 
@@ -160,47 +162,57 @@ describeEachStore('control plane', (t) => {
     for (const secret of [SECRET_VALUE, PASSWORD, apiKey!]) expect(JSON.stringify([rows, audit])).not.toContain(secret)
   })
 
-  test('the CLI: secrets from stdin, the API key shown once, --json and logs without a secret; bad input refused with nothing written', async () => {
-    const {department, scriptName} = await deployed()
-    const account = await t.store.tenants.createServiceAccount({department_id: department, name: 'robot'})
-    const keyFile = path.join(kit.settings().data_dir, `${department}.key`)
-    const outputs: string[] = []
-    const run = async (args: string[], input?: string) => {
-      const result = await cli([...args, '--json'], {input})
-      outputs.push(result.stdout, result.stderr)
-      expect(result.exitCode, `${args.join(' ')}: ${result.stderr}`).toBe(0)
-      return JSON.parse(result.stdout) as Record<string, any>
-    }
+  test(
+    'the CLI: secrets from stdin, the API key shown once, --json and logs without a secret; bad input refused with nothing written',
+    async () => {
+      const {department, scriptName} = await deployed()
+      const account = await t.store.tenants.createServiceAccount({department_id: department, name: 'robot'})
+      const keyFile = path.join(kit.settings().data_dir, `${department}.key`)
+      const outputs: string[] = []
+      const run = async (args: string[], input?: string) => {
+        const result = await cli([...args, '--json'], {input})
+        outputs.push(result.stdout, result.stderr)
+        expect(result.exitCode, `${args.join(' ')}: ${result.stderr}`).toBe(0)
+        return JSON.parse(result.stdout) as Record<string, any>
+      }
 
-    expect(await run(['secret', 'put', department, 'TOKEN'], `${SECRET_VALUE}\n`)).toMatchObject({state: 'completed', acknowledged: true, operation: 'secrets.put'})
-    await expect.poll(async () => (await envOf(scriptName)).token, {timeout: 15_000}).toBe(SECRET_VALUE)
-    expect((await run(['secret', 'list', department])).secrets).toEqual([{name: 'TOKEN', sha256: expect.stringMatching(/^[0-9a-f]{12}$/), updatedAt: expect.any(String)}])
-    await run(['service-account', 'credentials', 'put', department, account.id, '--username', 'robot'], PASSWORD)
-    const rotated = await run(['api-key', 'rotate', department, '--key-file', keyFile])
-    const apiKey = readFileSync(keyFile, 'utf8').trim()
-    expect(rotated).toMatchObject({state: 'completed', current: {mode: 'api_key', api_key_last_four: apiKey.slice(-4)}, keyFile})
-    expect(await statusOf(scriptName)).toBe(403)
-    expect(await statusOf(scriptName, {authorization: `Bearer ${apiKey}`})).toBe(200)
-    expect(await run(['access-policy', 'show', department])).toMatchObject({accessPolicy: {mode: 'api_key', api_key_last_four: apiKey.slice(-4)}})
+      expect(await run(['secret', 'put', department, 'TOKEN'], `${SECRET_VALUE}\n`)).toMatchObject({
+        state: 'completed',
+        acknowledged: true,
+        operation: 'secrets.put',
+      })
+      await expect.poll(async () => (await envOf(scriptName)).token, {timeout: 15_000}).toBe(SECRET_VALUE)
+      expect((await run(['secret', 'list', department])).secrets).toEqual([
+        {name: 'TOKEN', sha256: expect.stringMatching(/^[0-9a-f]{12}$/), updatedAt: expect.any(String)},
+      ])
+      await run(['service-account', 'credentials', 'put', department, account.id, '--username', 'robot'], PASSWORD)
+      const rotated = await run(['api-key', 'rotate', department, '--key-file', keyFile])
+      const apiKey = readFileSync(keyFile, 'utf8').trim()
+      expect(rotated).toMatchObject({state: 'completed', current: {mode: 'api_key', api_key_last_four: apiKey.slice(-4)}, keyFile})
+      expect(await statusOf(scriptName)).toBe(403)
+      expect(await statusOf(scriptName, {authorization: `Bearer ${apiKey}`})).toBe(200)
+      expect(await run(['access-policy', 'show', department])).toMatchObject({accessPolicy: {mode: 'api_key', api_key_last_four: apiKey.slice(-4)}})
 
-    const cases: Array<[string[], number, string | undefined]> = [
-      [['secret', 'put', department, '1BAD'], 2, 'x'],
-      [['runtime-config', 'set', department, 'K', '[1,2]'], 2, undefined],
-      [['api-key', 'rotate', department, '--json'], 2, undefined],
-      [['secret', 'put', 'no-such-department', 'TOKEN'], 5, 'x'],
-    ]
-    // Refusals write nothing, so they may run side by side.
-    const refused = await Promise.all(cases.map(async ([args, code, input]) => ({args, code, result: await cli(args, {input})})))
-    for (const {args, code, result} of refused) {
-      expect(result.exitCode, args.join(' ')).toBe(code)
-      expect(result.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1)
-    }
-    expect(await controlRows(department)).toHaveLength(3)
+      const cases: Array<[string[], number, string | undefined]> = [
+        [['secret', 'put', department, '1BAD'], 2, 'x'],
+        [['runtime-config', 'set', department, 'K', '[1,2]'], 2, undefined],
+        [['api-key', 'rotate', department, '--json'], 2, undefined],
+        [['secret', 'put', 'no-such-department', 'TOKEN'], 5, 'x'],
+      ]
+      // Refusals write nothing, so they may run side by side.
+      const refused = await Promise.all(cases.map(async ([args, code, input]) => ({args, code, result: await cli(args, {input})})))
+      for (const {args, code, result} of refused) {
+        expect(result.exitCode, args.join(' ')).toBe(code)
+        expect(result.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1)
+      }
+      expect(await controlRows(department)).toHaveLength(3)
 
-    // Nothing secret in the store, the audit log, the CLI's debug logs or its --json output.
-    const stored = [JSON.stringify(await t.store.outbox.list({limit: 1_000})), JSON.stringify(await t.store.audit.list({limit: 1_000}))]
-    for (const secret of [SECRET_VALUE, PASSWORD, apiKey]) expect([...stored, ...outputs].join('\n')).not.toContain(secret)
-  }, CLI_TEST_TIMEOUT_MS)
+      // Nothing secret in the store, the audit log, the CLI's debug logs or its --json output.
+      const stored = [JSON.stringify(await t.store.outbox.list({limit: 1_000})), JSON.stringify(await t.store.audit.list({limit: 1_000}))]
+      for (const secret of [SECRET_VALUE, PASSWORD, apiKey]) expect([...stored, ...outputs].join('\n')).not.toContain(secret)
+    },
+    CLI_TEST_TIMEOUT_MS,
+  )
 
   test('secrets and runtime config survive a redeploy and a host restart', async () => {
     const {engine, department, scriptName} = await deployed()
@@ -248,7 +260,11 @@ describeEachStore('control plane', (t) => {
   test('an answer lost after the host applied it: pending, then the lane settles it from the receipt after the request grace', async () => {
     const {engine, department} = await deployed()
     proxy.rule = ({method, url}) => (method === 'PUT' && url.includes('/access-policy') ? {kind: 'forward_then_cut'} : {kind: 'forward'})
-    const {outcome} = await applyControl(engine, {departmentId: department, request: {operation: 'access_policy.replace', mode: 'teamsync_internal', ipAllowlist: []}, actor: ACTOR})
+    const {outcome} = await applyControl(engine, {
+      departmentId: department,
+      request: {operation: 'access_policy.replace', mode: 'teamsync_internal', ipAllowlist: []},
+      actor: ACTOR,
+    })
     expect(outcome).toMatchObject({state: 'pending', code: 'edge_host_no_answer'})
     proxy.rule = () => ({kind: 'forward'})
 
@@ -261,7 +277,11 @@ describeEachStore('control plane', (t) => {
   test('a mutation the host never got: the lane fails it control_receipt_not_found, and never sends it', async () => {
     const {engine, department} = await deployed()
     proxy.rule = ({method}) => (method === 'PUT' ? {kind: 'answer', status: 502, body: {code: 'bad_gateway', message: 'proxy'}} : {kind: 'forward'})
-    const {outcome} = await applyControl(engine, {departmentId: department, request: {operation: 'secrets.put', name: 'TOKEN', value: SECRET_VALUE}, actor: ACTOR})
+    const {outcome} = await applyControl(engine, {
+      departmentId: department,
+      request: {operation: 'secrets.put', name: 'TOKEN', value: SECRET_VALUE},
+      actor: ACTOR,
+    })
     expect(outcome.state).toBe('pending')
     t.clock.advance(engine.settings.control_audit.request_grace_seconds * 1000)
     proxy.seen.length = 0
@@ -311,10 +331,30 @@ describeEachStore('control plane', (t) => {
     }
     const extraKey = doctor((receipt) => (receipt.result.current.api_key = 'leaked'))
     expect(validateReceipt(extraKey, expected)).toEqual({problem: expect.stringContaining('receipt policy keys are')})
-    expect(validateReceipt(doctor((receipt) => (receipt.extra = true)), expected)).toEqual({problem: expect.stringContaining('receipt keys are')})
-    expect(validateReceipt(doctor((receipt) => (receipt.result.current.revision += 1)), expected)).toEqual({problem: expect.stringContaining('revision')})
-    expect(validateReceipt(doctor((receipt) => (receipt.result.current.api_key_last_four = 'zzzz')), expected)).toEqual({problem: expect.stringContaining('last four')})
-    expect(validateReceipt(doctor((receipt) => (receipt.result.conflict = true)), expected)).toEqual({problem: 'the receipt reports a conflict'})
+    expect(
+      validateReceipt(
+        doctor((receipt) => (receipt.extra = true)),
+        expected,
+      ),
+    ).toEqual({problem: expect.stringContaining('receipt keys are')})
+    expect(
+      validateReceipt(
+        doctor((receipt) => (receipt.result.current.revision += 1)),
+        expected,
+      ),
+    ).toEqual({problem: expect.stringContaining('revision')})
+    expect(
+      validateReceipt(
+        doctor((receipt) => (receipt.result.current.api_key_last_four = 'zzzz')),
+        expected,
+      ),
+    ).toEqual({problem: expect.stringContaining('last four')})
+    expect(
+      validateReceipt(
+        doctor((receipt) => (receipt.result.conflict = true)),
+        expected,
+      ),
+    ).toEqual({problem: 'the receipt reports a conflict'})
 
     // Through the lane: the doctored receipt fails the row, nothing is completed or audited.
     proxy.rule = ({method, url}) => (method === 'GET' && url.startsWith('/v1/receipts/') ? {kind: 'answer', status: 200, body: extraKey} : {kind: 'forward'})

@@ -52,7 +52,8 @@ describeEachStore('deploy pipeline', (t) => {
     const scope = resolution.scope
     const {worker, version} = await submitVersion(engine, {projectDir, departmentId: department, scope})
     const {row} = await enqueueDeploy(engine, {worker, version, scope})
-    const run = (target = engine) => runDeployTask(target, {outboxId: row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: row.id})
+    const run = (target = engine) =>
+      runDeployTask(target, {outboxId: row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: row.id})
     return {worker, version, row, department, run}
   }
 
@@ -108,7 +109,7 @@ describeEachStore('deploy pipeline', (t) => {
     const {row} = await enqueueDeploy(engine, {worker, version, scope})
     const result = await runDeployTask(engine, {outboxId: row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: row.id})
     expect(result).toMatchObject({outcome: 'failed', code: 'artifact_integrity_failed'})
-    expect((await t.store.workers.get(worker.id))).toMatchObject({status: 'active', current_version_id: first.versionId})
+    expect(await t.store.workers.get(worker.id)).toMatchObject({status: 'active', current_version_id: first.versionId})
     expect((await t.store.workers.getVersion(first.versionId))?.state).toBe('deployed')
     expect((await fetchText(first.url!)).body).toBe('Hello from an Edge Worker! (GET /)\n')
   })
@@ -183,7 +184,8 @@ describeEachStore('deploy pipeline', (t) => {
   test('readiness timeout with short deadlines settles uncertain and leaves the Worker paused', async () => {
     await kit.pair(proxy.url)
     const engine = await kit.engine({deploy: FAST_READINESS})
-    proxy.rule = ({url}) => (url.includes('releaseGeneration=') ? {kind: 'answer', status: 409, body: {code: 'script_not_ready', message: 'no'}} : {kind: 'forward'})
+    proxy.rule = ({url}) =>
+      url.includes('releaseGeneration=') ? {kind: 'answer', status: 409, body: {code: 'script_not_ready', message: 'no'}} : {kind: 'forward'}
     const {worker, version, row, run} = await enqueued(engine)
     expect(await run()).toMatchObject({outcome: 'uncertain', code: 'worker_readiness_timeout'})
     expect((await t.store.outbox.get(row.id))?.status).toBe('uncertain')
@@ -197,7 +199,10 @@ describeEachStore('deploy pipeline', (t) => {
     const {row, version, run} = await enqueued(engine)
     proxy.rule = ({url}) =>
       url.includes('releaseGeneration=')
-        ? {kind: 'before_forward', run: () => t.exec(`update edge_worker_outbox set lease_token = 'second-runner', lease_owner = 'second' where id = '${row.id}'`)}
+        ? {
+            kind: 'before_forward',
+            run: () => t.exec(`update edge_worker_outbox set lease_token = 'second-runner', lease_owner = 'second' where id = '${row.id}'`),
+          }
         : {kind: 'forward'}
     expect(await run()).toEqual({outcome: 'lease_lost'})
     expect(await t.store.outbox.get(row.id)).toMatchObject({status: 'leased', lease_owner: 'second', lease_token: 'second-runner'})

@@ -162,7 +162,10 @@ describeEachStore('the newest deploy wins', (t) => {
         release_generation: v2.releaseGeneration,
         previous_version_id: null,
       })
-      expect(audit.find((row) => row.action === DEPLOY_AUDIT_ACTIONS.superseded)?.facts).toMatchObject({version_id: v1.versionId, newer_version_id: v2.versionId})
+      expect(audit.find((row) => row.action === DEPLOY_AUDIT_ACTIONS.superseded)?.facts).toMatchObject({
+        version_id: v1.versionId,
+        newer_version_id: v2.versionId,
+      })
     } finally {
       await tearDown()
     }
@@ -274,7 +277,9 @@ describeEachStore('the newest deploy wins', (t) => {
     }
   })
 
-  test('seeded kill -9 campaign: 4 deploys of 2 departments killed at random stages, host restarts included: each ends on its newest version', {timeout: 180_000}, async () => {
+  test('seeded kill -9 campaign: 4 deploys of 2 departments killed at random stages, host restarts included: each ends on its newest version', {
+    timeout: 180_000,
+  }, async () => {
     await setUp()
     try {
       const departments = [await kit.department(), await kit.department()]
@@ -309,7 +314,9 @@ describeEachStore('the newest deploy wins', (t) => {
     }
   })
 
-  test('16 concurrent passes over a backlog of 6 Workers × 3 versions: newest wins, no deadlock, no double upload, each row settled once', {timeout: 120_000}, async () => {
+  test('16 concurrent passes over a backlog of 6 Workers × 3 versions: newest wins, no deadlock, no double upload, each row settled once', {
+    timeout: 120_000,
+  }, async () => {
     await setUp()
     const runners: Array<{store: Store; engine: Engine; log: string[]}> = []
     try {
@@ -351,7 +358,10 @@ describeEachStore('the newest deploy wins', (t) => {
       for (const [department, text] of newest) await expectNewestServes(department, text)
       // Settled exactly once: each row is completed (one `deployed` audit row) or yielded (one `deploy_superseded`).
       const rows = (await store.outbox.list({operation: 'deploy', limit: 10_000})).filter((row) => departments.includes(row.department_id!))
-      const audits = [...(await store.audit.list({action: DEPLOY_AUDIT_ACTIONS.deployed, limit: 10_000})), ...(await store.audit.list({action: DEPLOY_AUDIT_ACTIONS.superseded, limit: 10_000}))]
+      const audits = [
+        ...(await store.audit.list({action: DEPLOY_AUDIT_ACTIONS.deployed, limit: 10_000})),
+        ...(await store.audit.list({action: DEPLOY_AUDIT_ACTIONS.superseded, limit: 10_000})),
+      ]
       for (const row of rows) {
         expect(['completed', 'cancelled']).toContain(row.status)
         expect(audits.filter((audit) => audit.facts.outbox_id === row.id).map((audit) => audit.action)).toEqual([

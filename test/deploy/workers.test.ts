@@ -25,7 +25,14 @@ import {FIXTURES_DIR} from '../support/worker-fixtures.js'
 
 const COMPANY = 'acme'
 /** Department ids by fixture; the gateway fixture binds AUTH to `acme-auth`. */
-const DEPARTMENTS = {modules: 'acme-modules', 'node-compat': 'acme-node', als: 'acme-als', 'chat-room': 'acme-chat', 'auth-service': 'acme-auth', gateway: 'acme-gateway'}
+const DEPARTMENTS = {
+  modules: 'acme-modules',
+  'node-compat': 'acme-node',
+  als: 'acme-als',
+  'chat-room': 'acme-chat',
+  'auth-service': 'acme-auth',
+  gateway: 'acme-gateway',
+}
 type Fixture = keyof typeof DEPARTMENTS
 const script = (fixture: Fixture) => scriptNameFor(COMPANY, DEPARTMENTS[fixture])
 const UUID = '3f2b9c1e-1234-4abc-8def-0123456789ab'
@@ -64,7 +71,10 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
 
   /** What building (or deploying) a project refuses with. */
   async function refusal(attempt: Promise<unknown>): Promise<KitError> {
-    const error = await attempt.then(() => null, (caught: unknown) => caught)
+    const error = await attempt.then(
+      () => null,
+      (caught: unknown) => caught,
+    )
     expect(error).toBeInstanceOf(KitError)
     return error as KitError
   }
@@ -238,14 +248,35 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
       'index.js': `import {f} from 'lib.js'\n${readFileSync(path.join(FIXTURES_DIR, 'chat-room', 'index.js'), 'utf8')}`,
     })
     const cases: Array<[string, string | RegExp]> = [
-      [path.join(FIXTURES_DIR, 'no-fetch'), 'error: the Worker does not start under workerd: the main module index.js has no default export with a fetch handler'],
+      [
+        path.join(FIXTURES_DIR, 'no-fetch'),
+        'error: the Worker does not start under workerd: the main module index.js has no default export with a fetch handler',
+      ],
       [helperWithSyntaxError, "error: the Worker does not start under workerd: lib.js:3: Uncaught SyntaxError: Unexpected token '}'"],
-      [project('hello', (manifest) => (manifest.compatibilityFlags = ['nodejs_compat', 'no_such_flag'])), 'error: edgeworker.json: key "compatibilityFlags": workerd has no compatibility flag "no_such_flag"'],
-      [project('hello', (manifest) => manifest.modules.push({path: 'index.js', name: 'x', kind: 'text'})), 'error: edgeworker.json: unknown key "modules[1].kind"'],
-      [project('hello', (manifest) => manifest.modules.push('notes.yaml')), 'error: edgeworker.json: key "modules[1]": the type of "notes.yaml" does not follow from its extension; give {"path", "type"}'],
-      [project('hello', (manifest) => (manifest.main = 'page.html'), {'page.html': '<p>'}), /^error: edgeworker\.json: key "main" \("page\.html"\) is not listed in "modules"$/],
-      [project('hello', (manifest) => (manifest.vars = {STATIC_DATA: 'x'})), 'error: edgeworker.json: key "vars.STATIC_DATA": the binding name "STATIC_DATA" is already taken by staticData'],
-      [project('gateway', (manifest) => (manifest.services[0].entrypoint = 'Admin')), 'error: edgeworker.json: key "services[0].entrypoint" named entrypoints are not supported yet; bind the default export'],
+      [
+        project('hello', (manifest) => (manifest.compatibilityFlags = ['nodejs_compat', 'no_such_flag'])),
+        'error: edgeworker.json: key "compatibilityFlags": workerd has no compatibility flag "no_such_flag"',
+      ],
+      [
+        project('hello', (manifest) => manifest.modules.push({path: 'index.js', name: 'x', kind: 'text'})),
+        'error: edgeworker.json: unknown key "modules[1].kind"',
+      ],
+      [
+        project('hello', (manifest) => manifest.modules.push('notes.yaml')),
+        'error: edgeworker.json: key "modules[1]": the type of "notes.yaml" does not follow from its extension; give {"path", "type"}',
+      ],
+      [
+        project('hello', (manifest) => (manifest.main = 'page.html'), {'page.html': '<p>'}),
+        /^error: edgeworker\.json: key "main" \("page\.html"\) is not listed in "modules"$/,
+      ],
+      [
+        project('hello', (manifest) => (manifest.vars = {STATIC_DATA: 'x'})),
+        'error: edgeworker.json: key "vars.STATIC_DATA": the binding name "STATIC_DATA" is already taken by staticData',
+      ],
+      [
+        project('gateway', (manifest) => (manifest.services[0].entrypoint = 'Admin')),
+        'error: edgeworker.json: key "services[0].entrypoint" named entrypoints are not supported yet; bind the default export',
+      ],
     ]
     const limits = (await kit.engine()).settings.deploy
     for (const [dir, message] of cases.slice(1)) {

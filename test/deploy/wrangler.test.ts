@@ -28,7 +28,11 @@ beforeAll(async () => {
   const install = promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {cwd: root})
   host = await startTestHost({settings: {shards: 1}})
   await install
-  for (const args of [['db', 'migrate'], ['host', 'pair', host.adminUrl, '--code', host.pairingCode!], ['company', 'create', 'Acme', '--id', 'acme']]) {
+  for (const args of [
+    ['db', 'migrate'],
+    ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],
+    ['company', 'create', 'Acme', '--id', 'acme'],
+  ]) {
     expect((await cli(...args)).code).toBe(0)
   }
 }, 240_000)
@@ -75,13 +79,22 @@ app.get('/items/:id', (c) => c.json({id: c.req.param('id'), typed: true as boole
 export default app
 `
 
-test('a TypeScript Hono app with a middleware and two routes, from wrangler.toml; the build is deterministic and its SBOM names hono', {timeout: 180_000}, async () => {
+test('a TypeScript Hono app with a middleware and two routes, from wrangler.toml; the build is deterministic and its SBOM names hono', {
+  timeout: 180_000,
+}, async () => {
   const dir = project('hono', {
-    'wrangler.toml': 'name = "hono-app"\nmain = "src/index.ts"\ncompatibility_date = "2026-11-01"\naccount_id = "0123"\nworkers_dev = true\n[[routes]]\npattern = "example.com/*"\n',
+    'wrangler.toml':
+      'name = "hono-app"\nmain = "src/index.ts"\ncompatibility_date = "2026-11-01"\naccount_id = "0123"\nworkers_dev = true\n[[routes]]\npattern = "example.com/*"\n',
     'src/index.ts': HONO_APP,
   })
   const [first, second] = await Promise.all([cli('deploy', dir, '--dry-run', '--json'), cli('deploy', dir, '--dry-run', '--json')])
-  const plan = JSON.parse(first.stdout) as {digests: Record<string, string>; releaseGeneration: string; dependencies: Record<string, string>; modules: Array<{name: string; type: string}>; warnings: string[]}
+  const plan = JSON.parse(first.stdout) as {
+    digests: Record<string, string>
+    releaseGeneration: string
+    dependencies: Record<string, string>
+    modules: Array<{name: string; type: string}>
+    warnings: string[]
+  }
   expect(JSON.parse(second.stdout)).toMatchObject({digests: plan.digests, releaseGeneration: plan.releaseGeneration})
   expect(plan.dependencies).toEqual({hono: PACKAGES.hono})
   expect(plan.modules).toEqual([{name: 'index.js', type: 'esModule', bytes: expect.any(Number)}])
@@ -95,7 +108,9 @@ test('a TypeScript Hono app with a middleware and two routes, from wrangler.toml
   expect(JSON.parse((await get(`${url}items/7`)).body)).toEqual({id: '7', typed: true})
 })
 
-test('itty-router from wrangler.json and zod from wrangler.jsonc with comments, a Durable Object with migrations and an [env.staging] section', {timeout: 180_000}, async () => {
+test('itty-router from wrangler.json and zod from wrangler.jsonc with comments, a Durable Object with migrations and an [env.staging] section', {
+  timeout: 180_000,
+}, async () => {
   const itty = project('itty', {
     'wrangler.json': JSON.stringify({name: 'itty', main: 'src/index.js', compatibility_date: '2026-11-01'}),
     'src/index.js': `import {AutoRouter} from 'itty-router'\nconst router = AutoRouter()\nrouter.get('/hello/:name', ({params}) => ({hello: params.name}))\nexport default router\n`,
@@ -145,7 +160,9 @@ export default {
   expect({code: missing.code, stderr: missing.stderr}).toEqual({code: 2, stderr: 'error: wrangler.jsonc has no [env.prod] section (it has staging)\n'})
 })
 
-test('bindings the host cannot provide are refused with one line and nothing is written; edgeworker.json wins over wrangler.toml', {timeout: 180_000}, async () => {
+test('bindings the host cannot provide are refused with one line and nothing is written; edgeworker.json wins over wrangler.toml', {
+  timeout: 180_000,
+}, async () => {
   const kv = project('kv', {
     'wrangler.toml': 'name = "kv"\nmain = "index.js"\ncompatibility_date = "2026-11-01"\n[[kv_namespaces]]\nbinding = "CACHE"\nid = "x"\n',
     'index.js': 'export default {fetch() { return new Response("x") }}\n',
@@ -163,12 +180,20 @@ test('bindings the host cannot provide are refused with one line and nothing is 
   })
   const builtin = await cli('deploy', noNode, '--department', 'kv')
   expect(builtin.code).toBe(2)
-  expect(builtin.stderr).toMatch(/^error: bundling failed: index\.ts:1:\d+: Could not resolve "node:crypto" .*\(Node\.js built-ins need compatibility_flags = \["nodejs_compat"\]\)\n$/)
+  expect(builtin.stderr).toMatch(
+    /^error: bundling failed: index\.ts:1:\d+: Could not resolve "node:crypto" .*\(Node\.js built-ins need compatibility_flags = \["nodejs_compat"\]\)\n$/,
+  )
   expect(JSON.parse((await cli('worker', 'list', '--json')).stdout).filter((worker: {department_id: string}) => worker.department_id === 'kv')).toEqual([])
 
   const both = project('both', {
     'wrangler.toml': 'name = "ignored"\nmain = "nope.ts"\ncompatibility_date = "2026-11-01"\n',
-    'edgeworker.json': JSON.stringify({name: 'both', main: 'index.js', modules: ['index.js'], compatibilityDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9'}),
+    'edgeworker.json': JSON.stringify({
+      name: 'both',
+      main: 'index.js',
+      modules: ['index.js'],
+      compatibilityDate: '2026-11-01',
+      builderPolicy: 'department-worker-project-v2.9',
+    }),
     'index.js': 'export default {fetch() { return new Response("from edgeworker.json") }}\n',
   })
   const plan = JSON.parse((await cli('deploy', both, '--dry-run', '--json')).stdout) as {warnings: string[]; name: string}

@@ -60,7 +60,10 @@ test('serves, pairs and stops cleanly on SIGTERM', async () => {
   expect(info.publicUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
   expect(info.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
   expect(info.pid).toBe(serve.pid)
-  const logs = stdout.trim().split('\n').map((line) => JSON.parse(line) as {msg: string; publicUrl?: string; adminUrl?: string})
+  const logs = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as {msg: string; publicUrl?: string; adminUrl?: string})
   expect(logs.find((line) => line.msg === 'edge host started')).toMatchObject({publicUrl: info.publicUrl, adminUrl: info.adminUrl})
   expect((await fetch(`${info.adminUrl}/readyz`)).status).toBe(200)
   expect((await fetch(`${info.publicUrl}/livez`)).status).toBe(200)

@@ -11,11 +11,14 @@ let client: HostClient
 const name = scriptNameFor('control/env')
 
 /** Answers with the names of its env bindings and the values of TOKEN and SERVICE_ACCOUNTS. */
-const envWorker = moduleUpload(`export default {
+const envWorker = moduleUpload(
+  `export default {
   fetch(request, env) {
     return Response.json({names: Object.keys(env).sort(), token: env.TOKEN ?? null, accounts: env.SERVICE_ACCOUNTS ?? null})
   },
-}`, {bindings: [{type: 'plain_text', name: 'GREETING', text: 'hi'}]})
+}`,
+  {bindings: [{type: 'plain_text', name: 'GREETING', text: 'hi'}]},
+)
 
 beforeAll(async () => {
   host = await startTestHost({settings: {shards: 1}})
@@ -44,9 +47,13 @@ describe('secrets', () => {
 
   test('a secret cannot shadow a binding, nor a binding a secret', async () => {
     expect((await client.call('PUT', paths.secret(name, 'GREETING'), {value: 'x'})).body.code).toBe('binding_name_taken')
-    const shadowing = await client.call('PUT', paths.script(name), moduleUpload('export default {fetch() {return new Response("x")}}', {
-      bindings: [{type: 'plain_text', name: 'TOKEN', text: 'x'}],
-    }))
+    const shadowing = await client.call(
+      'PUT',
+      paths.script(name),
+      moduleUpload('export default {fetch() {return new Response("x")}}', {
+        bindings: [{type: 'plain_text', name: 'TOKEN', text: 'x'}],
+      }),
+    )
     expect(shadowing.body.code).toBe('binding_name_taken')
   })
 

@@ -64,7 +64,10 @@ test('a start kills the workerd leftovers its predecessor recorded, never a proc
   // Stand-ins for workerd processes a host left behind where no parent-death signal exists.
   const leftover = spawn('sleep', ['600'], {stdio: 'ignore'})
   const stranger = spawn('sleep', ['600'], {stdio: 'ignore'})
-  cleanups.push(() => void leftover.kill('SIGKILL'), () => void stranger.kill('SIGKILL'))
+  cleanups.push(
+    () => void leftover.kill('SIGKILL'),
+    () => void stranger.kill('SIGKILL'),
+  )
   const leftoverExited = new Promise((resolve) => leftover.once('exit', resolve))
   await until(() => processStartTime(leftover.pid!) !== null && processStartTime(stranger.pid!) !== null, 'the stand-ins to run')
   writeFileSync(path.join(pidDir, `shard-0.${leftover.pid}`), processStartTime(leftover.pid!)!)

@@ -307,10 +307,16 @@ describe('bad input: refused with a clear code, nothing written, nothing disturb
   })
 
   test('malformed JSON, a non-JSON body, a schema violation', async () => {
-    const malformed = await client.call('PUT', paths.script(target), undefined, {rawBody: '{"releaseGeneration": "x",', headers: {'content-type': 'application/json'}})
+    const malformed = await client.call('PUT', paths.script(target), undefined, {
+      rawBody: '{"releaseGeneration": "x",',
+      headers: {'content-type': 'application/json'},
+    })
     expect(malformed.status).toBe(400)
     expect(malformed.body.code).toBe('invalid_json')
-    const multipart = await client.call('PUT', paths.script(target), undefined, {rawBody: '--boundary\r\n', headers: {'content-type': 'multipart/form-data; boundary=boundary'}})
+    const multipart = await client.call('PUT', paths.script(target), undefined, {
+      rawBody: '--boundary\r\n',
+      headers: {'content-type': 'multipart/form-data; boundary=boundary'},
+    })
     expect(multipart.status).toBe(415)
     expect(multipart.body.code).toBe('unsupported_media_type')
     const missingMain = await client.call('PUT', paths.script(target), textWorker('x', {mainModule: 'missing.js'}))

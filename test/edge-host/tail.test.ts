@@ -70,7 +70,8 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     return {events, notices, stop: async () => (stop.abort(), done), done}
   }
 
-  const send = (script: string, pathname: string, init?: RequestInit) => fetch(`${host.publicUrl}/${script}${pathname}`, init).then(async (response) => response.status)
+  const send = (script: string, pathname: string, init?: RequestInit) =>
+    fetch(`${host.publicUrl}/${script}${pathname}`, init).then(async (response) => response.status)
 
   async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
     const deadline = Date.now() + timeoutMs
@@ -119,7 +120,9 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
       const thrown = tail.events.find((event) => event.path === '/throw')!
       expect(thrown).toMatchObject({method: 'POST', status: null, outcome: 'exception'})
       expect(thrown.logs).toHaveLength(5)
-      expect(thrown.exceptions).toEqual([{time: expect.any(String), name: 'Error', message: 'tail fixture boom v1', stack: expect.stringContaining('index.js')}])
+      expect(thrown.exceptions).toEqual([
+        {time: expect.any(String), name: 'Error', message: 'tail fixture boom v1', stack: expect.stringContaining('index.js')},
+      ])
     }
   })
 
@@ -185,7 +188,9 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     const {engine, department, script} = await deployed()
     const metric = async (name: string, labels: string) => {
       const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
-      const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{`) && candidate.includes(`script="${script}"`) && candidate.includes(labels))
+      const line = text
+        .split('\n')
+        .find((candidate) => candidate.startsWith(`${name}{`) && candidate.includes(`script="${script}"`) && candidate.includes(labels))
       return line ? Number(line.split(' ').at(-1)) : 0
     }
     // A tail tells when the host has seen the last trace (traces arrive after the responses).
@@ -206,13 +211,21 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(await metric('edgeworkers_host_worker_wall_seconds_count', '')).toBe(invocations + 5)
     expect(await metric('edgeworkers_host_worker_invocations_total', 'outcome="exception"')).toBeGreaterThanOrEqual(2)
 
-    const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TailEvent)
+    const lines = readFileSync(logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as TailEvent)
     const mine = lines.filter((event) => event.script === script && event.path.startsWith('/counted-'))
     expect(mine.map((event) => event.path)).toEqual(['/counted-0', '/counted-1', '/counted-2'])
 
     // The status snapshot (--json, and the Workers panel) names this Worker by department, with its two errors.
     const snapshot = await takeSnapshot(engine)
-    expect(snapshot.workers?.workers.find((worker) => worker.script === script)).toMatchObject({department_id: department, errors: 2, lastError: 'Error: tail fixture boom v1', p99Ms: expect.any(Number)})
+    expect(snapshot.workers?.workers.find((worker) => worker.script === script)).toMatchObject({
+      department_id: department,
+      errors: 2,
+      lastError: 'Error: tail fixture boom v1',
+      p99Ms: expect.any(Number),
+    })
 
     // Retiring the Worker removes its series: the label set is bounded by the scripts served.
     await retireDepartment(engine, {departmentId: department, companyId: kit.companyId})
@@ -221,7 +234,9 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect((await takeSnapshot(engine)).workers?.workers.map((worker) => worker.script)).not.toContain(script)
   })
 
-  test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 0; bad input is one line with its exit code', {timeout: 180_000}, async () => {
+  test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 0; bad input is one line with its exit code', {
+    timeout: 180_000,
+  }, async () => {
     const {department, script} = await deployed()
     const settings = kit.settings()
     const env = {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_STORE__URL: settings.store.url}
@@ -241,7 +256,9 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
       [['tail', 'x', '--method', 'G E T'], 2, /--method G E T: not an HTTP method/],
     ] as const
     const emptyDir = path.join(root, 'cli-data')
-    const refusals = Promise.all(refused.map(([args], index) => runCli([...args, '--data-dir', index === 0 ? settings.data_dir : emptyDir], {EDGEWORKERS_STORE__URL: settings.store.url})))
+    const refusals = Promise.all(
+      refused.map(([args], index) => runCli([...args, '--data-dir', index === 0 ? settings.data_dir : emptyDir], {EDGEWORKERS_STORE__URL: settings.store.url})),
+    )
     for (let sent = 0; !json.output.stdout.includes('/from-cli') || !pretty.output.stdout.includes('/from-cli'); sent++) {
       if (sent > 240) throw new Error(`the CLI tails never printed the request: ${json.output.stderr} ${pretty.output.stderr}`)
       await send(script, '/from-cli')
@@ -252,7 +269,11 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(await json.exited).toBe(0)
     expect(await pretty.exited).toBe(0)
     expect(json.output.stderr).toBe(`tailing ${script} (Ctrl-C to stop)\n`)
-    const event = json.output.stdout.trim().split('\n').map((line) => JSON.parse(line) as TailEvent).find((candidate) => candidate.path === '/from-cli')!
+    const event = json.output.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as TailEvent)
+      .find((candidate) => candidate.path === '/from-cli')!
     expect(event).toMatchObject({script, method: 'GET', status: 200, outcome: 'ok'})
     expect(event.logs.map((line) => line.level)).toEqual(['debug', 'log', 'info', 'warn', 'error'])
     // Not a terminal: no colours.
@@ -270,7 +291,11 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
   test("the Worker's secret values never reach a tail or the log file", async () => {
     const {engine, department, script} = await deployed()
     const secret = 'sekrit-value-1234'
-    await applyControl(engine, {departmentId: department, request: {operation: 'secrets.put', name: 'TOKEN', value: secret}, actor: {type: 'operator', id: 'test'}})
+    await applyControl(engine, {
+      departmentId: department,
+      request: {operation: 'secrets.put', name: 'TOKEN', value: secret},
+      actor: {type: 'operator', id: 'test'},
+    })
     const tail = startTail(engine, department)
     // The shard restarts with the secret: until then the Worker logs "token undefined".
     for (let sent = 0; !tail.events.some((event) => event.logs.some((line) => line.message === 'token [redacted]')); sent++) {

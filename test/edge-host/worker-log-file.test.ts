@@ -14,7 +14,11 @@ test('rotates by size, keeps `keep` old files, never splits a line', () => {
   const log = new WorkerLogFile(file, 100, 2)
   // 10 lines of 40 bytes (with the newline): two per file before the next one passes 100 bytes.
   for (let index = 0; index < 10; index++) log.append([`{"n":${index},"pad":"${'x'.repeat(22)}"}`])
-  const lines = (name: string) => readFileSync(name, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as {n: number}).n)
+  const lines = (name: string) =>
+    readFileSync(name, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as {n: number}).n)
   expect(lines(file)).toEqual([8, 9])
   expect(lines(`${file}.1`)).toEqual([6, 7])
   expect(lines(`${file}.2`)).toEqual([4, 5])

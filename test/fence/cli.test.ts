@@ -133,7 +133,10 @@ describeEachStore('fence commands', (t) => {
 
   test('SIGTERM to fence run stops the command and still lifts the fence', {timeout: 120_000}, async () => {
     const {scope} = await kit.pair()
-    const child = spawn(process.execPath, [CLI_BIN, ...withDataDir(['fence', 'run', '--ttl', '120', '--', 'sleep', '60'])], {env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined}, stdio: 'ignore'})
+    const child = spawn(process.execPath, [CLI_BIN, ...withDataDir(['fence', 'run', '--ttl', '120', '--', 'sleep', '60'])], {
+      env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined},
+      stdio: 'ignore',
+    })
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
     const fence = await until('the fence to be held', async () => (await (await provider()).fenceStatus()).active)
     child.kill('SIGTERM')
@@ -146,7 +149,11 @@ describeEachStore('fence commands', (t) => {
   test('fence run SIGKILLed: the host lifts the fence at its TTL, and one reconcile pass records it and republishes', {timeout: 120_000}, async () => {
     const department = await kit.department()
     // Its own process group, so the test can kill the CLI and its command together, as an OOM kill would.
-    const child = spawn(process.execPath, [CLI_BIN, ...withDataDir(['fence', 'run', '--ttl', '5', '--', 'sleep', '60'])], {env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined}, stdio: 'ignore', detached: true})
+    const child = spawn(process.execPath, [CLI_BIN, ...withDataDir(['fence', 'run', '--ttl', '5', '--', 'sleep', '60'])], {
+      env: {...process.env, ...env(), EDGEWORKERS_CONFIG: undefined},
+      stdio: 'ignore',
+      detached: true,
+    })
     const exited = new Promise((resolve) => child.on('exit', resolve))
     const fence = await until('the fence to be held', async () => (await (await provider()).fenceStatus()).active)
 

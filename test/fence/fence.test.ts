@@ -91,7 +91,10 @@ describeEachStore('backup fences', (t) => {
 
   test('bad input: TTL out of range, a second begin, unknown or lifted fence ids — one line, nothing changed', async () => {
     const engine = await kit.engine({fence: {max_ttl_seconds: 600}})
-    expect(await refusal(beginFence(engine, {reason: 'x', ttlSeconds: 4}))).toMatchObject({code: 'usage', message: 'fence TTL 4s is out of range: 5–600 seconds (fence.max_ttl_seconds)'})
+    expect(await refusal(beginFence(engine, {reason: 'x', ttlSeconds: 4}))).toMatchObject({
+      code: 'usage',
+      message: 'fence TTL 4s is out of range: 5–600 seconds (fence.max_ttl_seconds)',
+    })
     expect(await refusal(beginFence(engine, {reason: 'x', ttlSeconds: 601}))).toMatchObject({code: 'usage'})
     expect(await refusal(beginFence(engine, {reason: ' ', ttlSeconds: 60}))).toMatchObject({code: 'usage', message: 'a fence needs a reason (--reason)'})
     expect(await refusal(endFence(engine, {}))).toMatchObject({code: 'not_found', message: `no backup fence is open for ${(await kit.pair(proxy.url)).scope}`})
@@ -159,7 +162,11 @@ describeEachStore('backup fences', (t) => {
     const pass = await runPass(engine, {lanes: ['host_reconcile']})
     expect(pass.fences).toEqual([{fenceId: row.id, outcome: 'ack_confirmed'}])
     expect(await t.store.kit.getFence(row.id)).toMatchObject({state: 'active', host_acked_at: expect.any(Number)})
-    expect((await t.store.audit.list({resourceId: row.id}))[0]).toMatchObject({action: 'backup_fence.confirmed', reason_code: 'ack_confirmed', actor_type: 'system'})
+    expect((await t.store.audit.list({resourceId: row.id}))[0]).toMatchObject({
+      action: 'backup_fence.confirmed',
+      reason_code: 'ack_confirmed',
+      actor_type: 'system',
+    })
     expect((await runPass(engine, {lanes: ['host_reconcile']})).fences).toEqual([])
   })
 

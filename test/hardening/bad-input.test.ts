@@ -165,7 +165,11 @@ describe('the host refuses bad JSON with 400, never 500, writing nothing', () =>
 
   test('failed pairing attempts are rate-limited per source', async () => {
     const attempt = async () => {
-      const response = await request(`${host.adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code: 'WRONG-CODE'})})
+      const response = await request(`${host.adminUrl}${paths.pair}`, {
+        method: 'POST',
+        headers: {'content-type': 'application/json'},
+        body: JSON.stringify({code: 'WRONG-CODE'}),
+      })
       return {status: response.statusCode, retryAfter: response.headers['retry-after'], body: (await response.body.json()) as {code: string}}
     }
     const answers = []

@@ -186,7 +186,11 @@ test('1,500 malformed management calls: no 5xx, the host alive, nothing written'
     cases.push(async () => {
       let status: number
       try {
-        const response = await request(`${host.adminUrl}${target.startsWith('/') ? target : `/${target}`}`, {method, headers, body: method === 'GET' ? undefined : raw})
+        const response = await request(`${host.adminUrl}${target.startsWith('/') ? target : `/${target}`}`, {
+          method,
+          headers,
+          body: method === 'GET' ? undefined : raw,
+        })
         await response.body.dump()
         status = response.statusCode
       } catch {

@@ -18,7 +18,9 @@ const bomb = scriptNameFor('isolation/bomb')
 
 beforeAll(async () => {
   // One shard: the three Workers share one workerd process.
-  host = await startTestHost({settings: {shards: 1, request_cpu_limit_ms: 1_000, watchdog_interval_ms: 100, shard_memory_limit_mb: 256, quarantine_after_incidents: 3}})
+  host = await startTestHost({
+    settings: {shards: 1, request_cpu_limit_ms: 1_000, watchdog_interval_ms: 100, shard_memory_limit_mb: 256, quarantine_after_incidents: 3},
+  })
   await host.pair()
   client = host.client()
   await client.deploy(victim, textWorker('victim'))

@@ -41,7 +41,11 @@ describe('the kit', () => {
 
     chmodSync(store, 0o644)
     const refused = await runCli(['company', 'create', 'Acme', '--data-dir', dataDir])
-    expectOneLine(refused, 3, new RegExp(`^error: ${store} holds secrets but is accessible to other users \\(mode 0644\\); run \`chmod 600 ${store}\` and retry$`))
+    expectOneLine(
+      refused,
+      3,
+      new RegExp(`^error: ${store} holds secrets but is accessible to other users \\(mode 0644\\); run \`chmod 600 ${store}\` and retry$`),
+    )
     chmodSync(store, 0o600)
     chmodSync(dataDir, 0o755)
     const dirRefused = await runCli(['company', 'create', 'Acme', '--data-dir', dataDir])
@@ -84,5 +88,7 @@ test('the host creates its data dir 0700 and host.sqlite and identity.key 0600; 
     await host.stop()
   }
   chmodSync(path.join(dataDir, 'host.sqlite'), 0o644)
-  await expect(startTestHost({dataDir, settings: {shards: 1}})).rejects.toThrow(/host\.sqlite holds secrets but is accessible to other users \(mode 0644\); run `chmod 600 /)
+  await expect(startTestHost({dataDir, settings: {shards: 1}})).rejects.toThrow(
+    /host\.sqlite holds secrets but is accessible to other users \(mode 0644\); run `chmod 600 /,
+  )
 }, 60_000)

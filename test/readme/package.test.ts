@@ -21,7 +21,16 @@ test('npm pack holds the runnable CLI, and the unpacked tarball runs quickstart 
   const {stdout} = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', workDir], {cwd: ROOT})
   const [packed] = JSON.parse(stdout) as Array<{filename: string; files: Array<{path: string}>}>
   const files = packed!.files.map((file) => file.path)
-  expect(files).toEqual(expect.arrayContaining(['bin/run.js', 'oclif.manifest.json', 'package.json', 'dist/commands/deploy.js', 'dist/hooks/command-not-found.js', 'fixtures/workers/hello/edgeworker.json']))
+  expect(files).toEqual(
+    expect.arrayContaining([
+      'bin/run.js',
+      'oclif.manifest.json',
+      'package.json',
+      'dist/commands/deploy.js',
+      'dist/hooks/command-not-found.js',
+      'fixtures/workers/hello/edgeworker.json',
+    ]),
+  )
   expect(files.filter((file) => file.startsWith('test/') || file.startsWith('src/') || file.startsWith('bench/'))).toEqual([])
 
   await run('tar', ['-xzf', path.join(workDir, packed!.filename), '-C', workDir])

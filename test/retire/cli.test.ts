@@ -11,7 +11,6 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
 import {CLI_BIN as CLI} from '../support/cli.js'
 
-
 interface CliResult {
   code: number
   stdout: string
@@ -33,8 +32,11 @@ test('retire and orphan-report: bad input, exit codes, nothing written', {timeou
   await store.workers.create({company_id: 'acme', department_id: 'sales', script_name: scriptNameFor('acme', 'sales'), status: 'new'})
   const run = (...args: string[]): Promise<CliResult> =>
     new Promise((resolve) => {
-      execFile(process.execPath, [CLI, ...args, '--data-dir', dataDir], {env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined}}, (error, stdout, stderr) =>
-        resolve({code: error ? Number(error.code) : 0, stdout, stderr}),
+      execFile(
+        process.execPath,
+        [CLI, ...args, '--data-dir', dataDir],
+        {env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined}},
+        (error, stdout, stderr) => resolve({code: error ? Number(error.code) : 0, stdout, stderr}),
       )
     })
   const oneLine = (result: CliResult, code: number, message: string) => {
@@ -64,7 +66,13 @@ test('retire and orphan-report: bad input, exit codes, nothing written', {timeou
   expect(await store.audit.list()).toEqual([])
 
   // Paired with a host nothing answers for: the delete stands, the retirement is pending (7).
-  await store.kit.savePairing({scope: 'onprem:0123456789ab', host_url: 'http://127.0.0.1:9', host_fingerprint: 'f'.repeat(64), host_public_key: 'unused', shared_secret: 'a'.repeat(64)})
+  await store.kit.savePairing({
+    scope: 'onprem:0123456789ab',
+    host_url: 'http://127.0.0.1:9',
+    host_fingerprint: 'f'.repeat(64),
+    host_public_key: 'unused',
+    shared_secret: 'a'.repeat(64),
+  })
   const [pending, empty, report] = await Promise.all([run('retire', 'sales', '--json'), run('retire', 'empty', '--json'), run('orphan-report')])
   expect(pending.code).toBe(7)
   expect(JSON.parse(pending.stdout)).toMatchObject({state: 'pending', code: 'edge_host_unreachable', departmentId: 'sales'})

@@ -65,8 +65,14 @@ describeEachStore('retirement', (t) => {
     expect((await fetchText(url)).status).toBe(200)
 
     const result = await retireDepartment(engine, {departmentId: department, companyId: kit.companyId})
-    expect(result).toMatchObject({state: 'retired', serviceAccounts: [`${department}-bot`], steps: ['lockdown', 'access_policy', 'secrets_purge', 'credentials_purge', 'retire']})
-    const hostCalls = proxy.seen.filter((seen) => seen.url.includes(outcome.scriptName) && seen.method !== 'GET').map((seen) => `${seen.method} ${seen.url.split(outcome.scriptName)[1]}`)
+    expect(result).toMatchObject({
+      state: 'retired',
+      serviceAccounts: [`${department}-bot`],
+      steps: ['lockdown', 'access_policy', 'secrets_purge', 'credentials_purge', 'retire'],
+    })
+    const hostCalls = proxy.seen
+      .filter((seen) => seen.url.includes(outcome.scriptName) && seen.method !== 'GET')
+      .map((seen) => `${seen.method} ${seen.url.split(outcome.scriptName)[1]}`)
     expect(hostCalls.slice(-5)).toEqual(['POST /lockdown', 'PUT /access-policy', 'DELETE /secrets', 'DELETE /service-accounts', 'POST /retire'])
 
     const answer = await fetchText(url)
@@ -129,7 +135,9 @@ describeEachStore('retirement', (t) => {
     // Failing for the stuck threshold is reported.
     t.clock.advance(301_000)
     await runHostReconcile(engine)
-    expect(engine.log.messages('warn')).toContainEqual(expect.stringMatching(new RegExp(`^edge_worker_onprem_retirement_stuck: edge_host_5xx for 301s \\(${outcome.scriptName}\\)$`)))
+    expect(engine.log.messages('warn')).toContainEqual(
+      expect.stringMatching(new RegExp(`^edge_worker_onprem_retirement_stuck: edge_host_5xx for 301s \\(${outcome.scriptName}\\)$`)),
+    )
 
     proxy.rule = () => ({kind: 'forward'})
     const pass = await runHostReconcile(engine)
@@ -202,7 +210,9 @@ describeEachStore('retirement', (t) => {
     expect(plan).toMatchObject({state: 'planned', steps: ['lockdown', 'access_policy', 'secrets_purge', 'credentials_purge', 'retire']})
     await t.store.tenants.createCompany({id: 'other', name: 'Other'})
     await expect(retireDepartment(engine, {departmentId: 'no-such'})).rejects.toThrow('department no-such not found')
-    await expect(retireDepartment(engine, {departmentId: department, companyId: 'other'})).rejects.toThrow(`department ${department} not found in company other`)
+    await expect(retireDepartment(engine, {departmentId: department, companyId: 'other'})).rejects.toThrow(
+      `department ${department} not found in company other`,
+    )
     await expect(retireDepartment(engine, {departmentId: department, companyId: 'nope'})).rejects.toThrow('company nope not found')
     expect(await t.store.tenants.getDepartment(department)).toMatchObject({deleted_at: null})
     expect(await t.store.audit.list()).toEqual(auditBefore)
@@ -217,7 +227,8 @@ describeEachStore('retirement', (t) => {
   test('listing failures and a listing past the page cap are errors', async () => {
     const engine = await kit.engine({host_reconcile: {listing_max_pages: 3}})
     const seenBefore = proxy.seen.length
-    proxy.rule = ({url}) => (url.startsWith('/v1/scripts?') || url === '/v1/scripts' ? {kind: 'answer', status: 200, body: {scripts: [], nextCursor: 'more'}} : {kind: 'forward'})
+    proxy.rule = ({url}) =>
+      url.startsWith('/v1/scripts?') || url === '/v1/scripts' ? {kind: 'answer', status: 200, body: {scripts: [], nextCursor: 'more'}} : {kind: 'forward'}
     await expect(orphanReport(engine)).rejects.toThrow('edge host script listing did not end')
     expect(proxy.seen.slice(seenBefore).filter((seen) => seen.url.startsWith('/v1/scripts'))).toHaveLength(3)
     proxy.rule = ({url}) => (url.startsWith('/v1/scripts') ? {kind: 'answer', status: 503, body: {code: 'x', message: 'y'}} : {kind: 'forward'})

@@ -67,7 +67,8 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
 
   test('bad input: a store that cannot be reached or is not migrated exits 4 with one line; a bad --interval exits 2', {timeout: CLI_TIMEOUT_MS}, async () => {
     const unreachable = await runCli(['status', '--data-dir', dataDir], {
-      EDGEWORKERS_STORE__URL: t.backend === 'postgres' ? `postgres://nobody:pw@127.0.0.1:${await closedPort()}/none` : path.join(dataDir, 'missing-dir', 'store.sqlite'),
+      EDGEWORKERS_STORE__URL:
+        t.backend === 'postgres' ? `postgres://nobody:pw@127.0.0.1:${await closedPort()}/none` : path.join(dataDir, 'missing-dir', 'store.sqlite'),
     })
     expect(unreachable.code).toBe(4)
     expect(unreachable.stdout).toBe('')

@@ -34,7 +34,13 @@ async function refusingUrl(): Promise<string> {
 }
 
 /** A row of `scope` settled `status` with `code`, as a lane would leave it. */
-async function settledRow(t: StoreHarness, scope: string, status: 'failed' | 'uncertain', code: string, operation: OutboxRow['operation'] = 'deploy'): Promise<OutboxRow> {
+async function settledRow(
+  t: StoreHarness,
+  scope: string,
+  status: 'failed' | 'uncertain',
+  code: string,
+  operation: OutboxRow['operation'] = 'deploy',
+): Promise<OutboxRow> {
   const {row} = await t.store.outbox.enqueue({operation, dedupe_key: `snapshot-test:${Math.random()}`, dispatch_namespace: scope, payload: {}})
   const leased = await t.store.outbox.leaseById(row.id, {scope, owner: 'runner', leaseSeconds: 60})
   await t.store.outbox.settle(row.id, leased.row!.lease_token!, {status, errorCode: code, error: `because ${code}`})
@@ -124,7 +130,9 @@ describeEachStore('status snapshot', (t) => {
     })
 
     expect((await cancelOutboxRow(engine, cleanup.id, OPERATOR)).message).toBe(`outbox row ${cleanup.id} cancelled (was uncertain); no lane takes it again`)
-    expect(await t.store.audit.list({action: 'outbox_row.cancelled'})).toMatchObject([{resource_id: cleanup.id, facts: {previous_status: 'uncertain', status: 'cancelled'}}])
+    expect(await t.store.audit.list({action: 'outbox_row.cancelled'})).toMatchObject([
+      {resource_id: cleanup.id, facts: {previous_status: 'uncertain', status: 'cancelled'}},
+    ])
     // Cancelling it again is refused and writes nothing.
     await expect(cancelOutboxRow(engine, cleanup.id, OPERATOR)).rejects.toThrow(`cannot cancel outbox row ${cleanup.id}: it is already cancelled`)
     expect(await t.store.audit.list({action: 'outbox_row.cancelled'})).toHaveLength(1)
@@ -138,9 +146,13 @@ describeEachStore('status snapshot', (t) => {
 
     const leased = await t.store.outbox.enqueue({operation: 'artifact_cleanup', dedupe_key: 'leased', dispatch_namespace: scope, payload: {}})
     await t.store.outbox.leaseById(leased.row.id, {scope, owner: 'host-b:42:abcd', leaseSeconds: 90})
-    await expect(retryOutboxRow(engine, leased.row.id, OPERATOR)).rejects.toThrow(`cannot retry outbox row ${leased.row.id}: host-b:42:abcd holds its lease for 1m30s more`)
+    await expect(retryOutboxRow(engine, leased.row.id, OPERATOR)).rejects.toThrow(
+      `cannot retry outbox row ${leased.row.id}: host-b:42:abcd holds its lease for 1m30s more`,
+    )
 
-    expect((await runLaneOnce(engine, 'artifact_cleanup')).message).toMatch(/^artifact cleanup pass: claimed 0, completed 0, retried 0, failed 0, uncertain 0, skipped 0 in \d+ ms$/)
+    expect((await runLaneOnce(engine, 'artifact_cleanup')).message).toMatch(
+      /^artifact cleanup pass: claimed 0, completed 0, retried 0, failed 0, uncertain 0, skipped 0 in \d+ ms$/,
+    )
   })
 
   test('row details and audit facts show every secret-bearing field redacted, digests kept, no lease token', async () => {

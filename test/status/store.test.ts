@@ -54,7 +54,8 @@ describeEachStore('status queries', (t) => {
     await rowIn(t, 'cancelled', {operation: 'control_audit'})
     await rowIn(t, 'failed', {dispatch_namespace: OTHER_SCOPE})
 
-    const sorted = <T extends {operation: string; status: string}>(rows: T[]) => [...rows].sort((a, b) => `${a.operation}/${a.status}`.localeCompare(`${b.operation}/${b.status}`))
+    const sorted = <T extends {operation: string; status: string}>(rows: T[]) =>
+      [...rows].sort((a, b) => `${a.operation}/${a.status}`.localeCompare(`${b.operation}/${b.status}`))
     expect(sorted(await t.store.status.openCounts(SCOPE))).toEqual([
       {operation: 'artifact_cleanup', status: 'uncertain', count: 1},
       {operation: 'deploy', status: 'failed', count: 1},
@@ -70,7 +71,9 @@ describeEachStore('status queries', (t) => {
       {operation: 'control_audit', status: 'cancelled', count: 1},
     ])
     // The window reaches back to the first completion.
-    expect((await t.store.status.finishedCounts(SCOPE, now - 3 * DAY_MS)).find((count) => count.operation === 'deploy' && count.status === 'completed')?.count).toBe(2)
+    expect(
+      (await t.store.status.finishedCounts(SCOPE, now - 3 * DAY_MS)).find((count) => count.operation === 'deploy' && count.status === 'completed')?.count,
+    ).toBe(2)
   })
 
   test('oldest due: the earliest due pending row and the earliest expired lease per lane; nothing not yet due', async () => {
@@ -88,7 +91,9 @@ describeEachStore('status queries', (t) => {
     t.clock.advance(LEASE_MS + 5_000)
     const after = await t.store.status.oldestDue(SCOPE, t.clock.now())
     expect(after[2]).toEqual({operation: 'control_audit', pendingDueSince: null, leaseExpiredSince: start + LEASE_MS})
-    expect((await t.store.status.oldestDue(OTHER_SCOPE, t.clock.now())).every((due) => due.pendingDueSince === null && due.leaseExpiredSince === null)).toBe(true)
+    expect((await t.store.status.oldestDue(OTHER_SCOPE, t.clock.now())).every((due) => due.pendingDueSince === null && due.leaseExpiredSince === null)).toBe(
+      true,
+    )
   })
 
   test('deferred deploys, leased rows by expiry, failures grouped by error code with their rows newest first', async () => {
@@ -123,7 +128,9 @@ describeEachStore('status queries', (t) => {
     expect(inGroup[1]).toMatchObject({script_name: scriptNameFor('acme', 'a'), attempts: 1, last_error_code: 'edge_host_5xx'})
     expect(inGroup[1]).not.toHaveProperty('payload')
     expect(inGroup[1]).not.toHaveProperty('lease_token')
-    expect((await t.store.status.groupRows(SCOPE, {status: 'failed', operation: 'control_audit', last_error_code: null}, 10)).map((member) => member.id)).toEqual([uncoded.id])
+    expect(
+      (await t.store.status.groupRows(SCOPE, {status: 'failed', operation: 'control_audit', last_error_code: null}, 10)).map((member) => member.id),
+    ).toEqual([uncoded.id])
   })
 
   test('a failed or uncertain deploy that a later completed deploy of its Worker replaced is history: out of the groups, counted apart', async () => {
@@ -150,7 +157,12 @@ describeEachStore('status queries', (t) => {
 
   test('pending orphans (the one rule the retirement lanes and status share): purged companies, a company id taken again, confirmations and the upload grace', async () => {
     const deployOf = async (company: string, department: string, status: OutboxRow['status'], scope = SCOPE) => {
-      const worker = await t.store.workers.create({company_id: company, department_id: department, script_name: scriptNameFor(company, department), status: 'active'})
+      const worker = await t.store.workers.create({
+        company_id: company,
+        department_id: department,
+        script_name: scriptNameFor(company, department),
+        status: 'active',
+      })
       await rowIn(t, status, {company_id: company, department_id: department, worker_id: worker.id, script_name: worker.script_name, dispatch_namespace: scope})
       return worker.id
     }
@@ -171,7 +183,12 @@ describeEachStore('status queries', (t) => {
     const cutoff = t.clock.now() - 900_000
     const found = await t.store.retirements.pendingOrphans(SCOPE, cutoff)
     expect(found.map((orphan) => orphan.worker_id).sort()).toEqual([goneSettled, goneUnsettled, reused].sort())
-    expect(found.find((orphan) => orphan.worker_id === goneUnsettled)).toMatchObject({company_id: 'gone', department_id: 'gone-b', script_name: scriptNameFor('gone', 'gone-b'), unsettled: true})
+    expect(found.find((orphan) => orphan.worker_id === goneUnsettled)).toMatchObject({
+      company_id: 'gone',
+      department_id: 'gone-b',
+      script_name: scriptNameFor('gone', 'gone-b'),
+      unsettled: true,
+    })
     expect(found.filter((orphan) => orphan.unsettled).map((orphan) => orphan.worker_id)).toEqual([goneUnsettled])
 
     await t.store.audit.append({
@@ -220,7 +237,11 @@ describeEachStore('operator retry and cancel', (t) => {
     expect(await t.store.outbox.get(leased.id)).toMatchObject({status: 'leased', lease_token: leased.lease_token})
 
     t.clock.advance(LEASE_MS + 1)
-    expect(await t.store.outbox.cancel(leased.id, {scope: SCOPE})).toMatchObject({outcome: 'done', before: {status: 'leased'}, row: {status: 'cancelled', lease_token: null}})
+    expect(await t.store.outbox.cancel(leased.id, {scope: SCOPE})).toMatchObject({
+      outcome: 'done',
+      before: {status: 'leased'},
+      row: {status: 'cancelled', lease_token: null},
+    })
     // The runner that lost its lease settles nothing.
     expect(await t.store.outbox.settle(leased.id, leased.lease_token!, {status: 'completed'})).toBe(false)
 
@@ -249,8 +270,20 @@ describeEachStore('operator retry and cancel', (t) => {
     })
     const deploy = await rowIn(t, 'pending', {worker_id: worker.id, version_id: version.id})
     const token = await lease(t.store, deploy.id)
-    expect(await t.store.deployments.beginDeploying({outboxId: deploy.id, leaseToken: token, workerId: worker.id, versionId: version.id})).toEqual({outcome: 'deploying'})
-    expect(await t.store.deployments.retryLater({outboxId: deploy.id, leaseToken: token, workerId: worker.id, versionId: version.id, errorCode: 'edge_host_no_answer', error: 'cut', keepDeploying: true})).toBe('rescheduled')
+    expect(await t.store.deployments.beginDeploying({outboxId: deploy.id, leaseToken: token, workerId: worker.id, versionId: version.id})).toEqual({
+      outcome: 'deploying',
+    })
+    expect(
+      await t.store.deployments.retryLater({
+        outboxId: deploy.id,
+        leaseToken: token,
+        workerId: worker.id,
+        versionId: version.id,
+        errorCode: 'edge_host_no_answer',
+        error: 'cut',
+        keepDeploying: true,
+      }),
+    ).toBe('rescheduled')
 
     expect(await t.store.outbox.cancel(deploy.id, {scope: SCOPE})).toMatchObject({outcome: 'deploying'})
     expect(await t.store.outbox.get(deploy.id)).toMatchObject({status: 'pending'})

@@ -16,7 +16,6 @@ const PENDING = `${ALL.length} pending migrations: ${ALL.join(', ')}`
 // Each command is a fresh process that loads oclif and transpiles the sources: seconds on a busy machine.
 const CLI_TEST_TIMEOUT_MS = 300_000
 
-
 /** A one-line error on stderr, nothing on stdout. */
 function expectOneLineError(result: CliResult, code: number, text: string | RegExp): void {
   expect(result.code).toBe(code)
@@ -90,15 +89,17 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
         manifest: {},
         receipt: {},
       })
-      outboxId = (await s.outbox.enqueue({
-        operation: 'deploy',
-        dedupe_key: 'deploy:w-acme-sales:v-1:0',
-        dispatch_namespace: 'onprem:0123456789ab',
-        worker_id: worker.id,
-        script_name: scriptName,
-        payload: {version_id: 'v-1'},
-        last_error_code: 'edge_host_fenced',
-      })).row.id
+      outboxId = (
+        await s.outbox.enqueue({
+          operation: 'deploy',
+          dedupe_key: 'deploy:w-acme-sales:v-1:0',
+          dispatch_namespace: 'onprem:0123456789ab',
+          worker_id: worker.id,
+          script_name: scriptName,
+          payload: {version_id: 'v-1'},
+          last_error_code: 'edge_host_fenced',
+        })
+      ).row.id
       await s.audit.append({
         id: deterministicId('department.worker_retired', worker.id),
         action: 'department.worker_retired',
@@ -125,7 +126,9 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
     ])
     expect(shown.code).toBe(0)
     expect(JSON.parse(shown.stdout)).toMatchObject({worker: {id: 'w-acme-sales', script_name: scriptName}, versions: [{id: 'v-1', state: 'built'}]})
-    expect(listed.stdout).toMatch(new RegExp(`^ID +SCRIPT +COMPANY +DEPARTMENT +STATUS +CURRENT VERSION\\nw-acme-sales +${scriptName} +acme +acme-sales +active +-\\n$`))
+    expect(listed.stdout).toMatch(
+      new RegExp(`^ID +SCRIPT +COMPANY +DEPARTMENT +STATUS +CURRENT VERSION\\nw-acme-sales +${scriptName} +acme +acme-sales +active +-\\n$`),
+    )
     expect(JSON.parse(fenced.stdout)).toMatchObject([{id: outboxId, status: 'pending', payload: {version_id: 'v-1'}}])
     expect(outboxRow.stdout).toContain(`last error code: edge_host_fenced`)
     expect(JSON.parse(audit.stdout)).toMatchObject([{action: 'department.worker_retired', resource_id: 'w-acme-sales'}])

@@ -32,7 +32,8 @@ describeEachStore('multi-process claims', (t) => {
   test(`${PROCESSES} processes settle ${ROWS} rows exactly once`, {timeout: 600_000}, async () => {
     await t.store.transaction(async (tx) => {
       // Due at epoch 0: the runners use the real clock, the harness a test clock.
-      for (let i = 0; i < ROWS; i++) await tx.outbox.enqueue({operation: 'deploy', dedupe_key: `deploy:${i}`, dispatch_namespace: SCOPE, payload: {i}, next_attempt_at: 0})
+      for (let i = 0; i < ROWS; i++)
+        await tx.outbox.enqueue({operation: 'deploy', dedupe_key: `deploy:${i}`, dispatch_namespace: SCOPE, payload: {i}, next_attempt_at: 0})
     })
 
     const runs = await Promise.all(Array.from({length: PROCESSES}, (_, i) => runRunner(t.url, t.settings().data_dir, `runner-${i}`)))

@@ -118,7 +118,13 @@ describeEachStore('outbox', (t) => {
     expect(await t.store.outbox.retryLater(stale!.id, staleToken, {errorCode: 'x', error: 'x'})).toEqual({outcome: 'lease_lost'})
     expect(await t.store.outbox.get(stale!.id)).toEqual(current)
 
-    expect(await t.store.outbox.settle(current!.id, current!.lease_token!, {status: 'failed', errorCode: 'worker_deleted', error: 'the Worker row no longer exists'})).toBe(true)
+    expect(
+      await t.store.outbox.settle(current!.id, current!.lease_token!, {
+        status: 'failed',
+        errorCode: 'worker_deleted',
+        error: 'the Worker row no longer exists',
+      }),
+    ).toBe(true)
     expect(await t.store.outbox.get(current!.id)).toMatchObject({
       status: 'failed',
       lease_token: null,
@@ -203,7 +209,7 @@ describeEachStore('outbox', (t) => {
   })
 })
 
-test('the backoff delay repeats the ladder\'s last step and stays within the jitter ratio', () => {
+test("the backoff delay repeats the ladder's last step and stays within the jitter ratio", () => {
   const backoff = {ladder_seconds: [5, 15, 30], jitter_ratio: 0.2, max_attempts: 12}
   expect([1, 2, 3, 4, 9].map((attempts) => backoffDelayMs(attempts, backoff, () => 0.5))).toEqual([5_000, 15_000, 30_000, 30_000, 30_000])
   expect(backoffDelayMs(2, backoff, () => 0)).toBe(12_000)

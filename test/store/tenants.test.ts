@@ -77,9 +77,7 @@ describeEachStore('tenants and Workers', (t) => {
     const base = {company_id: 'acme', department_id: 'acme-sales', status: 'active'}
     expect(kitErrorCode(await t.store.workers.create({...base, script_name: 'dw-NOT-HEX'}).catch((e) => e))).toBe('usage')
     expect(kitErrorCode(await t.store.workers.create({...base, script_name: scriptNameFor('x', 'y')}).catch((e) => e))).toBe('conflict')
-    expect(kitErrorCode(await t.store.workers.create({...base, department_id: 'nope', script_name: scriptNameFor('x', 'y')}).catch((e) => e))).toBe(
-      'not_found',
-    )
+    expect(kitErrorCode(await t.store.workers.create({...base, department_id: 'nope', script_name: scriptNameFor('x', 'y')}).catch((e) => e))).toBe('not_found')
   })
 
   test('a transaction commits all of its writes or none', async () => {
@@ -158,7 +156,14 @@ describeEachStore('kit state', (t) => {
     })
     expect(JSON.stringify(saved)).not.toContain('very-secret')
     const read = await t.store.kit.getPairing(SCOPE)
-    expect(read).toEqual({scope: SCOPE, host_url: 'http://127.0.0.1:8788', host_fingerprint: 'sha256:abc', host_public_key: 'pk', paired_at: t.clock.now(), unpaired_at: null})
+    expect(read).toEqual({
+      scope: SCOPE,
+      host_url: 'http://127.0.0.1:8788',
+      host_fingerprint: 'sha256:abc',
+      host_public_key: 'pk',
+      paired_at: t.clock.now(),
+      unpaired_at: null,
+    })
     expect(await t.store.kit.pairingSecret(SCOPE)).toBe('very-secret')
     expect(await t.store.kit.listActivePairings()).toEqual([read])
 

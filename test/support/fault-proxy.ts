@@ -51,7 +51,10 @@ export class FaultProxy {
     if (action.kind === 'before_forward') await action.run()
     const upstream = await fetch(`${this.upstream()}${target.url}`, {
       method: target.method,
-      headers: Object.fromEntries(Object.entries(request.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name))) as Record<string, string>,
+      headers: Object.fromEntries(Object.entries(request.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name))) as Record<
+        string,
+        string
+      >,
       body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
     })
     const body = Buffer.from(await upstream.arrayBuffer())

@@ -31,7 +31,7 @@ export class KitHarness {
     const base = this.t.settings()
     const merged: Record<string, unknown> = {...base}
     for (const [section, values] of Object.entries(overrides)) {
-      merged[section] = typeof values === 'object' && values !== null ? {...((base as unknown as Record<string, object>)[section]), ...values} : values
+      merged[section] = typeof values === 'object' && values !== null ? {...(base as unknown as Record<string, object>)[section], ...values} : values
     }
     return settingsSchema.parse(merged)
   }

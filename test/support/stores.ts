@@ -127,11 +127,13 @@ class Harness implements StoreHarness {
 
   async reset(): Promise<void> {
     this.clock.reset()
-    const tables = (await this.query<{name: string}>(
-      this.backend === 'sqlite'
-        ? `select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like 'kysely_%'`
-        : `select tablename as name from pg_tables where schemaname = 'public' and tablename not like 'kysely_%'`,
-    )).map((row) => row.name)
+    const tables = (
+      await this.query<{name: string}>(
+        this.backend === 'sqlite'
+          ? `select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like 'kysely_%'`
+          : `select tablename as name from pg_tables where schemaname = 'public' and tablename not like 'kysely_%'`,
+      )
+    ).map((row) => row.name)
     // DELETE, not TRUNCATE: on a handful of rows it is much cheaper on PostgreSQL.
     await this.exec(`begin; ${tables.map((table) => `delete from ${table};`).join(' ')} commit;`)
   }

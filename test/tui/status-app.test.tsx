@@ -41,7 +41,12 @@ function resize(stdout: NodeJS.EventEmitter, columns: number, rows: number): voi
   stdout.emit('resize')
 }
 
-async function settled(store: Store, status: 'failed' | 'uncertain', code: string, overrides: {script?: string; payload?: OutboxRow['payload']; operation?: OutboxRow['operation']} = {}): Promise<OutboxRow> {
+async function settled(
+  store: Store,
+  status: 'failed' | 'uncertain',
+  code: string,
+  overrides: {script?: string; payload?: OutboxRow['payload']; operation?: OutboxRow['operation']} = {},
+): Promise<OutboxRow> {
   const {row} = await store.outbox.enqueue({
     operation: overrides.operation ?? 'deploy',
     dedupe_key: `tui:${Math.random()}`,
@@ -59,10 +64,22 @@ describeEachStore('status view', (t) => {
   let leasedId: string
 
   beforeEach(async () => {
-    await t.store.kit.savePairing({scope: SCOPE, host_url: await refusingUrl(), host_fingerprint: 'f'.repeat(64), host_public_key: 'unused', shared_secret: 'a'.repeat(64)})
+    await t.store.kit.savePairing({
+      scope: SCOPE,
+      host_url: await refusingUrl(),
+      host_fingerprint: 'f'.repeat(64),
+      host_public_key: 'unused',
+      shared_secret: 'a'.repeat(64),
+    })
     failed = await settled(t.store, 'failed', 'edge_host_5xx', {script: `dw-${'1'.repeat(48)}`, payload: {releaseGeneration: 'rg-7', apiKey: 'sk-live-secret'}})
     await settled(t.store, 'uncertain', 'worker_readiness_timeout', {operation: 'artifact_cleanup'})
-    const {row} = await t.store.outbox.enqueue({operation: 'deploy', dedupe_key: 'tui:leased', dispatch_namespace: SCOPE, script_name: `dw-${'2'.repeat(48)}`, payload: {}})
+    const {row} = await t.store.outbox.enqueue({
+      operation: 'deploy',
+      dedupe_key: 'tui:leased',
+      dispatch_namespace: SCOPE,
+      script_name: `dw-${'2'.repeat(48)}`,
+      payload: {},
+    })
     await t.store.outbox.leaseById(row.id, {scope: SCOPE, owner: 'host-b:4242:feed', leaseSeconds: 90})
     leasedId = row.id
   })

@@ -14,7 +14,11 @@ export const KEYS = {
 } as const
 
 /** Polls `frame()` until `expected` matches it; fails with the last frame seen after `timeoutMs`. */
-export async function waitForFrame(frame: () => string | undefined, expected: string | RegExp | ((text: string) => boolean), timeoutMs = 20_000): Promise<string> {
+export async function waitForFrame(
+  frame: () => string | undefined,
+  expected: string | RegExp | ((text: string) => boolean),
+  timeoutMs = 20_000,
+): Promise<string> {
   const matches = (text: string) => (typeof expected === 'string' ? text.includes(expected) : expected instanceof RegExp ? expected.test(text) : expected(text))
   const deadline = Date.now() + timeoutMs
   for (;;) {

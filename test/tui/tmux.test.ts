@@ -55,7 +55,11 @@ beforeAll(async () => {
   await store.kit.savePairing(pairing)
   await store.tenants.createCompany({id: 'acme', name: 'Acme'})
   await store.tenants.createDepartment({id: 'acme-sales', company_id: 'acme', name: 'Sales'})
-  const deployed = await deployWorker(await createEngine(store, settings), {projectDir: path.join(FIXTURES_DIR, 'hello'), departmentId: 'acme-sales', wait: true})
+  const deployed = await deployWorker(await createEngine(store, settings), {
+    projectDir: path.join(FIXTURES_DIR, 'hello'),
+    departmentId: 'acme-sales',
+    wait: true,
+  })
   expect(deployed.state).toBe('completed')
   script = deployed.scriptName
   // One request, so the Workers panel has a row.
@@ -97,7 +101,9 @@ afterAll(async () => {
   rmSync(dataDir, {recursive: true, force: true})
 })
 
-test('the live view in a real terminal: navigate, drill in, act, filter, resize, survive the host going down, quit and restore the terminal', {timeout: 15 * STEP_DEADLINE_MS}, async () => {
+test('the live view in a real terminal: navigate, drill in, act, filter, resize, survive the host going down, quit and restore the terminal', {
+  timeout: 15 * STEP_DEADLINE_MS,
+}, async () => {
   const first = await waitForPane(/host {2}up .* ready {2}shards 2\/2 up {2}scripts 1 live, 0 locked, 0 retired/)
   expect(first).toMatch(/^edgeworkers status {2}onprem:[0-9a-f]{12}/m)
   expect(first).toContain('ATTN  1 failed outbox row')

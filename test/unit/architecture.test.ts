@@ -10,7 +10,10 @@ const SRC = fileURLToPath(new URL('../../src', import.meta.url))
 
 /** What each top-level part of src/ must not import: folders of src/ (by name) and packages. */
 export const LAYERS: Record<string, {forbidden: string[]; why: string}> = {
-  commands: {forbidden: ['store/repositories', 'provider', 'protocol', 'kysely', 'pg', 'better-sqlite3', 'undici'], why: 'commands parse, call the engine and render'},
+  commands: {
+    forbidden: ['store/repositories', 'provider', 'protocol', 'kysely', 'pg', 'better-sqlite3', 'undici'],
+    why: 'commands parse, call the engine and render',
+  },
   engine: {forbidden: ['cli', 'commands', 'tui', 'hooks', '@oclif/core', 'ink', 'react', 'listr2'], why: 'the engine knows nothing of oclif, Ink or listr2'},
   store: {forbidden: ['engine', 'provider', 'edge-host', 'cli', 'commands', 'tui', 'quickstart'], why: 'the store is below the engine'},
   provider: {forbidden: ['engine', 'store', 'edge-host', 'cli', 'commands', 'tui'], why: 'the provider only speaks the protocol'},

@@ -1,7 +1,8 @@
 import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
 
 export default class ApiKeyRevoke extends ControlCommand<typeof ApiKeyRevoke> {
-  static override description = `Revoke a Worker's API key. The policy stays in its mode: in api_key mode nobody gets through until \`api-key rotate\` issues a new key.
+  static override description =
+    `Revoke a Worker's API key. The policy stays in its mode: in api_key mode nobody gets through until \`api-key rotate\` issues a new key.
 
 Revoking when no key is set is recorded as a no-op. ${CONTROL_EXIT_CODES}`
   static override examples = ['<%= config.bin %> api-key revoke acme-sales', '<%= config.bin %> api-key revoke acme-sales --json']

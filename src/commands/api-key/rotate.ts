@@ -11,10 +11,7 @@ JSON output never carries it). The host and the kit keep only its SHA-256 and la
 key stops working within a second.
 
 ${CONTROL_EXIT_CODES}`
-  static override examples = [
-    '<%= config.bin %> api-key rotate acme-sales',
-    '<%= config.bin %> api-key rotate acme-sales --key-file ./acme-sales.key --json',
-  ]
+  static override examples = ['<%= config.bin %> api-key rotate acme-sales', '<%= config.bin %> api-key rotate acme-sales --key-file ./acme-sales.key --json']
   static override args = {department: departmentArg}
   static override enableJsonFlag = true
   static override flags = {
@@ -25,14 +22,21 @@ ${CONTROL_EXIT_CODES}`
     const keyFile = this.flags['key-file']
     if (this.jsonEnabled() && keyFile === undefined) throw new KitError('usage', '--json needs --key-file: the key is never part of JSON output')
     // Created before anything changes, so a bad path refuses the rotation instead of losing the key.
-    const handle = keyFile === undefined ? undefined : await open(keyFile, 'wx', 0o600).catch((error: NodeJS.ErrnoException) => {
-      throw new KitError('usage', `cannot create ${keyFile}: ${error.code ?? error.message}`)
-    })
+    const handle =
+      keyFile === undefined
+        ? undefined
+        : await open(keyFile, 'wx', 0o600).catch((error: NodeJS.ErrnoException) => {
+            throw new KitError('usage', `cannot create ${keyFile}: ${error.code ?? error.message}`)
+          })
     try {
       const {outcome, apiKey} = await this.runControl({operation: 'access_policy.api_key.rotate'})
       if (handle && apiKey) await handle.writeFile(`${apiKey}\n`)
-      const where = apiKey === undefined ? [] : keyFile === undefined ? [`api key      ${apiKey}   (shown once; store it now)`] : [`api key      written to ${keyFile}`]
-      this.finish(outcome, [`last four    ${outcome.current?.api_key_last_four ?? apiKey?.slice(-4) ?? '-'}`, ...where], {...outcome, ...(keyFile ? {keyFile} : {})})
+      const where =
+        apiKey === undefined ? [] : keyFile === undefined ? [`api key      ${apiKey}   (shown once; store it now)`] : [`api key      written to ${keyFile}`]
+      this.finish(outcome, [`last four    ${outcome.current?.api_key_last_four ?? apiKey?.slice(-4) ?? '-'}`, ...where], {
+        ...outcome,
+        ...(keyFile ? {keyFile} : {}),
+      })
     } finally {
       await handle?.close()
     }

@@ -34,11 +34,7 @@ the fence began — try again; 8 the artifact store lacks an artifact a version 
     const json = this.jsonEnabled()
     const engine = await this.engine({interactive: !json})
     const result = await withProgress('Backup', json, (report) =>
-      createBackup(
-        engine,
-        {dir: this.args.dir, ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: this.operator},
-        {onStage: report},
-      ),
+      createBackup(engine, {dir: this.args.dir, ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: this.operator}, {onStage: report}),
     )
     return this.respond(result, () =>
       [

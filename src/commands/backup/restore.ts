@@ -45,17 +45,21 @@ was restored into a new data dir, or still differs); 10 restored, the host did n
         : verification.code === 'edge_host_unreachable' || verification.code === 'edge_host_error'
           ? ExitCode.hostUnreachable
           : ExitCode.pending
-    return this.respond(result, () =>
-      [
-        `restored     ${result.dir} (taken ${result.backupCreatedAt})`,
-        `store        ${result.store.backend} ${result.store.location}: ${result.store.tables} tables, ${result.store.rows} rows`,
-        `artifacts    ${result.artifacts}`,
-        `host data    ${result.hostDataDir ?? 'not restored (--host-data-dir not given)'}`,
-        `verification ${verification.state}${verification.code ? ` (${verification.code})` : ''}`,
-        ...(verification.redeployed.length > 0 ? [`redeployed   ${verification.redeployed.map((entry) => `${entry.scriptName} ${entry.outcome}`).join(', ')}`] : []),
-        ...(verification.retired.length > 0 ? [`retired      ${verification.retired.join(', ')}`] : []),
-        ...(verification.message ? [`detail       ${verification.message}`] : []),
-      ].join('\n'),
+    return this.respond(
+      result,
+      () =>
+        [
+          `restored     ${result.dir} (taken ${result.backupCreatedAt})`,
+          `store        ${result.store.backend} ${result.store.location}: ${result.store.tables} tables, ${result.store.rows} rows`,
+          `artifacts    ${result.artifacts}`,
+          `host data    ${result.hostDataDir ?? 'not restored (--host-data-dir not given)'}`,
+          `verification ${verification.state}${verification.code ? ` (${verification.code})` : ''}`,
+          ...(verification.redeployed.length > 0
+            ? [`redeployed   ${verification.redeployed.map((entry) => `${entry.scriptName} ${entry.outcome}`).join(', ')}`]
+            : []),
+          ...(verification.retired.length > 0 ? [`retired      ${verification.retired.join(', ')}`] : []),
+          ...(verification.message ? [`detail       ${verification.message}`] : []),
+        ].join('\n'),
       exitCode,
     )
   }

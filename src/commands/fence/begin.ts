@@ -19,7 +19,9 @@ Exit codes: 0 fenced; 2 bad --ttl/--reason; 6 a fence is already open or the sto
   ]
   static override enableJsonFlag = true
   static override flags = {
-    ttl: durationFlag({description: 'How long until the host lifts the fence by itself: 900, 15m, 1h (default fence.default_ttl_seconds; at most fence.max_ttl_seconds)'}),
+    ttl: durationFlag({
+      description: 'How long until the host lifts the fence by itself: 900, 15m, 1h (default fence.default_ttl_seconds; at most fence.max_ttl_seconds)',
+    }),
     reason: Flags.string({default: 'backup', description: 'Why the host is fenced (shown in status and audit)'}),
   }
 

@@ -29,7 +29,8 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
 
   async run() {
     const command = this.positionals
-    if (command.length === 0) throw new KitError('usage', 'fence run needs a command after --, e.g. `edgeworkers fence run -- edgeworkers backup create /backups/today`')
+    if (command.length === 0)
+      throw new KitError('usage', 'fence run needs a command after --, e.g. `edgeworkers fence run -- edgeworkers backup create /backups/today`')
     const engine = await this.engine({interactive: true})
     const result = await runInFence(engine, {
       ttlSeconds: this.flags.ttl,
@@ -43,12 +44,14 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
     if (result.startError) this.logToStderr(`error: ${result.startError.split('\n')[0]}`)
     const lifted = !('error' in result.end)
     const exitCode = result.exitCode === 0 && !lifted ? ExitCode.hostUnreachable : result.exitCode
-    return this.respond(result, () =>
-      [
-        `command exited ${result.exitCode}${result.signal ? ` (${result.signal})` : ''}${result.startError ? `: ${result.startError}` : ''}`,
-        'error' in result.end ? `fence ${result.fence.id} NOT lifted: ${result.end.error}` : `fence ${result.fence.id} lifted`,
-        ...('republish' in result.end && result.end.republish ? [republishLine(result.end.republish)] : []),
-      ].join('\n'),
+    return this.respond(
+      result,
+      () =>
+        [
+          `command exited ${result.exitCode}${result.signal ? ` (${result.signal})` : ''}${result.startError ? `: ${result.startError}` : ''}`,
+          'error' in result.end ? `fence ${result.fence.id} NOT lifted: ${result.end.error}` : `fence ${result.fence.id} lifted`,
+          ...('republish' in result.end && result.end.republish ? [republishLine(result.end.republish)] : []),
+        ].join('\n'),
       exitCode,
     )
   }

@@ -20,7 +20,10 @@ reconcile pass (or \`fence end\`) records that. Exit code 0 whatever the state; 
           ? `fenced by ${status.host.active.fenceId} (${status.host.active.secondsLeft}s left)`
           : 'not fenced'
         : `unreachable: ${status.host.error}`
-      const gates = [status.gates.maintenance ? `maintenance on (${status.gates.reasons.maintenance})` : 'maintenance off', status.gates.restore_pending ? `restore pending (${status.gates.reasons.restore_pending})` : 'no restore pending']
+      const gates = [
+        status.gates.maintenance ? `maintenance on (${status.gates.reasons.maintenance})` : 'maintenance off',
+        status.gates.restore_pending ? `restore pending (${status.gates.reasons.restore_pending})` : 'no restore pending',
+      ]
       return [
         `scope    ${status.scope}`,
         `store    ${status.open ? `fence ${status.open.id} ${status.open.state}${status.overdue ? ' — OVERDUE, run `edgeworkers reconcile`' : ''}` : 'no open fence'}`,
@@ -30,7 +33,13 @@ reconcile pass (or \`fence end\`) records that. Exit code 0 whatever the state; 
         '',
         table(
           ['FENCE', 'STATE', 'BEGAN', 'EXPIRES/ENDED', 'REASON'],
-          status.recent.map((fence) => [fence.id, fence.endReason ? `${fence.state} (${fence.endReason})` : fence.state, fence.beganAt, fence.endedAt ?? `${fence.expiresAt} (${timeLeft(fence.expiresAt)})`, fence.reason]),
+          status.recent.map((fence) => [
+            fence.id,
+            fence.endReason ? `${fence.state} (${fence.endReason})` : fence.state,
+            fence.beganAt,
+            fence.endedAt ?? `${fence.expiresAt} (${timeLeft(fence.expiresAt)})`,
+            fence.reason,
+          ]),
           'no fences yet',
         ),
       ].join('\n')

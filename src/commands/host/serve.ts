@@ -25,7 +25,7 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
     'admin-listen': Flags.string({description: 'Management address HOST:PORT (setting host.admin_listen, default 127.0.0.1:8788)'}),
     'base-domain': Flags.string({description: 'Workers also answer at <script>.<base domain> (setting host.base_domain)'}),
     experimental: Flags.boolean({
-      description: "Run workerd with --experimental so Workers may use flags workerd marks experimental (setting host.experimental, default off)",
+      description: 'Run workerd with --experimental so Workers may use flags workerd marks experimental (setting host.experimental, default off)',
     }),
   }
 

@@ -12,19 +12,23 @@ Exit codes: 0 paired and reachable, 6 not paired, 10 paired but unreachable.`
   async run() {
     const status = await hostStatus(await this.engine())
     const exitCode = !status.paired ? ExitCode.refused : !status.reachable ? ExitCode.hostUnreachable : ExitCode.ok
-    return this.respond(status, () => {
-      if (!status.paired) return `not paired: ${status.problem}`
-      const lines = [`scope        ${status.pairing?.scope}`, `host         ${status.pairing?.host_url}`, `fingerprint  ${status.pairing?.host_fingerprint}`]
-      if (!status.reachable) return [...lines, `reachable    no (${status.error})`].join('\n')
-      return [
-        ...lines,
-        'reachable    yes',
-        `public url   ${status.publicUrl}`,
-        `scripts      ${status.scripts?.active} active, ${status.scripts?.locked_down} locked down, ${status.scripts?.retired} retired`,
-        `shards       ${status.shards?.map((shard) => `#${shard.index} ${shard.state} (${shard.scripts} scripts)`).join(', ') || 'none'}`,
-        `fence        ${status.fence ? `${status.fence.fenceId} until ${new Date(status.fence.expiresAt).toISOString()}` : 'none'}`,
-        `quarantined  ${status.quarantined?.map((entry) => `${entry.script} (${entry.incidents} incidents, last ${entry.lastIncident}; 503 until its next deploy)`).join(', ') || 'none'}`,
-      ].join('\n')
-    }, exitCode)
+    return this.respond(
+      status,
+      () => {
+        if (!status.paired) return `not paired: ${status.problem}`
+        const lines = [`scope        ${status.pairing?.scope}`, `host         ${status.pairing?.host_url}`, `fingerprint  ${status.pairing?.host_fingerprint}`]
+        if (!status.reachable) return [...lines, `reachable    no (${status.error})`].join('\n')
+        return [
+          ...lines,
+          'reachable    yes',
+          `public url   ${status.publicUrl}`,
+          `scripts      ${status.scripts?.active} active, ${status.scripts?.locked_down} locked down, ${status.scripts?.retired} retired`,
+          `shards       ${status.shards?.map((shard) => `#${shard.index} ${shard.state} (${shard.scripts} scripts)`).join(', ') || 'none'}`,
+          `fence        ${status.fence ? `${status.fence.fenceId} until ${new Date(status.fence.expiresAt).toISOString()}` : 'none'}`,
+          `quarantined  ${status.quarantined?.map((entry) => `${entry.script} (${entry.incidents} incidents, last ${entry.lastIncident}; 503 until its next deploy)`).join(', ') || 'none'}`,
+        ].join('\n')
+      },
+      exitCode,
+    )
   }
 }

@@ -2,7 +2,8 @@ import {Args} from '@oclif/core'
 import {CONTROL_EXIT_CODES, ControlCommand, departmentArg, parseJsonArgument} from '../../cli/control-command.js'
 
 export default class OperationSettingsReplace extends ControlCommand<typeof OperationSettingsReplace> {
-  static override description = `Replace the operation settings of a Worker's deployed release: a JSON object (at most 64 KiB), bound to that release generation.
+  static override description =
+    `Replace the operation settings of a Worker's deployed release: a JSON object (at most 64 KiB), bound to that release generation.
 
 The Worker reads them as the JSON env binding OPERATION_SETTINGS. Their SHA-256 (of the canonical
 JSON, shown as settingsSha256) is what \`deploy --operation-settings-digest\` carries.

@@ -1,7 +1,8 @@
 import {OutboxActionCommand} from '../../cli/outbox-action.js'
 
 export default class OutboxRetry extends OutboxActionCommand {
-  static override description = `Make an outbox row pending and due now, so the next pass dispatches it (an uncertain deploy: the operator's repair once they know what the host holds).
+  static override description =
+    `Make an outbox row pending and due now, so the next pass dispatches it (an uncertain deploy: the operator's repair once they know what the host holds).
 
 Refused while a runner holds the row under a live lease, or when it is finished. Retrying a deploy is
 an enqueue: maintenance and a pending restore refuse it with 409. Written to the audit log.

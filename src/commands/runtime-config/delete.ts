@@ -5,7 +5,10 @@ export default class RuntimeConfigDelete extends ControlCommand<typeof RuntimeCo
   static override description = `Delete one runtime-config key of a Worker (env.RUNTIME_CONFIG.<KEY> disappears).
 
 ${CONTROL_EXIT_CODES}`
-  static override examples = ['<%= config.bin %> runtime-config delete acme-sales FEATURES', '<%= config.bin %> runtime-config delete acme-sales FEATURES --json']
+  static override examples = [
+    '<%= config.bin %> runtime-config delete acme-sales FEATURES',
+    '<%= config.bin %> runtime-config delete acme-sales FEATURES --json',
+  ]
   static override args = {
     department: departmentArg,
     key: Args.string({required: true, description: 'Key'}),

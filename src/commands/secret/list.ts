@@ -15,7 +15,11 @@ Exit codes: 0 listed; 5 unknown department or Worker; 6 no deployed release or n
     const {target, state} = await readControlState(await this.engine(), this.args.department)
     const secrets = state.secrets.map((secret) => ({name: secret.name, sha256: secret.sha256.slice(0, 12), updatedAt: secret.updated_at}))
     return this.respond({department: this.args.department, scriptName: target.worker.script_name, secrets}, () =>
-      table(['NAME', 'SHA256', 'UPDATED'], secrets.map((secret) => [secret.name, `${secret.sha256}…`, secret.updatedAt]), 'no secrets'),
+      table(
+        ['NAME', 'SHA256', 'UPDATED'],
+        secrets.map((secret) => [secret.name, `${secret.sha256}…`, secret.updatedAt]),
+        'no secrets',
+      ),
     )
   }
 }

@@ -163,11 +163,16 @@ export class WorkerdRuntime {
   private async runSandbox(scripts: RunnableScript[], modules: Map<string, Buffer>): Promise<ValidationOutcome> {
     for (const script of scripts) await this.cacheModules(script, (sha256) => modules.get(sha256) ?? this.options.moduleContent(sha256))
     const dir = path.join(this.runtimeDir, 'validate', shortId())
-    const outcome = await runValidationSandbox(dir, scripts.map((script) => script.name), (socketAddress) => renderValidationConfig(scripts, {...this.renderOptions(), socketAddress}), {
-      startTimeoutMs: this.options.startTimeoutMs,
-      experimental: this.options.experimental,
-      pidRecord: {dir: this.pidDir, label: 'validate'},
-    })
+    const outcome = await runValidationSandbox(
+      dir,
+      scripts.map((script) => script.name),
+      (socketAddress) => renderValidationConfig(scripts, {...this.renderOptions(), socketAddress}),
+      {
+        startTimeoutMs: this.options.startTimeoutMs,
+        experimental: this.options.experimental,
+        pidRecord: {dir: this.pidDir, label: 'validate'},
+      },
+    )
     this.options.log.debug({scripts: scripts.map((script) => script.name), ok: outcome.ok}, 'validation sandbox')
     return outcome
   }
@@ -197,7 +202,10 @@ export class WorkerdRuntime {
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
     const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
-    const config = renderShardConfig(scripts, {...this.renderOptions(), socketAddress: unixAddressOf(socketPaths), durableObjectRoot: (script) => this.durableObjectRoot(script),
+    const config = renderShardConfig(scripts, {
+      ...this.renderOptions(),
+      socketAddress: unixAddressOf(socketPaths),
+      durableObjectRoot: (script) => this.durableObjectRoot(script),
       tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
     })
     const configPath = await writeConfig(dir, config.text)

@@ -112,7 +112,8 @@ function checkModuleSource(mainModule: string, classNames: string[]): string {
     'const handler = main.default;',
     `if (typeof handler?.fetch !== "function" && typeof handler?.prototype?.fetch !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} has no default export with a fetch handler`)});`,
     ...classNames.map(
-      (className) => `if (typeof main[${JSON.stringify(className)}] !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} does not export the Durable Object class ${className}`)});`,
+      (className) =>
+        `if (typeof main[${JSON.stringify(className)}] !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} does not export the Durable Object class ${className}`)});`,
     ),
     'export default handler;',
     `export * from ${main};`,
@@ -127,7 +128,10 @@ export interface RenderedConfig {
 
 export function renderShardConfig(
   scripts: RunnableScript[],
-  options: RenderOptions & {durableObjectRoot: (script: string) => string; /** workerd address of the host's tail listener; null: no tail Worker. */ tailSinkAddress: string | null},
+  options: RenderOptions & {
+    durableObjectRoot: (script: string) => string /** workerd address of the host's tail listener; null: no tail Worker. */
+    tailSinkAddress: string | null
+  },
 ): RenderedConfig {
   const tailed = options.tailSinkAddress !== null
   const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
@@ -145,7 +149,11 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null, {checked: true}),
     ...renderServiceBindingTargets(script, options),
   ])
-  return renderConfig([...workers, renderEgress(options.egressAllow)], scripts.map((script) => script.name), options.socketAddress)
+  return renderConfig(
+    [...workers, renderEgress(options.egressAllow)],
+    scripts.map((script) => script.name),
+    options.socketAddress,
+  )
 }
 
 export function usesDurableObjects(script: RunnableScript): boolean {
@@ -177,7 +185,9 @@ const config :Workerd.Config = (
 function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false, tailed = false} = {}): string {
   // workerd treats the first module as the main one.
   const modules = [...script.modules].sort((a, b) => Number(b.name === script.mainModule) - Number(a.name === script.mainModule))
-  const moduleList = modules.map((module) => `(name = ${capnpString(module.name)}, ${MODULE_FIELD[module.type]} = embed ${capnpString(options.modulePath(module.sha256))})`)
+  const moduleList = modules.map(
+    (module) => `(name = ${capnpString(module.name)}, ${MODULE_FIELD[module.type]} = embed ${capnpString(options.modulePath(module.sha256))})`,
+  )
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
     moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames))})`)
@@ -188,7 +198,8 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   for (const binding of script.bindings) {
     if (binding.type === 'plain_text') bindings.push(`(name = ${capnpString(binding.name)}, text = ${capnpString(binding.text)})`)
     else if (binding.type === 'json') bindings.push(`(name = ${capnpString(binding.name)}, json = ${capnpString(JSON.stringify(binding.json))})`)
-    else if (binding.type === 'service') bindings.push(`(name = ${capnpString(binding.name)}, service = ${capnpString(serviceBindingTargetName(script.name, binding.name))})`)
+    else if (binding.type === 'service')
+      bindings.push(`(name = ${capnpString(binding.name)}, service = ${capnpString(serviceBindingTargetName(script.name, binding.name))})`)
     else {
       bindings.push(`(name = ${capnpString(binding.name)}, durableObjectNamespace = (className = ${capnpString(binding.className)}))`)
       // The unique key names the storage directory and derives object ids: it must never change.

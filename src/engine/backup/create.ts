@@ -56,68 +56,80 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
   const storeBackup = await openStoreBackup(engine.settings)
   stage('fence')
   try {
-    return await withFence(engine, {ttlSeconds: input.ttlSeconds, reason: (input.reason ?? `backup to ${target.path}`).slice(0, 200), actor: input.actor}, async (fence) => {
-      await createPrivateDirectory(target)
-      const dir = target.path
-      await drainInflightDeploys(engine, scope)
+    return await withFence(
+      engine,
+      {ttlSeconds: input.ttlSeconds, reason: (input.reason ?? `backup to ${target.path}`).slice(0, 200), actor: input.actor},
+      async (fence) => {
+        await createPrivateDirectory(target)
+        const dir = target.path
+        await drainInflightDeploys(engine, scope)
 
-      stage('store')
-      await mkdir(path.join(dir, STORE_DIR), {mode: 0o700})
-      const dump = await storeBackup.dump(path.join(dir, STORE_DIR))
+        stage('store')
+        await mkdir(path.join(dir, STORE_DIR), {mode: 0o700})
+        const dump = await storeBackup.dump(path.join(dir, STORE_DIR))
 
-      stage('artifacts')
-      const artifactRoot = artifactsDirOf(engine.settings.data_dir)
-      const artifacts = await copyArtifacts(artifactRoot, path.join(dir, ARTIFACTS_DIR))
-      const copied = new Set(artifacts)
-      const lost = dump.artifactKeys.find((key) => !copied.has(key))
-      if (lost) throw new KitError('failed', `artifact ${lost}, which a stored version references, is missing from ${artifactRoot}; the backup would not restore`)
+        stage('artifacts')
+        const artifactRoot = artifactsDirOf(engine.settings.data_dir)
+        const artifacts = await copyArtifacts(artifactRoot, path.join(dir, ARTIFACTS_DIR))
+        const copied = new Set(artifacts)
+        const lost = dump.artifactKeys.find((key) => !copied.has(key))
+        if (lost)
+          throw new KitError('failed', `artifact ${lost}, which a stored version references, is missing from ${artifactRoot}; the backup would not restore`)
 
-      stage('host')
-      await mkdir(path.dirname(path.join(dir, HOST_SNAPSHOT_FILE)), {mode: 0o700})
-      let snapshot: {size: number; sha256: string}
-      try {
-        snapshot = await provider.downloadSnapshot(fence.id, path.join(dir, HOST_SNAPSHOT_FILE))
-      } catch (error) {
-        if (error instanceof ProviderError) throw hostCallError(error, 'the edge host data snapshot failed', 'nothing was kept')
-        throw error
-      }
-      const hostManifest = await readSnapshotManifest(path.join(dir, HOST_SNAPSHOT_FILE))
-      if (hostManifest.fingerprint !== pairing.host_fingerprint || hostManifest.fenceId !== fence.id) {
-        throw new KitError('host_error', `the host snapshot is of host ${hostManifest.fingerprint.slice(0, 12)} under fence ${hostManifest.fenceId}, not of the paired host ${pairing.host_fingerprint.slice(0, 12)} under fence ${fence.id}`)
-      }
+        stage('host')
+        await mkdir(path.dirname(path.join(dir, HOST_SNAPSHOT_FILE)), {mode: 0o700})
+        let snapshot: {size: number; sha256: string}
+        try {
+          snapshot = await provider.downloadSnapshot(fence.id, path.join(dir, HOST_SNAPSHOT_FILE))
+        } catch (error) {
+          if (error instanceof ProviderError) throw hostCallError(error, 'the edge host data snapshot failed', 'nothing was kept')
+          throw error
+        }
+        const hostManifest = await readSnapshotManifest(path.join(dir, HOST_SNAPSHOT_FILE))
+        if (hostManifest.fingerprint !== pairing.host_fingerprint || hostManifest.fenceId !== fence.id) {
+          throw new KitError(
+            'host_error',
+            `the host snapshot is of host ${hostManifest.fingerprint.slice(0, 12)} under fence ${hostManifest.fenceId}, not of the paired host ${pairing.host_fingerprint.slice(0, 12)} under fence ${fence.id}`,
+          )
+        }
 
-      stage('manifest')
-      const files = await describeFiles(dir, await filesUnder(dir))
-      for (const file of files) {
-        const parsed = file.path.startsWith(`${ARTIFACTS_DIR}/`) ? parseArtifactKey(file.path.slice(ARTIFACTS_DIR.length + 1)) : null
-        if (parsed && parsed.sha256 !== file.sha256) throw new KitError('failed', `artifact ${file.path.slice(ARTIFACTS_DIR.length + 1)} in the artifact store is corrupt (its bytes do not hash to its key)`)
-      }
-      const manifest: BackupManifest = {
-        format: 'edgeworkers-backup',
-        formatVersion: 1,
-        createdAt: new Date().toISOString(),
-        fenceId: fence.id,
-        scope,
-        host: {fingerprint: pairing.host_fingerprint, snapshot: HOST_SNAPSHOT_FILE},
-        store: {backend: dump.backend, migrations: dump.migrations, tables: dump.tables},
-        files,
-      }
-      await writeManifest(dir, manifest)
-      engine.log.info({dir, fenceId: fence.id, files: files.length}, 'backup written')
-      return {
-        dir,
-        manifest: path.join(dir, MANIFEST_FILE),
-        createdAt: manifest.createdAt,
-        fenceId: fence.id,
-        scope,
-        hostFingerprint: pairing.host_fingerprint,
-        store: {...manifest.store, location: storeBackup.location},
-        artifacts: artifacts.length,
-        hostSnapshotBytes: snapshot.size,
-        files: files.length,
-        bytes: files.reduce((sum, file) => sum + file.size, 0),
-      }
-    })
+        stage('manifest')
+        const files = await describeFiles(dir, await filesUnder(dir))
+        for (const file of files) {
+          const parsed = file.path.startsWith(`${ARTIFACTS_DIR}/`) ? parseArtifactKey(file.path.slice(ARTIFACTS_DIR.length + 1)) : null
+          if (parsed && parsed.sha256 !== file.sha256)
+            throw new KitError(
+              'failed',
+              `artifact ${file.path.slice(ARTIFACTS_DIR.length + 1)} in the artifact store is corrupt (its bytes do not hash to its key)`,
+            )
+        }
+        const manifest: BackupManifest = {
+          format: 'edgeworkers-backup',
+          formatVersion: 1,
+          createdAt: new Date().toISOString(),
+          fenceId: fence.id,
+          scope,
+          host: {fingerprint: pairing.host_fingerprint, snapshot: HOST_SNAPSHOT_FILE},
+          store: {backend: dump.backend, migrations: dump.migrations, tables: dump.tables},
+          files,
+        }
+        await writeManifest(dir, manifest)
+        engine.log.info({dir, fenceId: fence.id, files: files.length}, 'backup written')
+        return {
+          dir,
+          manifest: path.join(dir, MANIFEST_FILE),
+          createdAt: manifest.createdAt,
+          fenceId: fence.id,
+          scope,
+          hostFingerprint: pairing.host_fingerprint,
+          store: {...manifest.store, location: storeBackup.location},
+          artifacts: artifacts.length,
+          hostSnapshotBytes: snapshot.size,
+          files: files.length,
+          bytes: files.reduce((sum, file) => sum + file.size, 0),
+        }
+      },
+    )
   } catch (error) {
     await discardDirectory(target)
     throw error
@@ -139,7 +151,10 @@ async function drainInflightDeploys(engine: Engine, scope: string): Promise<void
     const inflight = (await engine.store.outbox.list({operation: 'deploy', status: 'leased', scope})).filter((row) => (row.lease_expires_at ?? 0) > now)
     if (inflight.length === 0) return
     if (Date.now() >= deadline) {
-      throw new KitError('pending', `a deploy is still in flight after ${waitSeconds}s inside the fence (outbox row ${inflight[0]!.id}); a backup now would not be consistent — try again`)
+      throw new KitError(
+        'pending',
+        `a deploy is still in flight after ${waitSeconds}s inside the fence (outbox row ${inflight[0]!.id}); a backup now would not be consistent — try again`,
+      )
     }
     await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS))
   }

@@ -71,7 +71,8 @@ export async function readVerifiedManifest(dir: string): Promise<BackupManifest>
     text = await readFile(where, 'utf8')
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new KitError('usage', `${dir} is not a backup: it has no ${MANIFEST_FILE} (or the backup did not finish)`)
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new KitError('usage', `${dir} is not a backup: it has no ${MANIFEST_FILE} (or the backup did not finish)`)
     throw error
   }
   let json: unknown

@@ -55,12 +55,18 @@ export async function restoreBackup(
   const manifest = await readVerifiedManifest(dir)
   const target = storeTarget(settings)
   if (target.backend !== manifest.store.backend) {
-    throw new KitError('usage', `the backup holds a ${manifest.store.backend} store and the configured store (${target.location}) is ${target.backend}; restore into a ${manifest.store.backend} store`)
+    throw new KitError(
+      'usage',
+      `the backup holds a ${manifest.store.backend} store and the configured store (${target.location}) is ${target.backend}; restore into a ${manifest.store.backend} store`,
+    )
   }
   const hostSnapshot = path.join(dir, HOST_SNAPSHOT_FILE)
   const snapshotManifest = await readSnapshotManifest(hostSnapshot)
   if (snapshotManifest.fingerprint !== manifest.host.fingerprint) {
-    throw new KitError('usage', `the backup's host snapshot is of host ${snapshotManifest.fingerprint.slice(0, 12)}, its manifest names ${manifest.host.fingerprint.slice(0, 12)}`)
+    throw new KitError(
+      'usage',
+      `the backup's host snapshot is of host ${snapshotManifest.fingerprint.slice(0, 12)}, its manifest names ${manifest.host.fingerprint.slice(0, 12)}`,
+    )
   }
   const hostDir: FreshDirectory | null = input.hostDataDir === undefined ? null : await freshDirectory(input.hostDataDir, 'host data dir')
   const storeBackup = await openStoreBackup(settings)
@@ -92,14 +98,21 @@ export async function restoreBackup(
     stage('store')
     try {
       await storeBackup.restore(path.join(dir, STORE_DIR), manifest.store, async (restored) => {
-        await restored.kit.setGate(manifest.scope, 'restore_pending', `restored from the backup of ${manifest.createdAt}; a reconcile pass verifies the host against the store`)
+        await restored.kit.setGate(
+          manifest.scope,
+          'restore_pending',
+          `restored from the backup of ${manifest.createdAt}; a reconcile pass verifies the host against the store`,
+        )
         await restored.kit.endFence(manifest.fenceId, RESTORED_FENCE_END_REASON)
       })
     } catch (error) {
       if (hostDir) await discardDirectory(hostDir)
       throw error
     }
-    options.log.info({dir, scope: manifest.scope, store: storeBackup.location, hostDataDir: hostDir?.path ?? null}, 'backup restored; the restore gate is closed until verified')
+    options.log.info(
+      {dir, scope: manifest.scope, store: storeBackup.location, hostDataDir: hostDir?.path ?? null},
+      'backup restored; the restore gate is closed until verified',
+    )
 
     stage('verify')
     const verification = hostDir ? waitingForHost(manifest.scope, hostDir.path) : await verifyRestored(settings, options.log)

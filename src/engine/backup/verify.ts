@@ -99,7 +99,10 @@ export async function verifyRestore(engine: Engine, options: VerifyRestoreOption
     )
   }
   await store.kit.setGate(scope, 'restore_pending', null)
-  log.info({scope, redeployed: redeployed.length, retired: retired.length}, 'Edge Worker restore verified: the host matches the store; the restore gate is open')
+  log.info(
+    {scope, redeployed: redeployed.length, retired: retired.length},
+    'Edge Worker restore verified: the host matches the store; the restore gate is open',
+  )
   return {scope, state: 'verified', code: null, message: null, redeployed, retired, differences: []}
 }
 
@@ -118,7 +121,14 @@ async function expectedScripts(engine: Engine, scope: string): Promise<Expected[
   const retiring = new Set((await store.retirements.pendingRetirements(scope)).map((worker) => worker.id))
   const expected: Expected[] = []
   for (const worker of await store.workers.list()) {
-    if (worker.serving_scope !== scope || worker.current_version_id === null || worker.retired_at !== null || worker.status === 'retired' || retiring.has(worker.id)) continue
+    if (
+      worker.serving_scope !== scope ||
+      worker.current_version_id === null ||
+      worker.retired_at !== null ||
+      worker.status === 'retired' ||
+      retiring.has(worker.id)
+    )
+      continue
     const version = await store.workers.getVersion(worker.current_version_id)
     if (version?.state === 'deployed') expected.push({worker, version})
   }
@@ -153,7 +163,10 @@ async function differencesOf(engine: Engine, scope: string, listed: ListedScript
  */
 async function redeploy(engine: Engine, scope: string, worker: WorkerRow, version: VersionRow): Promise<DeployTaskResult> {
   const {store} = engine
-  const unfinished = [...(await store.outbox.list({workerId: worker.id, operation: 'deploy', status: 'pending'})), ...(await store.outbox.list({workerId: worker.id, operation: 'deploy', status: 'leased'}))]
+  const unfinished = [
+    ...(await store.outbox.list({workerId: worker.id, operation: 'deploy', status: 'pending'})),
+    ...(await store.outbox.list({workerId: worker.id, operation: 'deploy', status: 'leased'})),
+  ]
   const earlier = unfinished.find((row) => row.version_id === version.id && row.dedupe_key.startsWith(RESTORE_REDEPLOY_KEY_PREFIX))
   const row =
     earlier ??

@@ -14,7 +14,15 @@ import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {executionGate} from '../gates.js'
 import {requireProvider} from '../provider.js'
-import {canonicalObjectText, commandDigestOf, commandOf, commandSchemas, controlPayloadProblem, type ControlOperation, type ControlPayload} from './operations.js'
+import {
+  canonicalObjectText,
+  commandDigestOf,
+  commandOf,
+  commandSchemas,
+  controlPayloadProblem,
+  type ControlOperation,
+  type ControlPayload,
+} from './operations.js'
 import {acknowledgeReceipt, settleFromReceipt} from './receipts.js'
 
 /** What an operator asks for; revisions are read from the host, API keys generated here. */
@@ -74,7 +82,12 @@ export async function applyControl(
   const apiKey = request.operation === 'access_policy.api_key.rotate' ? randomBytes(32).toString('base64url') : undefined
   const mutation = mutationOf(request, baseRevision, target, apiKey)
   const command = commandOf(mutation)
-  const payload: ControlPayload = {operation: request.operation, command, commandDigest: commandDigestOf(request.operation, scriptName, command), actor: input.actor}
+  const payload: ControlPayload = {
+    operation: request.operation,
+    command,
+    commandDigest: commandDigestOf(request.operation, scriptName, command),
+    actor: input.actor,
+  }
   const problem = controlPayloadProblem(scriptName, payload)
   if (problem) throw new KitError('usage', problem)
 
@@ -98,7 +111,16 @@ export async function applyControl(
   if (lease.disposition !== 'acquired') throw new KitError('internal', `the control row ${id} could not be leased (${lease.disposition})`)
   const row = lease.row
 
-  const base = {operation: request.operation, departmentId: input.departmentId, workerId: target.worker.id, scriptName, outboxId: id, current: null, noop: false, acknowledged: false}
+  const base = {
+    operation: request.operation,
+    departmentId: input.departmentId,
+    workerId: target.worker.id,
+    scriptName,
+    outboxId: id,
+    current: null,
+    noop: false,
+    acknowledged: false,
+  }
   const result = (outcome: ControlOutcome) => ({outcome, ...(apiKey && outcome.state !== 'failed' ? {apiKey} : {})})
   try {
     await provider.controlMutation(scriptName, mutation, {mutationId: id, commandDigest: payload.commandDigest})
@@ -119,7 +141,15 @@ export async function applyControl(
   switch (settled.outcome) {
     case 'completed': {
       const acked = await acknowledgeReceipt(engine, provider, settled.stamp, row.attempts)
-      return result({...base, state: 'completed', code: null, message: acked === 'acknowledged' ? null : 'the receipt acknowledgement is left to the control_audit lane', current: settled.current, noop: settled.noop, acknowledged: acked === 'acknowledged'})
+      return result({
+        ...base,
+        state: 'completed',
+        code: null,
+        message: acked === 'acknowledged' ? null : 'the receipt acknowledgement is left to the control_audit lane',
+        current: settled.current,
+        noop: settled.noop,
+        acknowledged: acked === 'acknowledged',
+      })
     }
     case 'failed':
       return result({...base, state: 'failed', code: settled.code, message: settled.message})
@@ -145,7 +175,8 @@ export async function controlTarget(engine: Engine, departmentId: string): Promi
   if (!worker) throw new KitError('not_found', `department ${departmentId} has no Worker; deploy one first`)
   if (worker.retired_at !== null) throw new KitError('not_found', `the Worker of department ${departmentId} is retired`)
   const version = worker.current_version_id ? await store.workers.getVersion(worker.current_version_id) : undefined
-  if (!version || version.state !== 'deployed') throw new KitError('conflict', `the Worker of department ${departmentId} has no deployed release; deploy it first`)
+  if (!version || version.state !== 'deployed')
+    throw new KitError('conflict', `the Worker of department ${departmentId} has no deployed release; deploy it first`)
   return {departmentId, worker, version}
 }
 
@@ -158,8 +189,10 @@ function assertRequestShape(request: ControlRequest): void {
   switch (request.operation) {
     case 'secrets.put':
     case 'secrets.delete':
-      if (!identifier(request.name)) usage(`secret name ${JSON.stringify(request.name)} must be an identifier of at most 64 characters ([A-Za-z_][A-Za-z0-9_]*)`)
-      if (request.operation === 'secrets.put' && request.value.length > MAX_SECRET_VALUE_LENGTH) usage(`the secret value is longer than ${MAX_SECRET_VALUE_LENGTH} characters`)
+      if (!identifier(request.name))
+        usage(`secret name ${JSON.stringify(request.name)} must be an identifier of at most 64 characters ([A-Za-z_][A-Za-z0-9_]*)`)
+      if (request.operation === 'secrets.put' && request.value.length > MAX_SECRET_VALUE_LENGTH)
+        usage(`the secret value is longer than ${MAX_SECRET_VALUE_LENGTH} characters`)
       return
     case 'runtime_config.replace':
     case 'runtime_config.delete':
@@ -197,10 +230,15 @@ async function assertCapable(engine: Engine, target: ControlTarget, request: Con
   }
   if (request.operation.startsWith('service_accounts.')) {
     if (!can.serviceAccountCredentials) {
-      throw new KitError('conflict', `the deployed release is built with ${target.version.builder_policy}, which has no service-account credentials (v2.9 or newer)`)
+      throw new KitError(
+        'conflict',
+        `the deployed release is built with ${target.version.builder_policy}, which has no service-account credentials (v2.9 or newer)`,
+      )
     }
     const id = (request as {serviceAccountId: string}).serviceAccountId
-    const account = (await engine.store.tenants.listServiceAccounts(target.departmentId)).find((candidate) => candidate.id === id && candidate.deleted_at === null)
+    const account = (await engine.store.tenants.listServiceAccounts(target.departmentId)).find(
+      (candidate) => candidate.id === id && candidate.deleted_at === null,
+    )
     if (!account) throw new KitError('not_found', `service account ${id} not found in department ${target.departmentId}`)
   }
 }

@@ -159,7 +159,10 @@ export interface ValidReceipt {
  * revoke that revoked nothing; a rotate shows the command's last four; runtime config is canonical
  * and hashes to its digest; …). Returns the one-line problem, or the validated receipt.
  */
-export function validateReceipt(receipt: unknown, expected: {mutationId: string; scriptName: string; payload: ControlPayload}): ValidReceipt | {problem: string} {
+export function validateReceipt(
+  receipt: unknown,
+  expected: {mutationId: string; scriptName: string; payload: ControlPayload},
+): ValidReceipt | {problem: string} {
   const {operation, command, commandDigest} = expected.payload
   const outer = objectWithKeys(receipt, RECEIPT_KEYS, 'receipt')
   if (typeof outer === 'string') return {problem: outer}
@@ -184,7 +187,9 @@ export function validateReceipt(receipt: unknown, expected: {mutationId: string;
 function currentProblem(operation: ControlOperation, command: Record<string, unknown>, current: unknown, changed: boolean): string | null {
   const revisionAfter = (base: unknown) => (changed ? Number(base) + 1 : Number(base))
   const revisionProblem = (value: Record<string, unknown>) =>
-    value.revision === revisionAfter(command.baseRevision) ? null : `the receipt revision ${String(value.revision)} is not ${revisionAfter(command.baseRevision)}`
+    value.revision === revisionAfter(command.baseRevision)
+      ? null
+      : `the receipt revision ${String(value.revision)} is not ${revisionAfter(command.baseRevision)}`
   switch (operation) {
     case 'access_policy.replace':
     case 'access_policy.api_key.rotate':
@@ -194,7 +199,10 @@ function currentProblem(operation: ControlOperation, command: Record<string, unk
       if (!isTimestamp(policy.updated_at)) return 'the receipt policy updated_at is not a timestamp'
       const revision = revisionProblem(policy)
       if (revision) return revision
-      if (operation === 'access_policy.replace' && (policy.mode !== command.mode || canonicalJson(policy.ip_allowlist) !== canonicalJson(command.ipAllowlist))) {
+      if (
+        operation === 'access_policy.replace' &&
+        (policy.mode !== command.mode || canonicalJson(policy.ip_allowlist) !== canonicalJson(command.ipAllowlist))
+      ) {
         return 'the receipt policy is not the one the command set'
       }
       if (operation === 'access_policy.api_key.rotate' && (policy.api_key_last_four !== command.lastFour || policy.api_key_configured !== true)) {
@@ -212,7 +220,8 @@ function currentProblem(operation: ControlOperation, command: Record<string, unk
       const revision = revisionProblem(entry)
       if (revision) return revision
       if (operation === 'runtime_config.delete') return entry.valueJson === null && entry.sha256 === null ? null : 'the receipt still shows a value'
-      if (typeof entry.valueJson !== 'string' || !canonicalObjectText.safeParse(entry.valueJson).success) return 'the receipt valueJson is not canonical JSON of an object'
+      if (typeof entry.valueJson !== 'string' || !canonicalObjectText.safeParse(entry.valueJson).success)
+        return 'the receipt valueJson is not canonical JSON of an object'
       if (sha256Hex(entry.valueJson) !== entry.sha256 || entry.sha256 !== command.valueSha256) return 'the receipt value does not hash to the command digest'
       return null
     }
@@ -253,7 +262,8 @@ function currentProblem(operation: ControlOperation, command: Record<string, unk
     case 'service_accounts.credentials.delete': {
       const deletion = objectWithKeys(current, ['deleted', 'serviceAccountId', 'updated_at'], 'receipt credentials deletion')
       if (typeof deletion === 'string') return deletion
-      if (deletion.serviceAccountId !== command.serviceAccountId || deletion.deleted !== changed) return 'the receipt deletion is not the one the command asked for'
+      if (deletion.serviceAccountId !== command.serviceAccountId || deletion.deleted !== changed)
+        return 'the receipt deletion is not the one the command asked for'
       return isTimestamp(deletion.updated_at) ? null : 'the receipt deletion updated_at is not a timestamp'
     }
   }

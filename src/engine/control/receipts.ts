@@ -77,7 +77,12 @@ export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, 
  * A failure waits on the backoff ladder (control_receipt_ack_failed). `attempts`: the row's attempts
  * so far, for the ladder. Returns whether the receipt is acknowledged now.
  */
-export async function acknowledgeReceipt(engine: Engine, provider: EdgeProvider, stamp: AckStamp, attempts: number): Promise<'acknowledged' | 'rescheduled' | 'failed' | 'lost'> {
+export async function acknowledgeReceipt(
+  engine: Engine,
+  provider: EdgeProvider,
+  stamp: AckStamp,
+  attempts: number,
+): Promise<'acknowledged' | 'rescheduled' | 'failed' | 'lost'> {
   let problem: string
   try {
     const answer = await provider.acknowledgeReceipt(stamp.id)
@@ -90,7 +95,11 @@ export async function acknowledgeReceipt(engine: Engine, provider: EdgeProvider,
   }
   const message = `the control receipt acknowledgement failed: ${problem}`
   const outcome = await engine.store.controlAudits.retryAck(stamp, attempts, {errorCode: CONTROL_CODES.ackFailed, error: message})
-  if (outcome !== 'lost') engine.log.warn({outboxId: stamp.id, code: CONTROL_CODES.ackFailed}, `Edge Worker control receipt ack ${outcome === 'failed' ? 'failed' : 'will retry'}: ${problem}`)
+  if (outcome !== 'lost')
+    engine.log.warn(
+      {outboxId: stamp.id, code: CONTROL_CODES.ackFailed},
+      `Edge Worker control receipt ack ${outcome === 'failed' ? 'failed' : 'will retry'}: ${problem}`,
+    )
   return outcome
 }
 
@@ -103,6 +112,12 @@ function controlAuditEntry(row: OutboxRow, payload: ControlPayload, receipt: Val
     actor: payload.actor,
     authMethod: 'control_mutation',
     digest: payload.commandDigest,
-    facts: {operation: payload.operation, script_name: row.script_name, mutation_id: row.id, command: payload.command, current: receipt.current} as AuditEntryInput['facts'],
+    facts: {
+      operation: payload.operation,
+      script_name: row.script_name,
+      mutation_id: row.id,
+      command: payload.command,
+      current: receipt.current,
+    } as AuditEntryInput['facts'],
   })
 }

@@ -55,7 +55,12 @@ export async function deployWorker(
   await assertEnqueueGatesOpen(engine, resolution.scope)
 
   stage('build')
-  const {worker, version, reused, source} = await submitVersion(engine, {projectDir: request.projectDir, departmentId: request.departmentId, scope: resolution.scope, source: request.source})
+  const {worker, version, reused, source} = await submitVersion(engine, {
+    projectDir: request.projectDir,
+    departmentId: request.departmentId,
+    scope: resolution.scope,
+    source: request.source,
+  })
   stage('enqueue')
   const enqueued = await enqueueDeploy(engine, {
     worker,

@@ -16,7 +16,12 @@ export interface DeployPlan {
   compatibilityFlags: string[]
   mainModule: string
   modules: Array<{name: string; type: string; bytes: number}>
-  bindings: {vars: string[]; staticData: boolean; durableObjects: Array<{binding: string; className: string}>; services: Array<{binding: string; department: string}>}
+  bindings: {
+    vars: string[]
+    staticData: boolean
+    durableObjects: Array<{binding: string; className: string}>
+    services: Array<{binding: string; department: string}>
+  }
   /** npm packages in the bundle (from package-lock.json), as the SBOM records them. */
   dependencies: Record<string, string>
   digests: VersionDigests

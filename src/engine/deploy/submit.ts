@@ -36,7 +36,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
   const {store} = engine
   const built = await buildProject(input.projectDir, engine.settings.deploy, input.source)
   const departmentId = input.departmentId ?? built.source.department
-  if (!departmentId) throw new KitError('usage', 'which department? give --department (or department in the wrangler config\'s [edgeworkers] table)')
+  if (!departmentId) throw new KitError('usage', "which department? give --department (or department in the wrangler config's [edgeworkers] table)")
   const department = await store.tenants.getDepartment(departmentId)
   if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${departmentId} not found`)
 
@@ -50,7 +50,9 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
     // its way. Otherwise it gets a new version — the newest, which wins (docs/scheduling.md): deploying
     // an older release again (a rollback) really deploys, even over a newer version still queued.
     const newest = await store.deployments.newestVersion(existingWorker.id)
-    const live = newest?.release_generation === built.releaseGeneration && (newest.id === existingWorker.current_version_id || newest.state === 'built' || newest.state === 'deploying')
+    const live =
+      newest?.release_generation === built.releaseGeneration &&
+      (newest.id === existingWorker.current_version_id || newest.state === 'built' || newest.state === 'deploying')
     if (live) return {worker: existingWorker, version: newest, reused: true, source: built.source}
   }
 

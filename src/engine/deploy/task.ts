@@ -30,16 +30,7 @@ export interface DeployTaskArgs {
   messageId: string
 }
 
-export type DeployStage =
-  | 'lease'
-  | 'snapshot'
-  | 'integrity'
-  | 'deploying'
-  | 'purge'
-  | 'upload'
-  | 'readback'
-  | 'readiness'
-  | 'settle'
+export type DeployStage = 'lease' | 'snapshot' | 'integrity' | 'deploying' | 'purge' | 'upload' | 'readback' | 'readiness' | 'settle'
 
 export type DeployTaskResult =
   | {outcome: 'completed'; versionId: string; releaseGeneration: string; scriptName: string; reconciled: boolean}
@@ -193,7 +184,11 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (ready === 'lease_lost') return {outcome: 'lease_lost'}
   if (typeof ready === 'object') return supersede(ready.superseded)
   if (ready === 'timeout') {
-    return finish('uncertain', 'worker_readiness_timeout', `release ${version.release_generation} did not answer the readiness probe within ${settings.deploy.readiness_deadline_seconds}s`)
+    return finish(
+      'uncertain',
+      'worker_readiness_timeout',
+      `release ${version.release_generation} did not answer the readiness probe within ${settings.deploy.readiness_deadline_seconds}s`,
+    )
   }
 
   stage('settle')
@@ -273,7 +268,14 @@ async function purgeLegacySecrets(
   const facts = {fromReleaseGeneration: deployed!.release_generation, toReleaseGeneration: rows.version.release_generation, scriptName: rows.worker.script_name}
   const action = 'secrets.purged_before_legacy_deploy'
   await engine.store.audit.append(
-    auditEntry({id: deterministicId(action, rows.outbox.id), action, resource: {type: 'edge_worker', id: rows.worker.id}, actor: SYSTEM_ACTOR, digest: true, facts}),
+    auditEntry({
+      id: deterministicId(action, rows.outbox.id),
+      action,
+      resource: {type: 'edge_worker', id: rows.worker.id},
+      actor: SYSTEM_ACTOR,
+      digest: true,
+      facts,
+    }),
   )
   return null
 }
@@ -315,11 +317,13 @@ function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: Verifie
 /** Runs `work` while renewing the row's lease every third of its length (a lost lease is noticed at the next fenced write). */
 async function whileLeaseRenewed<T>(engine: Engine, lease: {outboxId: string; token: string}, work: () => Promise<T>): Promise<T> {
   const {lease_seconds: leaseSeconds} = engine.settings.deploy
-  const timer = setInterval(() => void engine.store.outbox.renewLease(lease.outboxId, lease.token, {leaseSeconds}).catch(() => false), (leaseSeconds * 1000) / 3)
+  const timer = setInterval(
+    () => void engine.store.outbox.renewLease(lease.outboxId, lease.token, {leaseSeconds}).catch(() => false),
+    (leaseSeconds * 1000) / 3,
+  )
   try {
     return await work()
   } finally {
     clearInterval(timer)
   }
 }
-

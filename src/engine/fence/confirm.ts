@@ -31,7 +31,8 @@ export async function confirmFences(engine: Engine, provider: EdgeProvider, scop
   const host = await provider.fenceStatus(signal)
   const open = await store.kit.openFence(scope)
   if (open) {
-    const held = host.active?.fenceId === open.id ? host.active : (host.recent.find((fence) => fence.fenceId === open.id) ?? (await provider.getFence(open.id, signal)))
+    const held =
+      host.active?.fenceId === open.id ? host.active : (host.recent.find((fence) => fence.fenceId === open.id) ?? (await provider.getFence(open.id, signal)))
     const outcome = await settleOpenFence(engine, open, held)
     if (outcome) await record(open.id, outcome, held?.liftedAt ? {lifted_at: held.liftedAt} : {})
   }

@@ -58,7 +58,13 @@ export const FENCE_ACTIONS = {
   maintenanceOff: 'maintenance.disabled',
 } as const
 
-export function fenceAuditEntry(action: (typeof FENCE_ACTIONS)[keyof typeof FENCE_ACTIONS], resourceId: string, actor: AuditActor, facts: JsonObject, discriminator = ''): AuditEntryInput {
+export function fenceAuditEntry(
+  action: (typeof FENCE_ACTIONS)[keyof typeof FENCE_ACTIONS],
+  resourceId: string,
+  actor: AuditActor,
+  facts: JsonObject,
+  discriminator = '',
+): AuditEntryInput {
   return auditEntry({
     action,
     resource: {type: action.startsWith('maintenance') ? 'kit_scope' : 'backup_fence', id: resourceId},

@@ -42,7 +42,9 @@ export async function beginFence(engine: Engine, input: BeginFenceInput): Promis
   }
   const acked = await engine.store.transaction(async (tx) => {
     if (!(await tx.kit.ackFence(row.id, held.expiresAt))) return false
-    await tx.audit.append(fenceAuditEntry(FENCE_ACTIONS.begun, row.id, input.actor ?? SYSTEM_ACTOR, {scope, reason, ttl_seconds: ttlSeconds, expires_at: held.expiresAt}))
+    await tx.audit.append(
+      fenceAuditEntry(FENCE_ACTIONS.begun, row.id, input.actor ?? SYSTEM_ACTOR, {scope, reason, ttl_seconds: ttlSeconds, expires_at: held.expiresAt}),
+    )
     return true
   })
   if (!acked) {
@@ -69,7 +71,9 @@ async function undoBegin(engine: Engine, provider: EdgeProvider, fenceId: string
     )
   }
   if (settled) await engine.store.kit.endFence(fenceId, 'begin_failed')
-  const consequence = settled ? 'no fence is in place' : `fence ${fenceId} stays recorded until a reconcile pass confirms it with the host (the host lifts it by itself at its TTL)`
+  const consequence = settled
+    ? 'no fence is in place'
+    : `fence ${fenceId} stays recorded until a reconcile pass confirms it with the host (the host lifts it by itself at its TTL)`
   return hostCallError(error, 'the edge host did not take the backup fence', consequence)
 }
 
@@ -93,7 +97,11 @@ export async function endFence(engine: Engine, input: EndFenceInput = {}): Promi
   const row = input.fenceId ? await engine.store.kit.getFence(input.fenceId) : await engine.store.kit.openFence(scope)
   if (!row) throw new KitError('not_found', input.fenceId ? `no backup fence ${input.fenceId}` : `no backup fence is open for ${scope}`)
   if (row.ended_at !== null) {
-    throw new KitError('conflict', `backup fence ${row.id} was already lifted at ${new Date(Number(row.ended_at)).toISOString()} (${row.end_reason})`, 'fence_lifted')
+    throw new KitError(
+      'conflict',
+      `backup fence ${row.id} was already lifted at ${new Date(Number(row.ended_at)).toISOString()} (${row.end_reason})`,
+      'fence_lifted',
+    )
   }
   let liftReason: string
   try {
@@ -101,7 +109,11 @@ export async function endFence(engine: Engine, input: EndFenceInput = {}): Promi
     liftReason = lifted.liftReason === 'expired' ? 'expired' : 'ended'
   } catch (error) {
     if (!isFenceUnknownToHost(error)) {
-      throw hostCallError(error, `cannot lift backup fence ${row.id}`, `it stays in place; the host lifts it by itself at ${new Date(Number(row.expires_at)).toISOString()}`)
+      throw hostCallError(
+        error,
+        `cannot lift backup fence ${row.id}`,
+        `it stays in place; the host lifts it by itself at ${new Date(Number(row.expires_at)).toISOString()}`,
+      )
     }
     liftReason = 'never_acknowledged'
   }
@@ -163,7 +175,11 @@ export interface HostFenceView {
 
 export async function fenceStatus(engine: Engine, options: {recent?: number} = {}): Promise<FenceStatus> {
   const {provider, scope} = await requireProvider(engine, 'read the backup fence')
-  const [open, recent, gates] = await Promise.all([engine.store.kit.openFence(scope), engine.store.kit.listFences(scope, options.recent ?? 10), engine.store.kit.getGates(scope)])
+  const [open, recent, gates] = await Promise.all([
+    engine.store.kit.openFence(scope),
+    engine.store.kit.listFences(scope, options.recent ?? 10),
+    engine.store.kit.getGates(scope),
+  ])
   const now = engine.store.clock.now()
   let host: FenceStatus['host']
   try {
@@ -198,6 +214,7 @@ function validTtl(engine: Engine, ttlSeconds: number | undefined): number {
 function validReason(reason: string): string {
   const trimmed = reason.trim()
   if (!trimmed) throw new KitError('usage', 'a fence needs a reason (--reason)')
-  if (trimmed.length > MAX_REASON_LENGTH || /[\r\n]/.test(trimmed)) throw new KitError('usage', `--reason must be one line of at most ${MAX_REASON_LENGTH} characters`)
+  if (trimmed.length > MAX_REASON_LENGTH || /[\r\n]/.test(trimmed))
+    throw new KitError('usage', `--reason must be one line of at most ${MAX_REASON_LENGTH} characters`)
   return trimmed
 }

@@ -5,7 +5,7 @@
 import {z} from 'zod'
 import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactStore} from '../../artifacts/store.js'
 import type {OutboxRow} from '../../store/index.js'
-import {type Lane, type LaneRun, type RowOutcome} from './lane.js'
+import type {Lane, LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
 
 export const CLEANUP_PAYLOAD_INVALID = 'cleanup_payload_invalid'
@@ -111,6 +111,9 @@ async function retryOutcome(run: LaneRun, row: OutboxRow, failure: {errorCode: s
   const retried = await run.engine.store.outbox.retryLater(row.id, row.lease_token!, failure)
   if (retried.outcome === 'lease_lost') return 'skipped'
   const exhausted = retried.outcome === 'failed'
-  run.engine.log.warn({outboxId: row.id, code: failure.errorCode, exhausted}, `Edge Worker artifact cleanup ${exhausted ? 'failed' : 'will retry'}: ${failure.error}`)
+  run.engine.log.warn(
+    {outboxId: row.id, code: failure.errorCode, exhausted},
+    `Edge Worker artifact cleanup ${exhausted ? 'failed' : 'will retry'}: ${failure.error}`,
+  )
   return exhausted ? 'failed' : 'retried'
 }

@@ -84,7 +84,12 @@ async function recoverOne(run: LaneRun, provider: EdgeProvider, row: OutboxRow, 
 async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired: number}): Promise<void> {
   const {store, owner, settings, log} = run.engine
   while (!run.shouldStop()) {
-    const claimed = await store.controlAudits.claimAcks({scope: run.scope, owner, limit: settings.control_audit.batch_size, leaseSeconds: settings.control_audit.lease_seconds})
+    const claimed = await store.controlAudits.claimAcks({
+      scope: run.scope,
+      owner,
+      limit: settings.control_audit.batch_size,
+      leaseSeconds: settings.control_audit.lease_seconds,
+    })
     if (claimed.length === 0) return
     const {CONTROL_CODES, acknowledgeReceipt} = await receipts()
     run.counts.claimed += claimed.length

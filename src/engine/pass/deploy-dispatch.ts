@@ -4,7 +4,7 @@
 import {z} from 'zod'
 import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type OutboxRow, type SweepStamp} from '../../store/index.js'
 import type {DeployTaskResult} from '../deploy/task.js'
-import {type LaneRun, type RowOutcome} from './lane.js'
+import type {LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
 
 export const DEPLOYMENT_PAYLOAD_INVALID = 'deployment_payload_invalid'
@@ -15,7 +15,10 @@ export const WORKER_DELETED_MESSAGE = 'the Worker row no longer exists'
 const deployPayload = z.strictObject({
   releaseGeneration: z.string().min(1),
   baseRevision: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  operationSettingsDigest: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  operationSettingsDigest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 })
 
 /** Why a deploy row cannot be handed to the deploy task, or null when it can. */

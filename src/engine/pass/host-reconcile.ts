@@ -8,7 +8,13 @@ import {runHostReconcile} from '../retire/host-reconcile.js'
 import type {Lane, RowOutcome} from './lane.js'
 
 const COUNTED_AS = {retired: 'completed', pending: 'retried', skipped: 'skipped', protected: 'skipped'} as const satisfies Record<string, RowOutcome>
-const REDEPLOY_COUNTED_AS: Record<string, RowOutcome> = {completed: 'completed', superseded: 'completed', failed: 'failed', uncertain: 'uncertain', retry: 'retried'}
+const REDEPLOY_COUNTED_AS: Record<string, RowOutcome> = {
+  completed: 'completed',
+  superseded: 'completed',
+  failed: 'failed',
+  uncertain: 'uncertain',
+  retry: 'retried',
+}
 
 export const hostReconcileLane: Lane = async (run) => {
   if (run.scope && (await run.engine.store.kit.getGates(run.scope)).restore_pending) {

@@ -55,8 +55,16 @@ export async function renderMetrics(result: PassResult, previousLastSuccess: Rea
     'Rows a lane handled in the last pass, by outcome (claimed = the sum of the others).',
     result.lanes.flatMap((lane) => ROW_OUTCOMES.map((outcome): [Record<string, string>, number] => [{lane: lane.lane, outcome}, lane[outcome]])),
   )
-  metric(`${PREFIX}_lane_duration_seconds`, 'How long a lane ran in the last pass.', result.lanes.map((lane) => [{lane: lane.lane}, lane.durationMs / 1000]))
-  metric(`${PREFIX}_lane_error`, '1 when a lane ended with an error in the last pass.', result.lanes.map((lane) => [{lane: lane.lane}, lane.error ? 1 : 0]))
+  metric(
+    `${PREFIX}_lane_duration_seconds`,
+    'How long a lane ran in the last pass.',
+    result.lanes.map((lane) => [{lane: lane.lane}, lane.durationMs / 1000]),
+  )
+  metric(
+    `${PREFIX}_lane_error`,
+    '1 when a lane ended with an error in the last pass.',
+    result.lanes.map((lane) => [{lane: lane.lane}, lane.error ? 1 : 0]),
+  )
 
   const lastSuccess = new Map(previousLastSuccess)
   for (const lane of result.lanes) if (!lane.error) lastSuccess.set(lane.lane, passEnd)

@@ -67,7 +67,11 @@ export async function runPass(engine: Engine, options: PassOptions = {}): Promis
   const startedAt = new Date().toISOString()
   const start = performance.now()
   const selected = LANE_NAMES.filter((lane) => !options.lanes || options.lanes.includes(lane))
-  const finish = (fields: Omit<PassResult, 'startedAt' | 'durationMs'>): PassResult => ({...fields, startedAt, durationMs: Math.round(performance.now() - start)})
+  const finish = (fields: Omit<PassResult, 'startedAt' | 'durationMs'>): PassResult => ({
+    ...fields,
+    startedAt,
+    durationMs: Math.round(performance.now() - start),
+  })
 
   let resolution: ProviderResolution
   try {
@@ -77,7 +81,15 @@ export async function runPass(engine: Engine, options: PassOptions = {}): Promis
   }
   if (resolution.status === 'invalid') {
     engine.log.warn({code: resolution.code, reason: resolution.message}, `Edge Worker recovery skipped: ${resolution.code}`)
-    return finish({status: 'skipped', skipped: {code: resolution.code, message: resolution.message}, scope: '', lanes: [], fences: [], remaining: null, waiting: null})
+    return finish({
+      status: 'skipped',
+      skipped: {code: resolution.code, message: resolution.message},
+      scope: '',
+      lanes: [],
+      fences: [],
+      remaining: null,
+      waiting: null,
+    })
   }
   const scope = resolution.status === 'ready' ? resolution.scope : engine.settings.provider.scope
 
@@ -93,7 +105,13 @@ export async function runPass(engine: Engine, options: PassOptions = {}): Promis
  * lifted at its TTL must reopen the gate for this pass's gated lanes, not the next pass's. Without
  * host_reconcile selected it runs only while the store shows a fence open (the gate is closed).
  */
-async function confirmFencesFirst(engine: Engine, provider: EdgeProvider, scope: string, lanes: LaneName[], signal?: AbortSignal): Promise<Pick<PassResult, 'fences' | 'fenceError'>> {
+async function confirmFencesFirst(
+  engine: Engine,
+  provider: EdgeProvider,
+  scope: string,
+  lanes: LaneName[],
+  signal?: AbortSignal,
+): Promise<Pick<PassResult, 'fences' | 'fenceError'>> {
   try {
     if (!lanes.includes('host_reconcile') && !(await engine.store.kit.openFence(scope))) return {fences: []}
     return {fences: await confirmFences(engine, provider, scope, signal)}
@@ -144,9 +162,19 @@ async function runLane(engine: Engine, lane: LaneName, pass: {resolution: Provid
     error = messageOf(thrown)
     engine.log.warn({lane, err: thrown}, `Edge Worker ${LANE_LABELS[lane]} failed: ${error}`)
   }
-  const summary: LaneSummary = {lane, ...counts, durationMs: Math.round(performance.now() - start), ...(skippedReason ? {skippedReason} : {}), ...(note ? {note} : {}), ...(error ? {error} : {})}
+  const summary: LaneSummary = {
+    lane,
+    ...counts,
+    durationMs: Math.round(performance.now() - start),
+    ...(skippedReason ? {skippedReason} : {}),
+    ...(note ? {note} : {}),
+    ...(error ? {error} : {}),
+  }
   const tally = (['claimed', 'completed', 'retried', 'failed', 'uncertain', 'skipped'] as const).map((key) => `${key}=${counts[key]}`).join(' ')
-  engine.log.info(summary, `Edge Worker ${LANE_LABELS[lane]} pass: ${tally} duration_ms=${summary.durationMs}${skippedReason ? ` (${skippedReason})` : ''}${note ? ` (${note})` : ''}`)
+  engine.log.info(
+    summary,
+    `Edge Worker ${LANE_LABELS[lane]} pass: ${tally} duration_ms=${summary.durationMs}${skippedReason ? ` (${skippedReason})` : ''}${note ? ` (${note})` : ''}`,
+  )
   return summary
 }
 

@@ -1,7 +1,7 @@
 // `reconcile --watch`: a pass on a fixed cadence, but never two at once. A tick that finds the
 // previous pass still running is skipped and logged (`… skipped: the previous pass is still running`). Aborting stops the ticks; the running pass stops between rows and is awaited.
 import type {Engine} from '../context.js'
-import {type LaneName} from './lane.js'
+import type {LaneName} from './lane.js'
 import {messageOf} from '../../errors.js'
 import {runPass, type PassOptions, type PassResult} from './run-pass.js'
 

@@ -35,7 +35,10 @@ export interface BuiltProject extends BuiltVersion {
 
 /** Builds an edgeworker.json or wrangler project (./source.ts). */
 export async function buildProject(projectDir: string, limits: ArtifactLimits, options: ProjectSourceOptions = {}): Promise<BuiltProject> {
-  return withProjectSource(projectDir, {...options, bundleMaxBytes: limits.bundle_max_bytes}, async (dir, source) => ({...(await buildVersion(dir, limits)), source}))
+  return withProjectSource(projectDir, {...options, bundleMaxBytes: limits.bundle_max_bytes}, async (dir, source) => ({
+    ...(await buildVersion(dir, limits)),
+    source,
+  }))
 }
 
 export async function buildVersion(projectDir: string, limits: ArtifactLimits): Promise<BuiltVersion> {
@@ -70,11 +73,7 @@ export async function buildVersion(projectDir: string, limits: ArtifactLimits): 
 }
 
 /** The line for the first artifact over its limit, or null. Build and read-back share this rule. */
-export function oversizeArtifactMessage(
-  projectArchive: Uint8Array,
-  bundle: Uint8Array,
-  limits: ArtifactLimits,
-): string | null {
+export function oversizeArtifactMessage(projectArchive: Uint8Array, bundle: Uint8Array, limits: ArtifactLimits): string | null {
   if (projectArchive.byteLength > limits.project_archive_max_bytes) {
     return overLimitMessage('project archive', projectArchive.byteLength, limits.project_archive_max_bytes)
   }

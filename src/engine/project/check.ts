@@ -34,23 +34,23 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
   const services = new Map((manifest.services ?? []).map((service) => [service.binding, `dw-${'0'.repeat(48)}`]))
   const render = (socketAddress: (service: string) => string) =>
     renderValidationConfig(
-    [
-      {
-        name: SCRIPT,
-        releaseGeneration: 'check',
-        mainModule: bundle.mainModule,
-        compatibilityDate: manifest.compatibilityDate,
-        compatibilityFlags: manifest.compatibilityFlags ?? [],
-        modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
-        bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
-        secrets: [],
-        runtimeConfig: [],
-        operationSettingsJson: null,
-        serviceAccounts: [],
-      },
-    ],
-    {modulePath: (sha256) => `modules/${sha256}`, egressAllow: ['public'], serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`, socketAddress},
-  )
+      [
+        {
+          name: SCRIPT,
+          releaseGeneration: 'check',
+          mainModule: bundle.mainModule,
+          compatibilityDate: manifest.compatibilityDate,
+          compatibilityFlags: manifest.compatibilityFlags ?? [],
+          modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
+          bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
+          secrets: [],
+          runtimeConfig: [],
+          operationSettingsJson: null,
+          serviceAccounts: [],
+        },
+      ],
+      {modulePath: (sha256) => `modules/${sha256}`, egressAllow: ['public'], serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`, socketAddress},
+    )
   const outcome = await runValidationSandbox(dir, [SCRIPT], render, {startTimeoutMs: START_TIMEOUT_MS, experimental: true})
   if (outcome.ok) return
   const problems = refusalProblems(outcome.error, SCRIPT)

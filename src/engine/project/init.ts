@@ -39,7 +39,9 @@ export async function initProject(dir: string, options: {template: TemplateName;
     throw new KitError('usage', `"${name}" cannot name a Worker: 1–64 letters, digits, ".", "_" or "-", starting with a letter or digit (use --name)`)
   }
   const source = path.join(TEMPLATE_ROOT, options.template)
-  const files = (await readdir(source, {recursive: true, withFileTypes: true})).filter((entry) => entry.isFile()).map((entry) => path.relative(source, path.join(entry.parentPath, entry.name)))
+  const files = (await readdir(source, {recursive: true, withFileTypes: true}))
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(source, path.join(entry.parentPath, entry.name)))
   const targetOf = (file: string) => path.join(path.dirname(file), RENAMED[path.basename(file)] ?? path.basename(file))
   const existing = files.map(targetOf).filter((file) => existsSync(path.join(target, file)))
   if (existing.length > 0) throw new KitError('usage', `${target} already has ${existing.join(', ')}; init never overwrites a file`)

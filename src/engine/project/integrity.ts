@@ -3,37 +3,15 @@
 // artifact bytes — and compared with the version row and the build receipt. The first mismatch
 // is reported as `artifact_integrity_failed` with one line naming what differed.
 import {canonicalDigest, canonicalJson} from '../../canonical-json.js'
-import {
-  ArtifactError,
-  parseArtifactKey,
-  type ArtifactKind,
-  type ArtifactProblem,
-  type ArtifactStore,
-} from '../../artifacts/store.js'
+import {ArtifactError, parseArtifactKey, type ArtifactKind, type ArtifactProblem, type ArtifactStore} from '../../artifacts/store.js'
 import {KitError} from '../../errors.js'
 import {readProjectArchive} from './archive.js'
 import {oversizeArtifactMessage, type ArtifactLimits} from './build.js'
 import {parseBundle, type WorkerBundle} from './bundle.js'
-import {
-  LOCK_FILE,
-  mainModuleNameOf,
-  MANIFEST_FILE,
-  moduleTupleOf,
-  parseLock,
-  parseManifest,
-  type WorkerLock,
-  type WorkerManifest,
-} from './manifest.js'
+import {LOCK_FILE, mainModuleNameOf, MANIFEST_FILE, moduleTupleOf, parseLock, parseManifest, type WorkerLock, type WorkerManifest} from './manifest.js'
 import {RECEIPT_KEYS, RECEIPT_VERSION, receiptSchema, type BuildReceipt, type StoredReceipt} from './receipt.js'
 import {releaseGenerationOf} from './release-generation.js'
-import {
-  artifactDigestsOf,
-  contentDigestsOf,
-  DIGEST_NAMES,
-  sbomOf,
-  type DigestName,
-  type VersionDigests,
-} from './version-digests.js'
+import {artifactDigestsOf, contentDigestsOf, DIGEST_NAMES, sbomOf, type DigestName, type VersionDigests} from './version-digests.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 
 export const ARTIFACT_INTEGRITY_FAILED = 'artifact_integrity_failed'
@@ -91,11 +69,7 @@ export interface StoredVersion extends RecordedVersion {
 }
 
 /** Reads the version's artifacts back (size-limited, SHA-256 checked) and verifies everything. */
-export async function verifyStoredVersion(
-  store: ArtifactStore,
-  version: StoredVersion,
-  limits: ArtifactLimits,
-): Promise<VerifiedVersion | IntegrityFailure> {
+export async function verifyStoredVersion(store: ArtifactStore, version: StoredVersion, limits: ArtifactLimits): Promise<VerifiedVersion | IntegrityFailure> {
   return runChecks(async () => {
     const projectBytes = await readArtifact(store, version.projectKey, 'project', version.digests.projectDigest, limits)
     const bundleBytes = await readArtifact(store, version.bundleKey, 'bundle', version.digests.bundleDigest, limits)
@@ -139,13 +113,7 @@ const checkForArtifactProblem: Readonly<Record<ArtifactProblem, IntegrityCheck>>
 }
 
 /** The artifact's bytes; its key must name the digest the version records for it. */
-async function readArtifact(
-  store: ArtifactStore,
-  key: string,
-  kind: ArtifactKind,
-  recordedDigest: string,
-  limits: ArtifactLimits,
-): Promise<Buffer> {
+async function readArtifact(store: ArtifactStore, key: string, kind: ArtifactKind, recordedDigest: string, limits: ArtifactLimits): Promise<Buffer> {
   const named = parseArtifactKey(key)
   if (named?.kind !== kind || named.sha256 !== recordedDigest) {
     fail('artifact_key', `${kind} artifact key ${key} does not name the recorded digest ${short(recordedDigest)}`)
@@ -219,10 +187,9 @@ function checkReceipt(value: unknown): StoredReceipt {
   const missing = expected.filter((key) => !keys.includes(key))
   const unexpected = keys.filter((key) => !expected.includes(key)).sort()
   if (missing.length > 0 || unexpected.length > 0) {
-    const parts = [
-      missing.length > 0 ? `missing ${missing.join(', ')}` : '',
-      unexpected.length > 0 ? `unexpected ${unexpected.join(', ')}` : '',
-    ].filter(Boolean)
+    const parts = [missing.length > 0 ? `missing ${missing.join(', ')}` : '', unexpected.length > 0 ? `unexpected ${unexpected.join(', ')}` : ''].filter(
+      Boolean,
+    )
     fail('receipt_keys', `build receipt key set is wrong: ${parts.join('; ')}`)
   }
   const version = (value as {receiptVersion?: unknown}).receiptVersion

@@ -24,13 +24,7 @@ import path from 'node:path'
 import {z} from 'zod'
 import {didYouMean} from '../../did-you-mean.js'
 import {KitError} from '../../errors.js'
-import {
-  identifierSchema,
-  moduleNameSchema,
-  moduleTypes,
-  SERVICE_ACCOUNTS_BINDING,
-  type ModuleType,
-} from '../../protocol/management-api.js'
+import {identifierSchema, moduleNameSchema, moduleTypes, SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
 import {formatByteSize, overLimitMessage} from '../../artifacts/size.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
@@ -67,10 +61,9 @@ const TYPE_BY_EXTENSION: Readonly<Record<string, ModuleType>> = {
   '.bin': 'data',
 }
 
-const moduleEntrySchema = z.union(
-  [z.string(), z.strictObject({path: z.string(), type: z.enum(moduleTypes).optional(), name: z.string().optional()})],
-  {error: 'must be a path or {"path", "type"?, "name"?}'},
-)
+const moduleEntrySchema = z.union([z.string(), z.strictObject({path: z.string(), type: z.enum(moduleTypes).optional(), name: z.string().optional()})], {
+  error: 'must be a path or {"path", "type"?, "name"?}',
+})
 
 /**
  * Workers this one calls through `env.<binding>.fetch()`: the current Worker of another department
@@ -80,7 +73,10 @@ const serviceSchema = z.strictObject({
   binding: identifierSchema,
   department: z.string().min(1).max(256),
   // Named entrypoints need a socket per entrypoint in the target's shard; not built yet.
-  entrypoint: z.unknown().refine(() => false, {error: 'named entrypoints are not supported yet; bind the default export'}).optional(),
+  entrypoint: z
+    .unknown()
+    .refine(() => false, {error: 'named entrypoints are not supported yet; bind the default export'})
+    .optional(),
 })
 
 const manifestSchema = z.strictObject({
@@ -100,10 +96,7 @@ const manifestSchema = z.strictObject({
   services: z.array(serviceSchema).max(64).optional(),
   staticData: jsonObject.optional(),
   dependencies: z
-    .record(
-      z.string().regex(/^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/, {error: 'must be a package name'}),
-      z.string().min(1).max(256),
-    )
+    .record(z.string().regex(/^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/, {error: 'must be a package name'}), z.string().min(1).max(256))
     .optional(),
 })
 
@@ -191,7 +184,9 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     const name = typeof entry === 'string' ? modulePath : (entry.name ?? modulePath)
     if (!moduleNameSchema.safeParse(name).success) {
       const nameKey = typeof entry !== 'string' && entry.name !== undefined ? `modules[${index}].name` : key
-      refuse(`key "${nameKey}": module name ${JSON.stringify(name)} must be letters, digits, "_", "-" and "." in "/"-separated segments, none starting with "."`)
+      refuse(
+        `key "${nameKey}": module name ${JSON.stringify(name)} must be letters, digits, "_", "-" and "." in "/"-separated segments, none starting with "."`,
+      )
     }
   })
   const entries = moduleEntriesOf(manifest)
@@ -311,7 +306,10 @@ async function readProjectFiles(root: string, maxFilesBytes: number): Promise<Pr
       else if (entry.isFile()) {
         total += (await lstat(path.join(root, relative))).size
         if (total > maxFilesBytes) {
-          throw new KitError('usage', `the project's files exceed ${formatByteSize(maxFilesBytes)} before compression (at ${relative}); deploy.project_files_max_bytes sets the limit`)
+          throw new KitError(
+            'usage',
+            `the project's files exceed ${formatByteSize(maxFilesBytes)} before compression (at ${relative}); deploy.project_files_max_bytes sets the limit`,
+          )
         }
         found.push(relative)
       }
@@ -425,9 +423,7 @@ interface SchemaDef {
 
 /** `["durableObjects", 0, "binding"]` → `durableObjects[0].binding` */
 function formatKeyPath(keyPath: readonly PropertyKey[]): string {
-  return keyPath
-    .map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`))
-    .join('')
+  return keyPath.map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`)).join('')
 }
 
 function article(expected: string): string {

@@ -41,15 +41,25 @@ export async function withProjectSource<T>(
   if (!statSync(root).isDirectory()) throw new KitError('usage', `project directory ${root} is not a directory`)
   const wrangler = findWranglerConfig(root)
   if (existsSync(path.join(root, MANIFEST_FILE))) {
-    const wranglerOnly = [options.env ? '--env' : null, options.noBundle ? '--no-bundle' : null, options.builderPolicy ? '--builder-policy' : null].filter(Boolean)
+    const wranglerOnly = [options.env ? '--env' : null, options.noBundle ? '--no-bundle' : null, options.builderPolicy ? '--builder-policy' : null].filter(
+      Boolean,
+    )
     if (wranglerOnly.length > 0) throw new KitError('usage', `${wranglerOnly.join(', ')} apply to wrangler projects; ${root} is read from its ${MANIFEST_FILE}`)
     const warnings = wrangler ? [`${MANIFEST_FILE} wins over ${path.basename(wrangler)} in ${root}`] : []
     return use(root, {file: path.join(root, MANIFEST_FILE), kind: 'edgeworker', env: null, bundled: false, department: null, warnings})
   }
-  if (!wrangler) throw new KitError('usage', `no ${MANIFEST_FILE}, wrangler.toml, wrangler.jsonc or wrangler.json in ${root} (edgeworkers init writes a project)`)
+  if (!wrangler)
+    throw new KitError('usage', `no ${MANIFEST_FILE}, wrangler.toml, wrangler.jsonc or wrangler.json in ${root} (edgeworkers init writes a project)`)
   const staged = await stageWranglerProject(root, wrangler, {...options, bundleMaxBytes: options.bundleMaxBytes})
   try {
-    return await use(staged.dir, {file: wrangler, kind: 'wrangler', env: staged.env, bundled: staged.bundled, department: staged.department, warnings: staged.warnings})
+    return await use(staged.dir, {
+      file: wrangler,
+      kind: 'wrangler',
+      env: staged.env,
+      bundled: staged.bundled,
+      department: staged.department,
+      warnings: staged.warnings,
+    })
   } finally {
     await staged.cleanup()
   }

@@ -11,15 +11,7 @@
 import {canonicalDigest, sha256Hex} from '../../canonical-json.js'
 import type {JsonObject, WorkerLock, WorkerManifest} from './manifest.js'
 
-export const DIGEST_NAMES = [
-  'projectDigest',
-  'bundleDigest',
-  'dependencyDigest',
-  'lockDigest',
-  'manifestDigest',
-  'sbomDigest',
-  'staticDataDigest',
-] as const
+export const DIGEST_NAMES = ['projectDigest', 'bundleDigest', 'dependencyDigest', 'lockDigest', 'manifestDigest', 'sbomDigest', 'staticDataDigest'] as const
 export type DigestName = (typeof DIGEST_NAMES)[number]
 export type VersionDigests = Record<DigestName, string>
 
@@ -62,11 +54,7 @@ export function staticDataOf(manifest: WorkerManifest): JsonObject {
  * The SBOM of a version. No timestamps or serial numbers, so it is as deterministic as the build:
  * dependencies sorted by name, then modules in the given (module-tuple) order with their SHA-256.
  */
-export function sbomOf(
-  manifest: WorkerManifest,
-  lock: WorkerLock | null,
-  modules: readonly {name: string; content: Uint8Array}[],
-): Sbom {
+export function sbomOf(manifest: WorkerManifest, lock: WorkerLock | null, modules: readonly {name: string; content: Uint8Array}[]): Sbom {
   const dependencies = Object.entries(manifest.dependencies ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return {
     bomFormat: 'CycloneDX',
@@ -74,18 +62,22 @@ export function sbomOf(
     version: 1,
     metadata: {component: {type: 'application', name: manifest.name}},
     components: [
-      ...dependencies.map(([name, declared]): SbomComponent => ({
-        type: 'library',
-        'bom-ref': `dependency:${name}`,
-        name,
-        version: lock?.packages[name]?.version ?? declared,
-      })),
-      ...modules.map(({name, content}): SbomComponent => ({
-        type: 'file',
-        'bom-ref': `module:${name}`,
-        name,
-        hashes: [{alg: 'SHA-256', content: sha256Hex(content)}],
-      })),
+      ...dependencies.map(
+        ([name, declared]): SbomComponent => ({
+          type: 'library',
+          'bom-ref': `dependency:${name}`,
+          name,
+          version: lock?.packages[name]?.version ?? declared,
+        }),
+      ),
+      ...modules.map(
+        ({name, content}): SbomComponent => ({
+          type: 'file',
+          'bom-ref': `module:${name}`,
+          name,
+          hashes: [{alg: 'SHA-256', content: sha256Hex(content)}],
+        }),
+      ),
     ],
   }
 }

@@ -19,8 +19,8 @@ export function scriptModulesOf(manifest: WorkerManifest, modules: readonly Bund
  */
 export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap<string, string>): WorkerBinding[] {
   return [
-    ...Object.entries(manifest.vars ?? {}).map(([name, value]): WorkerBinding =>
-      typeof value === 'string' ? {type: 'text', name, text: value} : {type: 'json', name, json: value},
+    ...Object.entries(manifest.vars ?? {}).map(
+      ([name, value]): WorkerBinding => (typeof value === 'string' ? {type: 'text', name, text: value} : {type: 'json', name, json: value}),
     ),
     {type: 'json', name: STATIC_DATA_BINDING, json: staticDataOf(manifest)},
     ...(manifest.durableObjects ?? []).map((object): WorkerBinding => ({type: 'durable_object', name: object.binding, className: object.className})),

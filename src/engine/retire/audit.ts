@@ -27,6 +27,11 @@ export function serviceAccountDeletedEntry(account: ServiceAccountRow, actor: Au
 }
 
 /** The system rows about a Worker; `scope` becomes the reason code of the per-scope ones. */
-export function workerSystemEntry(action: Exclude<(typeof RETIREMENT_ACTIONS)[keyof typeof RETIREMENT_ACTIONS], 'service_account.deleted'>, workerId: string, facts: JsonObject, scope: string | null): AuditEntryInput {
+export function workerSystemEntry(
+  action: Exclude<(typeof RETIREMENT_ACTIONS)[keyof typeof RETIREMENT_ACTIONS], 'service_account.deleted'>,
+  workerId: string,
+  facts: JsonObject,
+  scope: string | null,
+): AuditEntryInput {
   return auditEntry({action, resource: {type: 'edge_worker', id: workerId}, actor: SYSTEM_ACTOR, discriminator: scope ?? '', reasonCode: scope, facts})
 }

@@ -75,9 +75,15 @@ export async function runHostReconcile(engine: Engine, options: HostReconcileOpt
   })
   let listed: Array<{workerId: string | null; scriptName: string}> = []
   try {
-    const hostScripts = await listHostScripts(session.provider, settings.host_reconcile.listing_max_pages, AbortSignal.timeout(Math.max(1, deadline - Date.now())))
+    const hostScripts = await listHostScripts(
+      session.provider,
+      settings.host_reconcile.listing_max_pages,
+      AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+    )
     const known = new Set(remembered.map((orphan) => orphan.scriptName))
-    listed = hostScripts.filter((script) => script.state !== 'retired' && !known.has(script.scriptName)).map((script) => ({workerId: null, scriptName: script.scriptName}))
+    listed = hostScripts
+      .filter((script) => script.state !== 'retired' && !known.has(script.scriptName))
+      .map((script) => ({workerId: null, scriptName: script.scriptName}))
   } catch (error) {
     // The remembered orphans are still retired; the listed ones wait for a pass that can list.
     log.warn({err: error}, `edge_worker_onprem_orphan_scan_failed: ${error instanceof KitError ? error.message : messageOf(error)}`)

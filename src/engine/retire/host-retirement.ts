@@ -22,9 +22,7 @@ export interface HostSession {
   deadline?: number
 }
 
-export type ScriptRetirement =
-  | {outcome: 'retired'; steps: RetirementStep[]}
-  | {outcome: 'pending'; steps: RetirementStep[]; code: string; message: string}
+export type ScriptRetirement = {outcome: 'retired'; steps: RetirementStep[]} | {outcome: 'pending'; steps: RetirementStep[]; code: string; message: string}
 
 export const ONPREM_RETIREMENT_FAILED = 'edge_worker_onprem_retirement_failed'
 /** What a confirmed retirement leaves on a Worker's stored release (no Worker → nothing to lock). */
@@ -50,7 +48,12 @@ export async function deployedPolicy(engine: Engine, worker: WorkerRow): Promise
   return (await engine.store.workers.getVersion(worker.current_version_id))?.builder_policy ?? null
 }
 
-export async function retireWorkerOnHost(engine: Engine, session: HostSession, worker: WorkerRow, onStep: (step: RetirementStep) => void = () => {}): Promise<ScriptRetirement> {
+export async function retireWorkerOnHost(
+  engine: Engine,
+  session: HostSession,
+  worker: WorkerRow,
+  onStep: (step: RetirementStep) => void = () => {},
+): Promise<ScriptRetirement> {
   const {store, settings} = engine
   const facts = {company_id: worker.company_id, department_id: worker.department_id, script_name: worker.script_name}
   let steps: RetirementStep[] = RETIRE_ONLY
@@ -77,7 +80,10 @@ export async function retireWorkerOnHost(engine: Engine, session: HostSession, w
     return {outcome: 'retired', steps}
   } catch (error) {
     const failure = failureOf(error)
-    engine.log.error({workerId: worker.id, script: worker.script_name, code: failure.code, err: error}, `${ONPREM_RETIREMENT_FAILED}: ${failure.code}: ${failure.message}`)
+    engine.log.error(
+      {workerId: worker.id, script: worker.script_name, code: failure.code, err: error},
+      `${ONPREM_RETIREMENT_FAILED}: ${failure.code}: ${failure.message}`,
+    )
     await reportIfStuck(engine, worker.id, worker.script_name, session.scope, failure.code)
     return {outcome: 'pending', steps, ...failure}
   }
@@ -87,7 +93,11 @@ export async function retireWorkerOnHost(engine: Engine, session: HostSession, w
  * Retires an orphan's script. `workerId` is the Worker its deploy rows named (null for a listed
  * script nothing in the store ever named): its rows record the attempt and confirm the retirement.
  */
-export async function retireOrphanOnHost(engine: Engine, session: HostSession, orphan: {workerId: string | null; scriptName: string}): Promise<ScriptRetirement> {
+export async function retireOrphanOnHost(
+  engine: Engine,
+  session: HostSession,
+  orphan: {workerId: string | null; scriptName: string},
+): Promise<ScriptRetirement> {
   const {store} = engine
   const facts = {script_name: orphan.scriptName}
   try {
@@ -98,7 +108,10 @@ export async function retireOrphanOnHost(engine: Engine, session: HostSession, o
     return {outcome: 'retired', steps: RETIRE_ONLY}
   } catch (error) {
     const failure = failureOf(error)
-    engine.log.error({workerId: orphan.workerId, script: orphan.scriptName, code: failure.code, err: error}, `${ONPREM_RETIREMENT_FAILED}: ${failure.code}: ${failure.message}`)
+    engine.log.error(
+      {workerId: orphan.workerId, script: orphan.scriptName, code: failure.code, err: error},
+      `${ONPREM_RETIREMENT_FAILED}: ${failure.code}: ${failure.message}`,
+    )
     if (orphan.workerId) await reportIfStuck(engine, orphan.workerId, orphan.scriptName, session.scope, failure.code)
     return {outcome: 'pending', steps: RETIRE_ONLY, ...failure}
   }

@@ -28,7 +28,9 @@ export interface OrphanReport {
 export async function orphanReport(engine: Engine): Promise<OrphanReport> {
   const {store, settings} = engine
   const resolution = await requireProvider(engine, "list the edge host's scripts")
-  const scripts = (await listHostScripts(resolution.provider, settings.host_reconcile.listing_max_pages)).filter((script) => SCRIPT_NAME_PATTERN.test(script.scriptName))
+  const scripts = (await listHostScripts(resolution.provider, settings.host_reconcile.listing_max_pages)).filter((script) =>
+    SCRIPT_NAME_PATTERN.test(script.scriptName),
+  )
   const workers = await store.retirements.workerNames()
   const orphans = await store.retirements.pendingOrphans(resolution.scope, store.clock.now() - settings.host_reconcile.upload_grace_seconds * 1000)
   const stored = new Set(workers.map((worker) => worker.script_name))

@@ -72,7 +72,14 @@ export async function retireDepartment(engine: Engine, request: RetireRequest, o
   }
   if (!retiring) return {...base, state: 'no_worker', serviceAccounts, steps: [], code: null, message: 'the department had no Worker'}
 
-  const pending = (code: string, message: string): RetireOutcome => ({...base, state: 'pending', serviceAccounts, steps: [], code, message: `${message}; a reconcile pass retries the retirement`})
+  const pending = (code: string, message: string): RetireOutcome => ({
+    ...base,
+    state: 'pending',
+    serviceAccounts,
+    steps: [],
+    code,
+    message: `${message}; a reconcile pass retries the retirement`,
+  })
   const resolution = await engine.resolveProvider()
   if (resolution.status !== 'ready') return pending(resolution.code, resolution.message)
   const gate = await executionGate(engine, resolution)
@@ -90,7 +97,8 @@ async function inspect(engine: Engine, request: RetireRequest): Promise<{departm
   const base = {departmentId: department.id, companyId: department.company_id, workerId: worker?.id ?? null, scriptName: worker?.script_name ?? null}
   if (department.deleted_at !== null) {
     if (!worker) throw new KitError('not_found', `department ${department.id} is already deleted (it had no Worker to retire)`)
-    if (worker.retired_at !== null) return {department, worker, plan: {...base, state: 'already_retired', serviceAccounts: [], steps: [], code: null, message: 'already retired'}}
+    if (worker.retired_at !== null)
+      return {department, worker, plan: {...base, state: 'already_retired', serviceAccounts: [], steps: [], code: null, message: 'already retired'}}
   }
   const live = department.deleted_at === null ? (await store.tenants.listServiceAccounts(department.id)).filter((account) => account.deleted_at === null) : []
   const steps = worker ? retirementSteps(await deployedPolicy(engine, worker)) : []
@@ -106,7 +114,12 @@ async function checkedDepartment(engine: Engine, request: RetireRequest): Promis
   const department = await tenants.getDepartment(request.departmentId)
   // A department of another company is reported exactly like one that does not exist.
   if (!department || (request.companyId !== undefined && department.company_id !== request.companyId)) {
-    throw new KitError('not_found', request.companyId === undefined ? `department ${request.departmentId} not found` : `department ${request.departmentId} not found in company ${request.companyId}`)
+    throw new KitError(
+      'not_found',
+      request.companyId === undefined
+        ? `department ${request.departmentId} not found`
+        : `department ${request.departmentId} not found in company ${request.companyId}`,
+    )
   }
   return department
 }

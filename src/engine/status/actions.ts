@@ -80,7 +80,11 @@ export async function runLaneOnce(engine: Engine, lane: LaneName, signal?: Abort
 }
 
 /** The audit row of an operator action on an outbox row; its id is bound to the state acted on, so each action writes its own row. */
-function actionEntry(action: (typeof OUTBOX_ACTIONS)[keyof typeof OUTBOX_ACTIONS], result: Extract<OperatorActionResult, {outcome: 'done'}>, actor: AuditActor) {
+function actionEntry(
+  action: (typeof OUTBOX_ACTIONS)[keyof typeof OUTBOX_ACTIONS],
+  result: Extract<OperatorActionResult, {outcome: 'done'}>,
+  actor: AuditActor,
+) {
   const {before, row} = result
   return auditEntry({
     action,
@@ -113,6 +117,9 @@ function refusal(id: string, verb: 'retry' | 'cancel', result: Exclude<OperatorA
     case 'terminal':
       return new KitError('conflict', `cannot ${verb} outbox row ${id}: it is already ${result.row.status}`)
     case 'deploying':
-      return new KitError('conflict', `cannot cancel outbox row ${id}: its version is deploying and may already be on the host; retry it so a pass can settle it`)
+      return new KitError(
+        'conflict',
+        `cannot cancel outbox row ${id}: its version is deploying and may already be on the host; retry it so a pass can settle it`,
+      )
   }
 }

@@ -100,22 +100,23 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   const resolution = await engine.resolveProvider()
   const scope = resolution.status === 'ready' ? resolution.scope : settings.provider.scope || null
   const now = store.clock.now()
-  const [workers, host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] = await Promise.all([
-    workersPanel(engine, {timeoutMs: options.hostTimeoutMs}),
-    hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
-    store.status.openCounts(scope),
-    store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
-    store.status.oldestDue(scope, now),
-    store.status.deferredDeploys(scope, EDGE_HOST_FENCED),
-    store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
-    store.status.errorGroups(scope),
-    store.status.supersededFailures(scope),
-    scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
-    scope === null ? Promise.resolve(null) : store.retirements.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000),
-    store.audit.list({limit: SNAPSHOT_AUDIT_LIMIT}),
-    scope === null ? Promise.resolve(undefined) : store.kit.openFence(scope),
-    scope === null ? Promise.resolve(null) : store.kit.getGates(scope),
-  ])
+  const [workers, host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] =
+    await Promise.all([
+      workersPanel(engine, {timeoutMs: options.hostTimeoutMs}),
+      hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
+      store.status.openCounts(scope),
+      store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
+      store.status.oldestDue(scope, now),
+      store.status.deferredDeploys(scope, EDGE_HOST_FENCED),
+      store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
+      store.status.errorGroups(scope),
+      store.status.supersededFailures(scope),
+      scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
+      scope === null ? Promise.resolve(null) : store.retirements.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000),
+      store.audit.list({limit: SNAPSHOT_AUDIT_LIMIT}),
+      scope === null ? Promise.resolve(undefined) : store.kit.openFence(scope),
+      scope === null ? Promise.resolve(null) : store.kit.getGates(scope),
+    ])
 
   const countOf = (counts: StatusCount[], operation: OutboxOperation, status: string) =>
     counts.find((count) => count.operation === operation && count.status === status)?.count ?? 0
@@ -135,7 +136,9 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     }
   })
   const shardsUp = host.shards ? host.shards.filter((shard) => shard.state === 'up').length : null
-  const fenceStatus: FenceStatus | null = fence ? {...fenceView(fence), timeLeftMs: Number(fence.expires_at) - now, overdue: Number(fence.expires_at) <= now} : null
+  const fenceStatus: FenceStatus | null = fence
+    ? {...fenceView(fence), timeLeftMs: Number(fence.expires_at) - now, overdue: Number(fence.expires_at) <= now}
+    : null
 
   const snapshot: StatusSnapshot = {
     takenAt: new Date(now).toISOString(),
@@ -160,7 +163,11 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
         since: worker.updated_at,
       })),
     },
-    orphans: orphans && {pending: orphans.length, unsettled: orphans.filter((orphan) => orphan.unsettled).length, workers: orphans.slice(0, SNAPSHOT_LIST_LIMIT)},
+    orphans: orphans && {
+      pending: orphans.length,
+      unsettled: orphans.filter((orphan) => orphan.unsettled).length,
+      workers: orphans.slice(0, SNAPSHOT_LIST_LIMIT),
+    },
     audit: audit.map((row) => ({...row, facts: redactSecrets(row.facts) as JsonObject})),
     workers,
     attention: [],
@@ -182,7 +189,8 @@ export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 
   if (uncertain > 0) reasons.push(`${uncertain} uncertain outbox row${uncertain === 1 ? '' : 's'}`)
   if (!snapshot.host.paired) reasons.push(`no usable edge host: ${snapshot.host.problem}`)
   else if (!snapshot.host.reachable) reasons.push(`edge host unreachable: ${snapshot.host.error}`)
-  if (snapshot.fence?.overdue) reasons.push(`backup fence ${snapshot.fence.id} is overdue: still open ${formatDuration(-snapshot.fence.timeLeftMs)} past its TTL`)
+  if (snapshot.fence?.overdue)
+    reasons.push(`backup fence ${snapshot.fence.id} is overdue: still open ${formatDuration(-snapshot.fence.timeLeftMs)} past its TTL`)
   return reasons
 }
 

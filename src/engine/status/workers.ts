@@ -31,7 +31,15 @@ export async function workersPanel(engine: Engine, options: {timeoutMs?: number}
   const workers = await Promise.all(
     activity.workers.slice(0, WORKERS_PANEL_LIMIT).map(async (row): Promise<WorkerActivityRow> => {
       const worker = await engine.store.workers.getByScriptName(row.script)
-      return {script: row.script, department_id: worker?.department_id ?? null, worker_id: worker?.id ?? null, requests: row.requests, errors: row.errors, p99Ms: row.p99Ms, lastError: row.lastError}
+      return {
+        script: row.script,
+        department_id: worker?.department_id ?? null,
+        worker_id: worker?.id ?? null,
+        requests: row.requests,
+        errors: row.errors,
+        p99Ms: row.p99Ms,
+        lastError: row.lastError,
+      }
     }),
   )
   return {windowSeconds: activity.windowSeconds, workers}

@@ -272,7 +272,8 @@ export class OnPremProvider implements EdgeProvider {
         for (const line of lines) {
           if (line.trim() === '') continue
           const parsed = tailEventSchema.safeParse(parseJson(line, 'GET', target, 200))
-          if (!parsed.success) throw new ProviderError('retryable', 'edge_host_bad_response', `GET ${target}: the edge host sent an event this kit does not understand`, 200)
+          if (!parsed.success)
+            throw new ProviderError('retryable', 'edge_host_bad_response', `GET ${target}: the edge host sent an event this kit does not understand`, 200)
           yield parsed.data
         }
       }
@@ -315,7 +316,13 @@ export class OnPremProvider implements EdgeProvider {
       const data: unknown = text === '' ? null : parseJson(text, method, target, status)
       if (!options.schema) return data as never
       const parsed = options.schema.safeParse(data)
-      if (!parsed.success) throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host answered a body this kit does not understand`, status)
+      if (!parsed.success)
+        throw new ProviderError(
+          'retryable',
+          'edge_host_bad_response',
+          `${method} ${target}: the edge host answered a body this kit does not understand`,
+          status,
+        )
       return parsed.data as never
     }
     const {code, message} = errorBodyOf(text, status)
@@ -328,9 +335,17 @@ export class OnPremProvider implements EdgeProvider {
 function controlRequest(scriptName: string, mutation: ControlMutation): ['PUT' | 'POST' | 'DELETE', string, Record<string, unknown>] {
   switch (mutation.operation) {
     case 'access_policy.replace':
-      return ['PUT', paths.accessPolicy(scriptName), {mode: mutation.mode, baseRevision: mutation.baseRevision, ...(mutation.mode === 'teamsync_internal' ? {ipAllowlist: mutation.ipAllowlist} : {})}]
+      return [
+        'PUT',
+        paths.accessPolicy(scriptName),
+        {mode: mutation.mode, baseRevision: mutation.baseRevision, ...(mutation.mode === 'teamsync_internal' ? {ipAllowlist: mutation.ipAllowlist} : {})},
+      ]
     case 'access_policy.api_key.rotate':
-      return ['POST', paths.apiKeyRotate(scriptName), {apiKeySha256: mutation.apiKeySha256, apiKeyLastFour: mutation.apiKeyLastFour, baseRevision: mutation.baseRevision}]
+      return [
+        'POST',
+        paths.apiKeyRotate(scriptName),
+        {apiKeySha256: mutation.apiKeySha256, apiKeyLastFour: mutation.apiKeyLastFour, baseRevision: mutation.baseRevision},
+      ]
     case 'access_policy.api_key.revoke':
       return ['POST', paths.apiKeyRevoke(scriptName), {baseRevision: mutation.baseRevision}]
     case 'runtime_config.replace':
@@ -338,7 +353,11 @@ function controlRequest(scriptName: string, mutation: ControlMutation): ['PUT' |
     case 'runtime_config.delete':
       return ['DELETE', paths.runtimeConfigEntry(scriptName, mutation.key), {baseRevision: mutation.baseRevision}]
     case 'operation_settings.replace':
-      return ['PUT', paths.operationSettings(scriptName), {releaseGeneration: mutation.releaseGeneration, settingsJson: mutation.settingsJson, baseRevision: mutation.baseRevision}]
+      return [
+        'PUT',
+        paths.operationSettings(scriptName),
+        {releaseGeneration: mutation.releaseGeneration, settingsJson: mutation.settingsJson, baseRevision: mutation.baseRevision},
+      ]
     case 'operation_settings.revoke':
       return ['POST', paths.operationSettingsRevoke(scriptName), {baseRevision: mutation.baseRevision}]
     case 'secrets.put':
@@ -368,7 +387,8 @@ function transportError(error: unknown, method: string, target: string): Provide
   if (error instanceof undiciErrors.ConnectTimeoutError || ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(code)) {
     return new ProviderError('retryable', 'edge_host_unreachable', `${where}: edge host unreachable (${code || 'connect timeout'})`)
   }
-  const detail = error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError ? 'read timeout' : code || (error as Error).name
+  const detail =
+    error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError ? 'read timeout' : code || (error as Error).name
   return new ProviderError('ambiguous', 'edge_host_no_answer', `${where}: no complete answer from the edge host (${detail})`)
 }
 

@@ -54,8 +54,14 @@ export class PostgresStoreBackup implements StoreBackup {
           let rows = 0
           let last: Row | undefined
           for (;;) {
-            const after = last ? sql`where (${sql.join(keyColumns.map((column) => sql.ref(column)))}) > (${sql.join(keyColumns.map((column) => last![column]))})` : sql``
-            const page = (await sql<Row>`select * from ${sql.table(table)} ${after} order by ${sql.join(keyColumns.map((column) => sql.ref(column)))} limit ${PAGE_ROWS}`.execute(db)).rows
+            const after = last
+              ? sql`where (${sql.join(keyColumns.map((column) => sql.ref(column)))}) > (${sql.join(keyColumns.map((column) => last![column]))})`
+              : sql``
+            const page = (
+              await sql<Row>`select * from ${sql.table(table)} ${after} order by ${sql.join(keyColumns.map((column) => sql.ref(column)))} limit ${PAGE_ROWS}`.execute(
+                db,
+              )
+            ).rows
             for (const row of page) {
               if (!output.write(`${rowLine(table, row)}\n`)) await once(output, 'drain')
               if (table === VERSIONS_TABLE) {
@@ -80,7 +86,10 @@ export class PostgresStoreBackup implements StoreBackup {
     const {applied} = await schemaStatus(this.db)
     // An empty database is migrated by the restore; one at another schema is not ours to change.
     if (applied.length > 0 && !sameList(applied, dump.migrations)) {
-      throw new KitError('schema_mismatch', `PostgreSQL store ${this.location} is at schema [${applied.join(', ')}], the backup at [${dump.migrations.join(', ')}]; run \`edgeworkers db migrate\` with the matching build first`)
+      throw new KitError(
+        'schema_mismatch',
+        `PostgreSQL store ${this.location} is at schema [${applied.join(', ')}], the backup at [${dump.migrations.join(', ')}]; run \`edgeworkers db migrate\` with the matching build first`,
+      )
     }
   }
 
@@ -98,7 +107,8 @@ export class PostgresStoreBackup implements StoreBackup {
       await sql`truncate ${sql.join(present.map((table) => sql.table(table)))}`.execute(db)
       for (const table of dump.tables) {
         const inserted = await insertRows(db, table.name, path.join(dir, tableFile(table.name)))
-        if (inserted !== table.rows) throw new KitError('usage', `the backup's ${tableFile(table.name)} holds ${inserted} rows, its manifest says ${table.rows}`)
+        if (inserted !== table.rows)
+          throw new KitError('usage', `the backup's ${tableFile(table.name)} holds ${inserted} rows, its manifest says ${table.rows}`)
       }
       await resetSequences(db)
       await seal(repositoriesFor(new StoreContext(trx, {backend: 'postgres', clock: systemClock, backoff: this.settings.backoff}, true)))

@@ -40,12 +40,19 @@ export class SqliteStoreBackup implements StoreBackup {
       // One self-contained file: no WAL beside it, whatever mode the live store runs in.
       copy.pragma('journal_mode = DELETE')
       const hasMigrations = copy.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(MIGRATION_TABLE) !== undefined
-      const migrations = hasMigrations ? (copy.prepare(`SELECT name FROM ${MIGRATION_TABLE} ORDER BY name`).all() as Array<{name: string}>).map((row) => row.name) : []
+      const migrations = hasMigrations
+        ? (copy.prepare(`SELECT name FROM ${MIGRATION_TABLE} ORDER BY name`).all() as Array<{name: string}>).map((row) => row.name)
+        : []
       const names = copy
-        .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'kysely\\_%' ESCAPE '\\' ORDER BY name`)
+        .prepare(
+          `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'kysely\\_%' ESCAPE '\\' ORDER BY name`,
+        )
         .all() as Array<{name: string}>
       const tables = names.map(({name}) => ({name, rows: (copy.prepare(`SELECT COUNT(*) AS count FROM "${name}"`).get() as {count: number}).count}))
-      const keys = copy.prepare('SELECT project_artifact_key AS project, bundle_artifact_key AS bundle FROM edge_worker_versions').all() as Array<{project: string; bundle: string}>
+      const keys = copy.prepare('SELECT project_artifact_key AS project, bundle_artifact_key AS bundle FROM edge_worker_versions').all() as Array<{
+        project: string
+        bundle: string
+      }>
       return {backend: 'sqlite', migrations, tables, artifactKeys: [...new Set(keys.flatMap((key) => [key.project, key.bundle]))].sort()}
     } finally {
       copy.close()
@@ -100,7 +107,10 @@ export class SqliteStoreBackup implements StoreBackup {
       db.exec('BEGIN EXCLUSIVE; COMMIT')
     } catch (error) {
       if ((error as {code?: string}).code?.startsWith('SQLITE_BUSY')) {
-        throw new KitError('conflict', `SQLite store ${this.file} is open in another process (a command, a reconcile pass, the TUI); stop them before restoring`)
+        throw new KitError(
+          'conflict',
+          `SQLite store ${this.file} is open in another process (a command, a reconcile pass, the TUI); stop them before restoring`,
+        )
       }
       throw new KitError('store_unavailable', `SQLite store ${this.file} cannot be opened: ${(error as Error).message}`)
     } finally {

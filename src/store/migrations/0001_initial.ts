@@ -72,10 +72,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('receipt', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
-    .addCheckConstraint(
-      'edge_worker_versions_state_check',
-      sql`state in ('built', 'deploying', 'deployed', 'failed', 'uncertain', 'superseded')`,
-    )
+    .addCheckConstraint('edge_worker_versions_state_check', sql`state in ('built', 'deploying', 'deployed', 'failed', 'uncertain', 'superseded')`)
     .execute()
   await db.schema.createIndex('edge_worker_versions_worker_state').on('edge_worker_versions').columns(['worker_id', 'state']).execute()
   // Artifact cleanup checks whether any version still references an object key.
@@ -106,10 +103,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addCheckConstraint('edge_worker_outbox_operation_check', sql`operation in ('deploy', 'artifact_cleanup', 'control_audit')`)
-    .addCheckConstraint(
-      'edge_worker_outbox_status_check',
-      sql`status in ('pending', 'leased', 'completed', 'failed', 'uncertain', 'cancelled')`,
-    )
+    .addCheckConstraint('edge_worker_outbox_status_check', sql`status in ('pending', 'leased', 'completed', 'failed', 'uncertain', 'cancelled')`)
     .execute()
   // Due pending rows, per lane and scope, oldest due first (claims, recovery republisher).
   await db.schema
@@ -120,11 +114,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Expired leases (claims reclaim them; recovery finds stalled work).
   await db.schema.createIndex('edge_worker_outbox_lease_expiry').on('edge_worker_outbox').columns(['status', 'lease_expires_at']).execute()
   // Deferred rows (last_error_code = edge_host_fenced) and operator filters by error code.
-  await db.schema
-    .createIndex('edge_worker_outbox_error_code')
-    .on('edge_worker_outbox')
-    .columns(['last_error_code', 'status', 'next_attempt_at'])
-    .execute()
+  await db.schema.createIndex('edge_worker_outbox_error_code').on('edge_worker_outbox').columns(['last_error_code', 'status', 'next_attempt_at']).execute()
   await db.schema.createIndex('edge_worker_outbox_worker').on('edge_worker_outbox').columns(['worker_id', 'created_at']).execute()
   await db.schema.createIndex('edge_worker_outbox_created').on('edge_worker_outbox').column('created_at').execute()
 
@@ -143,11 +133,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('facts', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute()
-  await db.schema
-    .createIndex('edge_worker_audit_logs_resource')
-    .on('edge_worker_audit_logs')
-    .columns(['resource_type', 'resource_id', 'created_at'])
-    .execute()
+  await db.schema.createIndex('edge_worker_audit_logs_resource').on('edge_worker_audit_logs').columns(['resource_type', 'resource_id', 'created_at']).execute()
   await db.schema.createIndex('edge_worker_audit_logs_action').on('edge_worker_audit_logs').columns(['action', 'created_at']).execute()
   await db.schema.createIndex('edge_worker_audit_logs_created').on('edge_worker_audit_logs').column('created_at').execute()
 

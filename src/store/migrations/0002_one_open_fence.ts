@@ -3,11 +3,5 @@
 import {sql, type Kysely} from 'kysely'
 
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema
-    .createIndex('kit_fences_one_open')
-    .on('kit_fences')
-    .column('scope')
-    .unique()
-    .where(sql.ref('ended_at'), 'is', null)
-    .execute()
+  await db.schema.createIndex('kit_fences_one_open').on('kit_fences').column('scope').unique().where(sql.ref('ended_at'), 'is', null).execute()
 }

@@ -47,7 +47,8 @@ export interface AuditEntrySpec {
 
 /** The one way an audit row is built: deterministic id, actor and auth method, canonical digests. */
 export function auditEntry(spec: AuditEntrySpec): AuditEntryInput {
-  const digest = spec.digest === undefined ? null : typeof spec.digest === 'string' ? spec.digest : canonicalDigest(spec.digest === true ? spec.facts : spec.digest)
+  const digest =
+    spec.digest === undefined ? null : typeof spec.digest === 'string' ? spec.digest : canonicalDigest(spec.digest === true ? spec.facts : spec.digest)
   return {
     id: spec.id ?? deterministicId(spec.action, spec.resource.id, ...(spec.discriminator === undefined ? [] : [spec.discriminator])),
     action: spec.action,

@@ -135,7 +135,8 @@ export class DeploymentRepository {
       if (!outbox) return {outcome: 'lease_lost'}
       const worker = await this.lockWorker(tx, ids.workerId)
       const version = await this.lockVersion(tx, ids.versionId)
-      const previous = worker?.current_version_id && worker.current_version_id !== ids.versionId ? await this.lockVersion(tx, worker.current_version_id) : undefined
+      const previous =
+        worker?.current_version_id && worker.current_version_id !== ids.versionId ? await this.lockVersion(tx, worker.current_version_id) : undefined
       if (worker && version && previous && isNewer(previous, version)) {
         const newer = {versionId: previous.id, outboxId: null}
         await this.settleSuperseded(tx, {outbox, worker, version, newer})
@@ -343,7 +344,13 @@ export class DeploymentRepository {
       .where('state', 'in', ['built', 'deploying', 'failed', 'uncertain'])
       .execute()
     // A Worker paused by another deploy under way stays paused: that deploy settles it.
-    const underway = await tx.db.selectFrom('edge_worker_versions').select('id').where('worker_id', '=', worker.id).where('state', '=', 'deploying').limit(1).executeTakeFirst()
+    const underway = await tx.db
+      .selectFrom('edge_worker_versions')
+      .select('id')
+      .where('worker_id', '=', worker.id)
+      .where('state', '=', 'deploying')
+      .limit(1)
+      .executeTakeFirst()
     if (!underway) await this.restWorker(tx, worker.id)
     const facts = {
       outbox_id: outbox.id,
@@ -358,7 +365,11 @@ export class DeploymentRepository {
   private async restWorker(tx: StoreContext, workerId: string): Promise<void> {
     const worker = await tx.db.selectFrom('edge_workers').select(['current_version_id', 'status']).where('id', '=', workerId).executeTakeFirst()
     if (!worker || worker.status === 'retired') return
-    await tx.db.updateTable('edge_workers').set({status: restingStatus(worker), updated_at: this.ctx.now()}).where('id', '=', workerId).execute()
+    await tx.db
+      .updateTable('edge_workers')
+      .set({status: restingStatus(worker), updated_at: this.ctx.now()})
+      .where('id', '=', workerId)
+      .execute()
   }
 
   private async settleOutbox(tx: StoreContext, id: string, status: string, errorCode: string | null, error: string | null): Promise<void> {
@@ -389,7 +400,12 @@ export class DeploymentRepository {
   }
 
   private async lockWorker(tx: StoreContext, id: string): Promise<WorkerRow | undefined> {
-    return tx.db.selectFrom('edge_workers').selectAll().where('id', '=', id).$if(this.ctx.locksRows, (q) => q.forUpdate()).executeTakeFirst()
+    return tx.db
+      .selectFrom('edge_workers')
+      .selectAll()
+      .where('id', '=', id)
+      .$if(this.ctx.locksRows, (q) => q.forUpdate())
+      .executeTakeFirst()
   }
 
   private async lockVersion(tx: StoreContext, id: string): Promise<VersionRow | undefined> {

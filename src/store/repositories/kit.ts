@@ -74,7 +74,15 @@ export class KitRepository {
    * adopts one the host already holds. Refused while the scope has an open fence; the partial unique
    * index kit_fences_one_open settles two racing writers.
    */
-  async beginFence(input: {id?: string; scope: string; reason: string; ttlSeconds: number; beganAt?: number; expiresAt?: number; hostAckedAt?: number}): Promise<FenceRow> {
+  async beginFence(input: {
+    id?: string
+    scope: string
+    reason: string
+    ttlSeconds: number
+    beganAt?: number
+    expiresAt?: number
+    hostAckedAt?: number
+  }): Promise<FenceRow> {
     type Outcome = {row: FenceRow; conflict?: undefined} | {row?: undefined; conflict: FenceRow | undefined}
     const outcome = await this.ctx.write(async ({db}): Promise<Outcome> => {
       const now = this.ctx.now()
@@ -93,12 +101,23 @@ export class KitRepository {
         ended_at: null,
         end_reason: null,
       }
-      const inserted = await db.insertInto('kit_fences').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst()
+      const inserted = await db
+        .insertInto('kit_fences')
+        .values(row)
+        .onConflict((oc) => oc.doNothing())
+        .returning('id')
+        .executeTakeFirst()
       return inserted ? {row} : {conflict: await openFenceQuery(db, input.scope).executeTakeFirst()}
     })
     if (outcome.row) return outcome.row
     const open = outcome.conflict
-    throw new KitError('conflict', open ? `a fence is already open for ${input.scope}: ${open.id} (${open.reason}); end it first with \`edgeworkers fence end ${open.id}\`` : `fence ${input.id} already exists`, 'fence_active')
+    throw new KitError(
+      'conflict',
+      open
+        ? `a fence is already open for ${input.scope}: ${open.id} (${open.reason}); end it first with \`edgeworkers fence end ${open.id}\``
+        : `fence ${input.id} already exists`,
+      'fence_active',
+    )
   }
 
   async getFence(id: string): Promise<FenceRow | undefined> {

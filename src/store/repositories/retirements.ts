@@ -124,7 +124,13 @@ export class RetirementRepository {
           where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id = seen.company_id))`.execute(this.ctx.db)
     if (candidates.length === 0) return []
     const companies = candidates.map((candidate) => candidate.company_id)
-    const {rows} = await sql<{worker_id: string; company_id: string | null; department_id: string | null; script_name: string | null; unsettled: number | string}>`
+    const {rows} = await sql<{
+      worker_id: string
+      company_id: string | null
+      department_id: string | null
+      script_name: string | null
+      unsettled: number | string
+    }>`
       select g.worker_id, g.company_id, g.department_id, g.unsettled,
         (select s.script_name from edge_worker_outbox s where s.worker_id = g.worker_id and s.script_name is not null limit 1) as script_name
       from (
@@ -149,7 +155,11 @@ export class RetirementRepository {
     const stored = new Set<string>()
     // Chunked: SQLite caps bound parameters.
     for (let start = 0; start < names.length; start += 500) {
-      const rows = await this.ctx.db.selectFrom('edge_workers').select('script_name').where('script_name', 'in', names.slice(start, start + 500)).execute()
+      const rows = await this.ctx.db
+        .selectFrom('edge_workers')
+        .select('script_name')
+        .where('script_name', 'in', names.slice(start, start + 500))
+        .execute()
       for (const row of rows) stored.add(row.script_name)
     }
     return stored

@@ -185,7 +185,13 @@ export class StatusRepository {
   async errorGroups(scope: string | null): Promise<ErrorGroup[]> {
     const rows = await this.ctx.db
       .selectFrom('edge_worker_outbox')
-      .select(['status', 'operation', 'last_error_code', (eb) => eb.fn.countAll<number | string>().as('count'), (eb) => eb.fn.max('updated_at').as('latest_at')])
+      .select([
+        'status',
+        'operation',
+        'last_error_code',
+        (eb) => eb.fn.countAll<number | string>().as('count'),
+        (eb) => eb.fn.max('updated_at').as('latest_at'),
+      ])
       .$call(inScope(scope))
       .where('status', 'in', [...ATTENTION_OUTBOX_STATUSES])
       .where((eb) => eb.not(supersededByCompletedDeploy(eb)))
@@ -199,7 +205,12 @@ export class StatusRepository {
         count: Number(row.count),
         latest_at: Number(row.latest_at),
       }))
-      .sort((a, b) => b.count - a.count || b.latest_at - a.latest_at || `${a.status}${a.operation}${a.last_error_code}`.localeCompare(`${b.status}${b.operation}${b.last_error_code}`))
+      .sort(
+        (a, b) =>
+          b.count - a.count ||
+          b.latest_at - a.latest_at ||
+          `${a.status}${a.operation}${a.last_error_code}`.localeCompare(`${b.status}${b.operation}${b.last_error_code}`),
+      )
   }
 
   /** The rows of one error group, most recently changed first. */

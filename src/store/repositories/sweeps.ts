@@ -180,7 +180,11 @@ export class SweepRepository {
   /** Which of these Worker ids still have a row. */
   async existingWorkerIds(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set()
-    const rows = await this.ctx.db.selectFrom('edge_workers').select('id').where('id', 'in', [...new Set(ids)]).execute()
+    const rows = await this.ctx.db
+      .selectFrom('edge_workers')
+      .select('id')
+      .where('id', 'in', [...new Set(ids)])
+      .execute()
     return new Set(rows.map((row) => row.id))
   }
 
@@ -236,7 +240,12 @@ export class SweepRepository {
    * cooldown since a runner last touched the row, or a waiting `deploy` still within its grace —
    * with the moment the first of them becomes claimable (the rule of claimRecoverableDeployments).
    */
-  async waitingDeployments(options: {scope: string; cooldownSeconds: number; graceSeconds: number; deferredMarker: string}): Promise<{count: number; nextDueAt: number | null}> {
+  async waitingDeployments(options: {
+    scope: string
+    cooldownSeconds: number
+    graceSeconds: number
+    deferredMarker: string
+  }): Promise<{count: number; nextDueAt: number | null}> {
     const now = this.ctx.now()
     const cooldownMs = options.cooldownSeconds * 1000
     const graceMs = options.graceSeconds * 1000

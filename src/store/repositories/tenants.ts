@@ -22,7 +22,11 @@ export class TenantRepository {
     const now = this.ctx.now()
     const row: CompanyRow = {id, name: checkedName(input.name, 'company'), created_at: now, updated_at: now}
     return this.ctx.write(async ({db}) => {
-      const inserted = await db.insertInto('companies').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+      const inserted = await db
+        .insertInto('companies')
+        .values(row)
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst()
       if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `company ${id} already exists`)
       return row
     })
@@ -35,7 +39,12 @@ export class TenantRepository {
   /** Hard-deletes a company and everything that cascades from it; undefined when it does not exist. */
   async purgeCompany(id: string): Promise<PurgeCounts | undefined> {
     return this.ctx.atomic(async ({db}) => {
-      const company = await db.selectFrom('companies').select('id').where('id', '=', id).$if(this.ctx.locksRows, (q) => q.forUpdate()).executeTakeFirst()
+      const company = await db
+        .selectFrom('companies')
+        .select('id')
+        .where('id', '=', id)
+        .$if(this.ctx.locksRows, (q) => q.forUpdate())
+        .executeTakeFirst()
       if (!company) return undefined
       const {rows} = await sql<PurgeCounts>`
         select
@@ -58,7 +67,11 @@ export class TenantRepository {
       if (!company) throw new KitError('not_found', `company ${input.company_id} not found`)
       const now = this.ctx.now()
       const row: DepartmentRow = {id, company_id: input.company_id, name, created_at: now, updated_at: now, deleted_at: null}
-      const inserted = await db.insertInto('departments').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+      const inserted = await db
+        .insertInto('departments')
+        .values(row)
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst()
       if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `department ${id} already exists`)
       return row
     })
@@ -77,8 +90,13 @@ export class TenantRepository {
       const now = this.ctx.now()
       const row: ServiceAccountRow = {id, department_id: input.department_id, name, created_at: now, updated_at: now, deleted_at: null}
       // Both the id and the live (department, name) pair are unique.
-      const inserted = await db.insertInto('service_accounts').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
-      if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `service account ${name} already exists in department ${input.department_id}`)
+      const inserted = await db
+        .insertInto('service_accounts')
+        .values(row)
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst()
+      if (inserted.numInsertedOrUpdatedRows === 0n)
+        throw new KitError('conflict', `service account ${name} already exists in department ${input.department_id}`)
       return row
     })
   }

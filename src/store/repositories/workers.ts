@@ -55,7 +55,11 @@ export class WorkerRepository {
         retired_at: null,
       }
       // id, department (one Worker each) and script name (never reused) are all unique.
-      const inserted = await db.insertInto('edge_workers').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+      const inserted = await db
+        .insertInto('edge_workers')
+        .values(row)
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst()
       if (inserted.numInsertedOrUpdatedRows === 0n) {
         throw new KitError('conflict', `a Worker already exists for department ${input.department_id} or script ${input.script_name}`)
       }
@@ -73,7 +77,13 @@ export class WorkerRepository {
 
   /** A department's Worker (one per department). */
   async getByDepartment(departmentId: string): Promise<WorkerRow | undefined> {
-    return this.ctx.db.selectFrom('edge_workers').selectAll().where('department_id', '=', departmentId).orderBy('created_at', 'desc').limit(1).executeTakeFirst()
+    return this.ctx.db
+      .selectFrom('edge_workers')
+      .selectAll()
+      .where('department_id', '=', departmentId)
+      .orderBy('created_at', 'desc')
+      .limit(1)
+      .executeTakeFirst()
   }
 
   async list(filter: {companyId?: string; status?: string} = {}): Promise<WorkerRow[]> {
@@ -103,7 +113,12 @@ export class WorkerRepository {
    */
   async createVersion(input: VersionCreateInput): Promise<VersionRow> {
     return this.ctx.atomic(async ({db}) => {
-      await db.selectFrom('edge_workers').select('id').where('id', '=', input.worker_id).$if(this.ctx.locksRows, (q) => q.forUpdate()).executeTakeFirst()
+      await db
+        .selectFrom('edge_workers')
+        .select('id')
+        .where('id', '=', input.worker_id)
+        .$if(this.ctx.locksRows, (q) => q.forUpdate())
+        .executeTakeFirst()
       const latest = await db
         .selectFrom('edge_worker_versions')
         .select((eb) => eb.fn.max('created_at').as('created_at'))
@@ -133,7 +148,13 @@ export class WorkerRepository {
   }
 
   async listVersions(workerId: string): Promise<VersionRow[]> {
-    const rows = await this.ctx.db.selectFrom('edge_worker_versions').selectAll().where('worker_id', '=', workerId).orderBy('created_at').orderBy('id').execute()
+    const rows = await this.ctx.db
+      .selectFrom('edge_worker_versions')
+      .selectAll()
+      .where('worker_id', '=', workerId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
     return rows.map(toVersionRow)
   }
 

@@ -12,7 +12,8 @@ import type {JsonObject, OutboxRow} from '../../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../../support/stores.js'
 import {enqueueDeployRow, passEngine, recordingDispatch, SCOPE, seedWorker, tempArtifactDir, type SettingsOverrides, type TestEngine} from './support.js'
 
-const cleanup = (engine: TestEngine, options: {openArtifactStore?: () => Promise<ArtifactStore>} = {}) => runPass(engine, {lanes: ['artifact_cleanup'], ...options})
+const cleanup = (engine: TestEngine, options: {openArtifactStore?: () => Promise<ArtifactStore>} = {}) =>
+  runPass(engine, {lanes: ['artifact_cleanup'], ...options})
 const laneOf = (result: PassResult) => result.lanes[0]!
 const row = (t: StoreHarness, id: string) => t.store.outbox.get(id) as Promise<OutboxRow>
 
@@ -49,7 +50,13 @@ describeEachStore('artifact cleanup lane', (t) => {
   test('a due orphan is deleted and its intent completes; intents not yet due, adopted or of another scope are left alone', async () => {
     const {engine, artifacts, fileOf} = await setUp()
     const {key, row: due} = await orphan(artifacts)
-    const later = await t.store.outbox.enqueue({operation: 'artifact_cleanup', dedupe_key: 'later', dispatch_namespace: SCOPE, payload: {}, next_attempt_at: t.clock.now() + 900_000})
+    const later = await t.store.outbox.enqueue({
+      operation: 'artifact_cleanup',
+      dedupe_key: 'later',
+      dispatch_namespace: SCOPE,
+      payload: {},
+      next_attempt_at: t.clock.now() + 900_000,
+    })
     const adopted = await intent({kind: 'project', object_key: 'x', digest: 'y'})
     await t.exec(`update edge_worker_outbox set status = 'cancelled', last_error_code = 'adopted' where id = '${adopted.id}'`)
     await t.store.outbox.enqueue({operation: 'artifact_cleanup', dedupe_key: 'other-kit', dispatch_namespace: 'onprem:ba9876543210', payload: {}})
@@ -103,7 +110,11 @@ describeEachStore('artifact cleanup lane', (t) => {
 
     expect(laneOf(await cleanup(engine))).toMatchObject({claimed: invalid.length, failed: invalid.length})
     for (const failed of rows) {
-      expect(await row(t, failed.id)).toMatchObject({status: 'failed', last_error_code: 'cleanup_payload_invalid', last_error: expect.stringMatching(/^the cleanup payload is invalid: /)})
+      expect(await row(t, failed.id)).toMatchObject({
+        status: 'failed',
+        last_error_code: 'cleanup_payload_invalid',
+        last_error: expect.stringMatching(/^the cleanup payload is invalid: /),
+      })
     }
     expect(existsSync(fileOf(key))).toBe(true)
   })
@@ -123,7 +134,12 @@ describeEachStore('artifact cleanup lane', (t) => {
     const open = async () => failing
 
     expect(laneOf(await cleanup(engine, {openArtifactStore: open}))).toMatchObject({claimed: 1, retried: 1})
-    expect(await row(t, due.id)).toMatchObject({status: 'pending', attempts: 1, next_attempt_at: t.clock.now() + 30_000, last_error_code: 'artifact_delete_failed'})
+    expect(await row(t, due.id)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      next_attempt_at: t.clock.now() + 30_000,
+      last_error_code: 'artifact_delete_failed',
+    })
     t.clock.advance(30_000)
     expect(laneOf(await cleanup(engine, {openArtifactStore: open}))).toMatchObject({claimed: 1, failed: 1})
     expect(await row(t, due.id)).toMatchObject({status: 'failed', attempts: 2, last_error: expect.stringMatching(/EIO/)})
@@ -142,7 +158,8 @@ describeEachStore('artifact cleanup lane', (t) => {
     expect(result.lanes.map((lane) => lane.lane)).toEqual(['recovery', 'artifact_cleanup'])
     expect(result.lanes[0]).toMatchObject({claimed: 1, completed: 1})
     expect(result.lanes[1]).toMatchObject({claimed: 2, retried: 2, error: 'artifact store /data/artifacts is not usable: EACCES'})
-    for (const {row: burnt} of due) expect(await row(t, burnt.id)).toMatchObject({status: 'pending', attempts: 1, last_error_code: 'artifact_store_unavailable'})
+    for (const {row: burnt} of due)
+      expect(await row(t, burnt.id)).toMatchObject({status: 'pending', attempts: 1, last_error_code: 'artifact_store_unavailable'})
     expect(await row(t, deploy.id)).toMatchObject({status: 'completed'})
     expect(engine.log.messages('warn')).toContain('Edge Worker artifact cleanup failed: artifact store /data/artifacts is not usable: EACCES')
   })
@@ -191,13 +208,19 @@ describeEachStore('artifact cleanup lane', (t) => {
     })
     const result = await runPass(engine, {lanes: ['artifact_cleanup'], signal: stop.signal, openArtifactStore: async () => stopping})
     expect(laneOf(result)).toMatchObject({claimed: 3, completed: 1, skipped: 2})
-    for (const {row: back} of due.slice(1)) expect(await row(t, back.id)).toMatchObject({status: 'pending', attempts: 0, lease_token: null, next_attempt_at: t.clock.now()})
+    for (const {row: back} of due.slice(1))
+      expect(await row(t, back.id)).toMatchObject({status: 'pending', attempts: 0, lease_token: null, next_attempt_at: t.clock.now()})
   })
 })
 
 /** The artifact store with its delete replaced. */
 function withDelete(artifacts: ArtifactStore, remove: ArtifactStore['delete']): ArtifactStore {
-  return {put: (kind, bytes) => artifacts.put(kind, bytes), get: (key, maxBytes) => artifacts.get(key, maxBytes), has: (key) => artifacts.has(key), delete: remove}
+  return {
+    put: (kind, bytes) => artifacts.put(kind, bytes),
+    get: (key, maxBytes) => artifacts.get(key, maxBytes),
+    has: (key) => artifacts.has(key),
+    delete: remove,
+  }
 }
 
 function versionInput(workerId: string) {

@@ -69,7 +69,12 @@ describeEachStore('concurrent reconcile passes', (t) => {
         if (i < EXPIRED_LEASES) await tx.outbox.leaseById(row.id, {scope: SCOPE, owner: 'crashed-runner', leaseSeconds: 90})
       }
       for (const [i, key] of keys.entries()) {
-        await tx.outbox.enqueue({operation: 'artifact_cleanup', dedupe_key: `artifact-cleanup:v${i}:bundle`, dispatch_namespace: SCOPE, payload: {kind: 'bundle', object_key: key, digest: sha256Hex(`orphan ${i}`)}})
+        await tx.outbox.enqueue({
+          operation: 'artifact_cleanup',
+          dedupe_key: `artifact-cleanup:v${i}:bundle`,
+          dispatch_namespace: SCOPE,
+          payload: {kind: 'bundle', object_key: key, digest: sha256Hex(`orphan ${i}`)},
+        })
       }
     })
 

@@ -34,7 +34,9 @@ function runRunner(url: string, dataDir: string, owner: string, scope: string): 
 }
 
 describeStore('postgres', 'several kits on one database', (t) => {
-  test(`${KITS.length} kits × ${PROCESSES_PER_KIT} pass process(es) at once: each takes, settles and reports only its own rows`, {timeout: 120_000}, async () => {
+  test(`${KITS.length} kits × ${PROCESSES_PER_KIT} pass process(es) at once: each takes, settles and reports only its own rows`, {
+    timeout: 120_000,
+  }, async () => {
     const rowsOfKit = new Map<string, Set<string>>()
     for (const [k, scope] of KITS.entries()) {
       const seeds = await Promise.all(Array.from({length: WORKERS_PER_KIT}, () => seedWorker(t)))
@@ -66,7 +68,9 @@ describeStore('postgres', 'several kits on one database', (t) => {
     const url = `${t.url}?options=${encodeURIComponent('-c synchronous_commit=off')}`
     const dataDir = t.settings().data_dir
     const runs = await Promise.all(
-      KITS.flatMap((scope, k) => Array.from({length: PROCESSES_PER_KIT}, (_, p) => runRunner(url, dataDir, `kit-${k}-pass-${p}`, scope).then((run) => ({scope, k, run})))),
+      KITS.flatMap((scope, k) =>
+        Array.from({length: PROCESSES_PER_KIT}, (_, p) => runRunner(url, dataDir, `kit-${k}-pass-${p}`, scope).then((run) => ({scope, k, run}))),
+      ),
     )
     const dispatchedByKit = new Map<string, string[]>(KITS.map((scope) => [scope, []]))
     for (const {scope, k, run} of runs) {

@@ -12,7 +12,9 @@ import {enqueueDeployRow, passEngine, recordingDispatch, SCOPE, seedWorker, temp
 
 describeEachStore('reconcile pass', (t) => {
   test('an invalid provider skips the whole pass with the reference log line; nothing is claimed', async () => {
-    const engine = await passEngine(t, {resolution: {status: 'invalid', code: 'edge_workers_provider_invalid', message: 'provider.scope onprem:ffffffffffff was never paired'}})
+    const engine = await passEngine(t, {
+      resolution: {status: 'invalid', code: 'edge_workers_provider_invalid', message: 'provider.scope onprem:ffffffffffff was never paired'},
+    })
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
     const dispatch = recordingDispatch()
     const result = await runPass(engine, {dispatchDeploy: dispatch})
@@ -59,7 +61,12 @@ describeEachStore('reconcile pass', (t) => {
     t.clock.advance(1)
     await enqueueDeployRow(engine, await seedWorker(t))
     const key = await artifacts.put('bundle', Buffer.from('orphan'))
-    const intent = await t.store.outbox.enqueue({operation: 'artifact_cleanup', dedupe_key: 'artifact-cleanup:v:bundle', dispatch_namespace: SCOPE, payload: {kind: 'bundle', object_key: key, digest: sha256Hex('orphan')}})
+    const intent = await t.store.outbox.enqueue({
+      operation: 'artifact_cleanup',
+      dedupe_key: 'artifact-cleanup:v:bundle',
+      dispatch_namespace: SCOPE,
+      payload: {kind: 'bundle', object_key: key, digest: sha256Hex('orphan')},
+    })
     const fence = await t.store.kit.beginFence({scope: SCOPE, reason: 'backup', ttlSeconds: 60})
     const deferredRow = await enqueueDeployRow(engine, await seedWorker(t))
     await t.store.kit.endFence(fence.id, 'done')
@@ -128,7 +135,13 @@ describeEachStore('reconcile pass', (t) => {
   test('reports the rows of the swept lanes left failed or uncertain in its scope', async () => {
     const engine = await passEngine(t)
     const settled = async (operation: OutboxRow['operation'], status: string, scope = SCOPE) => {
-      const {row} = await t.store.outbox.enqueue({operation, dedupe_key: `${operation}:${status}:${scope}:${Math.random()}`, dispatch_namespace: scope, payload: {}, next_attempt_at: null})
+      const {row} = await t.store.outbox.enqueue({
+        operation,
+        dedupe_key: `${operation}:${status}:${scope}:${Math.random()}`,
+        dispatch_namespace: scope,
+        payload: {},
+        next_attempt_at: null,
+      })
       await t.exec(`update edge_worker_outbox set status = '${status}' where id = '${row.id}'`)
     }
     await settled('deploy', 'failed')
@@ -158,7 +171,13 @@ describeEachStore('reconcile pass', (t) => {
     expect(reserved.waiting).toEqual({deploys: 1, nextDueInMs: engine.settings.recovery.dispatch_grace_seconds * 1000 - 1_000})
 
     // A failed attempt backs off: due at its next_attempt_at.
-    const {row} = await t.store.outbox.enqueue({operation: 'deploy', dedupe_key: `waiting:${Math.random()}`, dispatch_namespace: SCOPE, payload: {}, next_attempt_at: t.clock.now() + 12_000})
+    const {row} = await t.store.outbox.enqueue({
+      operation: 'deploy',
+      dedupe_key: `waiting:${Math.random()}`,
+      dispatch_namespace: SCOPE,
+      payload: {},
+      next_attempt_at: t.clock.now() + 12_000,
+    })
     const backedOff = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: recordingDispatch()})
     expect(backedOff.waiting).toEqual({deploys: 2, nextDueInMs: 12_000})
     expect(await t.store.outbox.get(row.id)).toMatchObject({status: 'pending'})

@@ -37,7 +37,9 @@ describeEachStore('recovery lane', (t) => {
     const result = await recovery(engine, dispatch)
     expect(result.status).toBe('ran')
     expect(laneOf(result)).toMatchObject({lane: 'recovery', claimed: 1, completed: 1, retried: 0, failed: 0, uncertain: 0, skipped: 0})
-    expect(dispatch.calls).toEqual([{outboxId: enqueued.id, companyId: seed.worker.company_id, departmentId: seed.worker.department_id, messageId: enqueued.id}])
+    expect(dispatch.calls).toEqual([
+      {outboxId: enqueued.id, companyId: seed.worker.company_id, departmentId: seed.worker.department_id, messageId: enqueued.id},
+    ])
     // Published: still pending, held by this runner, due now so the task's lease takes it.
     expect(dispatch.rowsSeen[0]).toMatchObject({status: 'pending', lease_owner: OWNER, next_attempt_at: t.clock.now()})
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed'})
@@ -72,7 +74,7 @@ describeEachStore('recovery lane', (t) => {
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
   })
 
-  test('a row a sweep published stays that sweep\'s until its task leases it: no other sweep takes it meanwhile', async () => {
+  test("a row a sweep published stays that sweep's until its task leases it: no other sweep takes it meanwhile", async () => {
     const engine = await engineWith({recovery: {cooldown_seconds: 15}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
     const claim = (owner: string) =>
@@ -173,7 +175,14 @@ describeEachStore('recovery lane', (t) => {
   test('a publisher that died after stamping a never-attempted row leaves it stalled until the grace since enqueue has passed', async () => {
     const engine = await engineWith({recovery: {dispatch_grace_seconds: 60}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
-    await t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'dead', limit: 10, graceSeconds: 60, cooldownSeconds: 15, deferredMarker: EDGE_HOST_FENCED})
+    await t.store.sweeps.claimRecoverableDeployments({
+      scope: SCOPE,
+      owner: 'dead',
+      limit: 10,
+      graceSeconds: 60,
+      cooldownSeconds: 15,
+      deferredMarker: EDGE_HOST_FENCED,
+    })
     const dispatch = recordingDispatch()
     t.clock.advance(59_999)
     expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
@@ -189,7 +198,11 @@ describeEachStore('recovery lane', (t) => {
     const dispatch = recordingDispatch()
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, failed: 1})
     expect(dispatch.calls).toEqual([])
-    expect(await row(t, bad.id)).toMatchObject({status: 'failed', last_error_code: 'deployment_payload_invalid', last_error: expect.stringMatching(/baseRevision/)})
+    expect(await row(t, bad.id)).toMatchObject({
+      status: 'failed',
+      last_error_code: 'deployment_payload_invalid',
+      last_error: expect.stringMatching(/baseRevision/),
+    })
     expect(await t.store.workers.get(seed.worker.id)).toMatchObject({status: 'new'})
     expect(await t.store.workers.getVersion(seed.version.id)).toMatchObject({state: 'failed'})
     expect(engine.log.messages('warn')).toContain(`Edge Worker deployment quarantined: ${(await row(t, bad.id)).last_error}`)
@@ -248,7 +261,10 @@ describeEachStore('recovery lane', (t) => {
     // Three rows of the first Worker, then one of each other Worker.
     const ids: string[] = []
     for (const [i, seed] of [seeds[0]!, seeds[0]!, seeds[0]!, ...seeds.slice(1)].entries()) {
-      ids.push((await t.store.outbox.enqueue({...deployRowInput(seed, {releaseGeneration: seed.version.release_generation, baseRevision: i}), dedupe_key: `row-${i}`})).row.id)
+      ids.push(
+        (await t.store.outbox.enqueue({...deployRowInput(seed, {releaseGeneration: seed.version.release_generation, baseRevision: i}), dedupe_key: `row-${i}`}))
+          .row.id,
+      )
       t.clock.advance(1)
     }
     const workerOf = new Map(ids.map((id, i) => [id, i < 3 ? seeds[0]!.worker.id : seeds[i - 2]!.worker.id]))

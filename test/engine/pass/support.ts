@@ -58,7 +58,12 @@ export interface TestEngine extends Engine {
 
 export async function passEngine(
   t: StoreHarness,
-  options: {settings?: SettingsOverrides; resolution?: ProviderResolution | (() => Promise<ProviderResolution>); artifacts?: ArtifactStore; owner?: string} = {},
+  options: {
+    settings?: SettingsOverrides
+    resolution?: ProviderResolution | (() => Promise<ProviderResolution>)
+    artifacts?: ArtifactStore
+    owner?: string
+  } = {},
 ): Promise<TestEngine> {
   const settings = settingsSchema.parse(merge(t.settings() as unknown as Record<string, unknown>, (options.settings ?? {}) as Record<string, unknown>))
   const resolution = options.resolution ?? readyProvider()
@@ -91,7 +96,12 @@ export async function seedWorker(t: StoreHarness, options: {versionState?: Versi
   const n = ++seeded
   const company = await t.store.tenants.createCompany({id: `co-${n}`, name: `Company ${n}`})
   const department = await t.store.tenants.createDepartment({id: `dept-${n}`, company_id: company.id, name: `Department ${n}`})
-  const worker = await t.store.workers.create({company_id: company.id, department_id: department.id, script_name: scriptNameFor(company.id, department.id), status: 'new'})
+  const worker = await t.store.workers.create({
+    company_id: company.id,
+    department_id: department.id,
+    script_name: scriptNameFor(company.id, department.id),
+    status: 'new',
+  })
   const projectDigest = sha256Hex(`project ${n}`)
   const bundleDigest = sha256Hex(`bundle ${n}`)
   const version = await t.store.workers.createVersion({
@@ -125,7 +135,10 @@ export interface RecordingDispatch extends DispatchDeploy {
  * Stands in for the deploy task: leases the row by id and settles it with `outcome` (default
  * completed), or returns `outcome` untouched when it is not a settling one.
  */
-export function recordingDispatch(outcome: (args: DeployTaskArgs) => DeployTaskResult | Promise<DeployTaskResult> = completedResult, scope = SCOPE): RecordingDispatch {
+export function recordingDispatch(
+  outcome: (args: DeployTaskArgs) => DeployTaskResult | Promise<DeployTaskResult> = completedResult,
+  scope = SCOPE,
+): RecordingDispatch {
   const calls: DeployTaskArgs[] = []
   const rowsSeen: OutboxRow[] = []
   const dispatch = async (engine: Engine, args: DeployTaskArgs): Promise<DeployTaskResult> => {

@@ -35,10 +35,7 @@ describe('loadConfig', () => {
 
   test('flags beat env beat file beat defaults', () => {
     const dataDir = tempDir()
-    writeFileSync(
-      path.join(dataDir, 'edgeworkers.toml'),
-      '[recovery]\nbatch_size = 10\ncooldown_seconds = 30\ndispatch_grace_seconds = 120\n',
-    )
+    writeFileSync(path.join(dataDir, 'edgeworkers.toml'), '[recovery]\nbatch_size = 10\ncooldown_seconds = 30\ndispatch_grace_seconds = 120\n')
     const env = {
       EDGEWORKERS_DATA_DIR: dataDir,
       [envNameFor('recovery.batch_size')]: '20',

@@ -61,13 +61,23 @@ describe('strict enqueue validation', () => {
     expect(controlPayloadProblem(SCRIPT, withCommand('secrets.put', {name: 'TOKEN', valueDigest: sha256Hex('v'), value: 'v'}))).toMatch(/unknown key value/)
     expect(controlPayloadProblem(SCRIPT, withCommand('secrets.put', {name: 'TOKEN'}))).toMatch(/valueDigest/)
     const json = '{ "a": 1 }'
-    expect(controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: json, valueSha256: sha256Hex(json), baseRevision: 0}))).toMatch(/canonical/)
+    expect(
+      controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: json, valueSha256: sha256Hex(json), baseRevision: 0})),
+    ).toMatch(/canonical/)
     const array = '[1]'
-    expect(controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: array, valueSha256: sha256Hex(array), baseRevision: 0}))).toMatch(/JSON object/)
+    expect(
+      controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: array, valueSha256: sha256Hex(array), baseRevision: 0})),
+    ).toMatch(/JSON object/)
     const big = JSON.stringify({v: 'é'.repeat(33_000)})
-    expect(controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: big, valueSha256: sha256Hex(big), baseRevision: 0}))).toMatch(/65536 UTF-8 bytes/)
-    expect(controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: '{}', valueSha256: sha256Hex('x'), baseRevision: 0}))).toMatch(/SHA-256/)
-    expect(controlPayloadProblem(SCRIPT, withCommand('access_policy.replace', {mode: 'public', ipAllowlist: ['10.0.0.1'], baseRevision: 0}))).toMatch(/allowlist/)
+    expect(
+      controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: big, valueSha256: sha256Hex(big), baseRevision: 0})),
+    ).toMatch(/65536 UTF-8 bytes/)
+    expect(
+      controlPayloadProblem(SCRIPT, withCommand('runtime_config.replace', {key: 'K', valueJson: '{}', valueSha256: sha256Hex('x'), baseRevision: 0})),
+    ).toMatch(/SHA-256/)
+    expect(controlPayloadProblem(SCRIPT, withCommand('access_policy.replace', {mode: 'public', ipAllowlist: ['10.0.0.1'], baseRevision: 0}))).toMatch(
+      /allowlist/,
+    )
     const payload = payloadFor({operation: 'secrets.delete', name: 'TOKEN'})
     expect(controlPayloadProblem(SCRIPT, {...payload, commandDigest: sha256Hex('other')})).toBe('commandDigest does not match the command')
     expect(controlPayloadProblem(SCRIPT, {...payload, extra: 1})).toMatch(/unknown key extra/)
@@ -85,7 +95,8 @@ describe('receipt rules', () => {
     createdAt: NOW,
     acknowledgedAt: null,
   })
-  const check = (payload: ControlPayload, result: Record<string, unknown>) => validateReceipt(receiptOf(payload, result), {mutationId: 'm-1', scriptName: SCRIPT, payload})
+  const check = (payload: ControlPayload, result: Record<string, unknown>) =>
+    validateReceipt(receiptOf(payload, result), {mutationId: 'm-1', scriptName: SCRIPT, payload})
 
   test('secrets: name and digest as the command; a delete that deleted nothing is a no-op', () => {
     const put = payloadFor({operation: 'secrets.put', name: 'TOKEN', value: 'v'})
@@ -104,7 +115,9 @@ describe('receipt rules', () => {
     expect(check(revoke, {conflict: false, revoked: true, current: current(5)})).toMatchObject({noop: false})
     expect(check(revoke, {conflict: false, revoked: false, current: current(4)})).toMatchObject({noop: true})
     expect(check(revoke, {conflict: false, revoked: false, current: current(5)})).toHaveProperty('problem')
-    expect(check(revoke, {conflict: false, revoked: true, current: {...current(5), state: 'pending'}})).toEqual({problem: 'the receipt operation settings are pending, not reconciled'})
+    expect(check(revoke, {conflict: false, revoked: true, current: {...current(5), state: 'pending'}})).toEqual({
+      problem: 'the receipt operation settings are pending, not reconciled',
+    })
   })
 
   test('runtime config: canonical, hashing to the command digest; operation settings: the command release', () => {
@@ -116,7 +129,9 @@ describe('receipt rules', () => {
     const settings = payloadFor({operation: 'operation_settings.replace', releaseGeneration: 'rg-1', settingsJson: '{}', baseRevision: 0})
     const stored = {state: 'reconciled', releaseGeneration: 'rg-1', settingsSha256: sha256Hex('{}'), revision: 1, updated_at: NOW}
     expect(check(settings, {conflict: false, current: stored})).toMatchObject({noop: false})
-    expect(check(settings, {conflict: false, current: {...stored, releaseGeneration: 'rg-2'}})).toEqual({problem: 'the receipt names another release generation'})
+    expect(check(settings, {conflict: false, current: {...stored, releaseGeneration: 'rg-2'}})).toEqual({
+      problem: 'the receipt names another release generation',
+    })
   })
 
   test('the outer receipt must name this mutation, command and script', () => {

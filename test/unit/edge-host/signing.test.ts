@@ -22,7 +22,10 @@ function memoryLedger(): NonceLedger {
 const secret = generateSecret()
 const now = Date.UTC(2026, 10, 30, 12, 0, 0)
 
-function verify(headers: Record<string, string>, overrides: {body?: string; target?: string; method?: string; nowMs?: number; secret?: string; nonces?: NonceLedger} = {}) {
+function verify(
+  headers: Record<string, string>,
+  overrides: {body?: string; target?: string; method?: string; nowMs?: number; secret?: string; nonces?: NonceLedger} = {},
+) {
   return verifyRequest({
     secret: overrides.secret ?? secret,
     method: overrides.method ?? 'PUT',
@@ -42,7 +45,13 @@ describe('request signing', () => {
     expect(headers[TIMESTAMP_HEADER]).toBe(String(now / 1000))
     expect(headers[NONCE_HEADER]).toBe('nonce-0123456789abcdef')
     expect(
-      stringToSign({method: 'put', target: '/v1/scripts/x?a=1', timestamp: String(now / 1000), nonce: 'nonce-0123456789abcdef', bodySha256: sha256Hex('{"a":1}')}),
+      stringToSign({
+        method: 'put',
+        target: '/v1/scripts/x?a=1',
+        timestamp: String(now / 1000),
+        nonce: 'nonce-0123456789abcdef',
+        bodySha256: sha256Hex('{"a":1}'),
+      }),
     ).toBe(`EDGEWORKERS-HMAC-SHA256-V1\nPUT\n/v1/scripts/x?a=1\n${now / 1000}\nnonce-0123456789abcdef\n${sha256Hex('{"a":1}')}`)
     expect(headers[SIGNATURE_HEADER]).toMatch(/^[0-9a-f]{64}$/)
   })

@@ -12,17 +12,7 @@ import {parseBundle} from '../../../src/engine/project/bundle.js'
 import {RECEIPT_KEYS} from '../../../src/engine/project/receipt.js'
 import {releaseGenerationOf} from '../../../src/engine/project/release-generation.js'
 import {DIGEST_NAMES} from '../../../src/engine/project/version-digests.js'
-import {
-  copyFixture,
-  DEFAULT_LIMITS,
-  editManifest,
-  fixturePath,
-  MiB,
-  readManifest,
-  repoPath,
-  tempDir,
-  writeFile,
-} from '../../engine/project-helpers.js'
+import {copyFixture, DEFAULT_LIMITS, editManifest, fixturePath, MiB, readManifest, repoPath, tempDir, writeFile} from '../../engine/project-helpers.js'
 
 const HEX64 = /^[0-9a-f]{64}$/
 
@@ -132,14 +122,7 @@ describe('buildVersion', () => {
       parser.on('end', () => resolve())
       parser.end(built.projectArchive)
     })
-    expect(headers.map((header) => header.path)).toEqual([
-      'README.md',
-      'counter.mjs',
-      'edgeworker.json',
-      'edgeworker.lock.json',
-      'index.js',
-      'lib/util.js',
-    ])
+    expect(headers.map((header) => header.path)).toEqual(['README.md', 'counter.mjs', 'edgeworker.json', 'edgeworker.lock.json', 'index.js', 'lib/util.js'])
     for (const header of headers) expect(header).toMatchObject({mode: 0o644, mtime: 0, uid: 0, gid: 0, type: 'File'})
   })
 
@@ -190,21 +173,20 @@ describe('buildVersion', () => {
       'manifestDigest',
       'staticDataDigest',
     ])
+    expect(await digestsChangedBy(() => editManifest(dir, (m) => ((m.dependencies as Record<string, string>)['@acme/tiny'] = '2.0.1')))).toEqual([
+      'projectDigest',
+      'dependencyDigest',
+      'manifestDigest',
+      'sbomDigest',
+    ])
     expect(
-      await digestsChangedBy(() => editManifest(dir, (m) => ((m.dependencies as Record<string, string>)['@acme/tiny'] = '2.0.1'))),
-    ).toEqual(['projectDigest', 'dependencyDigest', 'manifestDigest', 'sbomDigest'])
-    expect(
-      await digestsChangedBy(() =>
-        writeFile(dir, 'edgeworker.lock.json', JSON.stringify({lockfileVersion: 1, packages: {'left-pad': {version: '1.3.1'}}})),
-      ),
+      await digestsChangedBy(() => writeFile(dir, 'edgeworker.lock.json', JSON.stringify({lockfileVersion: 1, packages: {'left-pad': {version: '1.3.1'}}}))),
     ).toEqual(['projectDigest', 'lockDigest', 'sbomDigest'])
   })
 
   test('the builder policy is part of the release generation', async () => {
     const built = await buildVersion(fixturePath('basic'), DEFAULT_LIMITS)
-    expect(releaseGenerationOf({...built.digests, builderPolicy: 'department-worker-project-v2.5'})).not.toBe(
-      built.releaseGeneration,
-    )
+    expect(releaseGenerationOf({...built.digests, builderPolicy: 'department-worker-project-v2.5'})).not.toBe(built.releaseGeneration)
   })
 
   test('listing modules in another order changes the manifest, not the bundle', async () => {
@@ -311,7 +293,14 @@ describe('manifest errors are one usage line naming the file and the key', () =>
     {
       name: 'duplicate durable object binding',
       prepare: (dir) =>
-        editManifest(dir, (m) => (m.durableObjects = [{binding: 'C', className: 'A'}, {binding: 'C', className: 'B'}])),
+        editManifest(
+          dir,
+          (m) =>
+            (m.durableObjects = [
+              {binding: 'C', className: 'A'},
+              {binding: 'C', className: 'B'},
+            ]),
+        ),
       message: /^edgeworker\.json: key "durableObjects" binds "C" more than once$/,
     },
     {
@@ -327,7 +316,8 @@ describe('manifest errors are one usage line naming the file and the key', () =>
     {
       name: 'malformed builder policy',
       prepare: (dir) => editManifest(dir, (m) => (m.builderPolicy = 'v2.9')),
-      message: /^edgeworker\.json: key "builderPolicy": unknown builder policy "v2\.9"; known policies are department-worker-project-v2\.0 through department-worker-project-v2\.9$/,
+      message:
+        /^edgeworker\.json: key "builderPolicy": unknown builder policy "v2\.9"; known policies are department-worker-project-v2\.0 through department-worker-project-v2\.9$/,
     },
     {
       name: 'builder policy newer than the kit knows',
@@ -446,9 +436,7 @@ describe('manifest errors are one usage line naming the file and the key', () =>
     const dir = tempDir()
     expect((await buildError(path.join(dir, 'nope'))).message).toBe(`project directory ${path.join(dir, 'nope')} does not exist`)
     writeFile(dir, 'file.txt', 'x')
-    expect((await buildError(path.join(dir, 'file.txt'))).message).toBe(
-      `project directory ${path.join(dir, 'file.txt')} is not a directory`,
-    )
+    expect((await buildError(path.join(dir, 'file.txt'))).message).toBe(`project directory ${path.join(dir, 'file.txt')} is not a directory`)
   })
 })
 
@@ -469,7 +457,11 @@ describe('size limits', () => {
 
   test('configured limits apply, and a build exactly at the limit passes', async () => {
     const built = await buildVersion(fixturePath('basic'), DEFAULT_LIMITS)
-    const exact: ArtifactLimits = {project_archive_max_bytes: built.projectArchive.length, bundle_max_bytes: built.bundle.length, project_files_max_bytes: DEFAULT_LIMITS.project_files_max_bytes}
+    const exact: ArtifactLimits = {
+      project_archive_max_bytes: built.projectArchive.length,
+      bundle_max_bytes: built.bundle.length,
+      project_files_max_bytes: DEFAULT_LIMITS.project_files_max_bytes,
+    }
     await expect(buildVersion(fixturePath('basic'), exact)).resolves.toBeDefined()
     const error = await buildError(fixturePath('basic'), {...exact, bundle_max_bytes: built.bundle.length - 1})
     expect(error.message).toBe(`bundle is ${built.bundle.length} bytes; the limit is ${built.bundle.length - 1} bytes`)

@@ -1,10 +1,5 @@
 import {describe, expect, test} from 'vitest'
-import {
-  builderPolicyMinor,
-  capabilitiesOf,
-  isKnownBuilderPolicy,
-  legacySecretPurgeBeforeDeploy,
-} from '../../../src/engine/capabilities.js'
+import {builderPolicyMinor, capabilitiesOf, isKnownBuilderPolicy, legacySecretPurgeBeforeDeploy} from '../../../src/engine/capabilities.js'
 import {KitError} from '../../../src/errors.js'
 
 const policy = (minor: number) => `department-worker-project-v2.${minor}`
@@ -33,9 +28,7 @@ describe('builder policy capabilities', () => {
   ])('%j is not a known policy', (unknown) => {
     expect(isKnownBuilderPolicy(unknown)).toBe(false)
     expect(() => capabilitiesOf(unknown)).toThrow(KitError)
-    expect(() => capabilitiesOf(unknown)).toThrow(
-      `unknown builder policy ${JSON.stringify(unknown)}; known policies are ${policy(0)} through ${policy(9)}`,
-    )
+    expect(() => capabilitiesOf(unknown)).toThrow(`unknown builder policy ${JSON.stringify(unknown)}; known policies are ${policy(0)} through ${policy(9)}`)
   })
 })
 

@@ -7,12 +7,7 @@ import {artifactKeyFor, FileArtifactStore} from '../../../src/artifacts/store.js
 import {createProjectArchive, readProjectArchive} from '../../../src/engine/project/archive.js'
 import {buildVersion, type BuiltVersion} from '../../../src/engine/project/build.js'
 import {parseBundle} from '../../../src/engine/project/bundle.js'
-import {
-  verifyStoredVersion,
-  verifyVersionIntegrity,
-  type IntegrityCheck,
-  type VersionIntegrityInput,
-} from '../../../src/engine/project/integrity.js'
+import {verifyStoredVersion, verifyVersionIntegrity, type IntegrityCheck, type VersionIntegrityInput} from '../../../src/engine/project/integrity.js'
 import {DEFAULT_LIMITS, fixturePath, tempDir} from '../../engine/project-helpers.js'
 
 const OTHER_DIGEST = 'f'.repeat(64)
@@ -196,7 +191,11 @@ describe('verifyVersionIntegrity', () => {
     input.bundleBytes = Buffer.from(canonicalJson(bundle))
     input.digests.bundleDigest = sha256Hex(input.bundleBytes)
     ;(input.receipt as Record<string, unknown>).bundleDigest = input.digests.bundleDigest
-    await expectFailure(input, 'module_tuple', /^bundle modules \[index\.js, counter\.mjs\] differ from the manifest's \[index\.js, counter\.mjs, lib\/util\.js\]$/)
+    await expectFailure(
+      input,
+      'module_tuple',
+      /^bundle modules \[index\.js, counter\.mjs\] differ from the manifest's \[index\.js, counter\.mjs, lib\/util\.js\]$/,
+    )
   })
 
   test('artifacts over the configured limits on read-back fail', async () => {

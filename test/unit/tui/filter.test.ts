@@ -2,8 +2,24 @@ import {expect, test} from 'vitest'
 import {parseFilter, type Filterable} from '../../../src/tui/filter.js'
 
 const rows: Array<Filterable & {name: string}> = [
-  {name: 'a', op: 'deploy', status: 'failed', code: 'edge_host_5xx', script: 'dw-3f2a', id: '3f2b9c1e-aaaa', text: '3f2b9c1e-aaaa deploy failed dw-3f2a edge_host_5xx'},
-  {name: 'b', op: 'artifact_cleanup', status: 'uncertain', code: 'worker_readiness_timeout', script: null, id: '77aa0000-bbbb', text: '77aa0000-bbbb artifact_cleanup uncertain'},
+  {
+    name: 'a',
+    op: 'deploy',
+    status: 'failed',
+    code: 'edge_host_5xx',
+    script: 'dw-3f2a',
+    id: '3f2b9c1e-aaaa',
+    text: '3f2b9c1e-aaaa deploy failed dw-3f2a edge_host_5xx',
+  },
+  {
+    name: 'b',
+    op: 'artifact_cleanup',
+    status: 'uncertain',
+    code: 'worker_readiness_timeout',
+    script: null,
+    id: '77aa0000-bbbb',
+    text: '77aa0000-bbbb artifact_cleanup uncertain',
+  },
   {name: 'c', op: 'deploy', status: 'leased', code: null, script: 'dw-9911', id: '0c0c0c0c-cccc', text: '0c0c0c0c-cccc deploy leased dw-9911 host-b:42:feed'},
 ]
 

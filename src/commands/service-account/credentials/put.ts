@@ -26,7 +26,12 @@ ${CONTROL_EXIT_CODES}`
 
   async run() {
     const password = await this.readSecretInput(this.flags['password-file'], 'password', '--password-file')
-    const {outcome} = await this.runControl({operation: 'service_accounts.credentials.put', serviceAccountId: this.args.account, username: this.flags.username, password})
+    const {outcome} = await this.runControl({
+      operation: 'service_accounts.credentials.put',
+      serviceAccountId: this.args.account,
+      username: this.flags.username,
+      password,
+    })
     this.finish(outcome)
   }
 }

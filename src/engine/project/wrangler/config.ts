@@ -13,9 +13,32 @@ export const WRANGLER_FILES = ['wrangler.toml', 'wrangler.jsonc', 'wrangler.json
 
 /** Keys wrangler reads for the cloud that have no meaning on-prem: accepted, named in one warning. */
 const IGNORED_KEYS = new Set([
-  '$schema', 'account_id', 'zone_id', 'routes', 'route', 'workers_dev', 'preview_urls', 'triggers', 'usage_model', 'placement',
-  'limits', 'observability', 'logpush', 'tail_consumers', 'upload_source_maps', 'send_metrics', 'legacy_env', 'keep_vars', 'dev',
-  'build', 'first_party_worker', 'logfwdr', 'compliance_region', 'migrations', 'workers_dev_preview', 'streaming_tail_consumers',
+  '$schema',
+  'account_id',
+  'zone_id',
+  'routes',
+  'route',
+  'workers_dev',
+  'preview_urls',
+  'triggers',
+  'usage_model',
+  'placement',
+  'limits',
+  'observability',
+  'logpush',
+  'tail_consumers',
+  'upload_source_maps',
+  'send_metrics',
+  'legacy_env',
+  'keep_vars',
+  'dev',
+  'build',
+  'first_party_worker',
+  'logfwdr',
+  'compliance_region',
+  'migrations',
+  'workers_dev_preview',
+  'streaming_tail_consumers',
 ])
 
 /**
@@ -23,39 +46,79 @@ const IGNORED_KEYS = new Set([
  * fail at its first request. Refused at build time instead.
  */
 const REFUSED_BINDINGS = new Set([
-  'kv_namespaces', 'r2_buckets', 'd1_databases', 'queues', 'analytics_engine_datasets', 'ai', 'vectorize', 'hyperdrive', 'browser',
-  'mtls_certificates', 'dispatch_namespaces', 'workflows', 'send_email', 'images', 'pipelines', 'secrets_store_secrets', 'unsafe',
-  'assets', 'site', 'wasm_modules', 'text_blobs', 'data_blobs', 'version_metadata', 'node_compat', 'containers', 'vpc_services',
+  'kv_namespaces',
+  'r2_buckets',
+  'd1_databases',
+  'queues',
+  'analytics_engine_datasets',
+  'ai',
+  'vectorize',
+  'hyperdrive',
+  'browser',
+  'mtls_certificates',
+  'dispatch_namespaces',
+  'workflows',
+  'send_email',
+  'images',
+  'pipelines',
+  'secrets_store_secrets',
+  'unsafe',
+  'assets',
+  'site',
+  'wasm_modules',
+  'text_blobs',
+  'data_blobs',
+  'version_metadata',
+  'node_compat',
+  'containers',
+  'vpc_services',
 ])
 
 /** wrangler's environment rule: these are inherited from the top level by `[env.<name>]`; the rest must be restated. */
-const INHERITED_KEYS = new Set(['main', 'compatibility_date', 'compatibility_flags', 'rules', 'find_additional_modules', 'base_dir', 'no_bundle', 'define', 'alias', 'tsconfig', 'jsx_factory', 'jsx_fragment', 'minify', 'edgeworkers'])
+const INHERITED_KEYS = new Set([
+  'main',
+  'compatibility_date',
+  'compatibility_flags',
+  'rules',
+  'find_additional_modules',
+  'base_dir',
+  'no_bundle',
+  'define',
+  'alias',
+  'tsconfig',
+  'jsx_factory',
+  'jsx_fragment',
+  'minify',
+  'edgeworkers',
+])
 
 const ruleType = z.enum(['ESModule', 'CommonJS', 'Text', 'Data', 'CompiledWasm'])
 
 // Not strict: keys this schema does not name are reported in a warning, not refused.
 const wranglerSchema = z.object({
-    name: z.string().min(1).optional(),
-    main: z.string().min(1).optional(),
-    compatibility_date: z.string().optional(),
-    compatibility_flags: z.array(z.string()).optional(),
-    vars: z.record(z.string(), z.json()).optional(),
-    durable_objects: z.object({bindings: z.array(z.object({name: z.string(), class_name: z.string(), script_name: z.string().optional()}).passthrough())}).optional(),
-    services: z.array(z.object({binding: z.string(), service: z.string(), entrypoint: z.string().optional(), environment: z.string().optional()})).optional(),
-    rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
-    find_additional_modules: z.boolean().optional(),
-    base_dir: z.string().optional(),
-    no_bundle: z.boolean().optional(),
-    minify: z.boolean().optional(),
-    define: z.record(z.string(), z.string()).optional(),
-    alias: z.record(z.string(), z.string()).optional(),
-    tsconfig: z.string().optional(),
-    jsx_factory: z.string().optional(),
-    jsx_fragment: z.string().optional(),
-    /** Our extension table: wrangler warns about an unknown top-level table but runs the project. */
-    edgeworkers: z.strictObject({department: z.string().min(1).optional(), builder_policy: z.string().min(1).optional()}).optional(),
-    env: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
-  })
+  name: z.string().min(1).optional(),
+  main: z.string().min(1).optional(),
+  compatibility_date: z.string().optional(),
+  compatibility_flags: z.array(z.string()).optional(),
+  vars: z.record(z.string(), z.json()).optional(),
+  durable_objects: z
+    .object({bindings: z.array(z.object({name: z.string(), class_name: z.string(), script_name: z.string().optional()}).passthrough())})
+    .optional(),
+  services: z.array(z.object({binding: z.string(), service: z.string(), entrypoint: z.string().optional(), environment: z.string().optional()})).optional(),
+  rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
+  find_additional_modules: z.boolean().optional(),
+  base_dir: z.string().optional(),
+  no_bundle: z.boolean().optional(),
+  minify: z.boolean().optional(),
+  define: z.record(z.string(), z.string()).optional(),
+  alias: z.record(z.string(), z.string()).optional(),
+  tsconfig: z.string().optional(),
+  jsx_factory: z.string().optional(),
+  jsx_fragment: z.string().optional(),
+  /** Our extension table: wrangler warns about an unknown top-level table but runs the project. */
+  edgeworkers: z.strictObject({department: z.string().min(1).optional(), builder_policy: z.string().min(1).optional()}).optional(),
+  env: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+})
 
 export type WranglerSettings = Omit<z.infer<typeof wranglerSchema>, 'env'>
 export type WranglerRuleType = z.infer<typeof ruleType>
@@ -113,7 +176,11 @@ export function loadWranglerConfig(file: string, env: string | null): LoadedWran
     )
   }
   const crossScript = (config.durable_objects?.bindings ?? []).find((binding) => binding.script_name !== undefined)
-  if (crossScript) throw new KitError('usage', `${source}: durable object binding ${crossScript.name} names script_name ${crossScript.script_name}; only the Worker's own classes are supported`)
+  if (crossScript)
+    throw new KitError(
+      'usage',
+      `${source}: durable object binding ${crossScript.name} names script_name ${crossScript.script_name}; only the Worker's own classes are supported`,
+    )
   const ignored = keys.filter((key) => IGNORED_KEYS.has(key))
   const unknown = keys.filter((key) => !(key in wranglerSchema.shape) && !IGNORED_KEYS.has(key))
   const warnings: string[] = []

@@ -89,14 +89,26 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
   const manifest = {
     name: required('name'),
     main: mainModule!.name,
-    modules: modules.filter((module) => !module.name.startsWith(`${SOURCE_MAP_DIR}/`)).map((module) => (module.type === 'esModule' ? module.name : {path: module.name, type: module.type})),
+    modules: modules
+      .filter((module) => !module.name.startsWith(`${SOURCE_MAP_DIR}/`))
+      .map((module) => (module.type === 'esModule' ? module.name : {path: module.name, type: module.type})),
     compatibilityDate: required('compatibility_date'),
     builderPolicy: options.builderPolicy ?? config.edgeworkers?.builder_policy ?? DEFAULT_BUILDER_POLICY,
     ...(config.compatibility_flags?.length ? {compatibilityFlags: config.compatibility_flags} : {}),
     ...(config.vars && Object.keys(config.vars).length > 0 ? {vars: config.vars} : {}),
-    ...(config.durable_objects?.bindings.length ? {durableObjects: config.durable_objects.bindings.map((binding) => ({binding: binding.name, className: binding.class_name}))} : {}),
+    ...(config.durable_objects?.bindings.length
+      ? {durableObjects: config.durable_objects.bindings.map((binding) => ({binding: binding.name, className: binding.class_name}))}
+      : {}),
     // On-prem a service is a department of the same company: `service` names the department.
-    ...(config.services?.length ? {services: config.services.map((service) => ({binding: service.binding, department: service.service, ...(service.entrypoint ? {entrypoint: service.entrypoint} : {})}))} : {}),
+    ...(config.services?.length
+      ? {
+          services: config.services.map((service) => ({
+            binding: service.binding,
+            department: service.service,
+            ...(service.entrypoint ? {entrypoint: service.entrypoint} : {}),
+          })),
+        }
+      : {}),
     ...(packages.size > 0 ? {dependencies: Object.fromEntries([...packages].map(([name, entry]) => [name, entry.version]))} : {}),
   }
 
@@ -108,7 +120,12 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
     }
     await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`)
     if (packages.size > 0) {
-      const lock = {lockfileVersion: 1, packages: Object.fromEntries([...packages].map(([name, entry]) => [name, entry.integrity ? {version: entry.version, integrity: entry.integrity} : {version: entry.version}]))}
+      const lock = {
+        lockfileVersion: 1,
+        packages: Object.fromEntries(
+          [...packages].map(([name, entry]) => [name, entry.integrity ? {version: entry.version, integrity: entry.integrity} : {version: entry.version}]),
+        ),
+      }
       await writeFile(path.join(dir, LOCK_FILE), `${JSON.stringify(lock, null, 2)}\n`)
     }
   } catch (error) {
@@ -190,7 +207,13 @@ async function bundledModules(
   return {modules, packages: bundledPackages(projectDir, result.metafile)}
 }
 
-async function unbundledModules(main: string, baseDir: string, typeOf: TypeOf, findAdditional: boolean, source: string): Promise<{modules: StagedModule[]; packages: Packages}> {
+async function unbundledModules(
+  main: string,
+  baseDir: string,
+  typeOf: TypeOf,
+  findAdditional: boolean,
+  source: string,
+): Promise<{modules: StagedModule[]; packages: Packages}> {
   const moduleOf = async (absolute: string): Promise<StagedModule> => {
     const relative = toPosix(path.relative(baseDir, absolute))
     const type = typeOf(relative)
@@ -199,7 +222,9 @@ async function unbundledModules(main: string, baseDir: string, typeOf: TypeOf, f
   }
   const mainModule = await moduleOf(main)
   if (mainModule.type !== 'esModule') throw new KitError('usage', `${source}: main must be an ES module`)
-  const others = findAdditional ? (await filesUnder(baseDir)).filter((file) => file !== main && typeOf(toPosix(path.relative(baseDir, file))) !== undefined) : []
+  const others = findAdditional
+    ? (await filesUnder(baseDir)).filter((file) => file !== main && typeOf(toPosix(path.relative(baseDir, file))) !== undefined)
+    : []
   return {modules: [mainModule, ...(await Promise.all(others.sort().map(moduleOf)))], packages: new Map()}
 }
 
@@ -216,7 +241,9 @@ async function filesUnder(dir: string): Promise<string[]> {
  */
 function bundledPackages(projectDir: string, metafile: Metafile): Packages {
   const lockDir = nearestDirWith(projectDir, 'package-lock.json')
-  const lock = lockDir ? (JSON.parse(readFileSync(path.join(lockDir, 'package-lock.json'), 'utf8')) as {packages?: Record<string, {version?: string; integrity?: string}>}) : {}
+  const lock = lockDir
+    ? (JSON.parse(readFileSync(path.join(lockDir, 'package-lock.json'), 'utf8')) as {packages?: Record<string, {version?: string; integrity?: string}>})
+    : {}
   const packages: Packages = new Map()
   for (const input of Object.keys(metafile.inputs)) {
     const match = /^(.*?node_modules\/((?:@[^/]+\/)?[^/]+))\//.exec(input)

@@ -31,7 +31,13 @@ const PASS: PassResult = {
 
 describe('reconcile metrics textfile', () => {
   test('per-lane counts by outcome, durations, errors, last-success time, and the rows left for an operator', async () => {
-    const text = await renderMetrics(PASS, new Map([['artifact_cleanup', 1_700_000_000], ['deferred', 1_600_000_000]]))
+    const text = await renderMetrics(
+      PASS,
+      new Map([
+        ['artifact_cleanup', 1_700_000_000],
+        ['deferred', 1_600_000_000],
+      ]),
+    )
     const samples = text.split('\n').filter((line) => line && !line.startsWith('#'))
     expect(samples).toEqual([
       `edgeworkers_reconcile_pass_timestamp_seconds ${STARTED_S}`,
@@ -69,7 +75,17 @@ describe('reconcile metrics textfile', () => {
   })
 
   test('a skipped pass says so and keeps every earlier last-success time', async () => {
-    const skipped: PassResult = {status: 'skipped', skipped: {code: 'edge_workers_provider_invalid', message: 'x'}, scope: '', startedAt: STARTED, durationMs: 3, lanes: [], fences: [], remaining: null, waiting: null}
+    const skipped: PassResult = {
+      status: 'skipped',
+      skipped: {code: 'edge_workers_provider_invalid', message: 'x'},
+      scope: '',
+      startedAt: STARTED,
+      durationMs: 3,
+      lanes: [],
+      fences: [],
+      remaining: null,
+      waiting: null,
+    }
     const text = await renderMetrics(skipped, new Map([['recovery', 1_700_000_000]]))
     expect(text).toContain('edgeworkers_reconcile_pass_skipped 1\n')
     expect(text).toContain('edgeworkers_reconcile_lane_last_success_timestamp_seconds{lane="recovery"} 1700000000\n')
@@ -85,7 +101,12 @@ describe('reconcile metrics textfile', () => {
     await writeMetricsFile(file, PASS)
     const written = readFileSync(file, 'utf8')
     expect(written).toBe(await renderMetrics(PASS, new Map([['artifact_cleanup', 1_700_000_000]])))
-    expect(lastSuccessTimes(written)).toEqual(new Map([['recovery', STARTED_S + 1.5], ['artifact_cleanup', 1_700_000_000]]))
+    expect(lastSuccessTimes(written)).toEqual(
+      new Map([
+        ['recovery', STARTED_S + 1.5],
+        ['artifact_cleanup', 1_700_000_000],
+      ]),
+    )
     expect(readdirSync(dir)).toEqual(['edgeworkers.prom'])
   })
 
@@ -95,7 +116,9 @@ describe('reconcile metrics textfile', () => {
     await expect(assertMetricsFileWritable(path.join(dir, 'missing', 'x.prom'))).rejects.toThrow(
       new KitError('usage', `metrics file ${path.join(dir, 'missing', 'x.prom')} is not writable: directory ${path.join(dir, 'missing')}: ENOENT`),
     )
-    await expect(assertMetricsFileWritable(path.join(dir, 'taken.prom'))).rejects.toThrow(`metrics file ${path.join(dir, 'taken.prom')} is not writable: it is a directory`)
+    await expect(assertMetricsFileWritable(path.join(dir, 'taken.prom'))).rejects.toThrow(
+      `metrics file ${path.join(dir, 'taken.prom')} is not writable: it is a directory`,
+    )
     await expect(writeMetricsFile(path.join(dir, 'taken.prom'), PASS)).rejects.toThrow(/is not writable: EISDIR/)
     expect(readdirSync(dir)).toEqual(['taken.prom'])
   })
