@@ -558,7 +558,7 @@ async function main(): Promise<void> {
       '',
       `Deploys of A vs B of the same shard (overlap swaps): ${DEPLOYS} redeploys of A in ${disturbance.deploySeconds.toFixed(1)} s, B under ${CONNECTIONS} connections of load and ${WEBSOCKETS} open WebSockets (reopened when closed):`,
       '',
-      '| B | requests | failed | slower than 4× undisturbed p99 (' + disturbance.slowMs.toFixed(0) + ' ms) | p99 ms | max ms |',
+      `| B | requests | failed | slower than 4× undisturbed p99 (${disturbance.slowMs.toFixed(0)} ms) | p99 ms | max ms |`,
       '|---|---|---|---|---|---|',
       `| undisturbed (before) | ${disturbance.quiet.requests} | ${disturbance.quiet.failures} | – | ${disturbance.quiet.p99Ms.toFixed(1)} | ${disturbance.quiet.maxMs.toFixed(0)} |`,
       `| during the deploys of A | ${disturbance.disturbed.requests} | ${disturbance.disturbed.failures} | ${disturbance.disturbed.slow} | ${disturbance.disturbed.p99Ms.toFixed(1)} | ${disturbance.disturbed.maxMs.toFixed(0)} |`,

@@ -124,7 +124,9 @@ async function benchOrphanReport(): Promise<{report: OrphanReport; reportMs: num
     try {
       const insert = db.prepare(`INSERT INTO scripts (name, locked_down_at, retired_at, created_at, updated_at, policy_updated_at) VALUES (?, ?, ?, ?, ?, ?)`)
       const now = Date.now()
-      db.transaction(() => names.forEach((name, index) => insert.run(name, now, index % 2 === 0 ? now : null, now, now, now)))()
+      db.transaction(() => {
+        for (const [index, name] of names.entries()) insert.run(name, now, index % 2 === 0 ? now : null, now, now, now)
+      })()
     } finally {
       db.close()
     }

@@ -92,6 +92,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   const stopActions = useRef(new AbortController())
 
   /** Reloads the snapshot, and whatever the open screen shows. Never two at once. */
+  // biome-ignore lint/correctness/useExhaustiveDependencies: reads the open screen through refs on purpose; recreating it would restart the refresh timer
   const refresh = useCallback(async () => {
     if (refreshing.current) return
     refreshing.current = true
@@ -265,6 +266,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
           setOverlay({...overlay, error: parsed.error})
         }
       } else if (key.backspace || key.delete) setOverlay({kind: 'filter', text: overlay.text.slice(0, -1)})
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: typed control characters are dropped from the filter
       else if (input && !key.ctrl && !key.meta && !key.tab) setOverlay({kind: 'filter', text: overlay.text + input.replace(/[\u0000-\u001f\u007f]/g, '')})
       return
     }
@@ -441,6 +443,7 @@ function Lines({lines}: {lines: Line[]}): ReactNode {
   return (
     <Box flexDirection="column">
       {lines.map((line, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: a screen's lines have no identity but their position
         <Text key={i} wrap="truncate" color={line.color} bold={line.bold} inverse={line.inverse}>
           {line.text || ' '}
         </Text>

@@ -57,7 +57,7 @@ test('counts', async () => {
 
 test('the value survives a redeploy', async () => {
   const changed = fixtureUpload('counter', {tags: ['redeployed']})
-  const source = Buffer.from(changed.modules[0]!.contentBase64, 'base64').toString() + '\n// redeployed\n'
+  const source = `${Buffer.from(changed.modules[0]!.contentBase64, 'base64').toString()}\n// redeployed\n`
   const redeploy = fixtureUpload('counter', {modules: [{name: 'index.js', type: 'esModule', contentBase64: Buffer.from(source).toString('base64')}]})
   await client.deploy(name, redeploy)
   expect((await client.call('GET', paths.script(name))).body.liveReleaseGeneration).toBe(redeploy.releaseGeneration)

@@ -33,7 +33,7 @@ beforeAll(async () => {
   store = await openStore(settings)
   await store.migrate()
   // A recorded pairing: every refusal below happens at build, before the host is ever called.
-  const publicKey = (generateKeyPairSync('ed25519').publicKey.export({format: 'jwk'}).x as string).replace(/-/g, '+').replace(/_/g, '/') + '='
+  const publicKey = `${(generateKeyPairSync('ed25519').publicKey.export({format: 'jwk'}).x as string).replace(/-/g, '+').replace(/_/g, '/')}=`
   await store.kit.savePairing({
     scope: kitScopeFor(publicKey),
     host_url: 'http://127.0.0.1:9',

@@ -9,7 +9,7 @@ import {describe, expect, test} from 'vitest'
 const SRC = fileURLToPath(new URL('../../src', import.meta.url))
 
 /** What each top-level part of src/ must not import: folders of src/ (by name) and packages. */
-export const LAYERS: Record<string, {forbidden: string[]; why: string}> = {
+const LAYERS: Record<string, {forbidden: string[]; why: string}> = {
   commands: {
     forbidden: ['store/repositories', 'provider', 'protocol', 'kysely', 'pg', 'better-sqlite3', 'undici'],
     why: 'commands parse, call the engine and render',

@@ -175,8 +175,7 @@ export async function controlTarget(engine: Engine, departmentId: string): Promi
   if (!worker) throw new KitError('not_found', `department ${departmentId} has no Worker; deploy one first`)
   if (worker.retired_at !== null) throw new KitError('not_found', `the Worker of department ${departmentId} is retired`)
   const version = worker.current_version_id ? await store.workers.getVersion(worker.current_version_id) : undefined
-  if (!version || version.state !== 'deployed')
-    throw new KitError('conflict', `the Worker of department ${departmentId} has no deployed release; deploy it first`)
+  if (version?.state !== 'deployed') throw new KitError('conflict', `the Worker of department ${departmentId} has no deployed release; deploy it first`)
   return {departmentId, worker, version}
 }
 
@@ -200,7 +199,8 @@ function assertRequestShape(request: ControlRequest): void {
       if (request.operation === 'runtime_config.replace') assertJsonObject(request.value, 'the runtime-config value')
       return
     case 'operation_settings.replace':
-      return assertJsonObject(request.settings, 'the operation settings')
+      assertJsonObject(request.settings, 'the operation settings')
+      return
     case 'service_accounts.credentials.put':
       if (request.username === '' || request.username.length > 256) usage('the username must be 1–256 characters')
       if (request.password === '' || request.password.length > 4_096) usage('the password must be 1–4096 characters')

@@ -24,7 +24,7 @@ export function watchPasses(engine: Engine, options: WatchOptions): Promise<void
     let running: Promise<void> | undefined
     const tick = () => {
       if (signal.aborted) return
-      if (running) {
+      if (running !== undefined) {
         engine.log.warn({lanes: passOptions.lanes ?? 'all'}, overlapMessage(passOptions.lanes))
         return
       }

@@ -215,7 +215,7 @@ function checkManifest(value: unknown): WorkerManifest {
 
 /** The archive must hold the same manifest; its lock file (if any) is what lockDigest covers. */
 async function checkProjectArchive(projectBytes: Uint8Array, manifest: WorkerManifest): Promise<WorkerLock | null> {
-  let files
+  let files: Awaited<ReturnType<typeof readProjectArchive>>
   try {
     files = await readProjectArchive(projectBytes)
   } catch (error) {

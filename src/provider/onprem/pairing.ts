@@ -1,7 +1,7 @@
 // Pairing a store with an edge host: exchange the host's one-time code for the shared secret, and
 // prove the answer came from the identity key the host advertises (so a man in the middle cannot
 // hand the kit a secret of its own). Returns what the store records; the caller saves it.
-import {request} from 'undici'
+import {request, type Dispatcher} from 'undici'
 import {identitySchema, pairResponseSchema, paths} from '../../protocol/management-api.js'
 import {fingerprintOf, kitScopeFor, verifyPairingProof} from '../../protocol/signing.js'
 import {KitError} from '../../errors.js'
@@ -56,7 +56,7 @@ function explainDataPlane(origin: string) {
 }
 
 async function fetchJson(origin: string, method: 'GET' | 'POST', target: string, body: unknown, timeoutMs: number): Promise<unknown> {
-  let response
+  let response: Dispatcher.ResponseData
   try {
     response = await request(`${origin}${target}`, {
       method,

@@ -23,6 +23,7 @@ const VERSIONS_TABLE = 'edge_worker_versions'
 
 type Row = Record<string, unknown>
 // Tables are only known from the catalog at run time.
+// biome-ignore lint/suspicious/noExplicitAny: a restore walks whatever tables the dump holds
 type AnyDb = Kysely<any>
 
 export class PostgresStoreBackup implements StoreBackup {

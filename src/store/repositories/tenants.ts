@@ -119,6 +119,7 @@ function checkedName(name: string, what: string): string {
   if (trimmed.length === 0 || trimmed.length > 200) throw new KitError('usage', `${what} name must be 1–200 characters`)
   // Names are echoed to terminals and logs: an escape sequence or a newline in one could rewrite
   // what an operator reads. Control characters (C0, DEL, C1) and bidirectional overrides are refused.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
   const offending = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.exec(trimmed)
   if (offending) {
     const code = `U+${offending[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`

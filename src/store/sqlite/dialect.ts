@@ -47,6 +47,7 @@ export class ImmediateSqliteDialect implements Dialect {
     return new TransactionalDdlSqliteAdapter()
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: kysely's dialect interface is schema-agnostic
   createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     return new SqliteIntrospector(db)
   }
@@ -126,6 +127,7 @@ class BusyRetryingConnection implements DatabaseConnection {
     }
   }
 
+  // biome-ignore lint/correctness/useYield: kysely requires the method; the store never streams
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming is not used by the store')
   }

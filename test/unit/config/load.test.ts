@@ -25,7 +25,7 @@ describe('loadConfig', () => {
     expect(settings.host_reconcile.new_retirement_budget_seconds).toBe(10)
     expect(settings.host_reconcile.stuck_threshold_seconds).toBe(300)
     expect(sources['deploy.lease_seconds']).toBe('default')
-    expect(sources['data_dir']).toBe('env')
+    expect(sources.data_dir).toBe('env')
   })
 
   test('default data dir follows XDG_DATA_HOME', () => {
