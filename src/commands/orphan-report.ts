@@ -22,13 +22,14 @@ answered <status>") or did not end within the page cap.`
 
   async run() {
     const report = await orphanReport(await this.engine())
-    if (!this.flags.table) return this.log(canonicalJson(report))
-    this.log(
-      table(
-        ['KEY', 'VALUE'],
-        Object.entries(report).map(([key, value]) => [key, String(value)]),
-        '',
-      ),
+    return this.respond(report, () =>
+      this.flags.table
+        ? table(
+            ['KEY', 'VALUE'],
+            Object.entries(report).map(([key, value]) => [key, String(value)]),
+            '',
+          )
+        : canonicalJson(report),
     )
   }
 }

@@ -28,6 +28,6 @@ ${CONTROL_EXIT_CODES}`
     const allow = this.flags.allow ?? []
     if (mode !== 'teamsync_internal' && allow.length > 0) throw new KitError('usage', '--allow goes with --mode teamsync_internal only')
     const {outcome} = await this.runControl({operation: 'access_policy.replace', mode, ipAllowlist: allow})
-    this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])
+    return this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])
   }
 }

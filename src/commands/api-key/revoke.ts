@@ -11,6 +11,6 @@ Revoking when no key is set is recorded as a no-op. ${CONTROL_EXIT_CODES}`
 
   async run() {
     const {outcome} = await this.runControl({operation: 'access_policy.api_key.revoke'})
-    this.finish(outcome)
+    return this.finish(outcome)
   }
 }

@@ -33,7 +33,7 @@ ${CONTROL_EXIT_CODES}`
       if (handle && apiKey) await handle.writeFile(`${apiKey}\n`)
       const where =
         apiKey === undefined ? [] : keyFile === undefined ? [`api key      ${apiKey}   (shown once; store it now)`] : [`api key      written to ${keyFile}`]
-      this.finish(outcome, [`last four    ${outcome.current?.api_key_last_four ?? apiKey?.slice(-4) ?? '-'}`, ...where], {
+      return this.finish(outcome, [`last four    ${outcome.current?.api_key_last_four ?? apiKey?.slice(-4) ?? '-'}`, ...where], {
         ...outcome,
         ...(keyFile ? {keyFile} : {}),
       })

@@ -22,6 +22,9 @@ ${CONTROL_EXIT_CODES}`
   async run() {
     const settings = parseJsonArgument(this.args.json, 'the operation settings')
     const {outcome} = await this.runControl({operation: 'operation_settings.replace', settings})
-    this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`, `settings     ${String(outcome.current.settingsSha256)}`] : [])
+    return this.finish(
+      outcome,
+      outcome.current ? [`revision     ${String(outcome.current.revision)}`, `settings     ${String(outcome.current.settingsSha256)}`] : [],
+    )
   }
 }

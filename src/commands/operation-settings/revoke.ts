@@ -10,6 +10,6 @@ Revoking when none are set is recorded as a no-op. ${CONTROL_EXIT_CODES}`
 
   async run() {
     const {outcome} = await this.runControl({operation: 'operation_settings.revoke'})
-    this.finish(outcome)
+    return this.finish(outcome)
   }
 }

@@ -17,6 +17,6 @@ ${CONTROL_EXIT_CODES}`
 
   async run() {
     const {outcome} = await this.runControl({operation: 'runtime_config.delete', key: this.args.key})
-    this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])
+    return this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])
   }
 }

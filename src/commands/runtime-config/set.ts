@@ -22,6 +22,6 @@ ${CONTROL_EXIT_CODES}`
   async run() {
     const value = parseJsonArgument(this.args.json, 'the runtime-config value')
     const {outcome} = await this.runControl({operation: 'runtime_config.replace', key: this.args.key, value})
-    this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])
+    return this.finish(outcome, outcome.current ? [`revision     ${String(outcome.current.revision)}`] : [])
   }
 }

@@ -14,6 +14,6 @@ Deleting a name the Worker does not have is recorded as a no-op. ${CONTROL_EXIT_
 
   async run() {
     const {outcome} = await this.runControl({operation: 'secrets.delete', name: this.args.name})
-    this.finish(outcome)
+    return this.finish(outcome)
   }
 }

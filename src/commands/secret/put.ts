@@ -26,6 +26,6 @@ ${CONTROL_EXIT_CODES}`
   async run() {
     const value = await this.readSecretInput(this.flags['from-file'], 'secret value', '--from-file')
     const {outcome} = await this.runControl({operation: 'secrets.put', name: this.args.name, value})
-    this.finish(outcome, outcome.current ? [`sha256       ${String(outcome.current.sha256).slice(0, 12)}…`] : [])
+    return this.finish(outcome, outcome.current ? [`sha256       ${String(outcome.current.sha256).slice(0, 12)}…`] : [])
   }
 }

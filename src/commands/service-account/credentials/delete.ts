@@ -17,6 +17,6 @@ Deleting credentials the Worker does not hold is recorded as a no-op. ${CONTROL_
 
   async run() {
     const {outcome} = await this.runControl({operation: 'service_accounts.credentials.delete', serviceAccountId: this.args.account})
-    this.finish(outcome)
+    return this.finish(outcome)
   }
 }

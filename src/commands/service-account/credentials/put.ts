@@ -32,6 +32,6 @@ ${CONTROL_EXIT_CODES}`
       username: this.flags.username,
       password,
     })
-    this.finish(outcome)
+    return this.finish(outcome)
   }
 }
