@@ -83,7 +83,7 @@ test('a start kills the workerd leftovers its predecessor recorded, never a proc
 })
 
 test('a stop with a Worker spinning in an endless loop ends every workerd, the serving one and the one being replaced', {timeout: 120_000}, async () => {
-  let host: TestHost | undefined = await startTestHost({settings: {shards: 1, drain_timeout_ms: 1_000}})
+  let host: TestHost | undefined = await startTestHost({settings: {shards: 1, drain_timeout_ms: 1_000, request_cpu_limit_ms: 600_000}})
   cleanups.push(() => host?.stop())
   await host.pair()
   const client = host.client()

@@ -346,7 +346,8 @@ export class Shard {
     } finally {
       await prepared.discard()
     }
-    const replaced = mode === 'overlap' ? {process: this.process!, agent: this.agent!, retired: this.processRetired} : null
+    // A runaway kill (restartNow) while this process started has already taken the old one down.
+    const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
     this.adopt(started, scripts, prepared.socketPaths)
     if (replaced) this.retire(replaced)
     this.restarts++
