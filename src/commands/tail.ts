@@ -19,8 +19,15 @@ One event per request the Worker handled: time, method, path, status, outcome (o
     worker: Args.string({required: true, description: 'Department id, Worker id or script name (dw-…)'}),
   }
   static override flags = {
-    format: Flags.string({options: ['pretty', 'json'], default: 'pretty', description: 'pretty: coloured lines in a terminal; json: one event per line'}),
-    status: Flags.string({options: ['ok', 'error'], description: 'Only events that succeeded, or only errors (exceptions, exceeded limits, cancels, 5xx)'}),
+    format: Flags.option({
+      options: ['pretty', 'json'] as const,
+      default: 'pretty' as const,
+      description: 'pretty: coloured lines in a terminal; json: one event per line',
+    })(),
+    status: Flags.option({
+      options: ['ok', 'error'] as const,
+      description: 'Only events that succeeded, or only errors (exceptions, exceeded limits, cancels, 5xx)',
+    })(),
     method: Flags.string({multiple: true, description: 'Only requests with this HTTP method (repeatable)'}),
     search: Flags.string({description: 'Only events whose path, console lines or exceptions contain this text (case-insensitive)'}),
     'sampling-rate': Flags.custom<number>({
@@ -46,7 +53,7 @@ One event per request the Worker handled: time, method, path, status, outcome (o
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
     try {
       const events = tailWorker(await this.engine(), this.args.worker, {
-        filters: {status: this.flags.status as 'ok' | 'error' | undefined, methods, search: this.flags.search, samplingRate: this.flags['sampling-rate']},
+        filters: {status: this.flags.status, methods, search: this.flags.search, samplingRate: this.flags['sampling-rate']},
         signal: stop.signal,
         // Notices go to stderr: stdout carries only events.
         onNotice: (notice) => {

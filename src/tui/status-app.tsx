@@ -2,7 +2,7 @@
 // between panels and rows, drills into rows, filters, and acts (retry, cancel, run one pass of a lane)
 // after a confirmation. Everything it knows comes from a StatusSource (src/engine/status/source.ts);
 // every failure becomes one line in the view, never a stack trace.
-import {Box, Text, useApp, useInput, useStdout, type Key} from 'ink'
+import {useApp, useInput, type Key} from 'ink'
 import {Component, useCallback, useEffect, useMemo, useRef, useState, type ReactNode} from 'react'
 import type {ActionDone, OutboxRowDetail} from '../engine/status/actions.js'
 import type {ErrorGroupKey, StatusSource} from '../engine/status/source.js'
@@ -12,6 +12,7 @@ import {messageOf} from '../errors.js'
 import {renderTailEvent} from '../cli/tail-render.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import {parseFilter, type RowFilter} from './filter.js'
+import {Lines, useLatest, useTerminalSize} from './terminal.js'
 import {clip, formatInterval, shortId} from './format.js'
 import {
   attentionLine,
@@ -437,47 +438,6 @@ function helpLines(room: number, columns: number): Line[] {
   const width = Math.max(...HELP.map(([keys]) => keys.length))
   const title: Line = {text: 'keys', bold: true, color: 'cyan'}
   return [title, ...HELP.map(([keys, what]) => ({text: clip(`${keys.padEnd(width)}  ${what}`, columns)}))].slice(0, Math.max(1, room))
-}
-
-function Lines({lines}: {lines: Line[]}): ReactNode {
-  return (
-    <Box flexDirection="column">
-      {lines.map((line, i) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: a screen's lines have no identity but their position
-        <Text key={i} wrap="truncate" color={line.color} bold={line.bold} inverse={line.inverse}>
-          {line.text || ' '}
-        </Text>
-      ))}
-    </Box>
-  )
-}
-
-/**
- * State the key handler reads as well as renders: keys can arrive faster than frames (a paste, tmux
- * send-keys), so each key must see what the previous one changed, not what was last drawn.
- */
-function useLatest<T>(initial: T): [T, {readonly current: T}, (next: T | ((previous: T) => T)) => void] {
-  const [value, setValue] = useState(initial)
-  const ref = useRef(initial)
-  const set = useCallback((next: T | ((previous: T) => T)) => {
-    ref.current = typeof next === 'function' ? (next as (previous: T) => T)(ref.current) : next
-    setValue(ref.current)
-  }, [])
-  return [value, ref, set]
-}
-
-function useTerminalSize(): {columns: number; rows: number} {
-  const {stdout} = useStdout()
-  const read = useCallback(() => ({columns: stdout.columns || 80, rows: stdout.rows || 24}), [stdout])
-  const [size, setSize] = useState(read)
-  useEffect(() => {
-    const onResize = () => setSize(read())
-    stdout.on('resize', onResize)
-    return () => {
-      stdout.off('resize', onResize)
-    }
-  }, [stdout, read])
-  return size
 }
 
 /** A bug in the view must not leave a stack trace on the operator's screen: one line, and q still quits. */
