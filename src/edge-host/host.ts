@@ -90,15 +90,15 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     cleanups.push(() => state.close())
     const identity = await loadOrCreateIdentity(dataDir)
     // The first start issues the code; later starts never show it again (`host pairing-code` does).
-    const issuedPairingCode = !state.isPaired() && state.pairingCode() === null ? state.issuePairingCode() : null
+    const issuedPairingCode = !state.pairing.isPaired() && state.pairing.code() === null ? state.pairing.issueCode() : null
 
     const metrics = new HostMetrics({
-      fenceActive: () => state.activeFence() !== null,
+      fenceActive: () => state.fences.active() !== null,
       scriptCounts: () => service.scriptCounts(),
-      quarantinedCount: () => state.quarantinedScripts().length,
+      quarantinedCount: () => state.quarantine.scripts().length,
     })
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
-    state.reassignOrphanedShards(settings.shards)
+    state.scripts.reassignOrphanedShards(settings.shards)
     const runtime = new WorkerdRuntime({
       dataDir,
       shardCount: settings.shards,
@@ -109,8 +109,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       experimental: settings.experimental,
       workerEvents: settings.worker_events,
       validationConcurrency: settings.validation_concurrency,
-      scriptsOfShard: (index) => state.runnableScripts(index),
-      moduleContent: (sha256) => state.moduleContent(sha256),
+      scriptsOfShard: (index) => state.scripts.runnableScripts(index),
+      moduleContent: (sha256) => state.scripts.moduleContent(sha256),
       log,
       onShardState: (index, shardState) => metrics.shardUp.set({shard: String(index)}, shardState === 'up' ? 1 : 0),
       onSwapped: (index, event) => {
@@ -123,7 +123,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       onIncident: (index, kind, script) => {
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return
-        const {incidents, quarantined} = state.recordIncident(script, kind, settings.quarantine_after_incidents)
+        const {incidents, quarantined} = state.quarantine.recordIncident(script, kind, settings.quarantine_after_incidents)
         log.warn({shard: index, kind, script, incidents}, 'incident counted against the script')
         if (!quarantined) return
         metrics.quarantines.inc({script})
@@ -135,10 +135,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const tails = new TailHub({
       metrics,
       isServed: (script) => {
-        const route = state.route(script)
+        const route = state.scripts.route(script)
         return route !== null && !route.retired
       },
-      secretValues: (script) => state.secretValues(script),
+      secretValues: (script) => state.credentials.secretValues(script),
       logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,
       activityWindowSeconds: settings.worker_activity_window_seconds,
       log,
@@ -208,7 +208,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const adminUrl = urlOf(advertisable(adminAddress))
 
     await clearSnapshotLeftovers(dataDir)
-    await runtime.pruneModuleCache(new Set(state.scripts().flatMap((script) => state.modulesOf(script.name).map((module) => module.sha256))))
+    await runtime.pruneModuleCache(new Set(state.scripts.all().flatMap((script) => state.scripts.modulesOf(script.name).map((module) => module.sha256))))
     await runtime.start()
 
     const info: HostInfo = {
@@ -267,8 +267,8 @@ export function hostPairingCode(dataDir: string, options: {rotate?: boolean} = {
   }
   const state = HostState.open(dataDir)
   try {
-    if (options.rotate) return state.issuePairingCode()
-    const code = state.pairingCode()
+    if (options.rotate) return state.pairing.issueCode()
+    const code = state.pairing.code()
     if (code === null) throw new KitError('conflict', 'the pairing code was already used; --rotate issues a new one')
     return code
   } finally {

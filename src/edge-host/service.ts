@@ -94,14 +94,14 @@ export class HostService {
       hostPublicKey: identity.publicKey,
       fingerprint: identity.fingerprint,
       scope: identity.scope,
-      paired: this.state.isPaired(),
+      paired: this.state.pairing.isPaired(),
       publicUrl: this.options.publicUrl(),
       baseDomain: settings.base_domain,
     }
   }
 
   pair(code: string): PairResponse {
-    const pairing = this.state.completePairing(code)
+    const pairing = this.state.pairing.complete(code)
     if (!pairing) throw new HostError('pairing_code_invalid', 'the pairing code is not valid (used, rotated or mistyped)')
     const {identity} = this.options
     this.options.log.info({fingerprint: identity.fingerprint, scope: identity.scope}, 'host paired')
@@ -121,12 +121,12 @@ export class HostService {
     assertScriptName(name)
     const upload = this.decodeUpload(body)
     // Cheap refusals first: validation runs a workerd.
-    this.state.assertNotFenced()
-    this.state.assertNotRetired(name)
-    if (!this.state.holdsUpload(name, upload)) {
-      const existing = this.state.script(name)
+    this.state.fences.assertNotFenced()
+    this.state.scripts.assertNotRetired(name)
+    if (!this.state.scripts.holdsUpload(name, upload)) {
+      const existing = this.state.scripts.get(name)
       // Validate with the secrets and credentials the script would run with.
-      const current = existing?.releaseGeneration ? this.state.runnable(existing) : null
+      const current = existing?.releaseGeneration ? this.state.scripts.runnable(existing) : null
       const candidate: RunnableScript = {
         name,
         releaseGeneration: upload.releaseGeneration,
@@ -164,7 +164,7 @@ export class HostService {
       compatibilityFlags: script.compatibilityFlags,
       builderPolicy: script.builderPolicy,
       tags: script.tags,
-      modules: this.state.modulesOf(name),
+      modules: this.state.scripts.modulesOf(name),
       bindings: script.bindings.map((binding) =>
         binding.type === 'durable_object_namespace'
           ? {type: binding.type, name: binding.name, className: binding.className}
@@ -187,7 +187,7 @@ export class HostService {
     }
     const after = cursor === null ? null : decodeCursor(cursor)
     // One extra row tells whether another page follows.
-    const rows = this.state.scriptPage(after, limit + 1)
+    const rows = this.state.scripts.page(after, limit + 1)
     const page = rows.slice(0, limit)
     return {
       scripts: page.map((script) => ({
@@ -203,7 +203,7 @@ export class HostService {
 
   retire(name: string): ScriptDetails {
     assertScriptName(name)
-    const before = this.state.script(name)
+    const before = this.state.scripts.get(name)
     this.state.retire(name)
     if (before && before.retiredAt === null) {
       this.options.log.info({script: name}, 'script retired')
@@ -216,8 +216,8 @@ export class HostService {
 
   lockdown(name: string, meta: ControlMeta): ControlResult<Lockdown> {
     assertScriptName(name)
-    return this.state.control(name, 'retirement.lockdown', meta, (now) => {
-      const lockedDownAt = this.state.setLockdown(name, now)
+    return this.state.control(name, 'retirement.lockdown', meta, (tx) => {
+      const lockedDownAt = this.state.scripts.lockDown(tx, name)
       this.options.log.info({script: name}, 'script locked down')
       return {conflict: false as const, current: {name, state: 'locked_down' as ScriptState, lockedDownAt: iso(lockedDownAt)}}
     })
@@ -252,7 +252,7 @@ export class HostService {
         return this.accessPolicy(name, releaseGeneration)
       } catch (error) {
         const remaining = deadline - Date.now()
-        const pending = error instanceof HostError && error.code === 'script_not_ready' && this.state.script(name)?.releaseGeneration === releaseGeneration
+        const pending = error instanceof HostError && error.code === 'script_not_ready' && this.state.scripts.get(name)?.releaseGeneration === releaseGeneration
         if (!pending || remaining <= 0) throw error
         // Registered in the same turn as the check above, so no swap can slip between them.
         if (!(await this.runtime.nextSwap(remaining))) throw error
@@ -262,34 +262,30 @@ export class HostService {
 
   replaceAccessPolicy(name: string, body: ReplaceAccessPolicy): ControlResult<AccessPolicy> {
     assertScriptName(name)
-    return this.state.control(name, 'access_policy.replace', body, (now) => {
-      const policy = this.state.replacePolicy(
-        name,
-        {
-          mode: body.mode,
-          apiKeySha256: body.apiKeySha256 ?? null,
-          apiKeyLastFour: body.apiKeyLastFour ?? null,
-          ipAllowlist: body.ipAllowlist ?? [],
-          baseRevision: body.baseRevision,
-        },
-        now,
-      )
+    return this.state.control(name, 'access_policy.replace', body, (tx) => {
+      const policy = this.state.controlConfig.replacePolicy(tx, name, {
+        mode: body.mode,
+        apiKeySha256: body.apiKeySha256 ?? null,
+        apiKeyLastFour: body.apiKeyLastFour ?? null,
+        ipAllowlist: body.ipAllowlist ?? [],
+        baseRevision: body.baseRevision,
+      })
       return {conflict: false as const, current: policyView(policy)}
     })
   }
 
   rotateApiKey(name: string, body: RotateApiKey): ControlResult<AccessPolicy> {
     assertScriptName(name)
-    return this.state.control(name, 'access_policy.api_key.rotate', body, (now) => ({
+    return this.state.control(name, 'access_policy.api_key.rotate', body, (tx) => ({
       conflict: false as const,
-      current: policyView(this.state.rotateApiKey(name, body, now)),
+      current: policyView(this.state.controlConfig.rotateApiKey(tx, name, body)),
     }))
   }
 
   revokeApiKey(name: string, body: RevisionOnly): RevokeResult<AccessPolicy> {
     assertScriptName(name)
-    return this.state.control(name, 'access_policy.api_key.revoke', body, (now) => {
-      const {revoked, policy} = this.state.revokeApiKey(name, body.baseRevision, now)
+    return this.state.control(name, 'access_policy.api_key.revoke', body, (tx) => {
+      const {revoked, policy} = this.state.controlConfig.revokeApiKey(tx, name, body.baseRevision)
       return {conflict: false as const, revoked, current: policyView(policy)}
     })
   }
@@ -298,8 +294,8 @@ export class HostService {
     assertScriptName(name)
     this.requireScript(name)
     return {
-      revision: this.state.runtimeConfigRevision(name).revision,
-      entries: this.state
+      revision: this.state.controlConfig.runtimeConfigRevision(name).revision,
+      entries: this.state.controlConfig
         .runtimeConfig(name)
         .map((entry) => ({key: entry.key, valueJson: entry.valueJson, sha256: entry.sha256, updated_at: iso(entry.updatedAt)})),
     }
@@ -307,9 +303,9 @@ export class HostService {
 
   putRuntimeConfig(name: string, key: string, body: PutRuntimeConfig): ControlResult<RuntimeConfigEntry> {
     assertScriptName(name)
-    const result = this.state.control(name, 'runtime_config.replace', body, (now) => {
-      const stored = this.state.putRuntimeConfig(name, key, body.valueJson, body.baseRevision, now)
-      return {conflict: false as const, current: {key, valueJson: stored.valueJson, sha256: stored.sha256, revision: stored.revision, updated_at: iso(now)}}
+    const result = this.state.control(name, 'runtime_config.replace', body, (tx) => {
+      const stored = this.state.controlConfig.putRuntimeConfig(tx, name, key, body)
+      return {conflict: false as const, current: {key, valueJson: stored.valueJson, sha256: stored.sha256, revision: stored.revision, updated_at: iso(tx.now)}}
     })
     this.restartScriptShard(name)
     return result
@@ -318,10 +314,10 @@ export class HostService {
   deleteRuntimeConfig(name: string, key: string, body: RevisionOnly): ControlResult<RuntimeConfigEntry> {
     assertScriptName(name)
     let deleted = false
-    const result = this.state.control(name, 'runtime_config.delete', body, (now) => {
-      const outcome = this.state.deleteRuntimeConfig(name, key, body.baseRevision, now)
+    const result = this.state.control(name, 'runtime_config.delete', body, (tx) => {
+      const outcome = this.state.controlConfig.deleteRuntimeConfig(tx, name, key, body.baseRevision)
       deleted = outcome.deleted
-      return {conflict: false as const, current: {key, valueJson: null, sha256: null, revision: outcome.revision, updated_at: iso(now)}}
+      return {conflict: false as const, current: {key, valueJson: null, sha256: null, revision: outcome.revision, updated_at: iso(tx.now)}}
     })
     if (deleted) this.restartScriptShard(name)
     return result
@@ -330,14 +326,14 @@ export class HostService {
   operationSettings(name: string): OperationSettings {
     assertScriptName(name)
     this.requireScript(name)
-    return operationSettingsView(this.state.operationSettings(name))
+    return operationSettingsView(this.state.controlConfig.operationSettings(name))
   }
 
   replaceOperationSettings(name: string, body: ReplaceOperationSettings): ControlResult<OperationSettings> {
     assertScriptName(name)
-    const result = this.state.control(name, 'operation_settings.replace', body, (now) => ({
+    const result = this.state.control(name, 'operation_settings.replace', body, (tx) => ({
       conflict: false as const,
-      current: operationSettingsView(this.state.replaceOperationSettings(name, body, now)),
+      current: operationSettingsView(this.state.controlConfig.replaceOperationSettings(tx, name, body)),
     }))
     this.restartScriptShard(name)
     return result
@@ -345,8 +341,8 @@ export class HostService {
 
   revokeOperationSettings(name: string, body: RevisionOnly): RevokeResult<OperationSettings> {
     assertScriptName(name)
-    const result = this.state.control(name, 'operation_settings.revoke', body, (now) => {
-      const {revoked, settings} = this.state.revokeOperationSettings(name, body.baseRevision, now)
+    const result = this.state.control(name, 'operation_settings.revoke', body, (tx) => {
+      const {revoked, settings} = this.state.controlConfig.revokeOperationSettings(tx, name, body.baseRevision)
       return {conflict: false as const, revoked, current: operationSettingsView(settings)}
     })
     if (result.revoked) this.restartScriptShard(name)
@@ -356,14 +352,14 @@ export class HostService {
   secrets(name: string): SecretList {
     assertScriptName(name)
     this.requireScript(name)
-    return {secrets: this.state.secrets(name).map((secret) => ({name: secret.name, sha256: secret.sha256, updated_at: iso(secret.updatedAt)}))}
+    return {secrets: this.state.credentials.secrets(name).map((secret) => ({name: secret.name, sha256: secret.sha256, updated_at: iso(secret.updatedAt)}))}
   }
 
   putSecret(name: string, secretName: string, body: {value: string} & ControlMeta): ControlResult<SecretInfo> {
     assertScriptName(name)
-    const result = this.state.control(name, 'secrets.put', body, (now) => {
-      const {sha256} = this.state.putSecret(name, secretName, body.value, now)
-      return {conflict: false as const, current: {name: secretName, sha256, updated_at: iso(now)}}
+    const result = this.state.control(name, 'secrets.put', body, (tx) => {
+      const {sha256} = this.state.credentials.putSecret(tx, name, secretName, body.value)
+      return {conflict: false as const, current: {name: secretName, sha256, updated_at: iso(tx.now)}}
     })
     this.restartScriptShard(name)
     return result
@@ -371,9 +367,9 @@ export class HostService {
 
   deleteSecret(name: string, secretName: string, meta: ControlMeta): DeleteResult<SecretDeletion> {
     assertScriptName(name)
-    const result = this.state.control(name, 'secrets.delete', meta, (now) => {
-      const deleted = this.state.deleteSecret(name, secretName)
-      return {conflict: false as const, deleted, current: {name: secretName, deleted, updated_at: iso(now)}}
+    const result = this.state.control(name, 'secrets.delete', meta, (tx) => {
+      const deleted = this.state.credentials.deleteSecret(tx, name, secretName)
+      return {conflict: false as const, deleted, current: {name: secretName, deleted, updated_at: iso(tx.now)}}
     })
     if (result.deleted) this.restartScriptShard(name)
     return result
@@ -381,9 +377,9 @@ export class HostService {
 
   purgeSecrets(name: string, meta: ControlMeta): ControlResult<Purge> {
     assertScriptName(name)
-    const result = this.state.control(name, 'secrets.purge', meta, (now) => ({
+    const result = this.state.control(name, 'secrets.purge', meta, (tx) => ({
       conflict: false as const,
-      current: {purged: this.state.purgeSecrets(name), updated_at: iso(now)},
+      current: {purged: this.state.credentials.purgeSecrets(tx, name), updated_at: iso(tx.now)},
     }))
     if (result.current.purged.length > 0) this.restartScriptShard(name)
     return result
@@ -393,7 +389,7 @@ export class HostService {
     assertScriptName(name)
     this.requireScript(name)
     return {
-      serviceAccounts: this.state.serviceAccounts(name).map((account) => ({
+      serviceAccounts: this.state.credentials.serviceAccounts(name).map((account) => ({
         serviceAccountId: account.id,
         username: account.username,
         passwordDigest: account.passwordSha256,
@@ -404,9 +400,9 @@ export class HostService {
 
   putServiceAccount(name: string, id: string, body: {username: string; password: string} & ControlMeta): ControlResult<ServiceAccountInfo> {
     assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.put', body, (now) => {
-      const {passwordSha256} = this.state.putServiceAccount(name, id, body.username, body.password, now)
-      return {conflict: false as const, current: {serviceAccountId: id, username: body.username, passwordDigest: passwordSha256, updated_at: iso(now)}}
+    const result = this.state.control(name, 'service_accounts.credentials.put', body, (tx) => {
+      const {passwordSha256} = this.state.credentials.putServiceAccount(tx, name, id, body)
+      return {conflict: false as const, current: {serviceAccountId: id, username: body.username, passwordDigest: passwordSha256, updated_at: iso(tx.now)}}
     })
     this.restartScriptShard(name)
     return result
@@ -414,9 +410,9 @@ export class HostService {
 
   deleteServiceAccount(name: string, id: string, meta: ControlMeta): DeleteResult<ServiceAccountDeletion> {
     assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.delete', meta, (now) => {
-      const deleted = this.state.deleteServiceAccount(name, id)
-      return {conflict: false as const, deleted, current: {serviceAccountId: id, deleted, updated_at: iso(now)}}
+    const result = this.state.control(name, 'service_accounts.credentials.delete', meta, (tx) => {
+      const deleted = this.state.credentials.deleteServiceAccount(tx, name, id)
+      return {conflict: false as const, deleted, current: {serviceAccountId: id, deleted, updated_at: iso(tx.now)}}
     })
     if (result.deleted) this.restartScriptShard(name)
     return result
@@ -424,9 +420,9 @@ export class HostService {
 
   purgeServiceAccounts(name: string, meta: ControlMeta): ControlResult<Purge> {
     assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.purge', meta, (now) => ({
+    const result = this.state.control(name, 'service_accounts.credentials.purge', meta, (tx) => ({
       conflict: false as const,
-      current: {purged: this.state.purgeServiceAccounts(name), updated_at: iso(now)},
+      current: {purged: this.state.credentials.purgeServiceAccounts(tx, name), updated_at: iso(tx.now)},
     }))
     if (result.current.purged.length > 0) this.restartScriptShard(name)
     return result
@@ -435,7 +431,7 @@ export class HostService {
   // ── Receipts ────────────────────────────────────────────────────────────────────────────────
 
   receipt(mutationId: string, commandDigest: string | null): Receipt {
-    const receipt = this.state.receipt(mutationId)
+    const receipt = this.state.receipts.get(mutationId)
     if (!receipt) throw new HostError('receipt_not_found', `the host has no receipt for mutation ${mutationId}`)
     if (commandDigest !== null && receipt.commandDigest !== commandDigest) {
       throw new HostError('mutation_conflict', `mutation ${mutationId} was applied with a different command digest`)
@@ -459,27 +455,27 @@ export class HostService {
   // ── Fences ──────────────────────────────────────────────────────────────────────────────────
 
   fenceStatus(): FenceStatus {
-    const active = this.state.activeFence()
-    return {active: active ? fenceView(active) : null, recent: this.state.recentFences().map(fenceView)}
+    const active = this.state.fences.active()
+    return {active: active ? fenceView(active) : null, recent: this.state.fences.recent().map(fenceView)}
   }
 
   beginFence(body: ValidBeginFence): {fence: Fence; created: boolean} {
     if (body.ttlSeconds > this.options.maxFenceTtlSeconds) {
       throw new HostError('invalid_request', `ttlSeconds: at most ${this.options.maxFenceTtlSeconds} (fence.max_ttl_seconds)`)
     }
-    const {fence, created} = this.state.beginFence(body.fenceId, body.ttlSeconds, body.reason)
+    const {fence, created} = this.state.fences.begin(body.fenceId, body.ttlSeconds, body.reason)
     if (created) this.options.log.info({fenceId: fence.fenceId, expiresAt: iso(fence.expiresAt)}, 'fence begun')
     return {fence: fenceView(fence), created}
   }
 
   fence(fenceId: string): Fence {
-    const fence = this.state.fence(fenceId)
+    const fence = this.state.fences.get(fenceId)
     if (!fence) throw new HostError('fence_not_found', `the host has no fence ${fenceId}`)
     return fenceView(fence)
   }
 
   endFence(fenceId: string): Fence {
-    const fence = this.state.endFence(fenceId)
+    const fence = this.state.fences.end(fenceId)
     this.options.log.info({fenceId, liftReason: fence.liftReason}, 'fence lifted')
     return fenceView(fence)
   }
@@ -502,7 +498,7 @@ export class HostService {
   }
 
   private requireActiveFence(fenceId: string): FenceRecord {
-    const active = this.state.activeFence()
+    const active = this.state.fences.active()
     if (active?.fenceId !== fenceId) {
       throw new HostError(
         'fence_required',
@@ -515,8 +511,8 @@ export class HostService {
   // ── Inventory ───────────────────────────────────────────────────────────────────────────────
 
   inventory(): Inventory {
-    const scripts = this.state.scripts()
-    const fence = this.state.activeFence()
+    const scripts = this.state.scripts.all()
+    const fence = this.state.fences.active()
     return {
       generatedAt: iso(Date.now()),
       scope: this.options.identity.scope,
@@ -531,18 +527,18 @@ export class HostService {
         shard: script.shard,
         policyRevision: script.policy.revision,
       })),
-      quarantined: this.state.quarantinedScripts().map((entry) => ({...entry, quarantinedAt: iso(entry.quarantinedAt)})),
+      quarantined: this.state.quarantine.scripts().map((entry) => ({...entry, quarantinedAt: iso(entry.quarantinedAt)})),
     }
   }
 
   scriptCounts(): Record<ScriptState, number> {
-    return countByState(this.state.scripts())
+    return countByState(this.state.scripts.all())
   }
 
   // ── Helpers ─────────────────────────────────────────────────────────────────────────────────
 
   private requireScript(name: string): ScriptRecord {
-    const script = this.state.script(name)
+    const script = this.state.scripts.get(name)
     if (!script) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
     return script
   }
@@ -569,7 +565,7 @@ export class HostService {
   }
 
   private restartScriptShard(name: string): void {
-    const shard = this.state.script(name)?.shard
+    const shard = this.state.scripts.get(name)?.shard
     if (shard !== null && shard !== undefined) this.restartInBackground(shard)
   }
 

@@ -14,7 +14,7 @@ import {create as createTar} from 'tar'
 import {fileDigest} from '../file-digest.js'
 import {SNAPSHOT_MANIFEST_FILE, type SnapshotManifest} from '../protocol/management-api.js'
 import {IDENTITY_KEY_FILE, type HostIdentity} from './identity.js'
-import {HostState, STATE_FILE, type FenceRecord} from './state.js'
+import {type FenceRecord, type HostState, sealSnapshotCopy, STATE_FILE} from './state.js'
 
 const STAGING_DIR = path.join('runtime', 'snapshots')
 const DURABLE_OBJECTS_DIR = 'do'
@@ -47,7 +47,7 @@ export async function stageSnapshot(source: SnapshotSource): Promise<StagedSnaps
   try {
     const files: string[] = []
     await source.state.backupTo(path.join(dir, STATE_FILE))
-    HostState.sealSnapshotCopy(path.join(dir, STATE_FILE), source.fence.fenceId, Date.now())
+    sealSnapshotCopy(path.join(dir, STATE_FILE), source.fence.fenceId, Date.now())
     files.push(STATE_FILE)
     await copyFile(path.join(source.dataDir, IDENTITY_KEY_FILE), path.join(dir, IDENTITY_KEY_FILE))
     files.push(IDENTITY_KEY_FILE)

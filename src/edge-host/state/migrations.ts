@@ -1,0 +1,123 @@
+// The host state's schema, as steps: HOST_MIGRATIONS[v] takes a file at `user_version` v to v + 1
+// (./database.ts applies each in one transaction). Append new steps; never edit a released one — a
+// host.sqlite written by any earlier build must reach the same schema as a fresh one.
+
+export interface HostMigration {
+  /** What the step adds, for the error that names a failed step. */
+  name: string
+  sql: string
+}
+
+export const HOST_MIGRATIONS: readonly HostMigration[] = [
+  {
+    name: 'scripts, control state, fences, pairing',
+    sql: `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+CREATE TABLE scripts (
+  name TEXT PRIMARY KEY,
+  shard INTEGER,
+  release_generation TEXT,
+  main_module TEXT,
+  compatibility_date TEXT,
+  compatibility_flags TEXT NOT NULL DEFAULT '[]',
+  builder_policy TEXT,
+  tags TEXT NOT NULL DEFAULT '[]',
+  bindings TEXT NOT NULL DEFAULT '[]',
+  content_digest TEXT,
+  locked_down_at INTEGER,
+  retired_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  policy_mode TEXT NOT NULL DEFAULT 'public',
+  policy_api_key_sha256 TEXT,
+  policy_api_key_last_four TEXT,
+  policy_ip_allowlist TEXT NOT NULL DEFAULT '[]',
+  policy_revision INTEGER NOT NULL DEFAULT 0,
+  policy_updated_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE script_modules (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  type TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  PRIMARY KEY (script, position)
+) STRICT;
+CREATE INDEX script_modules_by_sha256 ON script_modules (sha256);
+CREATE TABLE module_blobs (sha256 TEXT PRIMARY KEY, content BLOB NOT NULL) STRICT;
+CREATE TABLE secrets (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  name TEXT NOT NULL,
+  value TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (script, name)
+) STRICT;
+CREATE TABLE service_accounts (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  id TEXT NOT NULL,
+  username TEXT NOT NULL,
+  password TEXT NOT NULL,
+  password_sha256 TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (script, id)
+) STRICT;
+CREATE TABLE receipts (
+  mutation_id TEXT PRIMARY KEY,
+  command_digest TEXT NOT NULL,
+  operation TEXT NOT NULL,
+  script TEXT NOT NULL,
+  result TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  acknowledged_at INTEGER
+) STRICT;
+CREATE TABLE fences (
+  fence_id TEXT PRIMARY KEY,
+  reason TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  lifted_at INTEGER,
+  lift_reason TEXT
+) STRICT;
+CREATE INDEX fences_by_lifted_at ON fences (lifted_at);
+CREATE TABLE nonces (nonce TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+`,
+  },
+  {
+    // Runtime config and operation settings, each with its own revision per script.
+    name: 'runtime config and operation settings',
+    sql: `
+ALTER TABLE scripts ADD COLUMN runtime_config_revision INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE scripts ADD COLUMN runtime_config_updated_at INTEGER;
+ALTER TABLE scripts ADD COLUMN operation_settings_json TEXT;
+ALTER TABLE scripts ADD COLUMN operation_settings_sha256 TEXT;
+ALTER TABLE scripts ADD COLUMN operation_settings_release TEXT;
+ALTER TABLE scripts ADD COLUMN operation_settings_revision INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE scripts ADD COLUMN operation_settings_updated_at INTEGER;
+CREATE TABLE runtime_config (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  key TEXT NOT NULL,
+  value_json TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (script, key)
+) STRICT;
+`,
+  },
+  {
+    // Runaway incidents per script, counted for its current release only (a deploy starts over), and
+    // the quarantine they lead to (see ../runtime/watchdog.ts). IF NOT EXISTS: builds before this step
+    // created the table on every open, so a version 2 file may hold it already.
+    name: 'runaway incidents and quarantine',
+    sql: `
+CREATE TABLE IF NOT EXISTS worker_quarantine (
+  script TEXT PRIMARY KEY REFERENCES scripts(name),
+  release_generation TEXT NOT NULL,
+  incidents INTEGER NOT NULL,
+  last_incident TEXT NOT NULL,
+  quarantined_at INTEGER
+) STRICT;
+`,
+  },
+]

@@ -1,0 +1,340 @@
+// Scripts and their releases: metadata, modules (blobs shared by content), shard assignment,
+// lockdown and retirement, and the route the data plane reads for every request.
+import {canonicalDigest, sha256Hex} from '../../canonical-json.js'
+import type {Binding, ModuleInfo, ModuleType, ScriptState} from '../../protocol/management-api.js'
+import {HostError} from '../errors.js'
+import type {ControlConfig, PolicyColumns} from './control-config.js'
+import {type AccessPolicyRecord, POLICY_COLUMNS, policyFromRow} from './control-config.js'
+import type {Credentials} from './credentials.js'
+import type {HostDatabase} from './database.js'
+import type {FencedTx} from './fences.js'
+import {QUARANTINED} from './quarantine.js'
+
+export interface ScriptRecord {
+  name: string
+  shard: number | null
+  releaseGeneration: string | null
+  mainModule: string | null
+  compatibilityDate: string | null
+  compatibilityFlags: string[]
+  builderPolicy: string | null
+  tags: string[]
+  bindings: Binding[]
+  lockedDownAt: number | null
+  retiredAt: number | null
+  createdAt: number
+  updatedAt: number
+  policy: AccessPolicyRecord
+}
+
+export interface RouteRecord {
+  shard: number | null
+  retired: boolean
+  lockedDown: boolean
+  /** Its current release caused too many incidents; refused until the next deploy. */
+  quarantined: boolean
+  policy: AccessPolicyRecord
+}
+
+export function scriptStateOf(script: Pick<ScriptRecord, 'retiredAt' | 'lockedDownAt'>): ScriptState {
+  return script.retiredAt !== null ? 'retired' : script.lockedDownAt !== null ? 'locked_down' : 'active'
+}
+
+export interface DecodedModule {
+  name: string
+  type: ModuleType
+  content: Buffer
+}
+
+export interface ScriptUpload {
+  releaseGeneration: string
+  mainModule: string
+  compatibilityDate: string
+  compatibilityFlags: string[]
+  builderPolicy: string
+  tags: string[]
+  modules: DecodedModule[]
+  bindings: Binding[]
+}
+
+/** Everything the runtime needs to run one script; module bytes are fetched by digest. */
+export interface RunnableScript {
+  name: string
+  releaseGeneration: string
+  mainModule: string
+  compatibilityDate: string
+  compatibilityFlags: string[]
+  modules: ModuleInfo[]
+  bindings: Binding[]
+  secrets: Array<{name: string; value: string}>
+  serviceAccounts: Array<{id: string; username: string; password: string}>
+  runtimeConfig: Array<{key: string; valueJson: string}>
+  /** The operation settings document (JSON text), or null when none is stored. */
+  operationSettingsJson: string | null
+}
+
+/** The columns of `scripts` a ScriptRecord is read from. */
+interface ScriptRow extends PolicyColumns {
+  name: string
+  shard: number | null
+  release_generation: string | null
+  main_module: string | null
+  compatibility_date: string | null
+  compatibility_flags: string
+  builder_policy: string | null
+  tags: string
+  bindings: string
+  locked_down_at: number | null
+  retired_at: number | null
+  created_at: number
+  updated_at: number
+}
+
+interface RouteRow extends PolicyColumns {
+  shard: number | null
+  retired_at: number | null
+  locked_down_at: number | null
+  quarantined: 0 | 1
+}
+
+/** Identity of an upload's content: equal digests mean a repeated upload that changes nothing. */
+export function uploadDigest(upload: ScriptUpload): string {
+  return canonicalDigest({
+    ...upload,
+    modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content)})),
+  })
+}
+
+export class Scripts {
+  /** Routes read by the data plane, kept until the next write (this process is the only writer of scripts). */
+  private readonly routes = new Map<string, RouteRecord | null>()
+
+  constructor(
+    private readonly db: HostDatabase,
+    private readonly credentials: Credentials,
+    private readonly controlConfig: ControlConfig,
+  ) {
+    db.onWrite(() => this.routes.clear())
+  }
+
+  // ── Reads ───────────────────────────────────────────────────────────────────────────────────
+
+  get(name: string): ScriptRecord | null {
+    const row = this.db.one<ScriptRow>('SELECT * FROM scripts WHERE name = ?', name)
+    return row ? scriptFromRow(row) : null
+  }
+
+  all(): ScriptRecord[] {
+    return this.db.all<ScriptRow>('SELECT * FROM scripts ORDER BY name').map(scriptFromRow)
+  }
+
+  /** One page of scripts sorted by name, starting after `afterName`. */
+  page(afterName: string | null, limit: number): ScriptRecord[] {
+    return this.db.all<ScriptRow>('SELECT * FROM scripts WHERE name > ? ORDER BY name LIMIT ?', afterName ?? '', limit).map(scriptFromRow)
+  }
+
+  /** What the data plane needs to route one request; read on every request. */
+  route(name: string): RouteRecord | null {
+    const cached = this.routes.get(name)
+    if (cached !== undefined) return cached
+    const row = this.db.one<RouteRow>(
+      `SELECT shard, retired_at, locked_down_at, ${POLICY_COLUMNS}, ${QUARANTINED} AS quarantined
+       FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name WHERE s.name = ?`,
+      name,
+    )
+    const route = row
+      ? {
+          shard: row.shard,
+          retired: row.retired_at !== null,
+          lockedDown: row.locked_down_at !== null,
+          quarantined: row.quarantined === 1,
+          policy: policyFromRow(row),
+        }
+      : null
+    // Unknown names are not cached: anyone can ask for any number of them.
+    if (route) this.routes.set(name, route)
+    return route
+  }
+
+  modulesOf(name: string): ModuleInfo[] {
+    return this.db.all<ModuleInfo>('SELECT name, type, sha256, size FROM script_modules WHERE script = ? ORDER BY position', name)
+  }
+
+  moduleContent(sha256: string): Buffer {
+    const row = this.db.one<{content: Buffer}>('SELECT content FROM module_blobs WHERE sha256 = ?', sha256)
+    if (!row) throw new Error(`module blob ${sha256} is missing from the host state`)
+    return row.content
+  }
+
+  /** The scripts a shard must run: assigned to it, not retired, not quarantined. */
+  runnableScripts(shard: number): RunnableScript[] {
+    const rows = this.db.all<ScriptRow>(
+      `SELECT s.* FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name
+       WHERE s.shard = ? AND s.retired_at IS NULL AND NOT ${QUARANTINED} ORDER BY s.name`,
+      shard,
+    )
+    return rows.map((row) => this.runnable(scriptFromRow(row)))
+  }
+
+  runnable(script: ScriptRecord): RunnableScript {
+    if (script.releaseGeneration === null || script.mainModule === null || script.compatibilityDate === null) {
+      throw new Error(`script ${script.name} has no uploaded release`)
+    }
+    return {
+      name: script.name,
+      releaseGeneration: script.releaseGeneration,
+      mainModule: script.mainModule,
+      compatibilityDate: script.compatibilityDate,
+      compatibilityFlags: script.compatibilityFlags,
+      modules: this.modulesOf(script.name),
+      bindings: script.bindings,
+      secrets: this.credentials.secretValuesByName(script.name),
+      serviceAccounts: this.credentials.serviceAccountLogins(script.name),
+      runtimeConfig: this.controlConfig.runtimeConfig(script.name).map((entry) => ({key: entry.key, valueJson: entry.valueJson})),
+      operationSettingsJson: this.controlConfig.operationSettings(script.name).settingsJson,
+    }
+  }
+
+  /** True when the script already holds exactly this upload (a retried upload). */
+  holdsUpload(name: string, upload: ScriptUpload): boolean {
+    const row = this.db.one<{content_digest: string | null}>('SELECT content_digest FROM scripts WHERE name = ? AND retired_at IS NULL', name)
+    return row?.content_digest === uploadDigest(upload)
+  }
+
+  /** Refuses a mutation of a retired script (terminal for the kit). */
+  assertNotRetired(name: string): void {
+    if (this.get(name)?.retiredAt != null) throw new HostError('edge_host_script_retired', `script ${name} is retired`)
+  }
+
+  // ── Writes ──────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Stores an upload, assigning a shard on the first one. Returns the shard to restart, or null
+   * when the upload repeats what the script already holds.
+   */
+  save(tx: FencedTx, name: string, upload: ScriptUpload, shards: {count: number; maxScriptsPerShard: number}): number | null {
+    this.assertNotRetired(name)
+    if (this.holdsUpload(name, upload)) return null
+    this.credentials.assertNoSecretShadowed(name, upload.bindings)
+    let shard = this.get(name)?.shard ?? null
+    if (shard === null || shard >= shards.count) {
+      shard = leastLoadedShard(this.shardLoads(shards.count), shards.count, shards.maxScriptsPerShard)
+      if (shard === null) {
+        throw new HostError('host_full', `every shard holds ${shards.maxScriptsPerShard} scripts; raise host.shards or host.max_scripts_per_shard`)
+      }
+    }
+    tx.run(
+      `INSERT INTO scripts (name, shard, release_generation, main_module, compatibility_date, compatibility_flags,
+         builder_policy, tags, bindings, content_digest, created_at, updated_at, policy_updated_at)
+       VALUES (@name, @shard, @release_generation, @main_module, @compatibility_date, @compatibility_flags,
+         @builder_policy, @tags, @bindings, @content_digest, @now, @now, @now)
+       ON CONFLICT (name) DO UPDATE SET shard = excluded.shard, release_generation = excluded.release_generation,
+         main_module = excluded.main_module, compatibility_date = excluded.compatibility_date,
+         compatibility_flags = excluded.compatibility_flags, builder_policy = excluded.builder_policy,
+         tags = excluded.tags, bindings = excluded.bindings, content_digest = excluded.content_digest,
+         updated_at = excluded.updated_at`,
+      {
+        name,
+        shard,
+        release_generation: upload.releaseGeneration,
+        main_module: upload.mainModule,
+        compatibility_date: upload.compatibilityDate,
+        compatibility_flags: JSON.stringify(upload.compatibilityFlags),
+        builder_policy: upload.builderPolicy,
+        tags: JSON.stringify(upload.tags),
+        bindings: JSON.stringify(upload.bindings),
+        content_digest: uploadDigest(upload),
+        now: tx.now,
+      },
+    )
+    this.replaceModules(tx, name, upload.modules)
+    return shard
+  }
+
+  /** Retires a script for good; a name the host never had is recorded as retired too. */
+  retire(tx: FencedTx, name: string): void {
+    tx.run(
+      `INSERT INTO scripts (name, retired_at, created_at, updated_at, policy_updated_at) VALUES (@name, @now, @now, @now, @now)
+       ON CONFLICT (name) DO UPDATE SET retired_at = COALESCE(retired_at, excluded.retired_at),
+         updated_at = CASE WHEN retired_at IS NULL THEN excluded.updated_at ELSE updated_at END`,
+      {name, now: tx.now},
+    )
+  }
+
+  /** Returns when the script was locked down (the first lockdown's time). */
+  lockDown(tx: FencedTx, name: string): number {
+    tx.run('UPDATE scripts SET locked_down_at = COALESCE(locked_down_at, ?), updated_at = ? WHERE name = ?', tx.now, tx.now, name)
+    return this.get(name)!.lockedDownAt!
+  }
+
+  /** Moves scripts off shards that no longer exist (the shard count was lowered at start). */
+  reassignOrphanedShards(shardCount: number): void {
+    this.db.write((tx) => {
+      const orphans = this.db.all<{name: string}>('SELECT name FROM scripts WHERE retired_at IS NULL AND shard >= ? ORDER BY name', shardCount)
+      for (const {name} of orphans) {
+        const shard = leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
+        tx.run('UPDATE scripts SET shard = ? WHERE name = ?', shard, name)
+      }
+    })
+  }
+
+  /** Non-retired scripts per shard, for shards below `shardCount`. */
+  private shardLoads(shardCount: number): Map<number, number> {
+    const rows = this.db.all<{shard: number; count: number}>(
+      'SELECT shard, COUNT(*) AS count FROM scripts WHERE retired_at IS NULL AND shard < ? GROUP BY shard',
+      shardCount,
+    )
+    return new Map(rows.map((row) => [row.shard, row.count]))
+  }
+
+  private replaceModules(tx: FencedTx, name: string, modules: DecodedModule[]): void {
+    const previous = new Set(this.modulesOf(name).map((module) => module.sha256))
+    tx.run('DELETE FROM script_modules WHERE script = ?', name)
+    modules.forEach((module, position) => {
+      const digest = sha256Hex(module.content)
+      tx.run('INSERT OR IGNORE INTO module_blobs (sha256, content) VALUES (?, ?)', digest, module.content)
+      tx.run(
+        'INSERT INTO script_modules (script, position, name, type, sha256, size) VALUES (?, ?, ?, ?, ?, ?)',
+        name,
+        position,
+        module.name,
+        module.type,
+        digest,
+        module.content.length,
+      )
+    })
+    // Blobs are shared by content: drop the old ones no script uses any more.
+    for (const digest of previous) {
+      tx.run('DELETE FROM module_blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM script_modules WHERE sha256 = ?)', digest, digest)
+    }
+  }
+}
+
+/** Least-loaded shard with room (lowest index on ties), or null when all are full. */
+function leastLoadedShard(loads: Map<number, number>, shardCount: number, maxPerShard: number): number | null {
+  let best: number | null = null
+  for (let shard = 0; shard < shardCount; shard++) {
+    const load = loads.get(shard) ?? 0
+    if (load < maxPerShard && (best === null || load < (loads.get(best) ?? 0))) best = shard
+  }
+  return best
+}
+
+function scriptFromRow(row: ScriptRow): ScriptRecord {
+  return {
+    name: row.name,
+    shard: row.shard,
+    releaseGeneration: row.release_generation,
+    mainModule: row.main_module,
+    compatibilityDate: row.compatibility_date,
+    compatibilityFlags: JSON.parse(row.compatibility_flags),
+    builderPolicy: row.builder_policy,
+    tags: JSON.parse(row.tags),
+    bindings: JSON.parse(row.bindings),
+    lockedDownAt: row.locked_down_at,
+    retiredAt: row.retired_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    policy: policyFromRow(row),
+  }
+}
