@@ -105,6 +105,7 @@ export class HostState {
             throw new HostError('mutation_conflict', `mutation ${meta.mutationId} was already applied with different facts`)
           }
           this.onControl?.(operation, 'replayed')
+          // Same operation, same command: the stored result is what `apply` returned the first time.
           return earlier.result as T
         }
       }

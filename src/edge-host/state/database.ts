@@ -12,16 +12,16 @@ const openTransactions = new WeakSet<WriteTx>()
 
 /** Proof of an open IMMEDIATE transaction, and the only way to run a statement that writes. */
 export class WriteTx {
-  readonly #database: HostDatabase
+  readonly #statement: (sql: string) => Database.Statement
 
-  constructor(key: typeof issuing, database: HostDatabase) {
+  constructor(key: typeof issuing, statement: (sql: string) => Database.Statement) {
     if (key !== issuing) throw new Error('only HostDatabase.write begins a write transaction')
-    this.#database = database
+    this.#statement = statement
   }
 
   run(sql: string, ...params: unknown[]): Database.RunResult {
     if (!openTransactions.has(this)) throw new Error('a write transaction was used after it ended')
-    return this.#database.writer(sql).run(...params)
+    return this.#statement(sql).run(...params)
   }
 }
 
@@ -81,7 +81,7 @@ export class HostDatabase {
 
   /** One IMMEDIATE transaction; listeners of `onWrite` run after it, committed or not. */
   write<T>(work: (tx: WriteTx) => T): T {
-    const tx = new WriteTx(issuing, this)
+    const tx = new WriteTx(issuing, (sql) => this.writer(sql))
     openTransactions.add(tx)
     try {
       return this.db.transaction(() => work(tx)).immediate()
@@ -96,8 +96,7 @@ export class HostDatabase {
     this.writeListeners.push(listener)
   }
 
-  /** For WriteTx.run only: a statement that changes the file. */
-  writer(sql: string): Database.Statement {
+  private writer(sql: string): Database.Statement {
     const statement = this.statement(sql)
     if (statement.reader) throw new Error(`a write transaction ran a read: ${sql}`)
     return statement
@@ -122,7 +121,7 @@ export class HostDatabase {
 }
 
 function userVersion(db: Database.Database): number {
-  return db.pragma('user_version', {simple: true}) as number
+  return db.prepare<[], number>('PRAGMA user_version').pluck().get()!
 }
 
 /**
