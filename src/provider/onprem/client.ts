@@ -1,11 +1,11 @@
 // The on-prem provider: an undici client for the edge host's management API, calling by the
 // endpoint table (src/protocol/endpoints.ts), which says each call's path, whether it is signed
-// and what its answer must look like. Redirects are never followed; connect and read timeouts come from
-// settings. Failures are classified once, here, into the engine's ProviderError kinds.
+// and what its answer must look like. Redirects are never followed; connect and read timeouts come
+// from settings. Failures are filed into the engine's ProviderError kinds by ./failures.ts.
 import {createHash} from 'node:crypto'
 import {open, rm} from 'node:fs/promises'
 import {pipeline} from 'node:stream/promises'
-import {Agent, errors as undiciErrors, request as undiciRequest, type Dispatcher} from 'undici'
+import {Agent, request as undiciRequest, type Dispatcher} from 'undici'
 import type {z} from 'zod'
 import {
   answerContentTypes,
@@ -18,7 +18,6 @@ import {
   type ResponseBody,
 } from '../../protocol/endpoints.js'
 import {
-  errorStatus,
   READINESS_WAIT_MAX_MS,
   type Binding,
   type ErrorCode,
@@ -44,7 +43,7 @@ import {
   type UploadScriptInput,
   type WorkerBinding,
 } from '../types.js'
-import {parseStrictJson} from '../../util/strict-json.js'
+import {errorBodyOf, httpError, parseJson, transportError} from './failures.js'
 
 export interface OnPremProviderOptions {
   /** The management listener, e.g. http://127.0.0.1:8788 */
@@ -58,9 +57,6 @@ export interface OnPremProviderOptions {
 
 /** A tail stream silent for this long (heartbeats are every 5 s) is taken for dead. */
 const TAIL_SILENCE_LIMIT_MS = 20_000
-
-/** Codes of host answers that end a request for good regardless of the HTTP status family. */
-const TERMINAL_CODES = new Set(['edge_host_script_retired'])
 
 export class OnPremProvider implements EdgeProvider {
   readonly scope: string
@@ -429,45 +425,6 @@ function controlRequest(scriptName: string, mutation: ControlMutation): {endpoin
     case 'service_accounts.credentials.delete':
       return {endpoint: endpoints.deleteServiceAccount, params: {name, id: mutation.serviceAccountId}, body: {}}
   }
-}
-
-function httpError(status: number, code: string, message: string): ProviderError {
-  if (code === 'edge_host_fenced') return new ProviderError('fenced', code, message, status)
-  if (TERMINAL_CODES.has(code)) return new ProviderError('terminal', code, message, status)
-  if (status === 429 || status >= 500) return new ProviderError('retryable', status === 429 ? 'edge_host_rate_limited' : 'edge_host_5xx', message, status)
-  if (status === 401) return new ProviderError('terminal', code === 'edge_host_unpaired' ? code : 'edge_host_unauthorized', message, status)
-  if (status >= 300 && status < 400) return new ProviderError('terminal', 'edge_host_redirect', `${message} (redirects are not followed)`, status)
-  return new ProviderError('terminal', code in errorStatus ? `edge_host_${code}` : 'edge_host_rejected', message, status)
-}
-
-/** Errors raised before any byte was sent cannot have changed anything; the rest may have. */
-function transportError(error: unknown, method: string, target: string): ProviderError {
-  const code = (error as {code?: string}).code ?? ''
-  const where = `${method} ${target}`
-  if (error instanceof undiciErrors.ConnectTimeoutError || ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(code)) {
-    return new ProviderError('retryable', 'edge_host_unreachable', `${where}: edge host unreachable (${code || 'connect timeout'})`)
-  }
-  const detail =
-    error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError ? 'read timeout' : code || (error as Error).name
-  return new ProviderError('ambiguous', 'edge_host_no_answer', `${where}: no complete answer from the edge host (${detail})`)
-}
-
-function parseJson(text: string, method: string, target: string, status: number): unknown {
-  try {
-    return parseStrictJson(text)
-  } catch {
-    throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host answered malformed JSON`, status)
-  }
-}
-
-function errorBodyOf(text: string, status: number): {code: string; message: string} {
-  try {
-    const body = parseStrictJson(text) as {code?: unknown; message?: unknown}
-    if (typeof body.code === 'string') return {code: body.code, message: typeof body.message === 'string' ? body.message : ''}
-  } catch {
-    // Not our host's error shape (a proxy, a crash page): fall back to the status.
-  }
-  return {code: `http_${status}`, message: ''}
 }
 
 export function wireBindingOf(binding: WorkerBinding): Binding {
