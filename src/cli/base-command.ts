@@ -7,7 +7,7 @@ import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {ExitCode, exitCodeFor} from './exit-codes.js'
 import {openStore, type AuditActor, type Store} from '../store/index.js'
-import {createEngine, type Engine, type EngineLogger} from '../engine/context.js'
+import {createEngine, silentLogger, type Engine, type EngineLogger} from '../engine/context.js'
 import {createLogger, resolveLogFormat} from './logger.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
@@ -70,17 +70,18 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return this.loadSettings().settings
   }
 
-  /** Opens the configured store; refuses to continue unless its schema matches this build. */
-  protected async store(options: {requireCurrentSchema?: boolean} = {}): Promise<Store> {
+  /**
+   * Opens the configured store, refusing to continue unless its schema matches this build. Private:
+   * commands reach the store through the engine's query and action modules.
+   */
+  private async store(): Promise<Store> {
     if (this.openedStore) return this.openedStore
-    // Only `db migrate` may create a SQLite store; every other command refuses a missing one.
-    const store = await openStore(this.settings, {create: !(options.requireCurrentSchema ?? true)})
-    if (options.requireCurrentSchema ?? true) {
-      const status = await store.schemaStatus()
-      if (!status.matches) {
-        await store.close()
-        throw new KitError('schema_mismatch', `store schema does not match this build (${status.difference}); run \`edgeworkers db migrate\``)
-      }
+    // Only `db migrate` (through the engine) creates a SQLite store; every command refuses a missing one.
+    const store = await openStore(this.settings, {create: false})
+    const status = await store.schemaStatus()
+    if (!status.matches) {
+      await store.close()
+      throw new KitError('schema_mismatch', `store schema does not match this build (${status.difference}); run \`edgeworkers db migrate\``)
     }
     this.openedStore = store
     return store
@@ -88,10 +89,10 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /**
    * The engine over the configured store. Commands that print their own progress pass `interactive`:
-   * their info lines would only repeat it.
+   * their info lines would only repeat it; `silent` logs nothing (a full-screen view).
    */
-  protected async engine(options: {interactive?: boolean} = {}): Promise<Engine> {
-    return createEngine(await this.store(), this.settings, await this.logger(options))
+  protected async engine(options: {interactive?: boolean; silent?: boolean} = {}): Promise<Engine> {
+    return createEngine(await this.store(), this.settings, options.silent ? silentLogger : await this.logger(options))
   }
 
   /**

@@ -2,7 +2,6 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base-command.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {statusText} from '../cli/status-text.js'
-import {createEngine, silentLogger} from '../engine/context.js'
 import {engineStatusSource} from '../engine/status/source.js'
 import {takeSnapshot} from '../engine/status/snapshot.js'
 
@@ -38,7 +37,7 @@ Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain
   async run() {
     if (!this.jsonEnabled() && process.stdin.isTTY && process.stdout.isTTY && !runsInCi(process.env)) {
       // The engine logs nothing here: a log line would tear the screen; results show in the view.
-      const source = engineStatusSource(async () => createEngine(await this.store(), this.settings, silentLogger), this.operator)
+      const source = engineStatusSource(() => this.engine({silent: true}), this.operator)
       // Ink and React load only for the live view: every other command, and a piped status, skip them.
       const {runStatusTui} = await import('../tui/run.js')
       await runStatusTui(source, {intervalMs: this.settings.status.refresh_interval_ms})

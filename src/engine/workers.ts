@@ -4,6 +4,11 @@ import {KitError} from '../errors.js'
 import {SCRIPT_NAME_PATTERN, type VersionRow, type WorkerRow} from '../store/index.js'
 import type {Engine} from './context.js'
 
+/** Workers, oldest first, of one company and/or in one status when given. */
+export function listWorkers(engine: Engine, filter: {companyId?: string; status?: string}): Promise<WorkerRow[]> {
+  return engine.store.workers.list(filter)
+}
+
 /** The Worker a handle names: a script name (dw-…), a Worker id, or the id of its department. */
 export async function findWorker(engine: Engine, handle: string): Promise<WorkerRow> {
   const {workers} = engine.store

@@ -1,7 +1,7 @@
 // Per-Worker control state: secrets and service-account credentials (bound into the Worker, purged
 // on retirement), receipts that make control calls idempotent, egress limits and metrics.
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
-import {paths} from '../../src/protocol/management-api.js'
+import {paths} from '../support/paths.js'
 import {sha256Hex} from '../../src/canonical-json.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {moduleUpload, scriptNameFor} from '../support/worker-fixtures.js'

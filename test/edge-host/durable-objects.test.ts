@@ -5,7 +5,7 @@ import path from 'node:path'
 import {deserialize} from 'node:v8'
 import Database from 'better-sqlite3'
 import {afterAll, beforeAll, expect, test} from 'vitest'
-import {paths} from '../../src/protocol/management-api.js'
+import {paths} from '../support/paths.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {fixtureUpload, scriptNameFor} from '../support/worker-fixtures.js'
 

@@ -2,7 +2,8 @@
 // nothing, reads and the data plane carry on; a fence lifts itself at its TTL and the host keeps the
 // history of lifted fences (ended or expired) for the kit's lost-fence confirmation.
 import {afterAll, beforeAll, expect, test} from 'vitest'
-import {paths, type Fence, type FenceStatus} from '../../src/protocol/management-api.js'
+import type {Fence, FenceStatus} from '../../src/protocol/management-api.js'
+import {paths} from '../support/paths.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {scriptNameFor, textWorker} from '../support/worker-fixtures.js'
 

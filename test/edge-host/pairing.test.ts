@@ -2,7 +2,7 @@
 // request must change nothing: each refusal below is an upload that must leave no script behind.
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {hostPairingCode} from '../../src/edge-host/host.js'
-import {paths} from '../../src/protocol/management-api.js'
+import {paths} from '../support/paths.js'
 import {fingerprintOf, generateSecret, kitScopeFor, signRequest, verifyPairingProof} from '../../src/protocol/signing.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {scriptNameFor, textWorker} from '../support/worker-fixtures.js'

@@ -6,7 +6,7 @@ import {readdirSync} from 'node:fs'
 import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
-import {paths} from '../../src/protocol/management-api.js'
+import {paths} from '../support/paths.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {fixtureUpload, scriptNameFor, textWorker} from '../support/worker-fixtures.js'
 

@@ -4,7 +4,7 @@
 // The host runs in this process, so its RSS is this process's.
 import net from 'node:net'
 import {afterAll, beforeAll, expect, test} from 'vitest'
-import {paths} from '../../src/protocol/management-api.js'
+import {paths} from '../support/paths.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {scriptNameFor, textWorker} from '../support/worker-fixtures.js'
 

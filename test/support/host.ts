@@ -18,7 +18,8 @@ import pino from 'pino'
 import {request} from 'undici'
 import {startHost, type RunningHost} from '../../src/edge-host/host.js'
 import type {HostSettings} from '../../src/edge-host/service.js'
-import {paths, READINESS_WAIT_MAX_MS, type ScriptDetails, type UploadScript} from '../../src/protocol/management-api.js'
+import {READINESS_WAIT_MAX_MS, type ScriptDetails, type UploadScript} from '../../src/protocol/management-api.js'
+import {paths} from './paths.js'
 import {signRequest} from '../../src/protocol/signing.js'
 
 export interface TestHostOptions {

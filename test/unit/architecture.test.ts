@@ -11,7 +11,9 @@ const SRC = fileURLToPath(new URL('../../src', import.meta.url))
 /** What each top-level part of src/ must not import: folders of src/ (by name) and packages. */
 const LAYERS: Record<string, {forbidden: string[]; why: string}> = {
   commands: {
-    forbidden: ['store/repositories', 'provider', 'protocol', 'kysely', 'pg', 'better-sqlite3', 'undici'],
+    // The store is reached through engine query and action modules, which return the typed results
+    // commands print (BaseCommand's store() is private, so a command cannot open it either).
+    forbidden: ['store', 'provider', 'protocol', 'kysely', 'pg', 'better-sqlite3', 'undici'],
     why: 'commands parse, call the engine and render',
   },
   engine: {forbidden: ['cli', 'commands', 'tui', 'hooks', '@oclif/core', 'ink', 'react', 'listr2'], why: 'the engine knows nothing of oclif, Ink or listr2'},
@@ -29,6 +31,7 @@ const EXCEPTIONS: Array<{file: string; imports: string; why: string}> = [
   {file: 'commands/host/serve.ts', imports: 'edge-host', why: '`host serve` is the daemon'},
   {file: 'commands/host/pairing-code.ts', imports: 'edge-host', why: 'reads the daemon data dir on the host machine'},
   {file: 'util/redact.ts', imports: 'store/schema', why: 'type-only: the JSON value type'},
+  {file: 'commands/outbox/list.ts', imports: 'store/schema', why: 'its filter flags offer the outbox statuses and operations'},
 ]
 
 function sourceFiles(dir: string): string[] {

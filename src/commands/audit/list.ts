@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {isoTime, table} from '../../cli/table.js'
+import {listAuditRows} from '../../engine/audit-log.js'
 
 export default class AuditList extends BaseCommand<typeof AuditList> {
   static override description = 'List audit log rows, newest first.'
@@ -18,8 +19,7 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
   }
 
   async run() {
-    const store = await this.store()
-    const rows = await store.audit.list({
+    const rows = await listAuditRows(await this.engine(), {
       action: this.flags.action,
       resourceId: this.flags.resource,
       resourceType: this.flags['resource-type'],

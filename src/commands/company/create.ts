@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
+import {createCompany} from '../../engine/tenants.js'
 
 export default class CompanyCreate extends BaseCommand<typeof CompanyCreate> {
   static override description = 'Create a company (a tenant that owns departments).'
@@ -13,8 +14,7 @@ export default class CompanyCreate extends BaseCommand<typeof CompanyCreate> {
   }
 
   async run() {
-    const store = await this.store()
-    const company = await store.tenants.createCompany({id: this.flags.id, name: this.args.name})
+    const company = await createCompany(await this.engine(), {id: this.flags.id, name: this.args.name})
     return this.respond(company, () => `created company ${company.id} (${company.name})`)
   }
 }

@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
+import {purgeCompany} from '../../engine/tenants.js'
 import {KitError} from '../../errors.js'
 
 export default class CompanyPurge extends BaseCommand<typeof CompanyPurge> {
@@ -21,11 +22,10 @@ later retires the company's scripts on the edge host. Permanent: needs --yes.`
     if (!this.flags.yes) {
       throw new KitError('usage', `company purge permanently deletes ${companyId} with its departments, Workers and versions; add --yes to confirm`)
     }
-    const store = await this.store()
-    const deleted = await store.tenants.purgeCompany(companyId)
-    if (!deleted) throw new KitError('not_found', `company ${companyId} not found`)
+    const purged = await purgeCompany(await this.engine(), companyId)
+    const {deleted} = purged
     const counted = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`
-    return this.respond({company_id: companyId, deleted}, () =>
+    return this.respond(purged, () =>
       [
         `purged company ${companyId}: ${counted(deleted.departments, 'department')}, ${counted(deleted.service_accounts, 'service account')},`,
         `${counted(deleted.workers, 'Worker')} and ${counted(deleted.versions, 'version')} deleted; outbox and audit rows kept`,

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {KitError} from '../../errors.js'
-import {inspectSchema} from '../../store/index.js'
+import {checkStoreSchema, migrateStore} from '../../engine/store-schema.js'
 
 export default class DbMigrate extends BaseCommand<typeof DbMigrate> {
   static override description = `Migrate the store to this build's schema, or check that it matches.
@@ -21,24 +21,19 @@ schema that does not match.`
 
   async run() {
     if (this.flags.check) {
-      const {location, status} = await inspectSchema(this.settings)
-      const report = {location, ...status}
+      const report = await checkStoreSchema(this.settings)
       // --json reports the status either way; the exit code says whether it matched.
-      if (status.matches || this.jsonEnabled()) {
-        return this.respond(report, () => `store ${location} matches this build (${status.applied.length} migrations applied)`)
+      if (report.matches || this.jsonEnabled()) {
+        return this.respond(report, () => `store ${report.location} matches this build (${report.applied.length} migrations applied)`)
       }
-      if (!status.matches) {
-        const remedy = status.unknown.length > 0 ? 'upgrade edgeworkers' : 'run `edgeworkers db migrate`'
-        throw new KitError('schema_mismatch', `store schema does not match this build (${status.difference}); ${remedy}`)
-      }
-      return
+      const remedy = report.unknown.length > 0 ? 'upgrade edgeworkers' : 'run `edgeworkers db migrate`'
+      throw new KitError('schema_mismatch', `store schema does not match this build (${report.difference}); ${remedy}`)
     }
-    const store = await this.store({requireCurrentSchema: false})
-    const applied = await store.migrate()
-    return this.respond({location: store.location, applied}, () =>
+    const {location, applied} = await migrateStore(this.settings)
+    return this.respond({location, applied}, () =>
       applied.length > 0
-        ? `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to ${store.location}: ${applied.join(', ')}`
-        : `store ${store.location} is already at this build's schema; nothing applied`,
+        ? `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to ${location}: ${applied.join(', ')}`
+        : `store ${location} is already at this build's schema; nothing applied`,
     )
   }
 }

@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
+import {createDepartment} from '../../engine/tenants.js'
 
 export default class DepartmentCreate extends BaseCommand<typeof DepartmentCreate> {
   static override description = 'Create a department of a company, with its service accounts (all or nothing).'
@@ -18,14 +19,11 @@ export default class DepartmentCreate extends BaseCommand<typeof DepartmentCreat
   }
 
   async run() {
-    const store = await this.store()
-    const created = await store.transaction(async (tx) => {
-      const department = await tx.tenants.createDepartment({id: this.flags.id, company_id: this.args['company-id'], name: this.args.name})
-      const serviceAccounts = []
-      for (const name of this.flags['service-account'] ?? []) {
-        serviceAccounts.push(await tx.tenants.createServiceAccount({department_id: department.id, name}))
-      }
-      return {department, service_accounts: serviceAccounts}
+    const created = await createDepartment(await this.engine(), {
+      id: this.flags.id,
+      companyId: this.args['company-id'],
+      name: this.args.name,
+      serviceAccounts: this.flags['service-account'] ?? [],
     })
     const {department, service_accounts: accounts} = created
     return this.respond(created, () =>

@@ -20,7 +20,7 @@ scope onprem:<12 hex>. Exit codes: 0 paired, 2 bad URL, 6 code refused, 10 host 
   }
 
   async run() {
-    const saved = await pairKit(await this.store(), this.settings, this.args['management-url'], this.flags.code)
+    const saved = await pairKit(await this.engine(), this.args['management-url'], this.flags.code)
     return this.respond(saved, () => [`paired with ${saved.host_url}`, `scope        ${saved.scope}`, `fingerprint  ${saved.host_fingerprint}`].join('\n'))
   }
 }

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {isoTime, table} from '../../cli/table.js'
 import {listOutboxRows} from '../../engine/status/actions.js'
-import {OUTBOX_OPERATIONS, OUTBOX_STATUSES} from '../../store/index.js'
+import {OUTBOX_OPERATIONS, OUTBOX_STATUSES} from '../../store/schema.js'
 
 export default class OutboxList extends BaseCommand<typeof OutboxList> {
   static override description = 'List outbox rows (deploys, artifact cleanups, control audits), newest first.'

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
 import {table} from '../../cli/table.js'
+import {listWorkers} from '../../engine/workers.js'
 
 export default class WorkerList extends BaseCommand<typeof WorkerList> {
   static override description = 'List Edge Workers (one per department), oldest first.'
@@ -12,8 +13,7 @@ export default class WorkerList extends BaseCommand<typeof WorkerList> {
   }
 
   async run() {
-    const store = await this.store()
-    const workers = await store.workers.list({companyId: this.flags.company, status: this.flags.status})
+    const workers = await listWorkers(await this.engine(), {companyId: this.flags.company, status: this.flags.status})
     return this.respond(workers, () =>
       table(
         ['ID', 'SCRIPT', 'COMPANY', 'DEPARTMENT', 'STATUS', 'CURRENT VERSION'],

@@ -1,32 +1,32 @@
-// The on-prem provider: an undici client for the edge host's management API (src/protocol).
-// Every request is signed; redirects are never followed; connect and read timeouts come from
-// settings. Failures are classified once, here, into the engine's ProviderError kinds.
+// The on-prem provider: an undici client for the edge host's management API, calling by the
+// endpoint table (src/protocol/endpoints.ts), which says each call's path, whether it is signed
+// and what its answer must look like. Redirects are never followed; connect and read timeouts come
+// from settings. Failures are filed into the engine's ProviderError kinds by ./failures.ts.
 import {createHash} from 'node:crypto'
 import {open, rm} from 'node:fs/promises'
 import {pipeline} from 'node:stream/promises'
-import {Agent, errors as undiciErrors, request, type Dispatcher} from 'undici'
+import {Agent, request as undiciRequest, type Dispatcher} from 'undici'
+import type {z} from 'zod'
 import {
-  accessPolicySchema,
-  errorStatus,
-  operationSettingsSchema,
-  runtimeConfigListSchema,
-  secretListSchema,
-  serviceAccountListSchema,
-  fenceSchema,
-  fenceStatusSchema,
-  identitySchema,
-  inventorySchema,
-  paths,
+  answerContentTypes,
+  endpoints,
+  pathOf,
+  type Endpoint,
+  type PathParams,
+  type QueryParams,
+  type RequestBody,
+  type ResponseBody,
+} from '../../protocol/endpoints.js'
+import {
   READINESS_WAIT_MAX_MS,
-  scriptDetailsSchema,
-  scriptListSchema,
   type Binding,
+  type ErrorCode,
   type Fence,
   type ScriptDetails as WireScriptDetails,
   type UploadScript,
 } from '../../protocol/management-api.js'
 import {signRequest} from '../../protocol/signing.js'
-import {tailEventSchema, workerActivitySchema, type TailEvent, type WorkerActivity} from '../../protocol/tail.js'
+import type {TailEvent, WorkerActivity} from '../../protocol/tail.js'
 import {
   ProviderError,
   type AccessPolicy,
@@ -43,8 +43,7 @@ import {
   type UploadScriptInput,
   type WorkerBinding,
 } from '../types.js'
-import type {z} from 'zod'
-import {parseStrictJson} from '../../util/strict-json.js'
+import {errorBodyOf, httpError, parseJson, transportError} from './failures.js'
 
 export interface OnPremProviderOptions {
   /** The management listener, e.g. http://127.0.0.1:8788 */
@@ -58,9 +57,6 @@ export interface OnPremProviderOptions {
 
 /** A tail stream silent for this long (heartbeats are every 5 s) is taken for dead. */
 const TAIL_SILENCE_LIMIT_MS = 20_000
-
-/** Codes of host answers that end a request for good regardless of the HTTP status family. */
-const TERMINAL_CODES = new Set(['edge_host_script_retired'])
 
 export class OnPremProvider implements EdgeProvider {
   readonly scope: string
@@ -78,7 +74,7 @@ export class OnPremProvider implements EdgeProvider {
   }
 
   async describeHost(signal?: AbortSignal): Promise<HostDescription> {
-    const identity = await this.call('GET', paths.identity, {schema: identitySchema, signal, unsigned: true})
+    const identity = await this.call(endpoints.identity, {}, signal)
     return {publicUrl: identity.publicUrl, baseDomain: identity.baseDomain}
   }
 
@@ -93,23 +89,23 @@ export class OnPremProvider implements EdgeProvider {
       modules: input.modules.map((module) => ({name: module.name, type: module.type, contentBase64: Buffer.from(module.content).toString('base64')})),
       bindings: input.bindings.map(wireBindingOf),
     }
-    return detailsOf(await this.call('PUT', paths.script(input.scriptName), {body, schema: scriptDetailsSchema, signal}))
+    return detailsOf(await this.call(endpoints.uploadScript, {params: {name: input.scriptName}, body}, signal))
   }
 
   async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
-    const details = await this.call('GET', paths.script(scriptName), {schema: scriptDetailsSchema, signal, absentOn: 'script_not_found'})
+    const details = await this.find(endpoints.script, {params: {name: scriptName}}, 'script_not_found', signal)
     return details && detailsOf(details)
   }
 
   async probeReadiness(scriptName: string, releaseGeneration: string, {waitMs = 0, signal}: {waitMs?: number; signal?: AbortSignal} = {}): Promise<boolean> {
     // The host's answer must come well within the read timeout, which also bounds a waiting probe.
     const wait = Math.floor(Math.min(waitMs, READINESS_WAIT_MAX_MS, this.options.readTimeoutMs / 2))
-    const policy = await this.call('GET', paths.readinessProbe(scriptName, releaseGeneration, wait), {signal, absentOn: 'script_not_ready'})
-    return policy !== null
+    const query = {releaseGeneration, waitMs: wait > 0 ? wait : null}
+    return (await this.find(endpoints.accessPolicy, {params: {name: scriptName}, query}, 'script_not_ready', signal)) !== null
   }
 
   async listScripts(cursor: string | null, signal?: AbortSignal): Promise<ScriptListPage> {
-    const page = await this.call('GET', paths.listScripts({cursor}), {schema: scriptListSchema, signal})
+    const page = await this.call(endpoints.listScripts, {query: {cursor}}, signal)
     return {
       scripts: page.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: script.tags, releaseGeneration: script.releaseGeneration})),
       nextCursor: page.nextCursor,
@@ -117,7 +113,7 @@ export class OnPremProvider implements EdgeProvider {
   }
 
   async lockdownScript(scriptName: string, signal?: AbortSignal): Promise<void> {
-    await this.call('POST', paths.lockdown(scriptName), {body: {}, signal})
+    await this.call(endpoints.lockdown, {params: {name: scriptName}}, signal)
   }
 
   async replaceAccessPolicy(scriptName: string, policy: AccessPolicy, signal?: AbortSignal): Promise<void> {
@@ -126,76 +122,81 @@ export class OnPremProvider implements EdgeProvider {
       ...(policy.mode === 'api_key' ? {apiKeySha256: policy.apiKeySha256 ?? undefined} : {}),
       ...(policy.mode === 'teamsync_internal' ? {ipAllowlist: policy.ipAllowlist} : {}),
     }
-    await this.call('PUT', paths.accessPolicy(scriptName), {body, signal})
+    await this.call(endpoints.replaceAccessPolicy, {params: {name: scriptName}, body}, signal)
   }
 
   async controlMutation(scriptName: string, mutation: ControlMutation, meta: MutationMeta, signal?: AbortSignal): Promise<unknown> {
-    const [method, target, body] = controlRequest(scriptName, mutation)
-    return this.call(method, target, {body: {...body, ...meta}, signal})
+    const {endpoint, params, body} = controlRequest(scriptName, mutation)
+    return this.call(endpoint, {params, body: {...body, ...meta}}, signal)
   }
 
+  // Receipts and their acknowledgement are checked by the engine itself (engine/control/receipts.ts),
+  // which files a malformed one under its own codes: they are handed over as the host sent them.
   async getReceipt(meta: MutationMeta, signal?: AbortSignal): Promise<unknown> {
-    return this.call('GET', paths.receipt(meta.mutationId, meta.commandDigest), {signal, absentOn: 'receipt_not_found'})
+    const request = {params: {mutationId: meta.mutationId}, query: {commandDigest: meta.commandDigest}}
+    return (await this.send(endpoints.receipt, request, {signal, absentOn: 'receipt_not_found'}))?.data ?? null
   }
 
   async acknowledgeReceipt(mutationId: string, signal?: AbortSignal): Promise<unknown> {
-    return this.call('POST', paths.receiptAck(mutationId), {body: {}, signal})
+    return (await this.send(endpoints.receiptAck, {params: {mutationId}}, {signal}))?.data ?? null
   }
 
   async controlState(scriptName: string, signal?: AbortSignal): Promise<ControlState> {
+    const params = {name: scriptName}
     const [accessPolicy, secrets, serviceAccounts, runtimeConfig, operationSettings] = await Promise.all([
-      this.call('GET', paths.accessPolicy(scriptName), {schema: accessPolicySchema, signal}),
-      this.call('GET', paths.secrets(scriptName), {schema: secretListSchema, signal}),
-      this.call('GET', paths.serviceAccounts(scriptName), {schema: serviceAccountListSchema, signal}),
-      this.call('GET', paths.runtimeConfig(scriptName), {schema: runtimeConfigListSchema, signal}),
-      this.call('GET', paths.operationSettings(scriptName), {schema: operationSettingsSchema, signal}),
+      this.call(endpoints.accessPolicy, {params}, signal),
+      this.call(endpoints.secrets, {params}, signal),
+      this.call(endpoints.serviceAccounts, {params}, signal),
+      this.call(endpoints.runtimeConfig, {params}, signal),
+      this.call(endpoints.operationSettings, {params}, signal),
     ])
     return {accessPolicy, secrets: secrets.secrets, serviceAccounts: serviceAccounts.serviceAccounts, runtimeConfig, operationSettings}
   }
 
   async controlRevision(scriptName: string, part: RevisionedControl, signal?: AbortSignal): Promise<number> {
+    const params = {name: scriptName}
     switch (part) {
       case 'access_policy':
-        return (await this.call('GET', paths.accessPolicy(scriptName), {schema: accessPolicySchema, signal})).revision
+        return (await this.call(endpoints.accessPolicy, {params}, signal)).revision
       case 'runtime_config':
-        return (await this.call('GET', paths.runtimeConfig(scriptName), {schema: runtimeConfigListSchema, signal})).revision
+        return (await this.call(endpoints.runtimeConfig, {params}, signal)).revision
       case 'operation_settings':
-        return (await this.call('GET', paths.operationSettings(scriptName), {schema: operationSettingsSchema, signal})).revision
+        return (await this.call(endpoints.operationSettings, {params}, signal)).revision
     }
   }
 
   async purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void> {
-    await this.call('DELETE', paths.secrets(scriptName), {body: {}, signal})
+    await this.call(endpoints.purgeSecrets, {params: {name: scriptName}}, signal)
   }
 
   async purgeCredentials(scriptName: string, signal?: AbortSignal): Promise<void> {
-    await this.call('DELETE', paths.serviceAccounts(scriptName), {body: {}, signal})
+    await this.call(endpoints.purgeServiceAccounts, {params: {name: scriptName}}, signal)
   }
 
   async retireScript(scriptName: string, signal?: AbortSignal): Promise<void> {
-    await this.call('POST', paths.retire(scriptName), {body: {}, signal})
+    await this.call(endpoints.retire, {params: {name: scriptName}}, signal)
   }
 
   async beginFence(input: {fenceId: string; ttlSeconds: number; reason: string}, signal?: AbortSignal): Promise<HostFence> {
-    return fenceOf(await this.call('POST', paths.fence, {body: input, schema: fenceSchema, signal}))
+    return fenceOf(await this.call(endpoints.beginFence, {body: input}, signal))
   }
 
   async endFence(fenceId: string, signal?: AbortSignal): Promise<HostFence> {
-    return fenceOf(await this.call('POST', paths.fenceEnd(fenceId), {body: {}, schema: fenceSchema, signal}))
+    return fenceOf(await this.call(endpoints.fenceEnd, {params: {fenceId}}, signal))
   }
 
   async getFence(fenceId: string, signal?: AbortSignal): Promise<HostFence | null> {
-    const fence = await this.call('GET', paths.fenceById(fenceId), {schema: fenceSchema, signal, absentOn: 'fence_not_found'})
+    const fence = await this.find(endpoints.fenceById, {params: {fenceId}}, 'fence_not_found', signal)
     return fence && fenceOf(fence)
   }
 
   async fenceStatus(signal?: AbortSignal): Promise<{active: HostFence | null; recent: HostFence[]}> {
-    const status = await this.call('GET', paths.fence, {schema: fenceStatusSchema, signal})
+    const status = await this.call(endpoints.fence, {}, signal)
     return {active: status.active && fenceOf(status.active), recent: status.recent.map(fenceOf)}
   }
 
   async inventory(signal?: AbortSignal): Promise<HostInventory> {
-    const inventory = await this.call('GET', paths.inventory, {schema: inventorySchema, signal})
+    const inventory = await this.call(endpoints.inventory, {}, signal)
     return {
       scripts: inventory.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: [], releaseGeneration: script.releaseGeneration})),
       activeFence: inventory.fence && fenceOf(inventory.fence),
@@ -205,19 +206,7 @@ export class OnPremProvider implements EdgeProvider {
   }
 
   async downloadSnapshot(fenceId: string, file: string, signal?: AbortSignal): Promise<{size: number; sha256: string}> {
-    const target = paths.snapshot(fenceId)
-    const headers = {accept: 'application/x-tar', ...signRequest({secret: this.options.secret, method: 'GET', target})}
-    let response: Dispatcher.ResponseData
-    try {
-      response = await request(`${this.origin}${target}`, {method: 'GET', headers, dispatcher: this.dispatcher, signal})
-    } catch (error) {
-      throw transportError(error, 'GET', target)
-    }
-    if (response.statusCode !== 200) {
-      const text = await response.body.text().catch(() => '')
-      const {code, message} = errorBodyOf(text, response.statusCode)
-      throw httpError(response.statusCode, code, `GET ${target}: edge host answered ${response.statusCode} ${code}${message ? `: ${message}` : ''}`)
-    }
+    const {response, method, target} = await this.open(endpoints.snapshot, {query: {fenceId}}, {signal})
     const handle = await open(file, 'wx', 0o600).catch(async (error: unknown) => {
       await response.body.dump().catch(() => {})
       throw error
@@ -242,27 +231,21 @@ export class OnPremProvider implements EdgeProvider {
       )
     } catch (error) {
       await rm(file, {force: true})
-      throw writeFailed ? error : transportError(error, 'GET', target)
+      throw writeFailed ? error : transportError(error, method, target)
     }
     return {size, sha256: hash.digest('hex')}
   }
 
   async *tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailEvent> {
-    const target = paths.tail(scriptName)
-    const headers = {accept: 'application/x-ndjson', ...signRequest({secret: this.options.secret, method: 'GET', target})}
-    let response: Dispatcher.ResponseData
+    let opened: Opened
     try {
       // The host sends a blank line every few seconds: a stream silent for longer is dead.
-      response = await request(`${this.origin}${target}`, {method: 'GET', headers, dispatcher: this.dispatcher, signal, bodyTimeout: TAIL_SILENCE_LIMIT_MS})
+      opened = await this.open(endpoints.tail, {params: {name: scriptName}}, {signal, bodyTimeout: TAIL_SILENCE_LIMIT_MS})
     } catch (error) {
       if (signal.aborted) return
-      throw transportError(error, 'GET', target)
+      throw error
     }
-    if (response.statusCode !== 200) {
-      const text = await response.body.text().catch(() => '')
-      const {code, message} = errorBodyOf(text, response.statusCode)
-      throw httpError(response.statusCode, code, `GET ${target}: edge host answered ${response.statusCode} ${code}${message ? `: ${message}` : ''}`)
-    }
+    const {response, method, target} = opened
     let pending = ''
     try {
       for await (const chunk of response.body) {
@@ -271,143 +254,177 @@ export class OnPremProvider implements EdgeProvider {
         pending = lines.pop()!
         for (const line of lines) {
           if (line.trim() === '') continue
-          const parsed = tailEventSchema.safeParse(parseJson(line, 'GET', target, 200))
+          const parsed = endpoints.tail.response.safeParse(parseJson(line, method, target, 200))
           if (!parsed.success)
-            throw new ProviderError('retryable', 'edge_host_bad_response', `GET ${target}: the edge host sent an event this kit does not understand`, 200)
+            throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host sent an event this kit does not understand`, 200)
           yield parsed.data
         }
       }
     } catch (error) {
       if (signal.aborted) return
-      throw error instanceof ProviderError ? error : transportError(error, 'GET', target)
+      throw error instanceof ProviderError ? error : transportError(error, method, target)
     }
-    if (!signal.aborted) throw new ProviderError('retryable', 'edge_host_no_answer', `GET ${target}: the edge host ended the stream`)
+    if (!signal.aborted) throw new ProviderError('retryable', 'edge_host_no_answer', `${method} ${target}: the edge host ended the stream`)
   }
 
   workerActivity(signal?: AbortSignal): Promise<WorkerActivity> {
-    return this.call('GET', paths.workerActivity, {schema: workerActivitySchema, signal})
+    return this.call(endpoints.workerActivity, {}, signal)
+  }
+
+  /** One call whose 2xx answer must match the endpoint's response schema. */
+  private async call<E extends Endpoint & {response: z.ZodType}>(endpoint: E, request: CallRequest<E>, signal?: AbortSignal): Promise<ResponseBody<E>> {
+    const answer = await this.send(endpoint, request, {signal})
+    return checked(endpoint, answer!)
+  }
+
+  /** Like call, but the error code `absentOn` ("no such thing") answers null instead of failing. */
+  private async find<E extends Endpoint & {response: z.ZodType}>(
+    endpoint: E,
+    request: CallRequest<E>,
+    absentOn: ErrorCode,
+    signal?: AbortSignal,
+  ): Promise<ResponseBody<E> | null> {
+    const answer = await this.send(endpoint, request, {signal, absentOn})
+    return answer && checked(endpoint, answer)
   }
 
   /**
-   * One signed request. `absentOn`: the error code that means "no such thing" (→ null instead of an
-   * error). A request that never reached the host is `retryable`; one that may have been applied
-   * (read timeout, connection cut after sending) is `ambiguous`.
+   * One request and its JSON answer, unchecked; null when the host answered `absentOn`. A request
+   * that never reached the host is `retryable`; one that may have been applied (read timeout,
+   * connection cut after sending) is `ambiguous`.
    */
-  private async call<S extends z.ZodType = z.ZodUnknown, A extends string | undefined = undefined>(
-    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
-    target: string,
-    options: {body?: unknown; schema?: S; signal?: AbortSignal; absentOn?: A; unsigned?: boolean},
-  ): Promise<A extends string ? z.infer<S> | null : z.infer<S>> {
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body)
-    const headers: Record<string, string> = {accept: 'application/json'}
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    if (!options.unsigned) Object.assign(headers, signRequest({secret: this.options.secret, method, target, body}))
-    let response: Dispatcher.ResponseData
-    try {
-      response = await request(`${this.origin}${target}`, {method, headers, body, dispatcher: this.dispatcher, signal: options.signal})
-    } catch (error) {
-      throw transportError(error, method, target)
-    }
+  private async send<E extends Endpoint>(endpoint: E, request: CallRequest<E>, options: {signal?: AbortSignal; absentOn?: ErrorCode}): Promise<Answer | null> {
+    const opened = await this.open(endpoint, request, {signal: options.signal, absentOn: options.absentOn})
+    if (opened.response === null) return null
+    const {response, method, target} = opened
     const text = await response.body.text().catch((error: unknown) => {
       throw transportError(error, method, target)
     })
     const status = response.statusCode
-    if (status >= 200 && status < 300) {
-      const data: unknown = text === '' ? null : parseJson(text, method, target, status)
-      if (!options.schema) return data as never
-      const parsed = options.schema.safeParse(data)
-      if (!parsed.success)
-        throw new ProviderError(
-          'retryable',
-          'edge_host_bad_response',
-          `${method} ${target}: the edge host answered a body this kit does not understand`,
-          status,
-        )
-      return parsed.data as never
+    return {method, target, status, data: text === '' ? null : parseJson(text, method, target, status)}
+  }
+
+  /**
+   * Sends the request (signed unless the table says otherwise; every call but a GET carries a JSON
+   * body, `{}` when it has nothing to say) and returns a 2xx answer with its body unread. An error
+   * answer becomes a ProviderError, or null for `absentOn`.
+   */
+  private async open<E extends Endpoint, A extends ErrorCode | undefined = undefined>(
+    endpoint: E,
+    request: CallRequest<E>,
+    options: {signal?: AbortSignal; bodyTimeout?: number; absentOn?: A},
+  ): Promise<A extends ErrorCode ? Opened | {response: null} : Opened> {
+    const {params = {}, query, body} = request as {params?: Record<string, string>; query?: Record<string, string | number | null>; body?: unknown}
+    const {method} = endpoint
+    const target = pathOf(endpoint as Endpoint, params, query)
+    const payload = method === 'GET' ? undefined : JSON.stringify(body ?? {})
+    const headers: Record<string, string> = {accept: answerContentTypes[endpoint.answer as 'json' | 'ndjson' | 'tar']}
+    if (payload !== undefined) headers['content-type'] = 'application/json'
+    if (endpoint.signed) Object.assign(headers, signRequest({secret: this.options.secret, method, target, body: payload}))
+    let response: Dispatcher.ResponseData
+    try {
+      response = await undiciRequest(`${this.origin}${target}`, {
+        method,
+        headers,
+        body: payload,
+        dispatcher: this.dispatcher,
+        signal: options.signal,
+        ...(options.bodyTimeout ? {bodyTimeout: options.bodyTimeout} : {}),
+      })
+    } catch (error) {
+      throw transportError(error, method, target)
     }
+    const status = response.statusCode
+    if (status >= 200 && status < 300) return {response, method, target} as never
+    const text = await response.body.text().catch(() => '')
     const {code, message} = errorBodyOf(text, status)
-    if (options.absentOn && code === options.absentOn) return null as never
+    if (options.absentOn && code === options.absentOn) return {response: null} as never
     throw httpError(status, code, `${method} ${target}: edge host answered ${status} ${code}${message ? `: ${message}` : ''}`)
   }
 }
 
+/** The request of a call: path parameters (when the path has any), query and body. */
+type CallRequest<E extends Endpoint> = (keyof PathParams<E> extends never ? {params?: PathParams<E>} : {params: PathParams<E>}) & {
+  query?: QueryParams<E>
+  body?: RequestBody<E>
+}
+
+/** Every control mutation's endpoint takes a body and answers one. */
+type ControlEndpoint = Endpoint & {request: z.ZodType; response: z.ZodType}
+
+/** A 2xx answer whose body is still to be read. */
+interface Opened {
+  response: Dispatcher.ResponseData
+  method: string
+  target: string
+}
+
+interface Answer {
+  method: string
+  target: string
+  status: number
+  data: unknown
+}
+
+function checked<E extends Endpoint & {response: z.ZodType}>(endpoint: E, answer: Answer): ResponseBody<E> {
+  const parsed = endpoint.response.safeParse(answer.data)
+  if (!parsed.success)
+    throw new ProviderError(
+      'retryable',
+      'edge_host_bad_response',
+      `${answer.method} ${answer.target}: the edge host answered a body this kit does not understand`,
+      answer.status,
+    )
+  return parsed.data as ResponseBody<E>
+}
+
 /** Where each control mutation goes and the body it carries (the mutation meta is added by the caller). */
-function controlRequest(scriptName: string, mutation: ControlMutation): ['PUT' | 'POST' | 'DELETE', string, Record<string, unknown>] {
+function controlRequest(scriptName: string, mutation: ControlMutation): {endpoint: ControlEndpoint; params: Record<string, string>; body: object} {
+  const name = scriptName
   switch (mutation.operation) {
     case 'access_policy.replace':
-      return [
-        'PUT',
-        paths.accessPolicy(scriptName),
-        {mode: mutation.mode, baseRevision: mutation.baseRevision, ...(mutation.mode === 'teamsync_internal' ? {ipAllowlist: mutation.ipAllowlist} : {})},
-      ]
+      return {
+        endpoint: endpoints.replaceAccessPolicy,
+        params: {name},
+        body: {mode: mutation.mode, baseRevision: mutation.baseRevision, ...(mutation.mode === 'teamsync_internal' ? {ipAllowlist: mutation.ipAllowlist} : {})},
+      }
     case 'access_policy.api_key.rotate':
-      return [
-        'POST',
-        paths.apiKeyRotate(scriptName),
-        {apiKeySha256: mutation.apiKeySha256, apiKeyLastFour: mutation.apiKeyLastFour, baseRevision: mutation.baseRevision},
-      ]
+      return {
+        endpoint: endpoints.rotateApiKey,
+        params: {name},
+        body: {apiKeySha256: mutation.apiKeySha256, apiKeyLastFour: mutation.apiKeyLastFour, baseRevision: mutation.baseRevision},
+      }
     case 'access_policy.api_key.revoke':
-      return ['POST', paths.apiKeyRevoke(scriptName), {baseRevision: mutation.baseRevision}]
+      return {endpoint: endpoints.revokeApiKey, params: {name}, body: {baseRevision: mutation.baseRevision}}
     case 'runtime_config.replace':
-      return ['PUT', paths.runtimeConfigEntry(scriptName, mutation.key), {valueJson: mutation.valueJson, baseRevision: mutation.baseRevision}]
+      return {
+        endpoint: endpoints.putRuntimeConfig,
+        params: {name, key: mutation.key},
+        body: {valueJson: mutation.valueJson, baseRevision: mutation.baseRevision},
+      }
     case 'runtime_config.delete':
-      return ['DELETE', paths.runtimeConfigEntry(scriptName, mutation.key), {baseRevision: mutation.baseRevision}]
+      return {endpoint: endpoints.deleteRuntimeConfig, params: {name, key: mutation.key}, body: {baseRevision: mutation.baseRevision}}
     case 'operation_settings.replace':
-      return [
-        'PUT',
-        paths.operationSettings(scriptName),
-        {releaseGeneration: mutation.releaseGeneration, settingsJson: mutation.settingsJson, baseRevision: mutation.baseRevision},
-      ]
+      return {
+        endpoint: endpoints.replaceOperationSettings,
+        params: {name},
+        body: {releaseGeneration: mutation.releaseGeneration, settingsJson: mutation.settingsJson, baseRevision: mutation.baseRevision},
+      }
     case 'operation_settings.revoke':
-      return ['POST', paths.operationSettingsRevoke(scriptName), {baseRevision: mutation.baseRevision}]
+      return {endpoint: endpoints.revokeOperationSettings, params: {name}, body: {baseRevision: mutation.baseRevision}}
     case 'secrets.put':
-      return ['PUT', paths.secret(scriptName, mutation.name), {value: mutation.value}]
+      return {endpoint: endpoints.putSecret, params: {name, secret: mutation.name}, body: {value: mutation.value}}
     case 'secrets.delete':
-      return ['DELETE', paths.secret(scriptName, mutation.name), {}]
+      return {endpoint: endpoints.deleteSecret, params: {name, secret: mutation.name}, body: {}}
     case 'service_accounts.credentials.put':
-      return ['PUT', paths.serviceAccount(scriptName, mutation.serviceAccountId), {username: mutation.username, password: mutation.password}]
+      return {
+        endpoint: endpoints.putServiceAccount,
+        params: {name, id: mutation.serviceAccountId},
+        body: {username: mutation.username, password: mutation.password},
+      }
     case 'service_accounts.credentials.delete':
-      return ['DELETE', paths.serviceAccount(scriptName, mutation.serviceAccountId), {}]
+      return {endpoint: endpoints.deleteServiceAccount, params: {name, id: mutation.serviceAccountId}, body: {}}
   }
-}
-
-function httpError(status: number, code: string, message: string): ProviderError {
-  if (code === 'edge_host_fenced') return new ProviderError('fenced', code, message, status)
-  if (TERMINAL_CODES.has(code)) return new ProviderError('terminal', code, message, status)
-  if (status === 429 || status >= 500) return new ProviderError('retryable', status === 429 ? 'edge_host_rate_limited' : 'edge_host_5xx', message, status)
-  if (status === 401) return new ProviderError('terminal', code === 'edge_host_unpaired' ? code : 'edge_host_unauthorized', message, status)
-  if (status >= 300 && status < 400) return new ProviderError('terminal', 'edge_host_redirect', `${message} (redirects are not followed)`, status)
-  return new ProviderError('terminal', code in errorStatus ? `edge_host_${code}` : 'edge_host_rejected', message, status)
-}
-
-/** Errors raised before any byte was sent cannot have changed anything; the rest may have. */
-function transportError(error: unknown, method: string, target: string): ProviderError {
-  const code = (error as {code?: string}).code ?? ''
-  const where = `${method} ${target}`
-  if (error instanceof undiciErrors.ConnectTimeoutError || ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(code)) {
-    return new ProviderError('retryable', 'edge_host_unreachable', `${where}: edge host unreachable (${code || 'connect timeout'})`)
-  }
-  const detail =
-    error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError ? 'read timeout' : code || (error as Error).name
-  return new ProviderError('ambiguous', 'edge_host_no_answer', `${where}: no complete answer from the edge host (${detail})`)
-}
-
-function parseJson(text: string, method: string, target: string, status: number): unknown {
-  try {
-    return parseStrictJson(text)
-  } catch {
-    throw new ProviderError('retryable', 'edge_host_bad_response', `${method} ${target}: the edge host answered malformed JSON`, status)
-  }
-}
-
-function errorBodyOf(text: string, status: number): {code: string; message: string} {
-  try {
-    const body = parseStrictJson(text) as {code?: unknown; message?: unknown}
-    if (typeof body.code === 'string') return {code: body.code, message: typeof body.message === 'string' ? body.message : ''}
-  } catch {
-    // Not our host's error shape (a proxy, a crash page): fall back to the status.
-  }
-  return {code: `http_${status}`, message: ''}
 }
 
 export function wireBindingOf(binding: WorkerBinding): Binding {

@@ -2,7 +2,7 @@
 // prove the answer came from the identity key the host advertises (so a man in the middle cannot
 // hand the kit a secret of its own). Returns what the store records; the caller saves it.
 import {request, type Dispatcher} from 'undici'
-import {identitySchema, pairResponseSchema, paths} from '../../protocol/management-api.js'
+import {endpoints, pathOf, type Endpoint} from '../../protocol/endpoints.js'
 import {fingerprintOf, kitScopeFor, verifyPairingProof} from '../../protocol/signing.js'
 import {KitError} from '../../errors.js'
 import {parseStrictJson} from '../../util/strict-json.js'
@@ -24,10 +24,9 @@ export async function pairWithHost(managementUrl: string, code: string, timeoutM
   } catch {
     throw new KitError('usage', `management URL ${JSON.stringify(managementUrl)} is not an http(s) URL`)
   }
-  const identity = identitySchema.safeParse(await fetchJson(origin, 'GET', paths.identity, undefined, timeoutMs).catch(explainDataPlane(origin)))
+  const identity = endpoints.identity.response.safeParse(await fetchJson(origin, endpoints.identity, undefined, timeoutMs).catch(explainDataPlane(origin)))
   if (!identity.success) throw new KitError('host_error', `${origin} does not answer like an edge host management listener`)
-  const answer = await fetchJson(origin, 'POST', paths.pair, {code}, timeoutMs)
-  const pair = pairResponseSchema.safeParse(answer)
+  const pair = endpoints.pair.response.safeParse(await fetchJson(origin, endpoints.pair, {code}, timeoutMs))
   if (!pair.success) throw new KitError('host_error', `${origin} answered the pairing with an unexpected body`)
   const {secret, hostPublicKey, proof} = pair.data
   if (hostPublicKey !== identity.data.hostPublicKey || !verifyPairingProof(hostPublicKey, code, secret, proof)) {
@@ -55,11 +54,13 @@ function explainDataPlane(origin: string) {
   }
 }
 
-async function fetchJson(origin: string, method: 'GET' | 'POST', target: string, body: unknown, timeoutMs: number): Promise<unknown> {
+/** The two unsigned calls of pairing; its failures are the operator's to fix, so they are KitErrors. */
+async function fetchJson(origin: string, endpoint: Endpoint, body: unknown, timeoutMs: number): Promise<unknown> {
+  const target = pathOf(endpoint, {})
   let response: Dispatcher.ResponseData
   try {
     response = await request(`${origin}${target}`, {
-      method,
+      method: endpoint.method,
       headers: body === undefined ? {} : {'content-type': 'application/json'},
       body: body === undefined ? undefined : JSON.stringify(body),
       headersTimeout: timeoutMs,

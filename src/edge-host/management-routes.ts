@@ -1,0 +1,140 @@
+// What the management listener does for each endpoint of the table (../protocol/endpoints.ts): one
+// handler per endpoint, handed its checked path parameters, its query and its validated body by the
+// router (./management-server.ts). The compiler checks that every endpoint has a handler and that
+// each answers its endpoint's response body.
+import type {Readable} from 'node:stream'
+import type {z} from 'zod'
+import type {Endpoint, EndpointName, Endpoints, PathParams} from '../protocol/endpoints.js'
+import {fenceIdSchema, READINESS_WAIT_MAX_MS} from '../protocol/management-api.js'
+import {HostError} from './errors.js'
+import type {ManagementServerOptions} from './management-server.js'
+import {PairingRateLimited} from './pairing-limiter.js'
+import type {TailHub} from './tail-hub.js'
+
+/** What the router hands a handler. */
+export interface Call<E extends Endpoint> {
+  params: PathParams<E>
+  query: E extends {query: readonly (infer Q extends string)[]} ? {[K in Q]: string | null} : Record<never, never>
+  /** The body after the endpoint's request schema (defaults filled in); undefined for endpoints that read none. */
+  body: E extends {request: infer S extends z.ZodType} ? z.output<S> : undefined
+  /** The peer's address. */
+  source: string
+}
+
+/** A JSON answer; 200 unless `status` says otherwise. */
+export interface JsonReply<T> {
+  status?: number
+  body: T
+}
+
+/** A non-JSON body streamed to the caller; `dispose` runs once it ended or the caller went away. */
+export interface StreamReply {
+  stream: Readable
+  dispose(): Promise<void>
+}
+
+export interface TextReply {
+  contentType: string
+  text: string
+}
+
+export type Reply<E extends Endpoint> = E['answer'] extends 'json'
+  ? JsonReply<E['response'] extends z.ZodType ? z.input<E['response']> : never>
+  : E['answer'] extends 'prometheus'
+    ? TextReply
+    : StreamReply
+
+export type Handler<E extends Endpoint> = (call: Call<E>) => Reply<E> | Promise<Reply<E>>
+export type Handlers = {[K in EndpointName]: Handler<Endpoints[K]>}
+
+const ok = <T>(body: T): JsonReply<T> => ({body})
+
+export function managementHandlers(options: ManagementServerOptions): Handlers {
+  const {service} = options
+
+  const workerEvents = (): TailHub => {
+    if (!options.tails) throw new HostError('worker_events_off', 'this host collects no Worker events (host.worker_events is false)')
+    return options.tails
+  }
+
+  /** Pairing, refused for a while to a source that keeps sending wrong codes. */
+  const pair = (code: string, source: string) => {
+    const retryAfter = options.pairingLimiter.retryAfterSeconds(source)
+    if (retryAfter > 0) throw new PairingRateLimited(retryAfter)
+    try {
+      return service.pair(code)
+    } catch (error) {
+      if (error instanceof HostError && error.code === 'pairing_code_invalid') options.pairingLimiter.recordFailure(source)
+      throw error
+    }
+  }
+
+  return {
+    livez: () => ok({status: 'ok' as const}),
+    readyz: () => ({status: options.ready() ? 200 : 503, body: options.readinessDetail()}),
+    metrics: async () => ({contentType: options.metrics.registry.contentType, text: await options.metrics.registry.metrics()}),
+    identity: () => ok(service.identity()),
+    pair: ({body, source}) => ok(pair(body.code, source)),
+    inventory: () => ok(service.inventory()),
+    listScripts: ({query}) => ok(service.list(query.limit, query.cursor)),
+    uploadScript: async ({params, body}) => ok(await service.upload(params.name, body)),
+    script: ({params}) => ok(service.details(params.name)),
+    retire: ({params}) => ok(service.retire(params.name)),
+    lockdown: ({params, body}) => ok(service.lockdown(params.name, body)),
+    accessPolicy: async ({params, query}) => {
+      const waitMs = readinessWaitMs(query.waitMs)
+      return ok(
+        query.releaseGeneration !== null && waitMs > 0
+          ? await service.awaitLive(params.name, query.releaseGeneration, waitMs)
+          : service.accessPolicy(params.name, query.releaseGeneration),
+      )
+    },
+    replaceAccessPolicy: ({params, body}) => ok(service.replaceAccessPolicy(params.name, body)),
+    rotateApiKey: ({params, body}) => ok(service.rotateApiKey(params.name, body)),
+    revokeApiKey: ({params, body}) => ok(service.revokeApiKey(params.name, body)),
+    runtimeConfig: ({params}) => ok(service.runtimeConfig(params.name)),
+    putRuntimeConfig: ({params, body}) => ok(service.putRuntimeConfig(params.name, params.key, body)),
+    deleteRuntimeConfig: ({params, body}) => ok(service.deleteRuntimeConfig(params.name, params.key, body)),
+    operationSettings: ({params}) => ok(service.operationSettings(params.name)),
+    replaceOperationSettings: ({params, body}) => ok(service.replaceOperationSettings(params.name, body)),
+    revokeOperationSettings: ({params, body}) => ok(service.revokeOperationSettings(params.name, body)),
+    secrets: ({params}) => ok(service.secrets(params.name)),
+    purgeSecrets: ({params, body}) => ok(service.purgeSecrets(params.name, body)),
+    putSecret: ({params, body}) => ok(service.putSecret(params.name, params.secret, body)),
+    deleteSecret: ({params, body}) => ok(service.deleteSecret(params.name, params.secret, body)),
+    serviceAccounts: ({params}) => ok(service.serviceAccounts(params.name)),
+    purgeServiceAccounts: ({params, body}) => ok(service.purgeServiceAccounts(params.name, body)),
+    putServiceAccount: ({params, body}) => ok(service.putServiceAccount(params.name, params.id, body)),
+    deleteServiceAccount: ({params, body}) => ok(service.deleteServiceAccount(params.name, params.id, body)),
+    receipt: ({params, query}) => ok(service.receipt(params.mutationId, query.commandDigest)),
+    receiptAck: ({params}) => ok(service.acknowledgeReceipt(params.mutationId)),
+    tail: ({params}) => {
+      service.details(params.name) // script_not_found for a name the host never had
+      return workerEvents().subscribe(params.name)
+    },
+    workerActivity: () => ok(workerEvents().activity()),
+    fence: () => ok(service.fenceStatus()),
+    beginFence: ({body}) => {
+      const {fence, created} = service.beginFence(body)
+      return {status: created ? 201 : 200, body: fence}
+    },
+    fenceById: ({params}) => ok(service.fence(params.fenceId)),
+    fenceEnd: ({params}) => ok(service.endFence(params.fenceId)),
+    snapshot: ({query}) => service.snapshot(checkedValue(fenceIdSchema, query.fenceId ?? '', 'fence id')),
+  }
+}
+
+/** The readiness probe's `waitMs`: absent is 0 (answer at once). */
+function readinessWaitMs(text: string | null): number {
+  if (text === null) return 0
+  const waitMs = Number(text)
+  if (!/^\d+$/.test(text) || waitMs > READINESS_WAIT_MAX_MS)
+    throw new HostError('invalid_request', `waitMs must be a whole number of milliseconds up to ${READINESS_WAIT_MAX_MS}, not ${JSON.stringify(text)}`)
+  return waitMs
+}
+
+/** A path or query value its schema refuses: invalid_request naming what it should have been. */
+export function checkedValue(schema: z.ZodType<string>, text: string, what: string): string {
+  if (!schema.safeParse(text).success) throw new HostError('invalid_request', `${JSON.stringify(text)} is not a valid ${what}`)
+  return text
+}

@@ -1,0 +1,144 @@
+// Identity, pairing and scripts: what the host says about itself, the one-time pairing exchange,
+// and a script's upload, details and listing.
+import {z} from 'zod'
+import {API_VERSION, hex64, identifierSchema, isoTime, moduleNameSchema, RESERVED_BINDINGS, releaseGenerationSchema, SCRIPT_NAME_PATTERN} from './common.js'
+
+// ── Identity and pairing ────────────────────────────────────────────────────────────────────────
+
+export const identitySchema = z.strictObject({
+  apiVersion: z.literal(API_VERSION),
+  /** base64 of the raw 32-byte Ed25519 public key. */
+  hostPublicKey: z.string(),
+  /** SHA-256 hex of the raw public key (see fingerprintOf). */
+  fingerprint: hex64,
+  /** onprem:<first 12 hex of the fingerprint> (see kitScopeFor). */
+  scope: z.string(),
+  paired: z.boolean(),
+  /** Where the data plane answers: Workers are at <publicUrl>/<script>/… and <script>.<baseDomain>. */
+  publicUrl: z.string(),
+  baseDomain: z.string(),
+})
+export type Identity = z.infer<typeof identitySchema>
+
+export const pairRequestSchema = z.strictObject({code: z.string().min(1).max(64)})
+export type PairRequest = z.infer<typeof pairRequestSchema>
+
+export const pairResponseSchema = z.strictObject({
+  /** 64 hex: the HMAC key for every later request. Store it; the host never shows it again. */
+  secret: z.string(),
+  hostPublicKey: z.string(),
+  fingerprint: hex64,
+  scope: z.string(),
+  /** base64 Ed25519 signature by the host key over pairingProofMessage(code, secret). */
+  proof: z.string(),
+  pairedAt: isoTime,
+})
+export type PairResponse = z.infer<typeof pairResponseSchema>
+
+// ── Scripts ─────────────────────────────────────────────────────────────────────────────────────
+
+export const moduleTypes = ['esModule', 'commonJs', 'text', 'json', 'data', 'wasm'] as const
+export type ModuleType = (typeof moduleTypes)[number]
+
+export const moduleUploadSchema = z.strictObject({
+  name: moduleNameSchema,
+  type: z.enum(moduleTypes).default('esModule'),
+  contentBase64: z.base64({error: 'must be base64'}),
+})
+
+export const bindingSchema = z.discriminatedUnion('type', [
+  z.strictObject({type: z.literal('plain_text'), name: identifierSchema, text: z.string()}),
+  z.strictObject({type: z.literal('json'), name: identifierSchema, json: z.json()}),
+  /** A Durable Object class exported by the script itself; its storage lives on the host's disk. */
+  z.strictObject({type: z.literal('durable_object_namespace'), name: identifierSchema, className: identifierSchema}),
+  /**
+   * `env.<name>.fetch()` reaches the current release of another script on this host, on whichever
+   * shard runs it (through the host, so a redeploy of the target does not break the caller). The
+   * kit checks that both belong to one company; the host routes without an access-policy check.
+   */
+  z.strictObject({type: z.literal('service'), name: identifierSchema, script: z.string().regex(SCRIPT_NAME_PATTERN, {error: 'must be a script name'})}),
+])
+export type Binding = z.infer<typeof bindingSchema>
+
+export const uploadScriptSchema = z
+  .strictObject({
+    releaseGeneration: releaseGenerationSchema,
+    /** Name of the ES module whose default export handles requests. */
+    mainModule: moduleNameSchema,
+    compatibilityDate: z.iso.date({error: 'must be a date written YYYY-MM-DD'}),
+    compatibilityFlags: z
+      .array(z.string().regex(/^[a-z0-9_]{1,128}$/))
+      .max(64)
+      .default([]),
+    builderPolicy: z.string().regex(/^department-worker-project-v2\.(0|[1-9][0-9]*)$/, {
+      error: 'must be department-worker-project-v2.N',
+    }),
+    tags: z.array(z.string().min(1).max(256)).max(32).default([]),
+    modules: z.array(moduleUploadSchema).min(1).max(1_000),
+    bindings: z.array(bindingSchema).max(256).default([]),
+  })
+  .superRefine((upload, context) => {
+    const moduleNames = upload.modules.map((module) => module.name)
+    const main = upload.modules.find((module) => module.name === upload.mainModule)
+    if (!main) context.addIssue({code: 'custom', path: ['mainModule'], message: `${upload.mainModule} is not among the modules`})
+    else if (main.type !== 'esModule') context.addIssue({code: 'custom', path: ['mainModule'], message: 'the main module must be an esModule'})
+    const duplicateModule = moduleNames.find((name, index) => moduleNames.indexOf(name) !== index)
+    if (duplicateModule) context.addIssue({code: 'custom', path: ['modules'], message: `module ${duplicateModule} appears twice`})
+    const bindingNames = upload.bindings.map((binding) => binding.name)
+    const duplicateBinding = bindingNames.find((name, index) => bindingNames.indexOf(name) !== index)
+    if (duplicateBinding) context.addIssue({code: 'custom', path: ['bindings'], message: `binding ${duplicateBinding} appears twice`})
+    const reserved = RESERVED_BINDINGS.find((name) => bindingNames.includes(name))
+    if (reserved) context.addIssue({code: 'custom', path: ['bindings'], message: `${reserved} is reserved for the host's control state`})
+  })
+/** What a client sends; `ValidUploadScript` is the same after validation, defaults filled in. */
+export type UploadScript = z.input<typeof uploadScriptSchema>
+export type ValidUploadScript = z.output<typeof uploadScriptSchema>
+
+export const scriptStates = ['active', 'locked_down', 'retired'] as const
+export type ScriptState = (typeof scriptStates)[number]
+
+export const moduleInfoSchema = z.strictObject({name: z.string(), type: z.enum(moduleTypes), sha256: hex64, size: z.number().int()})
+export type ModuleInfo = z.infer<typeof moduleInfoSchema>
+
+/** Bindings as read back: names and kinds; text and JSON values are not echoed. */
+export const bindingInfoSchema = z.strictObject({
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service']),
+  name: z.string(),
+  className: z.string().optional(),
+  script: z.string().optional(),
+})
+export type BindingInfo = z.infer<typeof bindingInfoSchema>
+
+export const scriptDetailsSchema = z.strictObject({
+  name: z.string(),
+  state: z.enum(scriptStates),
+  /** The stored release; null only for a name retired before anything was uploaded. */
+  releaseGeneration: z.string().nullable(),
+  /** The release the running shard serves right now; null while not (yet) live or when retired. */
+  liveReleaseGeneration: z.string().nullable(),
+  mainModule: z.string().nullable(),
+  compatibilityDate: z.string().nullable(),
+  compatibilityFlags: z.array(z.string()),
+  builderPolicy: z.string().nullable(),
+  tags: z.array(z.string()),
+  modules: z.array(moduleInfoSchema),
+  bindings: z.array(bindingInfoSchema),
+  shard: z.number().int().nullable(),
+  createdAt: isoTime,
+  updatedAt: isoTime,
+  lockedDownAt: isoTime.nullable(),
+  retiredAt: isoTime.nullable(),
+})
+export type ScriptDetails = z.infer<typeof scriptDetailsSchema>
+
+export const scriptSummarySchema = scriptDetailsSchema.pick({name: true, state: true, releaseGeneration: true, tags: true, updatedAt: true})
+export type ScriptSummary = z.infer<typeof scriptSummarySchema>
+
+export const scriptListSchema = z.strictObject({
+  scripts: z.array(scriptSummarySchema),
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: z.string().nullable(),
+})
+export type ScriptList = z.infer<typeof scriptListSchema>
+
+export const MAX_LISTING_PAGE_SIZE = 1_000
