@@ -71,8 +71,6 @@ export interface Endpoint {
 }
 
 const signed = true
-const unsigned = false
-const control = <T extends z.ZodType>(current: T) => controlResultSchema(current)
 const fenceIdParam = {fenceId: {schema: fenceIdSchema, what: 'fence id'}}
 const mutationIdParam = {mutationId: {schema: mutationIdSchema, what: 'mutation id'}}
 
@@ -80,7 +78,7 @@ export const endpoints = {
   livez: {
     method: 'GET',
     path: '/livez',
-    signed: unsigned,
+    signed: false,
     health: true,
     response: z.strictObject({status: z.literal('ok')}),
     answer: 'json',
@@ -89,7 +87,7 @@ export const endpoints = {
   readyz: {
     method: 'GET',
     path: '/readyz',
-    signed: unsigned,
+    signed: false,
     health: true,
     response: readinessSchema,
     answer: 'json',
@@ -98,7 +96,7 @@ export const endpoints = {
   metrics: {
     method: 'GET',
     path: '/metrics',
-    signed: unsigned,
+    signed: false,
     health: true,
     response: null,
     answer: 'prometheus',
@@ -107,7 +105,7 @@ export const endpoints = {
   identity: {
     method: 'GET',
     path: '/v1/identity',
-    signed: unsigned,
+    signed: false,
     response: identitySchema,
     answer: 'json',
     summary: 'The host key, scope and data-plane address; whether it is paired.',
@@ -115,7 +113,7 @@ export const endpoints = {
   pair: {
     method: 'POST',
     path: '/v1/pair',
-    signed: unsigned,
+    signed: false,
     request: pairRequestSchema,
     response: pairResponseSchema,
     answer: 'json',
@@ -162,7 +160,7 @@ export const endpoints = {
     signed,
     request: controlMetaBodySchema,
     bodyOptional: true,
-    response: control(lockdownSchema),
+    response: controlResultSchema(lockdownSchema),
     answer: 'json',
     summary: 'The script answers 503 from now on.',
   },
@@ -182,7 +180,7 @@ export const endpoints = {
     path: '/v1/scripts/:name/access-policy',
     signed,
     request: replaceAccessPolicySchema,
-    response: control(accessPolicySchema),
+    response: controlResultSchema(accessPolicySchema),
     answer: 'json',
     summary: 'Replaces the policy in front of the script.',
   },
@@ -191,7 +189,7 @@ export const endpoints = {
     path: '/v1/scripts/:name/access-policy/api-key/rotate',
     signed,
     request: rotateApiKeySchema,
-    response: control(accessPolicySchema),
+    response: controlResultSchema(accessPolicySchema),
     answer: 'json',
     summary: 'A new API key digest.',
   },
@@ -218,7 +216,7 @@ export const endpoints = {
     params: {key: {schema: runtimeConfigKeySchema, what: 'runtime-config key'}},
     signed,
     request: putRuntimeConfigSchema,
-    response: control(runtimeConfigEntrySchema),
+    response: controlResultSchema(runtimeConfigEntrySchema),
     answer: 'json',
     summary: 'Sets one key.',
   },
@@ -228,7 +226,7 @@ export const endpoints = {
     params: {key: {schema: runtimeConfigKeySchema, what: 'runtime-config key'}},
     signed,
     request: revisionOnlySchema,
-    response: control(runtimeConfigEntrySchema),
+    response: controlResultSchema(runtimeConfigEntrySchema),
     answer: 'json',
     summary: 'Deletes one key.',
   },
@@ -245,7 +243,7 @@ export const endpoints = {
     path: '/v1/scripts/:name/operation-settings',
     signed,
     request: replaceOperationSettingsSchema,
-    response: control(operationSettingsSchema),
+    response: controlResultSchema(operationSettingsSchema),
     answer: 'json',
     summary: 'Replaces the operation settings of the release the script holds.',
   },
@@ -272,7 +270,7 @@ export const endpoints = {
     signed,
     request: controlMetaBodySchema,
     bodyOptional: true,
-    response: control(purgeSchema),
+    response: controlResultSchema(purgeSchema),
     answer: 'json',
     summary: 'Deletes every secret (secrets.purge).',
   },
@@ -282,7 +280,7 @@ export const endpoints = {
     params: {secret: {schema: identifierSchema, what: 'secret name'}},
     signed,
     request: putSecretSchema,
-    response: control(secretInfoSchema),
+    response: controlResultSchema(secretInfoSchema),
     answer: 'json',
     summary: 'Sets one secret.',
   },
@@ -311,7 +309,7 @@ export const endpoints = {
     signed,
     request: controlMetaBodySchema,
     bodyOptional: true,
-    response: control(purgeSchema),
+    response: controlResultSchema(purgeSchema),
     answer: 'json',
     summary: 'Deletes every service-account credential.',
   },
@@ -321,7 +319,7 @@ export const endpoints = {
     params: {id: {schema: serviceAccountIdSchema, what: 'service account id'}},
     signed,
     request: putServiceAccountSchema,
-    response: control(serviceAccountInfoSchema),
+    response: controlResultSchema(serviceAccountInfoSchema),
     answer: 'json',
     summary: 'Sets one service account’s credentials.',
   },
