@@ -87,7 +87,7 @@ async function post(sink) {
       const answer = response?.ok ? await response.json().catch(() => null) : (await response?.body?.cancel(), null);
       if (!answer) continue;
       forward = {all: answer.forward === "*", scripts: new Set(Array.isArray(answer.forward) ? answer.forward : [])};
-      for (const item of lastHeld) if (forwarded(item.script) && pending.length < ${TAIL_BUFFER_LIMIT}) pending.push(item);
+      for (const item of lastHeld) if (forwarded(item.script) && pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({...item, trace: slim(item.trace)});
     }
   } finally {
     posting = false;
@@ -96,6 +96,19 @@ async function post(sink) {
 function forwarded(script) {
   return forward.all || forward.scripts.has(script);
 }
+// What an event is made of (../tail-hub.ts), without the request headers and cf object: less to
+// serialize here and to parse on the host.
+function slim(trace) {
+  const request = trace.event?.request;
+  return {
+    outcome: trace.outcome,
+    eventTimestamp: trace.eventTimestamp,
+    truncated: trace.truncated,
+    event: {request: {url: request?.url, method: request?.method}, response: trace.event?.response},
+    logs: trace.logs,
+    exceptions: trace.exceptions,
+  };
+}
 export default {
   tail(events, env, ctx) {
     const endedAt = Date.now();
@@ -103,7 +116,7 @@ export default {
     for (const trace of events) {
       tally(script, trace);
       if (forwarded(script)) {
-        if (pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({script, endedAt, trace});
+        if (pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({script, endedAt, trace: slim(trace)});
       } else if (held.length < ${TAIL_HELD_LIMIT}) held.push({script, endedAt, trace});
     }
     if (pending.length > 0) wake?.();
