@@ -52,7 +52,7 @@ const TAIL_STALL_MS = 10_000
 // named (a live tail or the Worker log file wants them), and at once. One post in flight at a time;
 // traces arriving meanwhile join the next post. The end time is taken when workerd hands over the
 // trace (its own wallTime and cpuTime are always 0 — workerd hides timings).
-const TAIL_WORKER_SOURCE = `let counters = new Map();
+export const TAIL_WORKER_SOURCE = `let counters = new Map();
 let pending = [];
 let held = [];
 let forward = {all: false, scripts: new Set()};
