@@ -6,8 +6,8 @@
 import {originalPositionFor, TraceMap} from '@jridgewell/trace-mapping'
 import type {ModuleInfo} from '../protocol/management-api.js'
 
-/** Parsed maps kept at once: a parse of a large bundle's map costs milliseconds. */
-const PARSED_MAPS_KEPT = 32
+/** Parsed maps kept at once: a parse costs milliseconds, a large bundle's parsed map tens of MB. */
+const PARSED_MAPS_KEPT = 8
 
 /** `file:line:column` at the end of a stack line (V8's frame format), inside parentheses or not. */
 const FRAME_LOCATION = /([^\s()]+):(\d+):(\d+)(\)?)$/gm
