@@ -31,7 +31,7 @@ import {HostError} from './errors.js'
 import {clientAddress, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
-import {SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
+import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
 import type {AccessPolicyRecord, HostState} from './state.js'
 
 export interface DataPlaneOptions {
@@ -45,6 +45,8 @@ export interface DataPlaneOptions {
   /** Held request bodies, shared with the management listener. */
   bodyBudget: BodyBudget
   metrics: HostMetrics
+  /** A request forwarded to `script` ended: its wall time, and its status (null: no answer). */
+  workerServed(script: string, durationMs: number, status: number | null): void
   ready(): boolean
   readinessDetail(): unknown
   log: Logger
@@ -73,6 +75,7 @@ const NOT_FORWARDED = new Set([
   'x-request-id',
   'x-forwarded-for',
   SERVICE_TARGET_HEADER,
+  SERVICE_CALLER_HEADER,
   ...SIGNATURE_HEADERS,
 ])
 
@@ -185,8 +188,17 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
           return name
         }
         const forward = {origin, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
-        if (upgrade) await tunnel(request, response, upgrade, {...forward, socketPath: lease.socketPath}, lease.retired, tunnels)
-        else await proxy(lease.dispatcher, request, response, forward)
+        if (target.internal) countServiceCall(request)
+        // The Worker's wall time, as the host sees it: from forwarding to the last byte (or the 101).
+        const started = performance.now()
+        try {
+          if (upgrade) await tunnel(request, response, upgrade, {...forward, socketPath: lease.socketPath}, lease.retired, tunnels)
+          else await proxy(lease.dispatcher, request, response, forward)
+        } catch (error) {
+          if (response.headersSent || !safeToRetry(error, forwardBody)) options.workerServed(name, performance.now() - started, null)
+          throw error
+        }
+        options.workerServed(name, performance.now() - started, response.statusCode)
         return name
       } catch (error) {
         failed = true
@@ -198,6 +210,13 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
         lease.release(failed)
       }
     }
+  }
+
+  // A service-binding call is a subrequest of the Worker whose binding made it (workerd names it).
+  const countServiceCall = (request: http.IncomingMessage) => {
+    const caller = request.headers[SERVICE_CALLER_HEADER]
+    if (typeof caller === 'string' && SCRIPT_NAME_PATTERN.test(caller) && state.route(caller) !== null)
+      metrics.workerSubrequests.inc({script: caller, kind: 'service_binding'})
   }
 
   const mayBeKitSigned = (request: http.IncomingMessage): boolean =>

@@ -27,6 +27,7 @@ import {serviceBindingSocketPath, tailSocketPath, WorkerdRuntime} from './runtim
 import {HostService, type HostSettings} from './service.js'
 import {clearSnapshotLeftovers} from './snapshot.js'
 import {HostState, STATE_FILE} from './state.js'
+import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
 import {WorkerLogFile} from './worker-log-file.js'
 
@@ -139,6 +140,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         return route !== null && !route.retired
       },
       secretValues: (script) => state.credentials.secretValues(script),
+      sourceMaps: new SourceMaps(state.scripts),
       logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,
       activityWindowSeconds: settings.worker_activity_window_seconds,
       log,
@@ -171,6 +173,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       maxSignedBodyBytes: settings.max_signed_request_body_bytes,
       bodyBudget,
       metrics,
+      workerServed: (script: string, durationMs: number, status: number | null) => tails.served(script, durationMs, status),
       ready,
       readinessDetail,
       log,

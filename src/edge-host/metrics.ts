@@ -64,9 +64,13 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
-  // Per-Worker figures from the Workers' traces (./tail-hub.ts); labelled only for scripts the host
-  // serves, removed when a script is retired. workerd reports no CPU time and no subrequests in its
-  // traces (it hides timings), so there are no such metrics; the watchdog bounds CPU per shard.
+  // Per-Worker figures, labelled only for scripts the host serves and removed when a script is
+  // retired (./tail-hub.ts forget), so the label set is bounded by the scripts deployed. Where each
+  // comes from: invocations, responses and exceptions from workerd's traces (the tail Worker's
+  // counters); wall time and WebSockets from the data plane; subrequests from the host's
+  // service-binding listener. workerd reports no CPU time (its traces carry cpuTime = wallTime = 0)
+  // and a Worker's fetch() to the internet leaves through workerd's own network service, so there
+  // is no per-Worker CPU figure and no count of internet subrequests; the watchdog bounds CPU per shard.
   readonly workerOutcomes = new Counter({
     name: 'edgeworkers_host_worker_invocations_total',
     help: 'Worker invocations by script and outcome (ok, exception, exceededCpu, exceededMemory, canceled, unknown).',
@@ -90,15 +94,22 @@ export class HostMetrics {
 
   readonly workerWallSeconds = new Histogram({
     name: 'edgeworkers_host_worker_wall_seconds',
-    help: 'Wall time of Worker invocations (start to end of the trace), by script.',
+    help: 'Wall time of requests the data plane forwarded to a Worker (to the last byte of the answer, or the 101), by script.',
     labelNames: ['script'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   })
 
+  readonly workerSubrequests = new Counter({
+    name: 'edgeworkers_host_worker_subrequests_total',
+    help: 'Subrequests a Worker made that the host carries, by script and kind (service_binding); fetch() to the internet is not counted.',
+    labelNames: ['script', 'kind'] as const,
+    registers: [this.registry],
+  })
+
   readonly workerWebSockets = new Counter({
     name: 'edgeworkers_host_worker_websockets_total',
-    help: 'WebSocket connections a Worker accepted (answered 101), by script.',
+    help: 'WebSocket connections a Worker accepted (the data plane relayed its 101), by script.',
     labelNames: ['script'] as const,
     registers: [this.registry],
   })

@@ -1,22 +1,29 @@
-// Workers' events on the host. The shards' tail Worker (runtime/workerd-config.ts) posts workerd's
-// traces to the tail listener (a unix socket under the data dir that only workerd reaches); the hub
-// turns each into a TailEvent (../protocol/tail.ts) and hands it to:
+// Workers' events on the host. The shards' tail Worker (runtime/workerd-config.ts) posts to the tail
+// listener (a unix socket under the data dir that only workerd reaches) the counters of every trace,
+// every TAIL_SUMMARY_INTERVAL_MS, and the full traces of the scripts someone reads, at once; the
+// host's answer names those scripts. The hub turns each trace into a TailEvent (../protocol/tail.ts)
+// and hands it to:
 // - the live tails of its script (`GET /v1/scripts/:name/tail`, NDJSON; a tail that cannot keep up
 //   loses events rather than holding the host's memory),
-// - the per-Worker metrics (./metrics.ts), labelled only for scripts the host serves — a retired
-//   script's labels are removed, so the label set is bounded by the scripts deployed,
-// - the activity window `status` reads (errors and p99 per Worker over the last minutes),
 // - the Worker log file, when host.worker_log_file is set (./worker-log-file.ts).
+// The per-Worker metrics (./metrics.ts) come from two points: outcomes, status classes and
+// exceptions from the tail Worker's counters (workerd's traces); wall time and WebSocket upgrades
+// from the data plane (`served`), which times each request it forwards. Labels exist only for
+// scripts the host serves and a retired script's go, so the label set is bounded by the scripts
+// deployed. The activity window `status` reads (errors and p99 per Worker over the last minutes)
+// takes the data plane's timings and the tail Worker's last error.
 // Every text a Worker produced (console lines, exception messages and stacks, the path) has the
-// values of that Worker's secrets replaced before it goes anywhere.
+// values of that Worker's secrets replaced before it goes anywhere, and its stack frames mapped to
+// the original source when the release carries a source map (./source-maps.ts).
 import http from 'node:http'
 import {PassThrough, type Readable} from 'node:stream'
 import type {Logger} from 'pino'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
-import {isErrorEvent, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type WorkerActivity} from '../protocol/tail.js'
+import {isErrorStatus, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type WorkerActivity} from '../protocol/tail.js'
 import {redactText, REDACTED} from '../util/redact.js'
 import {readBoundedBody, type BodyBudget} from './body-limits.js'
 import type {HostMetrics} from './metrics.js'
+import type {SourceMaps, StackMapper} from './source-maps.js'
 import type {WorkerLogFile} from './worker-log-file.js'
 
 export interface TailHubOptions {
@@ -25,13 +32,34 @@ export interface TailHubOptions {
   isServed(script: string): boolean
   /** The values of the script's secrets, to keep them out of every event. */
   secretValues(script: string): string[]
+  sourceMaps: SourceMaps
   logFile: WorkerLogFile | null
   /** The window of the activity summary. */
   activityWindowSeconds: number
   log: Logger
 }
 
-/** What the tail Worker posts per trace. */
+/** What the tail Worker posts: counters per script, and the full traces of the scripts the host forwards. */
+interface Posted {
+  summaries?: Record<string, PostedSummary>
+  events?: PostedTrace[]
+}
+
+/** A script's traces since the last post, counted. */
+interface PostedSummary {
+  outcomes?: Record<string, number>
+  /** By status code; "none" when the Worker answered nothing. */
+  statuses?: Record<string, number>
+  exceptions?: number
+  lastError?: string | null
+}
+
+/** The host's answer: the scripts whose full traces it wants, or "*" for all (the Worker log file). */
+export interface TailSinkAnswer {
+  forward: string[] | '*'
+}
+
+/** What the tail Worker posts per forwarded trace. */
 interface PostedTrace {
   script: string
   endedAt: number
@@ -69,31 +97,51 @@ export class TailHub {
 
   constructor(private readonly options: TailHubOptions) {}
 
-  /** Takes one post of the tail Worker: an array of traces. */
-  publish(posted: unknown): void {
-    if (!Array.isArray(posted)) return
-    const events: TailEvent[] = []
+  /** Takes one post of the tail Worker; answers which scripts' full traces to send from now on. */
+  publish(posted: unknown): TailSinkAnswer {
+    const {summaries, events: traces} = (posted ?? {}) as Posted
     const redactors = new Map<string, (text: string) => string>()
-    for (const item of posted as PostedTrace[]) {
-      const script = item?.script
-      if (typeof script !== 'string' || !SCRIPT_NAME_PATTERN.test(script) || !this.options.isServed(script)) continue
+    const redactorOf = (script: string) => {
       let redact = redactors.get(script)
       if (!redact) redactors.set(script, (redact = secretRedactor(this.options.secretValues(script))))
-      events.push(eventOf(item, redact))
+      return redact
     }
+    for (const [script, summary] of Object.entries(summaries ?? {})) if (this.isServed(script)) this.tally(script, summary, redactorOf(script))
+    const mappers = new Map<string, StackMapper | null>()
     const logLines: string[] = []
-    for (const event of events) {
-      this.count(event)
-      const subscribers = this.subscribers.get(event.script)
-      // Serialized once, and only when someone reads it.
+    for (const item of Array.isArray(traces) ? traces : []) {
+      const script = item?.script
+      if (!this.isServed(script)) continue
+      const subscribers = this.subscribers.get(script)
       if (!subscribers && !this.options.logFile) continue
-      const line = JSON.stringify(event)
+      if (!mappers.has(script)) mappers.set(script, this.options.sourceMaps.mapperOf(script))
+      // Serialized once for every reader.
+      const line = JSON.stringify(eventOf(item, redactorOf(script), mappers.get(script) ?? null))
       for (const subscriber of subscribers ?? []) {
         if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
       }
       logLines.push(line)
     }
     if (logLines.length > 0) this.options.logFile?.append(logLines)
+    return {forward: this.options.logFile ? '*' : [...this.subscribers.keys()]}
+  }
+
+  /**
+   * One request the data plane forwarded to the script and saw to its end: its wall time and status
+   * (101: a WebSocket accepted; null: no answer).
+   */
+  served(script: string, durationMs: number, status: number | null): void {
+    const {metrics} = this.options
+    metrics.workerWallSeconds.observe({script}, durationMs / 1000)
+    if (status === 101) metrics.workerWebSockets.inc({script})
+    let samples = this.samples.get(script)
+    if (!samples) this.samples.set(script, (samples = []))
+    samples.push({at: Date.now(), durationMs, error: isErrorStatus(status)})
+    if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
+  }
+
+  private isServed(script: unknown): script is string {
+    return typeof script === 'string' && SCRIPT_NAME_PATTERN.test(script) && this.options.isServed(script)
   }
 
   /** A live NDJSON stream of the script's events, until `dispose` or close(). */
@@ -151,34 +199,33 @@ export class TailHub {
     metrics.workerWallSeconds.remove({script})
     metrics.workerExceptions.remove({script})
     metrics.workerWebSockets.remove({script})
+    metrics.workerSubrequests.remove({script, kind: 'service_binding'})
     for (const outcome of tailOutcomes) metrics.workerOutcomes.remove({script, outcome})
     for (const statusClass of STATUS_CLASSES) metrics.workerResponses.remove({script, status_class: statusClass})
     this.samples.delete(script)
     this.lastErrors.delete(script)
   }
 
-  private count(event: TailEvent): void {
+  private tally(script: string, summary: PostedSummary, redact: (text: string) => string): void {
     const {metrics} = this.options
-    const {script} = event
-    metrics.workerOutcomes.inc({script, outcome: event.outcome})
-    metrics.workerResponses.inc({script, status_class: statusClassOf(event.status)})
-    metrics.workerWallSeconds.observe({script}, event.durationMs / 1000)
-    if (event.exceptions.length > 0) metrics.workerExceptions.inc({script}, event.exceptions.length)
-    if (event.status === 101) metrics.workerWebSockets.inc({script})
-    const error = isErrorEvent(event)
-    if (error)
-      this.lastErrors.set(
-        script,
-        event.exceptions[0] ? `${event.exceptions[0].name}: ${event.exceptions[0].message}` : `${event.outcome} ${event.status ?? ''}`.trim(),
-      )
-    let samples = this.samples.get(script)
-    if (!samples) this.samples.set(script, (samples = []))
-    samples.push({at: Date.parse(event.time), durationMs: event.durationMs, error})
-    if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
+    for (const [outcome, count] of Object.entries(summary.outcomes ?? {})) {
+      const known = (tailOutcomes as readonly string[]).includes(outcome) ? (outcome as TailOutcome) : 'unknown'
+      if (isCount(count)) metrics.workerOutcomes.inc({script, outcome: known}, count)
+    }
+    for (const [status, count] of Object.entries(summary.statuses ?? {})) {
+      if (isCount(count)) metrics.workerResponses.inc({script, status_class: statusClassOf(status === 'none' ? null : Number(status))}, count)
+    }
+    if (isCount(summary.exceptions) && summary.exceptions > 0) metrics.workerExceptions.inc({script}, summary.exceptions)
+    if (typeof summary.lastError === 'string') this.lastErrors.set(script, redact(summary.lastError))
   }
 }
 
-function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) => string): TailEvent {
+function isCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0
+}
+
+function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) => string, mapStack: StackMapper | null): TailEvent {
+  const mapped = mapStack ?? ((text: string) => text)
   const startedAt = typeof trace.eventTimestamp === 'number' ? trace.eventTimestamp : endedAt
   const request = trace.event?.request
   const status = trace.event?.response?.status
@@ -193,13 +240,13 @@ function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) =
     logs: (trace.logs ?? []).map((line) => ({
       time: isoOf(line.timestamp, startedAt),
       level: (tailLogLevels as readonly string[]).includes(line.level ?? '') ? (line.level as TailEvent['logs'][number]['level']) : 'log',
-      message: redact(messageOf(line.message)),
+      message: redact(mapped(messageOf(line.message))),
     })),
     exceptions: (trace.exceptions ?? []).map((exception) => ({
       time: isoOf(exception.timestamp, startedAt),
       name: String(exception.name ?? 'Error'),
       message: redact(String(exception.message ?? '')),
-      stack: redact(String(exception.stack ?? '')),
+      stack: redact(mapped(String(exception.stack ?? ''))),
     })),
     truncated: trace.truncated === true,
   }
@@ -210,8 +257,8 @@ export function createTailSinkServer(hub: TailHub, bodyBudget: BodyBudget, log: 
   return http.createServer((request, response) => {
     readBoundedBody(request, response, MAX_POST_BYTES, bodyBudget)
       .then((body) => {
-        hub.publish(JSON.parse(body.toString('utf8')))
-        response.writeHead(204).end()
+        const answer = JSON.stringify(hub.publish(JSON.parse(body.toString('utf8'))))
+        response.writeHead(200, {'content-type': 'application/json'}).end(answer)
       })
       .catch((error: unknown) => {
         log.warn({err: error}, 'tail post refused')

@@ -30,7 +30,12 @@ export type TailEvent = z.infer<typeof tailEventSchema>
 
 /** An event that failed: an exception or limit, or a 5xx answer. The one rule for "error" everywhere. */
 export function isErrorEvent(event: Pick<TailEvent, 'outcome' | 'status'>): boolean {
-  return event.outcome !== 'ok' || (event.status !== null && event.status >= 500)
+  return event.outcome !== 'ok' || (event.status !== null && isErrorStatus(event.status))
+}
+
+/** A request that failed, as the data plane sees it: a 5xx answer (an exception's is 500) or none. */
+export function isErrorStatus(status: number | null): boolean {
+  return status === null || status >= 500
 }
 
 export const workerActivitySchema = z.strictObject({

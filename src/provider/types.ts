@@ -5,7 +5,7 @@ import type {AccessPolicy as WireAccessPolicy, OperationSettings, RuntimeConfigL
 
 export type ScriptState = 'active' | 'locked_down' | 'retired'
 
-export type ModuleType = 'esModule' | 'commonJs' | 'text' | 'json' | 'data' | 'wasm'
+export type ModuleType = 'esModule' | 'commonJs' | 'text' | 'json' | 'data' | 'wasm' | 'sourceMap'
 
 export interface ScriptModule {
   /** The specifier other modules import it by. */

@@ -158,6 +158,12 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
     expect(page.text).toContain('<title>Chat room</title>')
 
+    // The data plane counts each WebSocket the Worker accepts.
+    const accepted = async () => {
+      const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
+      return Number(new RegExp(`^edgeworkers_host_worker_websockets_total\\{script="${script('chat-room')}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+    }
+    const acceptedBefore = await accepted()
     const alice = await connect(`${wsUrl(host)}/${script('chat-room')}/?room=tea`)
     const bob = await connect(`ws://${script('chat-room')}.workers.localhost:${new URL(host.publicUrl).port}/?room=tea`, {dispatcher: loopback})
     expect(await alice.next()).toBe(JSON.stringify({joined: 1}))
@@ -168,6 +174,7 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     expect(await alice.next()).toBe('hi alice')
     alice.socket.close()
     bob.socket.close()
+    expect(await accepted()).toBe(acceptedBefore + 2)
   })
 
   test('upgrades follow the plain-request rules: request id, 404 for unknown scripts, the access policy', async () => {

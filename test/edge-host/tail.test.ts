@@ -70,6 +70,15 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     return {events, notices, stop: async () => (stop.abort(), done), done}
   }
 
+  /** A per-Worker series of the host's /metrics (0 when absent). */
+  const metricOf = async (script: string, name: string, labels: string) => {
+    const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
+    const line = text
+      .split('\n')
+      .find((candidate) => candidate.startsWith(`${name}{`) && candidate.includes(`script="${script}"`) && candidate.includes(labels))
+    return line ? Number(line.split(' ').at(-1)) : 0
+  }
+
   const send = (script: string, pathname: string, init?: RequestInit) =>
     fetch(`${host.publicUrl}/${script}${pathname}`, init).then(async (response) => response.status)
 
@@ -186,30 +195,29 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
 
   test('per-Worker metrics move by exactly the requests sent, and go when the Worker is retired; the log file has the events', async () => {
     const {engine, department, script} = await deployed()
-    const metric = async (name: string, labels: string) => {
-      const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
-      const line = text
-        .split('\n')
-        .find((candidate) => candidate.startsWith(`${name}{`) && candidate.includes(`script="${script}"`) && candidate.includes(labels))
-      return line ? Number(line.split(' ').at(-1)) : 0
+    const metric = (name: string, labels: string) => metricOf(script, name, labels)
+    /** The tail Worker posts its counters every TAIL_SUMMARY_INTERVAL_MS: wait for the expected value. */
+    const settled = async (name: string, labels: string, expected: number) => {
+      const deadline = Date.now() + 15_000
+      while ((await metric(name, labels)) !== expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      return metric(name, labels)
     }
-    // A tail tells when the host has seen the last trace (traces arrive after the responses).
+    // A fresh Worker: every series starts at the requests sent to it.
     const tail = startTail(engine, department)
     const warmUp = await attached(script, [tail])
-    await until(() => tail.events.length >= warmUp, 'the warm-up events')
-    const ok = await metric('edgeworkers_host_worker_responses_total', 'status_class="2xx"')
-    const none = await metric('edgeworkers_host_worker_responses_total', 'status_class="none"')
-    const exceptions = await metric('edgeworkers_host_worker_exceptions_total', '')
-    const invocations = await metric('edgeworkers_host_worker_wall_seconds_count', '')
+    expect(await settled('edgeworkers_host_worker_responses_total', 'status_class="2xx"', warmUp)).toBe(warmUp)
+    expect(await metric('edgeworkers_host_worker_wall_seconds_count', '')).toBe(warmUp)
     for (let index = 0; index < 3; index++) await send(script, `/counted-${index}`)
     for (let index = 0; index < 2; index++) await send(script, '/throw')
-    await until(() => tail.events.length >= warmUp + 5, 'the five events')
+    await until(() => tail.events.filter((event) => event.path === '/throw').length === 2, 'the two exceptions')
     await tail.stop()
-    expect(await metric('edgeworkers_host_worker_responses_total', 'status_class="2xx"')).toBe(ok + 3)
-    expect(await metric('edgeworkers_host_worker_responses_total', 'status_class="none"')).toBe(none + 2)
-    expect(await metric('edgeworkers_host_worker_exceptions_total', '')).toBe(exceptions + 2)
-    expect(await metric('edgeworkers_host_worker_wall_seconds_count', '')).toBe(invocations + 5)
-    expect(await metric('edgeworkers_host_worker_invocations_total', 'outcome="exception"')).toBeGreaterThanOrEqual(2)
+    expect(await settled('edgeworkers_host_worker_responses_total', 'status_class="2xx"', warmUp + 3)).toBe(warmUp + 3)
+    expect(await settled('edgeworkers_host_worker_responses_total', 'status_class="none"', 2)).toBe(2)
+    expect(await settled('edgeworkers_host_worker_exceptions_total', '', 2)).toBe(2)
+    expect(await settled('edgeworkers_host_worker_invocations_total', 'outcome="exception"', 2)).toBe(2)
+    expect(await metric('edgeworkers_host_worker_invocations_total', 'outcome="ok"')).toBe(warmUp + 3)
+    // Wall time is the data plane's: counted when the answer ended, before the client saw it.
+    expect(await metric('edgeworkers_host_worker_wall_seconds_count', '')).toBe(warmUp + 5)
 
     const lines = readFileSync(logFile, 'utf8')
       .trim()
@@ -232,6 +240,41 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
     expect(text.split('\n').filter((line) => line.startsWith('edgeworkers_host_worker_') && line.includes(script))).toEqual([])
     expect((await takeSnapshot(engine)).workers?.workers.map((worker) => worker.script)).not.toContain(script)
+  })
+
+  test('a TypeScript Worker with upload_source_maps: stacks in its events name the .ts file and line; its service-binding subrequests are counted exactly', async () => {
+    const {engine, department: loggerDepartment, script: loggerScript} = await deployed()
+    const dir = mkdtempSync(path.join(root, 'typescript-'))
+    cpSync(path.join(FIXTURES_DIR, 'tail-typescript'), dir, {recursive: true})
+    const config = path.join(dir, 'wrangler.toml')
+    writeFileSync(config, readFileSync(config, 'utf8').replace('LOGGER_DEPARTMENT', loggerDepartment))
+    const department = await kit.department()
+    const outcome = await deployWorker(engine, {projectDir: dir, departmentId: department, wait: true})
+    expect(outcome.state).toBe('completed')
+    const script = outcome.scriptName
+
+    const tail = startTail(engine, department)
+    await attached(script, [tail])
+    expect(await send(script, '/throw')).toBe(500)
+    expect(await send(script, '/logged')).toBe(200)
+    await until(() => tail.events.some((event) => event.path === '/logged'), 'the logged stack')
+    await tail.stop()
+    const thrown = tail.events.find((event) => event.path === '/throw')!
+    expect(thrown.exceptions[0]).toMatchObject({name: 'Error', message: 'fail: typed boom'})
+    // fail.ts line 4 throws; index.ts line 10 calls it. The bundle's own name (index.js) is gone.
+    expect(thrown.exceptions[0]!.stack).toMatch(/at fail \(fail\.ts:4:\d+\)/)
+    expect(thrown.exceptions[0]!.stack).toMatch(/index\.ts:10:\d+\)/)
+    expect(thrown.exceptions[0]!.stack).not.toContain('index.js')
+    const logged = tail.events.find((event) => event.path === '/logged')!
+    expect(logged.logs.map((line) => line.level)).toEqual(['error'])
+    expect(logged.logs[0]!.message).toMatch(/^Error: logged boom\n\s+at \S+ \(index\.ts:12:\d+\)/)
+
+    // Subrequests through the service binding: the caller's counter and the target's requests move by exactly 3.
+    const subrequests = await metricOf(script, 'edgeworkers_host_worker_subrequests_total', 'kind="service_binding"')
+    const loggerRequests = await metricOf(loggerScript, 'edgeworkers_host_worker_wall_seconds_count', '')
+    expect(await send(script, '/call?n=3')).toBe(200)
+    expect(await metricOf(script, 'edgeworkers_host_worker_subrequests_total', 'kind="service_binding"')).toBe(subrequests + 3)
+    expect(await metricOf(loggerScript, 'edgeworkers_host_worker_wall_seconds_count', '')).toBe(loggerRequests + 3)
   })
 
   test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 0; bad input is one line with its exit code', {

@@ -12,8 +12,9 @@
 //
 // Every Worker of a shard names the shard's tail Worker in `tails` (workerd's tail-worker
 // mechanism), with its script name in the props: after each invocation workerd hands the trace —
-// request, status, outcome, console lines, uncaught exceptions — to the tail Worker, which posts it
-// in batches to the host's tail listener (a unix socket under the data dir, see ../tail-hub.ts).
+// request, status, outcome, console lines, uncaught exceptions — to the tail Worker, which counts it
+// and posts counters, and the full traces someone reads, to the host's tail listener (a unix socket
+// under the data dir, see ../tail-hub.ts and TAIL_WORKER_SOURCE).
 //
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
 // public addresses only (no private-network egress). A service binding is an external service per
@@ -36,31 +37,90 @@ const HEALTH_WORKER = `(name = "${HEALTH_SOCKET}", worker = (
 /** The tail Worker's service, and the external service it posts to. */
 const TAIL_SERVICE = 'edgeworkers-tail'
 const TAIL_SINK_SERVICE = 'edgeworkers-tail-sink'
-/** Events a tail Worker holds while the host does not take them; past it the newest are dropped. */
+/** Full events a tail Worker holds while the host does not take them; past it the newest are dropped. */
 const TAIL_BUFFER_LIMIT = 10_000
+/** Traces of untailed scripts kept until the next post, in case the host answers that one is now tailed. */
+const TAIL_HELD_LIMIT = 256
+/** How often the tail Worker posts its counters while no tail wants full events. */
+export const TAIL_SUMMARY_INTERVAL_MS = 250
+/** A post loop that made no progress this long is taken for dead (its invocation was cancelled). */
+const TAIL_STALL_MS = 10_000
 
-// One post in flight at a time; traces arriving meanwhile join the next post, so under load a post
-// carries many events. The end time is taken when workerd hands over the trace (its own wallTime is
-// always 0 — workerd hides timings).
-const TAIL_WORKER_SOURCE = `const pending = [];
+// After each invocation workerd hands the trace to the tail Worker. It counts every trace (outcome,
+// status, exceptions, the last error: the per-Worker metrics, exact) and posts the counters every
+// TAIL_SUMMARY_INTERVAL_MS; full traces go to the host only for the scripts the host's last answer
+// named (a live tail or the Worker log file wants them), and at once. One post in flight at a time;
+// traces arriving meanwhile join the next post. The end time is taken when workerd hands over the
+// trace (its own wallTime and cpuTime are always 0 — workerd hides timings).
+export const TAIL_WORKER_SOURCE = `let counters = new Map();
+let pending = [];
+let held = [];
+let forward = {all: false, scripts: new Set()};
 let posting = false;
+let progressAt = 0;
+let wake = null;
+function tally(script, trace) {
+  let counter = counters.get(script);
+  if (!counter) counters.set(script, (counter = {outcomes: {}, statuses: {}, exceptions: 0, lastError: null}));
+  const outcome = String(trace.outcome);
+  counter.outcomes[outcome] = (counter.outcomes[outcome] ?? 0) + 1;
+  const status = String(trace.event?.response?.status ?? "none");
+  counter.statuses[status] = (counter.statuses[status] ?? 0) + 1;
+  const exceptions = trace.exceptions ?? [];
+  counter.exceptions += exceptions.length;
+  if (exceptions.length > 0) counter.lastError = String(exceptions[0].name) + ": " + String(exceptions[0].message);
+  else if (outcome !== "ok" && counter.lastError === null) counter.lastError = outcome;
+}
 async function post(sink) {
   posting = true;
   try {
-    while (pending.length > 0) {
-      const batch = pending.splice(0, pending.length);
-      const response = await sink.fetch("http://tail/events", {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(batch)}).catch(() => null);
-      await response?.body?.cancel();
+    while (pending.length > 0 || counters.size > 0) {
+      progressAt = Date.now();
+      if (pending.length === 0) await new Promise((resolve) => { wake = resolve; setTimeout(resolve, ${TAIL_SUMMARY_INTERVAL_MS}); });
+      wake = null;
+      const body = JSON.stringify({summaries: Object.fromEntries(counters), events: pending});
+      counters = new Map();
+      pending = [];
+      const lastHeld = held;
+      held = [];
+      const response = await sink.fetch("http://tail/events", {method: "POST", headers: {"content-type": "application/json"}, body}).catch(() => null);
+      const answer = response?.ok ? await response.json().catch(() => null) : (await response?.body?.cancel(), null);
+      if (!answer) continue;
+      forward = {all: answer.forward === "*", scripts: new Set(Array.isArray(answer.forward) ? answer.forward : [])};
+      for (const item of lastHeld) if (forwarded(item.script) && pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({...item, trace: slim(item.trace)});
     }
   } finally {
     posting = false;
   }
 }
+function forwarded(script) {
+  return forward.all || forward.scripts.has(script);
+}
+// What an event is made of (../tail-hub.ts), without the request headers and cf object: less to
+// serialize here and to parse on the host.
+function slim(trace) {
+  const request = trace.event?.request;
+  return {
+    outcome: trace.outcome,
+    eventTimestamp: trace.eventTimestamp,
+    truncated: trace.truncated,
+    event: {request: {url: request?.url, method: request?.method}, response: trace.event?.response},
+    logs: trace.logs,
+    exceptions: trace.exceptions,
+  };
+}
 export default {
   tail(events, env, ctx) {
     const endedAt = Date.now();
-    for (const trace of events) if (pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({script: ctx.props.script, endedAt, trace});
-    if (!posting) ctx.waitUntil(post(env.SINK));
+    const script = ctx.props.script;
+    for (const trace of events) {
+      tally(script, trace);
+      if (forwarded(script)) {
+        if (pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({script, endedAt, trace: slim(trace)});
+      } else if (held.length < ${TAIL_HELD_LIMIT}) held.push({script, endedAt, trace});
+    }
+    if (pending.length > 0) wake?.();
+    if (!posting || Date.now() - progressAt > ${TAIL_STALL_MS}) ctx.waitUntil(post(env.SINK));
   },
 };`
 
@@ -74,7 +134,8 @@ function renderTailServices(sinkAddress: string): string[] {
   ]
 }
 
-const MODULE_FIELD: Record<ModuleType, string> = {
+/** Source maps are the host's (../tail-hub.ts maps stacks with them); workerd never loads them. */
+const MODULE_FIELD: Record<Exclude<ModuleType, 'sourceMap'>, string> = {
   esModule: 'esModule',
   commonJs: 'commonJsModule',
   text: 'text',
@@ -96,6 +157,8 @@ export interface RenderOptions {
 
 /** The header carrying a service binding's target script; workerd sets it, the host strips it. */
 export const SERVICE_TARGET_HEADER = 'x-edgeworkers-service-target'
+/** The header naming the calling script, for its subrequest count; set and stripped the same way. */
+export const SERVICE_CALLER_HEADER = 'x-edgeworkers-service-caller'
 
 /**
  * The validation sandbox runs each script behind this module, as its main: it imports the real
@@ -185,8 +248,8 @@ const config :Workerd.Config = (
 function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false, tailed = false} = {}): string {
   // workerd treats the first module as the main one.
   const modules = [...script.modules].sort((a, b) => Number(b.name === script.mainModule) - Number(a.name === script.mainModule))
-  const moduleList = modules.map(
-    (module) => `(name = ${capnpString(module.name)}, ${MODULE_FIELD[module.type]} = embed ${capnpString(options.modulePath(module.sha256))})`,
+  const moduleList = modules.flatMap(({name, type, sha256}) =>
+    type === 'sourceMap' ? [] : [`(name = ${capnpString(name)}, ${MODULE_FIELD[type]} = embed ${capnpString(options.modulePath(sha256))})`],
   )
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
@@ -238,7 +301,8 @@ function renderServiceBindingTargets(script: RunnableScript, options: RenderOpti
     binding.type === 'service'
       ? [
           `(name = ${capnpString(serviceBindingTargetName(script.name, binding.name))}, external = (address = ${capnpString(options.serviceBindingAddress)}, ` +
-            `http = (injectRequestHeaders = [(name = "${SERVICE_TARGET_HEADER}", value = ${capnpString(binding.script)})])))`,
+            `http = (injectRequestHeaders = [(name = "${SERVICE_TARGET_HEADER}", value = ${capnpString(binding.script)}), ` +
+            `(name = "${SERVICE_CALLER_HEADER}", value = ${capnpString(script.name)})])))`,
         ]
       : [],
   )

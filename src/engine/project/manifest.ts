@@ -59,6 +59,7 @@ const TYPE_BY_EXTENSION: Readonly<Record<string, ModuleType>> = {
   '.svg': 'text',
   '.md': 'text',
   '.bin': 'data',
+  '.map': 'sourceMap',
 }
 
 const moduleEntrySchema = z.union([z.string(), z.strictObject({path: z.string(), type: z.enum(moduleTypes).optional(), name: z.string().optional()})], {
@@ -197,6 +198,10 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   const main = entries.find((entry) => entry.path === manifest.main)
   if (!main) refuse(`key "main" (${JSON.stringify(manifest.main)}) is not listed in "modules"`)
   if (main!.type !== 'esModule') refuse(`key "main": ${JSON.stringify(manifest.main)} is a ${main!.type} module; the main module must be an ES module`)
+  // A source map maps the module it is named after (wrangler's naming): one without is a mistake.
+  const scriptNames = new Set(entries.filter((entry) => entry.type === 'esModule' || entry.type === 'commonJs').map((entry) => entry.name))
+  const orphanMap = entries.find((entry) => entry.type === 'sourceMap' && !scriptNames.has(entry.name.replace(/\.map$/, '')))
+  if (orphanMap) refuse(`key "modules": source map ${JSON.stringify(orphanMap.name)} must be named after a JavaScript module plus ".map"`)
 
   const duplicateObject = firstDuplicate((manifest.durableObjects ?? []).map((object) => object.binding))
   if (duplicateObject !== undefined) refuse(`key "durableObjects" binds ${JSON.stringify(duplicateObject)} more than once`)

@@ -37,7 +37,11 @@ export type PairResponse = z.infer<typeof pairResponseSchema>
 
 // ── Scripts ─────────────────────────────────────────────────────────────────────────────────────
 
-export const moduleTypes = ['esModule', 'commonJs', 'text', 'json', 'data', 'wasm'] as const
+/**
+ * `sourceMap`: the source map of the module named like it without `.map` (wrangler's
+ * upload_source_maps). The host keeps it to map Workers' stacks; workerd never loads it.
+ */
+export const moduleTypes = ['esModule', 'commonJs', 'text', 'json', 'data', 'wasm', 'sourceMap'] as const
 export type ModuleType = (typeof moduleTypes)[number]
 
 export const moduleUploadSchema = z.strictObject({

@@ -259,7 +259,7 @@ describe('manifest errors are one usage line naming the file and the key', () =>
     {
       name: 'an unknown module type',
       prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', {path: 'lib/util.js', type: 'python'}])),
-      message: /^edgeworker\.json: key "modules\[1\]\.type" must be "esModule" or "commonJs" or "text" or "json" or "data" or "wasm"$/,
+      message: /^edgeworker\.json: key "modules\[1\]\.type" must be "esModule" or "commonJs" or "text" or "json" or "data" or "wasm" or "sourceMap"$/,
     },
     {
       name: 'a main module that is not an ES module',
@@ -329,6 +329,14 @@ describe('manifest errors are one usage line naming the file and the key', () =>
       name: 'main not among the modules',
       prepare: (dir) => editManifest(dir, (m) => (m.main = 'worker.js')),
       message: /^edgeworker\.json: key "main" \("worker\.js"\) is not listed in "modules"$/,
+    },
+    {
+      name: 'source map named after no JavaScript module',
+      prepare: (dir) => {
+        writeFile(dir, 'orphan.js.map', '{"version":3,"sources":[],"mappings":""}')
+        return editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', 'lib/util.js', 'orphan.js.map']))
+      },
+      message: /^edgeworker\.json: key "modules": source map "orphan\.js\.map" must be named after a JavaScript module plus "\.map"$/,
     },
     {
       name: 'duplicate module',

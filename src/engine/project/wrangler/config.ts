@@ -27,7 +27,6 @@ const IGNORED_KEYS = new Set([
   'observability',
   'logpush',
   'tail_consumers',
-  'upload_source_maps',
   'send_metrics',
   'legacy_env',
   'keep_vars',
@@ -89,6 +88,7 @@ const INHERITED_KEYS = new Set([
   'jsx_factory',
   'jsx_fragment',
   'minify',
+  'upload_source_maps',
   'edgeworkers',
 ])
 
@@ -115,6 +115,8 @@ const wranglerSchema = z.object({
   tsconfig: z.string().optional(),
   jsx_factory: z.string().optional(),
   jsx_fragment: z.string().optional(),
+  /** The bundle's source map goes with the version to the host, which maps Workers' stacks with it. */
+  upload_source_maps: z.boolean().optional(),
   /** Our extension table: wrangler warns about an unknown top-level table but runs the project. */
   edgeworkers: z.strictObject({department: z.string().min(1).optional(), builder_policy: z.string().min(1).optional()}).optional(),
   env: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),

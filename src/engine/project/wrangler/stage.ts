@@ -1,7 +1,8 @@
 // Turns a wrangler project into an edgeworker.json project in a staging directory, which the
 // ordinary build then reads: TypeScript, JSX and npm dependencies bundled with esbuild (the bundler
 // wrangler uses), module rules for text/data/wasm, `node:*` left to workerd under nodejs_compat,
-// a source map kept in the project archive, and the SBOM taken from package-lock.json for exactly
+// a source map kept in the project archive (and, with upload_source_maps, uploaded with the
+// version as a `sourceMap` module the host maps stacks with), and the SBOM taken from package-lock.json for exactly
 // the packages that end up in the bundle. The same inputs give byte-identical output.
 import {existsSync, readFileSync} from 'node:fs'
 import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
@@ -89,9 +90,12 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
   const manifest = {
     name: required('name'),
     main: mainModule!.name,
-    modules: modules
-      .filter((module) => !module.name.startsWith(`${SOURCE_MAP_DIR}/`))
-      .map((module) => (module.type === 'esModule' ? module.name : {path: module.name, type: module.type})),
+    modules: modules.flatMap((module): Array<string | {path: string; type: string; name?: string}> => {
+      if (module.type === 'esModule') return [module.name]
+      if (module.type !== 'sourceMap') return [{path: module.name, type: module.type}]
+      // Uploaded beside the module it maps, named as wrangler names it; else only in the archive.
+      return config.upload_source_maps ? [{path: module.name, type: module.type, name: module.name.slice(SOURCE_MAP_DIR.length + 1)}] : []
+    }),
     compatibilityDate: required('compatibility_date'),
     builderPolicy: options.builderPolicy ?? config.edgeworkers?.builder_policy ?? DEFAULT_BUILDER_POLICY,
     ...(config.compatibility_flags?.length ? {compatibilityFlags: config.compatibility_flags} : {}),
