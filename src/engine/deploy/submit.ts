@@ -108,7 +108,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
   }
 }
 
-function versionInputOf(id: string, workerId: string, built: BuiltVersion) {
+export function versionInputOf(id: string, workerId: string, built: BuiltVersion) {
   return {
     id,
     worker_id: workerId,

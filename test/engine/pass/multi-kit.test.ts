@@ -1,6 +1,7 @@
 // Several kits on one PostgreSQL database: 4 kits (4 scopes), a reconcile process each, all at once
 // over due deploy rows of every kit plus rows each kit left failed. No kit claims or settles another
-// kit's rows, each row is dispatched exactly once, and each kit's pass reports only its own leftovers.
+// kit's rows, each row is dispatched exactly once, each kit's pass reports only its own leftovers, and
+// what `edgeworkers status` reads for a kit (the store's status counts) holds only that kit's rows.
 // The deploy dispatch is the recording stand-in (lease by id in the runner's scope, settle): what is
 // under test is the sweeps' scoping, not the host.
 import {spawn} from 'node:child_process'
@@ -92,5 +93,11 @@ describeStore('postgres', 'several kits on one database', (t) => {
       expect(row.lease_owner ?? '').toMatch(new RegExp(`^kit-${KITS.indexOf(row.dispatch_namespace!)}-pass-`))
     }
     expect(rows.filter((row) => row.status === 'failed').map((row) => row.lease_owner)).toEqual(KITS.flatMap((_, k) => Array(k + 1).fill('operator-test')))
+    for (const [k, scope] of KITS.entries()) {
+      const finished = (await t.store.status.finishedCounts(scope, 0)).filter((count) => count.count > 0)
+      expect(finished).toEqual([{operation: 'deploy', status: 'completed', count: DEPLOYS_PER_KIT}])
+      expect(await t.store.status.openCounts(scope)).toEqual([{operation: 'deploy', status: 'failed', count: k + 1}])
+      expect(await t.store.status.errorGroups(scope)).toEqual([expect.objectContaining({status: 'failed', operation: 'deploy', count: k + 1})])
+    }
   })
 })
