@@ -195,11 +195,16 @@ export {
   ATTENTION_OUTBOX_STATUSES,
   FINISHED_OUTBOX_STATUSES,
   OPEN_OUTBOX_STATUSES,
+  OUTBOX_TRANSITIONS,
+  SETTLED_OUTBOX_STATUSES,
   type AttentionStatus,
-  type ErrorGroup,
-  type OldestDue,
-  type OutboxRowSummary,
-  type StatusCount,
+  type SettledOutboxStatus,
+} from './outbox-states.js'
+export type {
+  ErrorGroup,
+  OldestDue,
+  OutboxRowSummary,
+  StatusCount,
 } from './repositories/status.js'
 export * from './schema.js'
 export type {

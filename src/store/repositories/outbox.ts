@@ -14,16 +14,8 @@ import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
-import {
-  parseJsonObject,
-  TERMINAL_OUTBOX_STATUSES,
-  type JsonObject,
-  type OutboxOperation,
-  type OutboxRow,
-  type OutboxStatus,
-  type OutboxTable,
-  type TerminalOutboxStatus,
-} from '../schema.js'
+import {parseJsonObject, type JsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
+import {claimable, holdsLiveLease, isFinished, isSettled, type SettledOutboxStatus} from '../outbox-states.js'
 
 export interface OutboxEnqueueInput {
   /** Defaults to a random UUID; control-audit rows pass the id their audit row will reuse. */
@@ -63,11 +55,12 @@ export interface ClaimOptions {
   leaseSeconds: number
 }
 
-export type LeaseDisposition = 'acquired' | 'terminal' | 'inflight' | 'not_due' | 'wrong_scope'
+/** `restamped`: the row a sweep stamped carries a newer claim's stamp now (leaseStamped only). */
+export type LeaseDisposition = 'acquired' | 'terminal' | 'inflight' | 'not_due' | 'wrong_scope' | 'restamped'
 export type LeaseByIdResult = {disposition: LeaseDisposition; row: OutboxRow} | {disposition: 'missing'; row: null}
 
 export interface SettleOptions {
-  status: TerminalOutboxStatus
+  status: SettledOutboxStatus
   errorCode?: string | null
   error?: string | null
 }
@@ -175,22 +168,20 @@ export class OutboxRepository {
     })
   }
 
-  /** Leases one row by id for the deploy task, or says why not. Locks the outbox row first (lock order outbox → worker → version). */
+  /**
+   * Leases one row by id for the deploy task in one statement; when it takes nothing, a read of the
+   * row says why (that read may see a later state: it explains, it decides nothing).
+   */
   async leaseById(id: string, options: Omit<ClaimOptions, 'operation' | 'limit'>): Promise<LeaseByIdResult> {
-    return this.ctx.atomic(async ({db}) => {
+    return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const row = await db
-        .selectFrom('edge_worker_outbox')
-        .selectAll()
-        .where('id', '=', id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
-      if (!row) return {disposition: 'missing', row: null}
-      const disposition = leaseDisposition(row, options.scope, now)
-      if (disposition !== 'acquired') return {disposition, row: toOutboxRow(row)}
       const {rows} = await sql<OutboxTable>`
-        update edge_worker_outbox set ${leaseAssignments(options, now)} where id = ${id} returning *`.execute(db)
-      return {disposition, row: toOutboxRow(rows[0]!)}
+        update edge_worker_outbox set ${leaseAssignments(options, now)}
+        where id = ${id} and dispatch_namespace = ${options.scope} and ${claimable(now)}
+        returning *`.execute(db)
+      if (rows[0]) return {disposition: 'acquired', row: toOutboxRow(rows[0])}
+      const row = await db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', id).executeTakeFirst()
+      return row ? {disposition: refusalOf(row, options.scope, now), row: toOutboxRow(row)} : {disposition: 'missing', row: null}
     })
   }
 
@@ -210,7 +201,7 @@ export class OutboxRepository {
 
   /** Finishes a leased row. false = the lease was lost and nothing changed. */
   async settle(id: string, token: string, options: SettleOptions): Promise<boolean> {
-    if (!(TERMINAL_OUTBOX_STATUSES as readonly string[]).includes(options.status)) {
+    if (!isSettled(options.status)) {
       throw new Error(`settle needs a terminal status, not ${options.status}`)
     }
     return this.ctx.write(async ({db}) => {
@@ -274,7 +265,7 @@ export class OutboxRepository {
    */
   async retryNow(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
     return this.operatorAction(id, options.scope, async (row, {db}) => {
-      if (row.status === 'completed' || row.status === 'cancelled') return 'terminal'
+      if (isFinished(row.status)) return 'terminal'
       await db
         .updateTable('edge_worker_outbox')
         .set({status: 'pending', next_attempt_at: this.ctx.now(), lease_owner: null, lease_token: null, lease_expires_at: null, updated_at: this.ctx.now()})
@@ -291,7 +282,7 @@ export class OutboxRepository {
    */
   async cancel(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
     return this.operatorAction(id, options.scope, async (row, {db}) => {
-      if (row.status === 'completed' || row.status === 'cancelled') return 'terminal'
+      if (isFinished(row.status)) return 'terminal'
       if (row.operation === 'deploy' && row.version_id !== null) {
         const version = await db
           .selectFrom('edge_worker_versions')
@@ -326,7 +317,7 @@ export class OutboxRepository {
       if (!row) return {outcome: 'missing', row: null}
       const before = toOutboxRow(row)
       if (scope !== null && row.dispatch_namespace !== scope) return {outcome: 'wrong_scope', row: before}
-      if (row.status === 'leased' && row.lease_expires_at !== null && row.lease_expires_at > this.ctx.now()) return {outcome: 'inflight', row: before}
+      if (holdsLiveLease(row, this.ctx.now())) return {outcome: 'inflight', row: before}
       const outcome = await act(row, tx)
       if (outcome !== 'done') return {outcome, row: before}
       const after = await tx.db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
@@ -364,20 +355,20 @@ export function backoffDelayMs(attempts: number, backoff: Settings['backoff'], r
   return Math.max(0, Math.round(baseMs + jitterMs))
 }
 
-/** The SET clause of every lease taken (claim and leaseById): one attempt, a fresh token. */
-function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
+/** The SET clause of every lease taken (claim, leaseById, leaseStamped): one attempt, a fresh token. */
+export function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
   return sql`status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
     lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, updated_at = ${now}`
 }
 
-/** Why a row can or cannot be leased right now. Scope first: a row of another kit is never touched. */
-function leaseDisposition(row: OutboxTable, scope: string, now: number): LeaseDisposition {
+/** Why a lease could not be taken on the row. Scope first: a row of another kit is never touched. */
+export function refusalOf(row: OutboxTable, scope: string, now: number): Exclude<LeaseDisposition, 'acquired'> {
   if (row.dispatch_namespace !== scope) return 'wrong_scope'
-  if ((TERMINAL_OUTBOX_STATUSES as readonly string[]).includes(row.status)) return 'terminal'
-  if (row.status === 'leased') return row.lease_expires_at !== null && row.lease_expires_at > now ? 'inflight' : 'acquired'
-  return row.next_attempt_at !== null && row.next_attempt_at <= now ? 'acquired' : 'not_due'
+  if (isSettled(row.status)) return 'terminal'
+  if (holdsLiveLease(row, now)) return 'inflight'
+  return 'not_due'
 }
 
-function toOutboxRow(row: OutboxTable): OutboxRow {
+export function toOutboxRow(row: OutboxTable): OutboxRow {
   return {...row, payload: parseJsonObject(row.payload)}
 }

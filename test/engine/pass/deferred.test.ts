@@ -37,8 +37,8 @@ describeEachStore('deferred republish lane', (t) => {
     await t.store.kit.endFence(fenceId, 'backup done')
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 4, completed: 4})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual(ids)
-    // Accepted: the marker was already gone when the task ran.
-    for (const seen of dispatch.rowsSeen) expect(seen).toMatchObject({status: 'pending', last_error_code: null, lease_owner: OWNER})
+    // Accepted: the task's lease dropped the marker.
+    for (const seen of dispatch.rowsSeen) expect(seen).toMatchObject({status: 'leased', last_error_code: null, lease_owner: OWNER})
   })
 
   test('the recovery lane leaves fenced deploys to this lane', async () => {

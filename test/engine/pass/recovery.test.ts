@@ -40,8 +40,8 @@ describeEachStore('recovery lane', (t) => {
     expect(dispatch.calls).toEqual([
       {outboxId: enqueued.id, companyId: seed.worker.company_id, departmentId: seed.worker.department_id, messageId: enqueued.id},
     ])
-    // Published: still pending, held by this runner, due now so the task's lease takes it.
-    expect(dispatch.rowsSeen[0]).toMatchObject({status: 'pending', lease_owner: OWNER, next_attempt_at: t.clock.now()})
+    // Published and leased in one statement: held by this runner, due from now.
+    expect(dispatch.rowsSeen[0]).toMatchObject({status: 'leased', lease_owner: OWNER, next_attempt_at: t.clock.now()})
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed'})
   })
 
@@ -74,7 +74,7 @@ describeEachStore('recovery lane', (t) => {
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
   })
 
-  test("a row a sweep published stays that sweep's until its task leases it: no other sweep takes it meanwhile", async () => {
+  test("a row a sweep stamped stays that sweep's until its task leases it: no other sweep takes it meanwhile", async () => {
     const engine = await engineWith({recovery: {cooldown_seconds: 15}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
     const claim = (owner: string) =>
@@ -83,8 +83,7 @@ describeEachStore('recovery lane', (t) => {
     t.clock.advance(3_600_000)
     await t.exec(`update edge_worker_outbox set attempts = 1 where id = '${enqueued.id}'`)
     const [stamped] = await claim('publisher-a')
-    const published = await t.store.sweeps.publish(stampOf(stamped!), {clearMarker: false})
-    expect(published).toMatchObject({status: 'pending', lease_owner: 'publisher-a', next_attempt_at: t.clock.now()})
+    expect(stamped).toMatchObject({status: 'pending', lease_owner: 'publisher-a'})
     expect(await claim('publisher-b')).toEqual([])
     t.clock.advance(14_999)
     expect(await claim('publisher-b')).toEqual([])
@@ -166,7 +165,7 @@ describeEachStore('recovery lane', (t) => {
 
     // The stale publisher wakes up: every write it tries matches nothing.
     const stamp = stampOf(stale!)
-    expect(await t.store.sweeps.publish(stamp, {clearMarker: false})).toBeUndefined()
+    expect(await t.store.sweeps.leaseStamped(stamp, {scope: SCOPE, leaseSeconds: 90, clearMarker: false})).toMatchObject({disposition: 'terminal'})
     expect(await t.store.sweeps.settleStamped(stamp, {status: 'failed', errorCode: 'x', error: 'x'})).toBe(false)
     expect(await t.store.sweeps.quarantine(stamp, {status: 'uncertain', errorCode: 'x', error: 'x', workerId: null, versionId: null})).toBe(false)
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', last_error_code: null})
