@@ -29,21 +29,21 @@ export interface OutboxTransition {
 /** Every move the code makes; the diagram in docs/architecture.md is checked against this list. */
 export const OUTBOX_TRANSITIONS: readonly OutboxTransition[] = [
   {from: 'new', to: 'pending', by: 'enqueue'},
-  {from: 'pending', to: 'leased', by: 'claim / leaseById / leaseStamped'},
-  {from: 'leased', to: 'leased', by: 'reclaim an expired lease'},
+  {from: 'pending', to: 'leased', by: 'claim / leaseById / leaseStamped (due)'},
+  {from: 'leased', to: 'leased', by: 'claim / leaseById / leaseStamped (lease expired; new token)'},
+  {from: 'leased', to: 'pending', by: 'retryLater (due at the engine-chosen time) / releaseLease / outbox retry (lease expired)'},
   {from: 'leased', to: 'completed', by: 'settle'},
-  {from: 'leased', to: 'cancelled', by: 'settle (superseded, artifact in use)'},
-  {from: 'leased', to: 'failed', by: 'settle / retryLater exhausted'},
+  {from: 'leased', to: 'failed', by: 'settle / retryLater (attempts ran out)'},
   {from: 'leased', to: 'uncertain', by: 'settle'},
-  {from: 'leased', to: 'pending', by: 'retryLater / releaseLease / retryNow (lease expired)'},
+  {from: 'leased', to: 'cancelled', by: 'settle (deploy_superseded, artifact in use) / outbox cancel (lease expired)'},
+  {from: 'pending', to: 'pending', by: 'sweep stamp / release / outbox retry (due now)'},
   {from: 'pending', to: 'failed', by: 'settleStamped / quarantine'},
   {from: 'pending', to: 'uncertain', by: 'quarantine'},
-  {from: 'leased', to: 'cancelled', by: 'cancel (lease expired)'},
-  {from: 'pending', to: 'cancelled', by: 'cancel'},
-  {from: 'failed', to: 'pending', by: 'retryNow'},
-  {from: 'uncertain', to: 'pending', by: 'retryNow'},
-  {from: 'failed', to: 'cancelled', by: 'cancel'},
-  {from: 'uncertain', to: 'cancelled', by: 'cancel'},
+  {from: 'pending', to: 'cancelled', by: 'outbox cancel'},
+  {from: 'failed', to: 'pending', by: 'outbox retry'},
+  {from: 'uncertain', to: 'pending', by: 'outbox retry'},
+  {from: 'failed', to: 'cancelled', by: 'outbox cancel'},
+  {from: 'uncertain', to: 'cancelled', by: 'outbox cancel'},
 ]
 
 /** A row a lease may be taken on now: pending and due, or leased with its lease expired. */

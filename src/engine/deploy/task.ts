@@ -21,6 +21,7 @@ import {sha256Hex} from '../../canonical-json.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {executionGate} from '../gates.js'
+import {nextAttemptAt} from '../retry.js'
 
 export interface DeployTaskArgs {
   outboxId: string
@@ -87,7 +88,8 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     return {outcome: status, code, message}
   }
   const retry = async (code: string, message: string, keepDeploying: boolean): Promise<DeployTaskResult> => {
-    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, keepDeploying})
+    const when = nextAttemptAt(settings.backoff, lease.row.attempts, store.clock.now())
+    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, nextAttemptAt: when, keepDeploying})
     if (outcome === 'lease_lost') return {outcome: 'lease_lost'}
     log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
     return {outcome: 'retry', code, message, exhausted: outcome === 'failed'}

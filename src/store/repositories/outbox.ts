@@ -9,7 +9,6 @@
 //   (another runner reclaimed the row) and nothing changes. Ending a lease clears the token.
 import {randomUUID} from 'node:crypto'
 import {sql} from 'kysely'
-import type {Settings} from '../../config/schema.js'
 import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
@@ -225,35 +224,27 @@ export class OutboxRepository {
   }
 
   /**
-   * Gives a leased row back as `pending`, due after the backoff delay for its attempt count; once
-   * attempts reach `backoff.max_attempts` the row settles `failed` instead and stays visible.
+   * Gives a leased row back as `pending`, due at `nextAttemptAt` — or, when that is null (the
+   * engine's retry rule says attempts ran out), settles it `failed`, visible to an operator.
    */
-  async retryLater(id: string, token: string, failure: {errorCode: string; error: string}): Promise<RetryOutcome> {
-    return this.ctx.atomic(async ({db}) => {
-      const now = this.ctx.now()
-      const held = await db
-        .selectFrom('edge_worker_outbox')
-        .select('attempts')
-        .where('id', '=', id)
-        .where('lease_token', '=', token)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
-      if (!held) return {outcome: 'lease_lost'}
-      const exhausted = held.attempts >= this.ctx.env.backoff.max_attempts
-      const nextAttemptAt = exhausted ? null : now + backoffDelayMs(held.attempts, this.ctx.env.backoff)
-      await db
+  async retryLater(id: string, token: string, failure: {errorCode: string; error: string; nextAttemptAt: number | null}): Promise<RetryOutcome> {
+    return this.ctx.write(async ({db}) => {
+      const {nextAttemptAt} = failure
+      const result = await db
         .updateTable('edge_worker_outbox')
         .set({
-          status: exhausted ? 'failed' : 'pending',
+          status: nextAttemptAt === null ? 'failed' : 'pending',
           lease_token: null,
           lease_expires_at: null,
           next_attempt_at: nextAttemptAt,
           last_error_code: failure.errorCode,
           last_error: failure.error,
-          updated_at: now,
+          updated_at: this.ctx.now(),
         })
         .where('id', '=', id)
-        .execute()
+        .where('lease_token', '=', token)
+        .executeTakeFirst()
+      if (result.numUpdatedRows === 0n) return {outcome: 'lease_lost'}
       return nextAttemptAt === null ? {outcome: 'failed'} : {outcome: 'rescheduled', nextAttemptAt}
     })
   }
@@ -345,14 +336,6 @@ export class OutboxRepository {
       .execute()
     return rows.map(toOutboxRow)
   }
-}
-
-/** Delay before the next attempt once `attempts` (≥ 1) attempts were made: ladder step attempts-1 (last step repeats), ± jitter. */
-export function backoffDelayMs(attempts: number, backoff: Settings['backoff'], random: () => number = Math.random): number {
-  const ladder = backoff.ladder_seconds
-  const baseMs = ladder[Math.min(Math.max(attempts, 1) - 1, ladder.length - 1)]! * 1000
-  const jitterMs = baseMs * backoff.jitter_ratio * (2 * random() - 1)
-  return Math.max(0, Math.round(baseMs + jitterMs))
 }
 
 /** The SET clause of every lease taken (claim, leaseById, leaseStamped): one attempt, a fresh token. */

@@ -3,6 +3,7 @@
 import {afterEach, expect, test, vi} from 'vitest'
 import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
+import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
 import {PROVIDER_UNAVAILABLE} from '../../../src/engine/provider.js'
 import {cooldownStamp, stampOf, type OutboxRow} from '../../../src/store/index.js'
@@ -63,7 +64,11 @@ describeEachStore('recovery lane', (t) => {
     const engine = await engineWith({backoff: {ladder_seconds: [30], jitter_ratio: 0}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
     const lease = await engine.store.outbox.leaseById(enqueued.id, {scope: SCOPE, owner: 'earlier-runner', leaseSeconds: 90})
-    const retried = await engine.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {errorCode: 'edge_host_5xx', error: 'host answered 503'})
+    const retried = await engine.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {
+      errorCode: 'edge_host_5xx',
+      error: 'host answered 503',
+      nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row!.attempts, t.clock.now()),
+    })
     expect(retried).toEqual({outcome: 'rescheduled', nextAttemptAt: t.clock.now() + 30_000})
     const dueAt = t.clock.now() + 30_000
     const dispatch = recordingDispatch()

@@ -12,6 +12,7 @@ import type {Engine, EngineLogger} from '../../../src/engine/context.js'
 import {enqueueDeploy} from '../../../src/engine/deploy/enqueue.js'
 import {leaseDeployRow, type DeployTaskArgs, type DeployTaskResult} from '../../../src/engine/deploy/task.js'
 import type {DispatchDeploy} from '../../../src/engine/pass/index.js'
+import {nextAttemptAt} from '../../../src/engine/retry.js'
 import type {ProviderResolution} from '../../../src/engine/provider.js'
 import type {EdgeProvider} from '../../../src/provider/types.js'
 import {scriptNameFor, type OutboxRow, type VersionRow, type VersionState, type WorkerRow} from '../../../src/store/index.js'
@@ -155,7 +156,11 @@ export function recordingDispatch(
     if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
     const token = lease.row.lease_token!
     if (result.outcome === 'retry') {
-      const retried = await engine.store.outbox.retryLater(args.outboxId, token, {errorCode: result.code, error: result.message})
+      const retried = await engine.store.outbox.retryLater(args.outboxId, token, {
+        errorCode: result.code,
+        error: result.message,
+        nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row.attempts, engine.store.clock.now()),
+      })
       return {...result, exhausted: retried.outcome === 'failed'}
     }
     await engine.store.outbox.settle(
