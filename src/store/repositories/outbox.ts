@@ -1,9 +1,9 @@
 // The durable outbox every lane works from: enqueue with a dedupe key, claim with a lease, settle
-// fenced by the lease token, reschedule on the backoff ladder.
+// fenced by the lease token, reschedule at the time the engine's retry rule chose.
 //
-// Lease rules, in one place:
-// - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim or
-//   leaseById writes a fresh random token and counts one attempt;
+// Lease rules (the statuses, moves and shared predicates: ../outbox-states.ts):
+// - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim,
+//   leaseById or leaseStamped writes a fresh random token and counts one attempt (leaseAssignments);
 // - a `pending` row is claimable once next_attempt_at <= now; a `leased` row once its lease expired;
 // - settle/renew/retryLater match `id AND lease_token`: matching nothing means the lease was lost
 //   (another runner reclaimed the row) and nothing changes. Ending a lease clears the token.
