@@ -1,7 +1,8 @@
 // One kit runner process of bench/scale: opens the store, says `ready`, waits for `go` on stdin, then
 // runs one recovery pass as `edgeworkers reconcile --lane recovery` does — claims of
-// `recovery.batch_size` rows, up to `reconcile.deploy_concurrency` rows at once — with a deploy task
-// that leases each row by id and settles it (a no-op job), and prints how many rows it completed.
+// `recovery.batch_size` rows, the next claimed while the last rows run, up to
+// `reconcile.deploy_concurrency` rows at once — with a deploy task that leases each row through the
+// sweep's stamp and settles it (a no-op job), and prints how many rows it completed.
 // Usage: node --import tsx bench/scale/kit-runner.ts <store-url> <data-dir> <scope> <concurrency>
 import {once} from 'node:events'
 import {createInterface} from 'node:readline'

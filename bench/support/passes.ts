@@ -2,6 +2,7 @@
 // PostgreSQL on a scratch database), a dispatch that does to a row what the deploy task does without
 // a host, and the one Worker and version their outbox rows point at.
 import path from 'node:path'
+import {leaseDeployRow} from '../../src/engine/deploy/task.js'
 import type {DispatchDeploy} from '../../src/engine/pass/index.js'
 import {scriptNameFor, type Backend, type Store} from '../../src/store/index.js'
 import {createDatabase, dropDatabase, postgresServer} from './store-baseline.js'
@@ -19,10 +20,10 @@ export async function onEachBackend<T>(workDir: string, name: string, measure: (
   return results
 }
 
-/** What the deploy task does to the row, without a host: lease it by id, settle it completed. */
+/** What the deploy task does to the row, without a host: lease it (through the sweep's stamp), settle it completed. */
 export function leaseAndSettle(scope: string): DispatchDeploy {
   return async (engine, args) => {
-    const lease = await engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: 90})
+    const lease = await leaseDeployRow(engine, args, scope)
     if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
     await engine.store.outbox.settle(args.outboxId, lease.row.lease_token!, {status: 'completed'})
     return {outcome: 'completed', versionId: '', releaseGeneration: '', scriptName: '', reconciled: false}

@@ -1,8 +1,7 @@
 // What every repository method runs against: a Kysely handle (the pool, or one open transaction),
-// the backend, the clock and the backoff settings. The two helpers below are the only places that
+// the backend and the clock. The two helpers below are the only places that
 // decide when a transaction is opened.
 import type {Kysely} from 'kysely'
-import type {Settings} from '../config/schema.js'
 import type {Database} from './schema.js'
 
 export type Backend = 'sqlite' | 'postgres'
@@ -17,7 +16,6 @@ export const systemClock: Clock = {now: () => Date.now()}
 export interface StoreEnv {
   backend: Backend
   clock: Clock
-  backoff: Settings['backoff']
 }
 
 export class StoreContext {

@@ -63,7 +63,7 @@ export async function openStore(settings: Settings, options: OpenStoreOptions = 
   // The pg driver loads only for a PostgreSQL store: a cron pass on SQLite should not pay for it.
   const db = target.backend === 'postgres' ? await (await import('./postgres/open.js')).openPostgres(target.url, settings) : openSqlite(target.file, settings)
   const clock = options.clock ?? systemClock
-  return new KyselyStore(db, new StoreContext(db, {backend: target.backend, clock, backoff: settings.backoff}, false), target.location)
+  return new KyselyStore(db, new StoreContext(db, {backend: target.backend, clock}, false), target.location)
 }
 
 /** The schema status, changing nothing: a SQLite file that does not exist is reported, not created. */
@@ -172,17 +172,16 @@ export type {SchemaStatus} from './migrator.js'
 export {deterministicId, newId, scriptNameFor, SCRIPT_NAME_PATTERN, TENANT_ID_PATTERN} from './ids.js'
 export {AUDIT_ID_CONFLICT, auditEntry, SYSTEM_ACTOR, type AuditActor, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
 export type {GateName, PairingInput} from './repositories/kit.js'
-export {
-  backoffDelayMs,
-  type ClaimOptions,
-  type EnqueueResult,
-  type LeaseByIdResult,
-  type LeaseDisposition,
-  type OperatorActionResult,
-  type OutboxEnqueueInput,
-  type OutboxListFilter,
-  type RetryOutcome,
-  type SettleOptions,
+export type {
+  ClaimOptions,
+  EnqueueResult,
+  LeaseByIdResult,
+  LeaseDisposition,
+  OperatorActionResult,
+  OutboxEnqueueInput,
+  OutboxListFilter,
+  RetryOutcome,
+  SettleOptions,
 } from './repositories/outbox.js'
 export type {PurgeCounts} from './repositories/tenants.js'
 export type {DeploymentSnapshot, NewerDeploy} from './repositories/deployments.js'
@@ -195,11 +194,16 @@ export {
   ATTENTION_OUTBOX_STATUSES,
   FINISHED_OUTBOX_STATUSES,
   OPEN_OUTBOX_STATUSES,
+  OUTBOX_TRANSITIONS,
+  SETTLED_OUTBOX_STATUSES,
   type AttentionStatus,
-  type ErrorGroup,
-  type OldestDue,
-  type OutboxRowSummary,
-  type StatusCount,
+  type SettledOutboxStatus,
+} from './outbox-states.js'
+export type {
+  ErrorGroup,
+  OldestDue,
+  OutboxRowSummary,
+  StatusCount,
 } from './repositories/status.js'
 export * from './schema.js'
 export type {

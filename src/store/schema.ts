@@ -12,9 +12,7 @@ export type OutboxOperation = (typeof OUTBOX_OPERATIONS)[number]
 
 export const OUTBOX_STATUSES = ['pending', 'leased', 'completed', 'failed', 'uncertain', 'cancelled'] as const
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number]
-/** A row in one of these states is finished: no sweep claims it and no lease can be taken on it. */
-export const TERMINAL_OUTBOX_STATUSES = ['completed', 'failed', 'uncertain', 'cancelled'] as const
-export type TerminalOutboxStatus = (typeof TERMINAL_OUTBOX_STATUSES)[number]
+// Which of these are settled or finished, and the moves between them: ./outbox-states.ts.
 
 export const VERSION_STATES = ['built', 'deploying', 'deployed', 'failed', 'uncertain', 'superseded'] as const
 export type VersionState = (typeof VERSION_STATES)[number]

@@ -281,6 +281,7 @@ describeEachStore('operator retry and cancel', (t) => {
         versionId: version.id,
         errorCode: 'edge_host_no_answer',
         error: 'cut',
+        nextAttemptAt: t.clock.now() + 30_000,
         keepDeploying: true,
       }),
     ).toBe('rescheduled')

@@ -1,5 +1,6 @@
 import {expect, test} from 'vitest'
-import {backoffDelayMs, type OutboxEnqueueInput, type Store} from '../../src/store/index.js'
+import {backoffDelayMs, nextAttemptAt} from '../../src/engine/retry.js'
+import type {OutboxEnqueueInput, Store} from '../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../support/stores.js'
 
 const SCOPE = 'onprem:0123456789ab'
@@ -115,7 +116,7 @@ describeEachStore('outbox', (t) => {
 
     expect(await t.store.outbox.settle(stale!.id, staleToken, {status: 'completed'})).toBe(false)
     expect(await t.store.outbox.renewLease(stale!.id, staleToken, {leaseSeconds: LEASE_SECONDS})).toBe(false)
-    expect(await t.store.outbox.retryLater(stale!.id, staleToken, {errorCode: 'x', error: 'x'})).toEqual({outcome: 'lease_lost'})
+    expect(await t.store.outbox.retryLater(stale!.id, staleToken, {errorCode: 'x', error: 'x', nextAttemptAt: t.clock.now()})).toEqual({outcome: 'lease_lost'})
     expect(await t.store.outbox.get(stale!.id)).toEqual(current)
 
     expect(
@@ -163,12 +164,17 @@ describeEachStore('outbox', (t) => {
   })
 
   test('retryLater walks the backoff ladder with jitter; at max attempts the row fails and stays visible', async () => {
-    const store = await t.open(t.settings({backoff: {ladder_seconds: [10, 20], jitter_ratio: 0.2, max_attempts: 3}}))
+    const backoff = {ladder_seconds: [10, 20], jitter_ratio: 0.2, max_attempts: 3}
+    const store = await t.open(t.settings({backoff}))
     const {row} = await store.outbox.enqueue(deployRow('flaky'))
     const expectedBaseSeconds = [10, 20]
     for (const baseSeconds of expectedBaseSeconds) {
       const [claimed] = await store.outbox.claim(claimOptions('runner'))
-      const outcome = await store.outbox.retryLater(row.id, claimed!.lease_token!, {errorCode: 'edge_host_unreachable', error: 'connect ECONNREFUSED'})
+      const outcome = await store.outbox.retryLater(row.id, claimed!.lease_token!, {
+        errorCode: 'edge_host_unreachable',
+        error: 'connect ECONNREFUSED',
+        nextAttemptAt: nextAttemptAt(backoff, claimed!.attempts, t.clock.now()),
+      })
       if (outcome.outcome !== 'rescheduled') throw new Error(`expected a reschedule, got ${outcome.outcome}`)
       const delay = outcome.nextAttemptAt - t.clock.now()
       expect(delay).toBeGreaterThanOrEqual(baseSeconds * 800)
@@ -185,7 +191,13 @@ describeEachStore('outbox', (t) => {
     }
     const [last] = await store.outbox.claim(claimOptions('runner'))
     expect(last!.attempts).toBe(3)
-    expect(await store.outbox.retryLater(row.id, last!.lease_token!, {errorCode: 'edge_host_unreachable', error: 'still down'})).toEqual({outcome: 'failed'})
+    expect(
+      await store.outbox.retryLater(row.id, last!.lease_token!, {
+        errorCode: 'edge_host_unreachable',
+        error: 'still down',
+        nextAttemptAt: nextAttemptAt(backoff, last!.attempts, t.clock.now()),
+      }),
+    ).toEqual({outcome: 'failed'})
     expect(await store.outbox.list({status: 'failed'})).toMatchObject([{id: row.id, attempts: 3, next_attempt_at: null, last_error: 'still down'}])
     t.clock.advance(86_400_000)
     expect(await store.outbox.claim(claimOptions('runner'))).toEqual([])

@@ -5,6 +5,7 @@ import {canonicalJson} from '../../canonical-json.js'
 import {ProviderError, type EdgeProvider} from '../../provider/types.js'
 import {AUDIT_ID_CONFLICT, auditEntry, type AckStamp, type AuditEntryInput, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
+import {nextAttemptAt} from '../retry.js'
 import {messageOf} from '../../errors.js'
 import {controlPayloadProblem, validateReceipt, type ControlPayload, type ValidReceipt} from './operations.js'
 
@@ -52,7 +53,11 @@ export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, 
       return fail(CONTROL_CODES.receiptInvalid, 'the host filed this mutation id under another command digest')
     }
     const message = `the control receipt could not be read: ${messageOf(error)}`
-    const retried = await engine.store.outbox.retryLater(row.id, token, {errorCode: CONTROL_CODES.receiptUnavailable, error: message})
+    const retried = await engine.store.outbox.retryLater(row.id, token, {
+      errorCode: CONTROL_CODES.receiptUnavailable,
+      error: message,
+      nextAttemptAt: nextAttemptAt(engine.settings.backoff, row.attempts, engine.store.clock.now()),
+    })
     if (retried.outcome === 'lease_lost') return {outcome: 'lease_lost'}
     engine.log.warn({outboxId: row.id, code: CONTROL_CODES.receiptUnavailable}, `Edge Worker control audit will retry: ${message}`)
     return {outcome: retried.outcome === 'failed' ? 'failed' : 'retried', code: CONTROL_CODES.receiptUnavailable, message}
@@ -94,7 +99,10 @@ export async function acknowledgeReceipt(
     problem = messageOf(error)
   }
   const message = `the control receipt acknowledgement failed: ${problem}`
-  const outcome = await engine.store.controlAudits.retryAck(stamp, attempts, {errorCode: CONTROL_CODES.ackFailed, error: message})
+  const outcome = await engine.store.controlAudits.retryAck(stamp, nextAttemptAt(engine.settings.backoff, attempts, engine.store.clock.now()), {
+    errorCode: CONTROL_CODES.ackFailed,
+    error: message,
+  })
   if (outcome !== 'lost')
     engine.log.warn(
       {outboxId: stamp.id, code: CONTROL_CODES.ackFailed},

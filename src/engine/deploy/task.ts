@@ -8,7 +8,7 @@
 // Worker's lock right before any upload, while waiting for readiness, and at the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
 import {auditEntry, deterministicId, DEPLOY_SUPERSEDED, SYSTEM_ACTOR} from '../../store/index.js'
-import type {NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
+import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, SweepStamp, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
@@ -21,6 +21,7 @@ import {sha256Hex} from '../../canonical-json.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {executionGate} from '../gates.js'
+import {nextAttemptAt} from '../retry.js'
 
 export interface DeployTaskArgs {
   outboxId: string
@@ -28,6 +29,8 @@ export interface DeployTaskArgs {
   departmentId: string
   /** The dispatch that carries this run (for logs); in-process runs use the outbox id. */
   messageId: string
+  /** The sweep that claimed the row: the task leases it through the sweep's stamp (one statement publishes and leases). */
+  claim?: {stamp: SweepStamp; clearMarker: boolean}
 }
 
 export type DeployStage = 'lease' | 'snapshot' | 'integrity' | 'deploying' | 'purge' | 'upload' | 'readback' | 'readiness' | 'settle'
@@ -40,7 +43,7 @@ export type DeployTaskResult =
   | {outcome: 'retry'; code: string; message: string; exhausted: boolean}
   /** DeploymentRetryLater: the execution gate is closed; the row was not touched. */
   | {outcome: 'retry_later'; message: string}
-  | {outcome: 'skipped'; disposition: 'terminal' | 'inflight' | 'not_due' | 'wrong_scope' | 'missing'}
+  | {outcome: 'skipped'; disposition: Exclude<LeaseDisposition, 'acquired'> | 'missing'}
   | {outcome: 'lease_lost'}
 
 export interface DeployTaskOptions {
@@ -52,7 +55,8 @@ const TAGS = ['edgeworkers-kit']
 export const WORKER_DEPLOY_BUSY = 'worker_deploy_busy'
 
 export async function runDeployTask(engine: Engine, args: DeployTaskArgs, options: DeployTaskOptions = {}): Promise<DeployTaskResult> {
-  for (const [name, value] of Object.entries(args)) {
+  const {claim: _claim, ...message} = args
+  for (const [name, value] of Object.entries(message)) {
     if (typeof value !== 'string' || value.trim() === '') throw new TypeError(`deploy task argument ${name} must be a non-empty string`)
   }
   const stage = options.onStage ?? (() => {})
@@ -65,7 +69,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   stage('lease')
   // An invalid provider has no scope of its own: lease under the row's, so the row can still settle (failed).
   const scope = gate.scope || ((await store.outbox.get(args.outboxId))?.dispatch_namespace ?? '')
-  const lease = await store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: settings.deploy.lease_seconds})
+  const lease = await leaseDeployRow(engine, args, scope)
   if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
   const token = lease.row.lease_token!
   faultPoint('deploy.after_lease')
@@ -84,7 +88,8 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     return {outcome: status, code, message}
   }
   const retry = async (code: string, message: string, keepDeploying: boolean): Promise<DeployTaskResult> => {
-    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, keepDeploying})
+    const when = nextAttemptAt(settings.backoff, lease.row.attempts, store.clock.now())
+    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, nextAttemptAt: when, keepDeploying})
     if (outcome === 'lease_lost') return {outcome: 'lease_lost'}
     log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
     return {outcome: 'retry', code, message, exhausted: outcome === 'failed'}
@@ -198,6 +203,14 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (completed.outcome === 'superseded') return superseded(completed.newer)
   log.info({outboxId: args.outboxId, scriptName: worker.script_name, releaseGeneration: version.release_generation}, 'Edge Worker deployment completed')
   return {outcome: 'completed', versionId: version.id, releaseGeneration: version.release_generation, scriptName: worker.script_name, reconciled: reconcileMode}
+}
+
+/** The deploy task's lease step: through the claiming sweep's stamp, or by id (a waiting `deploy`, a restore's verification). */
+export function leaseDeployRow(engine: Engine, args: DeployTaskArgs, scope: string): Promise<LeaseByIdResult> {
+  const leaseSeconds = engine.settings.deploy.lease_seconds
+  return args.claim
+    ? engine.store.sweeps.leaseStamped(args.claim.stamp, {scope, leaseSeconds, clearMarker: args.claim.clearMarker})
+    : engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds})
 }
 
 /** The host's copy of the script when it is exactly this release (generation and module digests), else null. */

@@ -5,6 +5,7 @@
 import {z} from 'zod'
 import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactStore} from '../../artifacts/store.js'
 import type {OutboxRow} from '../../store/index.js'
+import {nextAttemptAt} from '../retry.js'
 import type {Lane, LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
 
@@ -108,7 +109,11 @@ async function burnAttempt(run: LaneRun, row: OutboxRow, error: unknown): Promis
 }
 
 async function retryOutcome(run: LaneRun, row: OutboxRow, failure: {errorCode: string; error: string}): Promise<RowOutcome> {
-  const retried = await run.engine.store.outbox.retryLater(row.id, row.lease_token!, failure)
+  const {engine} = run
+  const retried = await engine.store.outbox.retryLater(row.id, row.lease_token!, {
+    ...failure,
+    nextAttemptAt: nextAttemptAt(engine.settings.backoff, row.attempts, engine.store.clock.now()),
+  })
   if (retried.outcome === 'lease_lost') return 'skipped'
   const exhausted = retried.outcome === 'failed'
   run.engine.log.warn(

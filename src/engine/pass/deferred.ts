@@ -2,17 +2,18 @@
 // marker `edge_host_fenced` and wait here until the gate opens. Every due one is stamped at once,
 // oldest first (no batch cap: a backup can defer more than a batch, and all of it is due together); the marker is cleared when its dispatch is accepted.
 import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
-import {dispatchClaimedDeploys} from './deploy-dispatch.js'
+import {dispatchDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'
 
 export const deferredLane: Lane = async (run) => {
   if (run.gate.closed) return run.skip(run.gate.message)
   const {store, owner, settings} = run.engine
-  const claimed = await store.sweeps.claimDeferredDeployments({
-    scope: run.scope,
-    owner,
-    cooldownSeconds: settings.deferred.cooldown_seconds,
-    deferredMarker: EDGE_HOST_FENCED,
-  })
-  if (claimed.length > 0) await dispatchClaimedDeploys(run, claimed, {clearMarker: true})
+  const claim = () =>
+    store.sweeps.claimDeferredDeployments({
+      scope: run.scope,
+      owner,
+      cooldownSeconds: settings.deferred.cooldown_seconds,
+      deferredMarker: EDGE_HOST_FENCED,
+    })
+  await dispatchDeploys(run, claim, {clearMarker: true, repeat: false})
 }

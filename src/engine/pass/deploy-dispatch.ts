@@ -1,6 +1,7 @@
 // What the recovery and deferred lanes do with the deploy rows they stamped, several Workers at once:
 // quarantine a row that cannot be dispatched, settle one whose Worker is gone, else publish it
-// (compare-and-set) and run the deploy task in-process. Rows the lane does not get to go back to the passes.
+// and run the deploy task in-process, which leases it through the stamp (one compare-and-set statement).
+// Rows the lane does not get to go back to the passes.
 import {z} from 'zod'
 import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type OutboxRow, type SweepStamp} from '../../store/index.js'
 import type {DeployTaskResult} from '../deploy/task.js'
@@ -36,66 +37,127 @@ export function deployRowProblem(row: OutboxRow): string | null {
 }
 
 /**
- * Works through a batch of claimed rows, up to `reconcile.deploy_concurrency` at once so that their
+ * Works through the rows `claim` stamps, up to `reconcile.deploy_concurrency` at once so that their
  * uploads reach the host together and share its shard restarts. Rows of one Worker never run at
  * once: they go one after another, oldest first (an older one finds the newer row and yields without
- * uploading). Each row is counted. Rows this pass already handled (they came due again) and rows
- * without an outcome — not started because the lane must stop or the gate closed, or ended by an
- * error — are handed back. Returns whether the lane may claim another batch.
+ * uploading); a row claimed while an earlier row of its Worker still runs queues behind it. With
+ * `repeat`, the next batch is claimed while the current one's last rows still run (no barrier:
+ * runners never idle waiting for the slowest row of a batch), until a claim comes back empty, a row
+ * comes due again (this pass already handled it), the gate closes, or the lane must stop. Each row
+ * is counted. Rows without an outcome — not started, or ended by an error — and rows that came due
+ * again are handed back.
  */
-export async function dispatchClaimedDeploys(run: LaneRun, claimed: OutboxRow[], options: {clearMarker: boolean}): Promise<{claimMore: boolean}> {
+export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {clearMarker: boolean; repeat: boolean}): Promise<void> {
   const {store} = run.engine
-  run.counts.claimed += claimed.length
-  const fresh = claimed.filter((row) => run.firstVisit(row.id))
-  const handBack = claimed.filter((row) => !fresh.includes(row))
+  const concurrency = run.engine.settings.reconcile.deploy_concurrency
+  /** Worker key → its rows, oldest first; present while queued or running. */
+  const queues = new Map<string, OutboxRow[]>()
+  /** Keys of queues no runner has taken yet, in claim order. */
+  const ready: string[] = []
+  const claimed: OutboxRow[] = []
+  const handBack: OutboxRow[] = []
   const counted = new Set<string>()
+  const live = new Set<string>()
+  /** Claimed rows no runner has started yet: the next batch is claimed once fewer than `concurrency` are left. */
+  let unstarted = 0
+  let claimMore = true
+  let claiming: Promise<void> | undefined
   let gateClosed = false
   let failure: unknown
   const mayStart = () => !gateClosed && failure === undefined && !run.shouldStop()
-  try {
-    const live = await store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))
-    const queues = [...rowsByWorker(fresh).values()]
-    const runQueues = async () => {
-      for (let queue = queues.shift(); queue; queue = queues.shift()) {
-        for (const row of queue) {
-          if (!mayStart()) return
-          const dispatched = await dispatchOne(run, row, live, options).catch(async (error: unknown) => {
-            // A store conflict that outlived the transaction's own retries costs this row, not the
-            // batch: it goes back to the passes (or, once leased, to recovery when its lease expires).
-            if (!isTransientConflict(error)) throw error
-            run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
-            await store.sweeps.release(stampOf(row), row).catch(() => false)
-            return {outcome: 'skipped' as const, gateClosed: false}
-          })
-          run.counts[dispatched.outcome]++
-          counted.add(row.id)
-          run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: dispatched.outcome})
-          gateClosed ||= dispatched.gateClosed
-        }
+  // Runners with nothing to start wait here for a row to end or a claim to land.
+  let wake = () => {}
+  let changed = new Promise<void>((resolve) => (wake = resolve))
+  const notify = () => {
+    const wakeWaiting = wake
+    changed = new Promise<void>((resolve) => (wake = resolve))
+    wakeWaiting()
+  }
+
+  const claimBatch = async () => {
+    const rows = await claim()
+    run.counts.claimed += rows.length
+    const fresh = rows.filter((row) => run.firstVisit(row.id))
+    handBack.push(...rows.filter((row) => !fresh.includes(row)))
+    claimMore &&= options.repeat && rows.length > 0 && fresh.length === rows.length
+    claimed.push(...fresh)
+    for (const id of await store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))) live.add(id)
+    unstarted += fresh.length
+    for (const row of fresh) {
+      const key = row.worker_id?.trim() ? `worker:${row.worker_id}` : `row:${row.id}`
+      const queue = queues.get(key)
+      if (queue) queue.push(row)
+      else {
+        queues.set(key, [row])
+        ready.push(key)
       }
     }
-    const concurrency = Math.min(run.engine.settings.reconcile.deploy_concurrency, queues.length)
-    // Every runner settles before the error is raised: none is left writing after the lane returns.
-    await Promise.all(Array.from({length: concurrency}, () => runQueues().catch((error: unknown) => void (failure ??= error))))
+  }
+  /** Starts the next claim unless one is running, too many claimed rows wait, or the lane is done claiming. */
+  const refill = () => {
+    if (!claiming && claimMore && unstarted < concurrency && mayStart()) {
+      claiming = claimBatch()
+        .catch((error: unknown) => {
+          claimMore = false
+          failure ??= error
+        })
+        .finally(() => {
+          claiming = undefined
+          notify()
+        })
+    }
+    return claiming
+  }
+
+  const runQueues = async () => {
+    while (mayStart()) {
+      const key = ready.shift()
+      if (key === undefined) {
+        // Nothing to start: wait for the claim, or for a running queue to start or end a row.
+        const next = refill() ?? (queues.size > 0 ? changed : undefined)
+        if (!next) return
+        await next
+        continue
+      }
+      // A row claimed while this queue runs is appended to it and still visited: for…of reads the live array.
+      for (const row of queues.get(key)!) {
+        if (!mayStart()) return
+        unstarted--
+        void refill()
+        const dispatched = await dispatchOne(run, row, live, options).catch(async (error: unknown) => {
+          // A store conflict that outlived the transaction's own retries costs this row, not the
+          // lane: it goes back to the passes (or, once leased, to recovery when its lease expires).
+          if (!isTransientConflict(error)) throw error
+          run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
+          await store.sweeps.release(stampOf(row), row).catch(() => false)
+          return {outcome: 'skipped' as const, gateClosed: false}
+        })
+        run.counts[dispatched.outcome]++
+        counted.add(row.id)
+        run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: dispatched.outcome})
+        gateClosed ||= dispatched.gateClosed
+      }
+      queues.delete(key)
+      notify()
+    }
+  }
+
+  try {
+    // Every runner and the last claim settle before the error is raised: none is left writing after the lane returns.
+    const runner = () =>
+      runQueues()
+        .catch((error: unknown) => void (failure ??= error))
+        .finally(notify)
+    await Promise.all(Array.from({length: concurrency}, runner))
+    await claiming
     if (failure !== undefined) throw failure
   } finally {
-    for (const row of [...fresh.filter((row) => !counted.has(row.id)), ...handBack]) {
+    for (const row of [...claimed.filter((row) => !counted.has(row.id)), ...handBack]) {
       // Best effort: a row not handed back stays stamped and is claimable again once its hold ends.
       await store.sweeps.release(stampOf(row), row).catch(() => false)
       run.counts.skipped++
     }
   }
-  return {claimMore: handBack.length === 0 && !gateClosed}
-}
-
-/** The rows grouped per Worker, each group oldest first (as claimed); a row without a Worker alone. */
-function rowsByWorker(rows: OutboxRow[]): Map<string, OutboxRow[]> {
-  const groups = new Map<string, OutboxRow[]>()
-  for (const row of rows) {
-    const key = row.worker_id?.trim() ? `worker:${row.worker_id}` : `row:${row.id}`
-    groups.set(key, [...(groups.get(key) ?? []), row])
-  }
-  return groups
 }
 
 async function dispatchOne(
@@ -119,17 +181,20 @@ async function dispatchOne(
     return {outcome: 'failed', gateClosed: false}
   }
 
-  const published = await store.sweeps.publish(stamp, options)
-  if (!published) {
-    log.debug(fields, 'Edge Worker deployment republish lost: a newer claim holds the row')
-    return {outcome: 'skipped', gateClosed: false}
-  }
-  const result = await run.dispatchDeploy(run.engine, {outboxId: row.id, companyId: row.company_id!, departmentId: row.department_id!, messageId: row.id})
+  const result = await run.dispatchDeploy(run.engine, {
+    outboxId: row.id,
+    companyId: row.company_id!,
+    departmentId: row.department_id!,
+    messageId: row.id,
+    claim: {stamp, clearMarker: options.clearMarker},
+  })
   if (result.outcome === 'retry_later') {
     // The gate closed after the claim: the task did not touch the row. Give it back as it was claimed.
-    await store.sweeps.release(published, row)
+    await store.sweeps.release(stamp, row)
     log.info(fields, `Edge Worker deployment republish deferred: ${result.message}`)
   }
+  if (result.outcome === 'skipped' && result.disposition === 'restamped')
+    log.debug(fields, 'Edge Worker deployment republish lost: a newer claim holds the row')
   return {outcome: outcomeOf(result), gateClosed: result.outcome === 'retry_later'}
 }
 

@@ -2,14 +2,14 @@
 // own, rows whose enqueuer let them stall past the grace, expired leases — stamped a batch at a time
 // and run in-process. Claims nothing while the execution gate is closed.
 import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
-import {dispatchClaimedDeploys} from './deploy-dispatch.js'
+import {dispatchDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'
 
 export const recoveryLane: Lane = async (run) => {
   if (run.gate.closed) return run.skip(run.gate.message)
   const {store, owner, settings} = run.engine
-  while (!run.shouldStop()) {
-    const claimed = await store.sweeps.claimRecoverableDeployments({
+  const claim = () =>
+    store.sweeps.claimRecoverableDeployments({
       scope: run.scope,
       owner,
       limit: settings.recovery.batch_size,
@@ -17,8 +17,5 @@ export const recoveryLane: Lane = async (run) => {
       cooldownSeconds: settings.recovery.cooldown_seconds,
       deferredMarker: EDGE_HOST_FENCED,
     })
-    if (claimed.length === 0) return
-    const {claimMore} = await dispatchClaimedDeploys(run, claimed, {clearMarker: false})
-    if (!claimMore) return
-  }
+  await dispatchDeploys(run, claim, {clearMarker: false, repeat: true})
 }

@@ -32,11 +32,10 @@ export class PostgresStoreBackup implements StoreBackup {
   private constructor(
     private readonly db: Kysely<Database>,
     readonly location: string,
-    private readonly settings: Settings,
   ) {}
 
   static async open(url: string, location: string, settings: Settings): Promise<PostgresStoreBackup> {
-    return new PostgresStoreBackup(await openPostgres(url, settings), location, settings)
+    return new PostgresStoreBackup(await openPostgres(url, settings), location)
   }
 
   async dump(dir: string): Promise<StoreDump> {
@@ -112,7 +111,7 @@ export class PostgresStoreBackup implements StoreBackup {
           throw new KitError('usage', `the backup's ${tableFile(table.name)} holds ${inserted} rows, its manifest says ${table.rows}`)
       }
       await resetSequences(db)
-      await seal(repositoriesFor(new StoreContext(trx, {backend: 'postgres', clock: systemClock, backoff: this.settings.backoff}, true)))
+      await seal(repositoriesFor(new StoreContext(trx, {backend: 'postgres', clock: systemClock}, true)))
     })
   }
 

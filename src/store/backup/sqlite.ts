@@ -75,7 +75,7 @@ export class SqliteStoreBackup implements StoreBackup {
       await chmod(temporary, 0o600)
       const db = openSqlite(temporary, this.settings)
       try {
-        await seal(repositoriesFor(new StoreContext(db, {backend: 'sqlite', clock: systemClock, backoff: this.settings.backoff}, false)))
+        await seal(repositoriesFor(new StoreContext(db, {backend: 'sqlite', clock: systemClock}, false)))
       } finally {
         // The last connection to close checkpoints the WAL into the file and deletes it.
         await db.destroy()

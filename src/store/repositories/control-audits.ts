@@ -14,7 +14,6 @@ import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {parseJsonObject, type OutboxRow, type OutboxTable} from '../schema.js'
 import {AuditRepository, type AuditEntryInput} from './audit.js'
-import {backoffDelayMs} from './outbox.js'
 import {cooldownStamp} from './sweeps.js'
 
 /** The audit action whose success row marks a department's Worker retired (../../engine/retire/audit.ts). */
@@ -131,21 +130,20 @@ export class ControlAuditRepository {
     })
   }
 
-  /** A failed ack waits on the backoff ladder; after backoff.max_attempts it stops (`failed`). */
-  async retryAck(stamp: AckStamp, attempts: number, failure: {errorCode: string; error: string}): Promise<'rescheduled' | 'failed' | 'lost'> {
-    const exhausted = attempts >= this.ctx.env.backoff.max_attempts
+  /** A failed ack waits until `nextAttemptAt`; null (the engine's retry rule: attempts ran out) stops it (`failed`). */
+  async retryAck(stamp: AckStamp, nextAttemptAt: number | null, failure: {errorCode: string; error: string}): Promise<'rescheduled' | 'failed' | 'lost'> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const result = await this.stamped(db, stamp)
         .set({
-          next_attempt_at: exhausted ? null : now + backoffDelayMs(attempts, this.ctx.env.backoff),
+          next_attempt_at: nextAttemptAt,
           last_error_code: failure.errorCode,
           last_error: failure.error,
           updated_at: now,
         })
         .executeTakeFirst()
       if (result.numUpdatedRows === 0n) return 'lost'
-      return exhausted ? 'failed' : 'rescheduled'
+      return nextAttemptAt === null ? 'failed' : 'rescheduled'
     })
   }
 

@@ -232,13 +232,19 @@ export class DeploymentRepository {
     versionId: string | null
     errorCode: string
     error: string
+    /** The engine's retry rule: when the row is due again, or null when its attempts ran out. */
+    nextAttemptAt: number | null
     /** Set when the request may have been applied: the version stays `deploying` (reconcile mode next). */
     keepDeploying: boolean
   }): Promise<'rescheduled' | 'failed' | 'lease_lost'> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return 'lease_lost'
       if (ids.workerId) await this.lockWorker(tx, ids.workerId)
-      const outcome = await new OutboxRepository(tx).retryLater(ids.outboxId, ids.leaseToken, {errorCode: ids.errorCode, error: ids.error})
+      const outcome = await new OutboxRepository(tx).retryLater(ids.outboxId, ids.leaseToken, {
+        errorCode: ids.errorCode,
+        error: ids.error,
+        nextAttemptAt: ids.nextAttemptAt,
+      })
       if (outcome.outcome === 'lease_lost') return 'lease_lost'
       const now = this.ctx.now()
       const exhausted = outcome.outcome === 'failed'

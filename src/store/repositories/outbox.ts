@@ -1,29 +1,20 @@
 // The durable outbox every lane works from: enqueue with a dedupe key, claim with a lease, settle
-// fenced by the lease token, reschedule on the backoff ladder.
+// fenced by the lease token, reschedule at the time the engine's retry rule chose.
 //
-// Lease rules, in one place:
-// - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim or
-//   leaseById writes a fresh random token and counts one attempt;
+// Lease rules (the statuses, moves and shared predicates: ../outbox-states.ts):
+// - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim,
+//   leaseById or leaseStamped writes a fresh random token and counts one attempt (leaseAssignments);
 // - a `pending` row is claimable once next_attempt_at <= now; a `leased` row once its lease expired;
 // - settle/renew/retryLater match `id AND lease_token`: matching nothing means the lease was lost
 //   (another runner reclaimed the row) and nothing changes. Ending a lease clears the token.
 import {randomUUID} from 'node:crypto'
 import {sql} from 'kysely'
-import type {Settings} from '../../config/schema.js'
 import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
-import {
-  parseJsonObject,
-  TERMINAL_OUTBOX_STATUSES,
-  type JsonObject,
-  type OutboxOperation,
-  type OutboxRow,
-  type OutboxStatus,
-  type OutboxTable,
-  type TerminalOutboxStatus,
-} from '../schema.js'
+import {parseJsonObject, type JsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
+import {claimable, holdsLiveLease, isFinished, isSettled, type SettledOutboxStatus} from '../outbox-states.js'
 
 export interface OutboxEnqueueInput {
   /** Defaults to a random UUID; control-audit rows pass the id their audit row will reuse. */
@@ -63,11 +54,12 @@ export interface ClaimOptions {
   leaseSeconds: number
 }
 
-export type LeaseDisposition = 'acquired' | 'terminal' | 'inflight' | 'not_due' | 'wrong_scope'
+/** `restamped`: the row a sweep stamped carries a newer claim's stamp now (leaseStamped only). */
+export type LeaseDisposition = 'acquired' | 'terminal' | 'inflight' | 'not_due' | 'wrong_scope' | 'restamped'
 export type LeaseByIdResult = {disposition: LeaseDisposition; row: OutboxRow} | {disposition: 'missing'; row: null}
 
 export interface SettleOptions {
-  status: TerminalOutboxStatus
+  status: SettledOutboxStatus
   errorCode?: string | null
   error?: string | null
 }
@@ -175,22 +167,20 @@ export class OutboxRepository {
     })
   }
 
-  /** Leases one row by id for the deploy task, or says why not. Locks the outbox row first (lock order outbox → worker → version). */
+  /**
+   * Leases one row by id for the deploy task in one statement; when it takes nothing, a read of the
+   * row says why (that read may see a later state: it explains, it decides nothing).
+   */
   async leaseById(id: string, options: Omit<ClaimOptions, 'operation' | 'limit'>): Promise<LeaseByIdResult> {
-    return this.ctx.atomic(async ({db}) => {
+    return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const row = await db
-        .selectFrom('edge_worker_outbox')
-        .selectAll()
-        .where('id', '=', id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
-      if (!row) return {disposition: 'missing', row: null}
-      const disposition = leaseDisposition(row, options.scope, now)
-      if (disposition !== 'acquired') return {disposition, row: toOutboxRow(row)}
       const {rows} = await sql<OutboxTable>`
-        update edge_worker_outbox set ${leaseAssignments(options, now)} where id = ${id} returning *`.execute(db)
-      return {disposition, row: toOutboxRow(rows[0]!)}
+        update edge_worker_outbox set ${leaseAssignments(options, now)}
+        where id = ${id} and dispatch_namespace = ${options.scope} and ${claimable(now)}
+        returning *`.execute(db)
+      if (rows[0]) return {disposition: 'acquired', row: toOutboxRow(rows[0])}
+      const row = await db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', id).executeTakeFirst()
+      return row ? {disposition: refusalOf(row, options.scope, now), row: toOutboxRow(row)} : {disposition: 'missing', row: null}
     })
   }
 
@@ -210,7 +200,7 @@ export class OutboxRepository {
 
   /** Finishes a leased row. false = the lease was lost and nothing changed. */
   async settle(id: string, token: string, options: SettleOptions): Promise<boolean> {
-    if (!(TERMINAL_OUTBOX_STATUSES as readonly string[]).includes(options.status)) {
+    if (!isSettled(options.status)) {
       throw new Error(`settle needs a terminal status, not ${options.status}`)
     }
     return this.ctx.write(async ({db}) => {
@@ -234,35 +224,27 @@ export class OutboxRepository {
   }
 
   /**
-   * Gives a leased row back as `pending`, due after the backoff delay for its attempt count; once
-   * attempts reach `backoff.max_attempts` the row settles `failed` instead and stays visible.
+   * Gives a leased row back as `pending`, due at `nextAttemptAt` — or, when that is null (the
+   * engine's retry rule says attempts ran out), settles it `failed`, visible to an operator.
    */
-  async retryLater(id: string, token: string, failure: {errorCode: string; error: string}): Promise<RetryOutcome> {
-    return this.ctx.atomic(async ({db}) => {
-      const now = this.ctx.now()
-      const held = await db
-        .selectFrom('edge_worker_outbox')
-        .select('attempts')
-        .where('id', '=', id)
-        .where('lease_token', '=', token)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
-      if (!held) return {outcome: 'lease_lost'}
-      const exhausted = held.attempts >= this.ctx.env.backoff.max_attempts
-      const nextAttemptAt = exhausted ? null : now + backoffDelayMs(held.attempts, this.ctx.env.backoff)
-      await db
+  async retryLater(id: string, token: string, failure: {errorCode: string; error: string; nextAttemptAt: number | null}): Promise<RetryOutcome> {
+    return this.ctx.write(async ({db}) => {
+      const {nextAttemptAt} = failure
+      const result = await db
         .updateTable('edge_worker_outbox')
         .set({
-          status: exhausted ? 'failed' : 'pending',
+          status: nextAttemptAt === null ? 'failed' : 'pending',
           lease_token: null,
           lease_expires_at: null,
           next_attempt_at: nextAttemptAt,
           last_error_code: failure.errorCode,
           last_error: failure.error,
-          updated_at: now,
+          updated_at: this.ctx.now(),
         })
         .where('id', '=', id)
-        .execute()
+        .where('lease_token', '=', token)
+        .executeTakeFirst()
+      if (result.numUpdatedRows === 0n) return {outcome: 'lease_lost'}
       return nextAttemptAt === null ? {outcome: 'failed'} : {outcome: 'rescheduled', nextAttemptAt}
     })
   }
@@ -274,7 +256,7 @@ export class OutboxRepository {
    */
   async retryNow(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
     return this.operatorAction(id, options.scope, async (row, {db}) => {
-      if (row.status === 'completed' || row.status === 'cancelled') return 'terminal'
+      if (isFinished(row.status)) return 'terminal'
       await db
         .updateTable('edge_worker_outbox')
         .set({status: 'pending', next_attempt_at: this.ctx.now(), lease_owner: null, lease_token: null, lease_expires_at: null, updated_at: this.ctx.now()})
@@ -291,7 +273,7 @@ export class OutboxRepository {
    */
   async cancel(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
     return this.operatorAction(id, options.scope, async (row, {db}) => {
-      if (row.status === 'completed' || row.status === 'cancelled') return 'terminal'
+      if (isFinished(row.status)) return 'terminal'
       if (row.operation === 'deploy' && row.version_id !== null) {
         const version = await db
           .selectFrom('edge_worker_versions')
@@ -326,7 +308,7 @@ export class OutboxRepository {
       if (!row) return {outcome: 'missing', row: null}
       const before = toOutboxRow(row)
       if (scope !== null && row.dispatch_namespace !== scope) return {outcome: 'wrong_scope', row: before}
-      if (row.status === 'leased' && row.lease_expires_at !== null && row.lease_expires_at > this.ctx.now()) return {outcome: 'inflight', row: before}
+      if (holdsLiveLease(row, this.ctx.now())) return {outcome: 'inflight', row: before}
       const outcome = await act(row, tx)
       if (outcome !== 'done') return {outcome, row: before}
       const after = await tx.db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
@@ -356,28 +338,20 @@ export class OutboxRepository {
   }
 }
 
-/** Delay before the next attempt once `attempts` (≥ 1) attempts were made: ladder step attempts-1 (last step repeats), ± jitter. */
-export function backoffDelayMs(attempts: number, backoff: Settings['backoff'], random: () => number = Math.random): number {
-  const ladder = backoff.ladder_seconds
-  const baseMs = ladder[Math.min(Math.max(attempts, 1) - 1, ladder.length - 1)]! * 1000
-  const jitterMs = baseMs * backoff.jitter_ratio * (2 * random() - 1)
-  return Math.max(0, Math.round(baseMs + jitterMs))
-}
-
-/** The SET clause of every lease taken (claim and leaseById): one attempt, a fresh token. */
-function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
+/** The SET clause of every lease taken (claim, leaseById, leaseStamped): one attempt, a fresh token. */
+export function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
   return sql`status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
     lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, updated_at = ${now}`
 }
 
-/** Why a row can or cannot be leased right now. Scope first: a row of another kit is never touched. */
-function leaseDisposition(row: OutboxTable, scope: string, now: number): LeaseDisposition {
+/** Why a lease could not be taken on the row. Scope first: a row of another kit is never touched. */
+export function refusalOf(row: OutboxTable, scope: string, now: number): Exclude<LeaseDisposition, 'acquired'> {
   if (row.dispatch_namespace !== scope) return 'wrong_scope'
-  if ((TERMINAL_OUTBOX_STATUSES as readonly string[]).includes(row.status)) return 'terminal'
-  if (row.status === 'leased') return row.lease_expires_at !== null && row.lease_expires_at > now ? 'inflight' : 'acquired'
-  return row.next_attempt_at !== null && row.next_attempt_at <= now ? 'acquired' : 'not_due'
+  if (isSettled(row.status)) return 'terminal'
+  if (holdsLiveLease(row, now)) return 'inflight'
+  return 'not_due'
 }
 
-function toOutboxRow(row: OutboxTable): OutboxRow {
+export function toOutboxRow(row: OutboxTable): OutboxRow {
   return {...row, payload: parseJsonObject(row.payload)}
 }

@@ -9,15 +9,8 @@
 //   completed: what it tried to ship has been replaced by what now serves.
 import {sql, type ExpressionBuilder, type SelectQueryBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
+import {ATTENTION_OUTBOX_STATUSES, type AttentionStatus, FINISHED_OUTBOX_STATUSES, OPEN_OUTBOX_STATUSES} from '../outbox-states.js'
 import {OUTBOX_OPERATIONS, type Database, type OutboxOperation, type OutboxRow, type OutboxStatus} from '../schema.js'
-
-/** Counted whole: these are what an operator acts on. */
-export const OPEN_OUTBOX_STATUSES = ['pending', 'leased', 'failed', 'uncertain'] as const
-/** Counted over the recent window only. */
-export const FINISHED_OUTBOX_STATUSES = ['completed', 'cancelled'] as const
-/** Rows that ended without success and wait for an operator. */
-export const ATTENTION_OUTBOX_STATUSES = ['failed', 'uncertain'] as const
-export type AttentionStatus = (typeof ATTENTION_OUTBOX_STATUSES)[number]
 
 export interface StatusCount {
   operation: OutboxOperation

@@ -2,14 +2,16 @@
 // compare-and-set stamp, the CAS writes that follow them, artifact references, and the count of rows
 // left for an operator.
 //
-// A deploy sweep does not lease a row: the deploy task does that itself (leaseById). The sweep
-// *stamps* the rows it claims — lease_owner = the claiming runner, next_attempt_at = a cooldown
-// deadline in whole seconds — and every later write of that sweep is a
-// compare-and-set on (status, lease_owner, next_attempt_at). A publisher that stalled past its
+// A deploy sweep does not lease the rows it claims: it *stamps* them — lease_owner = the claiming
+// runner, next_attempt_at = a cooldown deadline in whole seconds — and the deploy task leases each
+// through that stamp (leaseStamped) when it gets to it. Every later write of the sweep is a
+// compare-and-set on (status, lease_owner, next_attempt_at): a publisher that stalled past its
 // cooldown finds the row re-stamped by a newer claim and loses: its write matches nothing.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
+import {liveLease} from '../outbox-states.js'
 import {settleUnfinishedVersion} from './deployments.js'
+import {leaseAssignments, refusalOf, type LeaseByIdResult} from './outbox.js'
 import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
 
 /** The (status, lease_owner, next_attempt_at) a sweep last wrote on a row; its next write must still match. */
@@ -111,19 +113,28 @@ export class SweepRepository {
   }
 
   /**
-   * Publishes a stamped row to its in-process dispatcher: a pending row becomes due now so the
-   * deploy task can lease it (an expired lease already can), and `clearMarker` drops the deferred
-   * marker — the dispatch is accepted. The new stamp, or undefined when a newer claim won.
+   * Publishes a stamped row to its in-process dispatcher by leasing it to the stamp's owner, in one
+   * statement: the stamp's compare-and-set and the lease are one check (the deploy task's lease step
+   * for a row a sweep claimed). A pending row becomes due now, as when its enqueuer dispatches it;
+   * `clearMarker` drops the deferred marker — the dispatch is accepted. An expired lease whose holder
+   * renewed it since the claim stays the holder's. A refusal is explained by a read of the row.
    */
-  async publish(stamp: SweepStamp, options: {clearMarker: boolean}): Promise<SweepStamp | undefined> {
+  async leaseStamped(stamp: SweepStamp, options: {scope: string; leaseSeconds: number; clearMarker: boolean}): Promise<LeaseByIdResult> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const nextAttemptAt = stamp.status === 'pending' ? now : stamp.next_attempt_at
-      const result = await this.matching(db, stamp)
-        .set({next_attempt_at: nextAttemptAt, updated_at: now})
-        .$if(options.clearMarker, (q) => q.set({last_error_code: null, last_error: null}))
-        .executeTakeFirst()
-      return result.numUpdatedRows > 0n ? {...stamp, next_attempt_at: nextAttemptAt} : undefined
+      const clearMarker = options.clearMarker ? sql`, last_error_code = null, last_error = null` : sql``
+      const {rows} = await sql<OutboxTable>`
+        update edge_worker_outbox
+        set ${leaseAssignments({owner: stamp.lease_owner, leaseSeconds: options.leaseSeconds}, now)}, next_attempt_at = ${nextAttemptAt} ${clearMarker}
+        where id = ${stamp.id} and status = ${stamp.status} and lease_owner = ${stamp.lease_owner} and next_attempt_at = ${stamp.next_attempt_at}
+          and dispatch_namespace = ${options.scope} and not ${liveLease(now)}
+        returning *`.execute(db)
+      if (rows[0]) return {disposition: 'acquired', row: toOutboxRow(rows[0])}
+      const row = await db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', stamp.id).executeTakeFirst()
+      if (!row) return {disposition: 'missing', row: null}
+      const refusal = refusalOf(row, options.scope, now)
+      return {disposition: refusal === 'not_due' ? 'restamped' : refusal, row: toOutboxRow(row)}
     })
   }
 

@@ -4,6 +4,7 @@
 import {expect, test} from 'vitest'
 import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
+import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
 import type {OutboxRow} from '../../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../../support/stores.js'
@@ -37,8 +38,8 @@ describeEachStore('deferred republish lane', (t) => {
     await t.store.kit.endFence(fenceId, 'backup done')
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 4, completed: 4})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual(ids)
-    // Accepted: the marker was already gone when the task ran.
-    for (const seen of dispatch.rowsSeen) expect(seen).toMatchObject({status: 'pending', last_error_code: null, lease_owner: OWNER})
+    // Accepted: the task's lease dropped the marker.
+    for (const seen of dispatch.rowsSeen) expect(seen).toMatchObject({status: 'leased', last_error_code: null, lease_owner: OWNER})
   })
 
   test('the recovery lane leaves fenced deploys to this lane', async () => {
@@ -56,7 +57,11 @@ describeEachStore('deferred republish lane', (t) => {
     await t.store.kit.endFence(fenceId, 'backup done')
     // The host refused the upload inside a fence: the task retried with the marker.
     const lease = await t.store.outbox.leaseById(ids[0]!, {scope: SCOPE, owner: 'earlier', leaseSeconds: 90})
-    const retried = await t.store.outbox.retryLater(ids[0]!, lease.row!.lease_token!, {errorCode: EDGE_HOST_FENCED, error: 'the host is fenced'})
+    const retried = await t.store.outbox.retryLater(ids[0]!, lease.row!.lease_token!, {
+      errorCode: EDGE_HOST_FENCED,
+      error: 'the host is fenced',
+      nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row!.attempts, t.clock.now()),
+    })
     const dueAt = (retried as {nextAttemptAt: number}).nextAttemptAt
     const dispatch = recordingDispatch()
     t.clock.advance(dueAt - t.clock.now() - 1)

@@ -3,6 +3,7 @@
 import {afterEach, expect, test, vi} from 'vitest'
 import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
+import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
 import {PROVIDER_UNAVAILABLE} from '../../../src/engine/provider.js'
 import {cooldownStamp, stampOf, type OutboxRow} from '../../../src/store/index.js'
@@ -40,8 +41,8 @@ describeEachStore('recovery lane', (t) => {
     expect(dispatch.calls).toEqual([
       {outboxId: enqueued.id, companyId: seed.worker.company_id, departmentId: seed.worker.department_id, messageId: enqueued.id},
     ])
-    // Published: still pending, held by this runner, due now so the task's lease takes it.
-    expect(dispatch.rowsSeen[0]).toMatchObject({status: 'pending', lease_owner: OWNER, next_attempt_at: t.clock.now()})
+    // Published and leased in one statement: held by this runner, due from now.
+    expect(dispatch.rowsSeen[0]).toMatchObject({status: 'leased', lease_owner: OWNER, next_attempt_at: t.clock.now()})
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed'})
   })
 
@@ -63,7 +64,11 @@ describeEachStore('recovery lane', (t) => {
     const engine = await engineWith({backoff: {ladder_seconds: [30], jitter_ratio: 0}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
     const lease = await engine.store.outbox.leaseById(enqueued.id, {scope: SCOPE, owner: 'earlier-runner', leaseSeconds: 90})
-    const retried = await engine.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {errorCode: 'edge_host_5xx', error: 'host answered 503'})
+    const retried = await engine.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {
+      errorCode: 'edge_host_5xx',
+      error: 'host answered 503',
+      nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row!.attempts, t.clock.now()),
+    })
     expect(retried).toEqual({outcome: 'rescheduled', nextAttemptAt: t.clock.now() + 30_000})
     const dueAt = t.clock.now() + 30_000
     const dispatch = recordingDispatch()
@@ -74,7 +79,7 @@ describeEachStore('recovery lane', (t) => {
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
   })
 
-  test("a row a sweep published stays that sweep's until its task leases it: no other sweep takes it meanwhile", async () => {
+  test("a row a sweep stamped stays that sweep's until its task leases it: no other sweep takes it meanwhile", async () => {
     const engine = await engineWith({recovery: {cooldown_seconds: 15}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
     const claim = (owner: string) =>
@@ -83,8 +88,7 @@ describeEachStore('recovery lane', (t) => {
     t.clock.advance(3_600_000)
     await t.exec(`update edge_worker_outbox set attempts = 1 where id = '${enqueued.id}'`)
     const [stamped] = await claim('publisher-a')
-    const published = await t.store.sweeps.publish(stampOf(stamped!), {clearMarker: false})
-    expect(published).toMatchObject({status: 'pending', lease_owner: 'publisher-a', next_attempt_at: t.clock.now()})
+    expect(stamped).toMatchObject({status: 'pending', lease_owner: 'publisher-a'})
     expect(await claim('publisher-b')).toEqual([])
     t.clock.advance(14_999)
     expect(await claim('publisher-b')).toEqual([])
@@ -166,7 +170,7 @@ describeEachStore('recovery lane', (t) => {
 
     // The stale publisher wakes up: every write it tries matches nothing.
     const stamp = stampOf(stale!)
-    expect(await t.store.sweeps.publish(stamp, {clearMarker: false})).toBeUndefined()
+    expect(await t.store.sweeps.leaseStamped(stamp, {scope: SCOPE, leaseSeconds: 90, clearMarker: false})).toMatchObject({disposition: 'terminal'})
     expect(await t.store.sweeps.settleStamped(stamp, {status: 'failed', errorCode: 'x', error: 'x'})).toBe(false)
     expect(await t.store.sweeps.quarantine(stamp, {status: 'uncertain', errorCode: 'x', error: 'x', workerId: null, versionId: null})).toBe(false)
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', last_error_code: null})

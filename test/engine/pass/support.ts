@@ -10,8 +10,9 @@ import {sha256Hex} from '../../../src/canonical-json.js'
 import {settingsSchema, type Settings} from '../../../src/config/schema.js'
 import type {Engine, EngineLogger} from '../../../src/engine/context.js'
 import {enqueueDeploy} from '../../../src/engine/deploy/enqueue.js'
-import type {DeployTaskArgs, DeployTaskResult} from '../../../src/engine/deploy/task.js'
+import {leaseDeployRow, type DeployTaskArgs, type DeployTaskResult} from '../../../src/engine/deploy/task.js'
 import type {DispatchDeploy} from '../../../src/engine/pass/index.js'
+import {nextAttemptAt} from '../../../src/engine/retry.js'
 import type {ProviderResolution} from '../../../src/engine/provider.js'
 import type {EdgeProvider} from '../../../src/provider/types.js'
 import {scriptNameFor, type OutboxRow, type VersionRow, type VersionState, type WorkerRow} from '../../../src/store/index.js'
@@ -126,31 +127,40 @@ export async function enqueueDeployRow(engine: Engine, seed: {worker: WorkerRow;
 }
 
 export interface RecordingDispatch extends DispatchDeploy {
-  calls: DeployTaskArgs[]
-  /** The outbox row as the dispatch found it, per call. */
+  /** The task arguments as a dispatch message carries them (the in-process claim left out). */
+  calls: Omit<DeployTaskArgs, 'claim'>[]
+  /** The outbox row as the task's lease left it, per call (the row as it was when the lease was refused). */
   rowsSeen: OutboxRow[]
 }
 
 /**
- * Stands in for the deploy task: leases the row by id and settles it with `outcome` (default
- * completed), or returns `outcome` untouched when it is not a settling one.
+ * Stands in for the deploy task: leases the row as the task does and settles it with `outcome`
+ * (default completed), or returns `outcome` untouched when it is not a settling one.
  */
 export function recordingDispatch(
   outcome: (args: DeployTaskArgs) => DeployTaskResult | Promise<DeployTaskResult> = completedResult,
   scope = SCOPE,
 ): RecordingDispatch {
-  const calls: DeployTaskArgs[] = []
+  const calls: Omit<DeployTaskArgs, 'claim'>[] = []
   const rowsSeen: OutboxRow[] = []
   const dispatch = async (engine: Engine, args: DeployTaskArgs): Promise<DeployTaskResult> => {
-    calls.push(args)
-    rowsSeen.push((await engine.store.outbox.get(args.outboxId))!)
+    const {claim: _claim, ...message} = args
+    calls.push(message)
     const result = await outcome(args)
-    if (result.outcome === 'retry_later' || result.outcome === 'skipped' || result.outcome === 'lease_lost') return result
-    const lease = await engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: engine.settings.deploy.lease_seconds})
+    if (result.outcome === 'retry_later' || result.outcome === 'skipped' || result.outcome === 'lease_lost') {
+      rowsSeen.push((await engine.store.outbox.get(args.outboxId))!)
+      return result
+    }
+    const lease = await leaseDeployRow(engine, args, scope)
+    rowsSeen.push(lease.row ?? (await engine.store.outbox.get(args.outboxId))!)
     if (lease.disposition !== 'acquired') return {outcome: 'skipped', disposition: lease.disposition}
     const token = lease.row.lease_token!
     if (result.outcome === 'retry') {
-      const retried = await engine.store.outbox.retryLater(args.outboxId, token, {errorCode: result.code, error: result.message})
+      const retried = await engine.store.outbox.retryLater(args.outboxId, token, {
+        errorCode: result.code,
+        error: result.message,
+        nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row.attempts, engine.store.clock.now()),
+      })
       return {...result, exhausted: retried.outcome === 'failed'}
     }
     await engine.store.outbox.settle(
