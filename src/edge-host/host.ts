@@ -117,7 +117,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       log,
       onShardState: (index, shardState) => metrics.shardUp.set({shard: String(index)}, shardState === 'up' ? 1 : 0),
       onSwapped: (index, event) => {
-        metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
+        if (event.mode !== 'load') metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
         metrics.swapSeconds.observe({reason: event.reason, mode: event.mode}, event.seconds)
       },
       watchdogIntervalMs: settings.watchdog_interval_ms,

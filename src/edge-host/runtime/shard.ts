@@ -23,10 +23,11 @@
 // restartNow(), which also restarts at once.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
-import {createHash} from 'node:crypto'
-import {Agent, Pool, buildConnector} from 'undici'
+import type {Agent} from 'undici'
 import type {RunnableScript} from '../state.js'
-import {LOAD_HEADER, LOADER_SOCKET, WARM_HEADER} from './loader-worker.js'
+import {LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
+import {shardAgent, warmLoad} from './shard-connections.js'
+import {type Waiter, waiter} from '../../util/waiter.js'
 import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
@@ -85,17 +86,6 @@ export interface ScriptRoute {
   loadId: string | null
 }
 
-/** What the running process serves of one script. */
-interface LoadedScript {
-  releaseGeneration: string
-  /** The socket serving it: its own, or the loader's. */
-  socket: string
-  loadId: string | null
-  usesDurableObjects: boolean
-  /** Of everything the process was given for it (code and env): a change needs a new load or a swap. */
-  fingerprint: string
-}
-
 /** A request's hold on the running process; release it when the response is done. */
 export interface ShardLease {
   /** Keep-alive connections to the process's sockets. */
@@ -128,23 +118,6 @@ const CRASH_SUSPECT_MIN_AGE_MS = 100
 /** How long a failed request stays a suspect if its process does not exit. */
 const FAILED_SUSPECT_MS = 5_000
 
-interface Waiter<T> {
-  promise: Promise<T>
-  resolve(value: T): void
-  reject(error: unknown): void
-}
-
-function waiter<T = void>(): Waiter<T> {
-  let resolve!: (value: T) => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  promise.catch(() => {}) // a restart nobody awaits may fail without an unhandled rejection
-  return {promise, resolve, reject}
-}
-
 const CRASH_BACKOFF_MS = {first: 250, max: 30_000}
 /**
  * How long a drained process gets to exit on SIGTERM before it is killed. Nothing of the host's is
@@ -165,11 +138,7 @@ export class Shard {
   private startedAt = 0
   /** Script → what the running process serves of it. */
   private loaded = new Map<string, LoadedScript>()
-  /** Load id → the script release it stands for, for the process's loader (see codeFor). */
-  private codes = new Map<string, RunnableScript>()
-  /** The replaced process's, while it may still finish requests. */
-  private previousCodes = new Map<string, RunnableScript>()
-  private loadSequence = 0
+  private readonly loadIds = new LoadIds()
   /** Loads the running process holds that no route uses any more (workerd never unloads them). */
   private staleLoads = 0
   /** In-place loads run one at a time. */
@@ -223,7 +192,7 @@ export class Shard {
 
   /** The script release a load id of this shard's process (or the one it replaced) stands for. */
   codeFor(loadId: string): RunnableScript | undefined {
-    return this.codes.get(loadId) ?? this.previousCodes.get(loadId)
+    return this.loadIds.lookup(loadId)
   }
 
   /**
@@ -387,23 +356,13 @@ export class Shard {
     const process = this.process
     if (this.pendingRestart || this.driving || !this.isUp() || !process) return this.requestRestart('deploy')
     const began = performance.now()
-    const scripts = this.options.loadScripts()
-    const runsInLoader = this.options.codeLoading!.runsInLoader
-    const wanted = new Set(scripts.map((script) => script.name))
-    const changed: RunnableScript[] = []
-    for (const script of scripts) {
-      const entry = this.loaded.get(script.name)
-      const current = entry?.fingerprint === fingerprintOf(script)
-      if (!runsInLoader(script)) {
-        if (!current || entry.loadId !== null) return this.requestRestart('deploy')
-      } else if (!current || entry.loadId === null) changed.push(script)
-    }
-    // A Worker with Durable Objects that went (retired) would keep running its alarms in this process.
-    for (const [name, entry] of this.loaded) if (!wanted.has(name) && entry.loadId === null) return this.requestRestart('deploy')
-
-    const loads = changed.map((script) => ({script, loadId: this.register(script)}))
+    const plan = planInPlaceLoad(this.loaded, this.options.loadScripts(), this.options.codeLoading!.runsInLoader)
+    if (plan === 'swap') return this.requestRestart('deploy')
+    const loads = plan.load.map((script) => ({script, loadId: this.loadIds.register(script)}))
     try {
-      await Promise.all(loads.map(({loadId}) => this.warm(loadId)))
+      const agent = this.agent
+      if (!agent) throw new Error('the process is not serving')
+      await Promise.all(loads.map(({loadId}) => warmLoad(agent, loadId, this.options.startTimeoutMs)))
     } catch (error) {
       this.options.log.warn({shard: this.index, err: error}, 'loading into the running process failed; swapping it')
       return this.requestRestart('deploy')
@@ -413,37 +372,11 @@ export class Shard {
       if (this.loaded.has(script.name)) this.staleLoads++
       this.loaded.set(script.name, loadedEntry(script, loadId))
     }
-    for (const [name] of this.loaded) {
-      if (wanted.has(name)) continue
-      this.loaded.delete(name)
-      this.staleLoads++
-    }
+    for (const name of plan.removed) if (this.loaded.delete(name)) this.staleLoads++
     this.options.onSwapped?.({reason: 'deploy', mode: 'load', seconds: (performance.now() - began) / 1000, scripts: loads.length})
     if (loads.length > 0)
       this.options.log.info({shard: this.index, loaded: loads.map(({loadId}) => loadId), staleLoads: this.staleLoads}, 'loaded into the running process')
     if (this.staleLoads >= this.options.codeLoading!.maxStaleLoads) void this.requestRestart('recycle')
-  }
-
-  /** A new load id for `script` in the running process. */
-  private register(script: RunnableScript): string {
-    const loadId = `${script.name}:${script.releaseGeneration}:${++this.loadSequence}`
-    this.codes.set(loadId, script)
-    return loadId
-  }
-
-  /** Has the loader load `loadId` now (compiling it, running its top level), so its first request does not wait. */
-  private async warm(loadId: string): Promise<void> {
-    const agent = this.agent
-    if (!agent) throw new Error('the process is not serving')
-    const response = await agent.request({
-      origin: `http://${LOADER_SOCKET}`,
-      path: '/',
-      method: 'GET',
-      headers: {[LOAD_HEADER]: loadId, [WARM_HEADER]: '1'},
-      headersTimeout: this.options.startTimeoutMs,
-    })
-    const text = await response.body.text()
-    if (response.statusCode !== 200) throw new Error(`the loader answered ${response.statusCode} for ${loadId}: ${text.slice(0, 500)}`)
   }
 
   private async swap(reason: RestartReason): Promise<void> {
@@ -513,19 +446,12 @@ export class Shard {
     this.startedAt = Date.now()
     this.inside = new Set()
     this.socketPaths = socketPaths
-    this.agent = new Agent({
-      keepAliveTimeout: 10_000,
-      connect: unixConnector(socketPaths),
-      // The loader's socket carries every loaded Worker of the shard: it must not cap them all at
-      // the 64 connections one script's socket gets, or a slow one would queue its neighbours.
-      factory: (origin, options) => new Pool(origin, {...options, connections: new URL(String(origin)).hostname === LOADER_SOCKET ? null : 64}),
-    })
-    this.previousCodes = this.codes
-    this.codes = new Map()
+    this.agent = shardAgent(socketPaths)
+    this.loadIds.newProcess()
     this.staleLoads = 0
     const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)
     // Loaded Workers are loaded by their first request: a start does not compile them all.
-    this.loaded = new Map(scripts.map((script) => [script.name, loadedEntry(script, runsInLoader(script) ? this.register(script) : null)]))
+    this.loaded = new Map(scripts.map((script) => [script.name, loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null)]))
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)
@@ -588,40 +514,5 @@ export class Shard {
   private nextCrashBackoff(): number {
     this.consecutiveCrashes++
     return Math.min(CRASH_BACKOFF_MS.max, CRASH_BACKOFF_MS.first * 2 ** (this.consecutiveCrashes - 1))
-  }
-}
-
-function loadedEntry(script: RunnableScript, loadId: string | null): LoadedScript {
-  return {
-    releaseGeneration: script.releaseGeneration,
-    socket: loadId === null ? script.name : LOADER_SOCKET,
-    loadId,
-    usesDurableObjects: usesDurableObjects(script),
-    fingerprint: fingerprintOf(script),
-  }
-}
-
-function fingerprintOf(script: RunnableScript): string {
-  return createHash('sha256').update(JSON.stringify(script)).digest('base64')
-}
-
-/**
- * Connects each origin `http://<socket name>` to that socket's Unix path: one keep-alive pool per
- * script, as with TCP ports, but nothing listens on the network.
- */
-function unixConnector(socketPaths: ReadonlyMap<string, string>): buildConnector.connector {
-  const connectors = new Map<string, buildConnector.connector>()
-  return (options, callback) => {
-    const socketPath = socketPaths.get(options.hostname)
-    if (socketPath === undefined) {
-      callback(Object.assign(new Error(`no socket for ${options.hostname}`), {code: 'ECONNREFUSED'}), null)
-      return
-    }
-    let connector = connectors.get(socketPath)
-    if (!connector) {
-      connector = buildConnector({socketPath})
-      connectors.set(socketPath, connector)
-    }
-    connector(options, callback)
   }
 }
