@@ -1,10 +1,12 @@
 // Renders workerd configs (Cap'n Proto text). Two kinds, from the same per-script rendering so a
 // script validated alone runs the same way inside its shard:
 //
-// - a shard: one socket per script (named after the script; the data plane proxies straight to it —
-//   a routing Worker in front would halve throughput), plus a `health` socket so a shard without
-//   scripts still reports that it listens (and the watchdog can probe it); Durable Objects on disk
-//   under <data dir>/do/<script>/.
+// - a shard: one socket per script it runs from its config (named after the script; the data plane
+//   proxies straight to it), plus a `health` socket so a shard without scripts still reports that it
+//   listens (and the watchdog can probe it); Durable Objects on disk under <data dir>/do/<script>/.
+//   Under host.code_loading = "loader" it also has the loader Worker on a `loader` socket, which
+//   runs the shard's other scripts (./loader-worker.ts): only Workers with Durable Objects are in
+//   the config then.
 //
 // The host gives every socket a Unix address in a directory of its 0700 runtime dir (see
 // RenderOptions socketAddress): only the host's user can reach a Worker directly, around its policy.
