@@ -364,6 +364,7 @@ export class Shard {
       if (!agent) throw new Error('the process is not serving')
       await Promise.all(loads.map(({loadId}) => warmLoad(agent, loadId, this.options.startTimeoutMs)))
     } catch (error) {
+      if (this.process !== process) return // it went (a crash, the watchdog): its successor reads the scripts itself
       this.options.log.warn({shard: this.index, err: error}, 'loading into the running process failed; swapping it')
       return this.requestRestart('deploy')
     }
