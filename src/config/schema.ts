@@ -202,6 +202,17 @@ export const settingsSchema = z.strictObject({
        * Worker that runs after every invocation; off, none of them exist and requests cost less.
        */
       worker_events: z.boolean().default(true),
+      /**
+       * How a deploy reaches a running shard. "loader": Workers without Durable Objects run through
+       * workerd's Worker Loader, and a deploy loads the new code into the running process (its
+       * neighbours untouched); Workers with Durable Objects, and every Worker under "restart", are
+       * picked up by replacing the shard's process.
+       */
+      code_loading: z.enum(['restart', 'loader']).default('loader'),
+      /** Replaced Worker versions a shard may hold loaded (workerd never unloads them) before its process is recycled. */
+      loader_max_stale_loads: count(200, 1, 100_000),
+      /** Past this resident memory a shard holding replaced Worker versions is recycled; keep it below shard_memory_limit_mb. */
+      loader_recycle_memory_mb: count(768, 64, 1_048_576),
       /** Write every Worker event as a JSON line to this file (absolute path); empty = no file. */
       worker_log_file: z
         .string()

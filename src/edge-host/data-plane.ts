@@ -31,6 +31,8 @@ import {HostError} from './errors.js'
 import {clientAddress, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
+import type {ScriptRoute} from './runtime/shard.js'
+import {LOAD_HEADER, WARM_HEADER} from './runtime/loader-worker.js'
 import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
 import type {AccessPolicyRecord, HostState} from './state.js'
 
@@ -76,6 +78,8 @@ const NOT_FORWARDED = new Set([
   'x-forwarded-for',
   SERVICE_TARGET_HEADER,
   SERVICE_CALLER_HEADER,
+  LOAD_HEADER,
+  WARM_HEADER,
   ...SIGNATURE_HEADERS,
 ])
 
@@ -182,12 +186,12 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       }
       try {
         // Uploaded but its shard has not picked it up yet: not served, so not found.
-        const origin = shard.originOf(name)
-        if (origin === undefined) {
+        const route = shard.routeOf(name)
+        if (route === undefined) {
           workerNotFound(response, requestId)
           return name
         }
-        const forward = {origin, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
+        const forward = {...route, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
         if (target.internal) countServiceCall(request)
         // The Worker's wall time, as the host sees it: from forwarding to the last byte (or the 101).
         const started = performance.now()
@@ -289,7 +293,7 @@ function proxy(
   dispatcher: Dispatcher,
   request: http.IncomingMessage,
   response: http.ServerResponse,
-  forward: {origin: string; path: string; host: string; requestId: string; body: Buffer | http.IncomingMessage | undefined},
+  forward: ScriptRoute & {path: string; host: string; requestId: string; body: Buffer | http.IncomingMessage | undefined},
 ): Promise<void> {
   const headers: string[] = []
   const raw = request.rawHeaders
@@ -297,6 +301,7 @@ function proxy(
     if (!NOT_FORWARDED.has(raw[index]!.toLowerCase())) headers.push(raw[index]!, raw[index + 1]!)
   }
   headers.push('host', forward.host, 'x-request-id', forward.requestId, 'x-forwarded-for', clientAddress(request))
+  if (forward.loadId !== null) headers.push(LOAD_HEADER, forward.loadId)
 
   return new Promise<void>((resolve, reject) => {
     let controller: Dispatcher.DispatchController | undefined
@@ -356,7 +361,7 @@ function tunnel(
   request: http.IncomingMessage,
   response: http.ServerResponse,
   client: UpgradeRequest,
-  forward: {origin: string; socketPath: string | undefined; path: string; host: string; requestId: string},
+  forward: ScriptRoute & {socketPath: string | undefined; path: string; host: string; requestId: string},
   retired: Promise<void>,
   tunnels: Set<Duplex>,
 ): Promise<void> {
@@ -373,6 +378,7 @@ function tunnel(
     'x-request-id': forward.requestId,
     'x-forwarded-for': clientAddress(request),
   })
+  if (forward.loadId !== null) headers[LOAD_HEADER] = forward.loadId
   return new Promise<void>((resolve, reject) => {
     if (forward.socketPath === undefined) return reject(Object.assign(new Error('the script has no socket in this process'), {code: 'ENOENT'}))
     const upstream = http.request({socketPath: forward.socketPath, method: request.method, path: forward.path, headers, agent: false})

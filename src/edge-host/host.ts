@@ -109,13 +109,16 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       egressAllow: settings.egress_allow,
       experimental: settings.experimental,
       workerEvents: settings.worker_events,
+      codeLoading: settings.code_loading,
+      maxStaleLoads: settings.loader_max_stale_loads,
+      recycleMemoryBytes: settings.loader_recycle_memory_mb * 1024 * 1024,
       validationConcurrency: settings.validation_concurrency,
       scriptsOfShard: (index) => state.scripts.runnableScripts(index),
       moduleContent: (sha256) => state.scripts.moduleContent(sha256),
       log,
       onShardState: (index, shardState) => metrics.shardUp.set({shard: String(index)}, shardState === 'up' ? 1 : 0),
       onSwapped: (index, event) => {
-        metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
+        if (event.mode !== 'load') metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
         metrics.swapSeconds.observe({reason: event.reason, mode: event.mode}, event.seconds)
       },
       watchdogIntervalMs: settings.watchdog_interval_ms,

@@ -23,14 +23,14 @@ export class HostMetrics {
 
   readonly shardRestarts = new Counter({
     name: 'edgeworkers_host_shard_restarts_total',
-    help: 'workerd shard (re)starts by shard and reason (start, deploy, crash).',
+    help: 'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle).',
     labelNames: ['shard', 'reason'] as const,
     registers: [this.registry],
   })
 
   readonly swapSeconds = new Histogram({
     name: 'edgeworkers_host_shard_swap_seconds',
-    help: 'Shard swap time: from a (re)start until the new workerd serves. mode="hold": requests waited that long; "overlap": nobody waited.',
+    help: 'Shard swap time: from a (re)start until the new workerd serves. mode="hold": requests waited that long; "overlap": nobody waited; "load": no swap, deployed Workers loaded into the running workerd.',
     labelNames: ['reason', 'mode'] as const,
     buckets: [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30],
     registers: [this.registry],

@@ -571,7 +571,7 @@ export class HostService {
 
   /** Nobody waits for the swap here: callers wait on the readiness probe. Failures are retried by the shard. */
   private restartInBackground(shard: number): void {
-    this.runtime.restartShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
+    this.runtime.refreshShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
   }
 }
 

@@ -1,14 +1,17 @@
 // Shard swaps under traffic, in both modes (hold: requests wait while a shard with Durable Objects
 // gets its new workerd; overlap: the new workerd starts beside the old one), never dropping a
 // request; deploys that arrive together share one restart; a workerd that dies is replaced while
-// requests wait.
+// requests wait. Under the loader (the default code_loading) a deploy of a Worker without Durable
+// Objects loads it into the running process: no swap, its neighbours' WebSockets stay open, and the
+// process is recycled once it holds too many replaced loads. The swap tests pin code_loading to
+// "restart", the path every Worker took before and Workers with Durable Objects still take.
 import {readdirSync} from 'node:fs'
 import path from 'node:path'
-import {request} from 'undici'
+import {request, WebSocket} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {paths} from '../support/paths.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
-import {fixtureUpload, scriptNameFor, textWorker} from '../support/worker-fixtures.js'
+import {fixtureUpload, moduleUpload, scriptNameFor, textWorker} from '../support/worker-fixtures.js'
 
 /**
  * Redeploys `name` `count` times while requests for it and for `neighbour` keep coming (paced, so
@@ -45,7 +48,7 @@ async function redeployUnderTraffic(host: TestHost, client: HostClient, name: st
   return {failures, seen, requests}
 }
 
-async function swapCount(host: TestHost, mode: 'hold' | 'overlap'): Promise<number> {
+async function swapCount(host: TestHost, mode: 'hold' | 'overlap' | 'load'): Promise<number> {
   const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
   return Number(new RegExp(`edgeworkers_host_shard_swap_seconds_count\\{reason="deploy",mode="${mode}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0)
 }
@@ -57,7 +60,7 @@ describe('a shard with Durable Objects: requests are held during each swap', () 
   const counter = scriptNameFor('swap/counter')
 
   beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1}})
+    host = await startTestHost({settings: {shards: 1, code_loading: 'restart'}})
     await host.pair()
     client = host.client()
     await client.deploy(counter, fixtureUpload('counter'))
@@ -97,7 +100,7 @@ describe('a shard without Durable Objects: the new process starts beside the old
   const neighbour = scriptNameFor('swap/neighbour')
 
   beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1}})
+    host = await startTestHost({settings: {shards: 1, code_loading: 'restart'}})
     await host.pair()
     client = host.client()
     await client.deploy(neighbour, textWorker('neighbour'))
@@ -123,7 +126,7 @@ describe('coalescing', () => {
 
   beforeAll(async () => {
     // A wide window, so the uploads below certainly land inside it.
-    host = await startTestHost({settings: {shards: 1, coalesce_window_ms: 3_000}})
+    host = await startTestHost({settings: {shards: 1, coalesce_window_ms: 3_000, code_loading: 'restart'}})
     await host.pair()
     client = host.client()
   })
@@ -140,4 +143,81 @@ describe('coalescing', () => {
     expect((await client.call('GET', paths.inventory)).body.shards[0].restarts).toBe(restarts + 1)
     for (const {name} of uploads) expect(await (await fetch(`${host.publicUrl}/${name}/`)).text()).toMatch(/^coalesced \d$/)
   })
+})
+
+/** Echoes WebSocket messages; answers plain requests with `text`. */
+function echoWorker(text: string) {
+  return moduleUpload(`export default { fetch(request) {
+    if (request.headers.get("upgrade") !== "websocket") return new Response(${JSON.stringify(text)});
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener("message", (event) => server.send(event.data));
+    return new Response(null, {status: 101, webSocket: client});
+  } }`)
+}
+
+function shardPid(host: TestHost): number {
+  const [record] = readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
+  return Number(path.extname(record!).slice(1))
+}
+
+describe('the loader: a deploy loads the Worker into the running process', () => {
+  let host: TestHost
+  let client: HostClient
+  const redeployed = scriptNameFor('loader/redeployed')
+  const neighbour = scriptNameFor('loader/neighbour')
+  const counter = scriptNameFor('loader/counter')
+
+  beforeAll(async () => {
+    host = await startTestHost({settings: {shards: 1, loader_max_stale_loads: 12}})
+    await host.pair()
+    client = host.client()
+    await client.deploy(counter, fixtureUpload('counter'))
+    await client.deploy(neighbour, echoWorker('neighbour'))
+    await client.deploy(redeployed, textWorker('version 0'))
+  })
+
+  afterAll(async () => {
+    await host?.stop()
+  })
+
+  test('10 redeploys fail no request, swap no process and close no neighbour WebSocket', async () => {
+    const pid = shardPid(host)
+    const swaps = (await swapCount(host, 'overlap')) + (await swapCount(host, 'hold'))
+    const socket = new WebSocket(`${host.publicUrl.replace('http', 'ws')}/${neighbour}/`)
+    const echoes: string[] = []
+    let closed = false
+    socket.addEventListener('message', (event) => echoes.push(String(event.data)))
+    socket.addEventListener('close', () => {
+      closed = true
+    })
+    await new Promise((resolve, reject) => {
+      socket.addEventListener('open', resolve)
+      socket.addEventListener('error', reject)
+    })
+
+    const {failures, seen} = await redeployUnderTraffic(host, client, redeployed, neighbour, 10)
+    expect(failures).toEqual([])
+    expect(seen).toContain('neighbour')
+    socket.send('still open')
+    await expect.poll(() => echoes).toEqual(['still open'])
+    expect(closed).toBe(false)
+    socket.close()
+    expect(shardPid(host)).toBe(pid)
+    expect((await swapCount(host, 'overlap')) + (await swapCount(host, 'hold'))).toBe(swaps)
+    expect(await swapCount(host, 'load')).toBeGreaterThanOrEqual(10)
+    // The Durable Object neighbour kept its process, and so its in-memory state.
+    const counted = await (await fetch(`${host.publicUrl}/${counter}/`)).json()
+    expect(counted).toMatchObject({name: 'default'})
+  }, 120_000)
+
+  test('past loader_max_stale_loads replaced loads the process is recycled, and serves the current code', async () => {
+    const pid = shardPid(host)
+    for (let version = 11; version <= 13; version++) await client.deploy(redeployed, textWorker(`version ${version}`))
+    await expect.poll(() => shardPid(host), {timeout: 30_000}).not.toBe(pid)
+    const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
+    expect(metrics).toMatch(/edgeworkers_host_shard_restarts_total\{shard="0",reason="recycle"\} 1/)
+    expect(await (await fetch(`${host.publicUrl}/${redeployed}/`)).text()).toBe('version 13')
+    expect(await (await fetch(`${host.publicUrl}/${neighbour}/`)).text()).toBe('neighbour')
+  }, 60_000)
 })

@@ -9,17 +9,21 @@
 //   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
 //   runtime/services.sock            the service-binding listener (see ../data-plane.ts)
 //   runtime/tail.sock                the tail listener: Workers' traces (see ../tail-hub.ts)
+//   runtime/code.sock                the code listener of the loader Workers (see ./code-server.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
+import type http from 'node:http'
 import {chmod, mkdir, readdir, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
 import {writeFileAtomically} from '../../util/atomic-file.js'
 import type {RunnableScript} from '../state.js'
-import {Shard, type PreparedConfig, type RestartReason, type ShardState, type SwapMode} from './shard.js'
+import {createCodeServer} from './code-server.js'
+import {Shard, type PreparedConfig, type ShardState, type SwapEvent} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
 import {Watchdog, type IncidentKind} from './watchdog.js'
+import {LOADER_SOCKET} from './loader-worker.js'
 import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
 import {killRecordedLeftovers, WorkerdProcess} from './workerd-process.js'
 
@@ -34,6 +38,16 @@ export interface RuntimeOptions {
   experimental: boolean
   /** host.worker_events: every Worker's traces go to the shard's tail Worker. */
   workerEvents: boolean
+  /**
+   * host.code_loading: "loader" runs Workers without Durable Objects through each shard's loader
+   * Worker (a deploy loads them in place); "restart" runs every Worker on its own socket (a deploy
+   * swaps its shard's process).
+   */
+  codeLoading: 'restart' | 'loader'
+  /** Replaced loads a shard's process may hold before it is recycled (host.loader_max_stale_loads). */
+  maxStaleLoads: number
+  /** Past this resident memory a shard holding replaced loads is recycled (host.loader_recycle_memory_mb). */
+  recycleMemoryBytes: number
   /** At most this many validation sandboxes run at once (uploads arriving meanwhile share the next). */
   validationConcurrency: number
   /** The scripts shard `index` must run, read at each swap. */
@@ -42,7 +56,7 @@ export interface RuntimeOptions {
   moduleContent(sha256: string): Buffer
   log: Logger
   onShardState?(index: number, state: ShardState): void
-  onSwapped?(index: number, event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
+  onSwapped?(index: number, event: SwapEvent): void
   /** The watchdog's limits (./watchdog.ts). */
   watchdogIntervalMs: number
   cpuLimitMs: number
@@ -60,6 +74,8 @@ export class WorkerdRuntime {
   /** Callers waiting for what some shard serves to change (see nextSwap). */
   private readonly swapWaiters = new Set<() => void>()
   private waitsEnded = false
+  /** The loader Workers' code listener (code_loading = "loader"). */
+  private codeServer: http.Server | null = null
 
   constructor(private readonly options: RuntimeOptions) {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
@@ -72,6 +88,7 @@ export class WorkerdRuntime {
           index,
           loadScripts: () => options.scriptsOfShard(index),
           prepare: (scripts) => this.prepareShard(index, scripts),
+          codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script), maxStaleLoads: options.maxStaleLoads} : null,
           pidDir: this.pidDir,
           coalesceWindowMs: options.coalesceWindowMs,
           drainTimeoutMs: options.drainTimeoutMs,
@@ -90,6 +107,7 @@ export class WorkerdRuntime {
       intervalMs: options.watchdogIntervalMs,
       cpuLimitMs: options.cpuLimitMs,
       memoryLimitBytes: options.memoryLimitBytes,
+      recycleMemoryBytes: options.codeLoading === 'loader' ? options.recycleMemoryBytes : null,
       onIncident: options.onIncident,
       log: options.log,
     })
@@ -102,6 +120,7 @@ export class WorkerdRuntime {
     await this.killLeftoverProcesses()
     await rm(path.join(this.runtimeDir, 'validate'), {recursive: true, force: true})
     await rm(path.join(this.runtimeDir, 'sock'), {recursive: true, force: true})
+    if (this.options.codeLoading === 'loader') await this.startCodeServer()
     const results = await Promise.allSettled(this.shards.map((shard) => shard.start()))
     results.forEach((result, index) => {
       if (result.status === 'rejected') this.options.log.error({shard: index, err: result.reason}, 'shard failed to start')
@@ -112,6 +131,20 @@ export class WorkerdRuntime {
   async stop(): Promise<void> {
     this.watchdog.stop()
     await Promise.all(this.shards.map((shard) => shard.stop()))
+    const codeServer = this.codeServer
+    this.codeServer = null
+    if (codeServer) await new Promise((resolve) => codeServer.close(resolve))
+  }
+
+  private async startCodeServer(): Promise<void> {
+    const socketPath = codeSocketPath(this.options.dataDir)
+    await rm(socketPath, {force: true})
+    const server = createCodeServer(
+      (loadId) => this.shards.map((shard) => shard.codeFor(loadId)).find((script) => script !== undefined),
+      (sha256) => this.options.moduleContent(sha256),
+    )
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(socketPath, () => resolve()))
+    this.codeServer = server
   }
 
   /** Every shard is up. */
@@ -119,9 +152,12 @@ export class WorkerdRuntime {
     return this.shards.every((shard) => shard.state === 'up')
   }
 
-  /** Restarts a shard to pick up changed scripts; restarts asked for together share one swap. */
-  restartShard(index: number): Promise<void> {
-    return this.shards[index]!.requestRestart('deploy')
+  /**
+   * Has a shard pick up changed scripts: loaded in place under the loader where it can, else by a
+   * swap (restarts asked for together share one). See Shard.refresh.
+   */
+  refreshShard(index: number): Promise<void> {
+    return this.shards[index]!.refresh()
   }
 
   /** The release generation of a script live in its shard's running process, if any. */
@@ -201,12 +237,13 @@ export class WorkerdRuntime {
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
-    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, ...scripts.map((script) => script.name)])
+    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, ...scripts.map((script) => script.name)])
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),
       durableObjectRoot: (script) => this.durableObjectRoot(script),
       tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
+      loaderCodeAddress: this.options.codeLoading === 'loader' ? `unix:${codeSocketPath(this.options.dataDir)}` : null,
     })
     const configPath = await writeConfig(dir, config.text)
     return {
@@ -214,7 +251,9 @@ export class WorkerdRuntime {
       sockets: config.sockets,
       socketPaths,
       cwd: dir,
-      experimental: this.options.experimental,
+      // The Worker Loader exists only in workerd's experimental mode; uploads still pass the
+      // validation sandbox under host.experimental, so a Worker gains no experimental flag by it.
+      experimental: this.options.experimental || this.options.codeLoading === 'loader',
       discard: () => rm(dir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }
@@ -249,6 +288,11 @@ export class WorkerdRuntime {
 /** Where the host listens for service-binding calls from its Workers. */
 export function serviceBindingSocketPath(dataDir: string): string {
   return path.join(dataDir, 'runtime', 'services.sock')
+}
+
+/** Where the loader Workers fetch the code they load. */
+function codeSocketPath(dataDir: string): string {
+  return path.join(dataDir, 'runtime', 'code.sock')
 }
 
 /** Where the host takes the traces of its Workers from the shards' tail Worker. */

@@ -8,14 +8,26 @@
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
+//
+// With the Worker Loader (host.code_loading = "loader", see ./loader-worker.ts) a Worker without
+// Durable Objects runs in the shard's loader Worker instead, under a load id: a deploy of it (or any
+// change of its env) gives it a new id, loads that into the running process and switches its route —
+// no swap, the neighbours untouched (refresh). What the loader cannot run (Durable Objects: their
+// storage and alarms belong to a configured namespace) stays on the swap path. workerd never unloads
+// a loaded Worker, so after `maxStaleLoads` replaced loads (or past the watchdog's recycle memory)
+// the shard swaps its process to drop them: a recycle, which overlaps like any swap without Durable
+// Objects.
 // A process that dies on its own is restarted with backoff, the gate closed meanwhile — at once when
 // a script is suspected of it (see suspect()): one Worker at fault must not cost its neighbours a
 // growing wait. The watchdog (./watchdog.ts) kills a stalled or oversized process through
 // restartNow(), which also restarts at once.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
-import {Agent, buildConnector} from 'undici'
+import type {Agent} from 'undici'
 import type {RunnableScript} from '../state.js'
+import {LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
+import {shardAgent, warmLoad} from './shard-connections.js'
+import {type Waiter, waiter} from '../../util/waiter.js'
 import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
 import {WorkerdProcess} from './workerd-process.js'
 
@@ -24,7 +36,7 @@ export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
 /** A written config, ready to start; `discard` removes it once workerd has read it. */
 export interface PreparedConfig {
   configPath: string
-  /** The sockets the process reports once it listens: one per script, named after it. */
+  /** The sockets the process reports once it listens: one per script on the swap path, named after it (and the loader's). */
   sockets: string[]
   /** Socket name → its Unix socket path. */
   socketPaths: ReadonlyMap<string, string>
@@ -40,7 +52,10 @@ export interface ShardOptions {
   index: number
   /** The scripts this shard must run now (read at each swap). */
   loadScripts(): RunnableScript[]
+  /** Writes a config for `scripts`, the ones on the swap path (the loader Worker is in it whenever codeLoading is set). */
   prepare(scripts: RunnableScript[]): Promise<PreparedConfig>
+  /** host.code_loading = "loader": which scripts the loader Worker runs, and the bound on replaced loads. */
+  codeLoading: {runsInLoader(script: RunnableScript): boolean; maxStaleLoads: number} | null
   /** Where workerd processes are recorded while they run, so a later host can clean up after a crash. */
   pidDir: string
   coalesceWindowMs: number
@@ -49,13 +64,27 @@ export interface ShardOptions {
   log: Logger
   onStateChange?(state: ShardState): void
   /** `seconds`: from the swap's start until the new process serves (requests waited that long in `hold` mode). */
-  onSwapped?(event: {reason: RestartReason; mode: SwapMode; seconds: number; scripts: number}): void
+  onSwapped?(event: SwapEvent): void
   /** The process died on its own; `suspect` is the script whose request was oldest inside it, if any. */
   onCrash?(suspect: string | null): void
 }
 
-export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway'
-export type SwapMode = 'hold' | 'overlap'
+export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle'
+/** `load`: no swap — changed Workers were loaded into the running process (the loader). */
+export type SwapMode = 'hold' | 'overlap' | 'load'
+/** What the shard serves changed; `scripts`: how many it runs (after a swap) or loaded (`load`). */
+export interface SwapEvent {
+  reason: RestartReason
+  mode: SwapMode
+  seconds: number
+  scripts: number
+}
+
+/** Where the running process serves a script: the origin of its socket, and its load id under the loader. */
+export interface ScriptRoute {
+  origin: string
+  loadId: string | null
+}
 
 /** A request's hold on the running process; release it when the response is done. */
 export interface ShardLease {
@@ -89,23 +118,6 @@ const CRASH_SUSPECT_MIN_AGE_MS = 100
 /** How long a failed request stays a suspect if its process does not exit. */
 const FAILED_SUSPECT_MS = 5_000
 
-interface Waiter<T> {
-  promise: Promise<T>
-  resolve(value: T): void
-  reject(error: unknown): void
-}
-
-function waiter<T = void>(): Waiter<T> {
-  let resolve!: (value: T) => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  promise.catch(() => {}) // a restart nobody awaits may fail without an unhandled rejection
-  return {promise, resolve, reject}
-}
-
 const CRASH_BACKOFF_MS = {first: 250, max: 30_000}
 /**
  * How long a drained process gets to exit on SIGTERM before it is killed. Nothing of the host's is
@@ -124,8 +136,13 @@ export class Shard {
   /** Settled when the current process is being replaced or stopped (see ShardLease.retired). */
   private processRetired: Waiter<void> = waiter()
   private startedAt = 0
-  /** Script → what the running process loaded: its release generation, the origin it serves it on. */
-  private loaded = new Map<string, {releaseGeneration: string; origin: string; usesDurableObjects: boolean}>()
+  /** Script → what the running process serves of it. */
+  private loaded = new Map<string, LoadedScript>()
+  private readonly loadIds = new LoadIds()
+  /** Loads the running process holds that no route uses any more (workerd never unloads them). */
+  private staleLoads = 0
+  /** In-place loads run one at a time. */
+  private loading: Promise<unknown> = Promise.resolve()
   /** Socket name → Unix path, of the running process. */
   private socketPaths: ReadonlyMap<string, string> = new Map()
   private inFlight = 0
@@ -167,9 +184,32 @@ export class Shard {
     return this.isUp() ? this.loaded.get(script)?.releaseGeneration : undefined
   }
 
-  /** The origin under which the running process serves `script` (http://<script>, see adopt), if it does. */
-  originOf(script: string): string | undefined {
-    return this.isUp() ? this.loaded.get(script)?.origin : undefined
+  /** Where the running process serves `script` (see unixConnector), if it does. */
+  routeOf(script: string): ScriptRoute | undefined {
+    const entry = this.isUp() ? this.loaded.get(script) : undefined
+    return entry && {origin: `http://${entry.socket}`, loadId: entry.loadId}
+  }
+
+  /** The script release a load id of this shard's process (or the one it replaced) stands for. */
+  codeFor(loadId: string): RunnableScript | undefined {
+    return this.loadIds.lookup(loadId)
+  }
+
+  /**
+   * Picks up the shard's current scripts. Under the loader, changed Workers without Durable Objects
+   * are loaded into the running process (loadInPlace); anything else — or a process not serving —
+   * takes a swap. Resolves when what the shard serves reflects the scripts read.
+   */
+  refresh(): Promise<void> {
+    if (!this.options.codeLoading || this.pendingRestart || this.driving || !this.isUp()) return this.requestRestart('deploy')
+    const loaded = this.loading.then(() => this.loadInPlace())
+    this.loading = loaded.catch(() => {})
+    return loaded
+  }
+
+  /** Swaps the process if it holds replaced loads (the watchdog's memory check). */
+  recycleIfStale(): void {
+    if (this.staleLoads > 0 && !this.pendingRestart && !this.stopping) void this.requestRestart('recycle')
   }
 
   /** Starts the process; resolves once it is up (rejects if the first start fails). */
@@ -215,7 +255,7 @@ export class Shard {
       dispatcher: this.agent!,
       exited,
       retired: this.processRetired.promise,
-      socketPath: this.socketPaths.get(script),
+      socketPath: this.socketPaths.get(this.loaded.get(script)?.socket ?? script),
       release: (failed = false) => {
         if (released) return
         released = true
@@ -312,9 +352,38 @@ export class Shard {
     }
   }
 
+  private async loadInPlace(): Promise<void> {
+    const process = this.process
+    if (this.pendingRestart || this.driving || !this.isUp() || !process) return this.requestRestart('deploy')
+    const began = performance.now()
+    const plan = planInPlaceLoad(this.loaded, this.options.loadScripts(), this.options.codeLoading!.runsInLoader)
+    if (plan === 'swap') return this.requestRestart('deploy')
+    const loads = plan.load.map((script) => ({script, loadId: this.loadIds.register(script)}))
+    try {
+      const agent = this.agent
+      if (!agent) throw new Error('the process is not serving')
+      await Promise.all(loads.map(({loadId}) => warmLoad(agent, loadId, this.options.startTimeoutMs)))
+    } catch (error) {
+      if (this.process !== process) return // it went (a crash, the watchdog): its successor reads the scripts itself
+      this.options.log.warn({shard: this.index, err: error}, 'loading into the running process failed; swapping it')
+      return this.requestRestart('deploy')
+    }
+    if (this.process !== process || !this.isUp()) return // replaced meanwhile: the new process read the scripts itself
+    for (const {script, loadId} of loads) {
+      if (this.loaded.has(script.name)) this.staleLoads++
+      this.loaded.set(script.name, loadedEntry(script, loadId))
+    }
+    for (const name of plan.removed) if (this.loaded.delete(name)) this.staleLoads++
+    this.options.onSwapped?.({reason: 'deploy', mode: 'load', seconds: (performance.now() - began) / 1000, scripts: loads.length})
+    if (loads.length > 0)
+      this.options.log.info({shard: this.index, loaded: loads.map(({loadId}) => loadId), staleLoads: this.staleLoads}, 'loaded into the running process')
+    if (this.staleLoads >= this.options.codeLoading!.maxStaleLoads) void this.requestRestart('recycle')
+  }
+
   private async swap(reason: RestartReason): Promise<void> {
     const scripts = this.options.loadScripts()
-    const prepared = await this.options.prepare(scripts)
+    const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)
+    const prepared = await this.options.prepare(scripts.filter((script) => !runsInLoader(script)))
     const began = performance.now()
     const running = this.process
     const mode: SwapMode = running && !this.loadedUsesDurableObjects() && !scripts.some(usesDurableObjects) ? 'overlap' : 'hold'
@@ -378,17 +447,12 @@ export class Shard {
     this.startedAt = Date.now()
     this.inside = new Set()
     this.socketPaths = socketPaths
-    this.agent = new Agent({connections: 64, keepAliveTimeout: 10_000, connect: unixConnector(socketPaths)})
-    this.loaded = new Map(
-      scripts.map((script) => [
-        script.name,
-        {
-          releaseGeneration: script.releaseGeneration,
-          origin: `http://${script.name}`,
-          usesDurableObjects: usesDurableObjects(script),
-        },
-      ]),
-    )
+    this.agent = shardAgent(socketPaths)
+    this.loadIds.newProcess()
+    this.staleLoads = 0
+    const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)
+    // Loaded Workers are loaded by their first request: a start does not compile them all.
+    this.loaded = new Map(scripts.map((script) => [script.name, loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null)]))
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)
@@ -451,26 +515,5 @@ export class Shard {
   private nextCrashBackoff(): number {
     this.consecutiveCrashes++
     return Math.min(CRASH_BACKOFF_MS.max, CRASH_BACKOFF_MS.first * 2 ** (this.consecutiveCrashes - 1))
-  }
-}
-
-/**
- * Connects each origin `http://<socket name>` to that socket's Unix path: one keep-alive pool per
- * script, as with TCP ports, but nothing listens on the network.
- */
-function unixConnector(socketPaths: ReadonlyMap<string, string>): buildConnector.connector {
-  const connectors = new Map<string, buildConnector.connector>()
-  return (options, callback) => {
-    const socketPath = socketPaths.get(options.hostname)
-    if (socketPath === undefined) {
-      callback(Object.assign(new Error(`no socket for ${options.hostname}`), {code: 'ECONNREFUSED'}), null)
-      return
-    }
-    let connector = connectors.get(socketPath)
-    if (!connector) {
-      connector = buildConnector({socketPath})
-      connectors.set(socketPath, connector)
-    }
-    connector(options, callback)
   }
 }

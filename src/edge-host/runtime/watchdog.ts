@@ -20,6 +20,8 @@ export interface WatchdogOptions {
   intervalMs: number
   cpuLimitMs: number
   memoryLimitBytes: number
+  /** Past this resident memory a shard holding replaced loads is recycled (no incident); null: never. */
+  recycleMemoryBytes: number | null
   /** An incident on shard `index`; `script` is the suspect, null when no request was inside. */
   onIncident(index: number, kind: IncidentKind, script: string | null): void
   log: Logger
@@ -77,6 +79,7 @@ export class Watchdog {
     }
     const rss = await residentBytes(pid)
     if (rss !== null && rss > this.options.memoryLimitBytes && shard.pid === pid) return this.runaway(shard, 'memory', shard.suspect(), {rssBytes: rss})
+    if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     if (!pending) {
       const sent: Probe = {pid, sentAt: now}
       this.probes.set(shard.index, sent)

@@ -1,10 +1,12 @@
 // Renders workerd configs (Cap'n Proto text). Two kinds, from the same per-script rendering so a
 // script validated alone runs the same way inside its shard:
 //
-// - a shard: one socket per script (named after the script; the data plane proxies straight to it —
-//   a routing Worker in front would halve throughput), plus a `health` socket so a shard without
-//   scripts still reports that it listens (and the watchdog can probe it); Durable Objects on disk
-//   under <data dir>/do/<script>/.
+// - a shard: one socket per script it runs from its config (named after the script; the data plane
+//   proxies straight to it), plus a `health` socket so a shard without scripts still reports that it
+//   listens (and the watchdog can probe it); Durable Objects on disk under <data dir>/do/<script>/.
+//   Under host.code_loading = "loader" it also has the loader Worker on a `loader` socket, which
+//   runs the shard's other scripts (./loader-worker.ts): only Workers with Durable Objects are in
+//   the config then.
 //
 // The host gives every socket a Unix address in a directory of its 0700 runtime dir (see
 // RenderOptions socketAddress): only the host's user can reach a Worker directly, around its policy.
@@ -26,6 +28,7 @@
 // once workerd has read it.
 import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
 import type {RunnableScript} from '../state.js'
+import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 
 /** The socket every shard has besides its scripts' sockets. */
 export const HEALTH_SOCKET = 'health'
@@ -189,11 +192,16 @@ export interface RenderedConfig {
   sockets: string[]
 }
 
+/**
+ * A shard's config: `scripts` each on its own socket; with `loaderCodeAddress` (the workerd address
+ * of the host's code listener) also the loader Worker on its socket, for the scripts the shard loads.
+ */
 export function renderShardConfig(
   scripts: RunnableScript[],
   options: RenderOptions & {
     durableObjectRoot: (script: string) => string /** workerd address of the host's tail listener; null: no tail Worker. */
     tailSinkAddress: string | null
+    loaderCodeAddress: string | null
   },
 ): RenderedConfig {
   const tailed = options.tailSinkAddress !== null
@@ -203,9 +211,40 @@ export function renderShardConfig(
     services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
+  const loaded = options.loaderCodeAddress !== null
+  if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, tailed))
   services.push(renderEgress(options.egressAllow))
-  return renderConfig(services, [HEALTH_SOCKET, ...scripts.map((script) => script.name)], options.socketAddress)
+  return renderConfig(services, [HEALTH_SOCKET, ...(loaded ? [LOADER_SOCKET] : []), ...scripts.map((script) => script.name)], options.socketAddress)
 }
+
+/** The loader Worker (./loader-worker.ts) and the host listeners it reaches. Its own invocations are not tailed. */
+function renderLoaderServices(codeAddress: string, serviceBindingAddress: string, tailed: boolean): string[] {
+  const tailModule = tailed ? 'tail.js' : null
+  const source = loaderWorkerSource({tailModule, serviceTargetHeader: SERVICE_TARGET_HEADER})
+  const modules = [
+    `(name = "loader.js", esModule = ${capnpString(source)})`,
+    ...(tailed ? [`(name = "tail.js", esModule = ${capnpString(TAIL_WORKER_SOURCE)})`] : []),
+  ]
+  const bindings = [
+    '(name = "LOADER", workerLoader = ())',
+    '(name = "EGRESS", service = "egress")',
+    `(name = "CODE", service = "${LOADER_CODE_SERVICE}")`,
+    `(name = "HOST_SERVICES", service = "${LOADER_SERVICES_SERVICE}")`,
+    ...(tailed ? [`(name = "SINK", service = "${TAIL_SINK_SERVICE}")`] : []),
+  ]
+  return [
+    `(name = "${LOADER_SOCKET}", worker = (
+      modules = [${modules.join(', ')}],
+      compatibilityDate = "2025-06-01",
+      compatibilityFlags = ["enable_ctx_exports"],
+      bindings = [${bindings.join(', ')}]))`,
+    `(name = "${LOADER_CODE_SERVICE}", external = (address = ${capnpString(codeAddress)}, http = ()))`,
+    `(name = "${LOADER_SERVICES_SERVICE}", external = (address = ${capnpString(serviceBindingAddress)}, http = ()))`,
+  ]
+}
+
+const LOADER_CODE_SERVICE = 'edgeworkers-code'
+const LOADER_SERVICES_SERVICE = 'edgeworkers-services'
 
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
   const workers = scripts.flatMap((script) => [
@@ -256,29 +295,21 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
     moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames))})`)
   }
 
-  const bindings: string[] = []
+  const bindings = valueBindings(script).map((binding) =>
+    'text' in binding
+      ? `(name = ${capnpString(binding.name)}, text = ${capnpString(binding.text)})`
+      : `(name = ${capnpString(binding.name)}, json = ${capnpString(binding.json)})`,
+  )
   const namespaces: string[] = []
   for (const binding of script.bindings) {
-    if (binding.type === 'plain_text') bindings.push(`(name = ${capnpString(binding.name)}, text = ${capnpString(binding.text)})`)
-    else if (binding.type === 'json') bindings.push(`(name = ${capnpString(binding.name)}, json = ${capnpString(JSON.stringify(binding.json))})`)
-    else if (binding.type === 'service')
+    if (binding.type === 'service')
       bindings.push(`(name = ${capnpString(binding.name)}, service = ${capnpString(serviceBindingTargetName(script.name, binding.name))})`)
-    else {
+    else if (binding.type === 'durable_object_namespace') {
       bindings.push(`(name = ${capnpString(binding.name)}, durableObjectNamespace = (className = ${capnpString(binding.className)}))`)
       // The unique key names the storage directory and derives object ids: it must never change.
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
     }
   }
-  for (const secret of script.secrets) bindings.push(`(name = ${capnpString(secret.name)}, text = ${capnpString(secret.value)})`)
-  if (script.serviceAccounts.length > 0) {
-    const accounts = Object.fromEntries(script.serviceAccounts.map((account) => [account.id, {username: account.username, password: account.password}]))
-    bindings.push(`(name = "${SERVICE_ACCOUNTS_BINDING}", json = ${capnpString(JSON.stringify(accounts))})`)
-  }
-  if (script.runtimeConfig.length > 0) {
-    const config = `{${script.runtimeConfig.map((entry) => `${JSON.stringify(entry.key)}:${entry.valueJson}`).join(',')}}`
-    bindings.push(`(name = "${RUNTIME_CONFIG_BINDING}", json = ${capnpString(config)})`)
-  }
-  if (script.operationSettingsJson !== null) bindings.push(`(name = "${OPERATION_SETTINGS_BINDING}", json = ${capnpString(script.operationSettingsJson)})`)
 
   const fields = [
     `modules = [${moduleList.join(', ')}]`,
@@ -293,6 +324,32 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
     fields.push(storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage!)})`)
   }
   return `(name = ${capnpString(script.name)}, worker = (\n      ${fields.join(',\n      ')}))`
+}
+
+/** A binding whose value is text or JSON (text), as the Worker's env holds it. */
+export type ValueBinding = {name: string; text: string} | {name: string; json: string}
+
+/**
+ * The bindings of `script` that are values: its text and JSON bindings, secrets, service accounts,
+ * runtime config and operation settings — the same env whether workerd's config or the Worker
+ * Loader (./loader-worker.ts) gives it to the Worker.
+ */
+export function valueBindings(script: RunnableScript): ValueBinding[] {
+  const values: ValueBinding[] = []
+  for (const binding of script.bindings) {
+    if (binding.type === 'plain_text') values.push({name: binding.name, text: binding.text})
+    else if (binding.type === 'json') values.push({name: binding.name, json: JSON.stringify(binding.json)})
+  }
+  for (const secret of script.secrets) values.push({name: secret.name, text: secret.value})
+  if (script.serviceAccounts.length > 0) {
+    const accounts = Object.fromEntries(script.serviceAccounts.map((account) => [account.id, {username: account.username, password: account.password}]))
+    values.push({name: SERVICE_ACCOUNTS_BINDING, json: JSON.stringify(accounts)})
+  }
+  if (script.runtimeConfig.length > 0) {
+    values.push({name: RUNTIME_CONFIG_BINDING, json: `{${script.runtimeConfig.map((entry) => `${JSON.stringify(entry.key)}:${entry.valueJson}`).join(',')}}`})
+  }
+  if (script.operationSettingsJson !== null) values.push({name: OPERATION_SETTINGS_BINDING, json: script.operationSettingsJson})
+  return values
 }
 
 /** One external service per service binding of `script` (see the header comment). */

@@ -1,0 +1,82 @@
+// What a shard's running workerd serves of each script, and what a change of the shard's scripts
+// asks of it under the loader (see Shard.refresh): new loads into the running process, or a swap.
+import {createHash} from 'node:crypto'
+import type {RunnableScript} from '../state.js'
+import {LOADER_SOCKET} from './loader-worker.js'
+import {usesDurableObjects} from './workerd-config.js'
+
+export interface LoadedScript {
+  releaseGeneration: string
+  /** The socket serving it: its own, or the loader's. */
+  socket: string
+  /** Its load id in the loader Worker; null on its own socket. */
+  loadId: string | null
+  usesDurableObjects: boolean
+  /** Of everything the process was given for it (code and env): a change needs a new load or a swap. */
+  fingerprint: string
+}
+
+export function loadedEntry(script: RunnableScript, loadId: string | null): LoadedScript {
+  return {
+    releaseGeneration: script.releaseGeneration,
+    socket: loadId === null ? script.name : LOADER_SOCKET,
+    loadId,
+    usesDurableObjects: usesDurableObjects(script),
+    fingerprint: fingerprintOf(script),
+  }
+}
+
+/**
+ * `swap` when only a new process can serve `scripts` (a script on its own socket changed, appeared
+ * or went — a Worker with Durable Objects retired would keep running its alarms in this process);
+ * otherwise the scripts the loader must load anew (new, changed, or moved off their own socket) and
+ * the ones no longer served.
+ */
+export function planInPlaceLoad(
+  loaded: ReadonlyMap<string, LoadedScript>,
+  scripts: RunnableScript[],
+  runsInLoader: (script: RunnableScript) => boolean,
+): 'swap' | {load: RunnableScript[]; removed: string[]} {
+  const load: RunnableScript[] = []
+  for (const script of scripts) {
+    const entry = loaded.get(script.name)
+    const current = entry !== undefined && entry.fingerprint === fingerprintOf(script)
+    if (!runsInLoader(script)) {
+      if (!current || entry.loadId !== null) return 'swap'
+    } else if (!current || entry.loadId === null) load.push(script)
+  }
+  const wanted = new Set(scripts.map((script) => script.name))
+  const removed = [...loaded].filter(([name]) => !wanted.has(name))
+  if (removed.some(([, entry]) => entry.loadId === null)) return 'swap'
+  return {load, removed: removed.map(([name]) => name)}
+}
+
+/**
+ * The load ids given in a shard's running process, each standing for the script release it was
+ * given for; the replaced process's stay known while it may still finish requests.
+ */
+export class LoadIds {
+  private current = new Map<string, RunnableScript>()
+  private previous = new Map<string, RunnableScript>()
+  private sequence = 0
+
+  /** A new id for `script`: `<script>:<release generation>:<n>`, never given twice in one host process. */
+  register(script: RunnableScript): string {
+    const loadId = `${script.name}:${script.releaseGeneration}:${++this.sequence}`
+    this.current.set(loadId, script)
+    return loadId
+  }
+
+  lookup(loadId: string): RunnableScript | undefined {
+    return this.current.get(loadId) ?? this.previous.get(loadId)
+  }
+
+  newProcess(): void {
+    this.previous = this.current
+    this.current = new Map()
+  }
+}
+
+function fingerprintOf(script: RunnableScript): string {
+  return createHash('sha256').update(JSON.stringify(script)).digest('base64')
+}
