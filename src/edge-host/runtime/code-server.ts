@@ -24,11 +24,15 @@ export function loadableCode(script: RunnableScript, moduleContent: (sha256: str
     compatibilityDate: script.compatibilityDate,
     compatibilityFlags: script.compatibilityFlags,
     mainModule: script.mainModule,
-    modules: script.modules.map((module) => {
+    // Source maps stay with the host (it maps stacks with them); workerd never loads one.
+    modules: script.modules.flatMap((module) => {
+      if (module.type === 'sourceMap') return []
       const content = moduleContent(module.sha256)
-      return module.type === 'data' || module.type === 'wasm'
-        ? {name: module.name, type: module.type, base64: content.toString('base64')}
-        : {name: module.name, type: module.type, text: content.toString('utf8')}
+      return [
+        module.type === 'data' || module.type === 'wasm'
+          ? {name: module.name, type: module.type, base64: content.toString('base64')}
+          : {name: module.name, type: module.type, text: content.toString('utf8')},
+      ]
     }),
     values: valueBindings(script),
     services: script.bindings.flatMap((binding) => (binding.type === 'service' ? [{name: binding.name, target: binding.script}] : [])),

@@ -7,7 +7,7 @@
 // workerd call back for the code, which the loader fetches from the host's code listener
 // (./code-server.ts); later ones reuse the loaded Worker. The Worker gets the same env as under the
 // restart path: values, its service bindings (a loopback entrypoint that names the target to the
-// host's service-binding listener, which the Worker cannot reach itself), the `egress` network as its
+// host's service-binding listener, which the Worker cannot reach itself, and the caller it counts), the `egress` network as its
 // global fetch, and the shard's tail Worker code, with its script name in the props.
 //
 // workerd never unloads a loaded Worker: the shard counts the ones it replaced and is recycled
@@ -26,7 +26,7 @@ const WARM_METHOD = '__edgeworkersWarm'
  * The loader's main module. `tailModule`: the module name of the shard's tail Worker, bundled with
  * the loader (loaded Workers' traces go to it), or null without Worker events.
  */
-export function loaderWorkerSource(options: {tailModule: string | null; serviceTargetHeader: string}): string {
+export function loaderWorkerSource(options: {tailModule: string | null; serviceTargetHeader: string; serviceCallerHeader: string}): string {
   const tailed = options.tailModule !== null
   return `import {WorkerEntrypoint} from "cloudflare:workers";
 ${tailed ? `import tailWorker from ${JSON.stringify(options.tailModule)};` : ''}
@@ -37,6 +37,7 @@ export class ServiceBinding extends WorkerEntrypoint {
   fetch(request) {
     const forwarded = new Request(request);
     forwarded.headers.set(${JSON.stringify(options.serviceTargetHeader)}, this.ctx.props.target);
+    forwarded.headers.set(${JSON.stringify(options.serviceCallerHeader)}, this.ctx.props.caller);
     return this.env.HOST_SERVICES.fetch(forwarded);
   }
 }
@@ -74,7 +75,7 @@ export default {
       const code = await answer.json();
       const workerEnv = {};
       for (const binding of code.values) workerEnv[binding.name] = "text" in binding ? binding.text : JSON.parse(binding.json);
-      for (const binding of code.services) workerEnv[binding.name] = ctx.exports.ServiceBinding({props: {target: binding.target}});
+      for (const binding of code.services) workerEnv[binding.name] = ctx.exports.ServiceBinding({props: {target: binding.target, caller: code.script}});
       return {
         compatibilityDate: code.compatibilityDate,
         compatibilityFlags: code.compatibilityFlags,

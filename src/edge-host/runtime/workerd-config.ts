@@ -220,7 +220,7 @@ export function renderShardConfig(
 /** The loader Worker (./loader-worker.ts) and the host listeners it reaches. Its own invocations are not tailed. */
 function renderLoaderServices(codeAddress: string, serviceBindingAddress: string, tailed: boolean): string[] {
   const tailModule = tailed ? 'tail.js' : null
-  const source = loaderWorkerSource({tailModule, serviceTargetHeader: SERVICE_TARGET_HEADER})
+  const source = loaderWorkerSource({tailModule, serviceTargetHeader: SERVICE_TARGET_HEADER, serviceCallerHeader: SERVICE_CALLER_HEADER})
   const modules = [
     `(name = "loader.js", esModule = ${capnpString(source)})`,
     ...(tailed ? [`(name = "tail.js", esModule = ${capnpString(TAIL_WORKER_SOURCE)})`] : []),
