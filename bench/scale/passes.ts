@@ -58,6 +58,14 @@ interface Figure {
   load: string
 }
 
+function messageOf(line: string): string {
+  try {
+    return String((JSON.parse(line) as {msg?: unknown}).msg)
+  } catch {
+    return line.trim()
+  }
+}
+
 async function run(adminUrl: string, passes: number, round: number): Promise<Figure> {
   const label = `passes_${round}_${passes}`
   const dataDir = path.join(workDir, label)
@@ -75,7 +83,7 @@ async function run(adminUrl: string, passes: number, round: number): Promise<Fig
     const newest = await queueSharedBacklog(store, {dataDir, projectsDir, url, label, workers: WORKERS, versions: VERSIONS, parallel: 8})
     const queueSeconds = (performance.now() - queued) / 1000
     log(`${label}: ${WORKERS * VERSIONS} rows queued in ${queueSeconds.toFixed(0)} s (${machineLoad()})`)
-    const problems = new Set<string>()
+    const problems = new Map<string, number>()
     const swapsBefore = counter.swaps
     const started = performance.now()
     const startedAt = Date.now()
@@ -85,7 +93,13 @@ async function run(adminUrl: string, passes: number, round: number): Promise<Fig
         env: {...process.env, EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_DATA_DIR: dataDir, EDGEWORKERS_STORE__URL: url, EDGEWORKERS_LOG_LEVEL: 'warn'},
       })
       child.stderr!.on('data', (chunk: Buffer) => {
-        for (const line of chunk.toString().split('\n')) if (/deadlock|failed:|error/i.test(line)) problems.add(line.trim())
+        // Log lines are JSON; their message says what failed (the stack adds nothing here).
+        for (const message of chunk
+          .toString()
+          .split('\n')
+          .filter((line) => /deadlock|failed:|error/i.test(line))
+          .map(messageOf))
+          problems.set(message, (problems.get(message) ?? 0) + 1)
       })
       children.push(child)
     }
@@ -100,7 +114,7 @@ async function run(adminUrl: string, passes: number, round: number): Promise<Fig
     await expectEachRowSettledOnce(store, counter.perRelease)
     const rows = await store.outbox.list({operation: 'deploy', limit: 1_000_000})
     if (rows.length !== WORKERS * VERSIONS) throw new Error(`${rows.length} deploy rows, expected ${WORKERS * VERSIONS}`)
-    for (const problem of problems) log(`${label}: ${problem}`)
+    for (const [problem, count] of problems) log(`${label}: ${count} × ${problem}`)
     const secondsAfterStart = (status: string) => rows.filter((row) => row.status === status).map((row) => (row.updated_at - startedAt) / 1000)
     const figure = {
       passes,
