@@ -367,6 +367,8 @@ async function measureManyWorkers(): Promise<{
   hostStartMs: number
   bareStartMs: number
   loadMs: number
+  failed: Record<string, number>
+  restarts: string[]
 }> {
   const dir = path.join(workDir, 'many')
   let {host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS})
@@ -374,13 +376,15 @@ async function measureManyWorkers(): Promise<{
   // 25 uploads at a time: on a loaded machine 100 at once outwait the management listener's request timeout.
   for (let from = 0; from < WORKERS; from += 25) await deployMany(client, from, Math.min(WORKERS, from + 25))
   const loadMs = performance.now() - loadBegan
+  /** Answers other than 200, by status, over every serveAll. */
+  const failed: Record<string, number> = {}
   /** Asks every Worker once, CONNECTIONS at a time. */
   const serveAll = async (origin: (index: number) => string) => {
     let next = 0
     const worker = async () => {
       for (let index = next++; index < WORKERS; index = next++) {
         const response = await fetch(origin(index))
-        if (response.status !== 200) throw new Error(`Worker ${index} answered ${response.status}`)
+        if (response.status !== 200) failed[response.status] = (failed[response.status] ?? 0) + 1
         await response.text()
       }
     }
@@ -397,6 +401,10 @@ async function measureManyWorkers(): Promise<{
     await client.deploy(name, upload(`${variant(7)}// redeploy ${round}\n`))
     redeploys.push(performance.now() - began)
   }
+  const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
+  const restarts = metrics
+    .split('\n')
+    .filter((line) => /^edgeworkers_host_(shard_restarts_total|worker_incidents_total)\{/.test(line) && !line.includes('reason="start"'))
   await host.stop()
   const restartBegan = performance.now()
   ;({host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS}))
@@ -411,7 +419,7 @@ async function measureManyWorkers(): Promise<{
   const bareStartMs = performance.now() - bareBegan
   const bareMiB = rssMiB(bare.process.pid)
   await bare.process.stop()
-  return {redeployMs: median(redeploys), hostWorkerdMiB, bareMiB, hostStartMs, bareStartMs, loadMs}
+  return {redeployMs: median(redeploys), hostWorkerdMiB, bareMiB, hostStartMs, bareStartMs, loadMs, failed, restarts}
 }
 
 /** Sum and count of the host's deploy swap-time histogram for one mode. */
@@ -623,6 +631,7 @@ async function main(): Promise<void> {
         `| workerd resident memory, every script served once, MiB | ${many.hostWorkerdMiB.toFixed(0)} | ${many.bareMiB.toFixed(0)} | ${(many.hostWorkerdMiB / many.bareMiB).toFixed(2)} |`,
         `| start until each served once, ms (host: a restart of it) | ${many.hostStartMs.toFixed(0)} | ${many.bareStartMs.toFixed(0)} | ${(many.hostStartMs / many.bareStartMs).toFixed(2)} |`,
         '',
+        `Answers other than 200 while asking each Worker once: ${JSON.stringify(many.failed)}; restarts and incidents before the host restart: ${many.restarts.join(', ') || 'none'}.`,
         `Aim: deploy of one → serving ≤ 250 ms — measured **${many.redeployMs.toFixed(0)} ms** (median of 3 redeploys, upload → live). Aim: memory ≤ 1.3× bare — measured **${(many.hostWorkerdMiB / many.bareMiB).toFixed(2)}×**.`,
       ].join('\n'),
     )
