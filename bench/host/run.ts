@@ -13,10 +13,10 @@
 //      Objects, nothing waits; hold: one has, requests wait for the swap), and the whole upload → live
 //      time of a redeploy;
 //   3. resident memory per 100 scripts (the shard's workerd, in both code-loading modes, and the host process);
-//   4. what deploys of Worker A do to Worker B of the same shard (host defaults: the loader): B under sustained load (and holding
+//   4. what deploys of Worker A do to Worker B of the same shard (under the loader): B under sustained load (and holding
 //      open WebSockets) during DEPLOYS redeploys of A, against B under the same load without deploys
 //      right before: failed requests, requests slower than 4× the undisturbed p99, closed WebSockets;
-//   5. a host holding WORKERS Workers (default shard count): a redeploy of one until it serves, the
+//   5. a host holding WORKERS Workers (default shard count, under the loader): a redeploy of one until it serves, the
 //      workerd memory against one bare workerd holding the same scripts, and a host restart until all
 //      serve (each asked once) against that bare workerd's start until each served once.
 //
@@ -316,7 +316,7 @@ async function measureDisturbance(): Promise<{
   deploySeconds: number
   restarts: string[]
 }> {
-  const {host, client} = await startBenchHost(path.join(workDir, 'disturb'))
+  const {host, client} = await startBenchHost(path.join(workDir, 'disturb'), {code_loading: 'loader'})
   const a = scriptName('bench/disturb/a')
   const b = scriptName('bench/disturb/b')
   await client.deploy(b, upload(ECHO_WORKER))
@@ -371,7 +371,7 @@ async function measureManyWorkers(): Promise<{
   restarts: string[]
 }> {
   const dir = path.join(workDir, 'many')
-  let {host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS})
+  let {host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS, code_loading: 'loader'})
   const loadBegan = performance.now()
   // 25 uploads at a time: on a loaded machine 100 at once outwait the management listener's request timeout.
   for (let from = 0; from < WORKERS; from += 25) await deployMany(client, from, Math.min(WORKERS, from + 25))
@@ -407,7 +407,7 @@ async function measureManyWorkers(): Promise<{
     .filter((line) => /^edgeworkers_host_(shard_restarts_total|worker_incidents_total)\{/.test(line) && !line.includes('reason="start"'))
   await host.stop()
   const restartBegan = performance.now()
-  ;({host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS}))
+  ;({host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS, code_loading: 'loader'}))
   await serveAll((index) => `${host.publicUrl}/${scriptName(`bench/${index}`)}/`)
   const hostStartMs = performance.now() - restartBegan
   await host.stop()
@@ -605,7 +605,7 @@ async function main(): Promise<void> {
         '',
         `${new Date().toISOString()}, ${machineLoad()}`,
         '',
-        `Deploys of A vs B of the same shard (host defaults): ${DEPLOYS} redeploys of A in ${disturbance.deploySeconds.toFixed(1)} s, B under ${CONNECTIONS} connections of load and ${WEBSOCKETS} open WebSockets (reopened when closed):`,
+        `Deploys of A vs B of the same shard (code_loading = loader): ${DEPLOYS} redeploys of A in ${disturbance.deploySeconds.toFixed(1)} s, B under ${CONNECTIONS} connections of load and ${WEBSOCKETS} open WebSockets (reopened when closed):`,
         '',
         `| B | requests | failed | slower than 4× undisturbed p99 (${disturbance.slowMs.toFixed(0)} ms) | p99 ms | max ms |`,
         '|---|---|---|---|---|---|',
