@@ -13,10 +13,10 @@
 //      Objects, nothing waits; hold: one has, requests wait for the swap), and the whole upload → live
 //      time of a redeploy;
 //   3. resident memory per 100 scripts (the shard's workerd, in both code-loading modes, and the host process);
-//   4. what deploys of Worker A do to Worker B of the same shard (host defaults: the loader): B under sustained load (and holding
+//   4. what deploys of Worker A do to Worker B of the same shard (under the loader): B under sustained load (and holding
 //      open WebSockets) during DEPLOYS redeploys of A, against B under the same load without deploys
 //      right before: failed requests, requests slower than 4× the undisturbed p99, closed WebSockets;
-//   5. a host holding WORKERS Workers (default shard count): a redeploy of one until it serves, the
+//   5. a host holding WORKERS Workers (default shard count, under the loader): a redeploy of one until it serves, the
 //      workerd memory against one bare workerd holding the same scripts, and a host restart until all
 //      serve (each asked once) against that bare workerd's start until each served once.
 //
@@ -317,7 +317,7 @@ async function measureDisturbance(): Promise<{
   deploySeconds: number
   restarts: string[]
 }> {
-  const {host, client} = await startBenchHost(path.join(workDir, 'disturb'))
+  const {host, client} = await startBenchHost(path.join(workDir, 'disturb'), {code_loading: 'loader'})
   const a = scriptName('bench/disturb/a')
   const b = scriptName('bench/disturb/b')
   await client.deploy(b, upload(ECHO_WORKER))
@@ -368,20 +368,24 @@ async function measureManyWorkers(): Promise<{
   hostStartMs: number
   bareStartMs: number
   loadMs: number
+  failed: Record<string, number>
+  restarts: string[]
 }> {
   const dir = path.join(workDir, 'many')
-  let {host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS})
+  let {host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS, code_loading: 'loader'})
   const loadBegan = performance.now()
   // 25 uploads at a time: on a loaded machine 100 at once outwait the management listener's request timeout.
   for (let from = 0; from < WORKERS; from += 25) await deployMany(client, from, Math.min(WORKERS, from + 25))
   const loadMs = performance.now() - loadBegan
+  /** Answers other than 200, by status, over every serveAll. */
+  const failed: Record<string, number> = {}
   /** Asks every Worker once, CONNECTIONS at a time. */
   const serveAll = async (origin: (index: number) => string) => {
     let next = 0
     const worker = async () => {
       for (let index = next++; index < WORKERS; index = next++) {
         const response = await fetch(origin(index))
-        if (response.status !== 200) throw new Error(`Worker ${index} answered ${response.status}`)
+        if (response.status !== 200) failed[response.status] = (failed[response.status] ?? 0) + 1
         await response.text()
       }
     }
@@ -398,9 +402,13 @@ async function measureManyWorkers(): Promise<{
     await client.deploy(name, upload(`${variant(7)}// redeploy ${round}\n`))
     redeploys.push(performance.now() - began)
   }
+  const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
+  const restarts = metrics
+    .split('\n')
+    .filter((line) => /^edgeworkers_host_(shard_restarts_total|worker_incidents_total)\{/.test(line) && !line.includes('reason="start"'))
   await host.stop()
   const restartBegan = performance.now()
-  ;({host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS}))
+  ;({host, client} = await startBenchHost(dir, {shards: DEFAULT_SHARDS, code_loading: 'loader'}))
   await serveAll((index) => `${host.publicUrl}/${scriptName(`bench/${index}`)}/`)
   const hostStartMs = performance.now() - restartBegan
   await host.stop()
@@ -412,7 +420,7 @@ async function measureManyWorkers(): Promise<{
   const bareStartMs = performance.now() - bareBegan
   const bareMiB = rssMiB(bare.process.pid)
   await bare.process.stop()
-  return {redeployMs: median(redeploys), hostWorkerdMiB, bareMiB, hostStartMs, bareStartMs, loadMs}
+  return {redeployMs: median(redeploys), hostWorkerdMiB, bareMiB, hostStartMs, bareStartMs, loadMs, failed, restarts}
 }
 
 /** Sum and count of the host's deploy swap-time histogram for one mode. */
@@ -598,7 +606,7 @@ async function main(): Promise<void> {
         '',
         `${new Date().toISOString()}, ${machineLoad()}`,
         '',
-        `Deploys of A vs B of the same shard (host defaults): ${DEPLOYS} redeploys of A in ${disturbance.deploySeconds.toFixed(1)} s, B under ${CONNECTIONS} connections of load and ${WEBSOCKETS} open WebSockets (reopened when closed):`,
+        `Deploys of A vs B of the same shard (code_loading = loader): ${DEPLOYS} redeploys of A in ${disturbance.deploySeconds.toFixed(1)} s, B under ${CONNECTIONS} connections of load and ${WEBSOCKETS} open WebSockets (reopened when closed):`,
         '',
         `| B | requests | failed | slower than 4× undisturbed p99 (${disturbance.slowMs.toFixed(0)} ms) | p99 ms | max ms |`,
         '|---|---|---|---|---|---|',
@@ -624,6 +632,7 @@ async function main(): Promise<void> {
         `| workerd resident memory, every script served once, MiB | ${many.hostWorkerdMiB.toFixed(0)} | ${many.bareMiB.toFixed(0)} | ${(many.hostWorkerdMiB / many.bareMiB).toFixed(2)} |`,
         `| start until each served once, ms (host: a restart of it) | ${many.hostStartMs.toFixed(0)} | ${many.bareStartMs.toFixed(0)} | ${(many.hostStartMs / many.bareStartMs).toFixed(2)} |`,
         '',
+        `Answers other than 200 while asking each Worker once: ${JSON.stringify(many.failed)}; restarts and incidents before the host restart: ${many.restarts.join(', ') || 'none'}.`,
         `Aim: deploy of one → serving ≤ 250 ms — measured **${many.redeployMs.toFixed(0)} ms** (median of 3 redeploys, upload → live). Aim: memory ≤ 1.3× bare — measured **${(many.hostWorkerdMiB / many.bareMiB).toFixed(2)}×**.`,
       ].join('\n'),
     )

@@ -83,14 +83,14 @@ test('a start kills the workerd leftovers its predecessor recorded, never a proc
 })
 
 test('a stop with a Worker spinning in an endless loop ends every workerd, the serving one and the one being replaced', {timeout: 120_000}, async () => {
-  let host: TestHost | undefined = await startTestHost({settings: {shards: 1, drain_timeout_ms: 1_000, request_cpu_limit_ms: 600_000}})
+  let host: TestHost | undefined = await startTestHost({settings: {shards: 1, drain_timeout_ms: 1_000, request_cpu_limit_ms: 600_000, code_loading: 'restart'}})
   cleanups.push(() => host?.stop())
   await host.pair()
   const client = host.client()
   const name = scriptNameFor('orphans/spin')
   await client.deploy(name, moduleUpload('export default { fetch() { for (;;) {} } }', {releaseGeneration: 'spin-1'}))
   const spinning = fetch(`${host.publicUrl}/${name}/`).catch(() => null)
-  // A new release while the request spins: the old process (overlap mode) waits for it to finish.
+  // A new release while the request spins: the old process (overlap mode, the restart path) waits for it to finish.
   await client.deploy(name, moduleUpload('export default { fetch() { for (;;) {} } }', {releaseGeneration: 'spin-2'}))
   const spinningAgain = fetch(`${host.publicUrl}/${name}/`).catch(() => null)
   const workerd = recordedPids(host.dataDir)

@@ -1,10 +1,10 @@
 // Shard swaps under traffic, in both modes (hold: requests wait while a shard with Durable Objects
 // gets its new workerd; overlap: the new workerd starts beside the old one), never dropping a
 // request; deploys that arrive together share one restart; a workerd that dies is replaced while
-// requests wait. Under the loader (the default code_loading) a deploy of a Worker without Durable
+// requests wait. Under the loader (code_loading = loader) a deploy of a Worker without Durable
 // Objects loads it into the running process: no swap, its neighbours' WebSockets stay open, and the
 // process is recycled once it holds too many replaced loads. The swap tests pin code_loading to
-// "restart", the path every Worker took before and Workers with Durable Objects still take.
+// "restart" (the default), the path Workers with Durable Objects take in either mode.
 import {readdirSync} from 'node:fs'
 import path from 'node:path'
 import {request, WebSocket} from 'undici'
@@ -169,7 +169,7 @@ describe('the loader: a deploy loads the Worker into the running process', () =>
   const counter = scriptNameFor('loader/counter')
 
   beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1, loader_max_stale_loads: 12}})
+    host = await startTestHost({settings: {shards: 1, code_loading: 'loader', loader_max_stale_loads: 12}})
     await host.pair()
     client = host.client()
     await client.deploy(counter, fixtureUpload('counter'))
