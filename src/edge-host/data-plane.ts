@@ -23,18 +23,16 @@ import {BlockList, isIPv6, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
-import type {Dispatcher} from 'undici'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
-import {SIGNATURE_HEADERS, checkSignatureHeaders, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
+import {checkSignatureHeaders, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
 import {BodyTooLargeError, readBoundedBody, type BodyBudget} from './body-limits.js'
 import {HostError} from './errors.js'
 import {clientAddress, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
-import type {ScriptRoute} from './runtime/shard.js'
-import {LOAD_HEADER, WARM_HEADER} from './runtime/loader-worker.js'
 import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
 import type {AccessPolicyRecord, HostState} from './state.js'
+import {hasBody, proxy, safeToRetry, tunnel, type UpgradeRequest} from './worker-forwarding.js'
 
 export interface DataPlaneOptions {
   state: HostState
@@ -60,37 +58,8 @@ const RETRY_WAIT_MS = 1_000
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/**
- * Headers never forwarded to a Worker: hop-by-hop ones, the kit's signature, and the ones the host
- * sets itself (a client cannot claim another address in x-forwarded-for).
- */
-const NOT_FORWARDED = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'host',
-  'x-request-id',
-  'x-forwarded-for',
-  SERVICE_TARGET_HEADER,
-  SERVICE_CALLER_HEADER,
-  LOAD_HEADER,
-  WARM_HEADER,
-  ...SIGNATURE_HEADERS,
-])
-
 /** `internal`: a service-binding call (no access policy). */
 type Target = {kind: 'script'; script: string; path: string; internal?: boolean} | {kind: 'health'; check: 'livez' | 'readyz'} | {kind: 'none'}
-
-/** An upgrade request's connection, and the bytes that came after its head. */
-interface UpgradeRequest {
-  socket: Duplex
-  head: Buffer
-}
 
 /** The public listener: routes by Host or path. */
 export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
@@ -282,172 +251,6 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
 /** The answer for every script the data plane does not serve — byte-exact by contract. */
 function workerNotFound(response: http.ServerResponse, requestId: string): void {
   sendJson(response, 404, {code: 'worker_not_found', message: 'Worker not found', requestId}, {'x-request-id': requestId})
-}
-
-/**
- * Streams the request to the script's socket in its shard and the answer back. A dispatch handler
- * rather than `request()`: the response bytes go straight to the client socket, with backpressure,
- * and no intermediate stream per request.
- */
-function proxy(
-  dispatcher: Dispatcher,
-  request: http.IncomingMessage,
-  response: http.ServerResponse,
-  forward: ScriptRoute & {path: string; host: string; requestId: string; body: Buffer | http.IncomingMessage | undefined},
-): Promise<void> {
-  const headers: string[] = []
-  const raw = request.rawHeaders
-  for (let index = 0; index < raw.length; index += 2) {
-    if (!NOT_FORWARDED.has(raw[index]!.toLowerCase())) headers.push(raw[index]!, raw[index + 1]!)
-  }
-  headers.push('host', forward.host, 'x-request-id', forward.requestId, 'x-forwarded-for', clientAddress(request))
-  if (forward.loadId !== null) headers.push(LOAD_HEADER, forward.loadId)
-
-  return new Promise<void>((resolve, reject) => {
-    let controller: Dispatcher.DispatchController | undefined
-    const clientGone = () => {
-      if (!response.writableFinished) controller?.abort(new Error('the client went away'))
-    }
-    response.once('close', clientGone)
-    const settle = (error?: Error) => {
-      response.off('close', clientGone)
-      if (error) reject(error)
-      else resolve()
-    }
-    dispatcher.dispatch(
-      {origin: forward.origin, path: forward.path, method: (request.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: forward.body},
-      {
-        onRequestStart(started) {
-          controller = started
-          if (response.destroyed) started.abort(new Error('the client went away'))
-        },
-        onResponseStart(started, statusCode, upstreamHeaders) {
-          if (statusCode < 200) return // informational answers are not relayed
-          const outgoing: http.OutgoingHttpHeaders = {}
-          for (const [name, value] of Object.entries(upstreamHeaders)) {
-            if (value !== undefined && !NOT_FORWARDED.has(name)) outgoing[name] = value
-          }
-          outgoing['x-request-id'] = forward.requestId
-          try {
-            response.writeHead(statusCode, outgoing)
-          } catch (error) {
-            started.abort(error as Error)
-          }
-        },
-        onResponseData(started, chunk) {
-          if (!response.write(chunk)) {
-            started.pause()
-            response.once('drain', () => started.resume())
-          }
-        },
-        onResponseEnd() {
-          response.end()
-          settle()
-        },
-        onResponseError(_started, error) {
-          settle(error)
-        },
-      },
-    )
-  })
-}
-
-/**
- * Forwards an upgrade request to the script's socket. On 101 the client gets workerd's answer head
- * and the two connections are spliced until either closes, or until `retired` (the process is being
- * replaced). Any other answer is relayed as an ordinary response. Resolves once either happened.
- */
-function tunnel(
-  request: http.IncomingMessage,
-  response: http.ServerResponse,
-  client: UpgradeRequest,
-  forward: ScriptRoute & {socketPath: string | undefined; path: string; host: string; requestId: string},
-  retired: Promise<void>,
-  tunnels: Set<Duplex>,
-): Promise<void> {
-  const headers: Record<string, string> = {}
-  const raw = request.rawHeaders
-  for (let index = 0; index < raw.length; index += 2) {
-    const name = raw[index]!.toLowerCase()
-    if (!NOT_FORWARDED.has(name)) headers[name] = headers[name] === undefined ? raw[index + 1]! : `${headers[name]}, ${raw[index + 1]!}`
-  }
-  Object.assign(headers, {
-    connection: 'Upgrade',
-    upgrade: request.headers.upgrade ?? 'websocket',
-    host: forward.host,
-    'x-request-id': forward.requestId,
-    'x-forwarded-for': clientAddress(request),
-  })
-  if (forward.loadId !== null) headers[LOAD_HEADER] = forward.loadId
-  return new Promise<void>((resolve, reject) => {
-    if (forward.socketPath === undefined) return reject(Object.assign(new Error('the script has no socket in this process'), {code: 'ENOENT'}))
-    const upstream = http.request({socketPath: forward.socketPath, method: request.method, path: forward.path, headers, agent: false})
-    upstream.once('error', reject)
-    upstream.once('upgrade', (answer: http.IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
-      const lines = [`HTTP/1.1 101 ${answer.statusMessage || 'Switching Protocols'}`]
-      for (let index = 0; index < answer.rawHeaders.length; index += 2) {
-        if (answer.rawHeaders[index]!.toLowerCase() !== 'x-request-id') lines.push(`${answer.rawHeaders[index]}: ${answer.rawHeaders[index + 1]}`)
-      }
-      lines.push(`x-request-id: ${forward.requestId}`)
-      const socket = client.socket
-      response.statusCode = 101 // for the request metrics; the answer head is written below
-      socket.write(`${lines.join('\r\n')}\r\n\r\n`)
-      if (upstreamHead.length > 0) socket.write(upstreamHead)
-      if (client.head.length > 0) upstreamSocket.write(client.head)
-      const close = () => {
-        tunnels.delete(socket)
-        tunnels.delete(upstreamSocket)
-        socket.destroy()
-        upstreamSocket.destroy()
-      }
-      tunnels.add(socket)
-      tunnels.add(upstreamSocket)
-      for (const end of [socket, upstreamSocket]) {
-        end.once('close', close)
-        end.on('error', close)
-      }
-      void retired.then(close)
-      if (socket.destroyed) close() // the client left while the upgrade was on its way
-      upstreamSocket.pipe(socket)
-      socket.pipe(upstreamSocket)
-      resolve()
-    })
-    upstream.once('response', (answer) => {
-      const outgoing: http.OutgoingHttpHeaders = {}
-      for (const [name, value] of Object.entries(answer.headers)) {
-        if (value !== undefined && !NOT_FORWARDED.has(name)) outgoing[name] = value
-      }
-      outgoing['x-request-id'] = forward.requestId
-      response.writeHead(answer.statusCode ?? 502, outgoing)
-      answer.pipe(response)
-      answer.once('end', () => resolve())
-      answer.once('error', reject)
-    })
-    upstream.end()
-  })
-}
-
-/**
- * A request goes again only when it cannot have reached the Worker — replaying one that did would
- * replay whatever crashed the process (a memory bomb crashing its shard once per retry):
- * - the connection never opened (refused, its socket already gone, failed while connecting, or the
- *   process's connection pool was closed because it exited);
- * - a request without body met a reset or a broken pipe. Shards listen on Unix sockets, where the
- *   kernel resets a connection (rather than ending it) only when the peer died leaving data unread
- *   or before accepting it, and refuses writes to a peer already gone: workerd never read that
- *   request whole, so no Worker ran it. One that workerd read and then died ends with an EOF
- *   (UND_ERR_SOCKET), and never goes again.
- * A streamed body cannot be replayed at all.
- */
-function safeToRetry(error: unknown, body: Buffer | http.IncomingMessage | undefined): boolean {
-  if (body !== undefined && !Buffer.isBuffer(body)) return false
-  const {code, syscall} = error as {code?: string; syscall?: string}
-  if (code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'UND_ERR_CLOSED' || syscall === 'connect') return true
-  return body === undefined && (code === 'ECONNRESET' || code === 'EPIPE')
-}
-
-function hasBody(request: http.IncomingMessage): boolean {
-  return request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined
 }
 
 function splitQuery(url: string): [string, string] {

@@ -9,53 +9,29 @@ import {
   type AccessPolicy,
   type ControlMeta,
   type ControlResult,
-  type DeleteResult,
   type Fence,
   type FenceStatus,
   type Identity,
   type Inventory,
   type Lockdown,
-  type OperationSettings,
-  type PutRuntimeConfig,
-  type ReplaceOperationSettings,
-  type RevisionOnly,
-  type RevokeResult,
-  type RotateApiKey,
-  type RuntimeConfigEntry,
-  type RuntimeConfigList,
   type PairResponse,
-  type Purge,
   type Receipt,
-  type ReplaceAccessPolicy,
   type ScriptDetails,
   type ScriptList,
   type ScriptState,
-  type SecretDeletion,
-  type SecretInfo,
-  type SecretList,
-  type ServiceAccountDeletion,
-  type ServiceAccountInfo,
-  type ServiceAccountList,
   type ValidBeginFence,
   type ValidUploadScript,
 } from '../protocol/management-api.js'
 import {sha256Hex} from '../canonical-json.js'
 import {pairingProofMessage} from '../protocol/signing.js'
+import {ControlService} from './control-service.js'
 import {HostError} from './errors.js'
 import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import {refusalMessage} from './runtime/validator.js'
+import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './service-common.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import {
-  scriptStateOf,
-  type AccessPolicyRecord,
-  type FenceRecord,
-  type OperationSettingsRecord,
-  type HostState,
-  type RunnableScript,
-  type ScriptRecord,
-  type ScriptUpload,
-} from './state.js'
+import {scriptStateOf, type FenceRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
 
 export type HostSettings = Settings['host']
 
@@ -73,16 +49,16 @@ export interface ServiceOptions {
   log: Logger
 }
 
-const iso = (ms: number) => new Date(ms).toISOString()
-const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms))
-
 export class HostService {
   private readonly state: HostState
   private readonly runtime: WorkerdRuntime
+  /** Access policy writes, runtime config, operation settings, secrets and service accounts. */
+  readonly control: ControlService
 
   constructor(private readonly options: ServiceOptions) {
     this.state = options.state
     this.runtime = options.runtime
+    this.control = new ControlService(options.state, (name) => this.restartScriptShard(name))
   }
 
   // ── Identity and pairing ────────────────────────────────────────────────────────────────────
@@ -153,7 +129,7 @@ export class HostService {
 
   details(name: string): ScriptDetails {
     assertScriptName(name)
-    const script = this.requireScript(name)
+    const script = requireScript(this.state, name)
     return {
       name,
       state: scriptStateOf(script),
@@ -226,7 +202,7 @@ export class HostService {
   /** With a release generation: the deploy readiness probe. */
   accessPolicy(name: string, releaseGeneration: string | null): AccessPolicy {
     assertScriptName(name)
-    const script = this.requireScript(name)
+    const script = requireScript(this.state, name)
     if (releaseGeneration !== null) {
       if (script.retiredAt !== null) throw new HostError('edge_host_script_retired', `script ${name} is retired`)
       const live = this.liveGeneration(script)
@@ -258,174 +234,6 @@ export class HostService {
         if (!(await this.runtime.nextSwap(remaining))) throw error
       }
     }
-  }
-
-  replaceAccessPolicy(name: string, body: ReplaceAccessPolicy): ControlResult<AccessPolicy> {
-    assertScriptName(name)
-    return this.state.control(name, 'access_policy.replace', body, (tx) => {
-      const policy = this.state.controlConfig.replacePolicy(tx, name, {
-        mode: body.mode,
-        apiKeySha256: body.apiKeySha256 ?? null,
-        apiKeyLastFour: body.apiKeyLastFour ?? null,
-        ipAllowlist: body.ipAllowlist ?? [],
-        baseRevision: body.baseRevision,
-      })
-      return {conflict: false as const, current: policyView(policy)}
-    })
-  }
-
-  rotateApiKey(name: string, body: RotateApiKey): ControlResult<AccessPolicy> {
-    assertScriptName(name)
-    return this.state.control(name, 'access_policy.api_key.rotate', body, (tx) => ({
-      conflict: false as const,
-      current: policyView(this.state.controlConfig.rotateApiKey(tx, name, body)),
-    }))
-  }
-
-  revokeApiKey(name: string, body: RevisionOnly): RevokeResult<AccessPolicy> {
-    assertScriptName(name)
-    return this.state.control(name, 'access_policy.api_key.revoke', body, (tx) => {
-      const {revoked, policy} = this.state.controlConfig.revokeApiKey(tx, name, body.baseRevision)
-      return {conflict: false as const, revoked, current: policyView(policy)}
-    })
-  }
-
-  runtimeConfig(name: string): RuntimeConfigList {
-    assertScriptName(name)
-    this.requireScript(name)
-    return {
-      revision: this.state.controlConfig.runtimeConfigRevision(name).revision,
-      entries: this.state.controlConfig
-        .runtimeConfig(name)
-        .map((entry) => ({key: entry.key, valueJson: entry.valueJson, sha256: entry.sha256, updated_at: iso(entry.updatedAt)})),
-    }
-  }
-
-  putRuntimeConfig(name: string, key: string, body: PutRuntimeConfig): ControlResult<RuntimeConfigEntry> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'runtime_config.replace', body, (tx) => {
-      const stored = this.state.controlConfig.putRuntimeConfig(tx, name, key, body)
-      return {conflict: false as const, current: {key, valueJson: stored.valueJson, sha256: stored.sha256, revision: stored.revision, updated_at: iso(tx.now)}}
-    })
-    this.restartScriptShard(name)
-    return result
-  }
-
-  deleteRuntimeConfig(name: string, key: string, body: RevisionOnly): ControlResult<RuntimeConfigEntry> {
-    assertScriptName(name)
-    let deleted = false
-    const result = this.state.control(name, 'runtime_config.delete', body, (tx) => {
-      const outcome = this.state.controlConfig.deleteRuntimeConfig(tx, name, key, body.baseRevision)
-      deleted = outcome.deleted
-      return {conflict: false as const, current: {key, valueJson: null, sha256: null, revision: outcome.revision, updated_at: iso(tx.now)}}
-    })
-    if (deleted) this.restartScriptShard(name)
-    return result
-  }
-
-  operationSettings(name: string): OperationSettings {
-    assertScriptName(name)
-    this.requireScript(name)
-    return operationSettingsView(this.state.controlConfig.operationSettings(name))
-  }
-
-  replaceOperationSettings(name: string, body: ReplaceOperationSettings): ControlResult<OperationSettings> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'operation_settings.replace', body, (tx) => ({
-      conflict: false as const,
-      current: operationSettingsView(this.state.controlConfig.replaceOperationSettings(tx, name, body)),
-    }))
-    this.restartScriptShard(name)
-    return result
-  }
-
-  revokeOperationSettings(name: string, body: RevisionOnly): RevokeResult<OperationSettings> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'operation_settings.revoke', body, (tx) => {
-      const {revoked, settings} = this.state.controlConfig.revokeOperationSettings(tx, name, body.baseRevision)
-      return {conflict: false as const, revoked, current: operationSettingsView(settings)}
-    })
-    if (result.revoked) this.restartScriptShard(name)
-    return result
-  }
-
-  secrets(name: string): SecretList {
-    assertScriptName(name)
-    this.requireScript(name)
-    return {secrets: this.state.credentials.secrets(name).map((secret) => ({name: secret.name, sha256: secret.sha256, updated_at: iso(secret.updatedAt)}))}
-  }
-
-  putSecret(name: string, secretName: string, body: {value: string} & ControlMeta): ControlResult<SecretInfo> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'secrets.put', body, (tx) => {
-      const {sha256} = this.state.credentials.putSecret(tx, name, secretName, body.value)
-      return {conflict: false as const, current: {name: secretName, sha256, updated_at: iso(tx.now)}}
-    })
-    this.restartScriptShard(name)
-    return result
-  }
-
-  deleteSecret(name: string, secretName: string, meta: ControlMeta): DeleteResult<SecretDeletion> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'secrets.delete', meta, (tx) => {
-      const deleted = this.state.credentials.deleteSecret(tx, name, secretName)
-      return {conflict: false as const, deleted, current: {name: secretName, deleted, updated_at: iso(tx.now)}}
-    })
-    if (result.deleted) this.restartScriptShard(name)
-    return result
-  }
-
-  purgeSecrets(name: string, meta: ControlMeta): ControlResult<Purge> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'secrets.purge', meta, (tx) => ({
-      conflict: false as const,
-      current: {purged: this.state.credentials.purgeSecrets(tx, name), updated_at: iso(tx.now)},
-    }))
-    if (result.current.purged.length > 0) this.restartScriptShard(name)
-    return result
-  }
-
-  serviceAccounts(name: string): ServiceAccountList {
-    assertScriptName(name)
-    this.requireScript(name)
-    return {
-      serviceAccounts: this.state.credentials.serviceAccounts(name).map((account) => ({
-        serviceAccountId: account.id,
-        username: account.username,
-        passwordDigest: account.passwordSha256,
-        updated_at: iso(account.updatedAt),
-      })),
-    }
-  }
-
-  putServiceAccount(name: string, id: string, body: {username: string; password: string} & ControlMeta): ControlResult<ServiceAccountInfo> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.put', body, (tx) => {
-      const {passwordSha256} = this.state.credentials.putServiceAccount(tx, name, id, body)
-      return {conflict: false as const, current: {serviceAccountId: id, username: body.username, passwordDigest: passwordSha256, updated_at: iso(tx.now)}}
-    })
-    this.restartScriptShard(name)
-    return result
-  }
-
-  deleteServiceAccount(name: string, id: string, meta: ControlMeta): DeleteResult<ServiceAccountDeletion> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.delete', meta, (tx) => {
-      const deleted = this.state.credentials.deleteServiceAccount(tx, name, id)
-      return {conflict: false as const, deleted, current: {serviceAccountId: id, deleted, updated_at: iso(tx.now)}}
-    })
-    if (result.deleted) this.restartScriptShard(name)
-    return result
-  }
-
-  purgeServiceAccounts(name: string, meta: ControlMeta): ControlResult<Purge> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.purge', meta, (tx) => ({
-      conflict: false as const,
-      current: {purged: this.state.credentials.purgeServiceAccounts(tx, name), updated_at: iso(tx.now)},
-    }))
-    if (result.current.purged.length > 0) this.restartScriptShard(name)
-    return result
   }
 
   // ── Receipts ────────────────────────────────────────────────────────────────────────────────
@@ -537,12 +345,6 @@ export class HostService {
 
   // ── Helpers ─────────────────────────────────────────────────────────────────────────────────
 
-  private requireScript(name: string): ScriptRecord {
-    const script = this.state.scripts.get(name)
-    if (!script) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
-    return script
-  }
-
   private liveGeneration(script: ScriptRecord): string | null {
     return script.retiredAt === null ? (this.runtime.liveGeneration(script.name, script.shard) ?? null) : null
   }
@@ -572,32 +374,6 @@ export class HostService {
   /** Nobody waits for the swap here: callers wait on the readiness probe. Failures are retried by the shard. */
   private restartInBackground(shard: number): void {
     this.runtime.refreshShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
-  }
-}
-
-export function assertScriptName(name: string): void {
-  if (!SCRIPT_NAME_PATTERN.test(name)) throw new HostError('invalid_script_name', `script name ${JSON.stringify(name)} must match ^dw-[0-9a-f]{48}$`)
-}
-
-function policyView(policy: AccessPolicyRecord): AccessPolicy {
-  return {
-    mode: policy.mode,
-    api_key_configured: policy.apiKeySha256 !== null,
-    api_key_last_four: policy.apiKeyLastFour,
-    ip_allowlist: policy.ipAllowlist,
-    revision: policy.revision,
-    updated_at: iso(policy.updatedAt),
-  }
-}
-
-/** What the host answers is always reconciled with its revision; no settings stored shows null digest and release. */
-function operationSettingsView(settings: OperationSettingsRecord): OperationSettings {
-  return {
-    state: 'reconciled',
-    releaseGeneration: settings.releaseGeneration,
-    settingsSha256: settings.sha256,
-    revision: settings.revision,
-    updated_at: iso(settings.updatedAt),
   }
 }
 

@@ -1,0 +1,204 @@
+// The control plane's host side, per script: access policy writes, runtime config, operation
+// settings, secrets and service accounts. Every mutation is one fence-checked state transaction that
+// also keeps its receipt (HostState.control); one that changes the Worker's env has the script's
+// shard pick it up (`refresh`). Answers are the protocol's wire shapes.
+import type {
+  AccessPolicy,
+  ControlMeta,
+  ControlResult,
+  DeleteResult,
+  OperationSettings,
+  Purge,
+  PutRuntimeConfig,
+  ReplaceAccessPolicy,
+  ReplaceOperationSettings,
+  RevisionOnly,
+  RevokeResult,
+  RotateApiKey,
+  RuntimeConfigEntry,
+  RuntimeConfigList,
+  SecretDeletion,
+  SecretInfo,
+  SecretList,
+  ServiceAccountDeletion,
+  ServiceAccountInfo,
+  ServiceAccountList,
+} from '../protocol/management-api.js'
+import {assertScriptName, iso, operationSettingsView, policyView, requireScript} from './service-common.js'
+import type {HostState} from './state.js'
+
+export class ControlService {
+  constructor(
+    private readonly state: HostState,
+    /** The script's env changed: its shard must pick the change up. */
+    private readonly refresh: (name: string) => void,
+  ) {}
+
+  replaceAccessPolicy(name: string, body: ReplaceAccessPolicy): ControlResult<AccessPolicy> {
+    assertScriptName(name)
+    return this.state.control(name, 'access_policy.replace', body, (tx) => {
+      const policy = this.state.controlConfig.replacePolicy(tx, name, {
+        mode: body.mode,
+        apiKeySha256: body.apiKeySha256 ?? null,
+        apiKeyLastFour: body.apiKeyLastFour ?? null,
+        ipAllowlist: body.ipAllowlist ?? [],
+        baseRevision: body.baseRevision,
+      })
+      return {conflict: false as const, current: policyView(policy)}
+    })
+  }
+
+  rotateApiKey(name: string, body: RotateApiKey): ControlResult<AccessPolicy> {
+    assertScriptName(name)
+    return this.state.control(name, 'access_policy.api_key.rotate', body, (tx) => ({
+      conflict: false as const,
+      current: policyView(this.state.controlConfig.rotateApiKey(tx, name, body)),
+    }))
+  }
+
+  revokeApiKey(name: string, body: RevisionOnly): RevokeResult<AccessPolicy> {
+    assertScriptName(name)
+    return this.state.control(name, 'access_policy.api_key.revoke', body, (tx) => {
+      const {revoked, policy} = this.state.controlConfig.revokeApiKey(tx, name, body.baseRevision)
+      return {conflict: false as const, revoked, current: policyView(policy)}
+    })
+  }
+
+  runtimeConfig(name: string): RuntimeConfigList {
+    assertScriptName(name)
+    requireScript(this.state, name)
+    return {
+      revision: this.state.controlConfig.runtimeConfigRevision(name).revision,
+      entries: this.state.controlConfig
+        .runtimeConfig(name)
+        .map((entry) => ({key: entry.key, valueJson: entry.valueJson, sha256: entry.sha256, updated_at: iso(entry.updatedAt)})),
+    }
+  }
+
+  putRuntimeConfig(name: string, key: string, body: PutRuntimeConfig): ControlResult<RuntimeConfigEntry> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'runtime_config.replace', body, (tx) => {
+      const stored = this.state.controlConfig.putRuntimeConfig(tx, name, key, body)
+      return {conflict: false as const, current: {key, valueJson: stored.valueJson, sha256: stored.sha256, revision: stored.revision, updated_at: iso(tx.now)}}
+    })
+    this.refresh(name)
+    return result
+  }
+
+  deleteRuntimeConfig(name: string, key: string, body: RevisionOnly): ControlResult<RuntimeConfigEntry> {
+    assertScriptName(name)
+    let deleted = false
+    const result = this.state.control(name, 'runtime_config.delete', body, (tx) => {
+      const outcome = this.state.controlConfig.deleteRuntimeConfig(tx, name, key, body.baseRevision)
+      deleted = outcome.deleted
+      return {conflict: false as const, current: {key, valueJson: null, sha256: null, revision: outcome.revision, updated_at: iso(tx.now)}}
+    })
+    if (deleted) this.refresh(name)
+    return result
+  }
+
+  operationSettings(name: string): OperationSettings {
+    assertScriptName(name)
+    requireScript(this.state, name)
+    return operationSettingsView(this.state.controlConfig.operationSettings(name))
+  }
+
+  replaceOperationSettings(name: string, body: ReplaceOperationSettings): ControlResult<OperationSettings> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'operation_settings.replace', body, (tx) => ({
+      conflict: false as const,
+      current: operationSettingsView(this.state.controlConfig.replaceOperationSettings(tx, name, body)),
+    }))
+    this.refresh(name)
+    return result
+  }
+
+  revokeOperationSettings(name: string, body: RevisionOnly): RevokeResult<OperationSettings> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'operation_settings.revoke', body, (tx) => {
+      const {revoked, settings} = this.state.controlConfig.revokeOperationSettings(tx, name, body.baseRevision)
+      return {conflict: false as const, revoked, current: operationSettingsView(settings)}
+    })
+    if (result.revoked) this.refresh(name)
+    return result
+  }
+
+  secrets(name: string): SecretList {
+    assertScriptName(name)
+    requireScript(this.state, name)
+    return {secrets: this.state.credentials.secrets(name).map((secret) => ({name: secret.name, sha256: secret.sha256, updated_at: iso(secret.updatedAt)}))}
+  }
+
+  putSecret(name: string, secretName: string, body: {value: string} & ControlMeta): ControlResult<SecretInfo> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'secrets.put', body, (tx) => {
+      const {sha256} = this.state.credentials.putSecret(tx, name, secretName, body.value)
+      return {conflict: false as const, current: {name: secretName, sha256, updated_at: iso(tx.now)}}
+    })
+    this.refresh(name)
+    return result
+  }
+
+  deleteSecret(name: string, secretName: string, meta: ControlMeta): DeleteResult<SecretDeletion> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'secrets.delete', meta, (tx) => {
+      const deleted = this.state.credentials.deleteSecret(tx, name, secretName)
+      return {conflict: false as const, deleted, current: {name: secretName, deleted, updated_at: iso(tx.now)}}
+    })
+    if (result.deleted) this.refresh(name)
+    return result
+  }
+
+  purgeSecrets(name: string, meta: ControlMeta): ControlResult<Purge> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'secrets.purge', meta, (tx) => ({
+      conflict: false as const,
+      current: {purged: this.state.credentials.purgeSecrets(tx, name), updated_at: iso(tx.now)},
+    }))
+    if (result.current.purged.length > 0) this.refresh(name)
+    return result
+  }
+
+  serviceAccounts(name: string): ServiceAccountList {
+    assertScriptName(name)
+    requireScript(this.state, name)
+    return {
+      serviceAccounts: this.state.credentials.serviceAccounts(name).map((account) => ({
+        serviceAccountId: account.id,
+        username: account.username,
+        passwordDigest: account.passwordSha256,
+        updated_at: iso(account.updatedAt),
+      })),
+    }
+  }
+
+  putServiceAccount(name: string, id: string, body: {username: string; password: string} & ControlMeta): ControlResult<ServiceAccountInfo> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'service_accounts.credentials.put', body, (tx) => {
+      const {passwordSha256} = this.state.credentials.putServiceAccount(tx, name, id, body)
+      return {conflict: false as const, current: {serviceAccountId: id, username: body.username, passwordDigest: passwordSha256, updated_at: iso(tx.now)}}
+    })
+    this.refresh(name)
+    return result
+  }
+
+  deleteServiceAccount(name: string, id: string, meta: ControlMeta): DeleteResult<ServiceAccountDeletion> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'service_accounts.credentials.delete', meta, (tx) => {
+      const deleted = this.state.credentials.deleteServiceAccount(tx, name, id)
+      return {conflict: false as const, deleted, current: {serviceAccountId: id, deleted, updated_at: iso(tx.now)}}
+    })
+    if (result.deleted) this.refresh(name)
+    return result
+  }
+
+  purgeServiceAccounts(name: string, meta: ControlMeta): ControlResult<Purge> {
+    assertScriptName(name)
+    const result = this.state.control(name, 'service_accounts.credentials.purge', meta, (tx) => ({
+      conflict: false as const,
+      current: {purged: this.state.credentials.purgeServiceAccounts(tx, name), updated_at: iso(tx.now)},
+    }))
+    if (result.current.purged.length > 0) this.refresh(name)
+    return result
+  }
+}
