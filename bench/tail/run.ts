@@ -2,7 +2,9 @@
 //   1. data-plane throughput of a Worker that logs one console line per request, interleaved rounds:
 //      the host with host.worker_events off (no tail Worker at all: the baseline), on with no tail
 //      attached, and on with one `edgeworkers tail --format json` attached (the real CLI, its output
-//      drained by this process); ratios against the baseline and against "no tail attached";
+//      drained by this process; at the default host.tail_max_events_per_second, so it gets that
+//      many events per second and sampled notices for the rest); ratios against the baseline and
+//      against "no tail attached";
 //   2. the delay from a Worker's console.log to the line `edgeworkers tail` prints: paced requests,
 //      each logging its own Date.now(); the delay is the time this process reads the line minus that.
 //
@@ -20,6 +22,7 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine} from '../../src/engine/context.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {startHost, type RunningHost} from '../../src/edge-host/host.js'
+import type {TailLine} from '../../src/protocol/tail.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore} from '../../src/store/index.js'
 import {log, machineLoad, median, percentile} from '../support/stats.js'
@@ -155,7 +158,8 @@ async function main(): Promise<void> {
   const off = await startKit('off', false)
   const on = await startKit('on', true)
   const results: Record<'off' | 'on' | 'tailed', LoadResult[]> = {off: [], on: [], tailed: []}
-  let tailedLines = 0
+  let tailedEvents = 0
+  let sampledOut = 0
   const tailCpu: number[] = []
   const hostCpu: Record<'on' | 'tailed', number[]> = {on: [], tailed: []}
   const hostCpuDuring = async <T>(list: number[], work: () => Promise<T>): Promise<T> => {
@@ -169,7 +173,11 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       results.off.push(await load(`${off.host.publicUrl}/${off.script}/load`))
       results.on.push(await hostCpuDuring(hostCpu.on, () => load(`${on.host.publicUrl}/${on.script}/load`)))
-      const tail = await startTail(on, () => tailedLines++)
+      const tail = await startTail(on, (line) => {
+        const parsed = JSON.parse(line) as TailLine
+        if ('type' in parsed) sampledOut += parsed.skipped
+        else tailedEvents++
+      })
       results.tailed.push(await hostCpuDuring(hostCpu.tailed, () => load(`${on.host.publicUrl}/${on.script}/load`)))
       tailCpu.push(await tail.stop())
       log(
@@ -180,8 +188,8 @@ async function main(): Promise<void> {
     // Delay: one request at a time, paced, each logging its Date.now(); the tail prints it.
     const delays: number[] = []
     const tail = await startTail(on, (line, readAt) => {
-      const event = JSON.parse(line) as {path: string; logs: Array<{message: string}>}
-      if (!event.path.startsWith('/delay')) return
+      const event = JSON.parse(line) as TailLine
+      if ('type' in event || !event.path.startsWith('/delay')) return
       const loggedAt = Number(event.logs[0]!.message.split(' ').at(-1))
       delays.push(readAt - loggedAt)
     })
@@ -206,7 +214,7 @@ Machine: ${machineLoad()} (at the end of the run).
 | worker_events on, no tail attached | ${rps(results.on).toFixed(0)} | ${p99(results.on).toFixed(1)} | ${failures(results.on)} | ${(rps(results.on) / rps(results.off)).toFixed(2)}× | 1.00× |
 | worker_events on, one \`tail --format json\` attached | ${rps(results.tailed).toFixed(0)} | ${p99(results.tailed).toFixed(1)} | ${failures(results.tailed)} | ${(rps(results.tailed) / rps(results.off)).toFixed(2)}× | ${(rps(results.tailed) / rps(results.on)).toFixed(2)}× |
 
-Lines the attached tail printed during its load rounds: ${tailedLines}. CPU seconds per ${SECONDS} s round (medians): the host process ${median(hostCpu.on).toFixed(2)} without a tail, ${median(hostCpu.tailed).toFixed(2)} with one; the \`tail\` process ${median(tailCpu).toFixed(2)}.
+Events the attached tail printed during its load rounds: ${tailedEvents}; sampled out (the host's notices, host.tail_max_events_per_second): ${sampledOut}. CPU seconds per ${SECONDS} s round (medians): the host process ${median(hostCpu.on).toFixed(2)} without a tail, ${median(hostCpu.tailed).toFixed(2)} with one; the \`tail\` process ${median(tailCpu).toFixed(2)}.
 
 console.log → line printed by \`edgeworkers tail\`: ${delays.length}/${SAMPLES} samples, median ${median(delays).toFixed(0)} ms, p99 ${percentile(delays, 99).toFixed(0)} ms, max ${Math.max(...delays).toFixed(0)} ms.`)
   } finally {

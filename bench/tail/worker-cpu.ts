@@ -1,8 +1,9 @@
 // What the tail Worker costs workerd, in CPU per request (robust to a noisy machine, unlike
-// throughput): a bare workerd serving a Worker that logs one console line per request, four ways,
+// throughput): a bare workerd serving a Worker that logs one console line per request, five ways,
 // interleaved per round: no `tails` (the baseline), a tail Worker with an empty handler (the floor:
 // workerd's own trace work), the host's tail Worker with nobody tailing (its sink answers that no
-// script is forwarded), and the same with the script tailed (every trace posted). The sink stands in
+// script is forwarded), the script tailed (at most host.tail_max_events_per_second traces posted,
+// the rest counted as sampled out), and every trace posted (forward "*": the Worker log file on). The sink stands in
 // for the host's tail listener and parses each post as the host does. CPU of workerd from
 // /proc/<pid>/stat over a fixed number of requests; medians of the rounds.
 //
@@ -13,6 +14,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import {parseArgs} from 'node:util'
+import {settingsSchema} from '../../src/config/schema.js'
 import {TAIL_WORKER_SOURCE} from '../../src/edge-host/runtime/workerd-config.js'
 import {WORKERD_BINARY} from '../../src/edge-host/runtime/workerd-process.js'
 import {log, machineLoad, median} from '../support/stats.js'
@@ -25,15 +27,17 @@ const CLOCK_TICKS_PER_SECOND = 100
 const WORKER = `export default { fetch(request) { console.log("hit", new URL(request.url).pathname, Date.now()); return new Response("ok") } }`
 
 const variants = [
-  {name: 'no tail Worker (baseline)', tail: null, forward: false},
-  {name: 'tail Worker with an empty handler (floor)', tail: 'export default { tail() {} };', forward: false},
-  {name: 'our tail Worker, nobody tailing', tail: TAIL_WORKER_SOURCE, forward: false},
-  {name: 'our tail Worker, the script tailed', tail: TAIL_WORKER_SOURCE, forward: true},
+  {name: 'no tail Worker (baseline)', tail: null, forward: []},
+  {name: 'tail Worker with an empty handler (floor)', tail: 'export default { tail() {} };', forward: []},
+  {name: 'our tail Worker, nobody tailing', tail: TAIL_WORKER_SOURCE, forward: []},
+  {name: 'our tail Worker, the script tailed (sampled)', tail: TAIL_WORKER_SOURCE, forward: ['w']},
+  {name: 'our tail Worker, every trace posted (log file on)', tail: TAIL_WORKER_SOURCE, forward: '*'},
 ] as const
+const MAX_EVENTS_PER_SECOND = settingsSchema.parse({data_dir: '/nonexistent'}).host.tail_max_events_per_second
 
 const workDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-tail-cpu-'))
 const sinkSocket = path.join(workDir, 'sink.sock')
-let forward = false
+let forward: readonly string[] | '*' = []
 let posts = 0
 const sink = http.createServer((request, response) => {
   const chunks: Buffer[] = []
@@ -41,7 +45,7 @@ const sink = http.createServer((request, response) => {
   request.on('end', () => {
     JSON.parse(Buffer.concat(chunks).toString('utf8'))
     posts++
-    response.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({forward: forward ? ['w'] : []}))
+    response.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({forward, maxEventsPerSecond: MAX_EVENTS_PER_SECOND}))
   })
 })
 await new Promise<void>((resolve) => sink.listen(sinkSocket, resolve))

@@ -1,8 +1,8 @@
 // How `edgeworkers tail` prints an event in a terminal: one line for the request, then its console
-// lines (by level) and uncaught exceptions with their stacks, indented under it.
+// lines (by level) and uncaught exceptions with their stacks, indented under it; and the host's
+// notice of events it left out under volume, as one line.
 import {styleText} from 'node:util'
-import type {TailEvent} from '../protocol/tail.js'
-import {isErrorEvent} from '../protocol/tail.js'
+import {isErrorEvent, isTailEvent, type TailEvent, type TailLine, type TailSampled} from '../protocol/tail.js'
 
 type Style = Parameters<typeof styleText>[0]
 
@@ -14,7 +14,16 @@ const LEVEL_STYLE: Record<TailEvent['logs'][number]['level'], Style> = {
   error: 'red',
 }
 
-export function renderTailEvent(event: TailEvent, color: boolean): string {
+export function renderTailLine(line: TailLine, color: boolean): string {
+  return isTailEvent(line) ? renderTailEvent(line, color) : renderSampled(line, color)
+}
+
+function renderSampled(notice: TailSampled, color: boolean): string {
+  const text = `sampling: ${notice.skipped} events skipped in the last second because of volume (a tail gets at most ${notice.maxEventsPerSecond} per second)`
+  return color ? styleText('yellow', text) : text
+}
+
+function renderTailEvent(event: TailEvent, color: boolean): string {
   const paint = (style: Style, text: string) => (color ? styleText(style, text) : text)
   const failed = isErrorEvent(event)
   const head = [

@@ -1,6 +1,6 @@
 import {Args, Errors, Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base-command.js'
-import {renderTailEvent} from '../cli/tail-render.js'
+import {renderTailLine} from '../cli/tail-render.js'
 import {tailWorker} from '../engine/tail.js'
 
 export default class Tail extends BaseCommand<typeof Tail> {
@@ -8,7 +8,7 @@ export default class Tail extends BaseCommand<typeof Tail> {
 
 One event per request the Worker handled: time, method, path, status, outcome (ok, exception, exceededCpu, exceededMemory, canceled), duration, its console.* lines with their level, and its uncaught exceptions with their stack. The stream follows the Worker across redeploys and reconnects when the host restarts. Several tails may run at once.
 
---format json prints one JSON object per line (the shape is in the README, "Watching Workers"). Ctrl-C ends it. Exit codes: 0 ended by Ctrl-C/SIGTERM, 2 bad flag, 5 unknown Worker or never deployed, 6 retired Worker or no paired host, 10 host unreachable at the start or refused the stream.`
+--format json prints one JSON object per line (the shape is in the README, "Watching Workers"). On a busy Worker the host sends at most host.tail_max_events_per_second events per second and says how many it left out: a "sampling:" line, or under --format json an object with "type": "sampled". Ctrl-C ends it. Exit codes: 0 ended by Ctrl-C/SIGTERM, 2 bad flag, 5 unknown Worker or never deployed, 6 retired Worker or no paired host, 10 host unreachable at the start or refused the stream.`
   static override examples = [
     '<%= config.bin %> tail acme-sales',
     '<%= config.bin %> tail acme-sales --status error',
@@ -61,7 +61,7 @@ One event per request the Worker handled: time, method, path, status, outcome (o
           else this.logToStderr(`stream cut, reconnecting: ${notice.reason}`)
         },
       })
-      for await (const event of events) this.log(json ? JSON.stringify(event) : renderTailEvent(event, color))
+      for await (const line of events) this.log(json ? JSON.stringify(line) : renderTailLine(line, color))
     } finally {
       process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
     }

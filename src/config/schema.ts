@@ -203,6 +203,12 @@ export const settingsSchema = z.strictObject({
        */
       worker_events: z.boolean().default(true),
       /**
+       * Events of one Worker a live tail gets per second at most; past it the tail Worker counts the
+       * rest instead of sending them, and tails get a `sampled` notice (the Worker log file and the
+       * metrics still get every event). Bounds what a tail on a busy Worker costs the data plane.
+       */
+      tail_max_events_per_second: count(100, 1, 100_000),
+      /**
        * How a deploy reaches a running shard. "loader": Workers without Durable Objects run through
        * workerd's Worker Loader, and a deploy loads the new code into the running process (its
        * neighbours untouched); Workers with Durable Objects, and every Worker under "restart", are

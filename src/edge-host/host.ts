@@ -146,6 +146,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       sourceMaps: new SourceMaps(state.scripts),
       logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,
       activityWindowSeconds: settings.worker_activity_window_seconds,
+      maxEventsPerSecond: settings.tail_max_events_per_second,
       log,
     })
     let publicUrl = ''

@@ -4,7 +4,9 @@
 // host's answer names those scripts. The hub turns each trace into a TailEvent (../protocol/tail.ts)
 // and hands it to:
 // - the live tails of its script (`GET /v1/scripts/:name/tail`, NDJSON; a tail that cannot keep up
-//   loses events rather than holding the host's memory),
+//   loses events rather than holding the host's memory). Past host.tail_max_events_per_second the
+//   tail Worker counts a tailed script's traces instead of posting them; the hub sums those counts
+//   and tells the script's tails once a second (a `sampled` notice),
 // - the Worker log file, when host.worker_log_file is set (./worker-log-file.ts).
 // The per-Worker metrics (./metrics.ts) come from two points: outcomes, status classes and
 // exceptions from the tail Worker's counters (workerd's traces); wall time and WebSocket upgrades
@@ -19,7 +21,7 @@ import http from 'node:http'
 import {PassThrough, type Readable} from 'node:stream'
 import type {Logger} from 'pino'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
-import {isErrorStatus, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type WorkerActivity} from '../protocol/tail.js'
+import {isErrorStatus, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type TailSampled, type WorkerActivity} from '../protocol/tail.js'
 import {redactText, REDACTED} from '../util/redact.js'
 import {readBoundedBody, type BodyBudget} from './body-limits.js'
 import type {HostMetrics} from './metrics.js'
@@ -36,6 +38,8 @@ export interface TailHubOptions {
   logFile: WorkerLogFile | null
   /** The window of the activity summary. */
   activityWindowSeconds: number
+  /** host.tail_max_events_per_second: a live tail's share of one script's events, per second. */
+  maxEventsPerSecond: number
   log: Logger
 }
 
@@ -52,11 +56,17 @@ interface PostedSummary {
   statuses?: Record<string, number>
   exceptions?: number
   lastError?: string | null
+  /** Traces of a tailed script over the per-second budget: counted, not posted. */
+  sampled?: number
 }
 
-/** The host's answer: the scripts whose full traces it wants, or "*" for all (the Worker log file). */
+/**
+ * The host's answer: the scripts whose full traces it wants, or "*" for all (the Worker log file),
+ * and how many of a script's traces per second a live tail gets (ignored under "*").
+ */
 export interface TailSinkAnswer {
   forward: string[] | '*'
+  maxEventsPerSecond: number
 }
 
 /** What the tail Worker posts per forwarded trace. */
@@ -89,11 +99,16 @@ const MAX_SAMPLES = 2_000
 const MIN_REDACTED_SECRET_LENGTH = 4
 /** A post of the tail Worker (a batch of traces) may not exceed this. */
 const MAX_POST_BYTES = 16 * 1024 * 1024
+/** Sampled-out counts are summed this long before the tails are told. */
+const SAMPLED_NOTICE_INTERVAL_MS = 1_000
 
 export class TailHub {
   private readonly subscribers = new Map<string, Set<PassThrough>>()
   private readonly samples = new Map<string, Sample[]>()
   private readonly lastErrors = new Map<string, string>()
+  /** Traces sampled out per tailed script since the last notice. */
+  private readonly sampledOut = new Map<string, number>()
+  private sampledNoticeTimer: NodeJS.Timeout | null = null
 
   constructor(private readonly options: TailHubOptions) {}
 
@@ -106,7 +121,11 @@ export class TailHub {
       if (!redact) redactors.set(script, (redact = secretRedactor(this.options.secretValues(script))))
       return redact
     }
-    for (const [script, summary] of Object.entries(summaries ?? {})) if (this.isServed(script)) this.tally(script, summary, redactorOf(script))
+    for (const [script, summary] of Object.entries(summaries ?? {})) {
+      if (!this.isServed(script)) continue
+      this.tally(script, summary, redactorOf(script))
+      if (isCount(summary.sampled) && summary.sampled > 0) this.countSampled(script, summary.sampled)
+    }
     const mappers = new Map<string, StackMapper | null>()
     const logLines: string[] = []
     for (const item of Array.isArray(traces) ? traces : []) {
@@ -123,7 +142,24 @@ export class TailHub {
       logLines.push(line)
     }
     if (logLines.length > 0) this.options.logFile?.append(logLines)
-    return {forward: this.options.logFile ? '*' : [...this.subscribers.keys()]}
+    return {forward: this.options.logFile ? '*' : [...this.subscribers.keys()], maxEventsPerSecond: this.options.maxEventsPerSecond}
+  }
+
+  private countSampled(script: string, count: number): void {
+    if (!this.subscribers.has(script)) return
+    this.sampledOut.set(script, (this.sampledOut.get(script) ?? 0) + count)
+    this.sampledNoticeTimer ??= setTimeout(() => this.sendSampledNotices(), SAMPLED_NOTICE_INTERVAL_MS)
+  }
+
+  /** Each tail of a script that had events sampled out hears how many (notices are small: no buffer check). */
+  private sendSampledNotices(): void {
+    this.sampledNoticeTimer = null
+    const time = new Date().toISOString()
+    for (const [script, skipped] of this.sampledOut) {
+      const notice: TailSampled = {type: 'sampled', time, script, skipped, maxEventsPerSecond: this.options.maxEventsPerSecond}
+      for (const subscriber of this.subscribers.get(script) ?? []) subscriber.write(`${JSON.stringify(notice)}\n`)
+    }
+    this.sampledOut.clear()
   }
 
   /**
@@ -166,6 +202,8 @@ export class TailHub {
 
   /** Ends every live tail (the host is stopping; callers reconnect to the next host process). */
   close(): void {
+    if (this.sampledNoticeTimer) clearTimeout(this.sampledNoticeTimer)
+    this.sampledNoticeTimer = null
     for (const set of this.subscribers.values()) for (const stream of set) stream.end()
   }
 

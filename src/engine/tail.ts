@@ -2,7 +2,7 @@
 // script name, so a redeploy keeps it (the new release's events arrive on the same stream); when the
 // stream is cut (the host restarts, the network drops) it reconnects until the caller aborts.
 import {KitError} from '../errors.js'
-import {isErrorEvent, type TailEvent} from '../protocol/tail.js'
+import {isErrorEvent, isTailEvent, type TailEvent, type TailLine} from '../protocol/tail.js'
 import {ProviderError} from '../provider/types.js'
 import type {Engine} from './context.js'
 import {requireProvider} from './provider.js'
@@ -41,14 +41,15 @@ export function matchesTailFilters(event: TailEvent, filters: TailFilters, rando
 
 /**
  * The events of the Worker `handle` names (department id, Worker id or script name) that pass
- * `filters`, until `signal` aborts. Refuses an unknown or retired Worker, and a host that does not
- * have the script (never deployed), before streaming.
+ * `filters`, and the host's notices of events it sampled out under volume, until `signal` aborts.
+ * Refuses an unknown or retired Worker, and a host that does not have the script (never deployed),
+ * before streaming.
  */
 export async function* tailWorker(
   engine: Engine,
   handle: string,
   options: {filters: TailFilters; signal: AbortSignal; onNotice?(notice: TailNotice): void},
-): AsyncIterable<TailEvent> {
+): AsyncIterable<TailLine> {
   const worker = await findWorker(engine, handle)
   if (worker.retired_at !== null) throw new KitError('conflict', `Worker ${handle} is retired: it serves nothing, so it has no events`)
   const {provider} = await requireProvider(engine, `tail ${handle}`)
@@ -58,8 +59,8 @@ export async function* tailWorker(
   let connected = false
   while (!signal.aborted) {
     try {
-      for await (const event of provider.tail(worker.script_name, signal)) {
-        if (matchesTailFilters(event, filters)) yield event
+      for await (const line of provider.tail(worker.script_name, signal)) {
+        if (!isTailEvent(line) || matchesTailFilters(line, filters)) yield line
       }
       return // aborted
     } catch (error) {

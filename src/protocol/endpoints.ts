@@ -35,7 +35,7 @@ import {
 } from './api/control.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
-import {tailEventSchema, workerActivitySchema} from './tail.js'
+import {tailLineSchema, workerActivitySchema} from './tail.js'
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE'
 
@@ -357,9 +357,9 @@ export const endpoints = {
     method: 'GET',
     path: '/v1/scripts/:name/tail',
     signed,
-    response: tailEventSchema,
+    response: tailLineSchema,
     answer: 'ndjson',
-    summary: 'Live: one event per finished invocation, blank lines as heartbeats (see src/protocol/tail.ts).',
+    summary: 'Live: one event per finished invocation, `sampled` notices under volume, blank lines as heartbeats (see src/protocol/tail.ts).',
   },
   workerActivity: {
     method: 'GET',

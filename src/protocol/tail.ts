@@ -1,6 +1,7 @@
 // Worker events, as the host's tail stream (`GET /v1/scripts/:name/tail`, NDJSON) and its Worker log
 // file carry them, and the activity summary `status` reads (`GET /v1/workers/activity`). One event
 // per finished invocation of a Worker (a request, or a WebSocket upgrade), built from workerd's trace.
+// Under volume the tail stream also carries `sampled` notices: how many events the host left out.
 import {z} from 'zod'
 
 /** How an invocation ended, as workerd's trace says (`exceededCpu`/`exceededMemory`: a limit hit). */
@@ -27,6 +28,31 @@ export const tailEventSchema = z.strictObject({
   truncated: z.boolean(),
 })
 export type TailEvent = z.infer<typeof tailEventSchema>
+
+/**
+ * A live tail gets at most host.tail_max_events_per_second events of a script per second; the
+ * others are counted, and the count reaches the script's tails as this notice about once a second.
+ * Never in the Worker log file, which gets every event.
+ */
+export const tailSampledSchema = z.strictObject({
+  type: z.literal('sampled'),
+  /** When the host sent the notice, ISO 8601. */
+  time: z.string(),
+  script: z.string(),
+  /** Events of the script left out since the previous notice. */
+  skipped: z.number().int().min(1),
+  /** host.tail_max_events_per_second: what a tail gets per second at most. */
+  maxEventsPerSecond: z.number().int(),
+})
+export type TailSampled = z.infer<typeof tailSampledSchema>
+
+/** One line of the tail stream: an event, or a notice (the lines with a `type`). */
+export const tailLineSchema = z.union([tailEventSchema, tailSampledSchema])
+export type TailLine = z.infer<typeof tailLineSchema>
+
+export function isTailEvent(line: TailLine): line is TailEvent {
+  return !('type' in line)
+}
 
 /** An event that failed: an exception or limit, or a 5xx answer. The one rule for "error" everywhere. */
 export function isErrorEvent(event: Pick<TailEvent, 'outcome' | 'status'>): boolean {

@@ -1,6 +1,6 @@
 // The provider seam: the engine speaks to an edge runtime only through this interface and never
 // speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon.
-import type {TailEvent, WorkerActivity} from '../protocol/tail.js'
+import type {TailLine, WorkerActivity} from '../protocol/tail.js'
 import type {AccessPolicy as WireAccessPolicy, OperationSettings, RuntimeConfigList, SecretList, ServiceAccountList} from '../protocol/management-api.js'
 
 export type ScriptState = 'active' | 'locked_down' | 'retired'
@@ -161,7 +161,7 @@ export interface EdgeProvider {
    * The script's events live, as the host sees them, until `signal` aborts (then it ends quietly) or
    * the stream is cut (then it throws a ProviderError; the caller reconnects).
    */
-  tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailEvent>
+  tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailLine>
   /** Requests, errors and p99 per Worker over the host's recent window. */
   workerActivity(signal?: AbortSignal): Promise<WorkerActivity>
 }

@@ -9,7 +9,7 @@ import type {ErrorGroupKey, StatusSource} from '../engine/status/source.js'
 import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES, type LaneName} from '../engine/pass/lane.js'
 import {messageOf} from '../errors.js'
-import {renderTailEvent} from '../cli/tail-render.js'
+import {renderTailLine} from '../cli/tail-render.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import {parseFilter, type RowFilter} from './filter.js'
 import {Lines, useLatest, useTerminalSize} from './terminal.js'
@@ -163,8 +163,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
       .tail(
         script,
         signal,
-        (event) =>
-          update((screen) => ({...screen, notice: null, lines: [...screen.lines, ...renderTailEvent(event, false).split('\n')].slice(-TAIL_LINES_KEPT)})),
+        (line) => update((screen) => ({...screen, notice: null, lines: [...screen.lines, ...renderTailLine(line, false).split('\n')].slice(-TAIL_LINES_KEPT)})),
         (notice) => update((screen) => ({...screen, notice: notice.kind === 'tailing' ? 'waiting for requests…' : `reconnecting: ${notice.reason}`})),
       )
       .catch((error: unknown) => update((screen) => ({...screen, notice: `tail ended: ${firstLineOf(error)}`})))

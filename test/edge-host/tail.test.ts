@@ -2,7 +2,8 @@
 // Worker that logs at each console level and throws on one path is deployed through the engine;
 // its events reach live tails (several at once) through the signed streaming endpoint, filters
 // apply, a redeploy keeps the stream, a host restart reconnects it; the per-Worker metrics move by
-// exactly the requests sent; the Worker log file gets the same events; the CLI refuses bad input.
+// exactly the requests sent; the Worker log file gets the same events; the CLI refuses bad input;
+// past host.tail_max_events_per_second a tail gets `sampled` notices for what it did not get.
 import {spawn} from 'node:child_process'
 import {cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -15,7 +16,7 @@ import type {Engine} from '../../src/engine/context.js'
 import {takeSnapshot} from '../../src/engine/status/snapshot.js'
 import {tailWorker, type TailFilters, type TailNotice} from '../../src/engine/tail.js'
 import {KitError} from '../../src/errors.js'
-import type {TailEvent} from '../../src/protocol/tail.js'
+import {isTailEvent, type TailEvent, type TailSampled} from '../../src/protocol/tail.js'
 import {CLI_BIN, runCli} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
@@ -59,15 +60,19 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     return {engine, department, script: outcome.scriptName}
   }
 
-  /** A running tail: the events it received so far, and how to stop it. */
+  /** A running tail: the events and the host's sampled notices it received so far, and how to stop it. */
   function startTail(engine: Engine, department: string, filters: TailFilters = ALL) {
     const events: TailEvent[] = []
+    const sampled: TailSampled[] = []
     const notices: TailNotice[] = []
     const stop = new AbortController()
     const done = (async () => {
-      for await (const event of tailWorker(engine, department, {filters, signal: stop.signal, onNotice: (notice) => notices.push(notice)})) events.push(event)
+      for await (const line of tailWorker(engine, department, {filters, signal: stop.signal, onNotice: (notice) => notices.push(notice)})) {
+        if (isTailEvent(line)) events.push(line)
+        else sampled.push(line)
+      }
     })()
-    return {events, notices, stop: async () => (stop.abort(), done), done}
+    return {events, sampled, notices, stop: async () => (stop.abort(), done), done}
   }
 
   /** A per-Worker series of the host's /metrics (0 when absent). */
@@ -77,6 +82,13 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
       .split('\n')
       .find((candidate) => candidate.startsWith(`${name}{`) && candidate.includes(`script="${script}"`) && candidate.includes(labels))
     return line ? Number(line.split(' ').at(-1)) : 0
+  }
+
+  /** The tail Worker posts its counters every TAIL_SUMMARY_INTERVAL_MS: waits for the expected value. */
+  const settled = async (script: string, name: string, labels: string, expected: number) => {
+    const deadline = Date.now() + 15_000
+    while ((await metricOf(script, name, labels)) !== expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    return metricOf(script, name, labels)
   }
 
   const send = (script: string, pathname: string, init?: RequestInit) =>
@@ -196,25 +208,19 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
   test('per-Worker metrics move by exactly the requests sent, and go when the Worker is retired; the log file has the events', async () => {
     const {engine, department, script} = await deployed()
     const metric = (name: string, labels: string) => metricOf(script, name, labels)
-    /** The tail Worker posts its counters every TAIL_SUMMARY_INTERVAL_MS: wait for the expected value. */
-    const settled = async (name: string, labels: string, expected: number) => {
-      const deadline = Date.now() + 15_000
-      while ((await metric(name, labels)) !== expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
-      return metric(name, labels)
-    }
     // A fresh Worker: every series starts at the requests sent to it.
     const tail = startTail(engine, department)
     const warmUp = await attached(script, [tail])
-    expect(await settled('edgeworkers_host_worker_responses_total', 'status_class="2xx"', warmUp)).toBe(warmUp)
+    expect(await settled(script, 'edgeworkers_host_worker_responses_total', 'status_class="2xx"', warmUp)).toBe(warmUp)
     expect(await metric('edgeworkers_host_worker_wall_seconds_count', '')).toBe(warmUp)
     for (let index = 0; index < 3; index++) await send(script, `/counted-${index}`)
     for (let index = 0; index < 2; index++) await send(script, '/throw')
     await until(() => tail.events.filter((event) => event.path === '/throw').length === 2, 'the two exceptions')
     await tail.stop()
-    expect(await settled('edgeworkers_host_worker_responses_total', 'status_class="2xx"', warmUp + 3)).toBe(warmUp + 3)
-    expect(await settled('edgeworkers_host_worker_responses_total', 'status_class="none"', 2)).toBe(2)
-    expect(await settled('edgeworkers_host_worker_exceptions_total', '', 2)).toBe(2)
-    expect(await settled('edgeworkers_host_worker_invocations_total', 'outcome="exception"', 2)).toBe(2)
+    expect(await settled(script, 'edgeworkers_host_worker_responses_total', 'status_class="2xx"', warmUp + 3)).toBe(warmUp + 3)
+    expect(await settled(script, 'edgeworkers_host_worker_responses_total', 'status_class="none"', 2)).toBe(2)
+    expect(await settled(script, 'edgeworkers_host_worker_exceptions_total', '', 2)).toBe(2)
+    expect(await settled(script, 'edgeworkers_host_worker_invocations_total', 'outcome="exception"', 2)).toBe(2)
     expect(await metric('edgeworkers_host_worker_invocations_total', 'outcome="ok"')).toBe(warmUp + 3)
     // Wall time is the data plane's: counted when the answer ended, before the client saw it.
     expect(await metric('edgeworkers_host_worker_wall_seconds_count', '')).toBe(warmUp + 5)
@@ -364,5 +370,32 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
       )
     expect(refusal).toBeInstanceOf(KitError)
     expect((refusal as KitError).code).toBe('not_found')
+  })
+
+  // Last: it restarts the host without the log file (which takes every event, so nothing is sampled).
+  test('sampling: past host.tail_max_events_per_second a tail gets a `sampled` notice for the rest; the metrics count every request', async () => {
+    const cap = 5
+    const burst = 60
+    await host.restart({worker_log_file: '', tail_max_events_per_second: cap})
+    const {engine, department, script} = await deployed()
+    const tail = startTail(engine, department)
+    const warmUp = await attached(script, [tail])
+    const startedAt = Date.now()
+    const statuses = await Promise.all(Array.from({length: burst}, (_, index) => send(script, `/burst-${index}`)))
+    const seconds = (Date.now() - startedAt) / 1000
+    expect(statuses.filter((status) => status !== 200)).toEqual([])
+    const received = () => tail.events.filter((event) => event.path.startsWith('/burst-')).length
+    const skipped = () => tail.sampled.reduce((sum, notice) => sum + notice.skipped, 0)
+    await until(() => received() + skipped() === burst, 'every request of the burst received or counted as sampled out')
+    await tail.stop()
+    // At most `cap` per one-second window of the tail Worker; the burst spanned at most ⌈seconds⌉ + 1 windows.
+    expect(received()).toBeLessThanOrEqual(cap * (Math.ceil(seconds) + 1))
+    expect(skipped()).toBeGreaterThan(0)
+    for (const notice of tail.sampled)
+      expect(notice).toEqual({type: 'sampled', time: expect.any(String), script, skipped: expect.any(Number), maxEventsPerSecond: cap})
+    // Every event a tail got is whole; sampling leaves out events, never parts of one.
+    for (const event of tail.events.filter((candidate) => candidate.path.startsWith('/burst-'))) expect(event.logs).toHaveLength(5)
+    expect(await settled(script, 'edgeworkers_host_worker_responses_total', 'status_class="2xx"', warmUp + burst)).toBe(warmUp + burst)
+    expect(await metricOf(script, 'edgeworkers_host_worker_invocations_total', 'outcome="ok"')).toBe(warmUp + burst)
   })
 })

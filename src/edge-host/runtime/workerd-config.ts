@@ -52,19 +52,27 @@ const TAIL_STALL_MS = 10_000
 // After each invocation workerd hands the trace to the tail Worker. It counts every trace (outcome,
 // status, exceptions, the last error: the per-Worker metrics, exact) and posts the counters every
 // TAIL_SUMMARY_INTERVAL_MS; full traces go to the host only for the scripts the host's last answer
-// named (a live tail or the Worker log file wants them), and at once. One post in flight at a time;
-// traces arriving meanwhile join the next post. The end time is taken when workerd hands over the
-// trace (its own wallTime and cpuTime are always 0 — workerd hides timings).
+// named (a live tail or the Worker log file wants them), and at once. For a live tail, at most the
+// answer's maxEventsPerSecond traces of a script per one-second window: the rest are counted
+// (`sampled`), not serialized or posted, which is what a tail on a busy Worker costs the data plane.
+// With the log file on (forward "*") every trace is posted. One post in flight at a time; traces
+// arriving meanwhile join the next post. The end time is taken when workerd hands over the trace
+// (its own wallTime and cpuTime are always 0 — workerd hides timings).
 export const TAIL_WORKER_SOURCE = `let counters = new Map();
 let pending = [];
 let held = [];
-let forward = {all: false, scripts: new Set()};
+let forward = {all: false, scripts: new Set(), perSecond: 0};
+let windows = new Map();
 let posting = false;
 let progressAt = 0;
 let wake = null;
-function tally(script, trace) {
+function counterOf(script) {
   let counter = counters.get(script);
-  if (!counter) counters.set(script, (counter = {outcomes: {}, statuses: {}, exceptions: 0, lastError: null}));
+  if (!counter) counters.set(script, (counter = {outcomes: {}, statuses: {}, exceptions: 0, lastError: null, sampled: 0}));
+  return counter;
+}
+function tally(script, trace) {
+  const counter = counterOf(script);
   const outcome = String(trace.outcome);
   counter.outcomes[outcome] = (counter.outcomes[outcome] ?? 0) + 1;
   const status = String(trace.event?.response?.status ?? "none");
@@ -73,6 +81,18 @@ function tally(script, trace) {
   counter.exceptions += exceptions.length;
   if (exceptions.length > 0) counter.lastError = String(exceptions[0].name) + ": " + String(exceptions[0].message);
   else if (outcome !== "ok" && counter.lastError === null) counter.lastError = outcome;
+}
+// Whether this trace of a forwarded script goes to the host; if not, it is counted as sampled out.
+function admit(script, at) {
+  if (forward.all) return true;
+  let window = windows.get(script);
+  if (!window || at - window.start >= 1000) windows.set(script, (window = {start: at, admitted: 0}));
+  if (window.admitted < forward.perSecond) {
+    window.admitted++;
+    return true;
+  }
+  counterOf(script).sampled++;
+  return false;
 }
 async function post(sink) {
   posting = true;
@@ -89,8 +109,11 @@ async function post(sink) {
       const response = await sink.fetch("http://tail/events", {method: "POST", headers: {"content-type": "application/json"}, body}).catch(() => null);
       const answer = response?.ok ? await response.json().catch(() => null) : (await response?.body?.cancel(), null);
       if (!answer) continue;
-      forward = {all: answer.forward === "*", scripts: new Set(Array.isArray(answer.forward) ? answer.forward : [])};
-      for (const item of lastHeld) if (forwarded(item.script) && pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({...item, trace: slim(item.trace)});
+      forward = {all: answer.forward === "*", scripts: new Set(Array.isArray(answer.forward) ? answer.forward : []), perSecond: answer.maxEventsPerSecond ?? 0};
+      for (const [script] of windows) if (!forwarded(script)) windows.delete(script);
+      for (const item of lastHeld) {
+        if (forwarded(item.script) && admit(item.script, item.endedAt) && pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({...item, trace: slim(item.trace)});
+      }
     }
   } finally {
     posting = false;
@@ -119,7 +142,7 @@ export default {
     for (const trace of events) {
       tally(script, trace);
       if (forwarded(script)) {
-        if (pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({script, endedAt, trace: slim(trace)});
+        if (admit(script, endedAt) && pending.length < ${TAIL_BUFFER_LIMIT}) pending.push({script, endedAt, trace: slim(trace)});
       } else if (held.length < ${TAIL_HELD_LIMIT}) held.push({script, endedAt, trace});
     }
     if (pending.length > 0) wake?.();

@@ -5,7 +5,7 @@ import type {AuditActor, ErrorGroup, OutboxRowSummary} from '../../store/index.j
 import type {Engine} from '../context.js'
 import type {LaneName} from '../pass/lane.js'
 import {cancelOutboxRow, operatorScope, outboxRowDetail, retryOutboxRow, runLaneOnce, type ActionDone, type OutboxRowDetail} from './actions.js'
-import type {TailEvent} from '../../protocol/tail.js'
+import type {TailLine} from '../../protocol/tail.js'
 import {tailWorker, type TailNotice} from '../tail.js'
 import {SNAPSHOT_LIST_LIMIT, takeSnapshot, type StatusSnapshot} from './snapshot.js'
 
@@ -20,8 +20,8 @@ export interface StatusSource {
   cancel(id: string): Promise<ActionDone>
   /** `signal` stops the pass between rows (the view quits). */
   runLane(lane: LaneName, signal?: AbortSignal): Promise<ActionDone>
-  /** The live tail of a Worker (by script name), every event to `onEvent`, until `signal` aborts. */
-  tail(script: string, signal: AbortSignal, onEvent: (event: TailEvent) => void, onNotice: (notice: TailNotice) => void): Promise<void>
+  /** The live tail of a Worker (by script name), every line (event or notice) to `onLine`, until `signal` aborts. */
+  tail(script: string, signal: AbortSignal, onLine: (line: TailLine) => void, onNotice: (notice: TailNotice) => void): Promise<void>
 }
 
 export function engineStatusSource(connect: () => Promise<Engine>, actor: AuditActor): StatusSource {
@@ -37,8 +37,8 @@ export function engineStatusSource(connect: () => Promise<Engine>, actor: AuditA
     retry: async (id) => retryOutboxRow(await engine(), id, actor),
     cancel: async (id) => cancelOutboxRow(await engine(), id, actor),
     runLane: async (lane, signal) => runLaneOnce(await engine(), lane, signal),
-    tail: async (script, signal, onEvent, onNotice) => {
-      for await (const event of tailWorker(await engine(), script, {filters: {methods: [], samplingRate: 1}, signal, onNotice})) onEvent(event)
+    tail: async (script, signal, onLine, onNotice) => {
+      for await (const line of tailWorker(await engine(), script, {filters: {methods: [], samplingRate: 1}, signal, onNotice})) onLine(line)
     },
   }
 }

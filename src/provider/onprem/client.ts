@@ -26,7 +26,7 @@ import {
   type UploadScript,
 } from '../../protocol/management-api.js'
 import {signRequest} from '../../protocol/signing.js'
-import type {TailEvent, WorkerActivity} from '../../protocol/tail.js'
+import type {TailLine, WorkerActivity} from '../../protocol/tail.js'
 import {
   ProviderError,
   type AccessPolicy,
@@ -236,7 +236,7 @@ export class OnPremProvider implements EdgeProvider {
     return {size, sha256: hash.digest('hex')}
   }
 
-  async *tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailEvent> {
+  async *tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailLine> {
     let opened: Opened
     try {
       // The host sends a blank line every few seconds: a stream silent for longer is dead.
