@@ -1,0 +1,3 @@
+import {backupAndRestoreSuite} from './backup-suite.js'
+
+backupAndRestoreSuite('sqlite')

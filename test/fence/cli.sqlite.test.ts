@@ -1,0 +1,3 @@
+import {fenceCommandsSuite} from './cli-suite.js'
+
+fenceCommandsSuite('sqlite')
