@@ -1,0 +1,77 @@
+// What a shard (./shard.ts) is given and hands out: its options, the config it starts on, the events
+// it reports and the lease a request holds on its running process.
+import type {Logger} from 'pino'
+import type {Agent} from 'undici'
+import type {RunnableScript} from '../state.js'
+
+export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
+
+/** A written config, ready to start; `discard` removes it once workerd has read it. */
+export interface PreparedConfig {
+  configPath: string
+  /** The sockets the process reports once it listens: one per script on the swap path, named after it (and the loader's). */
+  sockets: string[]
+  /** Socket name → its Unix socket path. */
+  socketPaths: ReadonlyMap<string, string>
+  cwd: string
+  /** Start workerd with `--experimental` (host.experimental). */
+  experimental: boolean
+  discard(): Promise<void>
+  /** Removes the sockets' directory; called once the process started on this config has exited. */
+  release(): Promise<void>
+}
+
+export interface ShardOptions {
+  index: number
+  /** The scripts this shard must run now (read at each swap). */
+  loadScripts(): RunnableScript[]
+  /** Writes a config for `scripts`, the ones on the swap path (the loader Worker is in it whenever codeLoading is set). */
+  prepare(scripts: RunnableScript[]): Promise<PreparedConfig>
+  /** host.code_loading = "loader": which scripts the loader Worker runs, and the bound on replaced loads. */
+  codeLoading: {runsInLoader(script: RunnableScript): boolean; maxStaleLoads: number} | null
+  /** Where workerd processes are recorded while they run, so a later host can clean up after a crash. */
+  pidDir: string
+  coalesceWindowMs: number
+  drainTimeoutMs: number
+  startTimeoutMs: number
+  log: Logger
+  onStateChange?(state: ShardState): void
+  /** `seconds`: from the swap's start until the new process serves (requests waited that long in `hold` mode). */
+  onSwapped?(event: SwapEvent): void
+  /** The process died on its own; `suspect` is the script whose request was oldest inside it, if any. */
+  onCrash?(suspect: string | null): void
+}
+
+export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle'
+/** `load`: no swap — changed Workers were loaded into the running process (the loader). */
+export type SwapMode = 'hold' | 'overlap' | 'load'
+/** What the shard serves changed; `scripts`: how many it runs (after a swap) or loaded (`load`). */
+export interface SwapEvent {
+  reason: RestartReason
+  mode: SwapMode
+  seconds: number
+  scripts: number
+}
+
+/** Where the running process serves a script: the origin of its socket, and its load id under the loader. */
+export interface ScriptRoute {
+  origin: string
+  loadId: string | null
+}
+
+/** A request's hold on the running process; release it when the response is done. */
+export interface ShardLease {
+  /** Keep-alive connections to the process's sockets. */
+  dispatcher: Agent
+  /** Settles when the process this lease points at has exited (a crash, or a swap). */
+  exited: Promise<unknown>
+  /**
+   * Settles when that process stops taking new work (a swap or stop begins). Connections that
+   * outlive their request — WebSockets — close then, so a swap never waits for them.
+   */
+  retired: Promise<void>
+  /** The Unix socket of the lease's script in that process (for connections undici does not make: upgrades). */
+  socketPath: string | undefined
+  /** `failed`: the request ended by an error; it stays a suspect should the process turn out dead. */
+  release(failed?: boolean): void
+}
