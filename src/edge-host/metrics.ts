@@ -14,19 +14,13 @@ export interface MetricSources {
 export class HostMetrics {
   readonly registry = new Registry()
 
-  readonly requests = new Counter({
-    name: 'edgeworkers_host_requests_total',
-    help: 'Data-plane requests by script and response status.',
-    labelNames: ['script', 'status'] as const,
-    registers: [this.registry],
-  })
+  readonly requests = this.counter('edgeworkers_host_requests_total', 'Data-plane requests by script and response status.', ['script', 'status'])
 
-  readonly shardRestarts = new Counter({
-    name: 'edgeworkers_host_shard_restarts_total',
-    help: 'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle).',
-    labelNames: ['shard', 'reason'] as const,
-    registers: [this.registry],
-  })
+  readonly shardRestarts = this.counter(
+    'edgeworkers_host_shard_restarts_total',
+    'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle).',
+    ['shard', 'reason'],
+  )
 
   readonly swapSeconds = new Histogram({
     name: 'edgeworkers_host_shard_swap_seconds',
@@ -36,12 +30,11 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
-  readonly controlCalls = new Counter({
-    name: 'edgeworkers_host_control_calls_total',
-    help: 'Control calls by operation: applied, or answered from the receipt of an earlier call with the same mutation id (replayed).',
-    labelNames: ['operation', 'outcome'] as const,
-    registers: [this.registry],
-  })
+  readonly controlCalls = this.counter(
+    'edgeworkers_host_control_calls_total',
+    'Control calls by operation: applied, or answered from the receipt of an earlier call with the same mutation id (replayed).',
+    ['operation', 'outcome'],
+  )
 
   readonly shardUp = new Gauge({
     name: 'edgeworkers_host_shard_up',
@@ -50,19 +43,13 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
-  readonly incidents = new Counter({
-    name: 'edgeworkers_host_worker_incidents_total',
-    help: 'Runaway incidents (stall, memory, crash) by suspected script ("unknown" when no request was inside).',
-    labelNames: ['script', 'kind'] as const,
-    registers: [this.registry],
-  })
+  readonly incidents = this.counter(
+    'edgeworkers_host_worker_incidents_total',
+    'Runaway incidents (stall, memory, crash) by suspected script ("unknown" when no request was inside).',
+    ['script', 'kind'],
+  )
 
-  readonly quarantines = new Counter({
-    name: 'edgeworkers_host_worker_quarantines_total',
-    help: 'Releases quarantined after too many incidents, by script.',
-    labelNames: ['script'] as const,
-    registers: [this.registry],
-  })
+  readonly quarantines = this.counter('edgeworkers_host_worker_quarantines_total', 'Releases quarantined after too many incidents, by script.', ['script'])
 
   // Per-Worker figures, labelled only for scripts the host serves and removed when a script is
   // retired (./tail-hub.ts forget), so the label set is bounded by the scripts deployed. Where each
@@ -71,26 +58,19 @@ export class HostMetrics {
   // service-binding listener. workerd reports no CPU time (its traces carry cpuTime = wallTime = 0)
   // and a Worker's fetch() to the internet leaves through workerd's own network service, so there
   // is no per-Worker CPU figure and no count of internet subrequests; the watchdog bounds CPU per shard.
-  readonly workerOutcomes = new Counter({
-    name: 'edgeworkers_host_worker_invocations_total',
-    help: 'Worker invocations by script and outcome (ok, exception, exceededCpu, exceededMemory, canceled, unknown).',
-    labelNames: ['script', 'outcome'] as const,
-    registers: [this.registry],
-  })
+  readonly workerOutcomes = this.counter(
+    'edgeworkers_host_worker_invocations_total',
+    'Worker invocations by script and outcome (ok, exception, exceededCpu, exceededMemory, canceled, unknown).',
+    ['script', 'outcome'],
+  )
 
-  readonly workerResponses = new Counter({
-    name: 'edgeworkers_host_worker_responses_total',
-    help: 'Worker responses by script and status class (1xx … 5xx; "none" when the Worker answered nothing).',
-    labelNames: ['script', 'status_class'] as const,
-    registers: [this.registry],
-  })
+  readonly workerResponses = this.counter(
+    'edgeworkers_host_worker_responses_total',
+    'Worker responses by script and status class (1xx … 5xx; "none" when the Worker answered nothing).',
+    ['script', 'status_class'],
+  )
 
-  readonly workerExceptions = new Counter({
-    name: 'edgeworkers_host_worker_exceptions_total',
-    help: 'Uncaught exceptions thrown by Workers, by script.',
-    labelNames: ['script'] as const,
-    registers: [this.registry],
-  })
+  readonly workerExceptions = this.counter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'])
 
   readonly workerWallSeconds = new Histogram({
     name: 'edgeworkers_host_worker_wall_seconds',
@@ -100,19 +80,17 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
-  readonly workerSubrequests = new Counter({
-    name: 'edgeworkers_host_worker_subrequests_total',
-    help: 'Subrequests a Worker made that the host carries, by script and kind (service_binding); fetch() to the internet is not counted.',
-    labelNames: ['script', 'kind'] as const,
-    registers: [this.registry],
-  })
+  readonly workerSubrequests = this.counter(
+    'edgeworkers_host_worker_subrequests_total',
+    'Subrequests a Worker made that the host carries, by script and kind (service_binding); fetch() to the internet is not counted.',
+    ['script', 'kind'],
+  )
 
-  readonly workerWebSockets = new Counter({
-    name: 'edgeworkers_host_worker_websockets_total',
-    help: 'WebSocket connections a Worker accepted (the data plane relayed its 101), by script.',
-    labelNames: ['script'] as const,
-    registers: [this.registry],
-  })
+  readonly workerWebSockets = this.counter(
+    'edgeworkers_host_worker_websockets_total',
+    'WebSocket connections a Worker accepted (the data plane relayed its 101), by script.',
+    ['script'],
+  )
 
   constructor(sources: MetricSources) {
     new Gauge({
@@ -141,5 +119,10 @@ export class HostMetrics {
         for (const [state, count] of Object.entries(sources.scriptCounts())) this.set({state}, count)
       },
     })
+  }
+
+  /** A counter on this host's registry, labelled by `labelNames`. */
+  private counter<Label extends string>(name: string, help: string, labelNames: readonly Label[]): Counter<Label> {
+    return new Counter({name, help, labelNames, registers: [this.registry]})
   }
 }

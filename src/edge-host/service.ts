@@ -31,7 +31,7 @@ import type {WorkerdRuntime} from './runtime/runtime.js'
 import {refusalMessage} from './runtime/validator.js'
 import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './service-common.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import {scriptStateOf, type FenceRecord, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
+import {scriptStateOf, type HostFence, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
 
 export type HostSettings = Settings['host']
 
@@ -305,7 +305,7 @@ export class HostService {
     return staged
   }
 
-  private requireActiveFence(fenceId: string): FenceRecord {
+  private requireActiveFence(fenceId: string): HostFence {
     const active = this.state.fences.active()
     if (active?.fenceId !== fenceId) {
       throw new HostError(
@@ -377,7 +377,7 @@ export class HostService {
   }
 }
 
-function fenceView(fence: FenceRecord): Fence {
+function fenceView(fence: HostFence): Fence {
   return {
     fenceId: fence.fenceId,
     reason: fence.reason,

@@ -14,7 +14,7 @@ import {create as createTar} from 'tar'
 import {fileDigest} from '../file-digest.js'
 import {SNAPSHOT_MANIFEST_FILE, type SnapshotManifest} from '../protocol/management-api.js'
 import {IDENTITY_KEY_FILE, type HostIdentity} from './identity.js'
-import {type FenceRecord, type HostState, sealSnapshotCopy, STATE_FILE} from './state.js'
+import {type HostFence, type HostState, sealSnapshotCopy, STATE_FILE} from './state.js'
 
 const STAGING_DIR = path.join('runtime', 'snapshots')
 const DURABLE_OBJECTS_DIR = 'do'
@@ -26,7 +26,7 @@ export interface SnapshotSource {
   state: HostState
   identity: HostIdentity
   /** The active fence the snapshot is taken under. */
-  fence: FenceRecord
+  fence: HostFence
 }
 
 export interface StagedSnapshot {

@@ -19,7 +19,8 @@ import {Receipts} from './state/receipts.js'
 import {Scripts, type ScriptUpload} from './state/scripts.js'
 
 export type {AccessPolicyRecord, OperationSettingsRecord} from './state/control-config.js'
-export type {FencedTx, FenceRecord} from './state/fences.js'
+export type {FencedTx} from './state/fences.js'
+export type {HostFence} from '../protocol/management-api.js'
 export {sealSnapshotCopy} from './state/fences.js'
 export {type RunnableScript, type ScriptRecord, type ScriptUpload, scriptStateOf} from './state/scripts.js'
 

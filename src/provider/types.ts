@@ -1,7 +1,14 @@
 // The provider seam: the engine speaks to an edge runtime only through this interface and never
 // speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon.
 import type {TailLine, WorkerActivity} from '../protocol/tail.js'
-import type {AccessPolicy as WireAccessPolicy, OperationSettings, RuntimeConfigList, SecretList, ServiceAccountList} from '../protocol/management-api.js'
+import type {
+  AccessPolicy as WireAccessPolicy,
+  HostFence,
+  OperationSettings,
+  RuntimeConfigList,
+  SecretList,
+  ServiceAccountList,
+} from '../protocol/management-api.js'
 
 export type ScriptState = 'active' | 'locked_down' | 'retired'
 
@@ -94,15 +101,7 @@ export interface ControlState {
   operationSettings: OperationSettings
 }
 
-export interface HostFence {
-  fenceId: string
-  reason: string
-  startedAt: number
-  expiresAt: number
-  /** null while active; how and when it was lifted otherwise. */
-  liftedAt: number | null
-  liftReason: 'ended' | 'expired' | null
-}
+export type {HostFence}
 
 export interface HostInventory {
   scripts: ScriptListPage['scripts']

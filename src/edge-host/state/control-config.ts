@@ -147,15 +147,7 @@ export class ControlConfig {
     const revision = this.bumpRuntimeConfig(tx, script, change.baseRevision)
     const canonical = canonicalJson(JSON.parse(change.valueJson))
     const sha256 = sha256Hex(canonical)
-    tx.run(
-      `INSERT INTO runtime_config (script, key, value_json, sha256, updated_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (script, key) DO UPDATE SET value_json = excluded.value_json, sha256 = excluded.sha256, updated_at = excluded.updated_at`,
-      script,
-      key,
-      canonical,
-      sha256,
-      tx.now,
-    )
+    tx.upsert('runtime_config', ['script', 'key'], {script, key, value_json: canonical, sha256, updated_at: tx.now})
     return {revision, valueJson: canonical, sha256}
   }
 

@@ -48,15 +48,7 @@ export class Credentials {
     const bound: Binding[] = bindings ? JSON.parse(bindings.bindings) : []
     if (bound.some((binding) => binding.name === name)) throw new HostError('binding_name_taken', `script ${script} already has a binding named ${name}`)
     const sha256 = sha256Hex(value)
-    tx.run(
-      `INSERT INTO secrets (script, name, value, sha256, updated_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (script, name) DO UPDATE SET value = excluded.value, sha256 = excluded.sha256, updated_at = excluded.updated_at`,
-      script,
-      name,
-      value,
-      sha256,
-      tx.now,
-    )
+    tx.upsert('secrets', ['script', 'name'], {script, name, value, sha256, updated_at: tx.now})
     return {sha256}
   }
 
@@ -92,17 +84,14 @@ export class Credentials {
 
   putServiceAccount(tx: FencedTx, script: string, id: string, login: {username: string; password: string}): {passwordSha256: string} {
     const passwordSha256 = sha256Hex(login.password)
-    tx.run(
-      `INSERT INTO service_accounts (script, id, username, password, password_sha256, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (script, id) DO UPDATE SET username = excluded.username, password = excluded.password,
-         password_sha256 = excluded.password_sha256, updated_at = excluded.updated_at`,
+    tx.upsert('service_accounts', ['script', 'id'], {
       script,
       id,
-      login.username,
-      login.password,
-      passwordSha256,
-      tx.now,
-    )
+      username: login.username,
+      password: login.password,
+      password_sha256: passwordSha256,
+      updated_at: tx.now,
+    })
     return {passwordSha256}
   }
 

@@ -23,6 +23,17 @@ export class WriteTx {
     if (!openTransactions.has(this)) throw new Error('a write transaction was used after it ended')
     return this.#statement(sql).run(...params)
   }
+
+  /** Inserts `row`, or on a conflict over `keys` overwrites every column of it but the keys and `insertOnly`. */
+  upsert(table: string, keys: readonly string[], row: Record<string, unknown>, insertOnly: readonly string[] = []): Database.RunResult {
+    const columns = Object.keys(row)
+    const overwritten = columns.filter((column) => !keys.includes(column) && !insertOnly.includes(column))
+    return this.run(
+      `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((column) => `@${column}`).join(', ')})
+       ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${overwritten.map((column) => `${column} = excluded.${column}`).join(', ')}`,
+      row,
+    )
+  }
 }
 
 export class HostDatabase {

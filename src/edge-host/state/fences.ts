@@ -4,20 +4,12 @@
 // stops that upload from committing, and the compiler refuses a mutation that skipped the check.
 // Writes outside the rule take a plain WriteTx: fences themselves, pairing, the nonce ledger,
 // runaway incidents and shard reassignment at start (none of them is what a backup copies for).
+import type {HostFence} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import {HostDatabase, type WriteTx} from './database.js'
 
 /** How many lifted fences the host keeps for the kit's lost-fence confirmation. */
 const FENCE_HISTORY = 100
-
-export interface FenceRecord {
-  fenceId: string
-  reason: string
-  startedAt: number
-  expiresAt: number
-  liftedAt: number | null
-  liftReason: 'ended' | 'expired' | null
-}
 
 interface FenceRow {
   fence_id: string
@@ -25,7 +17,7 @@ interface FenceRow {
   started_at: number
   expires_at: number
   lifted_at: number | null
-  lift_reason: FenceRecord['liftReason']
+  lift_reason: HostFence['liftReason']
 }
 
 /** Held by this module alone: nothing else can construct a FencedTx. */
@@ -47,6 +39,10 @@ export class FencedTx {
   run(sql: string, ...params: unknown[]) {
     return this.#tx.run(sql, ...params)
   }
+
+  upsert(...args: Parameters<WriteTx['upsert']>) {
+    return this.#tx.upsert(...args)
+  }
 }
 
 export class Fences {
@@ -65,21 +61,21 @@ export class Fences {
     refuseDuring(this.active())
   }
 
-  active(now = Date.now()): FenceRecord | null {
+  active(now = Date.now()): HostFence | null {
     return this.db.write((tx) => {
       this.expire(tx, now)
       return this.read('SELECT * FROM fences WHERE lifted_at IS NULL')
     })
   }
 
-  get(fenceId: string): FenceRecord | null {
+  get(fenceId: string): HostFence | null {
     return this.db.write((tx) => {
       this.expire(tx, Date.now())
       return this.read('SELECT * FROM fences WHERE fence_id = ?', fenceId)
     })
   }
 
-  recent(): FenceRecord[] {
+  recent(): HostFence[] {
     return this.db.write((tx) => {
       this.expire(tx, Date.now())
       const rows = this.db.all<FenceRow>('SELECT * FROM fences WHERE lifted_at IS NOT NULL ORDER BY lifted_at DESC, fence_id LIMIT ?', FENCE_HISTORY)
@@ -88,7 +84,7 @@ export class Fences {
   }
 
   /** Begins a fence; the same active id again is a no-op (`created: false`). */
-  begin(fenceId: string, ttlSeconds: number, reason: string): {fence: FenceRecord; created: boolean} {
+  begin(fenceId: string, ttlSeconds: number, reason: string): {fence: HostFence; created: boolean} {
     return this.db.write((tx) => {
       const now = Date.now()
       const active = this.active(now)
@@ -105,7 +101,7 @@ export class Fences {
     })
   }
 
-  end(fenceId: string): FenceRecord {
+  end(fenceId: string): HostFence {
     return this.db.write((tx) => {
       const fence = this.get(fenceId)
       if (!fence) throw new HostError('fence_not_found', `the host has no fence ${fenceId}`)
@@ -119,7 +115,7 @@ export class Fences {
     tx.run(`UPDATE fences SET lifted_at = expires_at, lift_reason = 'expired' WHERE lifted_at IS NULL AND expires_at <= ?`, now)
   }
 
-  private read(sql: string, ...params: unknown[]): FenceRecord | null {
+  private read(sql: string, ...params: unknown[]): HostFence | null {
     const row = this.db.one<FenceRow>(sql, ...params)
     return row ? fenceFromRow(row) : null
   }
@@ -135,7 +131,7 @@ export function sealSnapshotCopy(file: string, fenceId: string, liftedAt: number
   })
 }
 
-function refuseDuring(active: FenceRecord | null): void {
+function refuseDuring(active: HostFence | null): void {
   if (!active) return
   throw new HostError(
     'edge_host_fenced',
@@ -143,7 +139,7 @@ function refuseDuring(active: FenceRecord | null): void {
   )
 }
 
-function fenceFromRow(row: FenceRow): FenceRecord {
+function fenceFromRow(row: FenceRow): HostFence {
   return {
     fenceId: row.fence_id,
     reason: row.reason,

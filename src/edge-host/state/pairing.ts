@@ -66,7 +66,7 @@ export class Pairing {
 
 function setMeta(tx: WriteTx, key: MetaKey, value: string | null): void {
   if (value === null) tx.run('DELETE FROM meta WHERE key = ?', key)
-  else tx.run('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value', key, value)
+  else tx.upsert('meta', ['key'], {key, value})
 }
 
 /** 20 characters of Crockford base32 (100 bits) in groups of four: easy to read out and type. */

@@ -33,16 +33,13 @@ export class Quarantine {
       if (sameRelease && prior.quarantined_at !== null) return {incidents: prior.incidents, quarantined: false}
       const incidents = (sameRelease ? prior.incidents : 0) + 1
       const quarantined = incidents >= quarantineAfter
-      tx.run(
-        `INSERT INTO worker_quarantine (script, release_generation, incidents, last_incident, quarantined_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (script) DO UPDATE SET release_generation = excluded.release_generation, incidents = excluded.incidents,
-           last_incident = excluded.last_incident, quarantined_at = excluded.quarantined_at`,
+      tx.upsert('worker_quarantine', ['script'], {
         script,
-        current.release_generation,
+        release_generation: current.release_generation,
         incidents,
-        kind,
-        quarantined ? Date.now() : null,
-      )
+        last_incident: kind,
+        quarantined_at: quarantined ? Date.now() : null,
+      })
       return {incidents, quarantined}
     })
   }

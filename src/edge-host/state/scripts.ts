@@ -223,16 +223,9 @@ export class Scripts {
         throw new HostError('host_full', `every shard holds ${shards.maxScriptsPerShard} scripts; raise host.shards or host.max_scripts_per_shard`)
       }
     }
-    tx.run(
-      `INSERT INTO scripts (name, shard, release_generation, main_module, compatibility_date, compatibility_flags,
-         builder_policy, tags, bindings, content_digest, created_at, updated_at, policy_updated_at)
-       VALUES (@name, @shard, @release_generation, @main_module, @compatibility_date, @compatibility_flags,
-         @builder_policy, @tags, @bindings, @content_digest, @now, @now, @now)
-       ON CONFLICT (name) DO UPDATE SET shard = excluded.shard, release_generation = excluded.release_generation,
-         main_module = excluded.main_module, compatibility_date = excluded.compatibility_date,
-         compatibility_flags = excluded.compatibility_flags, builder_policy = excluded.builder_policy,
-         tags = excluded.tags, bindings = excluded.bindings, content_digest = excluded.content_digest,
-         updated_at = excluded.updated_at`,
+    tx.upsert(
+      'scripts',
+      ['name'],
       {
         name,
         shard,
@@ -244,8 +237,11 @@ export class Scripts {
         tags: JSON.stringify(upload.tags),
         bindings: JSON.stringify(upload.bindings),
         content_digest: uploadDigest(upload),
-        now: tx.now,
+        created_at: tx.now,
+        updated_at: tx.now,
+        policy_updated_at: tx.now,
       },
+      ['created_at', 'policy_updated_at'],
     )
     this.replaceModules(tx, name, upload.modules)
     return shard

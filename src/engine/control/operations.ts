@@ -6,6 +6,7 @@ import {canonicalDigest, canonicalJson, sha256Hex} from '../../canonical-json.js
 import {
   identifierSchema as identifier,
   ipOrCidrSchema as ipOrCidr,
+  controlMutationOperations,
   MAX_CONTROL_JSON_BYTES,
   releaseGenerationSchema,
   revisionSchema as baseRevision,
@@ -15,19 +16,7 @@ import {
 import type {ControlMutation} from '../../provider/types.js'
 import {SCRIPT_NAME_PATTERN} from '../../store/index.js'
 
-export const CONTROL_OPERATIONS = [
-  'access_policy.replace',
-  'access_policy.api_key.rotate',
-  'access_policy.api_key.revoke',
-  'runtime_config.replace',
-  'runtime_config.delete',
-  'operation_settings.replace',
-  'operation_settings.revoke',
-  'secrets.put',
-  'secrets.delete',
-  'service_accounts.credentials.put',
-  'service_accounts.credentials.delete',
-] as const
+export const CONTROL_OPERATIONS = controlMutationOperations
 export type ControlOperation = (typeof CONTROL_OPERATIONS)[number]
 
 /** Canonical JSON text of an object, at most 64 KiB of UTF-8: what runtime config and operation settings hold. */

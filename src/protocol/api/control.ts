@@ -172,8 +172,8 @@ export const controlResultSchema = <T extends z.ZodType>(current: T) => z.strict
 export const deleteResultSchema = <T extends z.ZodType>(current: T) => z.strictObject({conflict: z.literal(false), deleted: z.boolean(), current})
 export const revokeResultSchema = <T extends z.ZodType>(current: T) => z.strictObject({conflict: z.literal(false), revoked: z.boolean(), current})
 
-export const receiptOperations = [
-  'retirement.lockdown',
+/** The control mutations a kit sends on an operator's behalf (and audits, see engine/control/operations.ts). */
+export const controlMutationOperations = [
   'access_policy.replace',
   'access_policy.api_key.rotate',
   'access_policy.api_key.revoke',
@@ -183,11 +183,12 @@ export const receiptOperations = [
   'operation_settings.revoke',
   'secrets.put',
   'secrets.delete',
-  'secrets.purge',
   'service_accounts.credentials.put',
   'service_accounts.credentials.delete',
-  'service_accounts.credentials.purge',
 ] as const
+
+/** Every operation the host keeps a receipt of: the control mutations, the retirement lockdown and the purges. */
+export const receiptOperations = ['retirement.lockdown', ...controlMutationOperations, 'secrets.purge', 'service_accounts.credentials.purge'] as const
 export type ReceiptOperation = (typeof receiptOperations)[number]
 
 export const receiptSchema = z.strictObject({

@@ -27,6 +27,17 @@ export const fenceSchema = z.strictObject({
 })
 export type Fence = z.infer<typeof fenceSchema>
 
+/** A fence as the kit and the host hold it (the wire's ISO times as ms since the epoch). */
+export interface HostFence {
+  fenceId: string
+  reason: string
+  startedAt: number
+  expiresAt: number
+  /** null while active; how and when it was lifted otherwise. */
+  liftedAt: number | null
+  liftReason: 'ended' | 'expired' | null
+}
+
 export const fenceStatusSchema = z.strictObject({
   active: fenceSchema.nullable(),
   /** The most recently lifted fences, newest first (at most 100). */

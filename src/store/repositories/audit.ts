@@ -6,15 +6,8 @@ import type {StoreContext} from '../context.js'
 import {deterministicId} from '../ids.js'
 import {parseJsonObject, type AuditLogsTable, type AuditRow, type JsonObject} from '../schema.js'
 
-export interface AuditEntryInput {
-  id: string
-  action: string
-  resource_type: string
-  resource_id: string
-  actor_type: string
-  actor_id: string
-  auth_method: string
-  result: string
+/** An audit row as written: the table's columns, with `facts` as an object and the optional ones optional. */
+export type AuditEntryInput = Omit<AuditLogsTable, 'reason_code' | 'digest' | 'facts' | 'created_at'> & {
   reason_code?: string | null
   digest?: string | null
   facts: JsonObject
