@@ -31,8 +31,15 @@ describe('edgeworkers CLI on a SQLite data dir', {timeout: CLI_TEST_TIMEOUT_MS},
   const store = () => openStore(settingsSchema.parse({data_dir: dataDir}))
 
   test('db migrate --check names the pending migration; other commands refuse; db migrate applies it', async () => {
-    const [check, refused] = await Promise.all([run('db', 'migrate', '--check'), run('company', 'create', 'Acme')])
+    const [check, checkJson, refused] = await Promise.all([
+      run('db', 'migrate', '--check'),
+      run('db', 'migrate', '--check', '--json'),
+      run('company', 'create', 'Acme'),
+    ])
     expectOneLineError(check, 4, `store schema does not match this build (${PENDING}); run \`edgeworkers db migrate\``)
+    // --json reports the mismatch on stdout, and the exit code still says it.
+    expect(checkJson.code).toBe(4)
+    expect(JSON.parse(checkJson.stdout)).toMatchObject({matches: false, applied: [], pending: ALL})
     expectOneLineError(refused, 4, `store ${path.join(dataDir, 'edgeworkers.sqlite')} does not exist; run \`edgeworkers db migrate\``)
     // Neither the check nor the refused command left an empty store behind.
     expect(existsSync(path.join(dataDir, 'edgeworkers.sqlite'))).toBe(false)

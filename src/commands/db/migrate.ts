@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base-command.js'
+import {ExitCode, exitCodeFor} from '../../cli/exit-codes.js'
 import {KitError} from '../../errors.js'
 import {checkStoreSchema, migrateStore} from '../../engine/store-schema.js'
 
@@ -24,7 +25,8 @@ schema that does not match.`
       const report = await checkStoreSchema(this.settings)
       // --json reports the status either way; the exit code says whether it matched.
       if (report.matches || this.jsonEnabled()) {
-        return this.respond(report, () => `store ${report.location} matches this build (${report.applied.length} migrations applied)`)
+        const text = () => `store ${report.location} matches this build (${report.applied.length} migrations applied)`
+        return this.respond(report, text, report.matches ? ExitCode.ok : exitCodeFor.schema_mismatch)
       }
       const remedy = report.unknown.length > 0 ? 'upgrade edgeworkers' : 'run `edgeworkers db migrate`'
       throw new KitError('schema_mismatch', `store schema does not match this build (${report.difference}); ${remedy}`)
