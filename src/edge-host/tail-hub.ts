@@ -278,7 +278,7 @@ function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) =
     logs: (trace.logs ?? []).map((line) => ({
       time: isoOf(line.timestamp, startedAt),
       level: (tailLogLevels as readonly string[]).includes(line.level ?? '') ? (line.level as TailEvent['logs'][number]['level']) : 'log',
-      message: redact(mapped(messageOf(line.message))),
+      message: redact(mapped(consoleLineOf(line.message))),
     })),
     exceptions: (trace.exceptions ?? []).map((exception) => ({
       time: isoOf(exception.timestamp, startedAt),
@@ -313,7 +313,7 @@ function statusClassOf(status: number | null): (typeof STATUS_CLASSES)[number] {
 }
 
 /** A console line as the console prints it: strings as they are, other values as JSON. */
-function messageOf(message: unknown): string {
+function consoleLineOf(message: unknown): string {
   const parts = Array.isArray(message) ? message : [message]
   return parts.map((part) => (typeof part === 'string' ? part : (JSON.stringify(part) ?? String(part)))).join(' ')
 }
