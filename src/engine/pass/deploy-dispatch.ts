@@ -175,10 +175,12 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
  */
 async function supersedeYielding(run: LaneRun, rows: OutboxRow[]): Promise<Set<string>> {
   if (rows.length === 0) return new Set()
-  const settled = await run.engine.store.sweeps.supersedeStamped(rows.map(stampOf)).catch((error: unknown) => {
-    if (isTransientConflict(error)) return []
-    throw error
-  })
+  const settled = await run.engine.store.sweeps
+    .supersedeStamped(rows.map((row) => ({stamp: stampOf(row), versionId: row.version_id})))
+    .catch((error: unknown) => {
+      if (isTransientConflict(error)) return []
+      throw error
+    })
   const scriptOf = new Map(rows.map((row) => [row.id, row.script_name]))
   for (const {outboxId, newer} of settled) {
     run.engine.log.info(

@@ -22,9 +22,20 @@ export interface SupersededRow {
  * would fail rather than let yield (Worker or version gone, arguments that do not match it) are
  * left to the task. Returns the rows it settled.
  */
-export async function supersedeStamped(ctx: StoreContext, stamps: readonly SweepStamp[]): Promise<SupersededRow[]> {
-  const pending = new Map(stamps.filter((stamp) => stamp.status === 'pending').map((stamp) => [stamp.id, stamp]))
-  if (pending.size === 0) return []
+export async function supersedeStamped(ctx: StoreContext, claimed: readonly {stamp: SweepStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
+  const candidates = claimed.filter((row) => row.stamp.status === 'pending' && row.versionId)
+  // An unlocked look first: most claims outside a backlog have nothing that yields, and then take no locks.
+  if (
+    candidates.length === 0 ||
+    (
+      await newerDeploysOf(
+        ctx,
+        candidates.map((row) => row.versionId!),
+      )
+    ).size === 0
+  )
+    return []
+  const pending = new Map(candidates.map((row) => [row.stamp.id, row.stamp]))
   return ctx.atomic(async (tx) => {
     const forUpdate = <Q extends {forUpdate(): Q}>(query: Q) => (tx.locksRows ? query.forUpdate() : query)
     const locked = await forUpdate(

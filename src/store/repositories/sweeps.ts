@@ -190,8 +190,8 @@ export class SweepRepository {
   }
 
   /** Settles, in one transaction, the stamped rows of a claim that yield to a newer deploy (./supersede.ts). */
-  async supersedeStamped(stamps: readonly SweepStamp[]): Promise<SupersededRow[]> {
-    return supersedeStamped(this.ctx, stamps)
+  async supersedeStamped(claimed: readonly {stamp: SweepStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
+    return supersedeStamped(this.ctx, claimed)
   }
 
   /** Which of these Worker ids still have a row. */

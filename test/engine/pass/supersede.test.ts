@@ -93,7 +93,7 @@ describeEachStore('superseded rows settle a claim at a time', (t) => {
     await t.store.sweeps.release(stampOf(middle!), middle!)
     const before = [await t.store.outbox.get(oldest!.id), await t.store.outbox.get(middle!.id)]
 
-    expect(await t.store.sweeps.supersedeStamped(claimed.map(stampOf))).toEqual([])
+    expect(await t.store.sweeps.supersedeStamped(claimed.map((row) => ({stamp: stampOf(row), versionId: row.version_id})))).toEqual([])
     expect([await t.store.outbox.get(oldest!.id), await t.store.outbox.get(middle!.id)]).toEqual(before)
     expect(await supersededAudits()).toEqual([])
     // The newest row yields to nothing: it stays the claim's, for its task.
@@ -144,6 +144,6 @@ async function installAuditFailure(t: StoreHarness, outboxId: string): Promise<v
 }
 
 async function removeAuditFailure(t: StoreHarness): Promise<void> {
-  await t.exec('drop trigger if exists fail_audit' + (t.backend === 'postgres' ? ' on edge_worker_audit_logs' : ''))
+  await t.exec(`drop trigger if exists fail_audit${t.backend === 'postgres' ? ' on edge_worker_audit_logs' : ''}`)
   if (t.backend === 'postgres') await t.exec('drop function if exists fail_audit()')
 }
