@@ -24,17 +24,13 @@ export interface SupersededRow {
  */
 export async function supersedeStamped(ctx: StoreContext, claimed: readonly {stamp: SweepStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
   const candidates = claimed.filter((row) => row.stamp.status === 'pending' && row.versionId)
+  if (candidates.length === 0) return []
   // An unlocked look first: most claims outside a backlog have nothing that yields, and then take no locks.
-  if (
-    candidates.length === 0 ||
-    (
-      await newerDeploysOf(
-        ctx,
-        candidates.map((row) => row.versionId!),
-      )
-    ).size === 0
+  const unlockedLook = await newerDeploysOf(
+    ctx,
+    candidates.map((row) => row.versionId!),
   )
-    return []
+  if (unlockedLook.size === 0) return []
   const pending = new Map(candidates.map((row) => [row.stamp.id, row.stamp]))
   return ctx.atomic(async (tx) => {
     const forUpdate = <Q extends {forUpdate(): Q}>(query: Q) => (tx.locksRows ? query.forUpdate() : query)
