@@ -1,6 +1,6 @@
 // One graphile-worker process of bench/scale: says `ready`, waits for `go` on stdin, runs a worker
 // pool of <concurrency> over the no-op task `noop` until `stop` arrives, then prints how many jobs it
-// completed. Defaults otherwise (no local queue, no batched completion), as a plain install runs it.
+// completed and the CPU time it used from `go`. Defaults otherwise (no local queue, no batched completion), as a plain install runs it.
 // Usage: node --import tsx bench/scale/graphile-runner.ts <database-url> <concurrency>
 import {EventEmitter} from 'node:events'
 import {createInterface} from 'node:readline'
@@ -11,6 +11,7 @@ const [url, concurrency] = process.argv.slice(2) as [string, string]
 const lines = createInterface({input: process.stdin})[Symbol.asyncIterator]()
 process.stdout.write('ready\n')
 await lines.next()
+const cpuBefore = process.cpuUsage()
 let completed = 0
 // Counted from the first job on: run() may return after the first jobs are done.
 const events: WorkerEvents = new EventEmitter()
@@ -27,4 +28,5 @@ const runner = await run({
 })
 await lines.next()
 await runner.stop()
-process.stdout.write(`${JSON.stringify({completed})}\n`)
+const cpu = process.cpuUsage(cpuBefore)
+process.stdout.write(`${JSON.stringify({completed, cpuMicros: cpu.user + cpu.system})}\n`)

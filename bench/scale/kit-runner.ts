@@ -2,9 +2,14 @@
 // runs one recovery pass as `edgeworkers reconcile --lane recovery` does — claims of
 // `recovery.batch_size` rows, the next claimed while the last rows run, up to
 // `reconcile.deploy_concurrency` rows at once — with a deploy task that leases each row through the
-// sweep's stamp and settles it (a no-op job), and prints how many rows it completed.
+// sweep's stamp and settles it (a no-op job), and prints how many rows it completed and the CPU
+// time the drain took.
+// With EDGEWORKERS_BENCH_CPU_PROFILE=<file> it writes a V8 CPU profile of the drain alone (from `go`
+// to the pass's end; start-up and module loading left out) to that file (bench/scale/profile.ts).
 // Usage: node --import tsx bench/scale/kit-runner.ts <store-url> <data-dir> <scope> <concurrency>
 import {once} from 'node:events'
+import {writeFileSync} from 'node:fs'
+import {Session} from 'node:inspector/promises'
 import {createInterface} from 'node:readline'
 import {FileArtifactStore} from '../../src/artifacts/store.js'
 import {settingsSchema} from '../../src/config/schema.js'
@@ -34,7 +39,17 @@ const lines = createInterface({input: process.stdin})
 process.stdout.write('ready\n')
 await once(lines, 'line')
 lines.close()
+const profileFile = process.env.EDGEWORKERS_BENCH_CPU_PROFILE
+const profiler = profileFile ? new Session() : undefined
+if (profiler) {
+  profiler.connect()
+  await profiler.post('Profiler.enable')
+  await profiler.post('Profiler.start')
+}
+const cpuBefore = process.cpuUsage()
 const result = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: leaseAndSettle(scope)})
+const cpu = process.cpuUsage(cpuBefore)
+if (profiler && profileFile) writeFileSync(profileFile, JSON.stringify((await profiler.post('Profiler.stop')).profile))
 await store.close()
 const lane = result.lanes[0]!
-process.stdout.write(`${JSON.stringify({completed: lane.completed, error: lane.error ?? null})}\n`)
+process.stdout.write(`${JSON.stringify({completed: lane.completed, error: lane.error ?? null, cpuMicros: cpu.user + cpu.system})}\n`)

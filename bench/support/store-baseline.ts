@@ -1,6 +1,6 @@
 // What every store benchmark shares: the single-row durable commit baselines measured in the same
 // run, an embedded PostgreSQL server (or EDGEWORKERS_BENCH_PG_URL), and scratch databases on it.
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import net from 'node:net'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -105,4 +105,41 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port))
     })
   })
+}
+
+/** The process id of the (local) PostgreSQL server behind `adminUrl`: the first line of its postmaster.pid. */
+export async function postmasterPid(adminUrl: string): Promise<number> {
+  const client = new pg.Client({connectionString: adminUrl})
+  await client.connect()
+  try {
+    const {rows} = await client.query<{setting: string}>(`select setting from pg_settings where name = 'data_directory'`)
+    return Number(readFileSync(path.join(rows[0]!.setting, 'postmaster.pid'), 'utf8').split('\n')[0])
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * CPU time (user + system, µs) a process tree has used so far: the process, its live children,
+ * and the children it has reaped (PostgreSQL's backends exit when their connection closes). Linux only.
+ */
+export function processTreeCpuMicros(pid: number): number {
+  // USER_HZ: 100 ticks a second on Linux.
+  const microsPerTick = 1_000_000 / 100
+  const ticks = (id: number, withReaped: boolean) => {
+    const fields = readFileSync(`/proc/${id}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    // Fields from the state on (stat(5) numbers them from 1 with pid and comm first): utime 14, stime 15, cutime 16, cstime 17.
+    const [utime, stime, cutime, cstime] = fields.slice(11, 15).map(Number) as [number, number, number, number]
+    return utime + stime + (withReaped ? cutime + cstime : 0)
+  }
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number)
+  let total = ticks(pid, true)
+  for (const child of children) {
+    try {
+      total += ticks(child, false)
+    } catch {
+      // It exited meanwhile: the parent's reaped time has it now or soon.
+    }
+  }
+  return total * microsPerTick
 }

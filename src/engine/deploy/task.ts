@@ -7,7 +7,7 @@
 // a newer version queued or deployed settles superseded — checked at the snapshot, again under the
 // Worker's lock right before any upload, while waiting for readiness, and at the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
-import {auditEntry, deterministicId, DEPLOY_SUPERSEDED, SYSTEM_ACTOR} from '../../store/index.js'
+import {auditEntry, deterministicId, DEPLOY_SUPERSEDED, supersededMessage, SYSTEM_ACTOR} from '../../store/index.js'
 import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, SweepStamp, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
@@ -100,7 +100,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     return superseded(newer)
   }
   const superseded = (newer: NewerDeploy): DeployTaskResult => {
-    const message = `version ${newer.versionId} of the Worker is newer; this deploy yields to it`
+    const message = supersededMessage(newer.versionId)
     log.info({outboxId: args.outboxId, code: DEPLOY_SUPERSEDED, newerVersionId: newer.versionId}, `Edge Worker deployment superseded: ${message}`)
     return {outcome: 'superseded', code: DEPLOY_SUPERSEDED, message, newerVersionId: newer.versionId}
   }

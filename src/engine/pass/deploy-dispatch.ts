@@ -1,9 +1,10 @@
 // What the recovery and deferred lanes do with the deploy rows they stamped, several Workers at once:
-// quarantine a row that cannot be dispatched, settle one whose Worker is gone, else publish it
-// and run the deploy task in-process, which leases it through the stamp (one compare-and-set statement).
+// quarantine a row that cannot be dispatched, settle one whose Worker is gone, settle the rows of a
+// claim that yield to a newer deploy together, else publish each row and run the deploy task
+// in-process, which leases it through the stamp (one compare-and-set statement).
 // Rows the lane does not get to go back to the passes.
 import {z} from 'zod'
-import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type OutboxRow, type SweepStamp} from '../../store/index.js'
+import {DEPLOY_SUPERSEDED, isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, supersededMessage, type OutboxRow, type SweepStamp} from '../../store/index.js'
 import type {DeployTaskResult} from '../deploy/task.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
@@ -82,8 +83,14 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     claimMore &&= options.repeat && rows.length > 0 && fresh.length === rows.length
     claimed.push(...fresh)
     for (const id of await store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))) live.add(id)
-    unstarted += fresh.length
-    for (const row of fresh) {
+    const superseded = await supersedeYielding(
+      run,
+      fresh.filter((row) => !deployRowProblem(row) && live.has(row.worker_id!)),
+    )
+    for (const id of superseded) counted.add(id)
+    const toRun = fresh.filter((row) => !superseded.has(row.id))
+    unstarted += toRun.length
+    for (const row of toRun) {
       const key = row.worker_id?.trim() ? `worker:${row.worker_id}` : `row:${row.id}`
       const queue = queues.get(key)
       if (queue) queue.push(row)
@@ -158,6 +165,32 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
       run.counts.skipped++
     }
   }
+}
+
+/**
+ * Settles the claimed rows that yield to a newer deploy of their Worker in one transaction, as the
+ * deploy task would settle each after leasing it (a backlog of many versions per Worker is mostly
+ * such rows); counts and logs them as the task's `superseded` outcome. A store conflict leaves them
+ * all to the task. Returns their ids.
+ */
+async function supersedeYielding(run: LaneRun, rows: OutboxRow[]): Promise<Set<string>> {
+  if (rows.length === 0) return new Set()
+  const settled = await run.engine.store.sweeps
+    .supersedeStamped(rows.map((row) => ({stamp: stampOf(row), versionId: row.version_id})))
+    .catch((error: unknown) => {
+      if (isTransientConflict(error)) return []
+      throw error
+    })
+  const scriptOf = new Map(rows.map((row) => [row.id, row.script_name]))
+  for (const {outboxId, newer} of settled) {
+    run.engine.log.info(
+      {outboxId, code: DEPLOY_SUPERSEDED, newerVersionId: newer.versionId},
+      `Edge Worker deployment superseded: ${supersededMessage(newer.versionId)}`,
+    )
+    run.counts.completed++
+    run.rowDone({rowId: outboxId, scriptName: scriptOf.get(outboxId) ?? null, outcome: 'completed'})
+  }
+  return new Set(settled.map((row) => row.outboxId))
 }
 
 async function dispatchOne(

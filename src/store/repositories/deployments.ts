@@ -8,10 +8,12 @@
 // (WorkerRepository.createVersion keeps created_at strictly increasing per Worker). A deploy row
 // yields — settles `cancelled` with `deploy_superseded`, uploading nothing — once a newer version of
 // its Worker has a deploy row that is queued, running, completed or uncertain (newerDeployOf).
+import type {ExpressionBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {deterministicId} from '../ids.js'
 import {
   parseJsonObject,
+  type Database,
   type EdgeWorkerVersionsTable,
   type JsonObject,
   type OutboxRow,
@@ -191,8 +193,7 @@ export class DeploymentRepository {
 
   /** The newer deploy this version yields to, read now (the readiness gate asks while it waits). */
   async newerDeploy(versionId: string): Promise<NewerDeploy | undefined> {
-    const version = await new WorkerRepository(this.ctx).getVersion(versionId)
-    return version && newerDeployOf(this.ctx, version)
+    return newerDeployOf(this.ctx, {id: versionId})
   }
 
   /**
@@ -339,10 +340,13 @@ export class DeploymentRepository {
     return rows.map((row) => row.dedupe_key)
   }
 
-  private async settleSuperseded(tx: StoreContext, rows: {outbox: {id: string}; worker: WorkerRow; version: VersionRow; newer: NewerDeploy}): Promise<void> {
+  /** Settles one yielding row inside `tx` (the caller holds its outbox, Worker and version locks); also used a batch at a time (./supersede.ts). */
+  async settleSuperseded(
+    tx: StoreContext,
+    rows: {outbox: {id: string}; worker: Pick<WorkerRow, 'id' | 'script_name'>; version: Pick<VersionRow, 'id' | 'release_generation'>; newer: NewerDeploy},
+  ): Promise<void> {
     const {outbox, worker, version, newer} = rows
-    const message = `version ${newer.versionId} of the Worker is newer; this deploy yields to it`
-    await this.settleOutbox(tx, outbox.id, 'cancelled', DEPLOY_SUPERSEDED, message)
+    await this.settleOutbox(tx, outbox.id, 'cancelled', DEPLOY_SUPERSEDED, supersededMessage(newer.versionId))
     await tx.db
       .updateTable('edge_worker_versions')
       .set({state: 'superseded', updated_at: this.ctx.now()})
@@ -435,21 +439,41 @@ function isNewer(a: Pick<VersionRow, 'id' | 'created_at'>, b: Pick<VersionRow, '
  * whose status says it is queued, running, on the host or may be (WINNING_STATUSES). A newer
  * version's row that failed or was cancelled never reached the host and does not count.
  */
-export async function newerDeployOf(ctx: StoreContext, version: Pick<VersionRow, 'id' | 'worker_id' | 'created_at'>): Promise<NewerDeploy | undefined> {
-  const row = await ctx.db
-    .selectFrom('edge_worker_outbox as o')
-    .innerJoin('edge_worker_versions as v', 'v.id', 'o.version_id')
-    .select(['o.id', 'o.version_id', 'o.status'])
-    .where('o.operation', '=', 'deploy')
-    .where('o.worker_id', '=', version.worker_id)
-    .where('v.worker_id', '=', version.worker_id)
-    .where('o.status', 'in', WINNING_STATUSES)
-    .where((eb) => eb.or([eb('v.created_at', '>', version.created_at), eb.and([eb('v.created_at', '=', version.created_at), eb('v.id', '>', version.id)])]))
-    .orderBy('v.created_at', 'desc')
-    .orderBy('v.id', 'desc')
-    .limit(1)
-    .executeTakeFirst()
-  return row && {versionId: row.version_id!, outboxId: row.id}
+export async function newerDeployOf(ctx: StoreContext, version: Pick<VersionRow, 'id'>): Promise<NewerDeploy | undefined> {
+  return (await newerDeploysOf(ctx, [version.id])).get(version.id)
+}
+
+/** The ordering rule for many versions in one statement: version id → the newer deploy it yields to (absent: none). */
+export async function newerDeploysOf(ctx: StoreContext, versionIds: readonly string[]): Promise<Map<string, NewerDeploy>> {
+  if (versionIds.length === 0) return new Map()
+  const newest = (eb: ExpressionBuilder<Database & {target: EdgeWorkerVersionsTable}, 'target'>) =>
+    eb
+      .selectFrom('edge_worker_outbox as o')
+      .innerJoin('edge_worker_versions as v', 'v.id', 'o.version_id')
+      .where('o.operation', '=', 'deploy')
+      .whereRef('o.worker_id', '=', 'target.worker_id')
+      .whereRef('v.worker_id', '=', 'target.worker_id')
+      .where('o.status', 'in', WINNING_STATUSES)
+      .where((newer) =>
+        newer.or([
+          newer('v.created_at', '>', newer.ref('target.created_at')),
+          newer.and([newer('v.created_at', '=', newer.ref('target.created_at')), newer('v.id', '>', newer.ref('target.id'))]),
+        ]),
+      )
+      .orderBy('v.created_at', 'desc')
+      .orderBy('v.id', 'desc')
+      .limit(1)
+  const rows = await ctx.db
+    .selectFrom('edge_worker_versions as target')
+    .where('target.id', 'in', [...new Set(versionIds)])
+    .select((eb) => ['target.id', newest(eb).select('o.id').as('outbox_id'), newest(eb).select('o.version_id').as('version_id')])
+    .execute()
+  return new Map(rows.flatMap((row) => (row.outbox_id && row.version_id ? [[row.id, {versionId: row.version_id, outboxId: row.outbox_id}]] : [])))
+}
+
+/** Why a deploy row yields: the message of its `deploy_superseded` settle, audit row and log line. */
+export function supersededMessage(newerVersionId: string): string {
+  return `version ${newerVersionId} of the Worker is newer; this deploy yields to it`
 }
 
 function deployAuditEntry(action: string, workerId: string, facts: JsonObject, result: string, reasonCode: string | null = null) {

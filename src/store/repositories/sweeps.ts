@@ -12,6 +12,7 @@ import type {StoreContext} from '../context.js'
 import {liveLease} from '../outbox-states.js'
 import {settleUnfinishedVersion} from './deployments.js'
 import {leaseAssignments, refusalOf, type LeaseByIdResult} from './outbox.js'
+import {supersedeStamped, type SupersededRow} from './supersede.js'
 import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
 
 /** The (status, lease_owner, next_attempt_at) a sweep last wrote on a row; its next write must still match. */
@@ -186,6 +187,11 @@ export class SweepRepository {
       if (outcome.versionId) await settleUnfinishedVersion(tx, outcome.versionId, outcome.status, now)
       return true
     })
+  }
+
+  /** Settles, in one transaction, the stamped rows of a claim that yield to a newer deploy (./supersede.ts). */
+  async supersedeStamped(claimed: readonly {stamp: SweepStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
+    return supersedeStamped(this.ctx, claimed)
   }
 
   /** Which of these Worker ids still have a row. */

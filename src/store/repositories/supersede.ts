@@ -1,0 +1,84 @@
+// A backlog's superseded rows, settled a claim batch at a time. A sweep that claims several versions
+// of the same Workers (e.g. 5,000 queued `deploy --no-wait`s) would otherwise run the deploy task for
+// each older row only to have it yield: a lease, a snapshot and a settle, three commits per row.
+// Here the rows of one claim that yield settle in one transaction, exactly as the task's supersede
+// step settles one (DeploymentRepository.settleSuperseded: `cancelled`/`deploy_superseded`, the
+// version superseded, the Worker rested, one audit row each), by the one ordering rule
+// (newerDeploysOf). Only rows that still carry the claim's stamp are touched — nobody has leased them
+// since — and only pending ones: an expired lease may be mid-deploy and goes to the task.
+import type {StoreContext} from '../context.js'
+import type {OutboxRow} from '../schema.js'
+import {DeploymentRepository, newerDeploysOf, type NewerDeploy} from './deployments.js'
+import type {SweepStamp} from './sweeps.js'
+
+export interface SupersededRow {
+  outboxId: string
+  newer: NewerDeploy
+}
+
+/**
+ * Settles superseded the stamped pending deploy rows whose version has a newer deploy, in one
+ * transaction (lock order outbox → worker → version, each set in id order). Rows the deploy task
+ * would fail rather than let yield (Worker or version gone, arguments that do not match it) are
+ * left to the task. Returns the rows it settled.
+ */
+export async function supersedeStamped(ctx: StoreContext, claimed: readonly {stamp: SweepStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
+  const candidates = claimed.filter((row) => row.stamp.status === 'pending' && row.versionId)
+  if (candidates.length === 0) return []
+  // An unlocked look first: most claims outside a backlog have nothing that yields, and then take no locks.
+  const unlockedLook = await newerDeploysOf(
+    ctx,
+    candidates.map((row) => row.versionId!),
+  )
+  if (unlockedLook.size === 0) return []
+  const pending = new Map(candidates.map((row) => [row.stamp.id, row.stamp]))
+  return ctx.atomic(async (tx) => {
+    const forUpdate = <Q extends {forUpdate(): Q}>(query: Q) => (tx.locksRows ? query.forUpdate() : query)
+    const locked = await forUpdate(
+      tx.db
+        .selectFrom('edge_worker_outbox')
+        .selectAll()
+        .where('id', 'in', [...pending.keys()])
+        .orderBy('id'),
+    ).execute()
+    const held = locked.filter((row) => row.operation === 'deploy' && row.worker_id && row.version_id && carriesStamp(row, pending.get(row.id)!))
+    const newer = await newerDeploysOf(
+      tx,
+      held.map((row) => row.version_id!),
+    )
+    const yielding = held.filter((row) => newer.has(row.version_id!))
+    if (yielding.length === 0) return []
+    const workers = await forUpdate(
+      tx.db
+        .selectFrom('edge_workers')
+        .select(['id', 'company_id', 'department_id', 'script_name'])
+        .where('id', 'in', [...new Set(yielding.map((row) => row.worker_id!))])
+        .orderBy('id'),
+    ).execute()
+    const versions = await forUpdate(
+      tx.db
+        .selectFrom('edge_worker_versions')
+        .select(['id', 'worker_id', 'release_generation'])
+        .where('id', 'in', [...new Set(yielding.map((row) => row.version_id!))])
+        .orderBy('id'),
+    ).execute()
+    const workerOf = new Map(workers.map((worker) => [worker.id, worker]))
+    const versionOf = new Map(versions.map((version) => [version.id, version]))
+    const deployments = new DeploymentRepository(tx)
+    const settled: SupersededRow[] = []
+    for (const row of yielding) {
+      const worker = workerOf.get(row.worker_id!)
+      const version = versionOf.get(row.version_id!)
+      if (!worker || !version || version.worker_id !== worker.id || worker.company_id !== row.company_id || worker.department_id !== row.department_id) continue
+      const yieldsTo = newer.get(version.id)!
+      await deployments.settleSuperseded(tx, {outbox: row, worker, version, newer: yieldsTo})
+      settled.push({outboxId: row.id, newer: yieldsTo})
+    }
+    return settled
+  })
+}
+
+/** Whether the row still carries exactly the stamp the claim wrote (the sweeps' compare-and-set). */
+function carriesStamp(row: Pick<OutboxRow, 'status' | 'lease_owner' | 'next_attempt_at'>, stamp: SweepStamp): boolean {
+  return row.status === stamp.status && row.lease_owner === stamp.lease_owner && row.next_attempt_at === stamp.next_attempt_at
+}
