@@ -237,7 +237,7 @@ export class DeploymentRepository {
     /** Set when the request may have been applied: the version stays `deploying` (reconcile mode next). */
     keepDeploying: boolean
     /** The host refused while fenced: the row waits `deferred` for the deferred lane. */
-    deferred: boolean
+    deferred?: boolean
   }): Promise<'rescheduled' | 'failed' | 'lease_lost'> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return 'lease_lost'

@@ -16,17 +16,7 @@ import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
 import {parseJsonObject, type JsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
-import {
-  claimable,
-  due,
-  endClaim,
-  holdsLiveLease,
-  isFinished,
-  isSettled,
-  leaseExpired,
-  type SettledOutboxStatus,
-  type WaitingStatus,
-} from '../outbox-states.js'
+import {claimable, due, endClaim, holdsLiveLease, isFinished, isSettled, leaseExpired, type SettledOutboxStatus, type WaitingStatus} from '../outbox-states.js'
 
 export interface OutboxEnqueueInput {
   /** Defaults to a random UUID; control-audit rows pass the id their audit row will reuse. */
