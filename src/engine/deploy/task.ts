@@ -88,7 +88,10 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     return {outcome: status, code, message}
   }
   const retry = async (code: string, message: string, keepDeploying: boolean, deferred = false): Promise<DeployTaskResult> => {
-    const when = nextAttemptAt(settings.backoff, lease.row.attempts, store.clock.now())
+    const now = store.clock.now()
+    const backoff = nextAttemptAt(settings.backoff, lease.row.attempts, now)
+    // The recovery lane takes a rescheduled deploy no earlier than its cooldown after this runner touched it.
+    const when = backoff === null || deferred ? backoff : Math.max(backoff, now + settings.recovery.cooldown_seconds * 1000)
     const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, nextAttemptAt: when, keepDeploying, deferred})
     if (outcome === 'lease_lost') return {outcome: 'lease_lost'}
     log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
