@@ -67,10 +67,11 @@ export class ControlAuditRepository {
   }
 
   /**
-   * Settles a leased row `completed` with its audit row, atomically; the row's ack is due now, and
-   * the settling runner keeps it claimed for the rest of its lease so it can acknowledge the receipt
-   * right away (the stamp returned). undefined = the lease was lost (nothing written). Throws the
-   * audit conflict when the id is already bound to different facts (nothing written either).
+   * Settles a leased row `completed` with its audit row, atomically; the row's ack is due now. The
+   * settling runner's claim on it expires at once — the ack round may take the row right away — and
+   * only keys its compare-and-set: the stamp returned lets it acknowledge the receipt itself unless
+   * the ack round got there first. undefined = the lease was lost (nothing written). Throws the audit
+   * conflict when the id is already bound to different facts (nothing written either).
    */
   async complete(id: string, token: string, audit: AuditEntryInput): Promise<ClaimStamp | undefined> {
     return this.ctx.atomic(async (tx) => {
@@ -81,9 +82,8 @@ export class ControlAuditRepository {
           status: 'completed',
           lease_token: null,
           lease_expires_at: null,
-          // The SET reads the row as it was: the lease's holder and expiry become the claim.
           claimed_by: sql<string>`lease_owner`,
-          claim_expires_at: sql<number>`lease_expires_at`,
+          claim_expires_at: now,
           next_attempt_at: now,
           last_error_code: null,
           last_error: null,
@@ -91,11 +91,11 @@ export class ControlAuditRepository {
         })
         .where('id', '=', id)
         .where('lease_token', '=', token)
-        .returning(['claimed_by', 'claim_expires_at'])
+        .returning('claimed_by')
         .executeTakeFirst()
       if (!claim) return undefined
       await new AuditRepository(tx).append(audit)
-      return {id, status: 'completed', claimed_by: claim.claimed_by!, claim_expires_at: Number(claim.claim_expires_at)}
+      return {id, status: 'completed', claimed_by: claim.claimed_by!, claim_expires_at: now}
     })
   }
 
