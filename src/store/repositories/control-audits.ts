@@ -11,10 +11,10 @@
 // that holds it for control_audit.lease_seconds and keys the compare-and-set of its writes.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
-import {carriesClaim, claimAssignments, due, leaseExpired, unreserved, type ClaimStamp} from '../outbox-states.js'
+import {carriesClaim, claimAssignments, due, unreserved, type ClaimStamp} from '../outbox-states.js'
 import {parseJsonObject, type OutboxRow, type OutboxTable} from '../schema.js'
 import {AuditRepository, type AuditEntryInput} from './audit.js'
-import {leaseAssignments} from './outbox.js'
+import {claimableIds, leaseAssignments} from './outbox.js'
 
 /** The audit action whose success row marks a department's Worker retired (../../engine/retire/audit.ts). */
 const WORKER_RETIRED_ACTION = 'department.worker_retired'
@@ -35,32 +35,16 @@ export class ControlAuditRepository {
   async claimRecoverable(options: ControlClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const {scope, limit} = options
-      const skipLocked = this.skipLocked()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
         set ${leaseAssignments(options, now)}
-        where id in (
-          select id from (
-            select id, due_at, created_at from (
-              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
-              where operation = 'control_audit' and dispatch_namespace = ${scope} and ${due(now)} and ${unreserved(now, options.graceSeconds)}
-              order by next_attempt_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as handed_back
-            union all
-            select id, due_at, created_at from (
-              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
-              where ${leaseExpired(now)} and operation = 'control_audit' and dispatch_namespace = ${scope}
-              order by lease_expires_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as expired_leases
-          ) as recoverable
-          order by due_at, created_at, id
-          limit ${limit}
-        )
+        where id in (${claimableIds(this.ctx, {
+          operation: 'control_audit',
+          scope: options.scope,
+          limit: options.limit,
+          now,
+          pendingAlso: unreserved(now, options.graceSeconds),
+        })})
         returning *`.execute(db)
       return rows.map(toOutboxRow).sort(oldestFirst)
     })

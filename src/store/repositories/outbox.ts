@@ -10,7 +10,7 @@
 // - settle/renew/retryLater match `id AND lease_token`: matching nothing means the lease was lost
 //   (another runner reclaimed the row) and nothing changes. Ending a lease clears the token.
 import {randomUUID} from 'node:crypto'
-import {sql} from 'kysely'
+import {sql, type RawBuilder} from 'kysely'
 import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
@@ -137,33 +137,10 @@ export class OutboxRepository {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const {operation, scope, limit} = options
-      const skipLocked = this.ctx.locksRows ? sql`for update skip locked` : sql``
-      // Two index-ordered branches (each walks its own index) instead of one OR, which would sort
-      // every due row on each claim.
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
         set ${leaseAssignments(options, now)}
-        where id in (
-          select id from (
-            select id, due_at, created_at from (
-              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
-              where operation = ${operation} and dispatch_namespace = ${scope} and ${due(now)}
-              order by next_attempt_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as due_pending
-            union all
-            select id, due_at, created_at from (
-              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
-              where ${leaseExpired(now)} and operation = ${operation} and dispatch_namespace = ${scope}
-              order by lease_expires_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as expired_leases
-          ) as claimable
-          order by due_at, created_at, id
-          limit ${limit}
-        )
+        where id in (${claimableIds(this.ctx, {operation, scope, limit, now})})
         returning *`.execute(db)
       return rows.map(toOutboxRow).sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id))
     })
@@ -363,6 +340,42 @@ export class OutboxRepository {
       .execute()
     return rows.map(toOutboxRow)
   }
+}
+
+/**
+ * The ids of up to `limit` rows of one operation and scope a lane may take now, oldest due first:
+ * due pending rows (that also meet `pendingAlso`, e.g. a sweep's grace for reservations) and expired
+ * leases. Two index-ordered branches (each walks its own index) instead of one OR, which would sort
+ * every due row on each claim. Concurrent claimers never get the same row (PostgreSQL: FOR UPDATE
+ * SKIP LOCKED; SQLite: the BEGIN IMMEDIATE write lock).
+ */
+export function claimableIds(
+  ctx: StoreContext,
+  options: {operation: OutboxOperation; scope: string; limit: number; now: number; pendingAlso?: RawBuilder<boolean>},
+) {
+  const {operation, scope, limit, now} = options
+  const skipLocked = ctx.locksRows ? sql`for update skip locked` : sql``
+  const also = options.pendingAlso ? sql`and ${options.pendingAlso}` : sql``
+  return sql`
+    select id from (
+      select id, due_at, created_at from (
+        select id, next_attempt_at as due_at, created_at from edge_worker_outbox
+        where operation = ${operation} and dispatch_namespace = ${scope} and ${due(now)} ${also}
+        order by next_attempt_at, created_at, id
+        limit ${limit}
+        ${skipLocked}
+      ) as due_pending
+      union all
+      select id, due_at, created_at from (
+        select id, lease_expires_at as due_at, created_at from edge_worker_outbox
+        where ${leaseExpired(now)} and operation = ${operation} and dispatch_namespace = ${scope}
+        order by lease_expires_at, created_at, id
+        limit ${limit}
+        ${skipLocked}
+      ) as expired_leases
+    ) as claimable
+    order by due_at, created_at, id
+    limit ${limit}`
 }
 
 /** The SET clause of every lease taken (claim, leaseById, leaseStamped): one attempt, a fresh token, no claim left. */

@@ -10,9 +10,9 @@
 // its write matches nothing. The predicates (due, unclaimed, unreserved, …): ../outbox-states.ts.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
-import {carriesClaim, claimAssignments, due, leaseExpired, liveLease, unreserved, type ClaimStamp} from '../outbox-states.js'
+import {carriesClaim, claimAssignments, due, liveLease, unreserved, type ClaimStamp} from '../outbox-states.js'
 import {settleUnfinishedVersion} from './deployments.js'
-import {leaseAssignments, refusalOf, type LeaseByIdResult} from './outbox.js'
+import {claimableIds, leaseAssignments, refusalOf, type LeaseByIdResult} from './outbox.js'
 import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxTable} from '../schema.js'
 
 export interface RecoverableClaimOptions {
@@ -46,33 +46,17 @@ export class SweepRepository {
   async claimRecoverableDeployments(options: RecoverableClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const {scope, limit} = options
-      const skipLocked = this.skipLocked()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
         set ${claimAssignments(options.owner, now, options.cooldownSeconds)},
           reserved_by = case when attempts = 0 then coalesce(reserved_by, ${options.owner}) else reserved_by end
-        where id in (
-          select id from (
-            select id, due_at, created_at from (
-              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
-              where operation = 'deploy' and dispatch_namespace = ${scope} and ${due(now)} and ${unreserved(now, options.graceSeconds)}
-              order by next_attempt_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as stalled_pending
-            union all
-            select id, due_at, created_at from (
-              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
-              where ${leaseExpired(now)} and operation = 'deploy' and dispatch_namespace = ${scope}
-              order by lease_expires_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as expired_leases
-          ) as recoverable
-          order by due_at, created_at, id
-          limit ${limit}
-        )
+        where id in (${claimableIds(this.ctx, {
+          operation: 'deploy',
+          scope: options.scope,
+          limit: options.limit,
+          now,
+          pendingAlso: unreserved(now, options.graceSeconds),
+        })})
         returning *`.execute(db)
       return rows.map(toOutboxRow).sort(oldestFirst)
     })
