@@ -145,7 +145,7 @@ async function benchRepublish(backend: Backend, url: string): Promise<{backend: 
   }
 }
 
-/** ROWS deploy rows written ten minutes ago: deferred ones carry the fence marker, stalled ones a dead owner. */
+/** ROWS deploy rows written ten minutes ago: deferred ones (with the fence's code), or stalled ones a dead deploy reserved. */
 async function seedRows(store: Store, worker: BenchWorker, kind: string, marker: string | null): Promise<void> {
   for (let start = 0; start < ROWS; start += 500) {
     await store.transaction(async (tx) => {
@@ -160,7 +160,7 @@ async function seedRows(store: Store, worker: BenchWorker, kind: string, marker:
           version_id: worker.versionId,
           script_name: worker.script_name,
           payload: {releaseGeneration: 'rg', baseRevision: i},
-          ...(marker ? {last_error_code: marker} : {lease_owner: 'deploy-that-died'}),
+          ...(marker ? {status: 'deferred' as const, last_error_code: marker} : {reserved_by: 'deploy-that-died'}),
         })
       }
     })

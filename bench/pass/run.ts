@@ -154,7 +154,7 @@ async function seedStalledRows(url: string): Promise<void> {
             version_id: worker.versionId,
             script_name: worker.script_name,
             payload: {releaseGeneration: 'rg', baseRevision: i},
-            lease_owner: 'deploy-that-died',
+            reserved_by: 'deploy-that-died',
           })
           if (i < ROWS * EXPIRED_SHARE) await tx.outbox.leaseById(row.id, {scope: SCOPE, owner: 'runner-that-died', leaseSeconds: 90})
         }

@@ -57,22 +57,15 @@ try {
           limit: 50,
           graceSeconds: 300,
           cooldownSeconds: 15,
-          deferredMarker: 'edge_host_fenced',
         }),
     ],
-    [
-      'deferred claim (claimDeferredDeployments)',
-      () => sweeps.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'explain', cooldownSeconds: 15, deferredMarker: 'edge_host_fenced'}),
-    ],
+    ['deferred claim (claimDeferredDeployments)', () => sweeps.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'explain', cooldownSeconds: 15})],
     [
       'artifact cleanup claim (outbox.claim, batch 100)',
       () => sweeps.outbox.claim({operation: 'artifact_cleanup', scope: SCOPE, owner: 'explain', limit: 100, leaseSeconds: 300}),
     ],
     ['rows left for an operator (countUnsettled)', () => sweeps.sweeps.countUnsettled(SCOPE, ['deploy', 'artifact_cleanup'])],
-    [
-      'deploys waiting for a later pass (waitingDeployments)',
-      () => sweeps.sweeps.waitingDeployments({scope: SCOPE, cooldownSeconds: 15, graceSeconds: 300, deferredMarker: 'edge_host_fenced'}),
-    ],
+    ['deploys waiting for a later pass (waitingDeployments)', () => sweeps.sweeps.waitingDeployments({scope: SCOPE, graceSeconds: 300})],
   ]
   console.log(`\n${new Date().toISOString()}, ${machineLoad()}; ${ROWS.toLocaleString('en')} outbox rows, ${SCOPES.length} scopes\n`)
   for (const [name, call] of calls) {
@@ -131,7 +124,7 @@ async function seed(url: string): Promise<void> {
       insert(
         1_000,
         ROWS + 6_000,
-        `'deploy', 'pending', 'd' || (i + ${ROWS + 6_000}), 'c', 'd', ${deploy}, 0, null, null, null, ${now - 60_000}, 'edge_host_fenced', 'fenced', ${now - 60_000} + i, ${now - 60_000}`,
+        `'deploy', 'deferred', 'd' || (i + ${ROWS + 6_000}), 'c', 'd', ${deploy}, 0, null, null, null, ${now - 60_000}, 'edge_host_fenced', 'fenced', ${now - 60_000} + i, ${now - 60_000}`,
       ),
     )
     await client.query(

@@ -132,7 +132,8 @@ function outboxRow(n: number, size: DatasetSize, now: number, next: () => number
   return {
     id: uuid(3, n),
     operation,
-    status,
+    // A pending deploy held by a fence is deferred (and says why in its error code).
+    status: errorCode === 'edge_host_fenced' ? 'deferred' : status,
     dedupe_key: `${operation}:${n}`,
     company_id: worker === null ? null : companyOf(worker, size.workers),
     department_id: worker === null ? null : `dept-${worker}`,

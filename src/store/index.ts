@@ -188,17 +188,21 @@ export type {DeploymentSnapshot, NewerDeploy} from './repositories/deployments.j
 export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED, supersededMessage} from './repositories/deployments.js'
 export type {SupersededRow} from './repositories/supersede.js'
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
-export {cooldownStamp, stampOf, type SweepStamp} from './repositories/sweeps.js'
+export {stampOf} from './repositories/sweeps.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
-export type {AckStamp, ControlClaimOptions} from './repositories/control-audits.js'
+export type {ControlClaimOptions} from './repositories/control-audits.js'
 export {
   ATTENTION_OUTBOX_STATUSES,
+  cooldownStamp,
   FINISHED_OUTBOX_STATUSES,
   OPEN_OUTBOX_STATUSES,
   OUTBOX_TRANSITIONS,
   SETTLED_OUTBOX_STATUSES,
+  WAITING_OUTBOX_STATUSES,
   type AttentionStatus,
+  type ClaimStamp,
   type SettledOutboxStatus,
+  type WaitingStatus,
 } from './outbox-states.js'
 export type {
   ErrorGroup,

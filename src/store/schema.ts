@@ -10,7 +10,7 @@ export type JsonObject = {[key: string]: JsonValue}
 export const OUTBOX_OPERATIONS = ['deploy', 'artifact_cleanup', 'control_audit'] as const
 export type OutboxOperation = (typeof OUTBOX_OPERATIONS)[number]
 
-export const OUTBOX_STATUSES = ['pending', 'leased', 'completed', 'failed', 'uncertain', 'cancelled'] as const
+export const OUTBOX_STATUSES = ['pending', 'deferred', 'leased', 'completed', 'failed', 'uncertain', 'cancelled'] as const
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number]
 // Which of these are settled or finished, and the moves between them: ./outbox-states.ts.
 
@@ -93,11 +93,20 @@ export interface OutboxTable {
   /** JSON object. */
   payload: string
   attempts: number
+  /** The task's lease: who holds (or last held) it, its fencing token, when it runs out. */
   lease_owner: string | null
   lease_token: string | null
   lease_expires_at: number | null
-  /** null = not scheduled (no sweep picks it up until something sets it). */
+  /**
+   * When the row's next piece of work is due (a pending or deferred row's task; a completed
+   * control_audit row's receipt acknowledgement). null = not scheduled (no sweep picks it up).
+   */
   next_attempt_at: number | null
+  /** A sweep's claim stamp: the runner that claimed the row and, in whole seconds, until when it holds it. */
+  claimed_by: string | null
+  claim_expires_at: number | null
+  /** The runner that enqueued the row to dispatch it itself; it holds a never-attempted row for a grace after enqueue. */
+  reserved_by: string | null
   last_error_code: string | null
   last_error: string | null
   created_at: number

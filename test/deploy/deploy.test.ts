@@ -255,6 +255,6 @@ describeEachStore('deploy pipeline', (t) => {
     expect(deferred.row.last_error_code).toBe('edge_host_fenced')
     const gated = await runDeployTask(engine, {outboxId: deferred.row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: 'm'})
     expect(gated).toEqual({outcome: 'retry_later', message: 'Edge Workers execution is fenced'})
-    expect((await t.store.outbox.get(deferred.row.id))?.status).toBe('pending')
+    expect((await t.store.outbox.get(deferred.row.id))?.status).toBe('deferred')
   })
 })

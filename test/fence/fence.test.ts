@@ -68,7 +68,7 @@ describeEachStore('backup fences', (t) => {
 
     const deferred = await deployWorker(engine, {projectDir: HELLO, departmentId: department, wait: true})
     expect(deferred).toMatchObject({state: 'deferred', code: 'edge_host_fenced'})
-    expect(await t.store.outbox.get(deferred.outboxId)).toMatchObject({status: 'pending', last_error_code: 'edge_host_fenced', attempts: 0})
+    expect(await t.store.outbox.get(deferred.outboxId)).toMatchObject({status: 'deferred', last_error_code: 'edge_host_fenced', attempts: 0})
 
     // While fenced a pass dispatches nothing: the execution gate holds the deferred and recovery lanes.
     const held = await runPass(engine)

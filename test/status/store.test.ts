@@ -26,8 +26,8 @@ async function lease(store: Store, id: string, owner = 'runner-a'): Promise<stri
 /** A row taken to `status` the way the lanes do it. */
 async function rowIn(t: StoreHarness, status: OutboxRow['status'], overrides: Partial<OutboxEnqueueInput> & {errorCode?: string} = {}): Promise<OutboxRow> {
   const {errorCode, ...input} = overrides
+  if (status === 'pending' || status === 'deferred') return (await t.store.outbox.enqueue(row({...input, status}))).row
   const {row: created} = await t.store.outbox.enqueue(row(input))
-  if (status === 'pending') return created
   const token = await lease(t.store, created.id)
   if (status !== 'leased') {
     if (status === 'cancelled') {
@@ -97,10 +97,11 @@ describeEachStore('status queries', (t) => {
   })
 
   test('deferred deploys, leased rows by expiry, failures grouped by error code with their rows newest first', async () => {
-    await rowIn(t, 'pending', {last_error_code: 'edge_host_fenced'})
-    await rowIn(t, 'pending', {last_error_code: 'edge_host_fenced'})
+    await rowIn(t, 'deferred', {last_error_code: 'edge_host_fenced'})
+    await rowIn(t, 'deferred', {last_error_code: 'edge_host_fenced'})
     await rowIn(t, 'pending', {operation: 'artifact_cleanup', last_error_code: 'edge_host_fenced'})
-    expect(await t.store.status.deferredDeploys(SCOPE, 'edge_host_fenced')).toBe(2)
+    const counts = await t.store.status.openCounts(SCOPE)
+    expect(counts.filter((count) => count.status === 'deferred')).toEqual([{operation: 'deploy', status: 'deferred', count: 2}])
 
     const late = await rowIn(t, 'leased')
     t.clock.advance(-10_000)
@@ -211,7 +212,7 @@ describeEachStore('status queries', (t) => {
 describeEachStore('operator retry and cancel', (t) => {
   test('retry now makes a failed, uncertain or pending row due now and hands it to the passes; attempts and last error stay', async () => {
     const failed = await rowIn(t, 'failed', {errorCode: 'edge_host_5xx'})
-    const later = await rowIn(t, 'pending', {next_attempt_at: t.clock.now() + 3_600_000, lease_owner: 'waiting-deploy'})
+    const later = await rowIn(t, 'pending', {next_attempt_at: t.clock.now() + 3_600_000, reserved_by: 'waiting-deploy'})
     t.clock.advance(5_000)
     const retried = await t.store.outbox.retryNow(failed.id, {scope: SCOPE})
     expect(retried).toMatchObject({outcome: 'done', before: {status: 'failed'}})
@@ -224,7 +225,7 @@ describeEachStore('operator retry and cancel', (t) => {
       last_error_code: 'edge_host_5xx',
     })
     expect(await t.store.outbox.retryNow(later.id, {scope: null})).toMatchObject({outcome: 'done'})
-    expect(await t.store.outbox.get(later.id)).toMatchObject({status: 'pending', next_attempt_at: t.clock.now(), lease_owner: null})
+    expect(await t.store.outbox.get(later.id)).toMatchObject({status: 'pending', next_attempt_at: t.clock.now(), reserved_by: null})
     // A pass claims it at once.
     const claimed = await t.store.outbox.claim({operation: 'deploy', scope: SCOPE, owner: 'pass', limit: 10, leaseSeconds: 60})
     expect(claimed.map((claimedRow) => claimedRow.id).sort()).toEqual([failed.id, later.id].sort())

@@ -1,7 +1,10 @@
+import {Migrator} from 'kysely'
 import {expect, test} from 'vitest'
 import {KitError} from '../../src/errors.js'
 import {migrations} from '../../src/store/migrations/index.js'
-import {describeEachStore} from '../support/stores.js'
+import {openPostgres} from '../../src/store/postgres/open.js'
+import {openSqlite} from '../../src/store/sqlite/open.js'
+import {describeEachStore, TestClock} from '../support/stores.js'
 
 const ALL = Object.keys(migrations)
 
@@ -37,5 +40,97 @@ describeEachStore('migrations', (t) => {
     const applied = await Promise.all([first!.migrate(), second!.migrate()])
     expect(applied.flat().sort()).toEqual(ALL)
     expect((await first!.schemaStatus()).matches).toBe(true)
+  })
+})
+
+describeEachStore('migration 0004: the outbox state columns', (t) => {
+  const SCOPE = 'onprem:0123456789ab'
+  const T = TestClock.START
+  const BEFORE_0004 = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0004'))
+
+  /** A database at schema version 3, as the build before 0004 left it. */
+  async function storeAtVersion3(): Promise<string> {
+    const url = await t.freshUrl()
+    const settings = t.settings({store: {url}})
+    const db = t.backend === 'sqlite' ? openSqlite(url, settings) : await openPostgres(url, settings)
+    try {
+      const {error} = await new Migrator({db, provider: {getMigrations: async () => BEFORE_0004}}).migrateToLatest()
+      if (error) throw error
+    } finally {
+      await db.destroy()
+    }
+    return url
+  }
+
+  /** One outbox row in the old encoding (the columns of version 3). */
+  function oldRow(
+    id: string,
+    row: {status: string; attempts: number; owner?: string; token?: string; expires?: number; next?: number; code?: string; at: number},
+  ) {
+    const value = (v: string | number | undefined) => (v === undefined ? 'null' : typeof v === 'number' ? String(v) : `'${v}'`)
+    const operation = id.startsWith('control') ? 'control_audit' : 'deploy'
+    return `insert into edge_worker_outbox (id, operation, status, dedupe_key, dispatch_namespace, payload, attempts, lease_owner, lease_token,
+      lease_expires_at, next_attempt_at, last_error_code, created_at, updated_at) values ('${id}', '${operation}', '${row.status}', 'key:${id}', '${SCOPE}', '{}',
+      ${row.attempts}, ${value(row.owner)}, ${value(row.token)}, ${value(row.expires)}, ${value(row.next)}, ${value(row.code)}, ${row.at - 60_000}, ${row.at});`
+  }
+
+  test('converts every old-shape row, and the sweeps then take each when they took it before', async () => {
+    const url = await storeAtVersion3()
+    await t.exec(
+      [
+        // A sweep stamped a retried row: (lease_owner, next_attempt_at) = (the sweep, its cooldown deadline).
+        oldRow('stamped', {status: 'pending', attempts: 1, owner: 'sweep-a', next: T + 15_000, code: 'edge_host_5xx', at: T}),
+        // A waiting deploy reserved the row it enqueued.
+        oldRow('reserved', {status: 'pending', attempts: 0, owner: 'deploy-process', next: T, at: T}),
+        oldRow('fenced', {status: 'pending', attempts: 0, next: T - 1_000, code: 'edge_host_fenced', at: T - 1_000}),
+        oldRow('leased', {status: 'leased', attempts: 1, owner: 'runner-a', token: 'tok-a', expires: T + 60_000, next: T - 5_000, at: T - 5_000}),
+        oldRow('expired', {status: 'leased', attempts: 1, owner: 'runner-b', token: 'tok-b', expires: T - 30_000, next: T - 120_000, at: T - 120_000}),
+        // A sweep stamped an expired lease: its stamp is later than the expiry.
+        oldRow('expired-stamped', {status: 'leased', attempts: 1, owner: 'sweep-c', token: 'tok-c', expires: T - 30_000, next: T + 10_000, at: T}),
+        oldRow('completed', {status: 'completed', attempts: 1, owner: 'runner-d', at: T - 9_000}),
+        oldRow('failed', {status: 'failed', attempts: 3, owner: 'runner-e', code: 'edge_host_5xx', at: T - 9_000}),
+        // The ack round stamped a completed control row.
+        oldRow('control-ack', {status: 'completed', attempts: 2, owner: 'acker', next: T + 30_000, at: T}),
+      ].join('\n'),
+      url,
+    )
+    const store = await t.open(t.settings({store: {url}}))
+    expect(await store.migrate()).toEqual(['0004_outbox_state_columns'])
+
+    const get = async (id: string) => (await store.outbox.get(id))!
+    const none = {claimed_by: null, claim_expires_at: null, reserved_by: null}
+    expect(await get('stamped')).toMatchObject({
+      status: 'pending',
+      claimed_by: 'sweep-a',
+      claim_expires_at: T + 15_000,
+      reserved_by: null,
+      next_attempt_at: T + 15_000,
+    })
+    expect(await get('reserved')).toMatchObject({status: 'pending', reserved_by: 'deploy-process', lease_owner: null, claimed_by: null})
+    expect(await get('fenced')).toMatchObject({status: 'deferred', last_error_code: 'edge_host_fenced', ...none})
+    expect(await get('leased')).toMatchObject({status: 'leased', lease_owner: 'runner-a', lease_token: 'tok-a', ...none})
+    expect(await get('expired')).toMatchObject({status: 'leased', lease_owner: 'runner-b', ...none})
+    expect(await get('expired-stamped')).toMatchObject({status: 'leased', claimed_by: 'sweep-c', claim_expires_at: T + 10_000, reserved_by: null})
+    expect(await get('completed')).toMatchObject({status: 'completed', lease_owner: 'runner-d', ...none})
+    expect(await get('failed')).toMatchObject({status: 'failed', last_error_code: 'edge_host_5xx', ...none})
+    expect(await get('control-ack')).toMatchObject({status: 'completed', claimed_by: 'acker', claim_expires_at: T + 30_000, next_attempt_at: T + 30_000})
+
+    const recover = async (cooldownSeconds = 15) =>
+      (await store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'new', limit: 10, graceSeconds: 300, cooldownSeconds})).map((row) => row.id).sort()
+    const acks = async () => (await store.controlAudits.claimAcks({scope: SCOPE, owner: 'new', limit: 10, leaseSeconds: 60})).map((row) => row.id)
+    // Now: the unstamped expired lease is recovered; the deferred deploy goes to the deferred lane only.
+    expect(await recover()).toEqual(['expired'])
+    expect((await store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'new', cooldownSeconds: 15})).map((row) => row.id)).toEqual(['fenced'])
+    expect(await acks()).toEqual([])
+    // Once the old stamps' cooldowns are over, their rows are taken (and the new claim's); the reservation holds for the grace.
+    t.clock.advance(15_000)
+    expect(await recover(600)).toEqual(['expired', 'expired-stamped', 'stamped'])
+    t.clock.advance(15_000)
+    expect(await acks()).toEqual(['control-ack'])
+    // The live lease is taken once it expired; the reservation once the grace since its enqueue (at T - 60 s) has passed.
+    t.clock.advance(240_000 - 30_000 - 1)
+    expect(await recover(600)).toEqual(['leased'])
+    t.clock.advance(1)
+    expect(await recover()).toEqual(['reserved'])
   })
 })

@@ -199,7 +199,7 @@ describeEachStore('status view', (t) => {
     for (let i = 0; i < 'bogus:1'.length; i++) stdin.write(KEYS.backspace)
     stdin.write('status:lost')
     stdin.write(KEYS.enter)
-    await waitForFrame(lastFrame, 'unknown status "lost" — one of pending, leased, completed, failed, uncertain, cancelled')
+    await waitForFrame(lastFrame, 'unknown status "lost" — one of pending, deferred, leased, completed, failed, uncertain, cancelled')
     for (let i = 0; i < 'status:lost'.length; i++) stdin.write(KEYS.backspace)
     stdin.write('code:worker')
     stdin.write(KEYS.enter)

@@ -181,7 +181,7 @@ async function redeploy(engine: Engine, scope: string, worker: WorkerRow, versio
         version_id: version.id,
         script_name: worker.script_name,
         payload: {releaseGeneration: version.release_generation, baseRevision: worker.base_revision},
-        lease_owner: engine.owner,
+        reserved_by: engine.owner,
       })
     ).row
   engine.log.info({scope, scriptName: worker.script_name, versionId: version.id, outboxId: row.id}, 'Edge Worker restore: redeploying a release the host lacks')

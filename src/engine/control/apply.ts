@@ -105,7 +105,7 @@ export async function applyControl(
     script_name: scriptName,
     payload: payload as unknown as Parameters<typeof store.outbox.enqueue>[0]['payload'],
     // This process sends the mutation next; the lane leaves the row alone for the request grace.
-    lease_owner: engine.owner,
+    reserved_by: engine.owner,
   })
   const lease = await store.outbox.leaseById(id, {scope, owner: engine.owner, leaseSeconds: settings.control_audit.lease_seconds})
   if (lease.disposition !== 'acquired') throw new KitError('internal', `the control row ${id} could not be leased (${lease.disposition})`)

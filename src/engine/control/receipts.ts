@@ -3,7 +3,7 @@
 // a row by the same rules. Neither ever sends the mutation again.
 import {canonicalJson} from '../../canonical-json.js'
 import {ProviderError, type EdgeProvider} from '../../provider/types.js'
-import {AUDIT_ID_CONFLICT, auditEntry, type AckStamp, type AuditEntryInput, type OutboxRow} from '../../store/index.js'
+import {AUDIT_ID_CONFLICT, auditEntry, type AuditEntryInput, type ClaimStamp, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {nextAttemptAt} from '../retry.js'
 import {messageOf} from '../../errors.js'
@@ -21,7 +21,7 @@ export const CONTROL_CODES = {
 } as const
 
 export type ReceiptSettlement =
-  | {outcome: 'completed'; current: Record<string, unknown>; noop: boolean; stamp: AckStamp}
+  | {outcome: 'completed'; current: Record<string, unknown>; noop: boolean; stamp: ClaimStamp}
   | {outcome: 'failed' | 'retried'; code: string; message: string}
   | {outcome: 'lease_lost'}
 
@@ -85,7 +85,7 @@ export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, 
 export async function acknowledgeReceipt(
   engine: Engine,
   provider: EdgeProvider,
-  stamp: AckStamp,
+  stamp: ClaimStamp,
   attempts: number,
 ): Promise<'acknowledged' | 'rescheduled' | 'failed' | 'lost'> {
   let problem: string

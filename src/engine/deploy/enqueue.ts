@@ -1,7 +1,7 @@
 // enqueue_deploy: the one way a deploy row enters the outbox. Dedupe key
 // `deploy:{worker_id}:{version_id}:{base_revision}`, a 409 when a digest differs from the version's;
-// the maintenance gates refuse; a fence defers (the row is created with
-// last_error_code `edge_host_fenced` and waits for the deferred-republish lane).
+// the maintenance gates refuse; a fence defers (the row is created `deferred`, its last_error_code
+// `edge_host_fenced` saying why, and waits for the deferred-republish lane).
 import {KitError} from '../../errors.js'
 import type {OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
@@ -62,8 +62,9 @@ export async function enqueueDeploy(engine: Engine, input: EnqueueDeployInput): 
       baseRevision,
       ...(digest ? {operationSettingsDigest: digest} : {}),
     },
+    status: fenced ? 'deferred' : 'pending',
     last_error_code: fenced ? EDGE_HOST_FENCED : null,
-    lease_owner: input.dispatcher ?? null,
+    reserved_by: input.dispatcher ?? null,
   })
-  return {row, duplicate, deferred: row.status === 'pending' && row.last_error_code === EDGE_HOST_FENCED}
+  return {row, duplicate, deferred: row.status === 'deferred'}
 }

@@ -8,7 +8,7 @@
 // Worker's lock right before any upload, while waiting for readiness, and at the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
 import {auditEntry, deterministicId, DEPLOY_SUPERSEDED, supersededMessage, SYSTEM_ACTOR} from '../../store/index.js'
-import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, SweepStamp, VersionRow, WorkerRow} from '../../store/index.js'
+import type {ClaimStamp, LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
@@ -30,7 +30,7 @@ export interface DeployTaskArgs {
   /** The dispatch that carries this run (for logs); in-process runs use the outbox id. */
   messageId: string
   /** The sweep that claimed the row: the task leases it through the sweep's stamp (one statement publishes and leases). */
-  claim?: {stamp: SweepStamp; clearMarker: boolean}
+  claim?: {stamp: ClaimStamp}
 }
 
 export type DeployStage = 'lease' | 'snapshot' | 'integrity' | 'deploying' | 'purge' | 'upload' | 'readback' | 'readiness' | 'settle'
@@ -87,9 +87,12 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     log[status === 'failed' ? 'error' : 'warn']({outboxId: args.outboxId, code}, `Edge Worker deployment ${status}: ${message}`)
     return {outcome: status, code, message}
   }
-  const retry = async (code: string, message: string, keepDeploying: boolean): Promise<DeployTaskResult> => {
-    const when = nextAttemptAt(settings.backoff, lease.row.attempts, store.clock.now())
-    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, nextAttemptAt: when, keepDeploying})
+  const retry = async (code: string, message: string, keepDeploying: boolean, deferred = false): Promise<DeployTaskResult> => {
+    const now = store.clock.now()
+    const backoff = nextAttemptAt(settings.backoff, lease.row.attempts, now)
+    // The recovery lane takes a rescheduled deploy no earlier than its cooldown after this runner touched it.
+    const when = backoff === null || deferred ? backoff : Math.max(backoff, now + settings.recovery.cooldown_seconds * 1000)
+    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, nextAttemptAt: when, keepDeploying, deferred})
     if (outcome === 'lease_lost') return {outcome: 'lease_lost'}
     log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
     return {outcome: 'retry', code, message, exhausted: outcome === 'failed'}
@@ -161,7 +164,8 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
       if (error.kind === 'terminal') return finish('failed', error.code, error.message)
-      if (error.kind === 'fenced') return retry('edge_host_fenced', error.message, false)
+      // The host is fenced: the row waits for the deferred lane, which runs once the fence ends.
+      if (error.kind === 'fenced') return retry('edge_host_fenced', error.message, false, true)
       if (error.kind === 'retryable') return retry(error.code, error.message, false)
       // Ambiguous: the upload may have landed. Reading back decides.
       log.warn({outboxId: args.outboxId, code: error.code}, 'Edge Worker upload outcome unknown; reading back')
@@ -209,7 +213,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
 export function leaseDeployRow(engine: Engine, args: DeployTaskArgs, scope: string): Promise<LeaseByIdResult> {
   const leaseSeconds = engine.settings.deploy.lease_seconds
   return args.claim
-    ? engine.store.sweeps.leaseStamped(args.claim.stamp, {scope, leaseSeconds, clearMarker: args.claim.clearMarker})
+    ? engine.store.sweeps.leaseStamped(args.claim.stamp, {scope, leaseSeconds})
     : engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds})
 }
 

@@ -8,7 +8,7 @@
 // Ack round: claim completed rows due for acknowledgement → retired Worker? stop (no host call) →
 // control.receipt.ack, exactly {"acknowledged": true}, else the backoff ladder.
 import type {EdgeProvider} from '../../provider/types.js'
-import type {OutboxRow} from '../../store/index.js'
+import {stampOf, type OutboxRow} from '../../store/index.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 
 const RETIRED_LOG = 'Edge Worker control receipt settled: its Worker is retired'
@@ -99,7 +99,7 @@ async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired
         run.counts.skipped++
         continue
       }
-      const stamp = {id: row.id, next_attempt_at: row.next_attempt_at!}
+      const stamp = stampOf(row)
       let outcome: RowOutcome
       if (await isRetired(run, row)) {
         const stopped = await store.controlAudits.stopAcks(stamp, {errorCode: CONTROL_CODES.workerRetired, error: 'provider receipt retired with its Worker'})

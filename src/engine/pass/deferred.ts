@@ -1,7 +1,7 @@
-// Deferred republish: deploys enqueued (or pushed back) while a backup fence was open carry the
-// marker `edge_host_fenced` and wait here until the gate opens. Every due one is stamped at once,
-// oldest first (no batch cap: a backup can defer more than a batch, and all of it is due together); the marker is cleared when its dispatch is accepted.
-import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
+// Deferred republish: deploys enqueued (or pushed back) while a backup fence was open are `deferred`
+// (last error code `edge_host_fenced`) and wait here until the gate opens. Every due one is stamped
+// at once, oldest first (no batch cap: a backup can defer more than a batch, and all of it is due
+// together); the error code is cleared when its dispatch is accepted.
 import {dispatchDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'
 
@@ -13,7 +13,6 @@ export const deferredLane: Lane = async (run) => {
       scope: run.scope,
       owner,
       cooldownSeconds: settings.deferred.cooldown_seconds,
-      deferredMarker: EDGE_HOST_FENCED,
     })
-  await dispatchDeploys(run, claim, {clearMarker: true, repeat: false})
+  await dispatchDeploys(run, claim, {repeat: false})
 }

@@ -4,7 +4,7 @@
 // in-process, which leases it through the stamp (one compare-and-set statement).
 // Rows the lane does not get to go back to the passes.
 import {z} from 'zod'
-import {DEPLOY_SUPERSEDED, isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, supersededMessage, type OutboxRow, type SweepStamp} from '../../store/index.js'
+import {DEPLOY_SUPERSEDED, isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, supersededMessage, type ClaimStamp, type OutboxRow} from '../../store/index.js'
 import type {DeployTaskResult} from '../deploy/task.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
@@ -48,7 +48,7 @@ export function deployRowProblem(row: OutboxRow): string | null {
  * is counted. Rows without an outcome — not started, or ended by an error — and rows that came due
  * again are handed back.
  */
-export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {clearMarker: boolean; repeat: boolean}): Promise<void> {
+export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {repeat: boolean}): Promise<void> {
   const {store} = run.engine
   const concurrency = run.engine.settings.reconcile.deploy_concurrency
   /** Worker key → its rows, oldest first; present while queued or running. */
@@ -131,12 +131,12 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
         if (!mayStart()) return
         unstarted--
         void refill()
-        const dispatched = await dispatchOne(run, row, live, options).catch(async (error: unknown) => {
+        const dispatched = await dispatchOne(run, row, live).catch(async (error: unknown) => {
           // A store conflict that outlived the transaction's own retries costs this row, not the
           // lane: it goes back to the passes (or, once leased, to recovery when its lease expires).
           if (!isTransientConflict(error)) throw error
           run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
-          await store.sweeps.release(stampOf(row), row).catch(() => false)
+          await store.sweeps.release(stampOf(row)).catch(() => false)
           return {outcome: 'skipped' as const, gateClosed: false}
         })
         run.counts[dispatched.outcome]++
@@ -161,7 +161,7 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
   } finally {
     for (const row of [...claimed.filter((row) => !counted.has(row.id)), ...handBack]) {
       // Best effort: a row not handed back stays stamped and is claimable again once its hold ends.
-      await store.sweeps.release(stampOf(row), row).catch(() => false)
+      await store.sweeps.release(stampOf(row)).catch(() => false)
       run.counts.skipped++
     }
   }
@@ -193,12 +193,7 @@ async function supersedeYielding(run: LaneRun, rows: OutboxRow[]): Promise<Set<s
   return new Set(settled.map((row) => row.outboxId))
 }
 
-async function dispatchOne(
-  run: LaneRun,
-  row: OutboxRow,
-  liveWorkers: Set<string>,
-  options: {clearMarker: boolean},
-): Promise<{outcome: RowOutcome; gateClosed: boolean}> {
+async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string>): Promise<{outcome: RowOutcome; gateClosed: boolean}> {
   const {store, log} = run.engine
   const stamp = stampOf(row)
   const fields = {outboxId: row.id, workerId: row.worker_id, versionId: row.version_id}
@@ -219,11 +214,11 @@ async function dispatchOne(
     companyId: row.company_id!,
     departmentId: row.department_id!,
     messageId: row.id,
-    claim: {stamp, clearMarker: options.clearMarker},
+    claim: {stamp},
   })
   if (result.outcome === 'retry_later') {
     // The gate closed after the claim: the task did not touch the row. Give it back as it was claimed.
-    await store.sweeps.release(stamp, row)
+    await store.sweeps.release(stamp)
     log.info(fields, `Edge Worker deployment republish deferred: ${result.message}`)
   }
   if (result.outcome === 'skipped' && result.disposition === 'restamped')
@@ -235,7 +230,7 @@ async function dispatchOne(
  * A row that was leased before, or whose version is mid-deploy, may have reached the host: it
  * becomes `uncertain` and its Worker pauses. Otherwise nothing happened yet and it is `failed`.
  */
-async function quarantine(run: LaneRun, row: OutboxRow, stamp: SweepStamp, problem: string): Promise<RowOutcome> {
+async function quarantine(run: LaneRun, row: OutboxRow, stamp: ClaimStamp, problem: string): Promise<RowOutcome> {
   const {store, log} = run.engine
   const version = row.version_id ? await store.workers.getVersion(row.version_id) : undefined
   const mayHaveReachedHost = row.status === 'leased' || row.attempts > 0 || version?.state === 'deploying'

@@ -1,7 +1,6 @@
 // The recovery republisher (回收重發器): deploy rows that need a dispatcher — due rows the passes
 // own, rows whose enqueuer let them stall past the grace, expired leases — stamped a batch at a time
 // and run in-process. Claims nothing while the execution gate is closed.
-import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {dispatchDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'
 
@@ -15,7 +14,6 @@ export const recoveryLane: Lane = async (run) => {
       limit: settings.recovery.batch_size,
       graceSeconds: settings.recovery.dispatch_grace_seconds,
       cooldownSeconds: settings.recovery.cooldown_seconds,
-      deferredMarker: EDGE_HOST_FENCED,
     })
-  await dispatchDeploys(run, claim, {clearMarker: false, repeat: true})
+  await dispatchDeploys(run, claim, {repeat: true})
 }

@@ -5,7 +5,6 @@ import type {ArtifactStore} from '../../artifacts/store.js'
 import {KitError, messageOf} from '../../errors.js'
 import type {OutboxOperation} from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {executionGate} from '../gates.js'
 import type {ProviderResolution} from '../provider.js'
 import {confirmFences, type FenceConfirmation} from '../fence/confirm.js'
@@ -204,12 +203,7 @@ async function countWaiting(engine: Engine, scope: string, lanes: LaneName[]): P
   if (!scope || !lanes.includes('recovery')) return null
   const {settings, store} = engine
   try {
-    const waiting = await store.sweeps.waitingDeployments({
-      scope,
-      cooldownSeconds: settings.recovery.cooldown_seconds,
-      graceSeconds: settings.recovery.dispatch_grace_seconds,
-      deferredMarker: EDGE_HOST_FENCED,
-    })
+    const waiting = await store.sweeps.waitingDeployments({scope, graceSeconds: settings.recovery.dispatch_grace_seconds})
     return {deploys: waiting.count, nextDueInMs: waiting.nextDueAt === null ? null : Math.max(0, waiting.nextDueAt - store.clock.now())}
   } catch (error) {
     engine.log.error({err: error}, `Edge Worker reconcile could not count the deploys waiting for a later pass: ${messageOf(error)}`)

@@ -14,7 +14,7 @@ export interface OrphanReport {
   namespace: string
   /** Workers of hard-deleted companies this scope deployed, not yet confirmed retired here. */
   orphans_pending: number
-  /** Of those, the ones a deploy may still touch (a row pending, leased, or ended within the upload grace). */
+  /** Of those, the ones a deploy may still touch (a row pending, deferred, leased, or ended within the upload grace). */
   orphans_unsettled: number
   /** Worker rows whose stored script name differs from the current derivation. */
   stored_name_differs: number

@@ -5,7 +5,6 @@
 import {KitError} from '../../errors.js'
 import {auditEntry, type AuditActor, type JsonObject, type OperatorActionResult, type OutboxListFilter, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {runPass} from '../pass/index.js'
 import {LANE_LABELS, type LaneName} from '../pass/lane.js'
@@ -53,7 +52,7 @@ export async function retryOutboxRow(engine: Engine, id: string, actor: AuditAct
     return outcome
   })
   if (result.outcome !== 'done') throw refusal(id, 'retry', result, engine.store.clock.now())
-  const deferred = result.row.last_error_code === EDGE_HOST_FENCED ? ' (deferred by a backup fence: the deferred lane takes it once the fence ends)' : ''
+  const deferred = result.row.status === 'deferred' ? ' (deferred by a backup fence: the deferred lane takes it once the fence ends)' : ''
   return {message: `outbox row ${id} is pending and due now; the next pass dispatches it${deferred}`}
 }
 

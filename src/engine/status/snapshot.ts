@@ -14,7 +14,6 @@ import {
   type StatusCount,
 } from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {fenceView, type FenceView} from '../fence/fence.js'
 import {hostStatus, type HostStatus} from '../host-status.js'
 import {redactSecrets} from '../../util/redact.js'
@@ -31,7 +30,7 @@ export interface LaneStatus {
   leased: number
   failed: number
   uncertain: number
-  /** Pending deploys held by a backup fence (last_error_code edge_host_fenced); part of `pending`. */
+  /** Deploys held by a backup fence (status `deferred`); part of `pending`. */
   deferred: number
   /** Finished within the last `finishedWindowSeconds`. */
   completed: number
@@ -100,14 +99,13 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   const resolution = await engine.resolveProvider()
   const scope = resolution.status === 'ready' ? resolution.scope : settings.provider.scope || null
   const now = store.clock.now()
-  const [workers, host, openCounts, finishedCounts, oldestDue, deferred, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] =
+  const [workers, host, openCounts, finishedCounts, oldestDue, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] =
     await Promise.all([
       workersPanel(engine, {timeoutMs: options.hostTimeoutMs}),
       hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
       store.status.openCounts(scope),
       store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
       store.status.oldestDue(scope, now),
-      store.status.deferredDeploys(scope, EDGE_HOST_FENCED),
       store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
       store.status.errorGroups(scope),
       store.status.supersededFailures(scope),
@@ -124,11 +122,11 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     const due = oldestDue.find((entry) => entry.operation === operation)
     return {
       operation,
-      pending: countOf(openCounts, operation, 'pending'),
+      pending: countOf(openCounts, operation, 'pending') + countOf(openCounts, operation, 'deferred'),
       leased: countOf(openCounts, operation, 'leased'),
       failed: countOf(openCounts, operation, 'failed'),
       uncertain: countOf(openCounts, operation, 'uncertain'),
-      deferred: operation === 'deploy' ? deferred : 0,
+      deferred: countOf(openCounts, operation, 'deferred'),
       completed: countOf(finishedCounts, operation, 'completed'),
       cancelled: countOf(finishedCounts, operation, 'cancelled'),
       oldestDueAgeMs: due?.pendingDueSince == null ? null : now - due.pendingDueSince,

@@ -2,19 +2,19 @@
 // writes the audit row in the same transaction, the ack round's compare-and-set writes, and the
 // question whether a row's Worker is retired.
 //
-// Recovery round: a control row is the command's own while it runs. The sweep takes a pending row
-// only once it was handed back (attempts > 0, or no owner) or its request grace has passed, and a
-// leased row once its lease expired — in both cases the outcome of its mutation is unknown.
+// Recovery round: a control row is the command's own while it runs (reserved_by). The sweep takes a
+// pending row only once it was attempted, or nobody reserved it, or its request grace has passed,
+// and a leased row once its lease expired — in both cases the outcome of its mutation is unknown.
 //
-// Ack round: a `completed` row whose receipt is not yet acknowledged keeps next_attempt_at set; the
-// column is both its place in the queue and, in whole seconds, the compare-and-set stamp of the
-// runner that claimed it.
-import {randomUUID} from 'node:crypto'
+// Ack round: a `completed` row whose receipt is not yet acknowledged keeps next_attempt_at set (the
+// ack is due then); a runner claims it with a stamp (claimed_by, claim_expires_at in whole seconds)
+// that holds it for control_audit.lease_seconds and keys the compare-and-set of its writes.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
+import {carriesClaim, claimAssignments, due, unreserved, type ClaimStamp} from '../outbox-states.js'
 import {parseJsonObject, type OutboxRow, type OutboxTable} from '../schema.js'
 import {AuditRepository, type AuditEntryInput} from './audit.js'
-import {cooldownStamp} from './sweeps.js'
+import {claimableIds, leaseAssignments} from './outbox.js'
 
 /** The audit action whose success row marks a department's Worker retired (../../engine/retire/audit.ts). */
 const WORKER_RETIRED_ACTION = 'department.worker_retired'
@@ -28,12 +28,6 @@ export interface ControlClaimOptions {
   graceSeconds: number
 }
 
-/** The (id, next_attempt_at) an ack claim stamped; the ack round's writes must still match it. */
-export interface AckStamp {
-  id: string
-  next_attempt_at: number
-}
-
 export class ControlAuditRepository {
   constructor(private readonly ctx: StoreContext) {}
 
@@ -41,73 +35,64 @@ export class ControlAuditRepository {
   async claimRecoverable(options: ControlClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const {scope, limit} = options
-      const skipLocked = this.skipLocked()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
-          lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, updated_at = ${now}
-        where id in (
-          select id from (
-            select id, due_at, created_at from (
-              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
-              where operation = 'control_audit' and dispatch_namespace = ${scope}
-                and status = 'pending' and next_attempt_at <= ${now}
-                and (attempts > 0 or lease_owner is null or created_at <= ${now - options.graceSeconds * 1000})
-              order by next_attempt_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as handed_back
-            union all
-            select id, due_at, created_at from (
-              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
-              where status = 'leased' and lease_expires_at <= ${now}
-                and operation = 'control_audit' and dispatch_namespace = ${scope}
-              order by lease_expires_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as expired_leases
-          ) as recoverable
-          order by due_at, created_at, id
-          limit ${limit}
-        )
+        set ${leaseAssignments(options, now)}
+        where id in (${claimableIds(this.ctx, {
+          operation: 'control_audit',
+          scope: options.scope,
+          limit: options.limit,
+          now,
+          pendingAlso: unreserved(now, options.graceSeconds),
+        })})
         returning *`.execute(db)
       return rows.map(toOutboxRow).sort(oldestFirst)
     })
   }
 
   /**
-   * Settles a leased row `completed` with its audit row, atomically; the row stays due for the ack
-   * round, and the stamp returned lets the settling runner acknowledge it right away. undefined = the
-   * lease was lost (nothing written). Throws the audit conflict when the id is already bound to
-   * different facts (nothing written either).
+   * Settles a leased row `completed` with its audit row, atomically; the row's ack is due now. The
+   * settling runner's claim on it expires at once — the ack round may take the row right away — and
+   * only keys its compare-and-set: the stamp returned lets it acknowledge the receipt itself unless
+   * the ack round got there first. undefined = the lease was lost (nothing written). Throws the audit
+   * conflict when the id is already bound to different facts (nothing written either).
    */
-  async complete(id: string, token: string, audit: AuditEntryInput): Promise<AckStamp | undefined> {
+  async complete(id: string, token: string, audit: AuditEntryInput): Promise<ClaimStamp | undefined> {
     return this.ctx.atomic(async (tx) => {
       const now = this.ctx.now()
-      const result = await tx.db
+      const claim = await tx.db
         .updateTable('edge_worker_outbox')
-        .set({status: 'completed', lease_token: null, lease_expires_at: null, next_attempt_at: now, last_error_code: null, last_error: null, updated_at: now})
+        .set({
+          status: 'completed',
+          lease_token: null,
+          lease_expires_at: null,
+          claimed_by: sql<string>`lease_owner`,
+          claim_expires_at: now,
+          next_attempt_at: now,
+          last_error_code: null,
+          last_error: null,
+          updated_at: now,
+        })
         .where('id', '=', id)
         .where('lease_token', '=', token)
+        .returning('claimed_by')
         .executeTakeFirst()
-      if (result.numUpdatedRows === 0n) return undefined
+      if (!claim) return undefined
       await new AuditRepository(tx).append(audit)
-      return {id, next_attempt_at: now}
+      return {id, status: 'completed', claimed_by: claim.claimed_by!, claim_expires_at: now}
     })
   }
 
-  /** Stamps completed rows whose acknowledgement is due: the stamp holds them for `leaseSeconds`. */
+  /** Claims completed rows whose acknowledgement is due: the claim holds them for `leaseSeconds`. */
   async claimAcks(options: Omit<ControlClaimOptions, 'graceSeconds'>): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set lease_owner = ${options.owner}, next_attempt_at = ${cooldownStamp(now, options.leaseSeconds)}, attempts = attempts + 1, updated_at = ${now}
+        set ${claimAssignments(options.owner, now, options.leaseSeconds)}, attempts = attempts + 1
         where id in (
           select id from edge_worker_outbox
-          where operation = 'control_audit' and dispatch_namespace = ${options.scope}
-            and status = 'completed' and next_attempt_at <= ${now}
+          where operation = 'control_audit' and dispatch_namespace = ${options.scope} and ${due(now, 'completed')}
           order by next_attempt_at, created_at, id
           limit ${options.limit}
           ${this.skipLocked()}
@@ -119,24 +104,33 @@ export class ControlAuditRepository {
 
   /**
    * Ends the ack work of a completed row: acknowledged (no code), or stopped for good with a code
-   * (`worker_retired`, exhausted retries). false = another runner's stamp holds the row.
+   * (`worker_retired`, exhausted retries). false = another runner's claim holds the row.
    */
-  async stopAcks(stamp: AckStamp, stop: {errorCode: string | null; error: string | null}): Promise<boolean> {
+  async stopAcks(stamp: ClaimStamp, stop: {errorCode: string | null; error: string | null}): Promise<boolean> {
     return this.ctx.write(async ({db}) => {
       const result = await this.stamped(db, stamp)
-        .set({next_attempt_at: null, last_error_code: stop.errorCode, last_error: stop.error, updated_at: this.ctx.now()})
+        .set({
+          next_attempt_at: null,
+          claimed_by: null,
+          claim_expires_at: null,
+          last_error_code: stop.errorCode,
+          last_error: stop.error,
+          updated_at: this.ctx.now(),
+        })
         .executeTakeFirst()
       return result.numUpdatedRows > 0n
     })
   }
 
   /** A failed ack waits until `nextAttemptAt`; null (the engine's retry rule: attempts ran out) stops it (`failed`). */
-  async retryAck(stamp: AckStamp, nextAttemptAt: number | null, failure: {errorCode: string; error: string}): Promise<'rescheduled' | 'failed' | 'lost'> {
+  async retryAck(stamp: ClaimStamp, nextAttemptAt: number | null, failure: {errorCode: string; error: string}): Promise<'rescheduled' | 'failed' | 'lost'> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const result = await this.stamped(db, stamp)
         .set({
           next_attempt_at: nextAttemptAt,
+          claimed_by: null,
+          claim_expires_at: null,
           last_error_code: failure.errorCode,
           last_error: failure.error,
           updated_at: now,
@@ -169,12 +163,8 @@ export class ControlAuditRepository {
     return retired !== undefined
   }
 
-  private stamped(db: StoreContext['db'], stamp: AckStamp) {
-    return db
-      .updateTable('edge_worker_outbox')
-      .where('id', '=', stamp.id)
-      .where('status', '=', 'completed')
-      .where('next_attempt_at', '=', stamp.next_attempt_at)
+  private stamped(db: StoreContext['db'], stamp: ClaimStamp) {
+    return db.updateTable('edge_worker_outbox').where(carriesClaim(stamp))
   }
 
   private skipLocked() {

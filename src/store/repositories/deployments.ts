@@ -11,6 +11,7 @@
 import type {ExpressionBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {deterministicId} from '../ids.js'
+import {liveLease} from '../outbox-states.js'
 import {
   parseJsonObject,
   type Database,
@@ -41,7 +42,7 @@ export interface NewerDeploy {
 }
 
 /** Statuses of a newer version's deploy row that make older rows yield: it is queued, running, on the host, or may be. */
-const WINNING_STATUSES: OutboxStatus[] = ['pending', 'leased', 'completed', 'uncertain']
+const WINNING_STATUSES: OutboxStatus[] = ['pending', 'deferred', 'leased', 'completed', 'uncertain']
 
 export type BeginDeployingOutcome =
   | {outcome: 'deploying'}
@@ -108,8 +109,7 @@ export class DeploymentRepository {
         .where('o.operation', '=', 'deploy')
         .where('o.worker_id', '=', ids.workerId)
         .where('o.id', '!=', ids.outboxId)
-        .where('o.status', '=', 'leased')
-        .where('o.lease_expires_at', '>', now)
+        .where(liveLease(now))
         .where('v.state', '=', 'deploying')
         .limit(1)
         .executeTakeFirst()
@@ -237,6 +237,8 @@ export class DeploymentRepository {
     nextAttemptAt: number | null
     /** Set when the request may have been applied: the version stays `deploying` (reconcile mode next). */
     keepDeploying: boolean
+    /** The host refused while fenced: the row waits `deferred` for the deferred lane. */
+    deferred?: boolean
   }): Promise<'rescheduled' | 'failed' | 'lease_lost'> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return 'lease_lost'
@@ -245,6 +247,7 @@ export class DeploymentRepository {
         errorCode: ids.errorCode,
         error: ids.error,
         nextAttemptAt: ids.nextAttemptAt,
+        deferred: ids.deferred,
       })
       if (outcome.outcome === 'lease_lost') return 'lease_lost'
       const now = this.ctx.now()

@@ -3,18 +3,20 @@
 //
 // Lease rules (the statuses, moves and shared predicates: ../outbox-states.ts):
 // - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim,
-//   leaseById or leaseStamped writes a fresh random token and counts one attempt (leaseAssignments);
-// - a `pending` row is claimable once next_attempt_at <= now; a `leased` row once its lease expired;
+//   leaseById or leaseStamped writes a fresh random token, counts one attempt and ends any sweep's
+//   claim (leaseAssignments);
+// - a `pending` row is claimable once due (next_attempt_at <= now) and no claim holds it; a `leased`
+//   row once its lease expired; a `deferred` row only by the deferred lane's sweep;
 // - settle/renew/retryLater match `id AND lease_token`: matching nothing means the lease was lost
 //   (another runner reclaimed the row) and nothing changes. Ending a lease clears the token.
 import {randomUUID} from 'node:crypto'
-import {sql} from 'kysely'
+import {sql, type RawBuilder} from 'kysely'
 import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
 import {parseJsonObject, type JsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
-import {claimable, holdsLiveLease, isFinished, isSettled, type SettledOutboxStatus} from '../outbox-states.js'
+import {claimable, due, endClaim, holdsLiveLease, isFinished, isSettled, leaseExpired, type SettledOutboxStatus, type WaitingStatus} from '../outbox-states.js'
 
 export interface OutboxEnqueueInput {
   /** Defaults to a random UUID; control-audit rows pass the id their audit row will reuse. */
@@ -30,13 +32,15 @@ export interface OutboxEnqueueInput {
   payload: JsonObject
   /** Defaults to now (due at once). */
   next_attempt_at?: number | null
-  /** E.g. `edge_host_fenced` for a deploy enqueued while a fence is up (deferred, not dispatched). */
+  /** Default `pending`; `deferred` for a deploy enqueued while a backup fence is open (the deferred lane takes it). */
+  status?: WaitingStatus
+  /** Why the row waits, for operators (e.g. `edge_host_fenced` on a deferred deploy). */
   last_error_code?: string | null
   /**
-   * The runner that will dispatch the row itself (a waiting `deploy`): the reconcile passes leave a
-   * never-attempted row so reserved alone for `recovery.dispatch_grace_seconds`. null = theirs at once.
+   * The runner that will dispatch the row itself (a waiting `deploy`, a control command): the sweeps
+   * leave a never-attempted row so reserved alone for their grace. null = theirs at once.
    */
-  lease_owner?: string | null
+  reserved_by?: string | null
 }
 
 export interface EnqueueResult {
@@ -98,7 +102,7 @@ export class OutboxRepository {
         .values({
           id: input.id ?? newId(),
           operation: input.operation,
-          status: 'pending',
+          status: input.status ?? 'pending',
           dedupe_key: input.dedupe_key,
           company_id: input.company_id ?? null,
           department_id: input.department_id ?? null,
@@ -110,7 +114,7 @@ export class OutboxRepository {
           attempts: 0,
           next_attempt_at: input.next_attempt_at === undefined ? now : input.next_attempt_at,
           last_error_code: input.last_error_code ?? null,
-          lease_owner: input.lease_owner ?? null,
+          reserved_by: input.reserved_by ?? null,
           created_at: now,
           updated_at: now,
         })
@@ -133,35 +137,10 @@ export class OutboxRepository {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const {operation, scope, limit} = options
-      const skipLocked = this.ctx.locksRows ? sql`for update skip locked` : sql``
-      // Two index-ordered branches (each walks its own index) instead of one OR, which would sort
-      // every due row on each claim.
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
         set ${leaseAssignments(options, now)}
-        where id in (
-          select id from (
-            select id, due_at, created_at from (
-              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
-              where operation = ${operation} and dispatch_namespace = ${scope}
-                and status = 'pending' and next_attempt_at <= ${now}
-              order by next_attempt_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as due_pending
-            union all
-            select id, due_at, created_at from (
-              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
-              where status = 'leased' and lease_expires_at <= ${now}
-                and operation = ${operation} and dispatch_namespace = ${scope}
-              order by lease_expires_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as expired_leases
-          ) as claimable
-          order by due_at, created_at, id
-          limit ${limit}
-        )
+        where id in (${claimableIds(this.ctx, {operation, scope, limit, now})})
         returning *`.execute(db)
       return rows.map(toOutboxRow).sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id))
     })
@@ -224,16 +203,21 @@ export class OutboxRepository {
   }
 
   /**
-   * Gives a leased row back as `pending`, due at `nextAttemptAt` — or, when that is null (the
-   * engine's retry rule says attempts ran out), settles it `failed`, visible to an operator.
+   * Gives a leased row back as `pending` (or `deferred`: the host refused it while fenced), due at
+   * `nextAttemptAt` — or, when that is null (the engine's retry rule says attempts ran out), settles
+   * it `failed`, visible to an operator.
    */
-  async retryLater(id: string, token: string, failure: {errorCode: string; error: string; nextAttemptAt: number | null}): Promise<RetryOutcome> {
+  async retryLater(
+    id: string,
+    token: string,
+    failure: {errorCode: string; error: string; nextAttemptAt: number | null; deferred?: boolean},
+  ): Promise<RetryOutcome> {
     return this.ctx.write(async ({db}) => {
       const {nextAttemptAt} = failure
       const result = await db
         .updateTable('edge_worker_outbox')
         .set({
-          status: nextAttemptAt === null ? 'failed' : 'pending',
+          status: nextAttemptAt === null ? 'failed' : failure.deferred ? 'deferred' : 'pending',
           lease_token: null,
           lease_expires_at: null,
           next_attempt_at: nextAttemptAt,
@@ -250,16 +234,28 @@ export class OutboxRepository {
   }
 
   /**
-   * Operator "retry now": a pending, failed or uncertain row — or one whose lease expired — becomes
-   * pending and due now, handed to the passes (no owner, no lease). Its attempts and last error stay:
-   * they record what happened. A row held under a live lease is refused, never taken from its runner.
+   * Operator "retry now": a pending, deferred, failed or uncertain row — or one whose lease expired —
+   * becomes pending (a deferred one stays deferred) and due now, handed to the passes: no lease, no
+   * claim, no reservation. Its attempts and last error stay: they record what happened. A row held
+   * under a live lease is refused, never taken from its runner.
    */
   async retryNow(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
     return this.operatorAction(id, options.scope, async (row, {db}) => {
       if (isFinished(row.status)) return 'terminal'
+      const now = this.ctx.now()
       await db
         .updateTable('edge_worker_outbox')
-        .set({status: 'pending', next_attempt_at: this.ctx.now(), lease_owner: null, lease_token: null, lease_expires_at: null, updated_at: this.ctx.now()})
+        .set({
+          status: row.status === 'deferred' ? 'deferred' : 'pending',
+          next_attempt_at: now,
+          lease_owner: null,
+          lease_token: null,
+          lease_expires_at: null,
+          claimed_by: null,
+          claim_expires_at: null,
+          reserved_by: null,
+          updated_at: now,
+        })
         .where('id', '=', id)
         .execute()
       return 'done'
@@ -285,7 +281,15 @@ export class OutboxRepository {
       }
       await db
         .updateTable('edge_worker_outbox')
-        .set({status: 'cancelled', next_attempt_at: null, lease_token: null, lease_expires_at: null, updated_at: this.ctx.now()})
+        .set({
+          status: 'cancelled',
+          next_attempt_at: null,
+          lease_token: null,
+          lease_expires_at: null,
+          claimed_by: null,
+          claim_expires_at: null,
+          updated_at: this.ctx.now(),
+        })
         .where('id', '=', id)
         .execute()
       return 'done'
@@ -338,10 +342,46 @@ export class OutboxRepository {
   }
 }
 
-/** The SET clause of every lease taken (claim, leaseById, leaseStamped): one attempt, a fresh token. */
+/**
+ * The ids of up to `limit` rows of one operation and scope a lane may take now, oldest due first:
+ * due pending rows (that also meet `pendingAlso`, e.g. a sweep's grace for reservations) and expired
+ * leases. Two index-ordered branches (each walks its own index) instead of one OR, which would sort
+ * every due row on each claim. Concurrent claimers never get the same row (PostgreSQL: FOR UPDATE
+ * SKIP LOCKED; SQLite: the BEGIN IMMEDIATE write lock).
+ */
+export function claimableIds(
+  ctx: StoreContext,
+  options: {operation: OutboxOperation; scope: string; limit: number; now: number; pendingAlso?: RawBuilder<boolean>},
+) {
+  const {operation, scope, limit, now} = options
+  const skipLocked = ctx.locksRows ? sql`for update skip locked` : sql``
+  const also = options.pendingAlso ? sql`and ${options.pendingAlso}` : sql``
+  return sql`
+    select id from (
+      select id, due_at, created_at from (
+        select id, next_attempt_at as due_at, created_at from edge_worker_outbox
+        where operation = ${operation} and dispatch_namespace = ${scope} and ${due(now)} ${also}
+        order by next_attempt_at, created_at, id
+        limit ${limit}
+        ${skipLocked}
+      ) as due_pending
+      union all
+      select id, due_at, created_at from (
+        select id, lease_expires_at as due_at, created_at from edge_worker_outbox
+        where ${leaseExpired(now)} and operation = ${operation} and dispatch_namespace = ${scope}
+        order by lease_expires_at, created_at, id
+        limit ${limit}
+        ${skipLocked}
+      ) as expired_leases
+    ) as claimable
+    order by due_at, created_at, id
+    limit ${limit}`
+}
+
+/** The SET clause of every lease taken (claim, leaseById, leaseStamped): one attempt, a fresh token, no claim left. */
 export function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
   return sql`status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
-    lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, updated_at = ${now}`
+    lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, ${endClaim}, updated_at = ${now}`
 }
 
 /** Why a lease could not be taken on the row. Scope first: a row of another kit is never touched. */

@@ -135,7 +135,7 @@ export class RetirementRepository {
         (select s.script_name from edge_worker_outbox s where s.worker_id = g.worker_id and s.script_name is not null limit 1) as script_name
       from (
         select o.worker_id, max(o.company_id) as company_id, max(o.department_id) as department_id,
-          max(case when o.status in ('pending', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
+          max(case when o.status in ('pending', 'deferred', 'leased') or o.updated_at >= ${graceCutoff} then 1 else 0 end) as unsettled
         from edge_worker_outbox o
         where o.dispatch_namespace = ${scope} and o.operation = 'deploy' and o.company_id in (${sql.join(companies)}) and o.worker_id is not null
         group by o.worker_id

@@ -2,14 +2,23 @@
 // about the same whether the outbox holds a thousand rows or a million: every statement is an index
 // seek or a range over the rows an operator cares about (migration 0003_status_indexes), never a
 // scan of the history.
-// - Open rows (pending, leased, failed, uncertain) are counted whole; finished ones (completed,
-//   cancelled) over a recent window, since counting all of history would read every row.
+// - Open rows (pending, deferred, leased, failed, uncertain) are counted whole; finished ones
+//   (completed, cancelled) over a recent window, since counting all of history would read every row.
+// - Due work and expired leases are what the sweeps would take (the predicates of ../outbox-states.ts).
 // - `scope` null means every scope (a store not paired yet).
 // - A failed or uncertain deploy is history, not attention, once a later deploy of the same Worker
 //   completed: what it tried to ship has been replaced by what now serves.
 import {sql, type ExpressionBuilder, type SelectQueryBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
-import {ATTENTION_OUTBOX_STATUSES, type AttentionStatus, FINISHED_OUTBOX_STATUSES, OPEN_OUTBOX_STATUSES} from '../outbox-states.js'
+import {
+  ATTENTION_OUTBOX_STATUSES,
+  type AttentionStatus,
+  due,
+  FINISHED_OUTBOX_STATUSES,
+  leaseExpired,
+  OPEN_OUTBOX_STATUSES,
+  WAITING_OUTBOX_STATUSES,
+} from '../outbox-states.js'
 import {OUTBOX_OPERATIONS, type Database, type OutboxOperation, type OutboxRow, type OutboxStatus} from '../schema.js'
 
 export interface StatusCount {
@@ -20,7 +29,7 @@ export interface StatusCount {
 
 export interface OldestDue {
   operation: OutboxOperation
-  /** The earliest next_attempt_at among pending rows already due; null when none is due. */
+  /** The earliest next_attempt_at among pending and deferred rows already due; null when none is due. */
   pendingDueSince: number | null
   /** The earliest lease_expires_at among leased rows whose lease has expired; null when none has. */
   leaseExpiredSince: number | null
@@ -106,19 +115,6 @@ export class StatusRepository {
     return pairs.map((pair, index) => ({...pair, count: Number(counts[`c${index}`] ?? 0)}))
   }
 
-  /** Pending deploys held back by a backup fence: they carry the deferred marker as their last error code. */
-  async deferredDeploys(scope: string | null, deferredMarker: string): Promise<number> {
-    const row = await this.ctx.db
-      .selectFrom('edge_worker_outbox')
-      .select((eb) => eb.fn.countAll<number | string>().as('count'))
-      .$call(inScope(scope))
-      .where('status', '=', 'pending')
-      .where('operation', '=', 'deploy')
-      .where('last_error_code', '=', deferredMarker)
-      .executeTakeFirstOrThrow()
-    return Number(row.count)
-  }
-
   /** Failed and uncertain deploys a later completed deploy of the same Worker has replaced. */
   async supersededFailures(scope: string | null): Promise<number> {
     const row = await this.ctx.db
@@ -137,27 +133,30 @@ export class StatusRepository {
     const row = await this.ctx.db
       .selectNoFrom((eb) =>
         OUTBOX_OPERATIONS.flatMap((operation) => [
-          this.outboxIn(eb, scope)
-            .select((inner) => inner.fn.min('next_attempt_at').as('due'))
-            .where('operation', '=', operation)
-            .where('status', '=', 'pending')
-            .where('next_attempt_at', '<=', now)
-            .as(`${operation}_pending`),
+          ...WAITING_OUTBOX_STATUSES.map((status) =>
+            this.outboxIn(eb, scope)
+              .select((inner) => inner.fn.min('next_attempt_at').as('due'))
+              .where('operation', '=', operation)
+              .where(due(now, status))
+              .as(`${operation}_${status}`),
+          ),
           this.outboxIn(eb, scope)
             .select((inner) => inner.fn.min('lease_expires_at').as('due'))
-            .where('status', '=', 'leased')
-            .where('lease_expires_at', '<=', now)
+            .where(leaseExpired(now))
             .where('operation', '=', operation)
             .as(`${operation}_leased`),
         ]),
       )
       .executeTakeFirstOrThrow()
-    const due = row as Record<string, number | string | null>
-    const time = (value: number | string | null | undefined) => (value === null || value === undefined ? null : Number(value))
+    const since = row as Record<string, number | string | null>
+    const time = (...values: Array<number | string | null | undefined>) => {
+      const times = values.filter((value) => value !== null && value !== undefined).map(Number)
+      return times.length > 0 ? Math.min(...times) : null
+    }
     return OUTBOX_OPERATIONS.map((operation) => ({
       operation,
-      pendingDueSince: time(due[`${operation}_pending`]),
-      leaseExpiredSince: time(due[`${operation}_leased`]),
+      pendingDueSince: time(...WAITING_OUTBOX_STATUSES.map((status) => since[`${operation}_${status}`])),
+      leaseExpiredSince: time(since[`${operation}_leased`]),
     }))
   }
 

@@ -7,9 +7,8 @@
 // (newerDeploysOf). Only rows that still carry the claim's stamp are touched — nobody has leased them
 // since — and only pending ones: an expired lease may be mid-deploy and goes to the task.
 import type {StoreContext} from '../context.js'
-import type {OutboxRow} from '../schema.js'
+import {stillCarriesClaim, type ClaimStamp} from '../outbox-states.js'
 import {DeploymentRepository, newerDeploysOf, type NewerDeploy} from './deployments.js'
-import type {SweepStamp} from './sweeps.js'
 
 export interface SupersededRow {
   outboxId: string
@@ -22,7 +21,7 @@ export interface SupersededRow {
  * would fail rather than let yield (Worker or version gone, arguments that do not match it) are
  * left to the task. Returns the rows it settled.
  */
-export async function supersedeStamped(ctx: StoreContext, claimed: readonly {stamp: SweepStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
+export async function supersedeStamped(ctx: StoreContext, claimed: readonly {stamp: ClaimStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
   const candidates = claimed.filter((row) => row.stamp.status === 'pending' && row.versionId)
   if (candidates.length === 0) return []
   // An unlocked look first: most claims outside a backlog have nothing that yields, and then take no locks.
@@ -41,7 +40,7 @@ export async function supersedeStamped(ctx: StoreContext, claimed: readonly {sta
         .where('id', 'in', [...pending.keys()])
         .orderBy('id'),
     ).execute()
-    const held = locked.filter((row) => row.operation === 'deploy' && row.worker_id && row.version_id && carriesStamp(row, pending.get(row.id)!))
+    const held = locked.filter((row) => row.operation === 'deploy' && row.worker_id && row.version_id && stillCarriesClaim(row, pending.get(row.id)!))
     const newer = await newerDeploysOf(
       tx,
       held.map((row) => row.version_id!),
@@ -76,9 +75,4 @@ export async function supersedeStamped(ctx: StoreContext, claimed: readonly {sta
     }
     return settled
   })
-}
-
-/** Whether the row still carries exactly the stamp the claim wrote (the sweeps' compare-and-set). */
-function carriesStamp(row: Pick<OutboxRow, 'status' | 'lease_owner' | 'next_attempt_at'>, stamp: SweepStamp): boolean {
-  return row.status === stamp.status && row.lease_owner === stamp.lease_owner && row.next_attempt_at === stamp.next_attempt_at
 }

@@ -2,26 +2,19 @@
 // compare-and-set stamp, the CAS writes that follow them, artifact references, and the count of rows
 // left for an operator.
 //
-// A deploy sweep does not lease the rows it claims: it *stamps* them — lease_owner = the claiming
-// runner, next_attempt_at = a cooldown deadline in whole seconds — and the deploy task leases each
+// A deploy sweep does not lease the rows it claims: it *stamps* them — claimed_by = the claiming
+// runner, claim_expires_at = a cooldown deadline in whole seconds — and the deploy task leases each
 // through that stamp (leaseStamped) when it gets to it. Every later write of the sweep is a
-// compare-and-set on (status, lease_owner, next_attempt_at): a publisher that stalled past its
-// cooldown finds the row re-stamped by a newer claim and loses: its write matches nothing.
+// compare-and-set on (status, claimed_by, claim_expires_at): a publisher that stalled past its
+// cooldown finds the row re-stamped by a newer claim (or leased, which ends the claim) and loses:
+// its write matches nothing. The predicates (due, unclaimed, unreserved, …): ../outbox-states.ts.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
-import {liveLease} from '../outbox-states.js'
+import {carriesClaim, claimAssignments, due, liveLease, unreserved, type ClaimStamp} from '../outbox-states.js'
 import {settleUnfinishedVersion} from './deployments.js'
-import {leaseAssignments, refusalOf, type LeaseByIdResult} from './outbox.js'
+import {claimableIds, leaseAssignments, refusalOf, type LeaseByIdResult} from './outbox.js'
 import {supersedeStamped, type SupersededRow} from './supersede.js'
-import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
-
-/** The (status, lease_owner, next_attempt_at) a sweep last wrote on a row; its next write must still match. */
-export interface SweepStamp {
-  id: string
-  status: OutboxStatus
-  lease_owner: string
-  next_attempt_at: number
-}
+import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxTable} from '../schema.js'
 
 export interface RecoverableClaimOptions {
   scope: string
@@ -30,15 +23,12 @@ export interface RecoverableClaimOptions {
   /** A never-attempted row its enqueuer reserved stays theirs this long after enqueue. */
   graceSeconds: number
   cooldownSeconds: number
-  /** Rows carrying this last_error_code are deferred (fence): only the deferred sweep takes them. */
-  deferredMarker: string
 }
 
 export interface DeferredClaimOptions {
   scope: string
   owner: string
   cooldownSeconds: number
-  deferredMarker: string
 }
 
 export class SweepRepository {
@@ -46,49 +36,28 @@ export class SweepRepository {
 
   /**
    * Stamps up to `limit` deploy rows of the scope that need a dispatcher, oldest due first:
-   * - pending and due, not deferred, and nobody holds them: no owner (handed to the passes, e.g.
-   *   `deploy --no-wait` or a released claim), or the owner's hold has lapsed — one cooldown since
-   *   it last touched the row (a sweep that published it is leasing it right now; a runner that
-   *   retried it waits at least that long), and for a row never attempted, the grace since enqueue
-   *   (a waiting `deploy` reserved it; past the grace it has stalled and a sweep takes it over);
-   * - leased with an expired lease, once the cooldown of any earlier stamp is over.
+   * - pending, due, and nobody holds them: no claim within its cooldown (a sweep that published the
+   *   row is leasing it right now), and for a row never attempted, no reservation within the grace
+   *   since enqueue (a waiting `deploy` dispatches it; past the grace it has stalled and a sweep
+   *   takes it over);
+   * - leased with an expired lease, once the cooldown of any earlier claim is over.
+   * A never-attempted row is reserved to the sweep that claims it first, as to an enqueuer: if that
+   * sweep dies before leasing, the row waits out the grace, not just the cooldown.
    */
   async claimRecoverableDeployments(options: RecoverableClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const {scope, limit} = options
-      const skipLocked = this.skipLocked()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set lease_owner = ${options.owner}, next_attempt_at = ${cooldownStamp(now, options.cooldownSeconds)}, updated_at = ${now}
-        where id in (
-          select id from (
-            select id, due_at, created_at from (
-              select id, next_attempt_at as due_at, created_at from edge_worker_outbox
-              where operation = 'deploy' and dispatch_namespace = ${scope}
-                and status = 'pending' and next_attempt_at <= ${now}
-                and (last_error_code is null or last_error_code <> ${options.deferredMarker})
-                and (lease_owner is null or (
-                  updated_at <= ${now - options.cooldownSeconds * 1000}
-                  and (attempts > 0 or created_at <= ${now - options.graceSeconds * 1000})))
-              order by next_attempt_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as stalled_pending
-            union all
-            select id, due_at, created_at from (
-              select id, lease_expires_at as due_at, created_at from edge_worker_outbox
-              where status = 'leased' and lease_expires_at <= ${now}
-                and operation = 'deploy' and dispatch_namespace = ${scope}
-                and (next_attempt_at is null or next_attempt_at <= ${now})
-              order by lease_expires_at, created_at, id
-              limit ${limit}
-              ${skipLocked}
-            ) as expired_leases
-          ) as recoverable
-          order by due_at, created_at, id
-          limit ${limit}
-        )
+        set ${claimAssignments(options.owner, now, options.cooldownSeconds)},
+          reserved_by = case when attempts = 0 then coalesce(reserved_by, ${options.owner}) else reserved_by end
+        where id in (${claimableIds(this.ctx, {
+          operation: 'deploy',
+          scope: options.scope,
+          limit: options.limit,
+          now,
+          pendingAlso: unreserved(now, options.graceSeconds),
+        })})
         returning *`.execute(db)
       return rows.map(toOutboxRow).sort(oldestFirst)
     })
@@ -100,11 +69,10 @@ export class SweepRepository {
       const now = this.ctx.now()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set lease_owner = ${options.owner}, next_attempt_at = ${cooldownStamp(now, options.cooldownSeconds)}, updated_at = ${now}
+        set ${claimAssignments(options.owner, now, options.cooldownSeconds)}
         where id in (
           select id from edge_worker_outbox
-          where last_error_code = ${options.deferredMarker} and status = 'pending' and next_attempt_at <= ${now}
-            and operation = 'deploy' and dispatch_namespace = ${options.scope}
+          where operation = 'deploy' and dispatch_namespace = ${options.scope} and ${due(now, 'deferred')}
           order by created_at, id
           ${this.skipLocked()}
         )
@@ -116,20 +84,18 @@ export class SweepRepository {
   /**
    * Publishes a stamped row to its in-process dispatcher by leasing it to the stamp's owner, in one
    * statement: the stamp's compare-and-set and the lease are one check (the deploy task's lease step
-   * for a row a sweep claimed). A pending row becomes due now, as when its enqueuer dispatches it;
-   * `clearMarker` drops the deferred marker — the dispatch is accepted. An expired lease whose holder
-   * renewed it since the claim stays the holder's. A refusal is explained by a read of the row.
+   * for a row a sweep claimed). A deferred row drops the reason it waited (`edge_host_fenced`): the
+   * dispatch is accepted. An expired lease whose holder renewed it since the claim stays the holder's.
+   * A refusal is explained by a read of the row.
    */
-  async leaseStamped(stamp: SweepStamp, options: {scope: string; leaseSeconds: number; clearMarker: boolean}): Promise<LeaseByIdResult> {
+  async leaseStamped(stamp: ClaimStamp, options: {scope: string; leaseSeconds: number}): Promise<LeaseByIdResult> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const nextAttemptAt = stamp.status === 'pending' ? now : stamp.next_attempt_at
-      const clearMarker = options.clearMarker ? sql`, last_error_code = null, last_error = null` : sql``
+      const accepted = stamp.status === 'deferred' ? sql`, last_error_code = null, last_error = null` : sql``
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set ${leaseAssignments({owner: stamp.lease_owner, leaseSeconds: options.leaseSeconds}, now)}, next_attempt_at = ${nextAttemptAt} ${clearMarker}
-        where id = ${stamp.id} and status = ${stamp.status} and lease_owner = ${stamp.lease_owner} and next_attempt_at = ${stamp.next_attempt_at}
-          and dispatch_namespace = ${options.scope} and not ${liveLease(now)}
+        set ${leaseAssignments({owner: stamp.claimed_by, leaseSeconds: options.leaseSeconds}, now)} ${accepted}
+        where ${carriesClaim(stamp)} and dispatch_namespace = ${options.scope} and not ${liveLease(now)}
         returning *`.execute(db)
       if (rows[0]) return {disposition: 'acquired', row: toOutboxRow(rows[0])}
       const row = await db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', stamp.id).executeTakeFirst()
@@ -140,16 +106,16 @@ export class SweepRepository {
   }
 
   /**
-   * Hands a pending row this sweep stamped but did not get to run back to the passes: no owner, due
-   * now, its error marker as it was claimed. An expired lease needs nothing: it is claimable again
-   * when the stamp's cooldown ends. false = a newer claim holds the row.
+   * Hands a pending or deferred row this sweep stamped but did not get to run back to the passes, as
+   * it was claimed but held by nobody (no claim, no reservation) and due now. An expired lease needs
+   * nothing: it is claimable again when the claim's cooldown ends. false = a newer claim holds the row.
    */
-  async release(stamp: SweepStamp, asClaimed: Pick<OutboxRow, 'last_error_code' | 'last_error'>): Promise<boolean> {
-    if (stamp.status !== 'pending') return false
+  async release(stamp: ClaimStamp): Promise<boolean> {
+    if (stamp.status === 'leased') return false
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const result = await this.matching(db, stamp)
-        .set({lease_owner: null, next_attempt_at: now, last_error_code: asClaimed.last_error_code, last_error: asClaimed.last_error, updated_at: now})
+        .set({claimed_by: null, claim_expires_at: null, reserved_by: null, next_attempt_at: now, updated_at: now})
         .executeTakeFirst()
       return result.numUpdatedRows > 0n
     })
@@ -159,7 +125,7 @@ export class SweepRepository {
    * Settles a stamped row `failed` or `uncertain` without touching anything else (e.g.
    * `worker_deleted`: the Worker and its versions are gone). false = a newer claim won.
    */
-  async settleStamped(stamp: SweepStamp, outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string}): Promise<boolean> {
+  async settleStamped(stamp: ClaimStamp, outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string}): Promise<boolean> {
     return this.ctx.write(async (tx) => this.settleStampedIn(tx, stamp, outcome))
   }
 
@@ -170,7 +136,7 @@ export class SweepRepository {
    * downgraded. false = a newer claim won and nothing changed.
    */
   async quarantine(
-    stamp: SweepStamp,
+    stamp: ClaimStamp,
     outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string; workerId: string | null; versionId: string | null},
   ): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
@@ -190,7 +156,7 @@ export class SweepRepository {
   }
 
   /** Settles, in one transaction, the stamped rows of a claim that yield to a newer deploy (./supersede.ts). */
-  async supersedeStamped(claimed: readonly {stamp: SweepStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
+  async supersedeStamped(claimed: readonly {stamp: ClaimStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
     return supersedeStamped(this.ctx, claimed)
   }
 
@@ -251,45 +217,33 @@ export class SweepRepository {
     })
   }
 
-  /** Rows of these operations in the scope that ended `failed` or `uncertain` and wait for an operator. */
   /**
-   * Pending deploys of the scope the recovery sweep may not claim yet — a backoff not over, a
-   * cooldown since a runner last touched the row, or a waiting `deploy` still within its grace —
-   * with the moment the first of them becomes claimable (the rule of claimRecoverableDeployments).
+   * Pending deploys of the scope the recovery sweep may not claim yet — a backoff not over, a claim
+   * within its cooldown, or a reservation still within its grace — with the moment the first of
+   * them becomes claimable (the rule of claimRecoverableDeployments).
    */
-  async waitingDeployments(options: {
-    scope: string
-    cooldownSeconds: number
-    graceSeconds: number
-    deferredMarker: string
-  }): Promise<{count: number; nextDueAt: number | null}> {
+  async waitingDeployments(options: {scope: string; graceSeconds: number}): Promise<{count: number; nextDueAt: number | null}> {
     const now = this.ctx.now()
-    const cooldownMs = options.cooldownSeconds * 1000
     const graceMs = options.graceSeconds * 1000
     const rows = await this.ctx.db
       .selectFrom('edge_worker_outbox')
-      .select(['next_attempt_at', 'updated_at', 'created_at', 'attempts', 'lease_owner'])
+      .select(['next_attempt_at', 'claim_expires_at', 'reserved_by', 'created_at', 'attempts'])
       .where('operation', '=', 'deploy')
       .where('dispatch_namespace', '=', options.scope)
       .where('status', '=', 'pending')
-      .where((eb) => eb.or([eb('last_error_code', 'is', null), eb('last_error_code', '<>', options.deferredMarker)]))
-      .where((eb) =>
-        eb.or([
-          eb('next_attempt_at', '>', now),
-          eb.and([
-            eb('lease_owner', 'is not', null),
-            eb.or([eb('updated_at', '>', now - cooldownMs), eb.and([eb('attempts', '=', 0), eb('created_at', '>', now - graceMs)])]),
-          ]),
-        ]),
-      )
+      .where(sql<boolean>`not (${due(now)} and ${unreserved(now, options.graceSeconds)})`)
       .execute()
-    const dueAt = rows.map((row) => {
-      const backoff = Number(row.next_attempt_at)
-      if (row.lease_owner === null) return backoff
-      return Math.max(backoff, Number(row.updated_at) + cooldownMs, row.attempts === 0 ? Number(row.created_at) + graceMs : 0)
-    })
+    const dueAt = rows.map((row) =>
+      Math.max(
+        Number(row.next_attempt_at),
+        Number(row.claim_expires_at ?? 0),
+        row.reserved_by !== null && row.attempts === 0 ? Number(row.created_at) + graceMs : 0,
+      ),
+    )
     return {count: rows.length, nextDueAt: dueAt.length > 0 ? Math.min(...dueAt) : null}
   }
+
+  /** Rows of these operations in the scope that ended `failed` or `uncertain` and wait for an operator. */
 
   async countUnsettled(scope: string, operations: readonly OutboxOperation[]): Promise<{failed: number; uncertain: number}> {
     const counts = {failed: 0, uncertain: 0}
@@ -308,7 +262,7 @@ export class SweepRepository {
 
   private async settleStampedIn(
     tx: StoreContext,
-    stamp: SweepStamp,
+    stamp: ClaimStamp,
     outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string},
   ): Promise<boolean> {
     const result = await this.matching(tx.db, stamp)
@@ -317,6 +271,8 @@ export class SweepRepository {
         lease_token: null,
         lease_expires_at: null,
         next_attempt_at: null,
+        claimed_by: null,
+        claim_expires_at: null,
         last_error_code: outcome.errorCode,
         last_error: outcome.error,
         updated_at: this.ctx.now(),
@@ -326,13 +282,8 @@ export class SweepRepository {
   }
 
   /** An update that applies only while the row still carries exactly the stamp this sweep wrote (the compare-and-set). */
-  private matching(db: StoreContext['db'], stamp: SweepStamp) {
-    return db
-      .updateTable('edge_worker_outbox')
-      .where('id', '=', stamp.id)
-      .where('status', '=', stamp.status)
-      .where('lease_owner', '=', stamp.lease_owner)
-      .where('next_attempt_at', '=', stamp.next_attempt_at)
+  private matching(db: StoreContext['db'], stamp: ClaimStamp) {
+    return db.updateTable('edge_worker_outbox').where(carriesClaim(stamp))
   }
 
   private skipLocked() {
@@ -340,15 +291,10 @@ export class SweepRepository {
   }
 }
 
-/** The sweep's stamp for a row it claims: a cooldown deadline rounded to whole seconds (the CAS compares it exactly). */
-export function cooldownStamp(now: number, cooldownSeconds: number): number {
-  return (Math.floor(now / 1000) + cooldownSeconds) * 1000
-}
-
 /** The stamp a claimed row carries (the claim just wrote it). */
-export function stampOf(row: OutboxRow): SweepStamp {
-  if (row.lease_owner === null || row.next_attempt_at === null) throw new Error(`outbox row ${row.id} carries no sweep stamp`)
-  return {id: row.id, status: row.status, lease_owner: row.lease_owner, next_attempt_at: row.next_attempt_at}
+export function stampOf(row: OutboxRow): ClaimStamp {
+  if (row.claimed_by === null || row.claim_expires_at === null) throw new Error(`outbox row ${row.id} carries no sweep stamp`)
+  return {id: row.id, status: row.status, claimed_by: row.claimed_by, claim_expires_at: row.claim_expires_at}
 }
 
 const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)

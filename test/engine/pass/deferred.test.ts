@@ -1,12 +1,12 @@
-// The deferred republish lane: deploys held back by a backup fence (`edge_host_fenced`) wait while
-// the gate is closed, then go out oldest first with no batch cap; the marker clears when the dispatch
-// is accepted and comes back if it is not.
+// The deferred republish lane: deploys held back by a backup fence (status `deferred`, last error code
+// `edge_host_fenced`) wait while the gate is closed, then go out oldest first with no batch cap; the
+// code clears when the dispatch is accepted, and a dispatch not accepted leaves the row deferred.
 import {expect, test} from 'vitest'
 import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
 import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
-import type {OutboxRow} from '../../../src/store/index.js'
+import {stampOf, type OutboxRow} from '../../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../../support/stores.js'
 import {enqueueDeployRow, OWNER, passEngine, recordingDispatch, SCOPE, seedWorker, type TestEngine} from './support.js'
 
@@ -21,7 +21,7 @@ describeEachStore('deferred republish lane', (t) => {
     const ids: string[] = []
     for (let i = 0; i < count; i++) {
       const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
-      expect(enqueued.last_error_code).toBe(EDGE_HOST_FENCED)
+      expect(enqueued).toMatchObject({status: 'deferred', last_error_code: EDGE_HOST_FENCED})
       ids.push(enqueued.id)
       t.clock.advance(1)
     }
@@ -55,12 +55,14 @@ describeEachStore('deferred republish lane', (t) => {
     const engine = await passEngine(t)
     const {ids, fenceId} = await enqueueFenced(engine, 1)
     await t.store.kit.endFence(fenceId, 'backup done')
-    // The host refused the upload inside a fence: the task retried with the marker.
-    const lease = await t.store.outbox.leaseById(ids[0]!, {scope: SCOPE, owner: 'earlier', leaseSeconds: 90})
+    // The host refused the upload inside a fence: the task retried it as deferred.
+    const [claimed] = await t.store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'earlier', cooldownSeconds: 15})
+    const lease = await t.store.sweeps.leaseStamped(stampOf(claimed!), {scope: SCOPE, leaseSeconds: 90})
     const retried = await t.store.outbox.retryLater(ids[0]!, lease.row!.lease_token!, {
       errorCode: EDGE_HOST_FENCED,
       error: 'the host is fenced',
       nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row!.attempts, t.clock.now()),
+      deferred: true,
     })
     const dueAt = (retried as {nextAttemptAt: number}).nextAttemptAt
     const dispatch = recordingDispatch()
@@ -70,24 +72,24 @@ describeEachStore('deferred republish lane', (t) => {
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
   })
 
-  test('a claim stamps deferred.cooldown_seconds; a dispatch that is not accepted puts the marker back', async () => {
+  test('a claim stamps deferred.cooldown_seconds; a dispatch that is not accepted leaves the row deferred', async () => {
     const engine = await passEngine(t, {settings: {deferred: {cooldown_seconds: 20}, reconcile: {deploy_concurrency: 1}}})
     const {ids, fenceId} = await enqueueFenced(engine, 2)
     await t.store.kit.endFence(fenceId, 'backup done')
 
     // A claimer that stalls holds both rows for its cooldown.
-    const stale = await t.store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'stale', cooldownSeconds: 20, deferredMarker: EDGE_HOST_FENCED})
+    const stale = await t.store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'stale', cooldownSeconds: 20})
     expect(stale.map((claimed) => claimed.id)).toEqual(ids)
     const dispatch = recordingDispatch(() => ({outcome: 'retry_later', message: EXECUTION_FENCED}))
-    t.clock.advance(stale[0]!.next_attempt_at! - t.clock.now() - 1)
+    t.clock.advance(stale[0]!.claim_expires_at! - t.clock.now() - 1)
     expect(laneOf(await deferred(engine, dispatch)).claimed).toBe(0)
 
     t.clock.advance(1)
-    // The gate closed again between claim and dispatch: the first row goes back with its marker, the lane stops.
+    // The gate closed again between claim and dispatch: the first row goes back deferred, the lane stops.
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 2, skipped: 2})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual([ids[0]])
     for (const id of ids) {
-      expect(await row(t, id)).toMatchObject({status: 'pending', last_error_code: EDGE_HOST_FENCED, lease_owner: null, next_attempt_at: t.clock.now()})
+      expect(await row(t, id)).toMatchObject({status: 'deferred', last_error_code: EDGE_HOST_FENCED, claimed_by: null, next_attempt_at: t.clock.now()})
     }
   })
 })

@@ -1,7 +1,6 @@
 // The recovery republisher lane: which deploy rows it takes and when, the compare-and-set stamp,
 // quarantine, worker_deleted, the execution gate, batch cap, time budget, and how it counts.
 import {afterEach, expect, test, vi} from 'vitest'
-import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
 import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
@@ -32,7 +31,7 @@ describeEachStore('recovery lane', (t) => {
     const engine = await engineWith()
     const seed = await seedWorker(t)
     const enqueued = await enqueueDeployRow(engine, seed)
-    expect(enqueued).toMatchObject({status: 'pending', lease_owner: null, attempts: 0})
+    expect(enqueued).toMatchObject({status: 'pending', reserved_by: null, attempts: 0})
 
     const dispatch = recordingDispatch()
     const result = await recovery(engine, dispatch)
@@ -49,7 +48,7 @@ describeEachStore('recovery lane', (t) => {
   test('a row a waiting deploy reserved is left to it for recovery.dispatch_grace_seconds after enqueue, then recovered as stalled', async () => {
     const engine = await engineWith({recovery: {dispatch_grace_seconds: 120}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t), 'deploy-process')
-    expect(enqueued.lease_owner).toBe('deploy-process')
+    expect(enqueued).toMatchObject({reserved_by: 'deploy-process', lease_owner: null})
     const dispatch = recordingDispatch()
 
     expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
@@ -82,13 +81,12 @@ describeEachStore('recovery lane', (t) => {
   test("a row a sweep stamped stays that sweep's until its task leases it: no other sweep takes it meanwhile", async () => {
     const engine = await engineWith({recovery: {cooldown_seconds: 15}})
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
-    const claim = (owner: string) =>
-      t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner, limit: 10, graceSeconds: 300, cooldownSeconds: 15, deferredMarker: EDGE_HOST_FENCED})
+    const claim = (owner: string) => t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner, limit: 10, graceSeconds: 300, cooldownSeconds: 15})
     // An old row, retried before: nothing but the hold keeps other sweeps away once it is due again.
     t.clock.advance(3_600_000)
     await t.exec(`update edge_worker_outbox set attempts = 1 where id = '${enqueued.id}'`)
     const [stamped] = await claim('publisher-a')
-    expect(stamped).toMatchObject({status: 'pending', lease_owner: 'publisher-a'})
+    expect(stamped).toMatchObject({status: 'pending', claimed_by: 'publisher-a', claim_expires_at: t.clock.now() + 15_000})
     expect(await claim('publisher-b')).toEqual([])
     t.clock.advance(14_999)
     expect(await claim('publisher-b')).toEqual([])
@@ -111,11 +109,11 @@ describeEachStore('recovery lane', (t) => {
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', attempts: 2})
   })
 
-  test('deferred rows (edge_host_fenced), rows not due and rows of another scope are not taken', async () => {
+  test('deferred rows, rows not due and rows of another scope are not taken', async () => {
     const engine = await engineWith()
     const seed = await seedWorker(t)
     const base = {operation: 'deploy' as const, worker_id: seed.worker.id, version_id: seed.version.id, payload: {releaseGeneration: 'rg', baseRevision: 0}}
-    await t.store.outbox.enqueue({...base, dedupe_key: 'fenced', dispatch_namespace: SCOPE, last_error_code: EDGE_HOST_FENCED})
+    await t.store.outbox.enqueue({...base, dedupe_key: 'fenced', dispatch_namespace: SCOPE, status: 'deferred', last_error_code: 'edge_host_fenced'})
     await t.store.outbox.enqueue({...base, dedupe_key: 'later', dispatch_namespace: SCOPE, next_attempt_at: t.clock.now() + 1_000})
     await t.store.outbox.enqueue({...base, dedupe_key: 'other-kit', dispatch_namespace: 'onprem:ba9876543210'})
     const dispatch = recordingDispatch()
@@ -155,14 +153,13 @@ describeEachStore('recovery lane', (t) => {
       limit: 10,
       graceSeconds: 300,
       cooldownSeconds: 40,
-      deferredMarker: EDGE_HOST_FENCED,
     })
-    expect(stale).toMatchObject({id: enqueued.id, lease_owner: 'stale-publisher', next_attempt_at: cooldownStamp(t.clock.now(), 40)})
-    expect(stale!.next_attempt_at! % 1000).toBe(0)
+    expect(stale).toMatchObject({id: enqueued.id, claimed_by: 'stale-publisher', claim_expires_at: cooldownStamp(t.clock.now(), 40)})
+    expect(stale!.claim_expires_at! % 1000).toBe(0)
     const dispatch = recordingDispatch()
 
     // Within its cooldown nobody else takes it.
-    t.clock.advance(stale!.next_attempt_at! - t.clock.now() - 1)
+    t.clock.advance(stale!.claim_expires_at! - t.clock.now() - 1)
     expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
     // After it, a newer claim does, and dispatches it.
     t.clock.advance(1)
@@ -170,7 +167,7 @@ describeEachStore('recovery lane', (t) => {
 
     // The stale publisher wakes up: every write it tries matches nothing.
     const stamp = stampOf(stale!)
-    expect(await t.store.sweeps.leaseStamped(stamp, {scope: SCOPE, leaseSeconds: 90, clearMarker: false})).toMatchObject({disposition: 'terminal'})
+    expect(await t.store.sweeps.leaseStamped(stamp, {scope: SCOPE, leaseSeconds: 90})).toMatchObject({disposition: 'terminal'})
     expect(await t.store.sweeps.settleStamped(stamp, {status: 'failed', errorCode: 'x', error: 'x'})).toBe(false)
     expect(await t.store.sweeps.quarantine(stamp, {status: 'uncertain', errorCode: 'x', error: 'x', workerId: null, versionId: null})).toBe(false)
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', last_error_code: null})
@@ -185,7 +182,6 @@ describeEachStore('recovery lane', (t) => {
       limit: 10,
       graceSeconds: 60,
       cooldownSeconds: 15,
-      deferredMarker: EDGE_HOST_FENCED,
     })
     const dispatch = recordingDispatch()
     t.clock.advance(59_999)
@@ -317,8 +313,8 @@ describeEachStore('recovery lane', (t) => {
     // max_attempts 1: the retry is exhausted at once and counts as failed.
     expect(lane).toMatchObject({claimed: 5, completed: 0, retried: 0, failed: 2, uncertain: 1, skipped: 2})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual(ids.slice(0, 4))
-    expect(await row(t, ids[3]!)).toMatchObject({status: 'pending', lease_owner: null, next_attempt_at: t.clock.now(), attempts: 0})
-    expect(await row(t, ids[4]!)).toMatchObject({status: 'pending', lease_owner: null, next_attempt_at: t.clock.now(), attempts: 0})
+    expect(await row(t, ids[3]!)).toMatchObject({status: 'pending', claimed_by: null, reserved_by: null, next_attempt_at: t.clock.now(), attempts: 0})
+    expect(await row(t, ids[4]!)).toMatchObject({status: 'pending', claimed_by: null, reserved_by: null, next_attempt_at: t.clock.now(), attempts: 0})
     expect(engine.log.messages('info')).toContain(`Edge Worker deployment republish deferred: ${EXECUTION_FENCED}`)
   })
 
@@ -335,7 +331,8 @@ describeEachStore('recovery lane', (t) => {
       return {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: args.outboxId, reconciled: false}
     })
     expect(laneOf(await recovery(engine, slow))).toMatchObject({claimed: 3, completed: 1, skipped: 2})
-    for (const id of ids.slice(1)) expect(await row(t, id)).toMatchObject({status: 'pending', lease_owner: null, next_attempt_at: t.clock.now()})
+    for (const id of ids.slice(1))
+      expect(await row(t, id)).toMatchObject({status: 'pending', claimed_by: null, reserved_by: null, next_attempt_at: t.clock.now()})
 
     const next = recordingDispatch()
     expect(laneOf(await recovery(engine, next))).toMatchObject({claimed: 2, completed: 2})

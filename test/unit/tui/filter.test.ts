@@ -45,6 +45,9 @@ test('key:value terms compare one field (code, script and id by prefix); plain w
 test('unknown keys, unknown operations or statuses and empty values are refused with a message, never guessed', () => {
   expect(parseFilter('lane:deploy')).toEqual({ok: false, error: 'unknown filter key "lane:" — use op:, status:, code:, script:, id: or plain words'})
   expect(parseFilter('op:deploys')).toEqual({ok: false, error: 'unknown operation "deploys" — one of deploy, artifact_cleanup, control_audit'})
-  expect(parseFilter('status:stuck')).toEqual({ok: false, error: 'unknown status "stuck" — one of pending, leased, completed, failed, uncertain, cancelled'})
+  expect(parseFilter('status:stuck')).toEqual({
+    ok: false,
+    error: 'unknown status "stuck" — one of pending, deferred, leased, completed, failed, uncertain, cancelled',
+  })
   expect(parseFilter('code:')).toEqual({ok: false, error: 'filter term "code:" needs a value after the colon'})
 })
