@@ -85,19 +85,18 @@ describeEachStore('superseded rows settle a claim at a time', (t) => {
       limit: 10,
       graceSeconds: 0,
       cooldownSeconds: 15,
-      deferredMarker: 'edge_host_fenced',
     })
     const [oldest, middle] = claimed
     // The oldest row's task leased it meanwhile; the middle one was handed back and stamped again by another claim.
-    expect((await t.store.sweeps.leaseStamped(stampOf(oldest!), {scope: SCOPE, leaseSeconds: 90, clearMarker: false})).disposition).toBe('acquired')
-    await t.store.sweeps.release(stampOf(middle!), middle!)
+    expect((await t.store.sweeps.leaseStamped(stampOf(oldest!), {scope: SCOPE, leaseSeconds: 90})).disposition).toBe('acquired')
+    await t.store.sweeps.release(stampOf(middle!))
     const before = [await t.store.outbox.get(oldest!.id), await t.store.outbox.get(middle!.id)]
 
     expect(await t.store.sweeps.supersedeStamped(claimed.map((row) => ({stamp: stampOf(row), versionId: row.version_id})))).toEqual([])
     expect([await t.store.outbox.get(oldest!.id), await t.store.outbox.get(middle!.id)]).toEqual(before)
     expect(await supersededAudits()).toEqual([])
     // The newest row yields to nothing: it stays the claim's, for its task.
-    expect(await t.store.outbox.get(seed!.rows[2]!.id)).toMatchObject({status: 'pending', lease_owner: 'claimer'})
+    expect(await t.store.outbox.get(seed!.rows[2]!.id)).toMatchObject({status: 'pending', claimed_by: 'claimer'})
   })
 
   test('a failure half-way through the batch changes nothing (one transaction); the next pass settles every row once', async () => {
