@@ -221,3 +221,32 @@ describe('the loader: a deploy loads the Worker into the running process', () =>
     expect(await (await fetch(`${host.publicUrl}/${neighbour}/`)).text()).toBe('neighbour')
   }, 60_000)
 })
+
+describe('the loader after a start: a burst of first requests', () => {
+  let host: TestHost
+  let client: HostClient
+  const names = Array.from({length: 40}, (_, index) => scriptNameFor(`loader/burst-${index}`))
+
+  beforeAll(async () => {
+    // A tight CPU limit: a process that queued every first load at once would answer nothing for
+    // longer than that, and the watchdog would take it for a runaway (the 502s this reproduces).
+    host = await startTestHost({settings: {shards: 2, code_loading: 'loader', request_cpu_limit_ms: 200, watchdog_interval_ms: 50}})
+    await host.pair()
+    client = host.client()
+    await Promise.all(names.map((name, index) => client.deploy(name, textWorker(`burst ${index}`))))
+  }, 120_000)
+
+  afterAll(async () => {
+    await host?.stop()
+  })
+
+  test('after each of two restarts, 40 Workers asked at once all answer 200, and no shard is taken for a runaway', async () => {
+    for (let round = 0; round < 2; round++) {
+      await host.restart()
+      const answers = await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))
+      expect(answers).toEqual(names.map((_, index) => `burst ${index}`))
+      const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
+      expect(metrics).not.toMatch(/^edgeworkers_host_(shard_restarts_total\{[^}]*reason="runaway"|worker_incidents_total\{)/m)
+    }
+  }, 120_000)
+})
