@@ -214,9 +214,7 @@ export const settingsSchema = z.strictObject({
        * neighbours untouched); Workers with Durable Objects, and every Worker under "restart", are
        * picked up by replacing the shard's process.
        */
-      // Not the default yet: concurrent first requests for Workers not yet loaded (after a start) can
-      // find their connection closed by workerd (BENCHMARKS.md, issue #16 loader section).
-      code_loading: z.enum(['restart', 'loader']).default('restart'),
+      code_loading: z.enum(['restart', 'loader']).default('loader'),
       /** Replaced Worker versions a shard may hold loaded (workerd never unloads them) before its process is recycled. */
       loader_max_stale_loads: count(200, 1, 100_000),
       /** Past this resident memory a shard holding replaced Worker versions is recycled; keep it below shard_memory_limit_mb. */

@@ -3,8 +3,9 @@
 // request; deploys that arrive together share one restart; a workerd that dies is replaced while
 // requests wait. Under the loader (code_loading = loader) a deploy of a Worker without Durable
 // Objects loads it into the running process: no swap, its neighbours' WebSockets stay open, and the
-// process is recycled once it holds too many replaced loads. The swap tests pin code_loading to
-// "restart" (the default), the path Workers with Durable Objects take in either mode.
+// process is recycled once it holds too many replaced loads, and a burst of first loads after a
+// start fails nothing. The swap tests pin code_loading to "restart" (the loader is the default),
+// the path Workers with Durable Objects take in either mode.
 import {readdirSync} from 'node:fs'
 import path from 'node:path'
 import {request, WebSocket} from 'undici'
