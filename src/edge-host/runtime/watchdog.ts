@@ -78,6 +78,8 @@ export class Watchdog {
     if (pid === null) return
     const [cpuMs, rss] = await Promise.all([cpuTimeMs(pid), residentBytes(pid)])
     if (shard.pid !== pid) return
+    if (rss !== null && rss > this.options.memoryLimitBytes) return this.runaway(shard, 'memory', shard.suspect(), {rssBytes: rss})
+    if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     const now = Date.now()
     const pending = this.probes.get(shard.index)
     if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, answered: shard.answered})
@@ -92,8 +94,6 @@ export class Watchdog {
       this.probes.delete(shard.index)
       return
     }
-    if (rss !== null && rss > this.options.memoryLimitBytes) return this.runaway(shard, 'memory', shard.suspect(), {rssBytes: rss})
-    if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     if (!pending) {
       const sent: Probe = {pid, since: now, cpuMs, answered: shard.answered}
       this.probes.set(shard.index, sent)
