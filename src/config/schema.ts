@@ -181,7 +181,7 @@ export const settingsSchema = z.strictObject({
       pairing_failure_window_seconds: seconds(60, 1, 86_400),
       /** How often the watchdog probes each shard and samples its memory. */
       watchdog_interval_ms: count(250, 50, 60_000),
-      /** A shard whose health probe has not answered for this long is stalled (a Worker holds its thread, e.g. a loop): it is restarted at once. Effectively the per-request CPU time limit. */
+      /** A shard whose process answered nothing (health probe included) while burning this much CPU time is stalled (a Worker holds its thread, e.g. a loop): it is restarted at once. Effectively the per-request CPU time limit. */
       request_cpu_limit_ms: count(1_000, 100, 600_000),
       /** Resident memory one shard's workerd may use; past it the shard is restarted at once. */
       // Sized for a full shard: max_scripts_per_shard (500) loaded Workers at ~2.4 MiB, plus the
