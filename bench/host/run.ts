@@ -363,6 +363,11 @@ async function measureDisturbance(): Promise<{
  */
 async function measureManyWorkers(): Promise<{
   redeployMs: number
+  /** Of it, the in-place load (the host's swap histogram, mode load). */
+  redeployLoadMs: number
+  /** Bare workerd processes the baseline needed (1, or the shard count when one could not start them all), and why. */
+  bareProcesses: number
+  bareError: string | null
   hostWorkerdMiB: number
   bareMiB: number
   hostStartMs: number
@@ -396,11 +401,14 @@ async function measureManyWorkers(): Promise<{
   while (shardPids(host).length > DEFAULT_SHARDS) await sleep(100)
   const hostWorkerdMiB = shardPids(host).reduce((sum, pid) => sum + rssMiB(pid), 0)
   const redeploys: number[] = []
+  const redeployLoads: number[] = []
   for (let round = 0; round < 3; round++) {
     const name = scriptName('bench/7')
+    const before = await swapHistogram(host, 'load')
     const began = performance.now()
     await client.deploy(name, upload(`${variant(7)}// redeploy ${round}\n`))
     redeploys.push(performance.now() - began)
+    redeployLoads.push(((await swapHistogram(host, 'load')).sum - before.sum) * 1000)
   }
   const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
   const restarts = metrics
@@ -414,13 +422,48 @@ async function measureManyWorkers(): Promise<{
   await host.stop()
 
   const sources = Array.from({length: WORKERS}, (_, index) => ({name: `w${index}`, source: variant(index)}))
-  const bareBegan = performance.now()
-  const bare = await startBareWorkerdWith(sources, 'many-bare')
-  await serveAll((index) => `http://127.0.0.1:${bare.process.ports.get(`w${index}`)}/`)
-  const bareStartMs = performance.now() - bareBegan
-  const bareMiB = rssMiB(bare.process.pid)
-  await bare.process.stop()
-  return {redeployMs: median(redeploys), hostWorkerdMiB, bareMiB, hostStartMs, bareStartMs, loadMs, failed, restarts}
+  // One bare workerd holding them all; where it cannot start them (at 2,000 small Workers V8 ran out
+  // of heap here), as many bare processes as the host has shards, split as the host splits them.
+  let bareError: string | null = null
+  let bareProcesses = 1
+  let bare = await startBareWorkerds([sources]).catch((error: unknown) => {
+    bareError =
+      String(error)
+        .split('\n')
+        .find((line) => /fatal|error/i.test(line)) ?? String(error).slice(0, 200)
+    return null
+  })
+  if (!bare) {
+    bareProcesses = DEFAULT_SHARDS
+    bare = await startBareWorkerds(Array.from({length: DEFAULT_SHARDS}, (_, shard) => sources.filter((_, index) => index % DEFAULT_SHARDS === shard)))
+  }
+  await serveAll((index) => `http://127.0.0.1:${bare.port(`w${index}`)}/`)
+  const bareStartMs = performance.now() - bare.began
+  const bareMiB = bare.processes.reduce((sum, process) => sum + rssMiB(process.pid), 0)
+  await Promise.all(bare.processes.map((process) => process.stop()))
+  return {
+    redeployMs: median(redeploys),
+    redeployLoadMs: median(redeployLoads),
+    hostWorkerdMiB,
+    bareMiB,
+    bareProcesses,
+    bareError,
+    hostStartMs,
+    bareStartMs,
+    loadMs,
+    failed,
+    restarts,
+  }
+}
+
+/** Bare workerd processes, one per group of scripts, started together; `began`: when they were asked to start. */
+async function startBareWorkerds(groups: Array<Array<{name: string; source: string}>>) {
+  const began = performance.now()
+  const processes = (await Promise.all(groups.map((group, index) => startBareWorkerdWith(group, `many-bare-${groups.length}-${index}`)))).map(
+    (bare) => bare.process,
+  )
+  const port = (name: string) => processes.map((process) => process.ports.get(name)).find((port) => port !== undefined)
+  return {began, processes, port}
 }
 
 /** Sum and count of the host's deploy swap-time histogram for one mode. */
@@ -627,13 +670,15 @@ async function main(): Promise<void> {
         '',
         `${WORKERS} Workers on ${DEFAULT_SHARDS} shards (loaded in batches of 25 in ${(many.loadMs / 1000).toFixed(0)} s):`,
         '',
-        '| measure | host | bare workerd, same scripts | ratio |',
+        many.bareError === null
+          ? '| measure | host | one bare workerd, same scripts | ratio |'
+          : `| measure | host | ${many.bareProcesses} bare workerd, same scripts split as the host splits them (one could not start them: ${many.bareError.replaceAll('|', '/')}) | ratio |`,
         '|---|---|---|---|',
         `| workerd resident memory, every script served once, MiB | ${many.hostWorkerdMiB.toFixed(0)} | ${many.bareMiB.toFixed(0)} | ${(many.hostWorkerdMiB / many.bareMiB).toFixed(2)} |`,
         `| start until each served once, ms (host: a restart of it) | ${many.hostStartMs.toFixed(0)} | ${many.bareStartMs.toFixed(0)} | ${(many.hostStartMs / many.bareStartMs).toFixed(2)} |`,
         '',
         `Answers other than 200 while asking each Worker once: ${JSON.stringify(many.failed)}; restarts and incidents before the host restart: ${many.restarts.join(', ') || 'none'}.`,
-        `Aim: deploy of one → serving ≤ 250 ms — measured **${many.redeployMs.toFixed(0)} ms** (median of 3 redeploys, upload → live). Aim: memory ≤ 1.3× bare — measured **${(many.hostWorkerdMiB / many.bareMiB).toFixed(2)}×**.`,
+        `Aim: deploy of one → serving ≤ 250 ms — measured **${many.redeployMs.toFixed(0)} ms** (median of 3 redeploys, upload → live; of it the in-place load ${many.redeployLoadMs.toFixed(0)} ms, the rest mostly the validation sandbox). Aim: memory ≤ 1.3× bare — measured **${(many.hostWorkerdMiB / many.bareMiB).toFixed(2)}×**.`,
       ].join('\n'),
     )
   }

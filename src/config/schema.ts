@@ -181,10 +181,12 @@ export const settingsSchema = z.strictObject({
       pairing_failure_window_seconds: seconds(60, 1, 86_400),
       /** How often the watchdog probes each shard and samples its memory. */
       watchdog_interval_ms: count(250, 50, 60_000),
-      /** A shard whose health probe has not answered for this long is stalled (a Worker holds its thread, e.g. a loop): it is restarted at once. Effectively the per-request CPU time limit. */
+      /** A shard whose process answered nothing (health probe included) while burning this much CPU time is stalled (a Worker holds its thread, e.g. a loop): it is restarted at once. Effectively the per-request CPU time limit. */
       request_cpu_limit_ms: count(1_000, 100, 600_000),
       /** Resident memory one shard's workerd may use; past it the shard is restarted at once. */
-      shard_memory_limit_mb: count(1_024, 64, 1_048_576),
+      // Sized for a full shard: max_scripts_per_shard (500) loaded Workers at ~2.4 MiB, plus the
+      // replaced versions it holds until recycled (BENCHMARKS.md, 2,000 Workers).
+      shard_memory_limit_mb: count(2_048, 64, 1_048_576),
       /** Incidents (stall, crash, memory limit) one release of a Worker may cause before it is quarantined until its next deploy. */
       quarantine_after_incidents: count(3, 1, 100),
       /** Where Workers' fetch() may connect (workerd network allow list); "public" = no private networks. */
@@ -214,13 +216,11 @@ export const settingsSchema = z.strictObject({
        * neighbours untouched); Workers with Durable Objects, and every Worker under "restart", are
        * picked up by replacing the shard's process.
        */
-      // Not the default yet: concurrent first requests for Workers not yet loaded (after a start) can
-      // find their connection closed by workerd (BENCHMARKS.md, issue #16 loader section).
-      code_loading: z.enum(['restart', 'loader']).default('restart'),
+      code_loading: z.enum(['restart', 'loader']).default('loader'),
       /** Replaced Worker versions a shard may hold loaded (workerd never unloads them) before its process is recycled. */
       loader_max_stale_loads: count(200, 1, 100_000),
       /** Past this resident memory a shard holding replaced Worker versions is recycled; keep it below shard_memory_limit_mb. */
-      loader_recycle_memory_mb: count(768, 64, 1_048_576),
+      loader_recycle_memory_mb: count(1_536, 64, 1_048_576),
       /** Write every Worker event as a JSON line to this file (absolute path); empty = no file. */
       worker_log_file: z
         .string()

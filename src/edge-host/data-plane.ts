@@ -162,6 +162,8 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
         }
         const forward = {...route, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
         if (target.internal) countServiceCall(request)
+        const loading = route.loadId === null ? undefined : shard.loadPending(route.loadId)
+        if (loading) await loading
         // The Worker's wall time, as the host sees it: from forwarding to the last byte (or the 101).
         const started = performance.now()
         try {

@@ -132,8 +132,9 @@ test('metrics: requests by script and status, shard restarts, swap time, fence s
   const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
   expect(text).toMatch(new RegExp(`edgeworkers_host_requests_total\\{script="${name}",status="200"\\} \\d+`))
   expect(text).toMatch(/edgeworkers_host_requests_total\{script="unknown",status="404"\} \d+/)
-  expect(text).toMatch(/edgeworkers_host_shard_restarts_total\{shard="0",reason="deploy"\} \d+/)
-  expect(text).toMatch(/edgeworkers_host_shard_swap_seconds_count\{reason="deploy",mode="overlap"\} \d+/)
+  expect(text).toMatch(/edgeworkers_host_shard_restarts_total\{shard="0",reason="start"\} \d+/)
+  // Under the loader (the default) a deploy loads the Worker into the running process: no restart.
+  expect(text).toMatch(/edgeworkers_host_shard_swap_seconds_count\{reason="deploy",mode="load"\} \d+/)
   expect(text).toMatch(/edgeworkers_host_fence_active 0/)
   expect(text).toMatch(/edgeworkers_host_scripts\{state="active"\} \d+/)
   expect(text).toMatch(/edgeworkers_host_shard_up\{shard="0"\} 1/)

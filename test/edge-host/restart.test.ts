@@ -98,8 +98,9 @@ test('lowering the shard count moves scripts onto the remaining shards', async (
 })
 
 test('a stopping host answers a readiness probe that waits for a swap, rather than holding it', async () => {
-  // A long coalescing window keeps the uploaded release stored but not live while the probe waits.
-  const waiting = await startTestHost({settings: {shards: 1, coalesce_window_ms: 3_000}})
+  // A long coalescing window keeps the uploaded release stored but not live while the probe waits
+  // (a swap's window: under the loader a release loads at once).
+  const waiting = await startTestHost({settings: {shards: 1, coalesce_window_ms: 3_000, code_loading: 'restart'}})
   try {
     await waiting.pair()
     const name = scriptNameFor('restart/probe-at-stop')

@@ -3,8 +3,9 @@
 // request; deploys that arrive together share one restart; a workerd that dies is replaced while
 // requests wait. Under the loader (code_loading = loader) a deploy of a Worker without Durable
 // Objects loads it into the running process: no swap, its neighbours' WebSockets stay open, and the
-// process is recycled once it holds too many replaced loads. The swap tests pin code_loading to
-// "restart" (the default), the path Workers with Durable Objects take in either mode.
+// process is recycled once it holds too many replaced loads, and a burst of first loads after a
+// start fails nothing. The swap tests pin code_loading to "restart" (the loader is the default),
+// the path Workers with Durable Objects take in either mode.
 import {readdirSync} from 'node:fs'
 import path from 'node:path'
 import {request, WebSocket} from 'undici'
@@ -220,4 +221,33 @@ describe('the loader: a deploy loads the Worker into the running process', () =>
     expect(await (await fetch(`${host.publicUrl}/${redeployed}/`)).text()).toBe('version 13')
     expect(await (await fetch(`${host.publicUrl}/${neighbour}/`)).text()).toBe('neighbour')
   }, 60_000)
+})
+
+describe('the loader after a start: a burst of first requests', () => {
+  let host: TestHost
+  let client: HostClient
+  const names = Array.from({length: 40}, (_, index) => scriptNameFor(`loader/burst-${index}`))
+
+  beforeAll(async () => {
+    // A tight CPU limit: a process that queued every first load at once would answer nothing for
+    // longer than that, and the watchdog would take it for a runaway (the 502s this reproduces).
+    host = await startTestHost({settings: {shards: 2, code_loading: 'loader', request_cpu_limit_ms: 200, watchdog_interval_ms: 50}})
+    await host.pair()
+    client = host.client()
+    await Promise.all(names.map((name, index) => client.deploy(name, textWorker(`burst ${index}`))))
+  }, 120_000)
+
+  afterAll(async () => {
+    await host?.stop()
+  })
+
+  test('after each of two restarts, 40 Workers asked at once all answer 200, and no shard is taken for a runaway', async () => {
+    for (let round = 0; round < 2; round++) {
+      await host.restart()
+      const answers = await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))
+      expect(answers).toEqual(names.map((_, index) => `burst ${index}`))
+      const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
+      expect(metrics).not.toMatch(/^edgeworkers_host_(shard_restarts_total\{[^}]*reason="runaway"|worker_incidents_total\{)/m)
+    }
+  }, 120_000)
 })

@@ -1,7 +1,8 @@
 // One tenant cannot take down its shard-mates (issue #15, findings 2 and 4): an infinite loop and a
 // memory bomb run on the same shard as a victim Worker. The victim answers again after every
 // incident, each offender is quarantined by its third incident (503 worker_quarantined, until a
-// new deploy), a bomb request is never replayed, and no workerd listens on TCP.
+// new deploy), a bomb request is never replayed, and no workerd listens on TCP. A process that is
+// only slow — stopped, so it burns no CPU — is not taken for a runaway.
 import {existsSync, readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import path from 'node:path'
 import {request} from 'undici'
@@ -85,6 +86,34 @@ function incidentsOf(metrics: string, script: string): number {
     0,
   )
 }
+
+/** The pid of shard 0's live workerd (a replaced one may still be recorded while it exits). */
+function shardPid(): number {
+  const [pid] = readdirSync(path.join(host.dataDir, 'runtime', 'pids'))
+    .filter((file) => /^shard-0\.\d+$/.test(file))
+    .map((file) => Number(file.split('.')[1]))
+    .filter((pid) => existsSync(`/proc/${pid}/stat`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z'))
+  return pid!
+}
+
+test('a shard stopped for longer than the CPU limit, with a request inside, is not killed: it burned no CPU', async () => {
+  expect(await get(victim)).toEqual({status: 200, text: 'victim'})
+  const pid = shardPid()
+  process.kill(pid, 'SIGSTOP')
+  let answer: Promise<{status: number; text: string}>
+  try {
+    answer = get(victim)
+    // 2.5× request_cpu_limit_ms, the watchdog looking every 100 ms: on the wall clock a stall.
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+  } finally {
+    process.kill(pid, 'SIGCONT')
+  }
+  expect(await answer).toEqual({status: 200, text: 'victim'})
+  expect(shardPid()).toBe(pid)
+  const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
+  expect(metrics).not.toMatch(/edgeworkers_host_shard_restarts_total\{shard="0",reason="runaway"\}/)
+  expect(incidentsOf(metrics, victim)).toBe(0)
+}, 30_000)
 
 describe('a runaway Worker next to a victim on the same shard', () => {
   for (const [label, offender] of [

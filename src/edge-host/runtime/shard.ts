@@ -25,7 +25,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../state.js'
 import {LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
-import {shardAgent, warmLoad} from './shard-connections.js'
+import {ProcessLoads} from './process-loads.js'
+import {shardAgent} from './shard-connections.js'
 import {type Waiter, waiter} from '../../util/waiter.js'
 import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
 import type {RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapMode} from './shard-types.js'
@@ -71,6 +72,8 @@ export class Shard {
   private readonly loadIds = new LoadIds()
   /** Loads the running process holds that no route uses any more (workerd never unloads them). */
   private staleLoads = 0
+  /** The running process's loads (under the loader). */
+  private loads: ProcessLoads | null = null
   /** In-place loads run one at a time. */
   private loading: Promise<unknown> = Promise.resolve()
   /** Socket name → Unix path, of the running process. */
@@ -78,6 +81,8 @@ export class Shard {
   private inFlight = 0
   /** Requests inside the running process, and those that failed in it (kept until it is replaced). */
   private inside = new Set<Inside>()
+  /** Answers the running process gave (requests it finished, probes it answered): the watchdog's sign of progress. */
+  private answers = {count: 0}
   private drainWaiters: Array<() => void> = []
   /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
   private gate: Waiter<void> | null = waiter()
@@ -118,6 +123,11 @@ export class Shard {
   routeOf(script: string): ScriptRoute | undefined {
     const entry = this.isUp() ? this.loaded.get(script) : undefined
     return entry && {origin: `http://${entry.socket}`, loadId: entry.loadId}
+  }
+
+  /** Settles once the running process holds `loadId` (undefined: it does); see ./process-loads.ts. */
+  loadPending(loadId: string): Promise<void> | undefined {
+    return this.loads?.pending(loadId)
   }
 
   /** The script release a load id of this shard's process (or the one it replaced) stands for. */
@@ -178,6 +188,7 @@ export class Shard {
     this.inFlight++
     const entry: Inside = {script, startedAt: Date.now()}
     const inside = this.inside
+    const answers = this.answers
     const exited = this.process!.exited
     inside.add(entry)
     let released = false
@@ -191,8 +202,10 @@ export class Shard {
         released = true
         // A failed request may be what is killing the process: keep it as a suspect until the
         // process has exited (its crash is blamed first) or has evidently survived it.
-        if (!failed) inside.delete(entry)
-        else void Promise.race([exited, sleep(FAILED_SUSPECT_MS)]).then(() => inside.delete(entry))
+        if (!failed) {
+          inside.delete(entry)
+          answers.count++
+        } else void Promise.race([exited, sleep(FAILED_SUSPECT_MS)]).then(() => inside.delete(entry))
         this.inFlight--
         if (this.inFlight === 0) for (const resolve of this.drainWaiters.splice(0)) resolve()
       },
@@ -210,6 +223,11 @@ export class Shard {
     return oldest?.script ?? null
   }
 
+  /** How many answers the running process has given; grows while its thread is not held. */
+  get answered(): number {
+    return this.answers.count
+  }
+
   /** The pid of the running process, if it serves. */
   get pid(): number | null {
     return this.isUp() ? (this.process?.pid ?? null) : null
@@ -218,10 +236,12 @@ export class Shard {
   /** Asks the running process's health socket; resolves true when it answered. */
   async probe(): Promise<boolean> {
     const agent = this.agent
+    const answers = this.answers
     if (!this.isUp() || !agent) return false
     try {
       const response = await agent.request({origin: `http://${HEALTH_SOCKET}`, path: '/', method: 'GET'})
       await response.body.dump()
+      answers.count++
       return response.statusCode === 200
     } catch {
       return false
@@ -238,6 +258,7 @@ export class Shard {
     this.process = null
     void this.agent?.close() // as on a crash: requests inside end by their own socket errors
     this.agent = null
+    this.loads = null
     this.loaded = new Map()
     this.setState('down')
     const restarted = this.requestRestart('runaway')
@@ -290,9 +311,9 @@ export class Shard {
     if (plan === 'swap') return this.requestRestart('deploy')
     const loads = plan.load.map((script) => ({script, loadId: this.loadIds.register(script)}))
     try {
-      const agent = this.agent
-      if (!agent) throw new Error('the process is not serving')
-      await Promise.all(loads.map(({loadId}) => warmLoad(agent, loadId, this.options.startTimeoutMs)))
+      const processLoads = this.loads
+      if (!processLoads) throw new Error('the process is not serving')
+      await Promise.all(loads.map(({loadId}) => processLoads.load(loadId)))
     } catch (error) {
       if (this.process !== process) return // it went (a crash, the watchdog): its successor reads the scripts itself
       this.options.log.warn({shard: this.index, err: error}, 'loading into the running process failed; swapping it')
@@ -376,8 +397,10 @@ export class Shard {
     this.processRetired = waiter()
     this.startedAt = Date.now()
     this.inside = new Set()
+    this.answers = {count: 0}
     this.socketPaths = socketPaths
     this.agent = shardAgent(socketPaths)
+    this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs) : null
     this.loadIds.newProcess()
     this.staleLoads = 0
     const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)
@@ -393,6 +416,7 @@ export class Shard {
       // may be replayed); a request that tries it afterwards is refused before anything is sent.
       void this.agent?.close()
       this.agent = null
+      this.loads = null
       this.setState('down')
       if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
       void sleep(suspect === null ? this.nextCrashBackoff() : 0).then(() => {
@@ -436,6 +460,7 @@ export class Shard {
     this.processRetired.resolve()
     this.process = null
     this.agent = null
+    this.loads = null
     this.loaded = new Map()
     // After a drain timeout some requests are still inside: cut them rather than wait forever.
     await (this.inFlight === 0 ? agent?.close() : agent?.destroy())

@@ -1,8 +1,15 @@
 // Neighbour isolation: workerd enforces no CPU or memory limit, and one process runs every Worker of
 // its shard on one thread, so one runaway Worker stalls or crashes all of them. The watchdog looks
 // at every serving shard each `intervalMs`:
-// - stall: its health socket has not answered a probe for `cpuLimitMs` (a Worker holds the thread —
-//   an infinite loop, or a request over its CPU time);
+// - stall: a Worker holds the thread (an infinite loop, or a request over its CPU time). Seen from
+//   outside, a process whose thread is held answers nothing — not its health probe, not any
+//   request — while it burns CPU. A process that is merely slow looks the same on the wall clock:
+//   starved of CPU on a busy machine (or stopped), it burns little; busy with many short tasks (a
+//   burst of first loads under the loader), it keeps answering some. So a stall is: the health probe
+//   unanswered, no answer at all from the process, and at least `cpuLimitMs` of the process's CPU
+//   time (/proc/<pid>/stat) burned, all over one window of at least `cpuLimitMs` — and a request
+//   inside since before the window began, to blame. Any answer starts the window again. Without
+//   /proc the CPU condition is not checked (wall clock only).
 // - memory: the process's resident memory passed `memoryLimitBytes` (read from /proc; without
 //   /proc this check does nothing, and only workerd's own heap limit — a crash — stops a bomb).
 // Either kills the process and restarts the shard at once (Shard.restartNow, no backoff), and
@@ -27,10 +34,15 @@ export interface WatchdogOptions {
   log: Logger
 }
 
-/** The probe in flight on one shard: which process it asked, and since when. */
+/** The probe in flight on one shard, and the stall window: which process, and how it stood when the window began. */
 interface Probe {
   pid: number
-  sentAt: number
+  /** The probe was sent, or the process last answered something: whichever came later. */
+  since: number
+  /** The process's CPU time then, ms; null without /proc. */
+  cpuMs: number | null
+  /** Shard.answered then. */
+  answered: number
 }
 
 export class Watchdog {
@@ -62,26 +74,28 @@ export class Watchdog {
 
   private async check(shard: Shard): Promise<void> {
     const pid = shard.pid
-    const probe = this.probes.get(shard.index)
-    if (pid === null || (probe && probe.pid !== pid)) {
-      this.probes.delete(shard.index) // not serving, or a new process: start over
-      if (pid === null) return
-    }
+    if (pid === null || this.probes.get(shard.index)?.pid !== pid) this.probes.delete(shard.index) // not serving, or a new process: start over
+    if (pid === null) return
+    const [cpuMs, rss] = await Promise.all([cpuTimeMs(pid), residentBytes(pid)])
+    if (shard.pid !== pid) return
+    if (rss !== null && rss > this.options.memoryLimitBytes) return this.runaway(shard, 'memory', shard.suspect(), {rssBytes: rss})
+    if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     const now = Date.now()
     const pending = this.probes.get(shard.index)
-    if (pending && now - pending.sentAt > this.options.cpuLimitMs) {
-      // Only a request inside for longer than the limit can be what holds the thread; without one
-      // (a machine short of CPU) the process is left alone and probed afresh.
-      const suspect = shard.suspect(this.options.cpuLimitMs)
-      if (suspect !== null) return this.runaway(shard, 'stall', suspect, {stalledMs: now - pending.sentAt})
+    if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, answered: shard.answered})
+    if (pending && now - pending.since > this.options.cpuLimitMs) {
+      const burnedMs = cpuMs === null || pending.cpuMs === null ? null : cpuMs - pending.cpuMs
+      // Starved or stopped (little CPU burned): keep watching the same window.
+      if (burnedMs !== null && burnedMs < this.options.cpuLimitMs) return
+      // Only a request inside since before the window can be what holds the thread; without one the
+      // process is left alone and probed afresh.
+      const suspect = shard.suspect(now - pending.since)
+      if (suspect !== null) return this.runaway(shard, 'stall', suspect, {stalledMs: now - pending.since, ...(burnedMs === null ? {} : {cpuMs: burnedMs})})
       this.probes.delete(shard.index)
       return
     }
-    const rss = await residentBytes(pid)
-    if (rss !== null && rss > this.options.memoryLimitBytes && shard.pid === pid) return this.runaway(shard, 'memory', shard.suspect(), {rssBytes: rss})
-    if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     if (!pending) {
-      const sent: Probe = {pid, sentAt: now}
+      const sent: Probe = {pid, since: now, cpuMs, answered: shard.answered}
       this.probes.set(shard.index, sent)
       void shard.probe().then((answered) => {
         // Only an answer clears the probe: a failed one (the process went away) is cleared above.
@@ -96,6 +110,18 @@ export class Watchdog {
     this.options.onIncident(shard.index, kind, suspect)
     void shard.restartNow()
   }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat: USER_HZ, 100 on every Linux ABI Node runs on. */
+const USER_HZ = 100
+
+/** User plus system CPU time of a process (all its threads) in ms, or null where /proc does not tell. */
+async function cpuTimeMs(pid: number): Promise<number | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
+  // Fields after the command name (which may hold spaces), from field 3 (state): utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const ticks = Number(fields[11]) + Number(fields[12])
+  return Number.isFinite(ticks) ? (ticks * 1000) / USER_HZ : null
 }
 
 /** VmRSS of a process in bytes, or null where /proc does not tell. */
