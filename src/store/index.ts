@@ -184,8 +184,9 @@ export type {
   SettleOptions,
 } from './repositories/outbox.js'
 export type {PurgeCounts} from './repositories/tenants.js'
-export type {DeploymentSnapshot, NewerDeploy} from './repositories/deployments.js'
-export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED, supersededMessage} from './repositories/deployments.js'
+export type {DeploymentSnapshot} from './repositories/deployments.js'
+export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED} from './repositories/deployments.js'
+export {supersededMessage, type NewerDeploy} from './repositories/deploy-order.js'
 export type {SupersededRow} from './repositories/supersede.js'
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
 export {stampOf} from './repositories/sweeps.js'

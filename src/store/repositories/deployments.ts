@@ -4,26 +4,13 @@
 // locks the Worker row before it writes or locks a version, so two transactions never wait on each
 // other the other way round (PostgreSQL 40P01).
 //
-// Ordering (docs/scheduling.md "Which deploy wins"): a Worker's versions are ordered by creation
-// (WorkerRepository.createVersion keeps created_at strictly increasing per Worker). A deploy row
-// yields — settles `cancelled` with `deploy_superseded`, uploading nothing — once a newer version of
-// its Worker has a deploy row that is queued, running, completed or uncertain (newerDeployOf).
-import type {ExpressionBuilder} from 'kysely'
+// Which deploy wins: ./deploy-order.ts.
 import type {StoreContext} from '../context.js'
 import {deterministicId} from '../ids.js'
 import {liveLease} from '../outbox-states.js'
-import {
-  parseJsonObject,
-  type Database,
-  type EdgeWorkerVersionsTable,
-  type JsonObject,
-  type OutboxRow,
-  type OutboxStatus,
-  type VersionRow,
-  type VersionState,
-  type WorkerRow,
-} from '../schema.js'
+import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type OutboxRow, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
 import {auditEntry, AuditRepository, SYSTEM_ACTOR} from './audit.js'
+import {isNewer, newerDeployOf, supersededMessage, type NewerDeploy} from './deploy-order.js'
 import {OutboxRepository} from './outbox.js'
 import {WorkerRepository, type VersionCreateInput, type WorkerCreateInput} from './workers.js'
 
@@ -34,15 +21,6 @@ export const DEPLOY_AUDIT_ACTIONS = {
   /** A deploy row yielded to a newer version without uploading (or after its release was replaced). */
   superseded: 'edge_worker.deploy_superseded',
 } as const
-
-/** The newer deploy a row yields to: its version, and its deploy row (null: the Worker already serves that version). */
-export interface NewerDeploy {
-  versionId: string
-  outboxId: string | null
-}
-
-/** Statuses of a newer version's deploy row that make older rows yield: it is queued, running, on the host, or may be. */
-const WINNING_STATUSES: OutboxStatus[] = ['pending', 'deferred', 'leased', 'completed', 'uncertain']
 
 export type BeginDeployingOutcome =
   | {outcome: 'deploying'}
@@ -430,53 +408,6 @@ export class DeploymentRepository {
       .executeTakeFirst()
     return row && toVersionRow(row)
   }
-}
-
-/** Whether version `a` of a Worker was created after version `b` (the Worker's deploy order). */
-function isNewer(a: Pick<VersionRow, 'id' | 'created_at'>, b: Pick<VersionRow, 'id' | 'created_at'>): boolean {
-  return a.created_at > b.created_at || (a.created_at === b.created_at && a.id > b.id)
-}
-
-/**
- * The ordering rule, in one place: the newest deploy row of a version created after `version`
- * whose status says it is queued, running, on the host or may be (WINNING_STATUSES). A newer
- * version's row that failed or was cancelled never reached the host and does not count.
- */
-export async function newerDeployOf(ctx: StoreContext, version: Pick<VersionRow, 'id'>): Promise<NewerDeploy | undefined> {
-  return (await newerDeploysOf(ctx, [version.id])).get(version.id)
-}
-
-/** The ordering rule for many versions in one statement: version id → the newer deploy it yields to (absent: none). */
-export async function newerDeploysOf(ctx: StoreContext, versionIds: readonly string[]): Promise<Map<string, NewerDeploy>> {
-  if (versionIds.length === 0) return new Map()
-  const newest = (eb: ExpressionBuilder<Database & {target: EdgeWorkerVersionsTable}, 'target'>) =>
-    eb
-      .selectFrom('edge_worker_outbox as o')
-      .innerJoin('edge_worker_versions as v', 'v.id', 'o.version_id')
-      .where('o.operation', '=', 'deploy')
-      .whereRef('o.worker_id', '=', 'target.worker_id')
-      .whereRef('v.worker_id', '=', 'target.worker_id')
-      .where('o.status', 'in', WINNING_STATUSES)
-      .where((newer) =>
-        newer.or([
-          newer('v.created_at', '>', newer.ref('target.created_at')),
-          newer.and([newer('v.created_at', '=', newer.ref('target.created_at')), newer('v.id', '>', newer.ref('target.id'))]),
-        ]),
-      )
-      .orderBy('v.created_at', 'desc')
-      .orderBy('v.id', 'desc')
-      .limit(1)
-  const rows = await ctx.db
-    .selectFrom('edge_worker_versions as target')
-    .where('target.id', 'in', [...new Set(versionIds)])
-    .select((eb) => ['target.id', newest(eb).select('o.id').as('outbox_id'), newest(eb).select('o.version_id').as('version_id')])
-    .execute()
-  return new Map(rows.flatMap((row) => (row.outbox_id && row.version_id ? [[row.id, {versionId: row.version_id, outboxId: row.outbox_id}]] : [])))
-}
-
-/** Why a deploy row yields: the message of its `deploy_superseded` settle, audit row and log line. */
-export function supersededMessage(newerVersionId: string): string {
-  return `version ${newerVersionId} of the Worker is newer; this deploy yields to it`
 }
 
 function deployAuditEntry(action: string, workerId: string, facts: JsonObject, result: string, reasonCode: string | null = null) {

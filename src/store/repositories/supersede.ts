@@ -8,7 +8,8 @@
 // since — and only pending ones: an expired lease may be mid-deploy and goes to the task.
 import type {StoreContext} from '../context.js'
 import {stillCarriesClaim, type ClaimStamp} from '../outbox-states.js'
-import {DeploymentRepository, newerDeploysOf, type NewerDeploy} from './deployments.js'
+import {newerDeploysOf, type NewerDeploy} from './deploy-order.js'
+import {DeploymentRepository} from './deployments.js'
 
 export interface SupersededRow {
   outboxId: string
