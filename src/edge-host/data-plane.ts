@@ -30,6 +30,7 @@ import {HostError} from './errors.js'
 import {clientAddress, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
+import type {Shard} from './runtime/shard.js'
 import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
 import type {AccessPolicyRecord, HostState} from './state.js'
 import {hasBody, proxy, safeToRetry, tunnel, type UpgradeRequest} from './worker-forwarding.js'
@@ -155,15 +156,13 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       }
       try {
         // Uploaded but its shard has not picked it up yet: not served, so not found.
-        const route = shard.routeOf(name)
+        const route = await loadedRoute(shard, name)
         if (route === undefined) {
           workerNotFound(response, requestId)
           return name
         }
         const forward = {...route, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
         if (target.internal) countServiceCall(request)
-        const loading = route.loadId === null ? undefined : shard.loadPending(route.loadId)
-        if (loading) await loading
         // The Worker's wall time, as the host sees it: from forwarding to the last byte (or the 101).
         const started = performance.now()
         try {
@@ -184,6 +183,23 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       } finally {
         lease.release(failed)
       }
+    }
+  }
+
+  /**
+   * Where the shard's process serves `name`, once it holds the load the route names. A release
+   * replaced while its load waited (its modules are gone from the host state, so it can no longer
+   * load) is left for the route that replaced it.
+   */
+  const loadedRoute = async (shard: Shard, name: string) => {
+    let route = shard.routeOf(name)
+    for (;;) {
+      const loading = route?.loadId == null ? undefined : shard.loadPending(route.loadId)
+      if (!loading) return route
+      await loading
+      const now = shard.routeOf(name)
+      if (now === undefined || now.loadId === route!.loadId) return route
+      route = now
     }
   }
 

@@ -18,7 +18,8 @@ import {fixtureUpload, moduleUpload, scriptNameFor, textWorker} from '../support
  * Redeploys `name` `count` times while requests for it and for `neighbour` keep coming (paced, so
  * the two cores are left for the swaps under test); every one must succeed.
  */
-async function redeployUnderTraffic(host: TestHost, client: HostClient, name: string, neighbour: string, count: number) {
+/** Deploys versions `first` … `first + count - 1` of `name` while traffic runs on it and on `neighbour`. */
+async function redeployUnderTraffic(host: TestHost, client: HostClient, name: string, neighbour: string, count: number, first = 1) {
   const failures: string[] = []
   const seen = new Set<string>()
   let requests = 0
@@ -39,9 +40,10 @@ async function redeployUnderTraffic(host: TestHost, client: HostClient, name: st
   }
   const clients = [hammer(name), hammer(neighbour)]
   try {
-    for (let version = 1; version <= count; version++) await client.deploy(name, textWorker(`version ${version}`))
+    const last = first + count - 1
+    for (let version = first; version <= last; version++) await client.deploy(name, textWorker(`version ${version}`))
     // Traffic keeps going after the last swap until the last version has answered.
-    await expect.poll(() => seen.has(`version ${count}`), {timeout: 10_000}).toBe(true)
+    await expect.poll(() => seen.has(`version ${last}`), {timeout: 10_000}).toBe(true)
   } finally {
     running = false
     await Promise.all(clients)
@@ -212,9 +214,13 @@ describe('the loader: a deploy loads the Worker into the running process', () =>
     expect(counted).toMatchObject({name: 'default'})
   }, 120_000)
 
-  test('past loader_max_stale_loads replaced loads the process is recycled, and serves the current code', async () => {
+  test('past loader_max_stale_loads replaced loads the process is recycled under traffic, failing no request, and serves the current code', async () => {
     const pid = shardPid(host)
-    for (let version = 11; version <= 13; version++) await client.deploy(redeployed, textWorker(`version ${version}`))
+    // The recycle is an overlap swap: the data plane moves to the new process once it listens and the
+    // old one finishes what it holds, so no request fails without a hand-over of the listening socket.
+    const {failures, seen} = await redeployUnderTraffic(host, client, redeployed, neighbour, 3, 11)
+    expect(failures).toEqual([])
+    expect(seen).toContain('neighbour')
     await expect.poll(() => shardPid(host), {timeout: 30_000}).not.toBe(pid)
     const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
     expect(metrics).toMatch(/edgeworkers_host_shard_restarts_total\{shard="0",reason="recycle"\} 1/)

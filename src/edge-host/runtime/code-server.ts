@@ -1,7 +1,8 @@
 // The code listener (host.code_loading = "loader"): a Unix socket under the runtime dir that only the
 // shards' loader Workers reach (./loader-worker.ts). `GET /<load id>` answers the code and env of the
-// script release a shard assigned that id, as JSON; an id no shard holds answers 404. The answer
-// carries secret values: it never leaves the host user's sockets, and is never logged.
+// script release a shard assigned that id, as JSON; an id no shard holds (or whose release is no
+// longer stored) answers 404. The answer carries secret values: it never leaves the host user's
+// sockets, and is never logged.
 import http from 'node:http'
 import type {RunnableScript} from '../state.js'
 import {valueBindings} from './workerd-config.js'
@@ -46,7 +47,15 @@ export function createCodeServer(codeFor: (loadId: string) => RunnableScript | u
       response.writeHead(404).end()
       return
     }
-    const body = JSON.stringify(loadableCode(script, moduleContent))
+    let body: string
+    try {
+      body = JSON.stringify(loadableCode(script, moduleContent))
+    } catch {
+      // The release was replaced since its id was given, and its modules left the host state: it
+      // can no longer be loaded (the data plane routes its requests to the release that replaced it).
+      response.writeHead(404).end()
+      return
+    }
     response.writeHead(200, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)}).end(body)
   })
 }

@@ -12,7 +12,7 @@
 //   runtime/code.sock                the code listener of the loader Workers (see ./code-server.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomBytes, randomUUID} from 'node:crypto'
-import {existsSync} from 'node:fs'
+import {existsSync, readFileSync} from 'node:fs'
 import type http from 'node:http'
 import {chmod, mkdir, readdir, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
@@ -141,7 +141,13 @@ export class WorkerdRuntime {
     await rm(socketPath, {force: true})
     const server = createCodeServer(
       (loadId) => this.shards.map((shard) => shard.codeFor(loadId)).find((script) => script !== undefined),
-      (sha256) => this.options.moduleContent(sha256),
+      // The module cache first: it keeps every validated release's modules for the life of the host
+      // process, while the host state drops a release's modules as soon as a newer one replaces it —
+      // and a swap under way may still load the replaced release before it loads the new one.
+      (sha256) => {
+        const cached = path.join(this.modulesDir, sha256)
+        return existsSync(cached) ? readFileSync(cached) : this.options.moduleContent(sha256)
+      },
     )
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(socketPath, () => resolve()))
     this.codeServer = server
