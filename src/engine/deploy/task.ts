@@ -102,11 +102,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     if (!(await store.deployments.supersede({...ids, workerId: worker!.id, versionId: version!.id, newer}))) return {outcome: 'lease_lost'}
     return superseded(newer)
   }
-  const superseded = (newer: NewerDeploy): DeployTaskResult => {
-    const message = supersededMessage(newer.versionId)
-    log.info({outboxId: args.outboxId, code: DEPLOY_SUPERSEDED, newerVersionId: newer.versionId}, `Edge Worker deployment superseded: ${message}`)
-    return {outcome: 'superseded', code: DEPLOY_SUPERSEDED, message, newerVersionId: newer.versionId}
-  }
+  const superseded = (newer: NewerDeploy): DeployTaskResult => supersededResult(engine, args.outboxId, newer)
 
   if (resolution.status !== 'ready') {
     return finish(reconcileMode ? 'uncertain' : 'failed', resolution.code, resolution.message)
@@ -207,6 +203,13 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (completed.outcome === 'superseded') return superseded(completed.newer)
   log.info({outboxId: args.outboxId, scriptName: worker.script_name, releaseGeneration: version.release_generation}, 'Edge Worker deployment completed')
   return {outcome: 'completed', versionId: version.id, releaseGeneration: version.release_generation, scriptName: worker.script_name, reconciled: reconcileMode}
+}
+
+/** A deploy row settled `deploy_superseded` (by its task, or with its claim: ../pass/deploy-dispatch.ts): logged, and the result. */
+export function supersededResult(engine: Engine, outboxId: string, newer: NewerDeploy): DeployTaskResult {
+  const message = supersededMessage(newer.versionId)
+  engine.log.info({outboxId, code: DEPLOY_SUPERSEDED, newerVersionId: newer.versionId}, `Edge Worker deployment superseded: ${message}`)
+  return {outcome: 'superseded', code: DEPLOY_SUPERSEDED, message, newerVersionId: newer.versionId}
 }
 
 /** The deploy task's lease step: through the claiming sweep's stamp, or by id (a waiting `deploy`, a restore's verification). */

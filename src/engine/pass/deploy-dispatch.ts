@@ -4,8 +4,8 @@
 // in-process, which leases it through the stamp (one compare-and-set statement).
 // Rows the lane does not get to go back to the passes.
 import {z} from 'zod'
-import {DEPLOY_SUPERSEDED, isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, supersededMessage, type ClaimStamp, type OutboxRow} from '../../store/index.js'
-import type {DeployTaskResult} from '../deploy/task.js'
+import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type ClaimStamp, type OutboxRow} from '../../store/index.js'
+import {supersededResult, type DeployTaskResult} from '../deploy/task.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
 
@@ -183,10 +183,7 @@ async function supersedeYielding(run: LaneRun, rows: OutboxRow[]): Promise<Set<s
     })
   const scriptOf = new Map(rows.map((row) => [row.id, row.script_name]))
   for (const {outboxId, newer} of settled) {
-    run.engine.log.info(
-      {outboxId, code: DEPLOY_SUPERSEDED, newerVersionId: newer.versionId},
-      `Edge Worker deployment superseded: ${supersededMessage(newer.versionId)}`,
-    )
+    supersededResult(run.engine, outboxId, newer)
     run.counts.completed++
     run.rowDone({rowId: outboxId, scriptName: scriptOf.get(outboxId) ?? null, outcome: 'completed'})
   }

@@ -33,14 +33,13 @@ export async function supersedeStamped(ctx: StoreContext, claimed: readonly {sta
   if (unlockedLook.size === 0) return []
   const pending = new Map(candidates.map((row) => [row.stamp.id, row.stamp]))
   return ctx.atomic(async (tx) => {
-    const forUpdate = <Q extends {forUpdate(): Q}>(query: Q) => (tx.locksRows ? query.forUpdate() : query)
-    const locked = await forUpdate(
-      tx.db
-        .selectFrom('edge_worker_outbox')
-        .selectAll()
-        .where('id', 'in', [...pending.keys()])
-        .orderBy('id'),
-    ).execute()
+    const locked = await tx.db
+      .selectFrom('edge_worker_outbox')
+      .selectAll()
+      .where('id', 'in', [...pending.keys()])
+      .orderBy('id')
+      .$if(tx.locksRows, (q) => q.forUpdate())
+      .execute()
     const held = locked.filter((row) => row.operation === 'deploy' && row.worker_id && row.version_id && stillCarriesClaim(row, pending.get(row.id)!))
     const newer = await newerDeploysOf(
       tx,
@@ -48,20 +47,20 @@ export async function supersedeStamped(ctx: StoreContext, claimed: readonly {sta
     )
     const yielding = held.filter((row) => newer.has(row.version_id!))
     if (yielding.length === 0) return []
-    const workers = await forUpdate(
-      tx.db
-        .selectFrom('edge_workers')
-        .select(['id', 'company_id', 'department_id', 'script_name'])
-        .where('id', 'in', [...new Set(yielding.map((row) => row.worker_id!))])
-        .orderBy('id'),
-    ).execute()
-    const versions = await forUpdate(
-      tx.db
-        .selectFrom('edge_worker_versions')
-        .select(['id', 'worker_id', 'release_generation'])
-        .where('id', 'in', [...new Set(yielding.map((row) => row.version_id!))])
-        .orderBy('id'),
-    ).execute()
+    const workers = await tx.db
+      .selectFrom('edge_workers')
+      .select(['id', 'company_id', 'department_id', 'script_name'])
+      .where('id', 'in', [...new Set(yielding.map((row) => row.worker_id!))])
+      .orderBy('id')
+      .$if(tx.locksRows, (q) => q.forUpdate())
+      .execute()
+    const versions = await tx.db
+      .selectFrom('edge_worker_versions')
+      .select(['id', 'worker_id', 'release_generation'])
+      .where('id', 'in', [...new Set(yielding.map((row) => row.version_id!))])
+      .orderBy('id')
+      .$if(tx.locksRows, (q) => q.forUpdate())
+      .execute()
     const workerOf = new Map(workers.map((worker) => [worker.id, worker]))
     const versionOf = new Map(versions.map((version) => [version.id, version]))
     const deployments = new DeploymentRepository(tx)
