@@ -11,7 +11,7 @@
 // rows/s, ratio to graphile-worker at equal concurrency, ratio to the raw baseline, and the CPU
 // time per row of each system's runner processes and of the PostgreSQL server (embedded server only).
 //
-//   node --import tsx bench/scale/run.ts [--rows 2000] [--rounds 3]
+//   node --import tsx bench/scale/run.ts [--rows 2000] [--rounds 3] [--shapes 1,4,16,4×4]
 //
 // Prints Markdown for BENCHMARKS.md.
 import {spawn, type ChildProcessByStdio} from 'node:child_process'
@@ -31,12 +31,21 @@ import {createDatabase, dropDatabase, postgresBaseline, postgresServer, postmast
 import {log, machineLoad, median} from '../support/stats.js'
 import {fillOutbox, seedWorkers} from './backlog.js'
 
-const {values: options} = parseArgs({options: {rows: {type: 'string', default: '2000'}, rounds: {type: 'string', default: '3'}}})
+const {values: options} = parseArgs({
+  options: {rows: {type: 'string', default: '2000'}, rounds: {type: 'string', default: '3'}, shapes: {type: 'string', default: '1,4,16,4×4'}},
+})
 const ROWS = Number(options.rows)
 const ROUNDS = Number(options.rounds)
 const SCOPE = 'onprem:0123456789ab'
-/** Label → [processes, concurrency per process]. */
-const SHAPES: Record<string, [number, number]> = {'1': [1, 1], '4': [1, 4], '16': [1, 16], '4×4': [4, 4]}
+/** Label → [processes, concurrency per process]; `--shapes` picks some (comma-separated labels). */
+const ALL_SHAPES: Record<string, [number, number]> = {'1': [1, 1], '4': [1, 4], '16': [1, 16], '4×4': [4, 4]}
+const SHAPES = Object.fromEntries(
+  options.shapes.split(',').map((label) => {
+    const shape = ALL_SHAPES[label.trim()]
+    if (!shape) throw new Error(`--shapes: unknown shape ${JSON.stringify(label)} (known: ${Object.keys(ALL_SHAPES).join(', ')})`)
+    return [label.trim(), shape]
+  }),
+)
 const here = path.dirname(fileURLToPath(import.meta.url))
 const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-scale-'))
 

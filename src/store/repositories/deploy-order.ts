@@ -29,23 +29,24 @@ export async function newerDeployOf(ctx: StoreContext, version: Pick<VersionRow,
   return (await newerDeploysOf(ctx, [version.id])).get(version.id)
 }
 
-/** The ordering rule for many versions in one statement: version id → the newer deploy it yields to (absent: none). */
+/**
+ * The ordering rule for many versions in one statement: version id → the newer deploy it yields to
+ * (absent: none). Per target it walks the Worker's newer versions newest first
+ * (edge_worker_versions_worker_order) and probes each one's deploy rows by version
+ * (edge_worker_outbox_version), so its cost follows the newer versions, not the Worker's history of
+ * deploy rows.
+ */
 export async function newerDeploysOf(ctx: StoreContext, versionIds: readonly string[]): Promise<Map<string, NewerDeploy>> {
   if (versionIds.length === 0) return new Map()
   const newest = (eb: ExpressionBuilder<Database & {target: EdgeWorkerVersionsTable}, 'target'>) =>
     eb
-      .selectFrom('edge_worker_outbox as o')
-      .innerJoin('edge_worker_versions as v', 'v.id', 'o.version_id')
-      .where('o.operation', '=', 'deploy')
-      .whereRef('o.worker_id', '=', 'target.worker_id')
+      .selectFrom('edge_worker_versions as v')
+      .innerJoin('edge_worker_outbox as o', 'o.version_id', 'v.id')
       .whereRef('v.worker_id', '=', 'target.worker_id')
+      .where((newer) => newer(newer.refTuple('v.created_at', 'v.id'), '>', newer.refTuple('target.created_at', 'target.id')))
+      .where('o.operation', '=', 'deploy')
+      .whereRef('o.worker_id', '=', 'v.worker_id')
       .where('o.status', 'in', WINNING_STATUSES)
-      .where((newer) =>
-        newer.or([
-          newer('v.created_at', '>', newer.ref('target.created_at')),
-          newer.and([newer('v.created_at', '=', newer.ref('target.created_at')), newer('v.id', '>', newer.ref('target.id'))]),
-        ]),
-      )
       .orderBy('v.created_at', 'desc')
       .orderBy('v.id', 'desc')
       .limit(1)
