@@ -56,10 +56,10 @@ try {
           owner: 'explain',
           limit: 50,
           graceSeconds: 300,
-          cooldownSeconds: 15,
+          leaseSeconds: 90,
         }),
     ],
-    ['deferred claim (claimDeferredDeployments)', () => sweeps.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'explain', cooldownSeconds: 15})],
+    ['deferred claim (claimDeferredDeployments)', () => sweeps.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'explain', leaseSeconds: 90})],
     [
       'artifact cleanup claim (outbox.claim, batch 100)',
       () => sweeps.outbox.claim({operation: 'artifact_cleanup', scope: SCOPE, owner: 'explain', limit: 100, leaseSeconds: 300}),

@@ -1,8 +1,8 @@
 // One kit runner process of bench/scale: opens the store, says `ready`, waits for `go` on stdin, then
 // runs one recovery pass as `edgeworkers reconcile --lane recovery` does — claims of
 // `recovery.batch_size` rows, the next claimed while the last rows run, up to
-// `reconcile.deploy_concurrency` rows at once — with a deploy task that leases each row through the
-// sweep's stamp and settles it (a no-op job), and prints how many rows it completed and the CPU
+// `reconcile.deploy_concurrency` rows at once — with a deploy task that runs under the lease the
+// claim took and settles the row (a no-op job), and prints how many rows it completed and the CPU
 // time the drain took.
 // With EDGEWORKERS_BENCH_CPU_PROFILE=<file> it writes a V8 CPU profile of the drain alone (from `go`
 // to the pass's end; start-up and module loading left out) to that file (bench/scale/profile.ts).

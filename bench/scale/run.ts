@@ -5,7 +5,7 @@
 //   1, 4 and 16 in one process, and by 4 processes × 4; timed from `go` until its jobs table is empty;
 // - the kit: ROWS due deploy rows over 100 Workers (round-robin, as a backlog of many departments),
 //   drained by recovery passes (`recovery.batch_size` 50, as the lane claims) with a no-op deploy
-//   task (lease through the sweep's stamp, settle) at `reconcile.deploy_concurrency` 1, 4 and 16 in
+//   task (under the claim's lease: settle) at `reconcile.deploy_concurrency` 1, 4 and 16 in
 //   one process, and by 4 processes × 4; timed from `go` until the last pass returns;
 // and the raw single-row commit baseline right before and after it. Prints medians over the rounds:
 // rows/s, ratio to graphile-worker at equal concurrency, ratio to the raw baseline, and the CPU

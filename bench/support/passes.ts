@@ -20,7 +20,7 @@ export async function onEachBackend<T>(workDir: string, name: string, measure: (
   return results
 }
 
-/** What the deploy task does to the row, without a host: lease it (through the sweep's stamp), settle it completed. */
+/** What the deploy task does to the row, without a host: take its lease (the claim's, for a row a sweep claimed), settle it completed. */
 export function leaseAndSettle(scope: string): DispatchDeploy {
   return async (engine, args) => {
     const lease = await leaseDeployRow(engine, args, scope)

@@ -46,13 +46,14 @@ export const settingsSchema = z.strictObject({
       dispatch_grace_seconds: seconds(300),
       /** Reference batch 50, clamped to 1–100. */
       batch_size: count(50, 1, 100),
-      /** Compare-and-set cooldown stamped at claim: 15 s by default, clamped to 1–300. */
+      /** How long a deploy a runner rescheduled is left alone before the lane takes it again: 15 s, clamped to 1–300. */
       cooldown_seconds: seconds(15, 1, 300),
     })
     .prefault({}),
 
   deferred: z
     .strictObject({
+      /** The same hold for a deploy the host refused while fenced (it waits in the deferred lane). */
       cooldown_seconds: seconds(15, 1, 300),
     })
     .prefault({}),

@@ -189,12 +189,13 @@ export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED} from './repositories/deployment
 export {supersededMessage, type NewerDeploy} from './repositories/deploy-order.js'
 export type {SupersededRow} from './repositories/supersede.js'
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
-export {stampOf} from './repositories/sweeps.js'
+export type {HandBack, HeldLease} from './repositories/sweeps.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
 export type {ControlClaimOptions} from './repositories/control-audits.js'
 export {
   ATTENTION_OUTBOX_STATUSES,
   cooldownStamp,
+  stampOf,
   FINISHED_OUTBOX_STATUSES,
   OPEN_OUTBOX_STATUSES,
   OUTBOX_TRANSITIONS,

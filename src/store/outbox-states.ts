@@ -10,7 +10,7 @@
 // - claimed_by, claim_expires_at — a sweep's claim stamp: held for its cooldown, the key of its compare-and-set;
 // - reserved_by — the enqueuer that dispatches the row itself, holding it for a grace after enqueue.
 import {sql} from 'kysely'
-import type {OutboxStatus} from './schema.js'
+import type {OutboxRow, OutboxStatus} from './schema.js'
 
 /** Settled by the row's runner: no lane claims the row again and no lease can be taken on it. */
 export const SETTLED_OUTBOX_STATUSES = ['completed', 'failed', 'uncertain', 'cancelled'] as const
@@ -40,21 +40,17 @@ export interface OutboxTransition {
 export const OUTBOX_TRANSITIONS: readonly OutboxTransition[] = [
   {from: 'new', to: 'pending', by: 'enqueue'},
   {from: 'new', to: 'deferred', by: 'enqueue (a deploy while a backup fence is open)'},
-  {from: 'pending', to: 'leased', by: 'claim / leaseById / leaseStamped (due)'},
-  {from: 'deferred', to: 'leased', by: 'leaseStamped (the deferred lane, once the fence ended)'},
-  {from: 'leased', to: 'leased', by: 'claim / leaseById / leaseStamped (lease expired; new token)'},
+  {from: 'pending', to: 'leased', by: "claim / leaseById / a deploy sweep's claim (due)"},
+  {from: 'deferred', to: 'leased', by: "the deferred lane's claim, once the fence ended"},
+  {from: 'leased', to: 'leased', by: "claim / leaseById / a deploy sweep's claim (lease expired; new token)"},
   {from: 'leased', to: 'pending', by: 'retryLater (due at the engine-chosen time) / releaseLease / outbox retry (lease expired)'},
-  {from: 'leased', to: 'deferred', by: 'retryLater (the host refused: fenced)'},
+  {from: 'leased', to: 'deferred', by: 'retryLater (the host refused: fenced) / releaseLease (the deferred lane hands it back)'},
   {from: 'leased', to: 'completed', by: 'settle'},
-  {from: 'leased', to: 'failed', by: 'settle / retryLater (attempts ran out)'},
-  {from: 'leased', to: 'uncertain', by: 'settle'},
+  {from: 'leased', to: 'failed', by: 'settle / retryLater (attempts ran out) / quarantine'},
+  {from: 'leased', to: 'uncertain', by: 'settle / quarantine'},
   {from: 'leased', to: 'cancelled', by: 'settle (deploy_superseded, artifact in use) / outbox cancel (lease expired)'},
-  {from: 'pending', to: 'pending', by: 'sweep claim / release / outbox retry (due now)'},
-  {from: 'deferred', to: 'deferred', by: 'sweep claim / release / outbox retry (due now)'},
-  {from: 'pending', to: 'failed', by: 'settleStamped / quarantine'},
-  {from: 'pending', to: 'uncertain', by: 'quarantine'},
-  {from: 'deferred', to: 'failed', by: 'settleStamped / quarantine'},
-  {from: 'deferred', to: 'uncertain', by: 'quarantine'},
+  {from: 'pending', to: 'pending', by: 'outbox retry (due now)'},
+  {from: 'deferred', to: 'deferred', by: 'outbox retry (due now)'},
   {from: 'pending', to: 'cancelled', by: 'outbox cancel / commitVersion (artifact adopted)'},
   {from: 'deferred', to: 'cancelled', by: 'outbox cancel'},
   {from: 'failed', to: 'pending', by: 'outbox retry'},
@@ -107,6 +103,12 @@ export interface ClaimStamp {
   status: OutboxStatus
   claimed_by: string
   claim_expires_at: number
+}
+
+/** The stamp a claimed row carries (the claim just wrote it). */
+export function stampOf(row: OutboxRow): ClaimStamp {
+  if (row.claimed_by === null || row.claim_expires_at === null) throw new Error(`outbox row ${row.id} carries no sweep stamp`)
+  return {id: row.id, status: row.status, claimed_by: row.claimed_by, claim_expires_at: row.claim_expires_at}
 }
 
 /** The row still carries exactly this stamp: no newer claim took it, no lease or settle moved it. */

@@ -8,7 +8,7 @@
 // Worker's lock right before any upload, while waiting for readiness, and at the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
 import {auditEntry, deterministicId, DEPLOY_SUPERSEDED, supersededMessage, SYSTEM_ACTOR} from '../../store/index.js'
-import type {ClaimStamp, LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
+import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
@@ -29,8 +29,8 @@ export interface DeployTaskArgs {
   departmentId: string
   /** The dispatch that carries this run (for logs); in-process runs use the outbox id. */
   messageId: string
-  /** The sweep that claimed the row: the task leases it through the sweep's stamp (one statement publishes and leases). */
-  claim?: {stamp: ClaimStamp}
+  /** The row as the sweep that claimed it leased it: the task runs under that lease instead of taking one. */
+  claim?: {row: OutboxRow}
 }
 
 export type DeployStage = 'lease' | 'snapshot' | 'integrity' | 'deploying' | 'purge' | 'upload' | 'readback' | 'readiness' | 'settle'
@@ -90,8 +90,10 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   const retry = async (code: string, message: string, keepDeploying: boolean, deferred = false): Promise<DeployTaskResult> => {
     const now = store.clock.now()
     const backoff = nextAttemptAt(settings.backoff, lease.row.attempts, now)
-    // The recovery lane takes a rescheduled deploy no earlier than its cooldown after this runner touched it.
-    const when = backoff === null || deferred ? backoff : Math.max(backoff, now + settings.recovery.cooldown_seconds * 1000)
+    // The lane that takes a rescheduled deploy (recovery, or deferred once the host refused it
+    // fenced) leaves it alone for that lane's cooldown after this runner touched it.
+    const cooldownSeconds = deferred ? settings.deferred.cooldown_seconds : settings.recovery.cooldown_seconds
+    const when = backoff === null ? null : Math.max(backoff, now + cooldownSeconds * 1000)
     const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, nextAttemptAt: when, keepDeploying, deferred})
     if (outcome === 'lease_lost') return {outcome: 'lease_lost'}
     log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
@@ -212,12 +214,10 @@ export function supersededResult(engine: Engine, outboxId: string, newer: NewerD
   return {outcome: 'superseded', code: DEPLOY_SUPERSEDED, message, newerVersionId: newer.versionId}
 }
 
-/** The deploy task's lease step: through the claiming sweep's stamp, or by id (a waiting `deploy`, a restore's verification). */
-export function leaseDeployRow(engine: Engine, args: DeployTaskArgs, scope: string): Promise<LeaseByIdResult> {
-  const leaseSeconds = engine.settings.deploy.lease_seconds
-  return args.claim
-    ? engine.store.sweeps.leaseStamped(args.claim.stamp, {scope, leaseSeconds})
-    : engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds})
+/** The deploy task's lease step: the lease the claiming sweep took, or one taken by id (a waiting `deploy`, a restore's verification). */
+export async function leaseDeployRow(engine: Engine, args: DeployTaskArgs, scope: string): Promise<LeaseByIdResult> {
+  if (args.claim) return {disposition: 'acquired', row: args.claim.row}
+  return engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: engine.settings.deploy.lease_seconds})
 }
 
 /** The host's copy of the script when it is exactly this release (generation and module digests), else null. */

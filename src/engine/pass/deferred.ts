@@ -1,7 +1,9 @@
 // Deferred republish: deploys enqueued (or pushed back) while a backup fence was open are `deferred`
-// (last error code `edge_host_fenced`) and wait here until the gate opens. Every due one is stamped
+// (last error code `edge_host_fenced`) and wait here until the gate opens. Every due one is leased
 // at once, oldest first (no batch cap: a backup can defer more than a batch, and all of it is due
-// together); the error code is cleared when its dispatch is accepted.
+// together), which accepts its dispatch and clears the code; one the lane does not get to goes back
+// to `deferred` with it.
+import {EDGE_HOST_FENCED} from '../deploy/enqueue.js'
 import {dispatchDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'
 
@@ -12,7 +14,7 @@ export const deferredLane: Lane = async (run) => {
     store.sweeps.claimDeferredDeployments({
       scope: run.scope,
       owner,
-      cooldownSeconds: settings.deferred.cooldown_seconds,
+      leaseSeconds: settings.deploy.lease_seconds,
     })
-  await dispatchDeploys(run, claim, {repeat: false})
+  await dispatchDeploys(run, claim, {repeat: false, handBack: {status: 'deferred', errorCode: EDGE_HOST_FENCED}})
 }

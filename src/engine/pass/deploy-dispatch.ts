@@ -1,10 +1,10 @@
-// What the recovery and deferred lanes do with the deploy rows they stamped, several Workers at once:
+// What the recovery and deferred lanes do with the deploy rows they leased, several Workers at once:
 // quarantine a row that cannot be dispatched, settle one whose Worker is gone, settle the rows of a
-// claim that yield to a newer deploy together, else publish each row and run the deploy task
-// in-process, which leases it through the stamp (one compare-and-set statement).
-// Rows the lane does not get to go back to the passes.
+// claim that yield to a newer deploy together, else run the deploy task in-process under the
+// claim's lease. The leases of rows not started yet are kept alive; rows the lane does not get to
+// go back to the passes.
 import {z} from 'zod'
-import {isTransientConflict, SCRIPT_NAME_PATTERN, stampOf, type ClaimStamp, type OutboxRow} from '../../store/index.js'
+import {isTransientConflict, SCRIPT_NAME_PATTERN, type HandBack, type HeldLease, type OutboxRow} from '../../store/index.js'
 import {supersededResult, type DeployTaskResult} from '../deploy/task.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
@@ -37,8 +37,14 @@ export function deployRowProblem(row: OutboxRow): string | null {
   return null
 }
 
+/** The lease a claimed row carries (the claim just took it). */
+function leaseOf(row: OutboxRow): HeldLease {
+  if (row.status !== 'leased' || row.lease_token === null) throw new Error(`outbox row ${row.id} carries no lease`)
+  return {id: row.id, token: row.lease_token}
+}
+
 /**
- * Works through the rows `claim` stamps, up to `reconcile.deploy_concurrency` at once so that their
+ * Works through the rows `claim` leases, up to `reconcile.deploy_concurrency` at once so that their
  * uploads reach the host together and share its shard restarts. Rows of one Worker never run at
  * once: they go one after another, oldest first (an older one finds the newer row and yields without
  * uploading); a row claimed while an earlier row of its Worker still runs queues behind it. With
@@ -46,11 +52,14 @@ export function deployRowProblem(row: OutboxRow): string | null {
  * runners never idle waiting for the slowest row of a batch), until a claim comes back empty, a row
  * comes due again (this pass already handled it), the gate closes, or the lane must stop. Each row
  * is counted. Rows without an outcome — not started, or ended by an error — and rows that came due
- * again are handed back.
+ * again are handed back as `handBack` says (as the lane claims them). While rows wait to start,
+ * their leases are renewed every third of `deploy.lease_seconds`: a long batch keeps what it
+ * claimed, and a pass that dies gives it back when the lease runs out.
  */
-export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {repeat: boolean}): Promise<void> {
+export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {repeat: boolean; handBack: HandBack}): Promise<void> {
   const {store} = run.engine
   const concurrency = run.engine.settings.reconcile.deploy_concurrency
+  const leaseSeconds = run.engine.settings.deploy.lease_seconds
   /** Worker key → its rows, oldest first; present while queued or running. */
   const queues = new Map<string, OutboxRow[]>()
   /** Keys of queues no runner has taken yet, in claim order. */
@@ -75,6 +84,8 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     wakeWaiting()
   }
 
+  /** Rows claimed whose task has not started: their leases are renewed while they wait. */
+  const waiting = new Map<string, HeldLease>()
   const claimBatch = async () => {
     const rows = await claim()
     run.counts.claimed += rows.length
@@ -91,6 +102,7 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     const toRun = fresh.filter((row) => !superseded.has(row.id))
     unstarted += toRun.length
     for (const row of toRun) {
+      waiting.set(row.id, leaseOf(row))
       const key = row.worker_id?.trim() ? `worker:${row.worker_id}` : `row:${row.id}`
       const queue = queues.get(key)
       if (queue) queue.push(row)
@@ -130,13 +142,14 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
       for (const row of queues.get(key)!) {
         if (!mayStart()) return
         unstarted--
+        waiting.delete(row.id)
         void refill()
-        const dispatched = await dispatchOne(run, row, live).catch(async (error: unknown) => {
+        const dispatched = await dispatchOne(run, row, live, options.handBack).catch(async (error: unknown) => {
           // A store conflict that outlived the transaction's own retries costs this row, not the
-          // lane: it goes back to the passes (or, once leased, to recovery when its lease expires).
+          // lane: it goes back to the passes (or, if the task had begun, to recovery when its lease expires).
           if (!isTransientConflict(error)) throw error
           run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
-          await store.sweeps.release(stampOf(row)).catch(() => false)
+          await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
           return {outcome: 'skipped' as const, gateClosed: false}
         })
         run.counts[dispatched.outcome]++
@@ -149,6 +162,7 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     }
   }
 
+  const renewal = setInterval(() => void store.sweeps.renewHeld([...waiting.values()], leaseSeconds).catch(() => new Set<string>()), (leaseSeconds * 1000) / 3)
   try {
     // Every runner and the last claim settle before the error is raised: none is left writing after the lane returns.
     const runner = () =>
@@ -159,9 +173,10 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     await claiming
     if (failure !== undefined) throw failure
   } finally {
+    clearInterval(renewal)
     for (const row of [...claimed.filter((row) => !counted.has(row.id)), ...handBack]) {
-      // Best effort: a row not handed back stays stamped and is claimable again once its hold ends.
-      await store.sweeps.release(stampOf(row)).catch(() => false)
+      // Best effort: a row not handed back stays leased and is claimable again once its lease runs out.
+      await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
       run.counts.skipped++
     }
   }
@@ -176,7 +191,7 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
 async function supersedeYielding(run: LaneRun, rows: OutboxRow[]): Promise<Set<string>> {
   if (rows.length === 0) return new Set()
   const settled = await run.engine.store.sweeps
-    .supersedeStamped(rows.map((row) => ({stamp: stampOf(row), versionId: row.version_id})))
+    .supersedeLeased(rows.map((row) => ({lease: leaseOf(row), versionId: row.version_id})))
     .catch((error: unknown) => {
       if (isTransientConflict(error)) return []
       throw error
@@ -190,17 +205,17 @@ async function supersedeYielding(run: LaneRun, rows: OutboxRow[]): Promise<Set<s
   return new Set(settled.map((row) => row.outboxId))
 }
 
-async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string>): Promise<{outcome: RowOutcome; gateClosed: boolean}> {
+async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string>, handBack: HandBack): Promise<{outcome: RowOutcome; gateClosed: boolean}> {
   const {store, log} = run.engine
-  const stamp = stampOf(row)
+  const lease = leaseOf(row)
   const fields = {outboxId: row.id, workerId: row.worker_id, versionId: row.version_id}
 
   const problem = deployRowProblem(row)
-  if (problem) return {outcome: await quarantine(run, row, stamp, problem), gateClosed: false}
+  if (problem) return {outcome: await quarantine(run, row, lease, problem), gateClosed: false}
 
   if (!liveWorkers.has(row.worker_id!)) {
     // The company was hard-deleted: nothing left to update or audit; the row is the only evidence.
-    const settled = await store.sweeps.settleStamped(stamp, {status: 'failed', errorCode: WORKER_DELETED, error: WORKER_DELETED_MESSAGE})
+    const settled = await store.outbox.settle(lease.id, lease.token, {status: 'failed', errorCode: WORKER_DELETED, error: WORKER_DELETED_MESSAGE})
     if (!settled) return {outcome: 'skipped', gateClosed: false}
     log.warn({...fields, code: WORKER_DELETED}, `Edge Worker deployment failed: ${WORKER_DELETED_MESSAGE}`)
     return {outcome: 'failed', gateClosed: false}
@@ -211,28 +226,27 @@ async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string
     companyId: row.company_id!,
     departmentId: row.department_id!,
     messageId: row.id,
-    claim: {stamp},
+    claim: {row},
   })
   if (result.outcome === 'retry_later') {
     // The gate closed after the claim: the task did not touch the row. Give it back as it was claimed.
-    await store.sweeps.release(stamp)
+    await store.sweeps.releaseLease(lease.id, lease.token, handBack)
     log.info(fields, `Edge Worker deployment republish deferred: ${result.message}`)
   }
-  if (result.outcome === 'skipped' && result.disposition === 'restamped')
-    log.debug(fields, 'Edge Worker deployment republish lost: a newer claim holds the row')
   return {outcome: outcomeOf(result), gateClosed: result.outcome === 'retry_later'}
 }
 
 /**
- * A row that was leased before, or whose version is mid-deploy, may have reached the host: it
- * becomes `uncertain` and its Worker pauses. Otherwise nothing happened yet and it is `failed`.
+ * A row attempted before this claim (its attempts count this claim's too), or whose version is
+ * mid-deploy, may have reached the host: it becomes `uncertain` and its Worker pauses. Otherwise
+ * nothing happened yet and it is `failed`.
  */
-async function quarantine(run: LaneRun, row: OutboxRow, stamp: ClaimStamp, problem: string): Promise<RowOutcome> {
+async function quarantine(run: LaneRun, row: OutboxRow, lease: HeldLease, problem: string): Promise<RowOutcome> {
   const {store, log} = run.engine
   const version = row.version_id ? await store.workers.getVersion(row.version_id) : undefined
-  const mayHaveReachedHost = row.status === 'leased' || row.attempts > 0 || version?.state === 'deploying'
+  const mayHaveReachedHost = row.attempts > 1 || version?.state === 'deploying'
   const status = mayHaveReachedHost ? 'uncertain' : 'failed'
-  const settled = await store.sweeps.quarantine(stamp, {
+  const settled = await store.sweeps.quarantine(lease, {
     status,
     errorCode: DEPLOYMENT_PAYLOAD_INVALID,
     error: problem,

@@ -1,5 +1,5 @@
 // The recovery republisher (回收重發器): deploy rows that need a dispatcher — due rows the passes
-// own, rows whose enqueuer let them stall past the grace, expired leases — stamped a batch at a time
+// own, rows whose enqueuer let them stall past the grace, expired leases — leased a batch at a time
 // and run in-process. Claims nothing while the execution gate is closed.
 import {dispatchDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'
@@ -13,7 +13,7 @@ export const recoveryLane: Lane = async (run) => {
       owner,
       limit: settings.recovery.batch_size,
       graceSeconds: settings.recovery.dispatch_grace_seconds,
-      cooldownSeconds: settings.recovery.cooldown_seconds,
+      leaseSeconds: settings.deploy.lease_seconds,
     })
-  await dispatchDeploys(run, claim, {repeat: true})
+  await dispatchDeploys(run, claim, {repeat: true, handBack: {status: 'pending'}})
 }

@@ -2,9 +2,9 @@
 // fenced by the lease token, reschedule at the time the engine's retry rule chose.
 //
 // Lease rules (the statuses, moves and shared predicates: ../outbox-states.ts):
-// - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim,
-//   leaseById or leaseStamped writes a fresh random token, counts one attempt and ends any sweep's
-//   claim (leaseAssignments);
+// - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim (this
+//   one, the deploy sweeps') or leaseById writes a fresh random token, counts one attempt and ends
+//   any sweep's claim stamp (leaseAssignments);
 // - a `pending` row is claimable once due (next_attempt_at <= now) and no claim holds it; a `leased`
 //   row once its lease expired; a `deferred` row only by the deferred lane's sweep;
 // - settle/renew/retryLater match `id AND lease_token`: matching nothing means the lease was lost
@@ -58,8 +58,7 @@ export interface ClaimOptions {
   leaseSeconds: number
 }
 
-/** `restamped`: the row a sweep stamped carries a newer claim's stamp now (leaseStamped only). */
-export type LeaseDisposition = 'acquired' | 'terminal' | 'inflight' | 'not_due' | 'wrong_scope' | 'restamped'
+export type LeaseDisposition = 'acquired' | 'terminal' | 'inflight' | 'not_due' | 'wrong_scope'
 export type LeaseByIdResult = {disposition: LeaseDisposition; row: OutboxRow} | {disposition: 'missing'; row: null}
 
 export interface SettleOptions {
@@ -378,7 +377,7 @@ export function claimableIds(
     limit ${limit}`
 }
 
-/** The SET clause of every lease taken (claim, leaseById, leaseStamped): one attempt, a fresh token, no claim left. */
+/** The SET clause of every lease taken (claim, leaseById, a deploy sweep's claim): one attempt, a fresh token, no claim stamp left. */
 export function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
   return sql`status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
     lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, ${endClaim}, updated_at = ${now}`

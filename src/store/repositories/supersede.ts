@@ -4,12 +4,13 @@
 // Here the rows of one claim that yield settle in one transaction, exactly as the task's supersede
 // step settles one (DeploymentRepository.settleSuperseded: `cancelled`/`deploy_superseded`, the
 // version superseded, the Worker rested, one audit row each), by the one ordering rule
-// (newerDeploysOf). Only rows that still carry the claim's stamp are touched — nobody has leased them
-// since — and only pending ones: an expired lease may be mid-deploy and goes to the task.
+// (newerDeploysOf). Only rows the claim's lease still holds are touched (nobody took them over
+// since). A row a previous runner may have left mid-deploy yields the same way: the task, too,
+// settles it superseded at its snapshot, before any reconcile step.
 import type {StoreContext} from '../context.js'
-import {stillCarriesClaim, type ClaimStamp} from '../outbox-states.js'
 import {newerDeploysOf, type NewerDeploy} from './deploy-order.js'
 import {DeploymentRepository} from './deployments.js'
+import type {HeldLease} from './sweeps.js'
 
 export interface SupersededRow {
   outboxId: string
@@ -17,13 +18,13 @@ export interface SupersededRow {
 }
 
 /**
- * Settles superseded the stamped pending deploy rows whose version has a newer deploy, in one
+ * Settles superseded the leased deploy rows whose version has a newer deploy, in one
  * transaction (lock order outbox → worker → version, each set in id order). Rows the deploy task
  * would fail rather than let yield (Worker or version gone, arguments that do not match it) are
  * left to the task. Returns the rows it settled.
  */
-export async function supersedeStamped(ctx: StoreContext, claimed: readonly {stamp: ClaimStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
-  const candidates = claimed.filter((row) => row.stamp.status === 'pending' && row.versionId)
+export async function supersedeLeased(ctx: StoreContext, claimed: readonly {lease: HeldLease; versionId: string | null}[]): Promise<SupersededRow[]> {
+  const candidates = claimed.filter((row) => row.versionId)
   if (candidates.length === 0) return []
   // An unlocked look first: most claims outside a backlog have nothing that yields, and then take no locks.
   const unlockedLook = await newerDeploysOf(
@@ -31,16 +32,18 @@ export async function supersedeStamped(ctx: StoreContext, claimed: readonly {sta
     candidates.map((row) => row.versionId!),
   )
   if (unlockedLook.size === 0) return []
-  const pending = new Map(candidates.map((row) => [row.stamp.id, row.stamp]))
+  const tokens = new Map(candidates.map((row) => [row.lease.id, row.lease.token]))
   return ctx.atomic(async (tx) => {
     const locked = await tx.db
       .selectFrom('edge_worker_outbox')
       .selectAll()
-      .where('id', 'in', [...pending.keys()])
+      .where('id', 'in', [...tokens.keys()])
       .orderBy('id')
       .$if(tx.locksRows, (q) => q.forUpdate())
       .execute()
-    const held = locked.filter((row) => row.operation === 'deploy' && row.worker_id && row.version_id && stillCarriesClaim(row, pending.get(row.id)!))
+    const held = locked.filter(
+      (row) => row.operation === 'deploy' && row.worker_id && row.version_id && row.status === 'leased' && row.lease_token === tokens.get(row.id),
+    )
     const newer = await newerDeploysOf(
       tx,
       held.map((row) => row.version_id!),

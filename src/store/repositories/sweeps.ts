@@ -1,19 +1,20 @@
-// What the reconcile lanes need beyond the generic outbox claim: the deploy sweeps' claims with a
-// compare-and-set stamp, the CAS writes that follow them, artifact references, and the count of rows
-// left for an operator.
+// What the reconcile lanes need beyond the generic outbox claim: the deploy sweeps' claims, the
+// writes of a pass on the rows it holds, artifact references, and the count of rows left for an
+// operator.
 //
-// A deploy sweep does not lease the rows it claims: it *stamps* them — claimed_by = the claiming
-// runner, claim_expires_at = a cooldown deadline in whole seconds — and the deploy task leases each
-// through that stamp (leaseStamped) when it gets to it. Every later write of the sweep is a
-// compare-and-set on (status, claimed_by, claim_expires_at): a publisher that stalled past its
-// cooldown finds the row re-stamped by a newer claim (or leased, which ends the claim) and loses:
-// its write matches nothing. The predicates (due, unclaimed, unreserved, …): ../outbox-states.ts.
+// A deploy sweep leases the rows it claims, in the claiming statement: on-prem, publishing a row
+// means running its deploy task in this process, so the claim takes the task's lease itself (a fresh
+// token, one attempt counted) and hands it to the task — one write per row fewer than a claim stamp
+// followed by a lease. A runner that stalls past its lease finds the row taken over under a new
+// token and loses every later write: the token is the compare-and-set. The pass keeps the leases of
+// the rows it has not started yet alive, and hands back those it does not get to, the attempt
+// uncounted. The predicates (due, unclaimed, unreserved, …): ../outbox-states.ts.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
-import {carriesClaim, claimAssignments, due, liveLease, unreserved, type ClaimStamp} from '../outbox-states.js'
+import {due, unreserved, type WaitingStatus} from '../outbox-states.js'
 import {settleUnfinishedVersion} from './deployments.js'
-import {claimableIds, leaseAssignments, refusalOf, type LeaseByIdResult} from './outbox.js'
-import {supersedeStamped, type SupersededRow} from './supersede.js'
+import {claimableIds, leaseAssignments} from './outbox.js'
+import {supersedeLeased, type SupersededRow} from './supersede.js'
 import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxTable} from '../schema.js'
 
 export interface RecoverableClaimOptions {
@@ -22,35 +23,43 @@ export interface RecoverableClaimOptions {
   limit: number
   /** A never-attempted row its enqueuer reserved stays theirs this long after enqueue. */
   graceSeconds: number
-  cooldownSeconds: number
+  leaseSeconds: number
 }
 
 export interface DeferredClaimOptions {
   scope: string
   owner: string
-  cooldownSeconds: number
+  leaseSeconds: number
+}
+
+/** How a lane hands back a row it leased and did not work on: its status, and the reason it waits (unchanged when absent). */
+export interface HandBack {
+  status: WaitingStatus
+  errorCode?: string
+}
+
+/** A lease a pass holds on a row: every write it makes on the row matches the token. */
+export interface HeldLease {
+  id: string
+  token: string
 }
 
 export class SweepRepository {
   constructor(private readonly ctx: StoreContext) {}
 
   /**
-   * Stamps up to `limit` deploy rows of the scope that need a dispatcher, oldest due first:
-   * - pending, due, and nobody holds them: no claim within its cooldown (a sweep that published the
-   *   row is leasing it right now), and for a row never attempted, no reservation within the grace
-   *   since enqueue (a waiting `deploy` dispatches it; past the grace it has stalled and a sweep
-   *   takes it over);
-   * - leased with an expired lease, once the cooldown of any earlier claim is over.
-   * A never-attempted row is reserved to the sweep that claims it first, as to an enqueuer: if that
-   * sweep dies before leasing, the row waits out the grace, not just the cooldown.
+   * Leases up to `limit` deploy rows of the scope that need a dispatcher, oldest due first:
+   * - pending and due, no older sweep's claim stamp within its cooldown (rows stamped before the
+   *   claim leased), and for a row never attempted, no reservation within the grace since enqueue (a
+   *   waiting `deploy` dispatches it; past the grace it has stalled and a sweep takes it over);
+   * - leased with an expired lease (its runner died or stalled).
    */
   async claimRecoverableDeployments(options: RecoverableClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set ${claimAssignments(options.owner, now, options.cooldownSeconds)},
-          reserved_by = case when attempts = 0 then coalesce(reserved_by, ${options.owner}) else reserved_by end
+        set ${leaseAssignments(options, now)}
         where id in (${claimableIds(this.ctx, {
           operation: 'deploy',
           scope: options.scope,
@@ -63,13 +72,16 @@ export class SweepRepository {
     })
   }
 
-  /** Stamps every due deferred deploy of the scope (no batch cap), oldest first. */
+  /**
+   * Leases every due deferred deploy of the scope (no batch cap), oldest first. The lane claims only
+   * while the gate is open, so the dispatch is accepted: the reason the row waited is cleared.
+   */
   async claimDeferredDeployments(options: DeferredClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set ${claimAssignments(options.owner, now, options.cooldownSeconds)}
+        set ${leaseAssignments(options, now)}, last_error_code = null, last_error = null
         where id in (
           select id from edge_worker_outbox
           where operation = 'deploy' and dispatch_namespace = ${options.scope} and ${due(now, 'deferred')}
@@ -82,66 +94,61 @@ export class SweepRepository {
   }
 
   /**
-   * Publishes a stamped row to its in-process dispatcher by leasing it to the stamp's owner, in one
-   * statement: the stamp's compare-and-set and the lease are one check (the deploy task's lease step
-   * for a row a sweep claimed). A deferred row drops the reason it waited (`edge_host_fenced`): the
-   * dispatch is accepted. An expired lease whose holder renewed it since the claim stays the holder's.
-   * A refusal is explained by a read of the row.
+   * Extends, from now, the leases a pass holds on rows it has not started yet, in one statement.
+   * Returns the ids still held: a lease that ran out and was taken over is not renewed.
    */
-  async leaseStamped(stamp: ClaimStamp, options: {scope: string; leaseSeconds: number}): Promise<LeaseByIdResult> {
+  async renewHeld(leases: readonly HeldLease[], leaseSeconds: number): Promise<Set<string>> {
+    if (leases.length === 0) return new Set()
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
-      const accepted = stamp.status === 'deferred' ? sql`, last_error_code = null, last_error = null` : sql``
-      const {rows} = await sql<OutboxTable>`
-        update edge_worker_outbox
-        set ${leaseAssignments({owner: stamp.claimed_by, leaseSeconds: options.leaseSeconds}, now)} ${accepted}
-        where ${carriesClaim(stamp)} and dispatch_namespace = ${options.scope} and not ${liveLease(now)}
-        returning *`.execute(db)
-      if (rows[0]) return {disposition: 'acquired', row: toOutboxRow(rows[0])}
-      const row = await db.selectFrom('edge_worker_outbox').selectAll().where('id', '=', stamp.id).executeTakeFirst()
-      if (!row) return {disposition: 'missing', row: null}
-      const refusal = refusalOf(row, options.scope, now)
-      return {disposition: refusal === 'not_due' ? 'restamped' : refusal, row: toOutboxRow(row)}
+      // Tokens are random per lease: a row matches only under the token this pass holds.
+      const rows = await db
+        .updateTable('edge_worker_outbox')
+        .set({lease_expires_at: now + leaseSeconds * 1000, updated_at: now})
+        .where('status', '=', 'leased')
+        .where(
+          'id',
+          'in',
+          leases.map((lease) => lease.id),
+        )
+        .where(
+          'lease_token',
+          'in',
+          leases.map((lease) => lease.token),
+        )
+        .returning('id')
+        .execute()
+      return new Set(rows.map((row) => row.id))
     })
   }
 
   /**
-   * Hands a pending or deferred row this sweep stamped but did not get to run back to the passes, as
-   * it was claimed but held by nobody (no claim, no reservation) and due now. An expired lease needs
-   * nothing: it is claimable again when the claim's cooldown ends. false = a newer claim holds the row.
-   */
-  async release(stamp: ClaimStamp): Promise<boolean> {
-    if (stamp.status === 'leased') return false
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const result = await this.matching(db, stamp)
-        .set({claimed_by: null, claim_expires_at: null, reserved_by: null, next_attempt_at: now, updated_at: now})
-        .executeTakeFirst()
-      return result.numUpdatedRows > 0n
-    })
-  }
-
-  /**
-   * Settles a stamped row `failed` or `uncertain` without touching anything else (e.g.
-   * `worker_deleted`: the Worker and its versions are gone). false = a newer claim won.
-   */
-  async settleStamped(stamp: ClaimStamp, outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string}): Promise<boolean> {
-    return this.ctx.write(async (tx) => this.settleStampedIn(tx, stamp, outcome))
-  }
-
-  /**
-   * Quarantines a stamped deploy whose row cannot be dispatched, in one transaction (lock order
+   * Quarantines a leased deploy whose row cannot be dispatched, in one transaction (lock order
    * outbox → worker → version): the row settles, an `uncertain` one pauses its Worker, and the
    * version takes the outcome unless it is already past deploying — a deployed version is never
-   * downgraded. false = a newer claim won and nothing changed.
+   * downgraded. false = the lease was lost and nothing changed.
    */
   async quarantine(
-    stamp: ClaimStamp,
+    lease: HeldLease,
     outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string; workerId: string | null; versionId: string | null},
   ): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
-      if (!(await this.settleStampedIn(tx, stamp, outcome))) return false
       const now = this.ctx.now()
+      const settled = await tx.db
+        .updateTable('edge_worker_outbox')
+        .set({
+          status: outcome.status,
+          lease_token: null,
+          lease_expires_at: null,
+          next_attempt_at: null,
+          last_error_code: outcome.errorCode,
+          last_error: outcome.error,
+          updated_at: now,
+        })
+        .where('id', '=', lease.id)
+        .where('lease_token', '=', lease.token)
+        .executeTakeFirst()
+      if (settled.numUpdatedRows === 0n) return false
       if (outcome.status === 'uncertain' && outcome.workerId) {
         await tx.db
           .updateTable('edge_workers')
@@ -155,9 +162,9 @@ export class SweepRepository {
     })
   }
 
-  /** Settles, in one transaction, the stamped rows of a claim that yield to a newer deploy (./supersede.ts). */
-  async supersedeStamped(claimed: readonly {stamp: ClaimStamp; versionId: string | null}[]): Promise<SupersededRow[]> {
-    return supersedeStamped(this.ctx, claimed)
+  /** Settles, in one transaction, the leased rows of a claim that yield to a newer deploy (./supersede.ts). */
+  async supersedeLeased(claimed: readonly {lease: HeldLease; versionId: string | null}[]): Promise<SupersededRow[]> {
+    return supersedeLeased(this.ctx, claimed)
   }
 
   /** Which of these Worker ids still have a row. */
@@ -194,16 +201,18 @@ export class SweepRepository {
   }
 
   /**
-   * Gives back a leased row a lane claimed but did not work on: pending, due now, and the claim's
-   * attempt uncounted (nothing was attempted). false = the lease was lost.
+   * Gives back a leased row a lane claimed but did not work on: due now, the claim's attempt
+   * uncounted (nothing was attempted), and `back` — pending, or deferred again with the reason it
+   * waits, for the deferred lane. false = the lease was lost.
    */
-  async releaseLease(id: string, token: string): Promise<boolean> {
+  async releaseLease(id: string, token: string, back: HandBack = {status: 'pending'}): Promise<boolean> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const result = await db
         .updateTable('edge_worker_outbox')
         .set((eb) => ({
-          status: 'pending',
+          status: back.status,
+          ...(back.errorCode === undefined ? {} : {last_error_code: back.errorCode}),
           lease_token: null,
           lease_expires_at: null,
           next_attempt_at: now,
@@ -260,41 +269,9 @@ export class SweepRepository {
     return counts
   }
 
-  private async settleStampedIn(
-    tx: StoreContext,
-    stamp: ClaimStamp,
-    outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string},
-  ): Promise<boolean> {
-    const result = await this.matching(tx.db, stamp)
-      .set({
-        status: outcome.status,
-        lease_token: null,
-        lease_expires_at: null,
-        next_attempt_at: null,
-        claimed_by: null,
-        claim_expires_at: null,
-        last_error_code: outcome.errorCode,
-        last_error: outcome.error,
-        updated_at: this.ctx.now(),
-      })
-      .executeTakeFirst()
-    return result.numUpdatedRows > 0n
-  }
-
-  /** An update that applies only while the row still carries exactly the stamp this sweep wrote (the compare-and-set). */
-  private matching(db: StoreContext['db'], stamp: ClaimStamp) {
-    return db.updateTable('edge_worker_outbox').where(carriesClaim(stamp))
-  }
-
   private skipLocked() {
     return this.ctx.locksRows ? sql`for update skip locked` : sql``
   }
-}
-
-/** The stamp a claimed row carries (the claim just wrote it). */
-export function stampOf(row: OutboxRow): ClaimStamp {
-  if (row.claimed_by === null || row.claim_expires_at === null) throw new Error(`outbox row ${row.id} carries no sweep stamp`)
-  return {id: row.id, status: row.status, claimed_by: row.claimed_by, claim_expires_at: row.claim_expires_at}
 }
 
 const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)

@@ -6,7 +6,7 @@ import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
 import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
-import {stampOf, type OutboxRow} from '../../../src/store/index.js'
+import type {OutboxRow} from '../../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../../support/stores.js'
 import {enqueueDeployRow, OWNER, passEngine, recordingDispatch, SCOPE, seedWorker, type TestEngine} from './support.js'
 
@@ -38,7 +38,7 @@ describeEachStore('deferred republish lane', (t) => {
     await t.store.kit.endFence(fenceId, 'backup done')
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 4, completed: 4})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual(ids)
-    // Accepted: the task's lease dropped the marker.
+    // Accepted: the claim's lease dropped the marker.
     for (const seen of dispatch.rowsSeen) expect(seen).toMatchObject({status: 'leased', last_error_code: null, lease_owner: OWNER})
   })
 
@@ -56,12 +56,11 @@ describeEachStore('deferred republish lane', (t) => {
     const {ids, fenceId} = await enqueueFenced(engine, 1)
     await t.store.kit.endFence(fenceId, 'backup done')
     // The host refused the upload inside a fence: the task retried it as deferred.
-    const [claimed] = await t.store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'earlier', cooldownSeconds: 15})
-    const lease = await t.store.sweeps.leaseStamped(stampOf(claimed!), {scope: SCOPE, leaseSeconds: 90})
-    const retried = await t.store.outbox.retryLater(ids[0]!, lease.row!.lease_token!, {
+    const [claimed] = await t.store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'earlier', leaseSeconds: 90})
+    const retried = await t.store.outbox.retryLater(ids[0]!, claimed!.lease_token!, {
       errorCode: EDGE_HOST_FENCED,
       error: 'the host is fenced',
-      nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row!.attempts, t.clock.now()),
+      nextAttemptAt: nextAttemptAt(engine.settings.backoff, claimed!.attempts, t.clock.now()),
       deferred: true,
     })
     const dueAt = (retried as {nextAttemptAt: number}).nextAttemptAt
@@ -72,24 +71,40 @@ describeEachStore('deferred republish lane', (t) => {
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
   })
 
-  test('a claim stamps deferred.cooldown_seconds; a dispatch that is not accepted leaves the row deferred', async () => {
-    const engine = await passEngine(t, {settings: {deferred: {cooldown_seconds: 20}, reconcile: {deploy_concurrency: 1}}})
+  test('a claimer that stalls holds the rows for its lease; past it the recovery lane takes them over', async () => {
+    const engine = await passEngine(t)
     const {ids, fenceId} = await enqueueFenced(engine, 2)
     await t.store.kit.endFence(fenceId, 'backup done')
-
-    // A claimer that stalls holds both rows for its cooldown.
-    const stale = await t.store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'stale', cooldownSeconds: 20})
+    const stale = await t.store.sweeps.claimDeferredDeployments({scope: SCOPE, owner: 'stale', leaseSeconds: 90})
     expect(stale.map((claimed) => claimed.id)).toEqual(ids)
-    const dispatch = recordingDispatch(() => ({outcome: 'retry_later', message: EXECUTION_FENCED}))
-    t.clock.advance(stale[0]!.claim_expires_at! - t.clock.now() - 1)
+    const dispatch = recordingDispatch()
     expect(laneOf(await deferred(engine, dispatch)).claimed).toBe(0)
-
+    t.clock.advance(89_999)
+    expect(laneOf(await runPass(engine, {lanes: ['recovery'], dispatchDeploy: dispatch})).claimed).toBe(0)
+    expect(dispatch.calls).toEqual([])
+    // An expired lease is the recovery lane's, whichever lane took it.
     t.clock.advance(1)
-    // The gate closed again between claim and dispatch: the first row goes back deferred, the lane stops.
+    const recovered = await runPass(engine, {lanes: ['recovery'], dispatchDeploy: dispatch})
+    expect(laneOf(recovered)).toMatchObject({claimed: 2, completed: 2})
+    expect(dispatch.calls.map((call) => call.outboxId)).toEqual(ids)
+  })
+
+  test('a dispatch that is not accepted (the gate closed after the claim) hands the rows back deferred, with their reason', async () => {
+    const engine = await passEngine(t, {settings: {reconcile: {deploy_concurrency: 1}}})
+    const {ids, fenceId} = await enqueueFenced(engine, 2)
+    await t.store.kit.endFence(fenceId, 'backup done')
+    const dispatch = recordingDispatch(() => ({outcome: 'retry_later', message: EXECUTION_FENCED}))
+    // The first row goes back deferred and the lane stops; the second, never started, goes back too.
     expect(laneOf(await deferred(engine, dispatch))).toMatchObject({claimed: 2, skipped: 2})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual([ids[0]])
     for (const id of ids) {
-      expect(await row(t, id)).toMatchObject({status: 'deferred', last_error_code: EDGE_HOST_FENCED, claimed_by: null, next_attempt_at: t.clock.now()})
+      expect(await row(t, id)).toMatchObject({
+        status: 'deferred',
+        last_error_code: EDGE_HOST_FENCED,
+        lease_token: null,
+        attempts: 0,
+        next_attempt_at: t.clock.now(),
+      })
     }
   })
 })

@@ -1,11 +1,11 @@
-// The recovery republisher lane: which deploy rows it takes and when, the compare-and-set stamp,
-// quarantine, worker_deleted, the execution gate, batch cap, time budget, and how it counts.
+// The recovery republisher lane: which deploy rows it takes and when, the claim's lease (renewed while
+// a row waits, the token fencing a stale claimer), quarantine, worker_deleted, the execution gate, batch cap, time budget, and how it counts.
 import {afterEach, expect, test, vi} from 'vitest'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
 import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'
 import {PROVIDER_UNAVAILABLE} from '../../../src/engine/provider.js'
-import {cooldownStamp, stampOf, type OutboxRow} from '../../../src/store/index.js'
+import type {OutboxRow} from '../../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../../support/stores.js'
 import {enqueueDeployRow, OWNER, passEngine, recordingDispatch, SCOPE, seedWorker, type SettingsOverrides, type TestEngine} from './support.js'
 
@@ -78,21 +78,23 @@ describeEachStore('recovery lane', (t) => {
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
   })
 
-  test("a row a sweep stamped stays that sweep's until its task leases it: no other sweep takes it meanwhile", async () => {
-    const engine = await engineWith({recovery: {cooldown_seconds: 15}})
+  test('a row a sweep claimed is leased to it: no other sweep takes it until that lease runs out', async () => {
+    const engine = await engineWith()
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
-    const claim = (owner: string) => t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner, limit: 10, graceSeconds: 300, cooldownSeconds: 15})
-    // An old row, retried before: nothing but the hold keeps other sweeps away once it is due again.
+    const claim = (owner: string) => t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner, limit: 10, graceSeconds: 300, leaseSeconds: 90})
+    // An old row, retried before: nothing but the claim's lease keeps other sweeps away once it is due again.
     t.clock.advance(3_600_000)
     await t.exec(`update edge_worker_outbox set attempts = 1 where id = '${enqueued.id}'`)
-    const [stamped] = await claim('publisher-a')
-    expect(stamped).toMatchObject({status: 'pending', claimed_by: 'publisher-a', claim_expires_at: t.clock.now() + 15_000})
+    const [claimed] = await claim('publisher-a')
+    expect(claimed).toMatchObject({status: 'leased', lease_owner: 'publisher-a', lease_expires_at: t.clock.now() + 90_000, attempts: 2, claimed_by: null})
     expect(await claim('publisher-b')).toEqual([])
-    t.clock.advance(14_999)
+    t.clock.advance(89_999)
     expect(await claim('publisher-b')).toEqual([])
-    // A publisher that never leased within the cooldown has lost its hold.
+    // A claimer that neither ran nor renewed the row within its lease has lost it.
     t.clock.advance(1)
-    expect((await claim('publisher-b')).map((claimed) => claimed.id)).toEqual([enqueued.id])
+    const [taken] = await claim('publisher-b')
+    expect(taken).toMatchObject({id: enqueued.id, lease_owner: 'publisher-b', attempts: 3})
+    expect(taken!.lease_token).not.toBe(claimed!.lease_token)
   })
 
   test('an expired lease is recovered; a live one is left to its holder', async () => {
@@ -140,55 +142,66 @@ describeEachStore('recovery lane', (t) => {
     expect(laneOf(result)).toMatchObject({claimed: 5, completed: 5})
   })
 
-  test('the claim stamps a cooldown of recovery.cooldown_seconds in whole seconds; a stale publisher loses the compare-and-set', async () => {
-    const engine = await engineWith({recovery: {cooldown_seconds: 40}})
+  test('a stale claimer whose lease ran out loses every write: the lease token is the compare-and-set', async () => {
+    const engine = await engineWith()
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
-    await leaseAsCrashedRunner(t, enqueued.id)
-    t.clock.advance(90_500)
-
-    // A publisher claims the row, then stalls.
-    const [stale] = await t.store.sweeps.claimRecoverableDeployments({
-      scope: SCOPE,
-      owner: 'stale-publisher',
-      limit: 10,
-      graceSeconds: 300,
-      cooldownSeconds: 40,
-    })
-    expect(stale).toMatchObject({id: enqueued.id, claimed_by: 'stale-publisher', claim_expires_at: cooldownStamp(t.clock.now(), 40)})
-    expect(stale!.claim_expires_at! % 1000).toBe(0)
+    // A claimer leases the row, then stalls.
+    const [stale] = await t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'stale-claimer', limit: 10, graceSeconds: 0, leaseSeconds: 90})
+    expect(stale).toMatchObject({id: enqueued.id, status: 'leased', lease_owner: 'stale-claimer'})
     const dispatch = recordingDispatch()
 
-    // Within its cooldown nobody else takes it.
-    t.clock.advance(stale!.claim_expires_at! - t.clock.now() - 1)
+    // Within its lease nobody else takes it.
+    t.clock.advance(89_999)
     expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
     // After it, a newer claim does, and dispatches it.
     t.clock.advance(1)
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
 
-    // The stale publisher wakes up: every write it tries matches nothing.
-    const stamp = stampOf(stale!)
-    expect(await t.store.sweeps.leaseStamped(stamp, {scope: SCOPE, leaseSeconds: 90})).toMatchObject({disposition: 'terminal'})
-    expect(await t.store.sweeps.settleStamped(stamp, {status: 'failed', errorCode: 'x', error: 'x'})).toBe(false)
-    expect(await t.store.sweeps.quarantine(stamp, {status: 'uncertain', errorCode: 'x', error: 'x', workerId: null, versionId: null})).toBe(false)
+    // The stale claimer wakes up: every write it tries matches nothing.
+    const lease = {id: stale!.id, token: stale!.lease_token!}
+    expect(await t.store.sweeps.releaseLease(lease.id, lease.token)).toBe(false)
+    expect(await t.store.outbox.settle(lease.id, lease.token, {status: 'failed', errorCode: 'x', error: 'x'})).toBe(false)
+    expect(await t.store.sweeps.quarantine(lease, {status: 'uncertain', errorCode: 'x', error: 'x', workerId: null, versionId: null})).toBe(false)
+    expect(await t.store.sweeps.supersedeLeased([{lease, versionId: stale!.version_id}])).toEqual([])
     expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', last_error_code: null})
   })
 
-  test('a publisher that died after stamping a never-attempted row leaves it stalled until the grace since enqueue has passed', async () => {
-    const engine = await engineWith({recovery: {dispatch_grace_seconds: 60}})
+  test('a pass that died after claiming leaves its rows leased until the lease runs out, then the next pass runs them', async () => {
+    const engine = await engineWith()
     const enqueued = await enqueueDeployRow(engine, await seedWorker(t))
-    await t.store.sweeps.claimRecoverableDeployments({
-      scope: SCOPE,
-      owner: 'dead',
-      limit: 10,
-      graceSeconds: 60,
-      cooldownSeconds: 15,
-    })
+    await t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'dead', limit: 10, graceSeconds: 0, leaseSeconds: 90})
     const dispatch = recordingDispatch()
-    t.clock.advance(59_999)
+    t.clock.advance(89_999)
     expect(laneOf(await recovery(engine, dispatch)).claimed).toBe(0)
     t.clock.advance(1)
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual([enqueued.id])
+  })
+
+  test('rows of a claim waiting to start have their leases renewed: a long batch keeps what it claimed', async () => {
+    // A 3 s lease, renewed every second (real time) while the rows wait; one row at a time.
+    const engine = await engineWith({deploy: {lease_seconds: 3}, reconcile: {deploy_concurrency: 1}})
+    const first = await enqueueDeployRow(engine, await seedWorker(t))
+    t.clock.advance(1)
+    const second = await enqueueDeployRow(engine, await seedWorker(t))
+    let rivalClaims: OutboxRow[] | undefined
+    const dispatch = recordingDispatch(async (args) => {
+      if (args.outboxId === first.id) {
+        // The first row runs long, renewing its own lease as the task does: the store's clock passes the
+        // claim's lease, and the pass renews the waiting row's meanwhile.
+        t.clock.advance(10_000)
+        expect(await t.store.outbox.renewLease(first.id, args.claim!.row.lease_token!, {leaseSeconds: 3})).toBe(true)
+        const waitingSince = (await row(t, second.id)).lease_expires_at!
+        await vi.waitFor(async () => expect((await row(t, second.id)).lease_expires_at).toBeGreaterThan(waitingSince), {timeout: 5_000, interval: 100})
+        rivalClaims = await t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'rival', limit: 10, graceSeconds: 0, leaseSeconds: 3})
+      }
+      return {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: 's', reconciled: false}
+    })
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 2, completed: 2})
+    // The waiting row's lease was renewed from the moved clock, so the rival found nothing to take.
+    expect(rivalClaims).toEqual([])
+    expect(dispatch.calls.map((call) => call.outboxId)).toEqual([first.id, second.id])
+    expect(await row(t, second.id)).toMatchObject({status: 'completed', attempts: 1})
   })
 
   test('quarantine: an invalid payload on a row never leased, its version built, settles failed and leaves the Worker alone', async () => {

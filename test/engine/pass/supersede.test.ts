@@ -4,7 +4,7 @@
 // the newest; a failure half-way changes nothing and the next pass converges.
 import {expect, test} from 'vitest'
 import {runPass, type PassResult} from '../../../src/engine/pass/index.js'
-import {DEPLOY_AUDIT_ACTIONS, stampOf, type OutboxRow, type VersionRow, type WorkerRow} from '../../../src/store/index.js'
+import {DEPLOY_AUDIT_ACTIONS, type OutboxRow, type VersionRow, type WorkerRow} from '../../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../../support/stores.js'
 import {enqueueDeployRow, passEngine, recordingDispatch, SCOPE, seedWorker, type TestEngine} from './support.js'
 
@@ -40,12 +40,13 @@ describeEachStore('superseded rows settle a claim at a time', (t) => {
     for (const seed of seeds) {
       for (const [v, enqueued] of seed.rows.slice(0, 2).entries()) {
         const message = `version ${seed.versions[2]!.id} of the Worker is newer; this deploy yields to it`
-        // Nothing was attempted: no lease was taken.
+        // Settled under the claim's lease (its one attempt), the lease ended.
         expect(await t.store.outbox.get(enqueued.id)).toMatchObject({
           status: 'cancelled',
           last_error_code: 'deploy_superseded',
           last_error: message,
-          attempts: 0,
+          attempts: 1,
+          lease_token: null,
         })
         expect(await t.store.workers.getVersion(seed.versions[v]!.id)).toMatchObject({state: 'superseded'})
         const own = audits.filter((audit) => audit.facts.outbox_id === enqueued.id)
@@ -76,27 +77,21 @@ describeEachStore('superseded rows settle a claim at a time', (t) => {
     expect(await supersededAudits()).toEqual([])
   })
 
-  test('a row leased since the claim, or stamped by a newer claim, is left untouched', async () => {
+  test('a row whose claim lost its lease (handed back, or taken over) is left untouched', async () => {
     const engine = await passEngine(t)
     const [seed] = await backlog(engine, 1, 3)
-    const claimed = await t.store.sweeps.claimRecoverableDeployments({
-      scope: SCOPE,
-      owner: 'claimer',
-      limit: 10,
-      graceSeconds: 0,
-      cooldownSeconds: 15,
-    })
+    const claimed = await t.store.sweeps.claimRecoverableDeployments({scope: SCOPE, owner: 'claimer', limit: 10, graceSeconds: 0, leaseSeconds: 90})
     const [oldest, middle] = claimed
-    // The oldest row's task leased it meanwhile; the middle one was handed back and stamped again by another claim.
-    expect((await t.store.sweeps.leaseStamped(stampOf(oldest!), {scope: SCOPE, leaseSeconds: 90})).disposition).toBe('acquired')
-    await t.store.sweeps.release(stampOf(middle!))
+    // The oldest row was handed back; the middle one's lease ran out and another claim took it over.
+    expect(await t.store.sweeps.releaseLease(oldest!.id, oldest!.lease_token!)).toBe(true)
+    await t.exec(`update edge_worker_outbox set lease_token = 'taken-over' where id = '${middle!.id}'`)
     const before = [await t.store.outbox.get(oldest!.id), await t.store.outbox.get(middle!.id)]
 
-    expect(await t.store.sweeps.supersedeStamped(claimed.map((row) => ({stamp: stampOf(row), versionId: row.version_id})))).toEqual([])
+    expect(await t.store.sweeps.supersedeLeased(claimed.map((row) => ({lease: {id: row.id, token: row.lease_token!}, versionId: row.version_id})))).toEqual([])
     expect([await t.store.outbox.get(oldest!.id), await t.store.outbox.get(middle!.id)]).toEqual(before)
     expect(await supersededAudits()).toEqual([])
     // The newest row yields to nothing: it stays the claim's, for its task.
-    expect(await t.store.outbox.get(seed!.rows[2]!.id)).toMatchObject({status: 'pending', claimed_by: 'claimer'})
+    expect(await t.store.outbox.get(seed!.rows[2]!.id)).toMatchObject({status: 'leased', lease_owner: 'claimer', lease_token: claimed[2]!.lease_token})
   })
 
   test('a failure half-way through the batch changes nothing (one transaction); the next pass settles every row once', async () => {
