@@ -5,12 +5,12 @@ import * as initial from './0001_initial.js'
 import * as oneOpenFence from './0002_one_open_fence.js'
 import * as statusIndexes from './0003_status_indexes.js'
 import * as outboxStateColumns from './0004_outbox_state_columns.js'
-import * as deployOrderIndexes from './0005_deploy_order_indexes.js'
+import * as workIndexes from './0005_work_indexes.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_one_open_fence': oneOpenFence,
   '0003_status_indexes': statusIndexes,
   '0004_outbox_state_columns': outboxStateColumns,
-  '0005_deploy_order_indexes': deployOrderIndexes,
+  '0005_work_indexes': workIndexes,
 }

@@ -162,15 +162,19 @@ export class StatusRepository {
 
   /** Leased rows, the lease expiring soonest first. */
   async leasedRows(scope: string | null, limit: number): Promise<OutboxRowSummary[]> {
-    return this.ctx.db
-      .selectFrom('edge_worker_outbox')
-      .select(summaryColumns)
-      .where('status', '=', 'leased')
-      .$call(inScope(scope))
-      .orderBy('lease_expires_at')
-      .orderBy('id')
-      .limit(limit)
-      .execute()
+    return (
+      this.ctx.db
+        .selectFrom('edge_worker_outbox')
+        .select(summaryColumns)
+        .where('status', '=', 'leased')
+        // Always true of a leased row; it lets the lease-expiry index (partial: rows with a lease) serve the order.
+        .where('lease_expires_at', 'is not', null)
+        .$call(inScope(scope))
+        .orderBy('lease_expires_at')
+        .orderBy('id')
+        .limit(limit)
+        .execute()
+    )
   }
 
   /** Failed and uncertain rows grouped by status, operation and last error code; biggest group first. */
