@@ -2,9 +2,9 @@
 // ordered by creation (WorkerRepository.createVersion keeps created_at strictly increasing per
 // Worker), and a deploy row yields — settles `cancelled` with `deploy_superseded`, uploading nothing —
 // once a newer version of its Worker has a deploy row that is queued, running, completed or uncertain.
-import type {ExpressionBuilder} from 'kysely'
+import {sql, type SelectQueryBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
-import type {Database, EdgeWorkerVersionsTable, OutboxStatus, VersionRow} from '../schema.js'
+import type {Database, OutboxStatus, OutboxTable, VersionRow} from '../schema.js'
 
 /** The newer deploy a row yields to: its version, and its deploy row (null: the Worker already serves that version). */
 export interface NewerDeploy {
@@ -30,32 +30,64 @@ export async function newerDeployOf(ctx: StoreContext, version: Pick<VersionRow,
 }
 
 /**
- * The ordering rule for many versions in one statement: version id → the newer deploy it yields to
- * (absent: none). Per target it walks the Worker's newer versions newest first
- * (edge_worker_versions_worker_order) and probes each one's deploy rows by version
- * (edge_worker_outbox_version), so its cost follows the newer versions, not the Worker's history of
- * deploy rows.
+ * The ordering rule for many versions: version id → the newer deploy it yields to (absent: none).
+ * Per target it walks the Worker's newer versions newest first (edge_worker_versions_worker_order)
+ * and asks of each whether it has a winning deploy row — a probe by version id
+ * (edge_worker_outbox_version) — so its cost follows the newer versions, not the Worker's history
+ * of deploy rows, and the probe stays a probe whatever the planner's statistics say (a backlog is
+ * queued faster than they refresh). A second statement names a row of each version found.
  */
 export async function newerDeploysOf(ctx: StoreContext, versionIds: readonly string[]): Promise<Map<string, NewerDeploy>> {
   if (versionIds.length === 0) return new Map()
-  const newest = (eb: ExpressionBuilder<Database & {target: EdgeWorkerVersionsTable}, 'target'>) =>
-    eb
-      .selectFrom('edge_worker_versions as v')
-      .innerJoin('edge_worker_outbox as o', 'o.version_id', 'v.id')
-      .whereRef('v.worker_id', '=', 'target.worker_id')
-      .where((newer) => newer(newer.refTuple('v.created_at', 'v.id'), '>', newer.refTuple('target.created_at', 'target.id')))
-      .where('o.operation', '=', 'deploy')
-      .whereRef('o.worker_id', '=', 'v.worker_id')
-      .where('o.status', 'in', WINNING_STATUSES)
-      .orderBy('v.created_at', 'desc')
-      .orderBy('v.id', 'desc')
-      .limit(1)
-  const rows = await ctx.db
+  const targets = await ctx.db
     .selectFrom('edge_worker_versions as target')
     .where('target.id', 'in', [...new Set(versionIds)])
-    .select((eb) => ['target.id', newest(eb).select('o.id').as('outbox_id'), newest(eb).select('o.version_id').as('version_id')])
+    .select((eb) => [
+      'target.id',
+      eb
+        .selectFrom('edge_worker_versions as v')
+        .select('v.id')
+        .whereRef('v.worker_id', '=', 'target.worker_id')
+        .where((newer) => newer(newer.refTuple('v.created_at', 'v.id'), '>', newer.refTuple('target.created_at', 'target.id')))
+        .where((newer) =>
+          newer.exists(
+            winningRows(newer.selectFrom('edge_worker_outbox as o'))
+              .select(sql.lit(1).as('one'))
+              .whereRef('o.version_id', '=', 'v.id')
+              .whereRef('o.worker_id', '=', 'v.worker_id')
+              // OFFSET 0 keeps PostgreSQL from turning the probe into a join over the Worker's rows
+              // (SQLite runs it as a probe anyway, and has no OFFSET without LIMIT).
+              .$if(ctx.env.backend === 'postgres', (probe) => probe.offset(0)),
+          ),
+        )
+        .orderBy('v.created_at', 'desc')
+        .orderBy('v.id', 'desc')
+        .limit(1)
+        .as('newer_version_id'),
+    ])
     .execute()
-  return new Map(rows.flatMap((row) => (row.outbox_id && row.version_id ? [[row.id, {versionId: row.version_id, outboxId: row.outbox_id}]] : [])))
+  const newerOf = new Map(targets.flatMap((row) => (row.newer_version_id ? [[row.id, row.newer_version_id]] : [])))
+  if (newerOf.size === 0) return new Map()
+  const rows = await winningRows(ctx.db.selectFrom('edge_worker_outbox as o'))
+    .select(['o.id', 'o.version_id'])
+    .where('o.version_id', 'in', [...new Set(newerOf.values())])
+    .orderBy('o.created_at')
+    .orderBy('o.id')
+    .execute()
+  // The newest row of each version names it (later rows overwrite earlier ones). A version whose
+  // rows stopped winning between the two statements no longer counts.
+  const rowOf = new Map(rows.map((row) => [row.version_id!, row.id]))
+  return new Map(
+    [...newerOf].flatMap(([target, versionId]) => {
+      const outboxId = rowOf.get(versionId)
+      return outboxId ? [[target, {versionId, outboxId}] as const] : []
+    }),
+  )
+}
+
+/** Deploy rows that make older rows yield: queued, running, on the host, or may be (WINNING_STATUSES). */
+function winningRows<Q extends SelectQueryBuilder<Database & {o: OutboxTable}, 'o', object>>(query: Q): Q {
+  return query.where('o.operation', '=', 'deploy').where('o.status', 'in', WINNING_STATUSES) as Q
 }
 
 /** Why a deploy row yields: the message of its `deploy_superseded` settle, audit row and log line. */
