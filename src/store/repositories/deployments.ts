@@ -321,12 +321,22 @@ export class DeploymentRepository {
     return rows.map((row) => row.dedupe_key)
   }
 
-  /** Settles one yielding row inside `tx` (the caller holds its outbox, Worker and version locks); also used a batch at a time (./supersede.ts). */
+  /**
+   * Settles one yielding row inside `tx` (the caller holds its outbox and version locks, and the
+   * Worker's unless `restWorker` is false); also used a batch at a time (./supersede.ts). With
+   * `restWorker` false the Worker is left as it is: nothing of this deploy touched it.
+   */
   async settleSuperseded(
     tx: StoreContext,
-    rows: {outbox: {id: string}; worker: Pick<WorkerRow, 'id' | 'script_name'>; version: Pick<VersionRow, 'id' | 'release_generation'>; newer: NewerDeploy},
+    rows: {
+      outbox: {id: string}
+      worker: Pick<WorkerRow, 'id' | 'script_name'>
+      version: Pick<VersionRow, 'id' | 'release_generation'>
+      newer: NewerDeploy
+      restWorker?: boolean
+    },
   ): Promise<void> {
-    const {outbox, worker, version, newer} = rows
+    const {outbox, worker, version, newer, restWorker = true} = rows
     await this.settleOutbox(tx, outbox.id, 'cancelled', DEPLOY_SUPERSEDED, supersededMessage(newer.versionId))
     await tx.db
       .updateTable('edge_worker_versions')
@@ -334,15 +344,17 @@ export class DeploymentRepository {
       .where('id', '=', version.id)
       .where('state', 'in', ['built', 'deploying', 'failed', 'uncertain'])
       .execute()
-    // A Worker paused by another deploy under way stays paused: that deploy settles it.
-    const underway = await tx.db
-      .selectFrom('edge_worker_versions')
-      .select('id')
-      .where('worker_id', '=', worker.id)
-      .where('state', '=', 'deploying')
-      .limit(1)
-      .executeTakeFirst()
-    if (!underway) await this.restWorker(tx, worker.id)
+    if (restWorker) {
+      // A Worker paused by another deploy under way stays paused: that deploy settles it.
+      const underway = await tx.db
+        .selectFrom('edge_worker_versions')
+        .select('id')
+        .where('worker_id', '=', worker.id)
+        .where('state', '=', 'deploying')
+        .limit(1)
+        .executeTakeFirst()
+      if (!underway) await this.restWorker(tx, worker.id)
+    }
     const facts = {
       outbox_id: outbox.id,
       script_name: worker.script_name,

@@ -19,7 +19,8 @@ export interface SupersededRow {
 
 /**
  * Settles superseded the leased deploy rows whose version has a newer deploy, in one
- * transaction (lock order outbox → worker → version, each set in id order). Rows the deploy task
+ * transaction (lock order outbox → worker → version, each set in id order; a Worker only when a
+ * yielding row's version is mid-deploy). Rows the deploy task
  * would fail rather than let yield (Worker or version gone, arguments that do not match it) are
  * left to the task. Returns the rows it settled.
  */
@@ -50,17 +51,36 @@ export async function supersedeLeased(ctx: StoreContext, claimed: readonly {leas
     )
     const yielding = held.filter((row) => newer.has(row.version_id!))
     if (yielding.length === 0) return []
+    // A Worker is locked (and rested) only for a row whose version is mid-deploy: only that deploy
+    // may have paused it. The other rows' yields leave the Worker alone, so passes yielding rows of
+    // the same Workers at once do not queue for their locks. A version of a row that yields cannot
+    // start deploying meanwhile: beginDeploying checks the newer deploy first.
+    const versionIds = [...new Set(yielding.map((row) => row.version_id!))]
+    const midDeploy = await tx.db
+      .selectFrom('edge_worker_versions')
+      .select('worker_id')
+      .where('id', 'in', versionIds)
+      .where('state', '=', 'deploying')
+      .execute()
+    const restedWorkers = new Set(midDeploy.map((version) => version.worker_id))
     const workers = await tx.db
       .selectFrom('edge_workers')
       .select(['id', 'company_id', 'department_id', 'script_name'])
       .where('id', 'in', [...new Set(yielding.map((row) => row.worker_id!))])
-      .orderBy('id')
-      .$if(tx.locksRows, (q) => q.forUpdate())
       .execute()
+    if (tx.locksRows && restedWorkers.size > 0) {
+      await tx.db
+        .selectFrom('edge_workers')
+        .select('id')
+        .where('id', 'in', [...restedWorkers])
+        .orderBy('id')
+        .forUpdate()
+        .execute()
+    }
     const versions = await tx.db
       .selectFrom('edge_worker_versions')
-      .select(['id', 'worker_id', 'release_generation'])
-      .where('id', 'in', [...new Set(yielding.map((row) => row.version_id!))])
+      .select(['id', 'worker_id', 'release_generation', 'state'])
+      .where('id', 'in', versionIds)
       .orderBy('id')
       .$if(tx.locksRows, (q) => q.forUpdate())
       .execute()
@@ -73,7 +93,7 @@ export async function supersedeLeased(ctx: StoreContext, claimed: readonly {leas
       const version = versionOf.get(row.version_id!)
       if (!worker || !version || version.worker_id !== worker.id || worker.company_id !== row.company_id || worker.department_id !== row.department_id) continue
       const yieldsTo = newer.get(version.id)!
-      await deployments.settleSuperseded(tx, {outbox: row, worker, version, newer: yieldsTo})
+      await deployments.settleSuperseded(tx, {outbox: row, worker, version, newer: yieldsTo, restWorker: restedWorkers.has(worker.id)})
       settled.push({outboxId: row.id, newer: yieldsTo})
     }
     return settled

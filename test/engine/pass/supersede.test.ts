@@ -1,7 +1,8 @@
 // A backlog's older deploy rows yield a claim batch at a time: the rows of a claim whose Worker has a
 // newer deploy queued or deployed settle `cancelled`/`deploy_superseded` in one transaction, each
-// with its one audit row, without the deploy task; only rows still carrying the claim's stamp, never
-// the newest; a failure half-way changes nothing and the next pass converges.
+// with its one audit row, without the deploy task; only rows the claim's lease still holds, never
+// the newest; a Worker is rested only for a row whose deploy was under way; a failure half-way
+// changes nothing and the next pass converges.
 import {expect, test} from 'vitest'
 import {runPass, type PassResult} from '../../../src/engine/pass/index.js'
 import {DEPLOY_AUDIT_ACTIONS, type OutboxRow, type VersionRow, type WorkerRow} from '../../../src/store/index.js'
@@ -75,6 +76,22 @@ describeEachStore('superseded rows settle a claim at a time', (t) => {
     expect(laneOf(await runPass(engine, {lanes: ['recovery'], dispatchDeploy: dispatch}))).toMatchObject({claimed: 1, completed: 1})
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual([seed!.rows[0]!.id])
     expect(await supersededAudits()).toEqual([])
+  })
+
+  test('a yield rests the Worker only when its own deploy was under way (a dead runner paused it); otherwise the Worker is left as it is', async () => {
+    const engine = await passEngine(t)
+    const [died, idle] = await backlog(engine, 2, 2)
+    // The first Worker's older deploy died mid-deploy: its version deploying, the Worker paused by it.
+    await t.exec(`update edge_worker_versions set state = 'deploying' where id = '${died!.versions[0]!.id}'`)
+    await t.exec(`update edge_workers set status = 'paused' where id = '${died!.worker.id}'`)
+    // The second Worker is paused by something else this yield knows nothing of.
+    await t.exec(`update edge_workers set status = 'paused' where id = '${idle!.worker.id}'`)
+    const dispatch = recordingDispatch()
+    expect(laneOf(await runPass(engine, {lanes: ['recovery'], dispatchDeploy: dispatch}))).toMatchObject({claimed: 4, completed: 4})
+    expect(dispatch.calls.map((call) => call.outboxId).sort()).toEqual([died!.rows[1]!.id, idle!.rows[1]!.id].sort())
+    expect(await t.store.workers.getVersion(died!.versions[0]!.id)).toMatchObject({state: 'superseded'})
+    expect(await t.store.workers.get(died!.worker.id)).toMatchObject({status: 'new'})
+    expect(await t.store.workers.get(idle!.worker.id)).toMatchObject({status: 'paused'})
   })
 
   test('a row whose claim lost its lease (handed back, or taken over) is left untouched', async () => {
