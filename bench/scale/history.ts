@@ -14,6 +14,7 @@ import {parseArgs} from 'node:util'
 import {settingsSchema} from '../../src/config/schema.js'
 import {openStore} from '../../src/store/index.js'
 import {createDatabase, postgresServer} from '../support/store-baseline.js'
+import {StatementLog} from '../support/statement-log.js'
 import {machineLoad} from '../support/stats.js'
 import {fillOutbox, seedWorkers} from './backlog.js'
 
@@ -25,37 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 const workDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-history-'))
 
 if (process.env.EDGEWORKERS_BENCH_PG_URL) throw new Error('bench/scale/history.ts reads statement durations from the server log: it needs its embedded server')
-/** Statement kind → [count, total ms], while a drain runs. */
-let durations: Map<string, [number, number]> | null = null
-/** A logged duration whose statement text starts on the next log line (the kit's SQL templates begin with a newline). */
-let pending: {ms: number; head: string} | null = null
-const postgres = await postgresServer({
-  flags: ['log_min_duration_statement=0'],
-  onLog: (chunk) => {
-    if (!durations) return
-    for (const line of chunk.split('\n')) {
-      const logged = /duration: ([\d.]+) ms\s+(?:statement|execute [^:]*):\s*(.*)$/i.exec(line)
-      if (logged) {
-        pending = {ms: Number(logged[1]), head: logged[2]!.trim()}
-        if (pending.head) record(pending.head, pending.ms)
-        if (pending.head) pending = null
-      } else if (pending && line.trim()) {
-        record(line.trim(), pending.ms)
-        pending = null
-      }
-    }
-  },
-})
-
-/** Counts a statement by its kind: the verb and table, and for the kit's reads the table they start from. */
-function record(text: string, ms: number): void {
-  const words = text.toLowerCase().replaceAll('"', '').split(/\s+/)
-  const kind = words[0] === 'select' ? `select … from ${words[words.indexOf('from') + 1] ?? '?'}` : words.slice(0, 4).join(' ')
-  const entry = durations!.get(kind) ?? [0, 0]
-  entry[0]++
-  entry[1] += ms
-  durations!.set(kind, entry)
-}
+const statements = new StatementLog()
+const postgres = await postgresServer({flags: [StatementLog.FLAG], onLog: statements.onLog})
 
 try {
   const url = await createDatabase(postgres.adminUrl, 'edgeworkers_bench_history')
@@ -73,20 +45,17 @@ try {
     })
     const lines = createInterface({input: runner.stdout})[Symbol.asyncIterator]()
     await lines.next()
-    durations = new Map()
+    statements.start()
     const started = performance.now()
     runner.stdin.write('go\n')
     const report = JSON.parse((await lines.next()).value as string) as {completed: number}
     const seconds = (performance.now() - started) / 1000
-    // The server logs a statement after it ran: let the last lines arrive.
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    const top = (await statements.stop()).slice(0, 4)
     if (report.completed !== ROWS) throw new Error(`round ${round + 1}: ${report.completed} of ${ROWS} rows completed`)
-    const top = [...durations].sort((a, b) => b[1][1] - a[1][1]).slice(0, 4)
-    for (const [i, [kind, [count, ms]]] of top.entries()) {
+    for (const [i, {kind, count, ms}] of top.entries()) {
       const lead = i === 0 ? `| ${round + 1} | ${(round * ROWS).toLocaleString('en')} | ${(ROWS / seconds).toFixed(0)}` : '| | |'
       console.log(`${lead} | \`${kind}\` | ${count} | ${ms.toFixed(0)} | ${((ms / count) * 1000).toFixed(0)} |`)
     }
-    durations = null
   }
 } finally {
   await postgres.stop()
