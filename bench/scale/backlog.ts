@@ -2,6 +2,7 @@
 // due deploy rows over them, round-robin (a backlog of many departments).
 import {settingsSchema} from '../../src/config/schema.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
+import {versionWithoutArtifacts} from '../support/passes.js'
 
 const WORKERS = 100
 
@@ -13,17 +14,7 @@ export async function seedWorkers(store: Store, company: string): Promise<void> 
       const department = `${company}-${w}`
       await tx.tenants.createDepartment({id: department, company_id: company, name: department})
       const worker = await tx.workers.create({company_id: company, department_id: department, script_name: scriptNameFor(company, department), status: 'new'})
-      await tx.workers.createVersion({
-        worker_id: worker.id,
-        release_generation: 'rg',
-        builder_policy: 'department-worker-project-v2.9',
-        project_artifact_key: 'unused',
-        project_digest: 'unused',
-        bundle_artifact_key: 'unused',
-        bundle_digest: 'unused',
-        manifest: {},
-        receipt: {},
-      })
+      await tx.workers.createVersion(versionWithoutArtifacts(worker.id))
     }
   })
 }

@@ -16,7 +16,7 @@ import {runnerIdentity, silentLogger} from '../../src/engine/context.js'
 import {runPass} from '../../src/engine/pass/index.js'
 import type {EdgeProvider} from '../../src/provider/types.js'
 import {openStore, scriptNameFor} from '../../src/store/index.js'
-import {leaseAndSettle} from '../support/passes.js'
+import {leaseAndSettle, versionWithoutArtifacts} from '../support/passes.js'
 import {StatementLog} from '../support/statement-log.js'
 import {createDatabase, postgresServer} from '../support/store-baseline.js'
 import {machineLoad} from '../support/stats.js'
@@ -45,17 +45,7 @@ try {
   }
   for (let v = 0; v < VERSIONS; v++) {
     for (const worker of workers) {
-      const version = await store.workers.createVersion({
-        worker_id: worker.id,
-        release_generation: `rg${v}`,
-        builder_policy: 'department-worker-project-v2.9',
-        project_artifact_key: 'unused',
-        project_digest: 'unused',
-        bundle_artifact_key: 'unused',
-        bundle_digest: 'unused',
-        manifest: {},
-        receipt: {},
-      })
+      const version = await store.workers.createVersion(versionWithoutArtifacts(worker.id, `rg${v}`))
       await store.outbox.enqueue({
         operation: 'deploy',
         dedupe_key: `deploy:${worker.id}:${v}`,

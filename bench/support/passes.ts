@@ -4,7 +4,7 @@
 import path from 'node:path'
 import {leaseDeployRow} from '../../src/engine/deploy/task.js'
 import type {DispatchDeploy} from '../../src/engine/pass/index.js'
-import {scriptNameFor, type Backend, type Store} from '../../src/store/index.js'
+import {scriptNameFor, type Backend, type Store, type VersionCreateInput} from '../../src/store/index.js'
 import {createDatabase, dropDatabase, postgresServer} from './store-baseline.js'
 
 /** `measure` on a SQLite file under `workDir`, then on a scratch PostgreSQL database named `name`. */
@@ -41,9 +41,15 @@ export async function seedBenchWorker(store: Store): Promise<BenchWorker> {
   await store.tenants.createCompany({id: 'bench', name: 'Bench'})
   await store.tenants.createDepartment({id: 'bench-ops', company_id: 'bench', name: 'Ops'})
   const worker = await store.workers.create({company_id: 'bench', department_id: 'bench-ops', script_name: scriptNameFor('bench', 'bench-ops'), status: 'new'})
-  const version = await store.workers.createVersion({
-    worker_id: worker.id,
-    release_generation: 'rg',
+  const version = await store.workers.createVersion(versionWithoutArtifacts(worker.id))
+  return {id: worker.id, script_name: worker.script_name, versionId: version.id}
+}
+
+/** A built version of the Worker with no artifacts behind it: what a deploy row of a task that uploads nothing points at. */
+export function versionWithoutArtifacts(workerId: string, releaseGeneration = 'rg'): VersionCreateInput {
+  return {
+    worker_id: workerId,
+    release_generation: releaseGeneration,
     builder_policy: 'department-worker-project-v2.9',
     project_artifact_key: 'unused',
     project_digest: 'unused',
@@ -51,6 +57,5 @@ export async function seedBenchWorker(store: Store): Promise<BenchWorker> {
     bundle_digest: 'unused',
     manifest: {},
     receipt: {},
-  })
-  return {id: worker.id, script_name: worker.script_name, versionId: version.id}
+  }
 }

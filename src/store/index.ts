@@ -194,7 +194,6 @@ export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers
 export type {ControlClaimOptions} from './repositories/control-audits.js'
 export {
   ATTENTION_OUTBOX_STATUSES,
-  cooldownStamp,
   stampOf,
   FINISHED_OUTBOX_STATUSES,
   OPEN_OUTBOX_STATUSES,

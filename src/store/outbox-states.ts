@@ -7,7 +7,8 @@
 // - status — the state; `deferred` is a deploy held back by a backup fence;
 // - lease_owner, lease_token, lease_expires_at — the task's lease (lease_owner stays as who last held it);
 // - next_attempt_at — when the row's next piece of work is due;
-// - claimed_by, claim_expires_at — a sweep's claim stamp: held for its cooldown, the key of its compare-and-set;
+// - claimed_by, claim_expires_at — a sweep's claim stamp: held for its cooldown, the key of its compare-and-set
+//   (the control-audit ack round's; the deploy sweeps lease what they claim, and honour older stamps until they end);
 // - reserved_by — the enqueuer that dispatches the row itself, holding it for a grace after enqueue.
 import {sql} from 'kysely'
 import type {OutboxRow, OutboxStatus} from './schema.js'
@@ -116,13 +117,8 @@ export function carriesClaim(stamp: ClaimStamp) {
   return sql<boolean>`(id = ${stamp.id} and status = ${stamp.status} and claimed_by = ${stamp.claimed_by} and claim_expires_at = ${stamp.claim_expires_at})`
 }
 
-/** The same compare-and-set as `carriesClaim`, for a row already read (under its lock). */
-export function stillCarriesClaim(row: {status: OutboxStatus; claimed_by: string | null; claim_expires_at: number | null}, stamp: ClaimStamp): boolean {
-  return row.status === stamp.status && row.claimed_by === stamp.claimed_by && row.claim_expires_at === stamp.claim_expires_at
-}
-
 /** The end of a claim's cooldown, rounded to whole seconds. */
-export function cooldownStamp(now: number, cooldownSeconds: number): number {
+function cooldownStamp(now: number, cooldownSeconds: number): number {
   return (Math.floor(now / 1000) + cooldownSeconds) * 1000
 }
 

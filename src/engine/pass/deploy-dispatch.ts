@@ -51,10 +51,10 @@ function leaseOf(row: OutboxRow): HeldLease {
  * `repeat`, the next batch is claimed while the current one's last rows still run (no barrier:
  * runners never idle waiting for the slowest row of a batch), until a claim comes back empty, a row
  * comes due again (this pass already handled it), the gate closes, or the lane must stop. Each row
- * is counted. Rows without an outcome — not started, or ended by an error — and rows that came due
- * again are handed back as `handBack` says (as the lane claims them). While rows wait to start,
- * their leases are renewed every third of `deploy.lease_seconds`: a long batch keeps what it
- * claimed, and a pass that dies gives it back when the lease runs out.
+ * is counted. Rows not started and rows that came due again are handed back as `handBack` says (as
+ * the lane claims them); a row whose task ended in an error keeps its lease until it runs out.
+ * While rows wait to start, their leases are renewed every third of `deploy.lease_seconds`: a long
+ * batch keeps what it claimed, and a pass that dies gives it back when the lease runs out.
  */
 export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {repeat: boolean; handBack: HandBack}): Promise<void> {
   const {store} = run.engine
@@ -86,6 +86,8 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
 
   /** Rows claimed whose task has not started: their leases are renewed while they wait. */
   const waiting = new Map<string, HeldLease>()
+  /** Rows a runner took up: never handed back (their task may have begun; recovery resumes one that ended in an error). */
+  const started = new Set<string>()
   const claimBatch = async () => {
     const rows = await claim()
     run.counts.claimed += rows.length
@@ -143,13 +145,14 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
         if (!mayStart()) return
         unstarted--
         waiting.delete(row.id)
+        started.add(row.id)
         void refill()
-        const dispatched = await dispatchOne(run, row, live, options.handBack).catch(async (error: unknown) => {
+        const dispatched = await dispatchOne(run, row, live, options.handBack).catch((error: unknown) => {
           // A store conflict that outlived the transaction's own retries costs this row, not the
-          // lane: it goes back to the passes (or, if the task had begun, to recovery when its lease expires).
+          // lane. The task may have begun (its attempt counts): the row stays leased and goes to
+          // recovery when the lease runs out, which resumes a begun deploy in reconcile mode.
           if (!isTransientConflict(error)) throw error
-          run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment handed back after a store conflict: ${messageOf(error)}`)
-          await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
+          run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment left to recovery after a store conflict: ${messageOf(error)}`)
           return {outcome: 'skipped' as const, gateClosed: false}
         })
         run.counts[dispatched.outcome]++
@@ -176,7 +179,7 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     clearInterval(renewal)
     for (const row of [...claimed.filter((row) => !counted.has(row.id)), ...handBack]) {
       // Best effort: a row not handed back stays leased and is claimable again once its lease runs out.
-      await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
+      if (!started.has(row.id)) await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
       run.counts.skipped++
     }
   }

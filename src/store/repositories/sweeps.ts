@@ -17,6 +17,9 @@ import {claimableIds, leaseAssignments} from './outbox.js'
 import {supersedeLeased, type SupersededRow} from './supersede.js'
 import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxTable} from '../schema.js'
 
+/** Leases renewed per statement. */
+const RENEWAL_SLICE = 500
+
 export interface RecoverableClaimOptions {
   scope: string
   owner: string
@@ -94,32 +97,37 @@ export class SweepRepository {
   }
 
   /**
-   * Extends, from now, the leases a pass holds on rows it has not started yet, in one statement.
-   * Returns the ids still held: a lease that ran out and was taken over is not renewed.
+   * Extends, from now, the leases a pass holds on rows it has not started yet (a statement per
+   * RENEWAL_SLICE rows). Returns the ids still held: a lease that ran out and was taken over is not renewed.
    */
   async renewHeld(leases: readonly HeldLease[], leaseSeconds: number): Promise<Set<string>> {
-    if (leases.length === 0) return new Set()
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      // Tokens are random per lease: a row matches only under the token this pass holds.
-      const rows = await db
-        .updateTable('edge_worker_outbox')
-        .set({lease_expires_at: now + leaseSeconds * 1000, updated_at: now})
-        .where('status', '=', 'leased')
-        .where(
-          'id',
-          'in',
-          leases.map((lease) => lease.id),
-        )
-        .where(
-          'lease_token',
-          'in',
-          leases.map((lease) => lease.token),
-        )
-        .returning('id')
-        .execute()
-      return new Set(rows.map((row) => row.id))
-    })
+    const renewed = new Set<string>()
+    // In slices: the deferred lane's claim has no cap, and a statement has a bounded number of parameters.
+    for (let start = 0; start < leases.length; start += RENEWAL_SLICE) {
+      const slice = leases.slice(start, start + RENEWAL_SLICE)
+      const rows = await this.ctx.write(async ({db}) => {
+        const now = this.ctx.now()
+        // Tokens are random per lease: a row matches only under the token this pass holds.
+        return db
+          .updateTable('edge_worker_outbox')
+          .set({lease_expires_at: now + leaseSeconds * 1000, updated_at: now})
+          .where('status', '=', 'leased')
+          .where(
+            'id',
+            'in',
+            slice.map((lease) => lease.id),
+          )
+          .where(
+            'lease_token',
+            'in',
+            slice.map((lease) => lease.token),
+          )
+          .returning('id')
+          .execute()
+      })
+      for (const row of rows) renewed.add(row.id)
+    }
+    return renewed
   }
 
   /**

@@ -178,6 +178,22 @@ describeEachStore('recovery lane', (t) => {
     expect(dispatch.calls.map((call) => call.outboxId)).toEqual([enqueued.id])
   })
 
+  test('a row whose task ended in an error keeps its lease for recovery; the rows not started go back at once, uncounted', async () => {
+    const engine = await engineWith({reconcile: {deploy_concurrency: 1}})
+    const first = await enqueueDeployRow(engine, await seedWorker(t))
+    t.clock.advance(1)
+    const second = await enqueueDeployRow(engine, await seedWorker(t))
+    const dispatch = recordingDispatch(() => {
+      throw new Error('the task broke')
+    })
+    expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 2, skipped: 2, error: expect.stringMatching(/the task broke/)})
+    expect(await row(t, first.id)).toMatchObject({status: 'leased', attempts: 1, lease_owner: OWNER})
+    expect(await row(t, second.id)).toMatchObject({status: 'pending', attempts: 0, lease_token: null, next_attempt_at: t.clock.now()})
+    // Once the first row's lease runs out, a pass takes it over.
+    t.clock.advance(90_000)
+    expect(laneOf(await recovery(engine, recordingDispatch()))).toMatchObject({claimed: 2, completed: 2})
+  })
+
   test('rows of a claim waiting to start have their leases renewed: a long batch keeps what it claimed', async () => {
     // A 3 s lease, renewed every second (real time) while the rows wait; one row at a time.
     const engine = await engineWith({deploy: {lease_seconds: 3}, reconcile: {deploy_concurrency: 1}})
