@@ -177,11 +177,13 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     if (failure !== undefined) throw failure
   } finally {
     clearInterval(renewal)
-    for (const row of [...claimed.filter((row) => !counted.has(row.id)), ...handBack]) {
+    // A row claimed again after this pass handled it was never started under this lease: it goes back too.
+    const notStarted = claimed.filter((row) => !counted.has(row.id) && !started.has(row.id))
+    for (const row of [...notStarted, ...handBack]) {
       // Best effort: a row not handed back stays leased and is claimable again once its lease runs out.
-      if (!started.has(row.id)) await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
-      run.counts.skipped++
+      await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
     }
+    run.counts.skipped += claimed.filter((row) => !counted.has(row.id)).length + handBack.length
   }
 }
 

@@ -194,6 +194,30 @@ describeEachStore('recovery lane', (t) => {
     expect(laneOf(await recovery(engine, recordingDispatch()))).toMatchObject({claimed: 2, completed: 2})
   })
 
+  test('a row that comes due again within the pass is handed back by the claim that took it again, its attempt uncounted', async () => {
+    // One row per claim, one at a time: the next claim is taken when a row starts.
+    const engine = await engineWith({recovery: {batch_size: 1}, reconcile: {deploy_concurrency: 1}})
+    const retried = await enqueueDeployRow(engine, await seedWorker(t))
+    t.clock.advance(1)
+    const other = await enqueueDeployRow(engine, await seedWorker(t))
+    const claim = t.store.sweeps.claimRecoverableDeployments.bind(t.store.sweeps)
+    const claims = vi.spyOn(t.store.sweeps, 'claimRecoverableDeployments').mockImplementation(async (options) => {
+      // By the third claim (when the second row starts) the first row's retry is due.
+      if (claims.mock.calls.length === 3) t.clock.advance(600_000)
+      return claim(options)
+    })
+    const dispatch = recordingDispatch((args) =>
+      args.outboxId === retried.id
+        ? {outcome: 'retry', code: 'edge_host_unreachable', message: 'down', exhausted: false}
+        : {outcome: 'completed', versionId: 'v', releaseGeneration: 'rg', scriptName: 's', reconciled: false},
+    )
+    const lane = laneOf(await recovery(engine, dispatch))
+    claims.mockRestore()
+    expect(lane).toMatchObject({claimed: 3, retried: 1, completed: 1, skipped: 1})
+    expect(dispatch.calls.map((call) => call.outboxId)).toEqual([retried.id, other.id])
+    expect(await row(t, retried.id)).toMatchObject({status: 'pending', attempts: 1, lease_token: null, next_attempt_at: t.clock.now()})
+  })
+
   test('rows of a claim waiting to start have their leases renewed: a long batch keeps what it claimed', async () => {
     // A 3 s lease, renewed every second (real time) while the rows wait; one row at a time.
     const engine = await engineWith({deploy: {lease_seconds: 3}, reconcile: {deploy_concurrency: 1}})
