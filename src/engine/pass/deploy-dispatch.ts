@@ -165,7 +165,7 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
     }
   }
 
-  const renewal = setInterval(() => void store.sweeps.renewHeld([...waiting.values()], leaseSeconds).catch(() => new Set<string>()), (leaseSeconds * 1000) / 3)
+  const renewal = setInterval(() => void store.sweeps.renewHeld([...waiting.values()], leaseSeconds).catch(() => {}), (leaseSeconds * 1000) / 3)
   try {
     // Every runner and the last claim settle before the error is raised: none is left writing after the lane returns.
     const runner = () =>

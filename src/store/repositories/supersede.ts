@@ -79,7 +79,7 @@ export async function supersedeLeased(ctx: StoreContext, claimed: readonly {leas
     }
     const versions = await tx.db
       .selectFrom('edge_worker_versions')
-      .select(['id', 'worker_id', 'release_generation', 'state'])
+      .select(['id', 'worker_id', 'release_generation'])
       .where('id', 'in', versionIds)
       .orderBy('id')
       .$if(tx.locksRows, (q) => q.forUpdate())

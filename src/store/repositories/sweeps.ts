@@ -13,7 +13,7 @@ import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {due, unreserved, type WaitingStatus} from '../outbox-states.js'
 import {settleUnfinishedVersion} from './deployments.js'
-import {claimableIds, leaseAssignments} from './outbox.js'
+import {claimableIds, leaseAssignments, OutboxRepository} from './outbox.js'
 import {supersedeLeased, type SupersededRow} from './supersede.js'
 import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxTable} from '../schema.js'
 
@@ -98,17 +98,17 @@ export class SweepRepository {
 
   /**
    * Extends, from now, the leases a pass holds on rows it has not started yet (a statement per
-   * RENEWAL_SLICE rows). Returns the ids still held: a lease that ran out and was taken over is not renewed.
+   * RENEWAL_SLICE rows). A lease that ran out and was taken over is not renewed: the token no longer
+   * matches, and the task finds it lost.
    */
-  async renewHeld(leases: readonly HeldLease[], leaseSeconds: number): Promise<Set<string>> {
-    const renewed = new Set<string>()
+  async renewHeld(leases: readonly HeldLease[], leaseSeconds: number): Promise<void> {
     // In slices: the deferred lane's claim has no cap, and a statement has a bounded number of parameters.
     for (let start = 0; start < leases.length; start += RENEWAL_SLICE) {
       const slice = leases.slice(start, start + RENEWAL_SLICE)
-      const rows = await this.ctx.write(async ({db}) => {
+      await this.ctx.write(async ({db}) => {
         const now = this.ctx.now()
         // Tokens are random per lease: a row matches only under the token this pass holds.
-        return db
+        await db
           .updateTable('edge_worker_outbox')
           .set({lease_expires_at: now + leaseSeconds * 1000, updated_at: now})
           .where('status', '=', 'leased')
@@ -122,12 +122,9 @@ export class SweepRepository {
             'in',
             slice.map((lease) => lease.token),
           )
-          .returning('id')
           .execute()
       })
-      for (const row of rows) renewed.add(row.id)
     }
-    return renewed
   }
 
   /**
@@ -141,22 +138,9 @@ export class SweepRepository {
     outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string; workerId: string | null; versionId: string | null},
   ): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
+      const settled = await new OutboxRepository(tx).settle(lease.id, lease.token, {status: outcome.status, errorCode: outcome.errorCode, error: outcome.error})
+      if (!settled) return false
       const now = this.ctx.now()
-      const settled = await tx.db
-        .updateTable('edge_worker_outbox')
-        .set({
-          status: outcome.status,
-          lease_token: null,
-          lease_expires_at: null,
-          next_attempt_at: null,
-          last_error_code: outcome.errorCode,
-          last_error: outcome.error,
-          updated_at: now,
-        })
-        .where('id', '=', lease.id)
-        .where('lease_token', '=', lease.token)
-        .executeTakeFirst()
-      if (settled.numUpdatedRows === 0n) return false
       if (outcome.status === 'uncertain' && outcome.workerId) {
         await tx.db
           .updateTable('edge_workers')
