@@ -79,7 +79,7 @@ export class FileArtifactStore implements ArtifactStore {
     const root = artifactsDirOf(dataDir)
     try {
       createPrivateDir(dataDir) // the kit's data dir is created 0700 by whoever creates it first
-      await mkdir(path.join(root, INCOMING_DIR), {recursive: true})
+      await mkdir(path.join(root, INCOMING_DIR), {recursive: true, mode: 0o700})
       await access(root, fsConstants.W_OK)
     } catch (error) {
       throw new KitError('store_unavailable', `artifact store ${root} is not usable: ${(error as Error).message}`, 'artifact_store_unavailable')
@@ -93,7 +93,7 @@ export class FileArtifactStore implements ArtifactStore {
     const file = this.fileOf(key)
     if (await this.holdsIntactCopy(file, sha256, bytes.byteLength)) return key
     const directory = path.dirname(file)
-    const firstCreated = await mkdir(directory, {recursive: true})
+    const firstCreated = await mkdir(directory, {recursive: true, mode: 0o700})
     // Readers see the whole artifact or none; the temp file sits in `.incoming/`, never read as one.
     await writeFileAtomically(file, bytes, {temporaryDir: path.join(this.root, INCOMING_DIR)})
     // The rename is durable; directories mkdir just created need their own entries synced too.

@@ -6,7 +6,7 @@
 // running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
 // runtime/snapshots/ (data snapshots being streamed, see snapshot.ts).
 import {existsSync} from 'node:fs'
-import {mkdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {readFile, rm, writeFile} from 'node:fs/promises'
 import type http from 'node:http'
 import path from 'node:path'
 import pino, {type Logger} from 'pino'
@@ -17,7 +17,7 @@ import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './body-limits.js'
 import {createDataPlaneServer, createServiceBindingServer} from './data-plane.js'
-import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
+import {closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
 import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
@@ -206,9 +206,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))
     const adminAddress = await listenOrExplain(management, settings.admin_listen, 'host.admin_listen')
     cleanups.push(() => closeServer(management, settings.drain_timeout_ms))
-    await listenOnSocket(serviceBindings, serviceBindingSocketPath(dataDir))
+    await listenOnPrivateSocket(serviceBindings, serviceBindingSocketPath(dataDir))
     cleanups.push(() => closeServer(serviceBindings, settings.drain_timeout_ms))
-    await listenOnSocket(tailSink, tailSocketPath(dataDir))
+    await listenOnPrivateSocket(tailSink, tailSocketPath(dataDir))
     cleanups.push(() => closeServer(tailSink, settings.drain_timeout_ms))
     cleanups.push(() => tails.close())
     publicUrl = settings.public_url || urlOf(advertisable(listenAddress))
@@ -301,22 +301,6 @@ async function listenOrExplain(server: http.Server, address: string, setting: st
   }
 }
 
-/**
- * Listens on a unix socket private to the host user (the data dir is 0700). A socket file left by a
- * host that crashed is replaced: the host lock says no other host runs on this data dir.
- */
-async function listenOnSocket(server: http.Server, socketPath: string): Promise<void> {
-  await mkdir(path.dirname(socketPath), {recursive: true, mode: 0o700})
-  await rm(socketPath, {force: true})
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(socketPath, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-}
-
 /** A wildcard listener is reached on loopback from this machine. */
 function advertisable(address: ListenAddress): ListenAddress {
   if (address.host === '0.0.0.0') return {...address, host: '127.0.0.1'}
@@ -333,7 +317,7 @@ async function acquireLock(dataDir: string): Promise<void> {
   const file = path.join(dataDir, LOCK_FILE)
   const holder = `${process.pid} ${processStartTime(process.pid) ?? ''}`
   try {
-    await writeFile(file, holder, {flag: 'wx'})
+    await writeFile(file, holder, {flag: 'wx', mode: 0o600})
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
     const [pid, startTime] = (await readFile(file, 'utf8').catch(() => '')).trim().split(' ')

@@ -1,6 +1,8 @@
 // Small HTTP helpers shared by the two listeners.
 import {once} from 'node:events'
+import {chmod, mkdir, rm} from 'node:fs/promises'
 import type http from 'node:http'
+import path from 'node:path'
 import type {AddressInfo} from 'node:net'
 
 /** A JSON answer. An oversized request's remaining body is not read: close the connection after. */
@@ -64,4 +66,22 @@ export async function closeServer(server: http.Server, graceMs: number): Promise
   await closed
   clearTimeout(timer)
   clearInterval(sweeper)
+}
+
+/**
+ * Listens on a unix socket private to the host user: its directory 0700, the socket 0600 (bind
+ * gives it the umask's mode). A socket file left by a host that crashed is replaced: the host lock
+ * says no other host runs on this data dir.
+ */
+export async function listenOnPrivateSocket(server: http.Server, socketPath: string): Promise<void> {
+  await mkdir(path.dirname(socketPath), {recursive: true, mode: 0o700})
+  await rm(socketPath, {force: true})
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(socketPath, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  await chmod(socketPath, 0o600)
 }

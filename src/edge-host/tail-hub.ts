@@ -22,7 +22,7 @@ import {PassThrough, type Readable} from 'node:stream'
 import type {Logger} from 'pino'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
 import {isErrorStatus, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type TailSampled, type WorkerActivity} from '../protocol/tail.js'
-import {redactText, REDACTED} from '../util/redact.js'
+import {secretRedactor} from '../util/redact.js'
 import {readBoundedBody, type BodyBudget} from './body-limits.js'
 import type {HostMetrics} from './metrics.js'
 import type {SourceMaps, StackMapper} from './source-maps.js'
@@ -95,8 +95,6 @@ const SUBSCRIBER_BUFFER_BYTES = 1024 * 1024
 export const TAIL_HEARTBEAT_MS = 5_000
 /** Samples kept per Worker for the activity window. */
 const MAX_SAMPLES = 2_000
-/** Secret values shorter than this are not searched for (they would mangle ordinary text). */
-const MIN_REDACTED_SECRET_LENGTH = 4
 /** A post of the tail Worker (a batch of traces) may not exceed this. */
 const MAX_POST_BYTES = 16 * 1024 * 1024
 /** Sampled-out counts are summed this long before the tails are told. */
@@ -330,9 +328,4 @@ function pathOf(url: unknown): string {
 
 function isoOf(timestamp: unknown, fallback: number): string {
   return new Date(typeof timestamp === 'number' && Number.isFinite(timestamp) ? timestamp : fallback).toISOString()
-}
-
-function secretRedactor(values: string[]): (text: string) => string {
-  const secrets = values.filter((value) => value.length >= MIN_REDACTED_SECRET_LENGTH).sort((a, b) => b.length - a.length)
-  return (text) => redactText(secrets.reduce((out, secret) => out.split(secret).join(REDACTED), text))
 }

@@ -4,6 +4,8 @@
 // of our own instead of a dependency: pino's transports rotate by time or run in worker threads, and
 // this writer needs neither. Appends are synchronous, one per batch of events the tail Worker posts.
 import {appendFileSync, existsSync, renameSync, rmSync, statSync} from 'node:fs'
+import path from 'node:path'
+import {createPrivateDir} from '../util/private-files.js'
 
 export class WorkerLogFile {
   private size: number
@@ -13,6 +15,8 @@ export class WorkerLogFile {
     private readonly maxBytes: number,
     private readonly keep: number,
   ) {
+    // The file's directory, when the host creates it, is as private as the file (0700).
+    createPrivateDir(path.dirname(file))
     this.size = existsSync(file) ? statSync(file).size : 0
   }
 

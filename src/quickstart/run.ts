@@ -76,7 +76,7 @@ export async function runQuickstart(
       settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1},
       logger: pino(
         {level: 'info', timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()},
-        pino.destination({dest: hostLog, mkdir: true, sync: false}),
+        pino.destination({dest: hostLog, mkdir: true, mode: 0o600, sync: false}),
       ),
     })
 
@@ -136,7 +136,7 @@ async function freshSandbox(dir: string): Promise<void> {
     await rm(dir, {recursive: true, force: true})
   }
   createPrivateDir(dir)
-  await writeFile(path.join(dir, SANDBOX_MARKER), 'Made by `edgeworkers quickstart`; emptied by its next run.\n')
+  await writeFile(path.join(dir, SANDBOX_MARKER), 'Made by `edgeworkers quickstart`; emptied by its next run.\n', {mode: 0o600})
 }
 
 async function fetchText(url: string): Promise<{status: number; body: string}> {

@@ -6,7 +6,7 @@ import {open, rename, rm} from 'node:fs/promises'
 import path from 'node:path'
 
 export interface AtomicWriteOptions {
-  /** File mode of the new file (before the umask, as for open(2)); 0o600 for anything secret. */
+  /** File mode of the new file (before the umask, as for open(2)). Default 0o600: what the kit and the host write is theirs alone. */
   mode?: number
   /** Where the temporary file goes; must be on the same filesystem. Defaults to `file`'s directory. */
   temporaryDir?: string
@@ -16,7 +16,7 @@ export async function writeFileAtomically(file: string, data: string | Uint8Arra
   const directory = path.dirname(file)
   const temporary = path.join(options.temporaryDir ?? directory, `.${path.basename(file)}.${process.pid}.${randomUUID()}.tmp`)
   try {
-    const handle = await open(temporary, 'wx', options.mode ?? 0o644)
+    const handle = await open(temporary, 'wx', options.mode ?? 0o600)
     try {
       await handle.writeFile(data)
       await handle.sync()

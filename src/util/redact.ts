@@ -23,6 +23,22 @@ const DIGEST_NAME = /(digest|sha256|fingerprint)$/i
 const URL_WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:[^/\s@]*@/i
 const URL_PASSWORD_ANYWHERE = /\b([a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:)[^/\s@]*@/gi
 
+/** Secret values shorter than this are not searched for (they would mangle ordinary text). */
+const MIN_REDACTED_SECRET_LENGTH = 4
+
+/**
+ * The redaction of every text a Worker produced (console lines, exceptions, paths — in a tail, the
+ * Worker log file or the host's own log): each of `secretValues` replaced by `[redacted]`, then
+ * every URL's password (redactText). Built once per set of values; the longest value wins where
+ * two overlap.
+ */
+export function secretRedactor(secretValues: readonly string[]): (text: string) => string {
+  const secrets = [...new Set(secretValues.filter((value) => value.length >= MIN_REDACTED_SECRET_LENGTH))].sort((a, b) => b.length - a.length)
+  if (secrets.length === 0) return redactText
+  const pattern = new RegExp(secrets.map((secret) => secret.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')).join('|'), 'g')
+  return (text) => redactText(text.replace(pattern, REDACTED))
+}
+
 /** The password of every URL inside free text (a log line, an error message) replaced. */
 export function redactText(text: string): string {
   return text.replace(URL_PASSWORD_ANYWHERE, (_match, head: string) => `${head}${REDACTED}@`)

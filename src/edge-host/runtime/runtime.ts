@@ -18,8 +18,10 @@ import {chmod, mkdir, readdir, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
 import {writeFileAtomically} from '../../util/atomic-file.js'
+import {listenOnPrivateSocket} from '../http.js'
 import type {RunnableScript} from '../state.js'
 import {createCodeServer} from './code-server.js'
+import {ProcessOutputRedaction} from './output-redaction.js'
 import {Shard, type PreparedConfig, type ShardState, type SwapEvent} from './shard.js'
 import {Validator, type ValidationOutcome} from './validator.js'
 import {Watchdog, type IncidentKind} from './watchdog.js'
@@ -137,8 +139,6 @@ export class WorkerdRuntime {
   }
 
   private async startCodeServer(): Promise<void> {
-    const socketPath = codeSocketPath(this.options.dataDir)
-    await rm(socketPath, {force: true})
     const server = createCodeServer(
       (loadId) => this.shards.map((shard) => shard.codeFor(loadId)).find((script) => script !== undefined),
       // The module cache first: it keeps every validated release's modules for the life of the host
@@ -149,7 +149,7 @@ export class WorkerdRuntime {
         return existsSync(cached) ? readFileSync(cached) : this.options.moduleContent(sha256)
       },
     )
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(socketPath, () => resolve()))
+    await listenOnPrivateSocket(server, codeSocketPath(this.options.dataDir))
     this.codeServer = server
   }
 
@@ -213,6 +213,8 @@ export class WorkerdRuntime {
         startTimeoutMs: this.options.startTimeoutMs,
         experimental: this.options.experimental,
         pidRecord: {dir: this.pidDir, label: 'validate'},
+        // A refusal quotes workerd's errors back to the kit: no secret value of the sandbox's scripts in them.
+        redactOutput: new ProcessOutputRedaction(scripts).redact,
       },
     )
     this.options.log.debug({scripts: scripts.map((script) => script.name), ok: outcome.ok}, 'validation sandbox')
@@ -315,7 +317,7 @@ export async function runValidationSandbox(
   dir: string,
   services: string[],
   render: (socketAddress: (service: string) => string) => RenderedConfig,
-  options: {startTimeoutMs: number; experimental: boolean; pidRecord?: {dir: string; label: string}},
+  options: {startTimeoutMs: number; experimental: boolean; pidRecord?: {dir: string; label: string}; redactOutput?: (line: string) => string},
 ): Promise<ValidationOutcome> {
   try {
     await mkdir(dir, {recursive: true, mode: 0o700})

@@ -25,6 +25,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../state.js'
 import {LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
+import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {shardAgent} from './shard-connections.js'
 import {type Waiter, waiter} from '../../util/waiter.js'
@@ -76,6 +77,8 @@ export class Shard {
   private loads: ProcessLoads | null = null
   /** In-place loads run one at a time. */
   private loading: Promise<unknown> = Promise.resolve()
+  /** The running process's output redaction (./output-redaction.ts). */
+  private outputRedaction: ProcessOutputRedaction | null = null
   /** Socket name → Unix path, of the running process. */
   private socketPaths: ReadonlyMap<string, string> = new Map()
   private inFlight = 0
@@ -310,6 +313,7 @@ export class Shard {
     const plan = planInPlaceLoad(this.loaded, this.options.loadScripts(), this.options.codeLoading!.runsInLoader)
     if (plan === 'swap') return this.requestRestart('deploy')
     const loads = plan.load.map((script) => ({script, loadId: this.loadIds.register(script)}))
+    this.outputRedaction?.add(plan.load)
     try {
       const processLoads = this.loads
       if (!processLoads) throw new Error('the process is not serving')
@@ -339,6 +343,7 @@ export class Shard {
     const running = this.process
     const mode: SwapMode = running && !this.loadedUsesDurableObjects() && !scripts.some(usesDurableObjects) ? 'overlap' : 'hold'
     let started: WorkerdProcess
+    const redaction = new ProcessOutputRedaction(scripts)
     try {
       if (mode === 'hold') {
         this.setState(running ? 'swapping' : 'starting')
@@ -354,6 +359,7 @@ export class Shard {
         experimental: prepared.experimental,
         pidRecord: {dir: this.options.pidDir, label: `shard-${this.index}`},
         onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
+        redactOutput: redaction.redact,
       })
       if (!outcome.ok) {
         await prepared.release()
@@ -369,6 +375,7 @@ export class Shard {
     // A runaway kill (restartNow) while this process started has already taken the old one down.
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
     this.adopt(started, scripts, prepared.socketPaths)
+    this.outputRedaction = redaction
     if (replaced) this.retire(replaced)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})

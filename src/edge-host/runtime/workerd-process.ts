@@ -26,6 +26,9 @@ const STDERR_LIMIT = 16 * 1024
  */
 const STOP_GRACE_MS = 2_000
 
+/** No bits for group or others. */
+const PRIVATE_UMASK = 0o077
+
 /** The parent-death-signal wrapper, where this system has one that works. */
 const DEATH_SIGNAL_WRAPPER: string[] = (() => {
   if (process.platform !== 'linux') return []
@@ -50,8 +53,10 @@ export interface StartOptions {
   /** Names of the config's sockets: the process is up once each reported its port. */
   sockets: string[]
   cwd: string
-  /** workerd's own log lines (and the Workers' console output), one at a time. */
+  /** workerd's own log lines (and the Workers' console output), one at a time, redacted. */
   onOutput?: (line: string, stream: 'stdout' | 'stderr') => void
+  /** Applied to every output line before anything reads it (onOutput, a failed start's error). */
+  redactOutput?: (line: string) => string
   startTimeoutMs: number
   /** Pass `--experimental` (host.experimental): lets Workers use flags and features workerd marks experimental. */
   experimental?: boolean
@@ -82,14 +87,20 @@ export class WorkerdProcess {
   static start(options: StartOptions): Promise<StartOutcome> {
     const [command, ...prefix] = [...DEATH_SIGNAL_WRAPPER, WORKERD_BINARY]
     const args = [...prefix, 'serve', options.configPath, '--control-fd', '3', ...(options.experimental ? ['--experimental'] : [])]
-    const child = spawn(command!, args, {
-      cwd: options.cwd,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-    })
+    // workerd creates its sockets and Durable Object files itself, with the umask it inherits: the
+    // process starts under 077 so they are the host user's alone, whatever the host's own umask.
+    // The fork inherits the mask at spawn, synchronously, so it is the host's again right after.
+    const hostUmask = process.umask(PRIVATE_UMASK)
+    let child: ChildProcess
+    try {
+      child = spawn(command!, args, {cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe', 'pipe']})
+    } finally {
+      process.umask(hostUmask)
+    }
     running.add(child)
     const record = child.pid === undefined || !options.pidRecord ? null : path.join(options.pidRecord.dir, `${options.pidRecord.label}.${child.pid}`)
     // The start time read now is the wrapper's, and exec keeps it: the record names workerd.
-    if (record) writeFileSync(record, processStartTime(child.pid!) ?? '')
+    if (record) writeFileSync(record, processStartTime(child.pid!) ?? '', {mode: 0o600})
     let stderr = ''
     const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => {
       child.once('exit', (code, signal) => {
@@ -99,7 +110,8 @@ export class WorkerdProcess {
       })
     })
     for (const stream of ['stdout', 'stderr'] as const) {
-      createInterface({input: child[stream]!}).on('line', (line) => {
+      createInterface({input: child[stream]!}).on('line', (raw) => {
+        const line = options.redactOutput ? options.redactOutput(raw) : raw
         if (stream === 'stderr' && stderr.length < STDERR_LIMIT) stderr += `${line}\n`
         options.onOutput?.(line, stream)
       })

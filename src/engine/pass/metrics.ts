@@ -30,7 +30,9 @@ export async function assertMetricsFileWritable(file: string): Promise<void> {
 export async function writeMetricsFile(file: string, result: PassResult): Promise<void> {
   const previous = await readFile(file, 'utf8').catch(() => '')
   try {
-    await writeFileAtomically(file, await renderMetrics(result, lastSuccessTimes(previous)))
+    // World-readable, the one exception to the kit's private files: node_exporter, which reads it,
+    // runs as its own user, and the file holds counts and times only.
+    await writeFileAtomically(file, await renderMetrics(result, lastSuccessTimes(previous)), {mode: 0o644})
   } catch (error) {
     throw new KitError('usage', `metrics file ${file} is not writable: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`)
   }

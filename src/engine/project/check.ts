@@ -29,7 +29,7 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
     sha256: createHash('sha256').update(module.content).digest('hex'),
   }))
   await mkdir(path.join(dir, 'modules'), {recursive: true, mode: 0o700})
-  for (const module of modules) await writeFile(path.join(dir, 'modules', module.sha256), module.content)
+  for (const module of modules) await writeFile(path.join(dir, 'modules', module.sha256), module.content, {mode: 0o600})
   // Service targets are resolved at deploy time; the sandbox never calls them.
   const services = new Map((manifest.services ?? []).map((service) => [service.binding, `dw-${'0'.repeat(48)}`]))
   const render = (socketAddress: (service: string) => string) =>

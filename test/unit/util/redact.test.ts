@@ -1,5 +1,5 @@
-import {expect, test} from 'vitest'
-import {isSecretField, REDACTED, redactSecrets} from '../../../src/util/redact.js'
+import {describe, expect, test} from 'vitest'
+import {isSecretField, REDACTED, redactSecrets, secretRedactor} from '../../../src/util/redact.js'
 
 test('fields whose names carry secrets are redacted at any depth; digests, fingerprints and other fields stay', () => {
   expect(
@@ -47,4 +47,17 @@ test('a URL keeps no password; other strings are left alone', () => {
   })
   expect(isSecretField('apiKeySha256')).toBe(false)
   expect(isSecretField('api_key_configured')).toBe(true)
+})
+
+describe('secretRedactor', () => {
+  test('replaces every value, the longest first where two overlap, regex characters taken literally, then URL passwords', () => {
+    const redact = secretRedactor(['a.b*c', 'Secret-42', 'Secret-42-long', 'abc'])
+    expect(redact('x a.b*c y axbbc Secret-42-long Secret-42 abc postgres://u:pw@db/x')).toBe(
+      'x [redacted] y axbbc [redacted] [redacted] abc postgres://u:[redacted]@db/x',
+    )
+  })
+
+  test('with no value long enough it is the URL rule alone', () => {
+    expect(secretRedactor(['abc'])('abc https://u:pw@h/')).toBe('abc https://u:[redacted]@h/')
+  })
 })

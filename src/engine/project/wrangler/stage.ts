@@ -119,10 +119,10 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
   const dir = await mkdtemp(path.join(tmpdir(), 'edgeworkers-stage-'))
   try {
     for (const module of modules) {
-      await mkdir(path.dirname(path.join(dir, module.name)), {recursive: true})
-      await writeFile(path.join(dir, module.name), module.bytes)
+      await mkdir(path.dirname(path.join(dir, module.name)), {recursive: true, mode: 0o700})
+      await writeFile(path.join(dir, module.name), module.bytes, {mode: 0o600})
     }
-    await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`)
+    await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, {mode: 0o600})
     if (packages.size > 0) {
       const lock = {
         lockfileVersion: 1,
@@ -130,7 +130,7 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
           [...packages].map(([name, entry]) => [name, entry.integrity ? {version: entry.version, integrity: entry.integrity} : {version: entry.version}]),
         ),
       }
-      await writeFile(path.join(dir, LOCK_FILE), `${JSON.stringify(lock, null, 2)}\n`)
+      await writeFile(path.join(dir, LOCK_FILE), `${JSON.stringify(lock, null, 2)}\n`, {mode: 0o600})
     }
   } catch (error) {
     await rm(dir, {recursive: true, force: true})
