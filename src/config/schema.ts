@@ -181,15 +181,17 @@ export const settingsSchema = z.strictObject({
       pairing_max_failures: count(5, 1, 1_000),
       pairing_failure_window_seconds: seconds(60, 1, 86_400),
       /** How often the watchdog probes each shard and samples its memory. */
-      watchdog_interval_ms: count(250, 50, 60_000),
-      /** A shard whose process answered nothing (health probe included) while burning this much CPU time is stalled (a Worker holds its thread, e.g. a loop): it is restarted at once. Effectively the per-request CPU time limit. */
-      request_cpu_limit_ms: count(1_000, 100, 600_000),
+      watchdog_interval_ms: count(100, 50, 60_000),
+      /** A shard whose process answered nothing (health probe included) for this long, while a request was inside and it ran on the CPU, is stalled (a Worker holds its thread, e.g. a loop): it is replaced at once. Effectively the per-request CPU time limit; every Worker of the shard waits that long. */
+      request_cpu_limit_ms: count(500, 100, 600_000),
       /** Resident memory one shard's workerd may use; past it the shard is restarted at once. */
       // Sized for a full shard: max_scripts_per_shard (500) loaded Workers at ~2.4 MiB, plus the
       // replaced versions it holds until recycled (BENCHMARKS.md, 2,000 Workers).
       shard_memory_limit_mb: count(2_048, 64, 1_048_576),
       /** Incidents (stall, crash, memory limit) one release of a Worker may cause before it is quarantined until its next deploy. */
       quarantine_after_incidents: count(3, 1, 100),
+      /** Workers that caused an incident are each moved to a workerd process of their own, up to this many at once (0: never moved); a new release goes back to the shared shards. */
+      isolation_shards: count(8, 0, 256),
       /** Where Workers' fetch() may connect (workerd network allow list); "public" = no private networks. */
       egress_allow: z
         .array(z.string().regex(/^(public|private|local|network|unicast|multicast|[0-9a-fA-F.:]+\/[0-9]{1,3})$/, 'must be a workerd network class or CIDR'))

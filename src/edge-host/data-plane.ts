@@ -144,7 +144,7 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       return name
     }
 
-    const shard = runtime.shards[route.shard]!
+    let shard = runtime.shard(route.shard)!
     const forwardBody = upgrade ? undefined : (body ?? (hasBody(request) ? request : undefined))
     const deadline = Date.now() + options.holdTimeoutMs
     for (let attempt = 1; ; attempt++) {
@@ -158,6 +158,13 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
         // Uploaded but its shard has not picked it up yet: not served, so not found.
         const route = await loadedRoute(shard, name)
         if (route === undefined) {
+          // Moved to a shard of its own while held (an incident it caused): go there.
+          const moved = state.route(name)?.shard
+          const own = moved === null || moved === undefined || moved === shard.index ? undefined : runtime.shard(moved)
+          if (own && attempt < MAX_ATTEMPTS) {
+            shard = own
+            continue
+          }
           workerNotFound(response, requestId)
           return name
         }

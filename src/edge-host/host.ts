@@ -99,7 +99,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       quarantinedCount: () => state.quarantine.scripts().length,
     })
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
-    state.scripts.reassignOrphanedShards(settings.shards)
+    const ownShards = state.scripts.placeAtStart(settings.shards, settings.isolation_shards)
     const runtime = new WorkerdRuntime({
       dataDir,
       shardCount: settings.shards,
@@ -129,12 +129,21 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         if (script === null) return
         const {incidents, quarantined} = state.quarantine.recordIncident(script, kind, settings.quarantine_after_incidents)
         log.warn({shard: index, kind, script, incidents}, 'incident counted against the script')
-        if (!quarantined) return
+        if (!quarantined) {
+          // Before its shard's replacement reads its scripts: the offender is not among them, and
+          // it cannot hold its former neighbours' thread again.
+          const own = state.scripts.isolate(script, settings.shards, settings.isolation_shards)
+          if (own === null) return
+          runtime.addShard(own)
+          log.warn({shard: own, from: index, script}, 'worker moved to a shard of its own')
+          return
+        }
         metrics.quarantines.inc({script})
         // Its shard restarts without it (runnableScripts leaves it out) until a new release is deployed.
         log.error({shard: index, script, incidents}, 'worker.quarantined: its release is refused with 503 until the next deploy')
       },
     })
+    for (const index of ownShards) runtime.addShard(index)
     cleanups.push(() => runtime.stop())
     const tails = new TailHub({
       metrics,

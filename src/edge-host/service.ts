@@ -122,6 +122,8 @@ export class HostService {
       if (shard !== null) {
         this.options.log.info({script: name, releaseGeneration: upload.releaseGeneration, shard}, 'script uploaded')
         this.restartInBackground(shard)
+        // A new release leaves the shard of its own it was moved to (Scripts.save): that one drops it.
+        if (existing?.shard != null && existing.shard !== shard) this.restartInBackground(existing.shard)
       }
     }
     return this.details(name)

@@ -1,4 +1,5 @@
-// The workerd runtime of one host: N shards, the module cache their configs embed from, and the
+// The workerd runtime of one host: N shards (and the own shards of Workers that caused an
+// incident, see Scripts.isolate), the module cache their configs embed from, and the
 // validation sandboxes every upload passes before it may join a shard (./validator.ts).
 //
 // Files under <data dir>:
@@ -68,7 +69,9 @@ export interface RuntimeOptions {
 }
 
 export class WorkerdRuntime {
-  readonly shards: Shard[]
+  /** Shard index → shard: 0 … shardCount − 1, then the own shards of Workers that caused an incident (addShard). */
+  private readonly shardsByIndex = new Map<number, Shard>()
+  private started = false
   private readonly runtimeDir: string
   private readonly modulesDir: string
   private readonly validator: Validator
@@ -83,29 +86,9 @@ export class WorkerdRuntime {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
     this.modulesDir = path.join(this.runtimeDir, 'modules')
     this.validator = new Validator((scripts, modules) => this.runSandbox(scripts, modules), options.validationConcurrency)
-    this.shards = Array.from(
-      {length: options.shardCount},
-      (_, index) =>
-        new Shard({
-          index,
-          loadScripts: () => options.scriptsOfShard(index),
-          prepare: (scripts) => this.prepareShard(index, scripts),
-          codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script), maxStaleLoads: options.maxStaleLoads} : null,
-          pidDir: this.pidDir,
-          coalesceWindowMs: options.coalesceWindowMs,
-          drainTimeoutMs: options.drainTimeoutMs,
-          startTimeoutMs: options.startTimeoutMs,
-          log: options.log,
-          onStateChange: (state) => options.onShardState?.(index, state),
-          onSwapped: (event) => {
-            options.onSwapped?.(index, event)
-            for (const wake of this.swapWaiters) wake()
-          },
-          onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
-        }),
-    )
+    for (let index = 0; index < options.shardCount; index++) this.addShard(index)
     this.watchdog = new Watchdog({
-      shards: this.shards,
+      shards: () => this.shards,
       intervalMs: options.watchdogIntervalMs,
       cpuLimitMs: options.cpuLimitMs,
       memoryLimitBytes: options.memoryLimitBytes,
@@ -113,6 +96,43 @@ export class WorkerdRuntime {
       onIncident: options.onIncident,
       log: options.log,
     })
+  }
+
+  /** Every shard, by index. */
+  get shards(): Shard[] {
+    return [...this.shardsByIndex.values()].sort((a, b) => a.index - b.index)
+  }
+
+  shard(index: number): Shard | undefined {
+    return this.shardsByIndex.get(index)
+  }
+
+  /**
+   * Adds shard `index` if there is none yet (a Worker's own shard, see Scripts.isolate); once the
+   * runtime has started, the shard starts at once, in the background (failed starts are retried).
+   */
+  addShard(index: number): void {
+    if (this.shardsByIndex.has(index)) return
+    const options = this.options
+    const shard = new Shard({
+      index,
+      loadScripts: () => options.scriptsOfShard(index),
+      prepare: (scripts) => this.prepareShard(index, scripts),
+      codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script), maxStaleLoads: options.maxStaleLoads} : null,
+      pidDir: this.pidDir,
+      coalesceWindowMs: options.coalesceWindowMs,
+      drainTimeoutMs: options.drainTimeoutMs,
+      startTimeoutMs: options.startTimeoutMs,
+      log: options.log,
+      onStateChange: (state) => options.onShardState?.(index, state),
+      onSwapped: (event) => {
+        options.onSwapped?.(index, event)
+        for (const wake of this.swapWaiters) wake()
+      },
+      onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
+    })
+    this.shardsByIndex.set(index, shard)
+    if (this.started) shard.start().catch((error: unknown) => options.log.error({shard: index, err: error}, 'shard failed to start'))
   }
 
   /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
@@ -123,14 +143,17 @@ export class WorkerdRuntime {
     await rm(path.join(this.runtimeDir, 'validate'), {recursive: true, force: true})
     await rm(path.join(this.runtimeDir, 'sock'), {recursive: true, force: true})
     if (this.options.codeLoading === 'loader') await this.startCodeServer()
-    const results = await Promise.allSettled(this.shards.map((shard) => shard.start()))
-    results.forEach((result, index) => {
-      if (result.status === 'rejected') this.options.log.error({shard: index, err: result.reason}, 'shard failed to start')
+    this.started = true
+    const shards = this.shards
+    const results = await Promise.allSettled(shards.map((shard) => shard.start()))
+    results.forEach((result, position) => {
+      if (result.status === 'rejected') this.options.log.error({shard: shards[position]!.index, err: result.reason}, 'shard failed to start')
     })
     this.watchdog.start()
   }
 
   async stop(): Promise<void> {
+    this.started = false
     this.watchdog.stop()
     await Promise.all(this.shards.map((shard) => shard.stop()))
     const codeServer = this.codeServer
@@ -163,12 +186,12 @@ export class WorkerdRuntime {
    * swap (restarts asked for together share one). See Shard.refresh.
    */
   refreshShard(index: number): Promise<void> {
-    return this.shards[index]!.refresh()
+    return this.shardsByIndex.get(index)?.refresh() ?? Promise.resolve()
   }
 
   /** The release generation of a script live in its shard's running process, if any. */
   liveGeneration(script: string, shard: number | null): string | undefined {
-    return shard === null ? undefined : this.shards[shard]?.liveGeneration(script)
+    return shard === null ? undefined : this.shardsByIndex.get(shard)?.liveGeneration(script)
   }
 
   /**
@@ -289,7 +312,8 @@ export class WorkerdRuntime {
    */
   private async killLeftoverProcesses(): Promise<void> {
     for (const pid of await killRecordedLeftovers(this.pidDir)) this.options.log.warn({pid}, 'killed a workerd left over from a previous host process')
-    await Promise.all(this.shards.map((shard) => rm(path.join(this.runtimeDir, `shard-${shard.index}`), {recursive: true, force: true})))
+    const entries = existsSync(this.runtimeDir) ? await readdir(this.runtimeDir) : []
+    await Promise.all(entries.filter((entry) => /^shard-\d+$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})))
   }
 }
 

@@ -19,8 +19,8 @@
 // Objects.
 // A process that dies on its own is restarted with backoff, the gate closed meanwhile — at once when
 // a script is suspected of it (see suspect()): one Worker at fault must not cost its neighbours a
-// growing wait. The watchdog (./watchdog.ts) kills a stalled or oversized process through
-// restartNow(), which also restarts at once.
+// growing wait. The watchdog (./watchdog.ts) replaces a stalled or oversized process through
+// restartNow(): the replacement starts first, at once, and the runaway is killed once it serves.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../state.js'
@@ -96,6 +96,8 @@ export class Shard {
   /** Replaced processes still finishing their requests (overlap mode). */
   private readonly retiring = new Set<Promise<void>>()
   private stopping = false
+  /** A runaway process, stopped, kept until its replacement serves (see restartNow). */
+  private condemned: WorkerdProcess | null = null
   private consecutiveCrashes = 0
   restarts = 0
 
@@ -167,8 +169,9 @@ export class Shard {
       this.pendingRestart = waiter()
       this.pendingReason = reason
     }
+    const restarted = this.pendingRestart.promise
     void this.drive()
-    return this.pendingRestart.promise
+    return restarted
   }
 
   /**
@@ -252,25 +255,45 @@ export class Shard {
   }
 
   /**
-   * Kills the running process now (a runaway: stalled or over its memory) and starts a new one at
-   * once, without crash backoff. Requests inside fail; held and new ones wait for the new process.
+   * Replaces the running process now (a runaway: stalled or over its memory), without crash
+   * backoff or the coalescing window. The runaway is stopped (SIGSTOP: it burns no more CPU or
+   * memory) and kept while its replacement starts; requests wait at the gate meanwhile, and once the
+   * replacement serves, the runaway is killed (see swap). Requests inside it that workerd never read
+   * are then reset and replayed on the replacement; the ones it was running fail. A shard with
+   * Durable Objects cannot run two processes at once: its runaway is killed before the replacement starts.
    */
   restartNow(): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
+    const agent = this.agent!
     this.process = null
-    void this.agent?.close() // as on a crash: requests inside end by their own socket errors
     this.agent = null
     this.loads = null
+    this.processRetired.resolve()
+    const durable = this.loadedUsesDurableObjects()
     this.loaded = new Map()
     this.setState('down')
-    const restarted = this.requestRestart('runaway')
-    void process.kill()
-    return restarted
+    void agent.close() // no new requests; those inside end by their own socket errors once it is killed
+    if (durable) void process.kill()
+    else {
+      process.pause()
+      this.condemned = process
+    }
+    return this.requestRestart('runaway')
+  }
+
+  /** Kills a runaway kept while its replacement started; `replacement`: the pid now serving, if any. */
+  private killCondemned(replacement: number | null): void {
+    const condemned = this.condemned
+    this.condemned = null
+    if (!condemned) return
+    void condemned.kill()
+    this.options.log.warn({shard: this.index, pid: condemned.pid, replacement}, 'runaway process killed')
   }
 
   async stop(): Promise<void> {
     this.stopping = true
+    this.killCondemned(null)
     this.gate?.resolve() // wake held requests: they see the shard stopping and give up
     await this.currentSwap?.catch(() => {}) // a process it starts is stopped just below
     await this.drained()
@@ -284,7 +307,8 @@ export class Shard {
     this.driving = true
     try {
       while (this.pendingRestart && !this.stopping) {
-        await sleep(this.options.coalesceWindowMs) // let deploys that arrive together share one swap
+        // Let deploys that arrive together share one swap; a runaway's neighbours are waiting.
+        if (this.pendingReason !== 'runaway') await sleep(this.options.coalesceWindowMs)
         const batch = this.pendingRestart
         const reason = this.pendingReason
         this.pendingRestart = null
@@ -341,11 +365,12 @@ export class Shard {
     const prepared = await this.options.prepare(scripts.filter((script) => !runsInLoader(script)))
     const began = performance.now()
     const running = this.process
-    const mode: SwapMode = running && !this.loadedUsesDurableObjects() && !scripts.some(usesDurableObjects) ? 'overlap' : 'hold'
+    const mode: SwapMode = (running || this.condemned) && !this.loadedUsesDurableObjects() && !scripts.some(usesDurableObjects) ? 'overlap' : 'hold'
     let started: WorkerdProcess
     const redaction = new ProcessOutputRedaction(scripts)
     try {
       if (mode === 'hold') {
+        this.killCondemned(null)
         this.setState(running ? 'swapping' : 'starting')
         await this.drained()
         await this.stopProcess()
@@ -362,6 +387,7 @@ export class Shard {
         redactOutput: redaction.redact,
       })
       if (!outcome.ok) {
+        this.killCondemned(null)
         await prepared.release()
         // In overlap mode the old process still serves; in hold mode it is gone.
         if (mode === 'hold') this.setState('down')
@@ -377,6 +403,7 @@ export class Shard {
     this.adopt(started, scripts, prepared.socketPaths)
     this.outputRedaction = redaction
     if (replaced) this.retire(replaced)
+    this.killCondemned(started.pid)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
     this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid}, 'shard serving')

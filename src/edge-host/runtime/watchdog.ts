@@ -3,17 +3,19 @@
 // at every serving shard each `intervalMs`:
 // - stall: a Worker holds the thread (an infinite loop, or a request over its CPU time). Seen from
 //   outside, a process whose thread is held answers nothing — not its health probe, not any
-//   request — while it burns CPU. A process that is merely slow looks the same on the wall clock:
-//   starved of CPU on a busy machine (or stopped), it burns little; busy with many short tasks (a
-//   burst of first loads under the loader), it keeps answering some. So a stall is: the health probe
-//   unanswered, no answer at all from the process, and at least `cpuLimitMs` of the process's CPU
-//   time (/proc/<pid>/stat) burned, all over one window of at least `cpuLimitMs` — and a request
-//   inside since before the window began, to blame. Any answer starts the window again. Without
-//   /proc the CPU condition is not checked (wall clock only).
+//   request — while it runs on the CPU. A process that is merely slow looks the same on the wall
+//   clock: stopped, it runs not at all; busy with many short tasks (a burst of first loads under
+//   the loader), it keeps answering some. So a stall is: the health probe unanswered and no answer
+//   at all from the process over one window of at least `cpuLimitMs`, the process on the CPU
+//   (/proc/<pid>/stat) for a twentieth of that window or `cpuLimitMs` (RUNNING_SHARE: on a busy
+//   machine a spinning thread gets only its share), and a request inside since before the window began, to
+//   blame. Any answer starts the window again. Without /proc the CPU condition is not checked.
+//   Every Worker of the shard waits while its thread is held, so the limit is short (500 ms).
 // - memory: the process's resident memory passed `memoryLimitBytes` (read from /proc; without
 //   /proc this check does nothing, and only workerd's own heap limit — a crash — stops a bomb).
-// Either kills the process and restarts the shard at once (Shard.restartNow, no backoff), and
-// reports an incident against the script whose request was oldest inside the process. A process
+// Either replaces the process at once (Shard.restartNow: the replacement starts first, no backoff)
+// and reports an incident against the script whose request was oldest inside the process; the host
+// then moves that script to a shard of its own before the replacement reads its scripts. A process
 // that dies on its own is reported by the shard itself (Shard onCrash). The host counts incidents
 // per release and quarantines it after a few (HostState.recordIncident).
 import {readFile} from 'node:fs/promises'
@@ -23,7 +25,8 @@ import type {Shard} from './shard.js'
 export type IncidentKind = 'stall' | 'memory' | 'crash'
 
 export interface WatchdogOptions {
-  shards: readonly Shard[]
+  /** The shards to watch, read at every tick (a Worker's own shard may be added at any time). */
+  shards(): readonly Shard[]
   intervalMs: number
   cpuLimitMs: number
   memoryLimitBytes: number
@@ -66,7 +69,7 @@ export class Watchdog {
     if (this.ticking) return
     this.ticking = true
     try {
-      await Promise.all(this.options.shards.map((shard) => this.check(shard)))
+      await Promise.all(this.options.shards().map((shard) => this.check(shard)))
     } finally {
       this.ticking = false
     }
@@ -85,8 +88,9 @@ export class Watchdog {
     if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, answered: shard.answered})
     if (pending && now - pending.since > this.options.cpuLimitMs) {
       const burnedMs = cpuMs === null || pending.cpuMs === null ? null : cpuMs - pending.cpuMs
-      // Starved or stopped (little CPU burned): keep watching the same window.
-      if (burnedMs !== null && burnedMs < this.options.cpuLimitMs) return
+      // Stopped (no CPU at all): keep watching the same window. A held thread on a busy machine gets
+      // only its share of the CPU, so a share of the window (or the limit itself) is enough.
+      if (burnedMs !== null && burnedMs < Math.min(this.options.cpuLimitMs, (now - pending.since) * RUNNING_SHARE)) return
       // Only a request inside since before the window can be what holds the thread; without one the
       // process is left alone and probed afresh.
       const suspect = shard.suspect(now - pending.since)
@@ -111,6 +115,14 @@ export class Watchdog {
     void shard.restartNow()
   }
 }
+
+/**
+ * The share of a stall window a held process must have run on the CPU: a stopped one runs none; a
+ * spinning one on a 2-core machine at load average 23 still gets about 9 %. Answering the probe
+ * takes well under a millisecond of CPU: a process that ran 25 ms of a 500 ms window without
+ * answering it had its thread held.
+ */
+const RUNNING_SHARE = 0.05
 
 /** Clock ticks per second of /proc/<pid>/stat: USER_HZ, 100 on every Linux ABI Node runs on. */
 const USER_HZ = 100

@@ -152,7 +152,12 @@ export class WorkerdProcess {
     clearTimeout(timer)
   }
 
-  /** For throwaway processes (validation) that hold nothing worth draining. */
+  /** SIGSTOP: the process keeps its sockets and memory but runs no more (a runaway awaiting its kill). */
+  pause(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGSTOP')
+  }
+
+  /** For throwaway processes (validation, a runaway) that hold nothing worth draining. */
   async kill(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return
     this.child.kill('SIGKILL')

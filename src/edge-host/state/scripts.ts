@@ -209,8 +209,9 @@ export class Scripts {
   // ── Writes ──────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Stores an upload, assigning a shard on the first one. Returns the shard to restart, or null
-   * when the upload repeats what the script already holds.
+   * Stores an upload, assigning a shard on the first one (and on the first after it was moved to
+   * one of its own: a new release starts over on the shared shards). Returns the shard to restart,
+   * or null when the upload repeats what the script already holds.
    */
   save(tx: FencedTx, name: string, upload: ScriptUpload, shards: {count: number; maxScriptsPerShard: number}): number | null {
     this.assertNotRetired(name)
@@ -263,14 +264,49 @@ export class Scripts {
     return this.get(name)!.lockedDownAt!
   }
 
-  /** Moves scripts off shards that no longer exist (the shard count was lowered at start). */
-  reassignOrphanedShards(shardCount: number): void {
-    this.db.write((tx) => {
-      const orphans = this.db.all<{name: string}>('SELECT name FROM scripts WHERE retired_at IS NULL AND shard >= ? ORDER BY name', shardCount)
-      for (const {name} of orphans) {
-        const shard = leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
+  /**
+   * At start: scripts on shards at or past `shardCount` are either on a shard of their own (their
+   * current release caused an incident, see isolate) — numbered again from `shardCount`, at most
+   * `maxIsolated` of them — or were on shards that no longer exist (the count was lowered) and move
+   * to the least-loaded shard. Returns the indices of the own shards.
+   */
+  placeAtStart(shardCount: number, maxIsolated: number): number[] {
+    return this.db.write((tx) => {
+      const beyond = this.db.all<{name: string; incidents: number}>(
+        `SELECT s.name, CASE WHEN q.release_generation = s.release_generation THEN q.incidents ELSE 0 END AS incidents
+         FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name
+         WHERE s.retired_at IS NULL AND s.shard >= ? ORDER BY s.shard, s.name`,
+        shardCount,
+      )
+      const own: number[] = []
+      for (const {name, incidents} of beyond) {
+        const shard =
+          incidents > 0 && own.length < maxIsolated ? shardCount + own.length : leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
+        if (shard >= shardCount) own.push(shard)
         tx.run('UPDATE scripts SET shard = ? WHERE name = ?', shard, name)
       }
+      return own
+    })
+  }
+
+  /**
+   * Moves a script that caused an incident to a shard of its own, so it cannot stall or crash its
+   * neighbours again: the lowest index from `shardCount` up that no live script holds. Null when
+   * it has one already, or `maxIsolated` are taken (it stays where it is). A new release of it goes
+   * back to the shared shards (see save).
+   */
+  isolate(name: string, shardCount: number, maxIsolated: number): number | null {
+    return this.db.write((tx) => {
+      const shard = this.get(name)?.shard ?? null
+      if (shard === null || shard >= shardCount) return null
+      const taken = new Set(
+        this.db.all<{shard: number}>('SELECT shard FROM scripts WHERE retired_at IS NULL AND shard >= ?', shardCount).map((row) => row.shard),
+      )
+      if (taken.size >= maxIsolated) return null
+      let own = shardCount
+      while (taken.has(own)) own++
+      tx.run('UPDATE scripts SET shard = ? WHERE name = ?', own, name)
+      return own
     })
   }
 
