@@ -31,6 +31,16 @@ function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
+/** The offset of the first byte that is not valid UTF-8, or null when all of it is. */
+export function firstInvalidUtf8Offset(bytes: Uint8Array): number | null {
+  try {
+    fatalDecoder.decode(bytes)
+    return null
+  } catch {
+    return invalidUtf8Offset(bytes)
+  }
+}
+
 /** The offset of the first byte that does not start or continue a valid UTF-8 sequence. */
 function invalidUtf8Offset(bytes: Uint8Array): number {
   let index = 0

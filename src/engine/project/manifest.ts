@@ -28,6 +28,7 @@ import {identifierSchema, moduleNameSchema, moduleTypes, SERVICE_ACCOUNTS_BINDIN
 import {formatByteSize, overLimitMessage} from '../../artifacts/size.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
+import {isInside, moduleCountProblem, moduleTextProblem} from './build-rules.js'
 
 export const MANIFEST_FILE = 'edgeworker.json'
 export const LOCK_FILE = 'edgeworker.lock.json'
@@ -190,6 +191,8 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
       )
     }
   })
+  const tooMany = moduleCountProblem(manifest.modules.length)
+  if (tooMany) refuse(`key "modules" lists ${tooMany}`)
   const entries = moduleEntriesOf(manifest)
   const duplicatePath = firstDuplicate(entries.map((entry) => entry.path))
   if (duplicatePath !== undefined) refuse(`key "modules" lists ${JSON.stringify(duplicatePath)} more than once`)
@@ -254,6 +257,8 @@ export async function loadWorkerProject(projectDir: string, maxFilesBytes: numbe
       const problem = await missingModuleProblem(root, entry.path)
       throw new KitError('usage', `${MANIFEST_FILE}: module ${JSON.stringify(entry.path)} ${problem}`)
     }
+    const textProblem = moduleTextProblem(entry.type, file.bytes)
+    if (textProblem) throw new KitError('usage', `${MANIFEST_FILE}: module ${JSON.stringify(entry.path)} ${textProblem}`)
     modules.push(file)
   }
   return {root, manifest, lock, files, modules}
@@ -453,11 +458,6 @@ function firstDuplicate(values: readonly string[]): string | undefined {
 
 function sameBytes(a: Buffer | undefined, b: Buffer | null): boolean {
   return a === undefined || b === null ? a === undefined && b === null : a.equals(b)
-}
-
-function isInside(root: string, candidate: string): boolean {
-  const relative = path.relative(root, candidate)
-  return relative !== '' && relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative)
 }
 
 function isMissing(error: unknown): boolean {

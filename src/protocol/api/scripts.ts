@@ -44,6 +44,9 @@ export type PairResponse = z.infer<typeof pairResponseSchema>
 export const moduleTypes = ['esModule', 'commonJs', 'text', 'json', 'data', 'wasm', 'sourceMap'] as const
 export type ModuleType = (typeof moduleTypes)[number]
 
+/** The most modules one script may have: the host refuses an upload with more. */
+export const MAX_SCRIPT_MODULES = 1_000
+
 export const moduleUploadSchema = z.strictObject({
   name: moduleNameSchema,
   type: z.enum(moduleTypes).default('esModule'),
@@ -78,7 +81,7 @@ export const uploadScriptSchema = z
       error: 'must be department-worker-project-v2.N',
     }),
     tags: z.array(z.string().min(1).max(256)).max(32).default([]),
-    modules: z.array(moduleUploadSchema).min(1).max(1_000),
+    modules: z.array(moduleUploadSchema).min(1).max(MAX_SCRIPT_MODULES),
     bindings: z.array(bindingSchema).max(256).default([]),
   })
   .superRefine((upload, context) => {

@@ -4,7 +4,7 @@
 // a source map kept in the project archive (and, with upload_source_maps, uploaded with the
 // version as a `sourceMap` module the host maps stacks with), and the SBOM taken from package-lock.json for exactly
 // the packages that end up in the bundle. The same inputs give byte-identical output.
-import {existsSync, readFileSync} from 'node:fs'
+import {existsSync, readFileSync, realpathSync} from 'node:fs'
 import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {builtinModules} from 'node:module'
 import {tmpdir} from 'node:os'
@@ -12,8 +12,11 @@ import path from 'node:path'
 import {build, type BuildOptions, type Message, type Metafile, type Plugin} from 'esbuild'
 import {overLimitMessage} from '../../../artifacts/size.js'
 import {KitError} from '../../../errors.js'
+import type {ModuleType} from '../../../protocol/management-api.js'
 import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
+import {isInside, moduleCountProblem, moduleTextProblem, outsideProjectProblem} from '../build-rules.js'
 import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
+import {checkBundleInputs} from './bundle-inputs.js'
 import {loadWranglerConfig, type WranglerRuleType, type WranglerSettings} from './config.js'
 
 export const DEFAULT_BUILDER_POLICY = `department-worker-project-v2.${KNOWN_POLICY_MINORS.highest}`
@@ -38,7 +41,7 @@ export const WORKER_BUNDLE_OPTIONS = {
   conditions: ['workerd', 'worker', 'browser'],
   mainFields: ['workerd', 'worker', 'browser', 'module', 'main'],
 } as const satisfies BuildOptions
-const MODULE_TYPE: Record<WranglerRuleType, string> = {ESModule: 'esModule', CommonJS: 'commonJs', Text: 'text', Data: 'data', CompiledWasm: 'wasm'}
+const MODULE_TYPE: Record<WranglerRuleType, ModuleType> = {ESModule: 'esModule', CommonJS: 'commonJs', Text: 'text', Data: 'data', CompiledWasm: 'wasm'}
 
 export interface WranglerStageOptions {
   env?: string | null
@@ -62,12 +65,14 @@ export interface StagedProject {
 
 interface StagedModule {
   name: string
-  type: string
+  type: ModuleType
   bytes: Uint8Array
 }
 
-export async function stageWranglerProject(projectDir: string, configFile: string, options: WranglerStageOptions): Promise<StagedProject> {
+export async function stageWranglerProject(project: string, configFile: string, options: WranglerStageOptions): Promise<StagedProject> {
   const {config, warnings, env} = loadWranglerConfig(configFile, options.env ?? null)
+  // Real path: esbuild reports its inputs with symlinks resolved, and containment compares real paths.
+  const projectDir = realpathSync(project)
   const source = path.basename(configFile)
   const required = (key: 'name' | 'main' | 'compatibility_date'): string => {
     const value = config[key]
@@ -75,8 +80,12 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
     return value
   }
   const main = path.resolve(projectDir, required('main'))
-  if (!existsSync(main)) throw new KitError('usage', `${source}: main ${required('main')} does not exist`)
+  const mainProblem = outsideProjectProblem(projectDir, main)
+  if (mainProblem) throw new KitError('usage', `${source}: main ${required('main')} ${mainProblem}`)
   const baseDir = path.resolve(projectDir, config.base_dir ?? path.dirname(required('main')))
+  if (baseDir !== projectDir && outsideProjectProblem(projectDir, baseDir)) {
+    throw new KitError('usage', `${source}: base_dir ${config.base_dir} ${outsideProjectProblem(projectDir, baseDir)}`)
+  }
   const ruleGlobs = [...(config.rules ?? []), ...DEFAULT_RULES]
   const rules = ruleGlobs.map((rule) => ({type: rule.type, patterns: rule.globs.map(globToRegExp)}))
   const typeOf = (relative: string) => rules.find((rule) => rule.patterns.some((pattern) => pattern.test(relative)))?.type
@@ -86,6 +95,8 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
     ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
     : await bundledModules(projectDir, main, baseDir, typeOf, ruleGlobs, config, options.bundleMaxBytes)
 
+  const tooMany = moduleCountProblem(modules.filter((module) => module.type !== 'sourceMap' || config.upload_source_maps).length)
+  if (tooMany) throw new KitError('usage', `${source}: the build gives ${tooMany}`)
   const [mainModule] = modules
   const manifest = {
     name: required('name'),
@@ -169,8 +180,15 @@ async function bundledModules(
         const relative = toPosix(path.relative(baseDir, absolute))
         const type = typeOf(relative)
         if (!type || type === 'ESModule' || type === 'CommonJS') return undefined
-        if (relative.startsWith('../')) return {errors: [{text: `${args.path} is outside base_dir; a ${type} module must live under it`}]}
-        if (!attached.has(relative)) attached.set(relative, {name: relative, type: MODULE_TYPE[type], bytes: await readFile(absolute)})
+        const outside = outsideProjectProblem(projectDir, absolute)
+        if (outside) return {errors: [{text: `${args.path} ${outside}`}]}
+        if (!isInside(baseDir, realpathSync(absolute))) return {errors: [{text: `${args.path} is outside base_dir; a ${type} module must live under it`}]}
+        if (!attached.has(relative)) {
+          const bytes = await readFile(absolute)
+          const textProblem = moduleTextProblem(MODULE_TYPE[type], bytes)
+          if (textProblem) return {errors: [{text: `${args.path} ${textProblem}`}]}
+          attached.set(relative, {name: relative, type: MODULE_TYPE[type], bytes})
+        }
         return {path: `./${relative}`, external: true}
       })
     },
@@ -197,6 +215,7 @@ async function bundledModules(
   }).catch((error: {errors?: Message[]}) => {
     throw new KitError('usage', `bundling failed: ${describeBuildError(error.errors?.[0], nodeCompat) ?? String(error)}`)
   })
+  await checkBundleInputs(projectDir, result.metafile)
   const code = result.outputFiles.find((file) => file.path.endsWith('.js'))!
   const map = result.outputFiles.find((file) => file.path.endsWith('.map'))!
   const uncompressed = code.contents.byteLength + [...attached.values()].reduce((sum, module) => sum + module.bytes.byteLength, 0)
@@ -222,7 +241,10 @@ async function unbundledModules(
     const relative = toPosix(path.relative(baseDir, absolute))
     const type = typeOf(relative)
     if (!type) throw new KitError('usage', `${source}: ${relative} matches no module rule; with no_bundle, write the Worker in JavaScript or add a rule`)
-    return {name: relative, type: MODULE_TYPE[type], bytes: await readFile(absolute)}
+    const bytes = await readFile(absolute)
+    const textProblem = moduleTextProblem(MODULE_TYPE[type], bytes)
+    if (textProblem) throw new KitError('usage', `${source}: ${relative} ${textProblem}`)
+    return {name: relative, type: MODULE_TYPE[type], bytes}
   }
   const mainModule = await moduleOf(main)
   if (mainModule.type !== 'esModule') throw new KitError('usage', `${source}: main must be an ES module`)
