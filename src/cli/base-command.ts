@@ -5,7 +5,8 @@ import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import {loadConfig, type LoadedConfig} from '../config/load.js'
 import type {Settings} from '../config/schema.js'
 import {KitError} from '../errors.js'
-import {ExitCode, exitCodeFor} from './exit-codes.js'
+import {ExitCode} from './exit-codes.js'
+import {failureOf} from './failure.js'
 import {openStore, type AuditActor, type Store} from '../store/index.js'
 import {createEngine, silentLogger, type Engine, type EngineLogger} from '../engine/context.js'
 import {createLogger, resolveLogFormat} from './logger.js'
@@ -145,27 +146,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
-    if (error instanceof KitError) {
-      this.logToStderr(`error: ${error.message}`)
-      return this.exit(exitCodeFor[error.code])
-    }
     if (error instanceof Errors.ExitError) throw error
-    // oclif's own parse errors (unknown flag, missing arg, bad option) are usage errors.
-    if (error instanceof Errors.CLIError && (error.oclif?.exit === 2 || error.name.endsWith('Error'))) {
-      this.logToStderr(`error: ${oneLine(error.message)}`)
-      return this.exit(error.oclif?.exit === undefined || error.oclif.exit === 2 ? ExitCode.usage : error.oclif.exit)
-    }
-    this.logToStderr(`error: ${error.message}`)
-    if (process.env.EDGEWORKERS_DEBUG) this.logToStderr(error.stack ?? '')
-    return this.exit(ExitCode.internal)
+    const ctor = this.ctor as typeof BaseCommand
+    const failure = failureOf(error, Object.keys({...ctor.baseFlags, ...ctor.flags, ...(ctor.enableJsonFlag ? {json: true} : {})}))
+    this.logToStderr(`error: ${failure.message}`)
+    if (failure.code === 'internal' && process.env.EDGEWORKERS_DEBUG) this.logToStderr(error.stack ?? '')
+    if (this.jsonEnabled()) this.printJsonLine({error: failure})
+    return this.exit(failure.exitCode)
   }
-}
-
-/** oclif spreads a flag error over lines (`Parsing --x`, the reason, a help hint): keep what says why, on one line. */
-function oneLine(message: string): string {
-  const lines = message
-    .split('\n')
-    .map((line) => line.trim().replace(/:$/, ''))
-    .filter((line) => line && !line.startsWith('See more help') && !/^The following errors? occurred$/.test(line))
-  return lines.join(': ')
 }

@@ -1,5 +1,6 @@
 // The release artifact is `npm pack`'s tarball (README "Install"). It must hold what the CLI needs at
-// run time — bin, the built commands, the oclif manifest, the quickstart fixture — and nothing of the
+// run time — bin, the built commands, the oclif manifest, the quickstart fixture, the systemd units and
+// the docs — and nothing of the
 // tests, and the CLI must run from it: here from the unpacked tarball with the clone's installed
 // dependencies standing in for the ones `npm install -g` fetches.
 import {execFile} from 'node:child_process'
@@ -29,6 +30,11 @@ test('npm pack holds the runnable CLI, and the unpacked tarball runs quickstart 
       'dist/commands/deploy.js',
       'dist/hooks/command-not-found.js',
       'fixtures/workers/hello/edgeworker.json',
+      // An operator installing from the tarball finds the systemd units and the docs README links to.
+      'deploy/systemd/edgeworkers-host.service',
+      'deploy/systemd/edgeworkers-reconcile.timer',
+      'docs/architecture.md',
+      'README.md',
     ]),
   )
   expect(files.filter((file) => file.startsWith('test/') || file.startsWith('src/') || file.startsWith('bench/'))).toEqual([])
