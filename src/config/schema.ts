@@ -182,8 +182,8 @@ export const settingsSchema = z.strictObject({
       /** How long a management keep-alive connection may stay idle between requests. */
       admin_idle_timeout_ms: count(5_000, 100, 600_000),
       /**
-       * Client connections both listeners hold at once; 0 = from the fd limit (the host raises its
-       * soft limit to the hard one at start): (limit − 256) / 2. When it is reached, a new connection
+       * Client connections both listeners hold at once; 0 = from the fd limit (Node raises its soft
+       * limit to the hard one at start): (limit − 256) / 2. When it is reached, a new connection
        * closes the one idle the longest (no request in flight), or is refused (503) if none is idle.
        */
       max_connections: count(0, 0, 10_000_000),

@@ -122,7 +122,11 @@ export class ConnectionGuard {
     else this.perKey.set(tracked.key, held)
   }
 
-  private request(request: http.IncomingMessage, response: http.ServerResponse, handlers: ReadonlyArray<(request: http.IncomingMessage, response: http.ServerResponse) => void>): void {
+  private request(
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    handlers: ReadonlyArray<(request: http.IncomingMessage, response: http.ServerResponse) => void>,
+  ): void {
     const run = () => {
       for (const handler of handlers) handler(request, response)
     }

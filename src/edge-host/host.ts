@@ -18,7 +18,7 @@ import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './body-limits.js'
 import {ConnectionGuard, connectionBudget} from './connection-guard.js'
 import {createDataPlaneServer, createServiceBindingServer} from './data-plane.js'
-import {raiseFdLimit} from './fd-limit.js'
+import {readFdLimit} from './fd-limit.js'
 import {closeServer, listen, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
@@ -83,10 +83,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const dataDir = path.resolve(options.dataDir)
   ensurePrivateDir(dataDir) // host.sqlite and identity.key hold secrets
   await acquireLock(dataDir)
-  const fdLimit = raiseFdLimit()
+  const fdLimit = readFdLimit()
   const maxConnections = settings.max_connections || connectionBudget(fdLimit.soft)
-  const fdFigures = {fdLimit: fdLimit.soft, fdHardLimit: fdLimit.hard, fdLimitBefore: fdLimit.before, maxConnections}
-  if (fdLimit.problem) log.warn({...fdFigures, problem: fdLimit.problem}, 'file descriptor limit could not be raised to the hard limit')
+  const fdFigures = {fdLimit: fdLimit.soft, fdHardLimit: fdLimit.hard, maxConnections}
+  if (!fdLimit.known) log.warn(fdFigures, 'file descriptor limit unknown (no /proc/self/limits): assumed')
+  else if (fdLimit.soft < fdLimit.hard) log.warn(fdFigures, 'file descriptor limit below the hard limit')
   else log.info(fdFigures, 'file descriptor limit')
 
   const cleanups: Array<() => Promise<void> | void> = [() => releaseLock(dataDir)]
