@@ -169,10 +169,26 @@ export const settingsSchema = z.strictObject({
       start_timeout_ms: count(60_000, 1_000, 600_000),
       /** Uploads validated in throwaway workerd processes at once. */
       validation_concurrency: count(2, 1, 64),
+      /** How long a client of the data plane may take to send its request headers, from connecting or from the end of its previous answer (then 408 and closed). */
+      header_timeout_ms: count(10_000, 1_000, 600_000),
+      /** How long a client of the data plane may take to send its whole request, body included (a slower upload is cut); keep it at or above header_timeout_ms. */
+      request_timeout_ms: count(60_000, 1_000, 3_600_000),
+      /** How long a data-plane keep-alive connection may stay idle between requests before the host closes it. */
+      idle_timeout_ms: count(5_000, 100, 600_000),
       /** How long a client of the management listener may take to send its request headers. */
       admin_header_timeout_ms: count(10_000, 1_000, 600_000),
       /** How long a client of the management listener may take to send its whole request (an upload is up to ~11 MB). */
       admin_request_timeout_ms: count(30_000, 1_000, 600_000),
+      /** How long a management keep-alive connection may stay idle between requests. */
+      admin_idle_timeout_ms: count(5_000, 100, 600_000),
+      /**
+       * Client connections both listeners hold at once; 0 = from the fd limit (Node raises its soft
+       * limit to the hard one at start): (limit − 256) / 2. When it is reached, a new connection
+       * closes the one idle the longest (no request in flight), or is refused (503) if none is idle.
+       */
+      max_connections: count(0, 0, 10_000_000),
+      /** Connections one client address (an IPv6 /64) may hold at once on each listener; more are refused (503). Behind a proxy every client shares its address: raise it. */
+      max_connections_per_address: count(256, 1, 10_000_000),
       /** Request bodies both listeners hold in memory at once; past it a body is refused (503 host_busy). */
       max_held_body_bytes: count(32 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
       /** Largest body of a kit-signed data-plane request to a Worker its policy would refuse (the body is buffered to check its digest). */

@@ -254,7 +254,9 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       })
   }
 
-  const server = http.createServer((request, response) => serve(request, response, null))
+  // Timeouts (set by ./connection-guard.ts on the public listener) are enforced when the server
+  // sweeps its connections: every second, not every 30 s.
+  const server = http.createServer({connectionsCheckingInterval: 1_000}, (request, response) => serve(request, response, null))
   server.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     // Every answer but a 101 is an ordinary response on this connection, which then closes.
     const response = new http.ServerResponse(request)

@@ -16,7 +16,9 @@ import {redactingLogOptions} from '../util/log-redaction.js'
 import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './body-limits.js'
+import {ConnectionGuard, connectionBudget} from './connection-guard.js'
 import {createDataPlaneServer, createServiceBindingServer} from './data-plane.js'
+import {readFdLimit} from './fd-limit.js'
 import {closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
@@ -81,6 +83,12 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const dataDir = path.resolve(options.dataDir)
   ensurePrivateDir(dataDir) // host.sqlite and identity.key hold secrets
   await acquireLock(dataDir)
+  const fdLimit = readFdLimit()
+  const maxConnections = settings.max_connections || connectionBudget(fdLimit.soft)
+  const fdFigures = {fdLimit: fdLimit.soft, fdHardLimit: fdLimit.hard, maxConnections}
+  if (!fdLimit.known) log.warn(fdFigures, 'file descriptor limit unknown (no /proc/self/limits): assumed')
+  else if (fdLimit.soft < fdLimit.hard) log.warn(fdFigures, 'file descriptor limit below the hard limit')
+  else log.info(fdFigures, 'file descriptor limit')
 
   const cleanups: Array<() => Promise<void> | void> = [() => releaseLock(dataDir)]
   const cleanUp = async () => {
@@ -203,13 +211,23 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       maxBodyBytes,
       bodyBudget,
       pairingLimiter: new PairingLimiter({maxFailures: settings.pairing_max_failures, windowSeconds: settings.pairing_failure_window_seconds, log}),
-      headerTimeoutMs: settings.admin_header_timeout_ms,
-      requestTimeoutMs: settings.admin_request_timeout_ms,
       ready,
       readinessDetail,
       log,
     })
     const servers: http.Server[] = [dataPlane, serviceBindings, tailSink, management]
+    // The two network listeners; the unix sockets are workerd's alone.
+    const guard = new ConnectionGuard({budget: maxConnections, perAddress: settings.max_connections_per_address}, metrics)
+    guard.watch(dataPlane, 'host.listen', {
+      headerTimeoutMs: settings.header_timeout_ms,
+      requestTimeoutMs: settings.request_timeout_ms,
+      idleTimeoutMs: settings.idle_timeout_ms,
+    })
+    guard.watch(management, 'host.admin_listen', {
+      headerTimeoutMs: settings.admin_header_timeout_ms,
+      requestTimeoutMs: settings.admin_request_timeout_ms,
+      idleTimeoutMs: settings.admin_idle_timeout_ms,
+    })
     // Listeners first, so /livez answers (and requests wait) while the shards start.
     const listenAddress = await listenOrExplain(dataPlane, settings.listen, 'host.listen')
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))

@@ -35,9 +35,6 @@ export interface ManagementServerOptions {
   /** Held request bodies, shared with the data plane. */
   bodyBudget: BodyBudget
   pairingLimiter: PairingLimiter
-  /** How long a client may take to send its headers, and its whole request. */
-  headerTimeoutMs: number
-  requestTimeoutMs: number
   /** True when every shard serves. */
   ready(): boolean
   readinessDetail(): Readiness
@@ -109,7 +106,8 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     if (!verdict.ok) throw new HostError(verdict.code, verdict.message)
   }
 
-  // Timeouts are enforced when the server sweeps its connections: every second, not every 30 s.
+  // Timeouts (set by ./connection-guard.ts) are enforced when the server sweeps its connections:
+  // every second, not every 30 s.
   const server = http.createServer({connectionsCheckingInterval: 1_000}, (request, response) => {
     const began = performance.now()
     handle(request, response)
@@ -123,9 +121,6 @@ export function createManagementServer(options: ManagementServerOptions): http.S
       })
       .catch(() => {})
   })
-  // A peer that trickles its headers or body holds a connection (and its bytes) only this long.
-  server.headersTimeout = options.headerTimeoutMs
-  server.requestTimeout = options.requestTimeoutMs
   return server
 }
 

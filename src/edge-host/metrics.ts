@@ -16,6 +16,12 @@ export class HostMetrics {
 
   readonly requests = this.counter('edgeworkers_host_requests_total', 'Data-plane requests by script and response status.', ['script', 'status'])
 
+  readonly connectionsShed = this.counter(
+    'edgeworkers_host_connections_shed_total',
+    'Client connections refused (address_cap, budget) or closed while idle to make room (evicted), by listener.',
+    ['listener', 'reason'],
+  )
+
   readonly shardRestarts = this.counter(
     'edgeworkers_host_shard_restarts_total',
     'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle).',
