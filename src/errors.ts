@@ -32,3 +32,14 @@ export class KitError extends Error {
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
+
+/**
+ * Work that stopped because its command was interrupted (Ctrl-C, SIGTERM): the abort reason of the
+ * command's signal, or thrown by work that cleaned up as it stopped, `left` saying what it left.
+ */
+export class Interrupted extends Error {
+  constructor(readonly left?: string) {
+    super(left ?? 'interrupted')
+    this.name = 'Interrupted'
+  }
+}

@@ -4,9 +4,10 @@ import os from 'node:os'
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import {loadConfig, type LoadedConfig} from '../config/load.js'
 import type {Settings} from '../config/schema.js'
-import {KitError} from '../errors.js'
+import {Interrupted, KitError} from '../errors.js'
 import {ExitCode} from './exit-codes.js'
 import {failureOf} from './failure.js'
+import {Interruption} from './interrupt.js'
 import {openStore, type AuditActor, type Store} from '../store/index.js'
 import {createEngine, silentLogger, type Engine, type EngineLogger} from '../engine/context.js'
 import {createLogger, resolveLogFormat} from './logger.js'
@@ -39,8 +40,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected positionals: string[] = []
   private loaded?: LoadedConfig
   private openedStore?: Store
+  private readonly interruption = new Interruption({
+    unwinds: () => this.unwindsOnInterrupt(),
+    note: () => this.interruptNote(),
+    write: (line) => this.logToStderr(line),
+  })
 
   override async init(): Promise<void> {
+    this.interruption.install()
     await super.init()
     const {flags, args, argv} = await this.parse({
       flags: this.ctor.flags,
@@ -52,6 +59,30 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
     this.positionals = argv.map(String)
+  }
+
+  /**
+   * Aborted at the first SIGINT or SIGTERM (./interrupt.ts). Work that stops on it, cleaning up as it
+   * unwinds, is let finish when the command's unwindsOnInterrupt() says so.
+   */
+  protected get interrupted(): AbortSignal {
+    return this.interruption.signal
+  }
+
+  /** Settles at the first SIGINT or SIGTERM (at once if one came already): what a command that serves until stopped waits on. */
+  protected untilInterrupted(): Promise<void> {
+    const signal = this.interrupted
+    return new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), {once: true})))
+  }
+
+  /** True while the command's work stops on `interrupted` and cleans up by itself; otherwise a signal exits at once. */
+  protected unwindsOnInterrupt(): boolean {
+    return false
+  }
+
+  /** What an interruption leaves now and what happens next: the rest of the one line it prints. */
+  protected interruptNote(): string | Promise<string> {
+    return 'it stopped where it was; nothing of it keeps running, and what it had already committed stays'
   }
 
   /** Dotted setting path → flag value, for commands whose flags override settings. */
@@ -141,11 +172,18 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   protected override async finally(error: Error | undefined): Promise<unknown> {
+    // Work that ended because of a signal (a tail, a watch, the host): the line, and 130/143.
+    if (this.interruption.by !== null && error === undefined) process.exitCode = await this.interruption.report()
+    this.interruption.uninstall()
     await this.openedStore?.close().catch(() => {})
     return super.finally(error)
   }
 
   protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
+    if (this.interruption.by !== null && !(error instanceof Errors.ExitError)) {
+      const thrown: unknown = error
+      return this.exit(await this.interruption.report(thrown instanceof Interrupted ? thrown.left : undefined))
+    }
     if (error instanceof Errors.ExitError) throw error
     const ctor = this.ctor as typeof BaseCommand
     const failure = failureOf(error, Object.keys({...ctor.baseFlags, ...ctor.flags, ...(ctor.enableJsonFlag ? {json: true} : {})}))

@@ -23,6 +23,11 @@ export abstract class ControlCommand<T extends typeof Command> extends BaseComma
     return applyControl(engine, {departmentId, request, actor: this.operator})
   }
 
+  /** The mutation is not sent again: the receipt says whether the host applied it. */
+  protected override interruptNote(): string {
+    return 'a change it had queued stays in the outbox until the next `edgeworkers reconcile` settles it from the host receipt (applied if the host got it; if not, run the command again)'
+  }
+
   /** The outcome as the result (`json`: what --json prints; digests only, never a secret), `extra` lines in text, and its exit code. */
   protected finish<R = ControlOutcome>(outcome: ControlOutcome, extra: string[] = [], json: R = outcome as R): R {
     const exitCode = outcome.state === 'pending' ? ExitCode.pending : outcome.state === 'failed' ? ExitCode.failed : ExitCode.ok

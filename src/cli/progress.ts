@@ -43,7 +43,8 @@ export async function withProgress<T>(
         rendererOptions: {outputBar: 1},
       },
     ],
-    {renderer: progressRenderer(json), exitOnError: true},
+    // listr2's own SIGINT handler exits 127 at once; signals are the command's (./interrupt.ts).
+    {renderer: progressRenderer(json), exitOnError: true, registerSignalListeners: false},
   )
   await tasks.run()
   return running

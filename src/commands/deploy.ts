@@ -4,7 +4,9 @@ import {withProgress} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {table} from '../cli/table.js'
 import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.js'
+import {interruptedDeployLeft} from '../engine/deploy/interrupted.js'
 import {planDeploy, type DeployPlan} from '../engine/deploy/plan.js'
+import type {Engine} from '../engine/context.js'
 
 export default class Deploy extends BaseCommand<typeof Deploy> {
   static override description = `Build a Worker project into a version, enqueue its deploy and (by default) run it now.
@@ -20,7 +22,8 @@ without touching the store or the host.
 
 Exit codes: 0 completed (or planned, with --dry-run), 7 deferred or left to a later pass, 8 failed,
 9 uncertain, 2 bad project (manifest, module or flag), 5 unknown department, 6 refused by a gate or a
-service binding, or superseded (a newer deploy of the same Worker wins).`
+service binding, or superseded (a newer deploy of the same Worker wins); 130 SIGINT, 143 SIGTERM: the line
+says whether its outbox row stays queued (a reconcile pass completes it) or was not queued at all.`
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
     '<%= config.bin %> deploy ./my-wrangler-project --department acme-sales --env staging',
@@ -43,6 +46,15 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
     'operation-settings-digest': Flags.string({description: 'SHA-256 (64 hex) of the operation settings this deploy carries'}),
   }
 
+  private deployEngine?: Engine
+  private outboxId: string | null = null
+
+  /** The deploy is not stopped: its row stays queued and the one line says when it completes. */
+  protected override interruptNote(): string | Promise<string> {
+    if (!this.deployEngine) return 'nothing was written'
+    return interruptedDeployLeft(this.deployEngine, this.outboxId)
+  }
+
   async run() {
     const json = this.jsonEnabled()
     const source = {env: this.flags.env, noBundle: this.flags.bundle === false ? true : undefined, builderPolicy: this.flags['builder-policy']}
@@ -51,6 +63,7 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
       return this.respond(plan, () => renderPlan(plan))
     }
     const engine = await this.engine({interactive: !json})
+    this.deployEngine = engine
     const result = await withProgress(
       'Deploy',
       json,
@@ -64,7 +77,7 @@ service binding, or superseded (a newer deploy of the same Worker wins).`
             operationSettingsDigest: this.flags['operation-settings-digest'],
             source,
           },
-          {onStage: report},
+          {onStage: report, onEnqueued: (outboxId) => (this.outboxId = outboxId)},
         ),
       (outcome) => `Deploy: ${outcome.state}`,
     )

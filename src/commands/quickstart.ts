@@ -70,11 +70,22 @@ quickstart sandbox.`
     if (this.jsonEnabled()) this.logJson(report)
     else this.log(text())
     process.exitCode = exitCode
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve)
-      process.once('SIGTERM', resolve)
-    })
+    this.hostKeptRunning = true
+    await this.untilInterrupted()
     await host.stop()
     return undefined
+  }
+
+  /** The quickstart serves until a signal once it is done; before that a signal stops it at once. */
+  private hostKeptRunning = false
+
+  protected override unwindsOnInterrupt(): boolean {
+    return this.hostKeptRunning
+  }
+
+  protected override interruptNote(): string {
+    return this.hostKeptRunning
+      ? 'the edge host stopped; the quickstart sandbox stays until the next quickstart empties it'
+      : 'the quickstart stopped part-way; its sandbox stays until the next quickstart empties it'
   }
 }

@@ -21,7 +21,8 @@ deploy/systemd (docs/scheduling.md).
 Exit codes: 0 the pass ran (whatever rows it retried); 11 skipped (the provider is invalid); 12 a lane
 raised an error (the other lanes still ran); with --detailed-exitcode, 7 when rows of the swept lanes
 are left failed or uncertain in scope. 2 bad flags or an unwritable --metrics-file; 4 the store is
-unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
+unavailable. SIGINT or SIGTERM stops a pass from claiming more rows (those it started finish, the others are
+given back) and --watch after its current pass; then it exits 130 (SIGINT) or 143 (SIGTERM).`
   static override examples = [
     '<%= config.bin %> reconcile',
     '<%= config.bin %> reconcile --lane recovery --lane deferred --json',
@@ -47,34 +48,37 @@ unavailable. --watch runs until SIGINT or SIGTERM and then exits 0.`
     const metricsFile = this.flags['metrics-file'] ? path.resolve(this.flags['metrics-file']) : undefined
     if (metricsFile) await assertMetricsFileWritable(metricsFile)
     const engine = await this.engine()
-    const stop = new AbortController()
-    const onSignal = () => stop.abort()
-    process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
     const passOptions = {
       lanes: this.flags.lane,
-      signal: stop.signal,
+      signal: this.interrupted,
       openArtifactStore: () => FileArtifactStore.open(this.settings.data_dir),
     }
-    try {
-      if (this.flags.watch) {
-        const intervalMs = (this.flags.interval ?? this.settings.reconcile.watch_interval_seconds) * 1000
-        await watchPasses(engine, {
-          ...passOptions,
-          intervalMs,
-          onPass: async (result) => {
-            if (this.jsonEnabled()) this.printJsonLine(result)
-            else this.log(renderPass(result))
-            if (metricsFile) await writeMetricsFile(metricsFile, result)
-          },
-        })
-        return undefined
-      }
-      const result = await runPass(engine, passOptions)
-      if (metricsFile) await writeMetricsFile(metricsFile, result)
-      return this.respond(result, () => renderPass(result), exitCodeOf(result, this.flags['detailed-exitcode']))
-    } finally {
-      process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
+    if (this.flags.watch) {
+      const intervalMs = (this.flags.interval ?? this.settings.reconcile.watch_interval_seconds) * 1000
+      await watchPasses(engine, {
+        ...passOptions,
+        intervalMs,
+        onPass: async (result) => {
+          if (this.jsonEnabled()) this.printJsonLine(result)
+          else this.log(renderPass(result))
+          if (metricsFile) await writeMetricsFile(metricsFile, result)
+        },
+      })
+      return undefined
     }
+    const result = await runPass(engine, passOptions)
+    if (metricsFile) await writeMetricsFile(metricsFile, result)
+    return this.respond(result, () => renderPass(result), exitCodeOf(result, this.flags['detailed-exitcode']))
+  }
+
+  protected override unwindsOnInterrupt(): boolean {
+    return true
+  }
+
+  protected override interruptNote(): string {
+    return this.flags.watch
+      ? 'the watch stopped after its current pass; rows it had not started were given back to the next pass'
+      : 'the pass stopped claiming; the rows it had started were finished and those it had not were given back to the next pass'
   }
 }
 

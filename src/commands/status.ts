@@ -34,12 +34,24 @@ Exit codes: 0 nothing needs attention; 13 something does — failed or uncertain
     return {'status.refresh_interval_ms': this.flags.interval}
   }
 
+  /** The live view restores the terminal on a signal (../tui/run.tsx) before the command ends. */
+  private inLiveView = false
+
+  protected override unwindsOnInterrupt(): boolean {
+    return this.inLiveView
+  }
+
+  protected override interruptNote(): string {
+    return 'nothing was left'
+  }
+
   async run() {
     if (!this.jsonEnabled() && process.stdin.isTTY && process.stdout.isTTY && !runsInCi(process.env)) {
       // The engine logs nothing here: a log line would tear the screen; results show in the view.
       const source = engineStatusSource(() => this.engine({silent: true}), this.operator)
       // Ink and React load only for the live view: every other command, and a piped status, skip them.
       const {runStatusTui} = await import('../tui/run.js')
+      this.inLiveView = true
       await runStatusTui(source, {intervalMs: this.settings.status.refresh_interval_ms})
       return undefined
     }

@@ -8,7 +8,7 @@ export default class Tail extends BaseCommand<typeof Tail> {
 
 One event per request the Worker handled: time, method, path, status, outcome (ok, exception, exceededCpu, exceededMemory, canceled), duration, its console.* lines with their level, and its uncaught exceptions with their stack. The stream follows the Worker across redeploys and reconnects when the host restarts. Several tails may run at once.
 
---format json prints one JSON object per line (the shape is in the README, "Watching Workers"). On a busy Worker the host sends at most host.tail_max_events_per_second events per second and says how many it left out: a "sampling:" line, or under --format json an object with "type": "sampled". Ctrl-C ends it. Exit codes: 0 ended by Ctrl-C/SIGTERM, 2 bad flag, 5 unknown Worker or never deployed, 6 retired Worker or no paired host, 10 host unreachable at the start or refused the stream.`
+--format json prints one JSON object per line (the shape is in the README, "Watching Workers"). On a busy Worker the host sends at most host.tail_max_events_per_second events per second and says how many it left out: a "sampling:" line, or under --format json an object with "type": "sampled". Ctrl-C ends it. Exit codes: 130 ended by Ctrl-C (SIGINT), 143 by SIGTERM, 2 bad flag, 5 unknown Worker or never deployed, 6 retired Worker or no paired host, 10 host unreachable at the start or refused the stream.`
   static override examples = [
     '<%= config.bin %> tail acme-sales',
     '<%= config.bin %> tail acme-sales --status error',
@@ -48,22 +48,23 @@ One event per request the Worker handled: time, method, path, status, outcome (o
     if (badMethod) throw new Errors.CLIError(`--method ${badMethod}: not an HTTP method`, {exit: 2})
     const json = this.flags.format === 'json'
     const color = !json && process.stdout.isTTY === true && !('NO_COLOR' in process.env)
-    const stop = new AbortController()
-    const onSignal = () => stop.abort()
-    process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
-    try {
-      const events = tailWorker(await this.engine(), this.args.worker, {
-        filters: {status: this.flags.status, methods, search: this.flags.search, samplingRate: this.flags['sampling-rate']},
-        signal: stop.signal,
-        // Notices go to stderr: stdout carries only events.
-        onNotice: (notice) => {
-          if (notice.kind === 'tailing') this.logToStderr(`tailing ${notice.script} (Ctrl-C to stop)`)
-          else this.logToStderr(`stream cut, reconnecting: ${notice.reason}`)
-        },
-      })
-      for await (const line of events) this.log(json ? JSON.stringify(line) : renderTailLine(line, color))
-    } finally {
-      process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
-    }
+    const events = tailWorker(await this.engine(), this.args.worker, {
+      filters: {status: this.flags.status, methods, search: this.flags.search, samplingRate: this.flags['sampling-rate']},
+      signal: this.interrupted,
+      // Notices go to stderr: stdout carries only events.
+      onNotice: (notice) => {
+        if (notice.kind === 'tailing') this.logToStderr(`tailing ${notice.script} (Ctrl-C to stop)`)
+        else this.logToStderr(`stream cut, reconnecting: ${notice.reason}`)
+      },
+    })
+    for await (const line of events) this.log(json ? JSON.stringify(line) : renderTailLine(line, color))
+  }
+
+  protected override unwindsOnInterrupt(): boolean {
+    return true
+  }
+
+  protected override interruptNote(): string {
+    return 'the stream was closed; nothing was left'
   }
 }

@@ -164,7 +164,7 @@ describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
     expect(await store.outbox.list({status: 'pending'})).toHaveLength(1)
   })
 
-  test('--watch runs passes until SIGTERM, one JSON line each, then exits 0', async () => {
+  test('--watch runs passes until SIGTERM, one JSON line each, then exits 143 with one line', async () => {
     const {dataDir, store} = await kit()
     const metrics = path.join(dataDir, 'watch.prom')
     const child = spawn(process.execPath, [CLI, 'reconcile', '--watch', '--interval', '1', '--json', '--metrics-file', metrics, '--data-dir', dataDir], {
@@ -179,8 +179,11 @@ describe('edgeworkers reconcile', {timeout: CLI_TEST_TIMEOUT_MS}, () => {
         if (stdout.split('\n').length > 2) resolve()
       })
     })
+    let stderr = ''
+    child.stderr.on('data', (chunk) => (stderr += chunk))
     child.kill('SIGTERM')
-    expect(await exited).toBe(0)
+    expect(await exited).toBe(143)
+    expect(stderr).toBe('interrupted by SIGTERM: the watch stopped after its current pass; rows it had not started were given back to the next pass\n')
     const passes = stdout
       .trim()
       .split('\n')

@@ -55,7 +55,7 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, {recursive: true, force: true})
 })
 
-test('serves, pairs and stops cleanly on SIGTERM', async () => {
+test('serves, pairs and stops cleanly on SIGTERM (exit 143, one line)', async () => {
   // Addresses: loopback, free ports, in host.json and in the logs.
   expect(info.publicUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
   expect(info.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
@@ -89,7 +89,7 @@ test('serves, pairs and stops cleanly on SIGTERM', async () => {
   const workerdPids = readdirSync(pidDir).map((file) => Number(path.extname(file).slice(1)))
   expect(workerdPids.length).toBeGreaterThan(0)
   serve.kill('SIGTERM')
-  expect(await exited).toBe(0)
+  expect(await exited).toBe(143)
   for (const pid of workerdPids) expect(existsSync(`/proc/${pid}`)).toBe(false)
   expect(existsSync(path.join(dataDir, 'host.json'))).toBe(false)
   expect(readdirSync(pidDir)).toEqual([])

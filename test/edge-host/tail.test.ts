@@ -283,7 +283,7 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(await metricOf(loggerScript, 'edgeworkers_host_worker_wall_seconds_count', '')).toBe(loggerRequests + 3)
   })
 
-  test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 0; bad input is one line with its exit code', {
+  test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 130 and one line; bad input is one line with its exit code', {
     timeout: 180_000,
   }, async () => {
     const {department, script} = await deployed()
@@ -315,9 +315,9 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     }
     json.child.kill('SIGINT')
     pretty.child.kill('SIGINT')
-    expect(await json.exited).toBe(0)
-    expect(await pretty.exited).toBe(0)
-    expect(json.output.stderr).toBe(`tailing ${script} (Ctrl-C to stop)\n`)
+    expect(await json.exited).toBe(130)
+    expect(await pretty.exited).toBe(130)
+    expect(json.output.stderr).toBe(`tailing ${script} (Ctrl-C to stop)\ninterrupted by SIGINT: the stream was closed; nothing was left\n`)
     const event = json.output.stdout
       .trim()
       .split('\n')

@@ -15,7 +15,8 @@ every file. The directory holds secrets (the pairing secret, Worker secrets): it
 Exit codes: 0 written; 2 the directory is not new or empty (nothing written), bad --ttl/--reason;
 6 unpaired, or another fence is in the way; 7 a deploy stayed in flight (deploy.lease_seconds) after
 the fence began — try again; 8 the artifact store lacks an artifact a version needs;
-10 the host did not answer or refused the snapshot (the partial backup is removed).`
+10 the host did not answer or refused the snapshot (the partial backup is removed); 130 SIGINT, 143 SIGTERM:
+it lifts the fence it began and removes the partial backup first, and says so.`
   static override examples = [
     '<%= config.bin %> backup create /backups/2026-11-30',
     '<%= config.bin %> fence run -- <%= config.bin %> backup create /backups/$(date +%F)',
@@ -30,11 +31,34 @@ the fence began — try again; 8 the artifact store lacks an artifact a version 
     reason: Flags.string({description: 'Reason recorded on the fence (default: backup to <dir>)'}),
   }
 
+  /** The backup got as far as asking for its fence. */
+  private fenceAsked = false
+
+  /** createBackup stops on the signal, lifts its fence, removes its partial directory and says so. */
+  protected override unwindsOnInterrupt(): boolean {
+    return true
+  }
+
+  /** Said when it could not clean up (a second signal). */
+  protected override interruptNote(): string {
+    if (!this.fenceAsked) return 'no backup fence was begun and nothing was written'
+    return `it stopped before cleaning up: a backup fence it began stays up until the host lifts it at its TTL (\`edgeworkers fence end\` lifts it now), and ${this.args.dir} may hold a partial backup to remove`
+  }
+
   async run() {
     const json = this.jsonEnabled()
     const engine = await this.engine({interactive: !json})
     const result = await withProgress('Backup', json, (report) =>
-      createBackup(engine, {dir: this.args.dir, ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: this.operator}, {onStage: report}),
+      createBackup(
+        engine,
+        {dir: this.args.dir, ttlSeconds: this.flags.ttl, reason: this.flags.reason, actor: this.operator, signal: this.interrupted},
+        {
+          onStage: (stage) => {
+            this.fenceAsked ||= stage === 'fence'
+            report(stage)
+          },
+        },
+      ),
     )
     return this.respond(result, () =>
       [

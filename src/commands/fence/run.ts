@@ -4,7 +4,7 @@ import {durationFlag} from '../../cli/flags.js'
 import {ExitCode} from '../../cli/exit-codes.js'
 import {republishLine} from '../../cli/fence-render.js'
 import {FENCE_RUN_ENV} from '../../config/fence-environment.js'
-import {runInFence} from '../../engine/fence/run.js'
+import {runInFence, type FenceRunResult} from '../../engine/fence/run.js'
 import {KitError} from '../../errors.js'
 
 export default class FenceRun extends BaseCommand<typeof FenceRun> {
@@ -27,6 +27,22 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
     reason: Flags.string({default: 'backup', description: 'Why the host is fenced'}),
   }
 
+  private result?: FenceRunResult
+
+  /** The signal goes to the command (runInFence forwards it), which is waited for; the fence is lifted after. */
+  protected override unwindsOnInterrupt(): boolean {
+    return true
+  }
+
+  protected override interruptNote(): string {
+    const result = this.result
+    if (!result) return 'no fence was begun'
+    const command = `the command ended${result.signal ? ` by ${result.signal}` : ` with ${result.exitCode}`}`
+    return 'error' in result.end
+      ? `${command}; fence ${result.fence.id} was NOT lifted (${result.end.error}): the host lifts it at ${result.fence.expiresAt}, or run \`edgeworkers fence end ${result.fence.id}\``
+      : `${command} and fence ${result.fence.id} was lifted`
+  }
+
   async run() {
     const command = this.positionals
     if (command.length === 0)
@@ -41,6 +57,7 @@ command succeeded but the lift failed; the fence begin's own codes (see fence be
         if (!this.jsonEnabled()) this.logToStderr(`fence ${fence.id} begun (host lifts it by itself at ${fence.expiresAt}); running ${command[0]}`)
       },
     })
+    this.result = result
     if (result.startError) this.logToStderr(`error: ${result.startError.split('\n')[0]}`)
     const lifted = !('error' in result.end)
     const exitCode = result.exitCode === 0 && !lifted ? ExitCode.hostUnreachable : result.exitCode

@@ -9,7 +9,7 @@ export default class HostServe extends BaseCommand<typeof HostServe> {
 Both listeners are loopback by default; port 0 picks a free port. The chosen addresses are logged and
 written to <data-dir>/host.json. The first start creates the host's identity key and prints a one-time
 pairing code (\`host pairing-code\` prints it again). Logs go to stdout: JSON lines, or human lines in a terminal (--log-format). SIGTERM or SIGINT:
-stop accepting, drain in-flight requests, stop workerd, exit 0.
+stop accepting, drain in-flight requests, stop workerd, exit 143 (SIGTERM) or 130 (SIGINT).
 
 Settings under [host] (listen, admin_listen, base_domain, shards, max_scripts_per_shard, ...) come from
 the config file and EDGEWORKERS_HOST__* variables; the flags below override them. Run it as its own user
@@ -47,10 +47,15 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
       // Shown once, here; never logged. `host pairing-code` reads it from the data dir again.
       this.logToStderr(`pairing code: ${host.issuedPairingCode}  (edgeworkers host pair ${host.adminUrl} --code ${host.issuedPairingCode})`)
     }
-    await new Promise<void>((resolve) => {
-      process.once('SIGTERM', resolve)
-      process.once('SIGINT', resolve)
-    })
+    await this.untilInterrupted()
     await host.stop()
+  }
+
+  protected override unwindsOnInterrupt(): boolean {
+    return true
+  }
+
+  protected override interruptNote(): string {
+    return 'the edge host stopped (requests drained, workerd stopped); `host serve` on the same data dir starts it again'
   }
 }

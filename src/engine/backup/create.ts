@@ -8,14 +8,14 @@ import {existsSync} from 'node:fs'
 import {chmod, copyFile, mkdir} from 'node:fs/promises'
 import path from 'node:path'
 import {artifactsDirOf, parseArtifactKey} from '../../artifacts/store.js'
-import {KitError} from '../../errors.js'
+import {Interrupted, KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
 import {openStoreBackup, type StoreDumpInfo} from '../../store/backup/index.js'
 import type {Engine} from '../context.js'
-import {hostCallError} from '../fence/fence.js'
+import {hostCallError, type FenceView} from '../fence/fence.js'
 import {withFence} from '../fence/lifecycle.js'
 import type {AuditActor} from '../../store/index.js'
-import {createPrivateDirectory, discardDirectory, filesUnder, freshDirectory} from './directories.js'
+import {createPrivateDirectory, discardDirectory, filesUnder, freshDirectory, type FreshDirectory} from './directories.js'
 import {readSnapshotManifest} from './host-snapshot.js'
 import {ARTIFACTS_DIR, describeFiles, HOST_SNAPSHOT_FILE, MANIFEST_FILE, STORE_DIR, writeManifest, type BackupManifest} from './manifest.js'
 import {requireProvider} from '../provider.js'
@@ -31,6 +31,11 @@ export interface BackupInput {
   reason?: string
   /** Who begins the fence (its audit row), when this backup begins one. */
   actor?: AuditActor
+  /**
+   * The command's interruption: the backup stops at the next step (a download in flight at once),
+   * lifts the fence it began, removes its partial directory and throws Interrupted saying so.
+   */
+  signal?: AbortSignal
 }
 
 export interface BackupResult {
@@ -53,22 +58,31 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
   const {provider, scope} = await requireProvider(engine, 'take a backup')
   const pairing = await engine.store.kit.getPairing(scope)
   if (!pairing) throw new KitError('unpaired', `cannot take a backup: scope ${scope} has no pairing`)
+  const signal = input.signal
+  signal?.throwIfAborted()
   const storeBackup = await openStoreBackup(engine.settings)
   stage('fence')
+  let held: {fence: FenceView; joined: boolean} | null = null
+  const step = (name: BackupStage) => {
+    signal?.throwIfAborted()
+    stage(name)
+  }
   try {
     return await withFence(
       engine,
       {ttlSeconds: input.ttlSeconds, reason: (input.reason ?? `backup to ${target.path}`).slice(0, 200), actor: input.actor},
-      async (fence) => {
+      async (fence, joined) => {
+        held = {fence, joined}
+        signal?.throwIfAborted()
         await createPrivateDirectory(target)
         const dir = target.path
-        await drainInflightDeploys(engine, scope)
+        await drainInflightDeploys(engine, scope, signal)
 
-        stage('store')
+        step('store')
         await mkdir(path.join(dir, STORE_DIR), {mode: 0o700})
         const dump = await storeBackup.dump(path.join(dir, STORE_DIR))
 
-        stage('artifacts')
+        step('artifacts')
         const artifactRoot = artifactsDirOf(engine.settings.data_dir)
         const artifacts = await copyArtifacts(artifactRoot, path.join(dir, ARTIFACTS_DIR))
         const copied = new Set(artifacts)
@@ -76,11 +90,11 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
         if (lost)
           throw new KitError('failed', `artifact ${lost}, which a stored version references, is missing from ${artifactRoot}; the backup would not restore`)
 
-        stage('host')
+        step('host')
         await mkdir(path.dirname(path.join(dir, HOST_SNAPSHOT_FILE)), {mode: 0o700})
         let snapshot: {size: number; sha256: string}
         try {
-          snapshot = await provider.downloadSnapshot(fence.id, path.join(dir, HOST_SNAPSHOT_FILE))
+          snapshot = await provider.downloadSnapshot(fence.id, path.join(dir, HOST_SNAPSHOT_FILE), signal)
         } catch (error) {
           if (error instanceof ProviderError) throw hostCallError(error, 'the edge host data snapshot failed', 'nothing was kept')
           throw error
@@ -93,7 +107,7 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
           )
         }
 
-        stage('manifest')
+        step('manifest')
         const files = await describeFiles(dir, await filesUnder(dir))
         for (const file of files) {
           const parsed = file.path.startsWith(`${ARTIFACTS_DIR}/`) ? parseArtifactKey(file.path.slice(ARTIFACTS_DIR.length + 1)) : null
@@ -132,6 +146,7 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
     )
   } catch (error) {
     await discardDirectory(target)
+    if (signal?.aborted) throw new Interrupted(await interruptedBackupLeft(engine, scope, target, held))
     throw error
   } finally {
     await storeBackup.close()
@@ -143,7 +158,7 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
  * settle: wait for those (their leases), so the store and the host are copied agreeing on what is
  * deployed. The fence stops new ones from starting.
  */
-async function drainInflightDeploys(engine: Engine, scope: string): Promise<void> {
+async function drainInflightDeploys(engine: Engine, scope: string, signal: AbortSignal | undefined): Promise<void> {
   const waitSeconds = engine.settings.deploy.lease_seconds
   const deadline = Date.now() + waitSeconds * 1000
   for (;;) {
@@ -157,7 +172,20 @@ async function drainInflightDeploys(engine: Engine, scope: string): Promise<void
       )
     }
     await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS))
+    signal?.throwIfAborted()
   }
+}
+
+/** What an interrupted backup left, once it cleaned up: its fence (lifted unless the lift failed, or joined) and its directory (gone). */
+async function interruptedBackupLeft(engine: Engine, scope: string, target: FreshDirectory, held: {fence: FenceView; joined: boolean} | null): Promise<string> {
+  const directory = `${target.existed ? 'the partial backup was emptied out of' : 'the partial backup'} ${target.path}${target.existed ? '' : ' was removed'}`
+  if (!held) return 'no backup fence was begun and nothing was written'
+  const {fence, joined} = held
+  if (joined) return `${directory}; the fence ${fence.id} it joined stays up for whoever began it`
+  const open = await engine.store.kit.openFence(scope)
+  if (open?.id === fence.id)
+    return `${directory}, but the backup fence ${fence.id} could not be lifted: the host lifts it at ${fence.expiresAt} (\`edgeworkers fence end\` lifts it now)`
+  return `the backup fence ${fence.id} was lifted and ${directory}; nothing was kept, run the backup again`
 }
 
 /** Copies every artifact (files named by their key; writes in flight are skipped) and returns their keys. */

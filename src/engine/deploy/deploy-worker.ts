@@ -48,7 +48,7 @@ export interface DeployRequest {
 export async function deployWorker(
   engine: Engine,
   request: DeployRequest,
-  options: {onStage?: (stage: DeployStage | 'build' | 'enqueue') => void} = {},
+  options: {onStage?: (stage: DeployStage | 'build' | 'enqueue') => void; onEnqueued?: (outboxId: string) => void} = {},
 ): Promise<DeployOutcome> {
   const stage = options.onStage ?? (() => {})
   const resolution = await requireProvider(engine, 'deploy')
@@ -70,6 +70,7 @@ export async function deployWorker(
     // Waiting, this process runs the task next and reserves the row; --no-wait hands it to the next pass.
     dispatcher: request.wait ? engine.owner : undefined,
   })
+  options.onEnqueued?.(enqueued.row.id)
   const base = {
     scriptName: worker.script_name,
     workerId: worker.id,

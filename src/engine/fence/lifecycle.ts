@@ -141,13 +141,13 @@ export async function republishDeferred(engine: Engine, options: Pick<PassOption
  * (`fence run -- edgeworkers backup create …`) and leaves it to its owner; else begins a fence and
  * always ends it.
  */
-export async function withFence<T>(engine: Engine, input: BeginFenceInput, work: (fence: FenceView) => Promise<T>): Promise<T> {
+export async function withFence<T>(engine: Engine, input: BeginFenceInput, work: (fence: FenceView, joined: boolean) => Promise<T>): Promise<T> {
   const {scope} = await requireProvider(engine, 'begin a backup fence')
   const open = await engine.store.kit.openFence(scope)
-  if (open && open.state === 'active' && Number(open.expires_at) > engine.store.clock.now()) return work(fenceView(open))
+  if (open && open.state === 'active' && Number(open.expires_at) > engine.store.clock.now()) return work(fenceView(open), true)
   const fence = await beginFence(engine, input)
   try {
-    return await work(fence)
+    return await work(fence, false)
   } finally {
     await endFence(engine, {fenceId: fence.id, actor: input.actor})
   }
