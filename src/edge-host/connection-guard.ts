@@ -90,10 +90,16 @@ export class ConnectionGuard {
   private admit(socket: Socket, listener: string): void {
     const key = `${listener} ${addressKey(socket.remoteAddress ?? '')}`
     const held = this.perKey.get(key) ?? 0
-    if (held >= this.limits.perAddress) return this.refuse(socket, listener, 'address_cap')
+    if (held >= this.limits.perAddress) {
+      this.refuse(socket, listener, 'address_cap')
+      return
+    }
     if (this.connections.size >= this.limits.budget) {
       const longestIdle = this.idle.values().next()
-      if (longestIdle.done) return this.refuse(socket, listener, 'budget')
+      if (longestIdle.done) {
+        this.refuse(socket, listener, 'budget')
+        return
+      }
       this.metrics.connectionsShed.inc({listener, reason: 'evicted'})
       this.forget(longestIdle.value)
       longestIdle.value.destroy()
@@ -132,7 +138,10 @@ export class ConnectionGuard {
     }
     const socket = request.socket
     const tracked = this.connections.get(socket)
-    if (!tracked) return run()
+    if (!tracked) {
+      run()
+      return
+    }
     this.idle.delete(socket)
     tracked.inFlight++
     response.once('close', () => {

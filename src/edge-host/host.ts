@@ -105,6 +105,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       fenceActive: () => state.fences.active() !== null,
       scriptCounts: () => service.scriptCounts(),
       quarantinedCount: () => state.quarantine.scripts().length,
+      openConnections: (): number => guard.openConnections,
     })
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
     const ownShards = state.scripts.placeAtStart(settings.shards, settings.isolation_shards)
@@ -217,7 +218,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     })
     const servers: http.Server[] = [dataPlane, serviceBindings, tailSink, management]
     // The two network listeners; the unix sockets are workerd's alone.
-    const guard = new ConnectionGuard({budget: maxConnections, perAddress: settings.max_connections_per_address}, metrics)
+    const guard: ConnectionGuard = new ConnectionGuard({budget: maxConnections, perAddress: settings.max_connections_per_address}, metrics)
     guard.watch(dataPlane, 'host.listen', {
       headerTimeoutMs: settings.header_timeout_ms,
       requestTimeoutMs: settings.request_timeout_ms,

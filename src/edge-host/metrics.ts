@@ -9,6 +9,7 @@ export interface MetricSources {
   fenceActive(): boolean
   scriptCounts(): Record<'active' | 'locked_down' | 'retired', number>
   quarantinedCount(): number
+  openConnections(): number
 }
 
 export class HostMetrics {
@@ -108,6 +109,14 @@ export class HostMetrics {
       },
     })
     collectDefaultMetrics({register: this.registry, prefix: 'edgeworkers_host_'})
+    new Gauge({
+      name: 'edgeworkers_host_connections_open',
+      help: 'Client connections both network listeners hold (their budget: host.max_connections, or derived from the fd limit).',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.openConnections())
+      },
+    })
     new Gauge({
       name: 'edgeworkers_host_fence_active',
       help: '1 while a backup fence freezes host mutations.',

@@ -1,10 +1,9 @@
 // Idle connections must not take the data plane down (issue #29, hole 2): `host serve` as its own
 // process, started with a soft fd limit of 512 under a hard limit of 1,024 (the usual default).
 // It runs with the hard limit (Node raises the soft one as it starts) and says so; then 1,200 idle
-// and 200 half-sent connections from one
-// address, and 1,200 idle ones spread over eight addresses (past the budget), leave another
-// client's requests all served. Before the budgets, the idle connections used up the descriptors
-// and every other request failed.
+// and 200 half-sent connections from one address, and 1,200 idle ones spread over eight addresses
+// (past the budget), leave another client's requests all served. Before the budgets, the idle
+// connections used up the descriptors and every other request failed.
 import {spawn, type ChildProcess} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'

@@ -17,7 +17,9 @@ let host: TestHost
 const publicWorker = scriptNameFor('held-bodies/public')
 
 beforeAll(async () => {
-  host = await startTestHost({settings: {shards: 1}})
+  // All 300 admin connections come from one address: above the per-address connection cap
+  // (test/hardening/connections.test.ts), which this test is not about.
+  host = await startTestHost({settings: {shards: 1, max_connections_per_address: 1_000}})
   await host.pair()
   await host.client().deploy(publicWorker, textWorker('public'))
 }, 60_000)

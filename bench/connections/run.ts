@@ -1,0 +1,159 @@
+// Connection budgets (issue 29): `host serve` as its own process with default settings, one Worker;
+// a client of its own address (127.0.0.200, 8 keep-alive connections, closed loop) measures
+// requests to it for SECONDS, alternately on the quiet host (the baseline) and while an attacker
+// process (./attacker.ts) holds IDLE idle and SLOW slowloris connections from 127.0.0.2, reopening
+// each a second after the host closes it. Rounds interleave, so both see the same machine; the
+// ratio is the median over rounds of p99 under attack ÷ the baseline p99 of the same round. The
+// host's RSS (VmRSS of its process, not its workerd shards): quiet, the peak under attack, and
+// 5 s after the attacker left.
+//
+//   node --import tsx bench/connections/run.ts [--rounds 3] [--seconds 10] [--idle 5000] [--slow 500]
+import {fork, spawn} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {parseArgs} from 'node:util'
+import {Pool} from 'undici'
+import {readHostInfo, type HostInfo} from '../../src/edge-host/host.js'
+import {HostClient} from '../../test/support/host.js'
+import {paths} from '../../test/support/paths.js'
+import {scriptNameFor, textWorker} from '../../test/support/worker-fixtures.js'
+import {log, machineLoad, median, percentile} from '../support/stats.js'
+
+const {values: options} = parseArgs({
+  options: {
+    rounds: {type: 'string', default: '3'},
+    seconds: {type: 'string', default: '10'},
+    idle: {type: 'string', default: '5000'},
+    slow: {type: 'string', default: '500'},
+  },
+})
+const ROUNDS = Number(options.rounds)
+const SECONDS = Number(options.seconds)
+const IDLE = Number(options.idle)
+const SLOW = Number(options.slow)
+const CLIENT_CONNECTIONS = 8
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const ATTACKER = fileURLToPath(new URL('./attacker.ts', import.meta.url))
+const MiB = 1024 * 1024
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+interface AttackerCounts {
+  open: number
+  refused: number
+  closed: number
+  opened: number
+}
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-conns-'))
+let stdout = ''
+let stderr = ''
+const host = spawn(
+  process.execPath,
+  [path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
+  {
+    env: {...process.env, EDGEWORKERS_LOG_FORMAT: 'json', EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_DATA_DIR: undefined},
+  },
+)
+host.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+host.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+
+function hostRss(): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${host.pid}/status`, 'utf8'))
+  return Number(match?.[1]) * 1024
+}
+
+async function started(): Promise<HostInfo> {
+  for (let waited = 0; waited < 60_000; waited += 100) {
+    const info = await readHostInfo(dataDir)
+    if (info) return info
+    await sleep(100)
+  }
+  throw new Error(`host serve did not start: ${stderr}`)
+}
+
+/** Closed-loop requests for SECONDS from the client's own address: latencies (ms) and failures. */
+async function measure(url: string): Promise<{latencies: number[]; failures: number}> {
+  const pool = new Pool(url, {connections: CLIENT_CONNECTIONS, connect: {localAddress: '127.0.0.200'}})
+  const latencies: number[] = []
+  let failures = 0
+  const end = Date.now() + SECONDS * 1000
+  await Promise.all(
+    Array.from({length: CLIENT_CONNECTIONS}, async () => {
+      while (Date.now() < end) {
+        const began = performance.now()
+        try {
+          const response = await pool.request({path: `/${name}/`, method: 'GET', headersTimeout: 10_000})
+          await response.body.text()
+          if (response.statusCode === 200) latencies.push(performance.now() - began)
+          else failures++
+        } catch {
+          failures++
+        }
+      }
+    }),
+  )
+  await pool.close()
+  return {latencies, failures}
+}
+
+/** The host's own count of client connections held and shed, from its /metrics. */
+async function hostConnections(adminUrl: string): Promise<{open: number; shed: number}> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text()
+  const sum = (pattern: RegExp) => [...text.matchAll(pattern)].reduce((total, match) => total + Number(match[1]), 0)
+  return {open: sum(/^edgeworkers_host_connections_open (\d+)/gm), shed: sum(/^edgeworkers_host_connections_shed_total\{[^}]*\} (\d+)/gm)}
+}
+
+const name = scriptNameFor('bench/connections')
+try {
+  const info = await started()
+  const code = /pairing code: (\S+)/.exec(stderr)?.[1]
+  const pair = await fetch(`${info.adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code})})
+  const {secret} = (await pair.json()) as {secret: string}
+  await new HostClient(() => info.adminUrl, secret).deploy(name, textWorker('hello'))
+  const fdLine = stdout.split('\n').find((line) => line.includes('"msg":"file descriptor limit'))
+  log(`host ${host.pid}: ${fdLine}`)
+
+  const rows: string[] = []
+  const ratios: number[] = []
+  for (let round = 1; round <= ROUNDS; round++) {
+    const quietRss = hostRss()
+    const quiet = await measure(info.publicUrl)
+    const attacker = fork(ATTACKER, [info.publicUrl, String(IDLE), String(SLOW), '127.0.0.2'], {execArgv: ['--import', 'tsx']})
+    let counts: AttackerCounts = {open: 0, refused: 0, closed: 0, opened: 0}
+    attacker.on('message', (message) => (counts = message as AttackerCounts))
+    // Every first connection has been answered, held or refused.
+    while (counts.opened < IDLE + SLOW || counts.open + counts.closed < IDLE + SLOW) await sleep(200)
+    let peakRss = hostRss()
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, hostRss())), 200)
+    const attacked = await measure(info.publicUrl)
+    clearInterval(sampler)
+    const held = await hostConnections(info.adminUrl)
+    attacker.send('stop')
+    await new Promise((resolve) => attacker.once('exit', resolve))
+    await sleep(5_000)
+    const afterRss = hostRss()
+    const p99Quiet = percentile(quiet.latencies, 99)
+    const p99Attacked = percentile(attacked.latencies, 99)
+    ratios.push(p99Attacked / p99Quiet)
+    rows.push(
+      `| ${round} | ${quiet.latencies.length} / ${quiet.failures} | ${percentile(quiet.latencies, 50).toFixed(2)} / ${p99Quiet.toFixed(2)} | ${attacked.latencies.length} / ${attacked.failures} | ${percentile(attacked.latencies, 50).toFixed(2)} / ${p99Attacked.toFixed(2)} | ${(p99Attacked / p99Quiet).toFixed(2)} | ${held.open} | ${held.shed} | ${Math.round(quietRss / MiB)} / ${Math.round(peakRss / MiB)} / ${Math.round(afterRss / MiB)} |`,
+    )
+    log(rows.at(-1)!)
+  }
+  console.log(
+    `${new Date().toISOString().slice(0, 10)}, ${machineLoad()}; ${IDLE} idle + ${SLOW} slowloris connections from one address, ${SECONDS} s per phase`,
+  )
+  console.log(`host: ${fdLine}\n`)
+  console.log(
+    '| round | quiet: ok / failed | quiet p50 / p99 ms | attacked: ok / failed | attacked p50 / p99 ms | p99 ratio | connections the host held at the end | refused so far (host count) | host RSS MB quiet / peak / 5 s after |',
+  )
+  console.log('|---|---|---|---|---|---|---|---|---|')
+  for (const row of rows) console.log(row)
+  console.log(`\nmedian p99 ratio: ${median(ratios).toFixed(2)}`)
+} finally {
+  host.kill('SIGTERM')
+  await new Promise((resolve) => host.once('exit', resolve))
+  rmSync(dataDir, {recursive: true, force: true})
+}
