@@ -180,7 +180,9 @@ const results = new Map<string, Figures[]>(bins.map((bin) => [bin, []]))
 for (let index = 0; index < ROUNDS; index++) for (const bin of bins) results.get(bin)!.push(await round(bin))
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
 console.log(`\nload: ${machineLoad()}; ${ROUNDS} rounds, ${CLIENTS} clients per Worker\n`)
-console.log('| build | offender | incident | shard-mate outage (median, max) | shard-mate failed (max) | baseline (median) | ratio | other shard outage (max) |')
+console.log(
+  '| build | offender | incident | shard-mate outage (median, max) | shard-mate failed (max) | baseline (median) | ratio | other shard outage (max) |',
+)
 console.log('|---|---|---|---|---|---|---|---|')
 for (const [bin, rounds] of results) {
   for (const kind of ['spin', 'bomb'] as const) {

@@ -83,6 +83,8 @@ export class Shard {
   private inside = new Set<Inside>()
   /** Answers the running process gave (requests it finished, probes it answered): the watchdog's sign of progress. */
   private answers = {count: 0}
+  /** Set when the running process is replaced as a runaway: the script blamed (see ShardLease.replayable). */
+  private runaway: {blamed: string | null} = {blamed: null}
   private drainWaiters: Array<() => void> = []
   /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
   private gate: Waiter<void> | null = waiter()
@@ -192,6 +194,7 @@ export class Shard {
     const entry: Inside = {script, startedAt: Date.now()}
     const inside = this.inside
     const answers = this.answers
+    const runaway = this.runaway
     const exited = this.process!.exited
     inside.add(entry)
     let released = false
@@ -200,6 +203,7 @@ export class Shard {
       exited,
       retired: this.processRetired.promise,
       socketPath: this.socketPaths.get(this.loaded.get(script)?.socket ?? script),
+      replayable: () => runaway.blamed !== null && runaway.blamed !== script,
       release: (failed = false) => {
         if (released) return
         released = true
@@ -259,9 +263,10 @@ export class Shard {
    * are then reset and replayed on the replacement; the ones it was running fail. A shard with
    * Durable Objects cannot run two processes at once: its runaway is killed before the replacement starts.
    */
-  restartNow(): Promise<void> {
+  restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
+    this.runaway.blamed = blamed
     const agent = this.agent!
     this.process = null
     this.agent = null
@@ -396,10 +401,10 @@ export class Shard {
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
     this.adopt(started, scripts, prepared.socketPaths)
     if (replaced) this.retire(replaced)
-    this.killCondemned(started.pid)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
     this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid}, 'shard serving')
+    this.killCondemned(started.pid)
   }
 
   /** Stops a replaced process once the requests it still serves are done, or the drain timeout passed. */
@@ -425,6 +430,7 @@ export class Shard {
     this.startedAt = Date.now()
     this.inside = new Set()
     this.answers = {count: 0}
+    this.runaway = {blamed: null}
     this.socketPaths = socketPaths
     this.agent = shardAgent(socketPaths)
     this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs) : null
