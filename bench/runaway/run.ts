@@ -7,9 +7,9 @@
 // requests (anything but 200). The baseline is the same measure over an equal quiet stretch right
 // before each incident. Several `--bin` builds (e.g. main's) are run in turn, round by round.
 //
-//   npm run build && node --import tsx bench/runaway/run.ts [--rounds 2] [--clients 4] [--bin bin/run.js --bin …]
+//   npm run build && node --import tsx bench/runaway/run.ts [--rounds 2] [--clients 4] [--bin bin/run.js --bin …] [--host-log file]
 import {spawn} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {mkdtempSync, openSync, readFileSync, rmSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -22,7 +22,12 @@ import {log, machineLoad, median} from '../support/stats.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const {values: options} = parseArgs({
-  options: {rounds: {type: 'string', default: '2'}, clients: {type: 'string', default: '4'}, bin: {type: 'string', multiple: true, default: ['bin/run.js']}},
+  options: {
+    rounds: {type: 'string', default: '2'},
+    clients: {type: 'string', default: '4'},
+    bin: {type: 'string', multiple: true, default: ['bin/run.js']},
+    'host-log': {type: 'string'},
+  },
 })
 const ROUNDS = Number(options.rounds)
 const CLIENTS = Number(options.clients)
@@ -115,7 +120,9 @@ interface Figures {
 async function round(bin: string): Promise<Figures> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ew-bench-runaway-'))
   const env = {...process.env, EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0', EDGEWORKERS_LOG_LEVEL: 'warn'}
-  const child = spawn(process.execPath, [bin, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', 'ignore', 'ignore']})
+  // --host-log: the host's warnings (the watchdog's verdicts, with their timings) go to that file.
+  const hostLog = options['host-log'] ? openSync(options['host-log'], 'a') : 'ignore'
+  const child = spawn(process.execPath, [bin, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', hostLog, hostLog]})
   try {
     let info: {adminUrl: string; publicUrl: string} | null = null
     while (!info) {
@@ -180,7 +187,9 @@ const results = new Map<string, Figures[]>(bins.map((bin) => [bin, []]))
 for (let index = 0; index < ROUNDS; index++) for (const bin of bins) results.get(bin)!.push(await round(bin))
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
 console.log(`\nload: ${machineLoad()}; ${ROUNDS} rounds, ${CLIENTS} clients per Worker\n`)
-console.log('| build | offender | incident | shard-mate outage (median, max) | shard-mate failed (max) | baseline (median) | ratio | other shard outage (max) |')
+console.log(
+  '| build | offender | incident | shard-mate outage (median, max) | shard-mate failed (max) | baseline (median) | ratio | other shard outage (max) |',
+)
 console.log('|---|---|---|---|---|---|---|---|')
 for (const [bin, rounds] of results) {
   for (const kind of ['spin', 'bomb'] as const) {

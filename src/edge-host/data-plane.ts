@@ -57,6 +57,12 @@ export interface DataPlaneOptions {
 const MAX_ATTEMPTS = 3
 const RETRY_WAIT_MS = 1_000
 
+/**
+ * Methods a request of which may be sent again when a runaway neighbour's process was killed while
+ * workerd was running it (as a proxy retries them on a failed upstream): the neighbour's fault, not its own.
+ */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS'])
+
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** `internal`: a service-binding call (no access policy). */
@@ -184,7 +190,8 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       } catch (error) {
         failed = true
         // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
-        if (attempt >= MAX_ATTEMPTS || response.headersSent || !safeToRetry(error, forwardBody)) throw error
+        const replay = safeToRetry(error, forwardBody) || (lease.replayable() && forwardBody === undefined && IDEMPOTENT.has(request.method ?? 'GET'))
+        if (attempt >= MAX_ATTEMPTS || response.headersSent || !replay) throw error
         options.log.warn({script: name, attempt, code: (error as {code?: string}).code}, 'shard connection failed; retrying after it restarts')
         await Promise.race([lease.exited, sleep(RETRY_WAIT_MS)])
       } finally {

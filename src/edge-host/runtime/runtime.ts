@@ -313,7 +313,9 @@ export class WorkerdRuntime {
   private async killLeftoverProcesses(): Promise<void> {
     for (const pid of await killRecordedLeftovers(this.pidDir)) this.options.log.warn({pid}, 'killed a workerd left over from a previous host process')
     const entries = existsSync(this.runtimeDir) ? await readdir(this.runtimeDir) : []
-    await Promise.all(entries.filter((entry) => /^shard-\d+$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})))
+    await Promise.all(
+      entries.filter((entry) => /^shard-\d+$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),
+    )
   }
 }
 

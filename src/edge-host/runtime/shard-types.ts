@@ -72,6 +72,11 @@ export interface ShardLease {
   retired: Promise<void>
   /** The Unix socket of the lease's script in that process (for connections undici does not make: upgrades). */
   socketPath: string | undefined
+  /**
+   * The process was killed as a runaway another script caused: a request of this lease that failed
+   * in it may be sent again if it is idempotent (it cannot have caused the incident).
+   */
+  replayable(): boolean
   /** `failed`: the request ended by an error; it stays a suspect should the process turn out dead. */
   release(failed?: boolean): void
 }

@@ -27,6 +27,7 @@ import type {RunnableScript} from '../state.js'
 import {LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
+import {ProcessRequests} from './process-requests.js'
 import {shardAgent} from './shard-connections.js'
 import {type Waiter, waiter} from '../../util/waiter.js'
 import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
@@ -35,20 +36,12 @@ import {WorkerdProcess} from './workerd-process.js'
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
-/** A request inside the running process, for blaming a stall or a crash on its script. */
-interface Inside {
-  script: string
-  startedAt: number
-}
-
 /**
  * A crash is blamed on a request only if it had run this long: a process killed from outside (or a
  * deploy racing a request) should not count against whichever request happened to be inside, while
  * what crashes workerd from a Worker (a memory bomb) takes far longer than this to do it.
  */
 const CRASH_SUSPECT_MIN_AGE_MS = 100
-/** How long a failed request stays a suspect if its process does not exit. */
-const FAILED_SUSPECT_MS = 5_000
 
 const CRASH_BACKOFF_MS = {first: 250, max: 30_000}
 /**
@@ -82,10 +75,9 @@ export class Shard {
   /** Socket name → Unix path, of the running process. */
   private socketPaths: ReadonlyMap<string, string> = new Map()
   private inFlight = 0
-  /** Requests inside the running process, and those that failed in it (kept until it is replaced). */
-  private inside = new Set<Inside>()
+  /** Requests inside the running process, its answers, and whether it was replaced as a runaway. */
+  private requests = new ProcessRequests(Promise.resolve())
   /** Answers the running process gave (requests it finished, probes it answered): the watchdog's sign of progress. */
-  private answers = {count: 0}
   private drainWaiters: Array<() => void> = []
   /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
   private gate: Waiter<void> | null = waiter()
@@ -192,26 +184,20 @@ export class Shard {
       if (!this.isUp()) return null
     }
     this.inFlight++
-    const entry: Inside = {script, startedAt: Date.now()}
-    const inside = this.inside
-    const answers = this.answers
+    const requests = this.requests
+    const left = requests.enter(script)
     const exited = this.process!.exited
-    inside.add(entry)
     let released = false
     return {
       dispatcher: this.agent!,
       exited,
       retired: this.processRetired.promise,
       socketPath: this.socketPaths.get(this.loaded.get(script)?.socket ?? script),
+      replayable: () => requests.replayable(script),
       release: (failed = false) => {
         if (released) return
         released = true
-        // A failed request may be what is killing the process: keep it as a suspect until the
-        // process has exited (its crash is blamed first) or has evidently survived it.
-        if (!failed) {
-          inside.delete(entry)
-          answers.count++
-        } else void Promise.race([exited, sleep(FAILED_SUSPECT_MS)]).then(() => inside.delete(entry))
+        left(failed)
         this.inFlight--
         if (this.inFlight === 0) for (const resolve of this.drainWaiters.splice(0)) resolve()
       },
@@ -223,15 +209,12 @@ export class Shard {
    * least `minAgeMs`, or null.
    */
   suspect(minAgeMs = 0): string | null {
-    const now = Date.now()
-    let oldest: Inside | null = null
-    for (const entry of this.inside) if (now - entry.startedAt >= minAgeMs && (!oldest || entry.startedAt < oldest.startedAt)) oldest = entry
-    return oldest?.script ?? null
+    return this.requests.suspect(minAgeMs)
   }
 
   /** How many answers the running process has given; grows while its thread is not held. */
   get answered(): number {
-    return this.answers.count
+    return this.requests.answered
   }
 
   /** The pid of the running process, if it serves. */
@@ -242,12 +225,12 @@ export class Shard {
   /** Asks the running process's health socket; resolves true when it answered. */
   async probe(): Promise<boolean> {
     const agent = this.agent
-    const answers = this.answers
+    const requests = this.requests
     if (!this.isUp() || !agent) return false
     try {
       const response = await agent.request({origin: `http://${HEALTH_SOCKET}`, path: '/', method: 'GET'})
       await response.body.dump()
-      answers.count++
+      requests.answered++
       return response.statusCode === 200
     } catch {
       return false
@@ -262,9 +245,10 @@ export class Shard {
    * are then reset and replayed on the replacement; the ones it was running fail. A shard with
    * Durable Objects cannot run two processes at once: its runaway is killed before the replacement starts.
    */
-  restartNow(): Promise<void> {
+  restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
+    this.requests.runawayBlamed = blamed
     const agent = this.agent!
     this.process = null
     this.agent = null
@@ -403,10 +387,10 @@ export class Shard {
     this.adopt(started, scripts, prepared.socketPaths)
     this.outputRedaction = redaction
     if (replaced) this.retire(replaced)
-    this.killCondemned(started.pid)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
     this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid}, 'shard serving')
+    this.killCondemned(started.pid)
   }
 
   /** Stops a replaced process once the requests it still serves are done, or the drain timeout passed. */
@@ -430,8 +414,7 @@ export class Shard {
     this.process = process
     this.processRetired = waiter()
     this.startedAt = Date.now()
-    this.inside = new Set()
-    this.answers = {count: 0}
+    this.requests = new ProcessRequests(process.exited)
     this.socketPaths = socketPaths
     this.agent = shardAgent(socketPaths)
     this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs) : null

@@ -81,10 +81,12 @@ export class Watchdog {
     if (pid === null) return
     const [cpuMs, rss] = await Promise.all([cpuTimeMs(pid), residentBytes(pid)])
     if (shard.pid !== pid) return
-    if (rss !== null && rss > this.options.memoryLimitBytes) return this.runaway(shard, 'memory', shard.suspect(), {rssBytes: rss})
-    if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     const now = Date.now()
     const pending = this.probes.get(shard.index)
+    // A request inside since before the process last answered holds its thread: that one, if any.
+    if (rss !== null && rss > this.options.memoryLimitBytes)
+      return this.runaway(shard, 'memory', shard.suspect(now - (pending?.since ?? now)) ?? shard.suspect(), {rssBytes: rss})
+    if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, answered: shard.answered})
     if (pending && now - pending.since > this.options.cpuLimitMs) {
       const burnedMs = cpuMs === null || pending.cpuMs === null ? null : cpuMs - pending.cpuMs
@@ -112,7 +114,7 @@ export class Watchdog {
     this.probes.delete(shard.index)
     this.options.log.warn({shard: shard.index, kind, suspect, ...detail}, 'runaway shard; restarting it now')
     this.options.onIncident(shard.index, kind, suspect)
-    void shard.restartNow()
+    void shard.restartNow(suspect)
   }
 }
 

@@ -281,7 +281,9 @@ export class Scripts {
       const own: number[] = []
       for (const {name, incidents} of beyond) {
         const shard =
-          incidents > 0 && own.length < maxIsolated ? shardCount + own.length : leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
+          incidents > 0 && own.length < maxIsolated
+            ? shardCount + own.length
+            : leastLoadedShard(this.shardLoads(shardCount), shardCount, Number.POSITIVE_INFINITY)!
         if (shard >= shardCount) own.push(shard)
         tx.run('UPDATE scripts SET shard = ? WHERE name = ?', shard, name)
       }
