@@ -17,7 +17,17 @@ export async function run(dir: string): Promise<void> {
   if (process.env.EDGEWORKERS_DEBUG || (argv[0] === 'host' && argv[1] === 'serve') || argv[0] === 'host:serve') {
     process.setSourceMapsEnabled(true)
   }
+  warnIfWorkingDirectoryGone()
   await (await import('./cli/execute.js')).execute({dir})
+}
+
+/** What oclif's index does at load, which the CLI no longer imports (./cli/execute.ts). */
+function warnIfWorkingDirectoryGone(): void {
+  try {
+    process.cwd()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') process.stderr.write('WARNING: current directory does not exist\n')
+  }
 }
 
 /** The line oclif's Config builds: `edgeworkers/0.1.0 linux-x64 node-v20.20.2` (`wsl` under WSL outside a container). */

@@ -1,7 +1,10 @@
 // Shared plumbing for every command: config layering, opening the store (refusing a mismatched
 // schema), JSON vs text output, and turning errors into one line plus a documented exit code.
 import os from 'node:os'
-import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
+import {Command} from '@oclif/core/command'
+import * as Errors from '@oclif/core/errors'
+import * as Flags from '@oclif/core/flags'
+import type * as Interfaces from '@oclif/core/interfaces'
 import {loadConfig, type LoadedConfig} from '../config/load.js'
 import type {Settings} from '../config/schema.js'
 import {Interrupted, KitError} from '../errors.js'

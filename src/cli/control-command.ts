@@ -2,7 +2,8 @@
 // department argument, --json, running the engine's control mutation, rendering its outcome and the
 // documented exit code. Secret input comes from stdin or a file, never from argv, and is never echoed.
 import {readFile} from 'node:fs/promises'
-import {Args, type Command} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import type {Command} from '@oclif/core/command'
 import {applyControl, type ControlOutcome, type ControlRequest} from '../engine/control/apply.js'
 import {KitError} from '../errors.js'
 import {BaseCommand} from './base-command.js'

@@ -1,5 +1,6 @@
 // Flag types shared by several commands.
-import {Errors, Flags} from '@oclif/core'
+import * as Errors from '@oclif/core/errors'
+import * as Flags from '@oclif/core/flags'
 
 const UNIT_SECONDS = {s: 1, m: 60, h: 3_600, d: 86_400} as const
 

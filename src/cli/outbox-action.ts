@@ -1,5 +1,5 @@
 // `outbox retry` and `outbox cancel`: the status view's row actions as commands, one shape for both.
-import {Args} from '@oclif/core'
+import * as Args from '@oclif/core/args'
 import {cancelOutboxRow, retryOutboxRow} from '../engine/status/actions.js'
 import {BaseCommand} from './base-command.js'
 

@@ -1,5 +1,5 @@
 import path from 'node:path'
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {FileArtifactStore} from '../artifacts/store.js'
 import {BaseCommand} from '../cli/base-command.js'
 import {durationFlag} from '../cli/flags.js'

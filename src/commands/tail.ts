@@ -1,4 +1,6 @@
-import {Args, Errors, Flags} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Errors from '@oclif/core/errors'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../cli/base-command.js'
 import {renderTailLine} from '../cli/tail-render.js'
 import {tailWorker} from '../engine/tail.js'

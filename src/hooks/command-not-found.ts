@@ -1,7 +1,7 @@
 // An unknown command is a usage error: one line that names what was typed and, when it is close to
 // a real command, what was probably meant — then exit 2, like every other usage error.
 // (@oclif/plugin-not-found only suggests through an interactive prompt and exits 127.)
-import type {Hook} from '@oclif/core'
+import type {Hook} from '@oclif/core/interfaces'
 import {ExitCode} from '../cli/exit-codes.js'
 import {didYouMean} from '../did-you-mean.js'
 

@@ -11,7 +11,7 @@ import type {FaultPoint} from '../../src/engine/faults.js'
 import {openStore, type Store} from '../../src/store/index.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
-import {describeEachStore} from '../support/stores.js'
+import {AdvancedWallClock, describeEachStore} from '../support/stores.js'
 import {FIXTURES_DIR} from '../support/worker-fixtures.js'
 import {CLI_BIN as BIN} from '../support/cli.js'
 
@@ -54,11 +54,10 @@ describeEachStore('deploy crash safety', (t) => {
       })
       expect(crashed.signal).toBe('SIGKILL')
 
-      // The later run uses the wall clock, as the crashed process did, so its lease can expire.
-      const store: Store = await openStore(settings)
+      // The later run uses the wall clock, as the crashed process did, but moved past its lease.
+      const store: Store = await openStore(settings, {clock: new AdvancedWallClock(LEASE_SECONDS * 1000 + 200)})
       try {
         const rowsAfterCrash = await store.outbox.list({limit: 1_000})
-        await new Promise((resolve) => setTimeout(resolve, LEASE_SECONDS * 1000 + 200))
         const engine = await createEngine(store, settings)
         const deployRow = rowsAfterCrash.find((row) => row.operation === 'deploy')
         if (deployRow) {

@@ -20,7 +20,7 @@ import {CLI_BIN} from '../support/cli.js'
 import {FaultProxy} from '../support/fault-proxy.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness, type SettingsOverrides} from '../support/kit.js'
-import {describeEachStore} from '../support/stores.js'
+import {AdvancedWallClock, describeEachStore} from '../support/stores.js'
 
 /** Fast passes: short holds and leases, a 1 s backoff, so a killed or waiting row is due again soon. */
 const FAST: SettingsOverrides = {
@@ -80,7 +80,7 @@ describeEachStore('the newest deploy wins', (t) => {
   let host: TestHost
   const uploads = new UploadCounter()
   const kit = new KitHarness(t, () => host)
-  /** A store on the wall clock (leases and holds must run out in real time), with the fast backoff. */
+  /** A store on the wall clock (leases and holds run out in real time, as for the CLI processes on it), with the fast backoff. */
   let store: Store
   let engine: Engine
 
@@ -92,10 +92,10 @@ describeEachStore('the newest deploy wins', (t) => {
     rmSync(projectsRoot, {recursive: true, force: true})
   })
 
-  async function setUp(overrides: SettingsOverrides = FAST, hostUrl?: string): Promise<void> {
+  async function setUp(overrides: SettingsOverrides = FAST, hostUrl?: string, clock = new AdvancedWallClock()): Promise<void> {
     await kit.pair(hostUrl)
     const settings = kit.settings(overrides)
-    store = await openStore(settings)
+    store = await openStore(settings, {clock})
     engine = await createEngine(store, settings)
   }
 
@@ -244,7 +244,8 @@ describeEachStore('the newest deploy wins', (t) => {
     const probeHeld = new Promise<void>((resolve) => (releaseProbe = resolve))
     let probeReached!: () => void
     const reached = new Promise<void>((resolve) => (probeReached = resolve))
-    await setUp(FAST, proxy.url)
+    const clock = new AdvancedWallClock()
+    await setUp(FAST, proxy.url, clock)
     try {
       const department = await kit.department()
       const v1 = await deployWorker(engine, {projectDir: project('replaced'), departmentId: department, wait: false})
@@ -262,7 +263,7 @@ describeEachStore('the newest deploy wins', (t) => {
       const first = runDeployTask(engine, {outboxId: v1.outboxId, companyId: kit.companyId, departmentId: department, messageId: v1.outboxId})
       await reached
       // v1's runner is stuck in a probe past its lease (2 s): v2 is not held back by it, and replaces v1 on the host.
-      await new Promise((resolve) => setTimeout(resolve, 2_500))
+      clock.advance(2_500)
       const v2 = await deployWorker(engine, {projectDir: project('replacement'), departmentId: department, wait: true})
       expect(v2.state).toBe('completed')
       releaseProbe()

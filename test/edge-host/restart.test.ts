@@ -1,10 +1,13 @@
 // A restarted host serves exactly what it served before: code, lockdowns, retirements, policies,
 // shard assignments — from its SQLite state in the data dir. Also: host.json, health, one host per dir,
 // and a stop that waiting readiness probes do not hold up.
+import {randomBytes} from 'node:crypto'
 import {readFileSync} from 'node:fs'
 import path from 'node:path'
+import Database from 'better-sqlite3'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {readHostInfo, startHost} from '../../src/edge-host/host.js'
+import {STATE_FILE} from '../../src/edge-host/state.js'
 import {READINESS_WAIT_MAX_MS} from '../../src/protocol/management-api.js'
 import {paths} from '../support/paths.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
@@ -106,9 +109,10 @@ test('a stopping host answers a readiness probe that waits for a swap, rather th
     const name = scriptNameFor('restart/probe-at-stop')
     const release = textWorker('never live')
     await waiting.client().upload(name, release)
-    const probe = waiting.client().call('GET', paths.readinessProbe(name, release.releaseGeneration, READINESS_WAIT_MAX_MS))
+    const nonce = randomBytes(16).toString('hex')
+    const probe = waiting.client().call('GET', paths.readinessProbe(name, release.releaseGeneration, READINESS_WAIT_MAX_MS), undefined, {nonce})
     // The probe is inside the host (signed and parsed) once the nonce it used is spent: wait for that.
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    await nonceSpent(waiting.dataDir, nonce)
     const stopped = waiting.stop()
     const answer = await probe
     expect(answer.status).toBe(409)
@@ -118,3 +122,17 @@ test('a stopping host answers a readiness probe that waits for a swap, rather th
     await waiting.stop()
   }
 })
+
+/** Resolves once the host recorded `nonce` in its state (it does so right after checking the signature). */
+async function nonceSpent(dataDir: string, nonce: string): Promise<void> {
+  const state = new Database(path.join(dataDir, STATE_FILE), {readonly: true})
+  try {
+    const deadline = Date.now() + 30_000
+    while (!state.prepare('SELECT 1 FROM nonces WHERE nonce = ?').get(nonce)) {
+      if (Date.now() > deadline) throw new Error(`the host never recorded nonce ${nonce}`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  } finally {
+    state.close()
+  }
+}

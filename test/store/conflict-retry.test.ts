@@ -15,8 +15,9 @@ describeEachStore('transactions aborted by a store conflict', (t) => {
       workers.push(await t.store.workers.create({company_id: 'co', department_id: name, script_name: scriptNameFor('co', name), status: 'new'}))
     }
     const [a, b] = workers.map((worker) => worker.id) as [string, string]
-    // First attempts meet here once each holds its first lock (or go on after a moment: on SQLite the
-    // second cannot start before the first commits).
+    // On PostgreSQL the first attempts meet here once each holds its first lock, however late the
+    // second starts. On SQLite the second cannot start before the first commits: the first goes on
+    // after a moment (the outcome is the same whether the second tried meanwhile or not).
     let arrived = 0
     let meet!: () => void
     const met = new Promise<void>((resolve) => (meet = resolve))
@@ -27,7 +28,7 @@ describeEachStore('transactions aborted by a store conflict', (t) => {
         await tx.workers.setStatus(first, `paused-by-${label}`)
         if (attempts.filter((attempt) => attempt === label).length === 1) {
           if (++arrived === 2) meet()
-          await Promise.race([met, new Promise((resolve) => setTimeout(resolve, 500))])
+          await (t.backend === 'postgres' ? met : Promise.race([met, new Promise((resolve) => setTimeout(resolve, 500))]))
         }
         await tx.workers.setStatus(second, `paused-by-${label}`)
       })

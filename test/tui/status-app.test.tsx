@@ -219,7 +219,10 @@ describeEachStore('status view', (t) => {
     await waitForFrame(lastFrame, '[Failed/uncertain 2]')
     // Alive, the view draws a frame on every refresh; once q unmounted it, it draws nothing more.
     const whileAlive = frames.length
-    await new Promise((resolve) => setTimeout(resolve, REFRESH_MS * 3))
+    await waitForFrame(
+      () => String(frames.length),
+      (count) => Number(count) > whileAlive,
+    )
     expect(frames.length).toBeGreaterThan(whileAlive)
     stdin.write('q')
     await new Promise((resolve) => setTimeout(resolve, REFRESH_MS * 2))

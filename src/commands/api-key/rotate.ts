@@ -1,5 +1,5 @@
 import {open} from 'node:fs/promises'
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
 import {KitError} from '../../errors.js'
 

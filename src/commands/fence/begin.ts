@@ -1,4 +1,4 @@
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../cli/base-command.js'
 import {durationFlag} from '../../cli/flags.js'
 import {fenceFields} from '../../cli/fence-render.js'

@@ -1,4 +1,4 @@
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../cli/base-command.js'
 import {createLogger, resolveLogFormat} from '../../cli/logger.js'
 import {startHost} from '../../edge-host/host.js'

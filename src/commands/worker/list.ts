@@ -1,4 +1,4 @@
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../cli/base-command.js'
 import {table} from '../../cli/table.js'
 import {listWorkers} from '../../engine/workers.js'

@@ -7,7 +7,7 @@
 // a newer version queued or deployed settles superseded — checked at the snapshot, again under the
 // Worker's lock right before any upload, while waiting for readiness, and at the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
-import {auditEntry, deterministicId, DEPLOY_SUPERSEDED, supersededMessage, SYSTEM_ACTOR} from '../../store/index.js'
+import {auditEntry, deterministicId, SYSTEM_ACTOR, type DEPLOY_SUPERSEDED} from '../../store/index.js'
 import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
@@ -20,6 +20,7 @@ import {resolveServiceBindings, SERVICE_BINDING_INVALID} from './service-binding
 import {sha256Hex} from '../../canonical-json.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
+import {supersededResult} from './superseded.js'
 import {executionGate} from '../gates.js'
 import {nextAttemptAt} from '../retry.js'
 
@@ -205,13 +206,6 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (completed.outcome === 'superseded') return superseded(completed.newer)
   log.info({outboxId: args.outboxId, scriptName: worker.script_name, releaseGeneration: version.release_generation}, 'Edge Worker deployment completed')
   return {outcome: 'completed', versionId: version.id, releaseGeneration: version.release_generation, scriptName: worker.script_name, reconciled: reconcileMode}
-}
-
-/** A deploy row settled `deploy_superseded` (by its task, or with its claim: ../pass/deploy-dispatch.ts): logged, and the result. */
-export function supersededResult(engine: Engine, outboxId: string, newer: NewerDeploy): DeployTaskResult {
-  const message = supersededMessage(newer.versionId)
-  engine.log.info({outboxId, code: DEPLOY_SUPERSEDED, newerVersionId: newer.versionId}, `Edge Worker deployment superseded: ${message}`)
-  return {outcome: 'superseded', code: DEPLOY_SUPERSEDED, message, newerVersionId: newer.versionId}
 }
 
 /** The deploy task's lease step: the lease the claiming sweep took, or one taken by id (a waiting `deploy`, a restore's verification). */

@@ -5,7 +5,8 @@
 // go back to the passes.
 import {z} from 'zod'
 import {isTransientConflict, SCRIPT_NAME_PATTERN, type HandBack, type HeldLease, type OutboxRow} from '../../store/index.js'
-import {supersededResult, type DeployTaskResult} from '../deploy/task.js'
+import {supersededResult} from '../deploy/superseded.js'
+import type {DeployTaskResult} from '../deploy/task.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
 

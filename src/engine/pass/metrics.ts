@@ -5,7 +5,6 @@
 import {constants as fsConstants} from 'node:fs'
 import {access, readFile, stat} from 'node:fs/promises'
 import path from 'node:path'
-import {Gauge, Registry} from 'prom-client'
 import {KitError, messageOf} from '../../errors.js'
 import {writeFileAtomically} from '../../util/atomic-file.js'
 import {LANE_NAMES, type LaneName} from './lane.js'
@@ -39,6 +38,8 @@ export async function writeMetricsFile(file: string, result: PassResult): Promis
 }
 
 export async function renderMetrics(result: PassResult, previousLastSuccess: ReadonlyMap<LaneName, number>): Promise<string> {
+  // Loaded here, not with the lanes: only a pass with --metrics-file renders (every cron start would pay it).
+  const {Gauge, Registry} = await import('prom-client')
   const registry = new Registry()
   // A metric with no samples is left out entirely (a skipped pass has no lane rows to report).
   const metric = (name: string, help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {

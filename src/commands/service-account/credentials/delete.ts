@@ -1,4 +1,4 @@
-import {Args} from '@oclif/core'
+import * as Args from '@oclif/core/args'
 import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../../cli/control-command.js'
 
 export default class CredentialsDelete extends ControlCommand<typeof CredentialsDelete> {

@@ -1,4 +1,5 @@
-import {Args, Flags} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../../cli/control-command.js'
 
 export default class CredentialsPut extends ControlCommand<typeof CredentialsPut> {
