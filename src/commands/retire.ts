@@ -1,5 +1,7 @@
+import {createInterface} from 'node:readline/promises'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
+import {KitError} from '../errors.js'
 import {BaseCommand} from '../cli/base-command.js'
 import {withProgress} from '../cli/progress.js'
 import {ExitCode} from '../cli/exit-codes.js'
@@ -25,13 +27,16 @@ worker_not_found. The host keeps the Worker's data. There is no undo. When the h
 the department stays deleted and the retirement is pending: the next reconcile pass retries it.
 Retiring again reports "already retired".
 
+It asks for confirmation in a terminal (type the department id); --yes skips the question, and is
+needed when stdin or stdout is not a terminal (a script, cron).
+
 Exit codes: 0 retired (or already retired, or nothing to retire), 7 retirement pending,
-2 bad flags, 5 unknown or already-deleted department, unknown company, or a
+2 bad flags, not confirmed, or no --yes outside a terminal, 5 unknown or already-deleted department, unknown company, or a
 department of another company.`
   static override examples = [
     '<%= config.bin %> retire acme-sales',
     '<%= config.bin %> retire acme-sales --company acme --dry-run',
-    '<%= config.bin %> retire acme-sales --json',
+    '<%= config.bin %> retire acme-sales --yes --json',
     '<%= config.bin %> retire acme-sales --dry-run --json',
   ]
   static override args = {
@@ -41,6 +46,7 @@ department of another company.`
   static override flags = {
     company: Flags.string({description: 'Company id the department must belong to'}),
     'dry-run': Flags.boolean({description: 'Show what would happen; write nothing, call nothing'}),
+    yes: Flags.boolean({char: 'y', description: 'Retire without asking (required outside a terminal)'}),
   }
 
   async run() {
@@ -52,6 +58,7 @@ department of another company.`
     // Bad input fails here, as one line, before any progress is drawn or anything written.
     const plan = await planRetirement(engine, request)
     if (dryRun || plan.state === 'already_retired') return this.respond(plan, () => render(plan))
+    if (!this.flags.yes) await confirmRetirement(plan.departmentId, plan.scriptName)
     const result = await withProgress(
       'Retire',
       json,
@@ -60,6 +67,19 @@ department of another company.`
     )
     return this.respond(result, () => render(result), result.state === 'pending' ? ExitCode.pending : ExitCode.ok)
   }
+}
+
+/** In a terminal, the operator types the department id (as heroku's `apps:destroy` asks for the app); elsewhere --yes is required. */
+async function confirmRetirement(departmentId: string, scriptName: string | null): Promise<void> {
+  if (!process.stdin.isTTY || !process.stdout.isTTY) {
+    throw new KitError('usage', `retiring ${departmentId} is permanent: pass --yes to confirm (no terminal to ask in)`)
+  }
+  const what = scriptName ? `department ${departmentId} and its Worker ${scriptName}` : `department ${departmentId}`
+  const prompt = createInterface({input: process.stdin, output: process.stderr})
+  const answer = await prompt
+    .question(`This deletes ${what} for good; its URL will answer 404. Type ${departmentId} to confirm: `)
+    .finally(() => prompt.close())
+  if (answer.trim() !== departmentId) throw new KitError('usage', `not confirmed: nothing was retired`)
 }
 
 function render(result: RetireOutcome): string {

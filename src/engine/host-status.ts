@@ -1,10 +1,12 @@
 // What `host status` and the TUI show about the paired edge host: pairing, reachability, shards
 // and script counts. Never throws for an unreachable host — that is part of the answer.
 import type {Engine} from './context.js'
-import type {HostInventory} from '../provider/types.js'
+import {pairingRefused, type HostInventory, type ProviderError} from '../provider/types.js'
+import {pairingRefusedMessage} from './provider.js'
 import type {PairingRow} from '../store/index.js'
 
 export interface HostStatus {
+  /** The store holds a usable pairing and the host knows it. */
   paired: boolean
   pairing: Omit<PairingRow, 'unpaired_at'> | null
   /** Why the provider cannot be used, when it cannot. */
@@ -46,6 +48,11 @@ export async function hostStatus(engine: Engine, options: {timeoutMs?: number} =
     const fence = inventory.activeFence ? {fenceId: inventory.activeFence.fenceId, expiresAt: inventory.activeFence.expiresAt} : null
     return {...base, reachable: true, publicUrl: host.publicUrl, scripts, shards: inventory.shards, fence, quarantined: inventory.quarantined, error: null}
   } catch (error) {
+    // The host answers, but not to this kit: it is as good as unpaired, and pairing again is the fix.
+    if (pairingRefused(error)) {
+      const problem = await pairingRefusedMessage(engine, error as ProviderError, resolution.scope)
+      return {...base, paired: false, problem, reachable: true, publicUrl: null, scripts: null, shards: null, fence: null, quarantined: null, error: null}
+    }
     const message = signal?.aborted ? `the edge host did not answer within ${options.timeoutMs} ms` : (error as Error).message
     return {...base, reachable: false, publicUrl: null, scripts: null, shards: null, fence: null, quarantined: null, error: message}
   }

@@ -2,7 +2,7 @@
 // distinguishes an invalid provider (misconfiguration: settle `edge_workers_provider_invalid`, or
 // skip the pass) from one that cannot be built right now (unpaired: retry later, touch nothing).
 import type {Settings} from '../config/schema.js'
-import type {EdgeProvider} from '../provider/types.js'
+import {pairingRefused, type EdgeProvider, type ProviderError} from '../provider/types.js'
 import {KitError} from '../errors.js'
 import type {Store} from '../store/index.js'
 import type {Engine} from './context.js'
@@ -52,4 +52,21 @@ export async function requireProvider(engine: Engine, action: string): Promise<{
   const resolution = await engine.resolveProvider()
   if (resolution.status !== 'ready') throw new KitError('unpaired', `cannot ${action}: ${resolution.message}`, resolution.code)
   return {provider: resolution.provider, scope: resolution.scope}
+}
+
+/** Why a host that answered 401 cannot be used, and what to do about it. */
+export async function pairingRefusedMessage(engine: Engine, error: ProviderError, scope: string): Promise<string> {
+  const hostUrl = (await engine.store.kit.getPairing(scope))?.host_url ?? 'its address'
+  return `the edge host at ${hostUrl} does not know this kit's pairing (${error.code}); pair it again: \`edgeworkers host pair ${hostUrl} --code CODE --replace\``
+}
+
+/** Refuses before anything is written when the paired host answers that it does not know the pairing; an unreachable host passes (a later pass retries). */
+export async function assertHostKnowsPairing(engine: Engine, provider: EdgeProvider, scope: string, action: string): Promise<void> {
+  try {
+    await provider.fenceStatus()
+  } catch (error) {
+    if (!pairingRefused(error)) return
+    const refused = error as ProviderError
+    throw new KitError('unpaired', `cannot ${action}: ${await pairingRefusedMessage(engine, refused, scope)}`, refused.code)
+  }
 }

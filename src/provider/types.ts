@@ -186,3 +186,11 @@ export class ProviderError extends Error {
     this.name = 'ProviderError'
   }
 }
+
+/**
+ * The host answered 401: it does not know this kit's pairing (its data was reset, or it is another
+ * host at the paired address). Nothing a retry of the same call fixes; pairing again does.
+ */
+export function pairingRefused(error: unknown): boolean {
+  return error instanceof ProviderError && (error.code === 'edge_host_unpaired' || error.code === 'edge_host_unauthorized')
+}

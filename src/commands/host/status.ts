@@ -5,7 +5,8 @@ import {hostStatus} from '../../engine/host-status.js'
 export default class HostStatus extends BaseCommand<typeof HostStatus> {
   static override description = `Show the pairing with the edge host, whether it answers, its fence, script counts and quarantined Workers.
 
-Exit codes: 0 paired and reachable, 6 not paired, 10 paired but unreachable.`
+Exit codes: 0 paired and reachable, 6 not paired (or the host answers that it does not know this kit's
+pairing), 10 paired but unreachable.`
   static override examples = ['<%= config.bin %> host status', '<%= config.bin %> host status --json']
   static override enableJsonFlag = true
 

@@ -129,6 +129,8 @@ export async function applyControl(
     // Refused, or never sent: nothing was applied and there will be no receipt.
     if (error.kind === 'terminal' || error.kind === 'fenced' || (error.kind === 'retryable' && error.status === undefined)) {
       await store.outbox.settle(id, row.lease_token!, {status: 'failed', errorCode: error.code, error: error.message})
+      // Never sent (the host is down): exit 10 like every command that could not reach the host.
+      if (error.status === undefined) throw new KitError('host_unreachable', `${error.message}; nothing was applied (outbox row ${id} failed)`, error.code)
       return result({...base, state: 'failed', code: error.code, message: error.message})
     }
     // The host may have applied it: only its receipt can tell. The lane reads it.

@@ -7,7 +7,7 @@ import {assertEnqueueGatesOpen} from '../gates.js'
 import {enqueueDeploy} from './enqueue.js'
 import {submitVersion} from './submit.js'
 import {runDeployTask, type DeployStage} from './task.js'
-import {requireProvider} from '../provider.js'
+import {assertHostKnowsPairing, requireProvider} from '../provider.js'
 import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
 import {workerUrl} from '../workers.js'
 
@@ -53,6 +53,7 @@ export async function deployWorker(
   const stage = options.onStage ?? (() => {})
   const resolution = await requireProvider(engine, 'deploy')
   await assertEnqueueGatesOpen(engine, resolution.scope)
+  if (request.wait) await assertHostKnowsPairing(engine, resolution.provider, resolution.scope, 'deploy')
 
   stage('build')
   const {worker, version, reused, source} = await submitVersion(engine, {

@@ -10,7 +10,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {auditEntry, deterministicId, SYSTEM_ACTOR, type DEPLOY_SUPERSEDED} from '../../store/index.js'
 import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
-import {ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
+import {pairingRefused, ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
 import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js'
 import type {VersionDigests} from '../project/version-digests.js'
@@ -162,6 +162,8 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
       faultPoint('deploy.after_upload')
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
+      // A host that lost the pairing is paired again by an operator, and then takes this row: not a failure of the deploy.
+      if (pairingRefused(error)) return retry(error.code, error.message, false)
       if (error.kind === 'terminal') return finish('failed', error.code, error.message)
       // The host is fenced: the row waits for the deferred lane, which runs once the fence ends.
       if (error.kind === 'fenced') return retry('edge_host_fenced', error.message, false, true)

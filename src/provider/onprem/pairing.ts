@@ -15,7 +15,13 @@ export interface PairingResult {
   shared_secret: string
 }
 
-export async function pairWithHost(managementUrl: string, code: string, timeoutMs: number): Promise<PairingResult> {
+/** `beforeExchange` sees the host's scope before the one-time code is spent, and may refuse by throwing. */
+export async function pairWithHost(
+  managementUrl: string,
+  code: string,
+  timeoutMs: number,
+  beforeExchange: (scope: string) => Promise<void> = async () => {},
+): Promise<PairingResult> {
   let origin: string
   try {
     const url = new URL(managementUrl)
@@ -26,6 +32,7 @@ export async function pairWithHost(managementUrl: string, code: string, timeoutM
   }
   const identity = endpoints.identity.response.safeParse(await fetchJson(origin, endpoints.identity, undefined, timeoutMs).catch(explainDataPlane(origin)))
   if (!identity.success) throw new KitError('host_error', `${origin} does not answer like an edge host management listener`)
+  await beforeExchange(kitScopeFor(identity.data.hostPublicKey))
   const pair = endpoints.pair.response.safeParse(await fetchJson(origin, endpoints.pair, {code}, timeoutMs))
   if (!pair.success) throw new KitError('host_error', `${origin} answered the pairing with an unexpected body`)
   const {secret, hostPublicKey, proof} = pair.data

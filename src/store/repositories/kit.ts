@@ -70,6 +70,28 @@ export class KitRepository {
   }
 
   /**
+   * Replaces the host of scope `from` with the newly paired one, in one transaction: the new pairing
+   * is saved, the old one ends, the Workers that `from` served and its unfinished outbox rows move to
+   * the new scope, and the new scope's restore gate closes with `reason` — so the next pass redeploys
+   * onto the new host what it lacks (the restore verification) before new deploys are taken.
+   */
+  async replacePairing(input: PairingInput, from: string, reason: string): Promise<{pairing: PairingRow; workers: number; rows: number}> {
+    return this.ctx.atomic(async (ctx) => {
+      const pairing = await new KitRepository(ctx).savePairing(input)
+      await ctx.db.updateTable('kit_pairings').set({unpaired_at: ctx.now()}).where('scope', '=', from).where('unpaired_at', 'is', null).execute()
+      const workers = await ctx.db.updateTable('edge_workers').set({serving_scope: input.scope}).where('serving_scope', '=', from).executeTakeFirst()
+      const rows = await ctx.db
+        .updateTable('edge_worker_outbox')
+        .set({dispatch_namespace: input.scope})
+        .where('dispatch_namespace', '=', from)
+        .where('status', 'not in', ['completed', 'cancelled'])
+        .executeTakeFirst()
+      await new KitRepository(ctx).setGate(input.scope, 'restore_pending', reason)
+      return {pairing, workers: Number(workers.numUpdatedRows), rows: Number(rows.numUpdatedRows)}
+    })
+  }
+
+  /**
    * Records a fence as `requested` (the host acknowledges it with ackFence) — or, with `hostAckedAt`,
    * adopts one the host already holds. Refused while the scope has an open fence; the partial unique
    * index kit_fences_one_open settles two racing writers.
