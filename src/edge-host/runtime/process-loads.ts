@@ -20,7 +20,14 @@ export class ProcessLoads {
   constructor(
     private readonly agent: Agent,
     private readonly timeoutMs: number,
+    /** The process answered a load: it is making progress (the watchdog's sign, see ProcessRequests). */
+    private readonly onAnswer: () => void,
   ) {}
+
+  /** A load is on its way into the process: it may be compiling, which holds its thread too. */
+  get busy(): boolean {
+    return this.loading.size > 0
+  }
 
   /**
    * Undefined when the process holds `loadId`; else settles once it does — or once loading it
@@ -37,7 +44,10 @@ export class ProcessLoads {
     let loading = this.loading.get(loadId)
     if (!loading) {
       loading = this.inSlot(() => warmLoad(this.agent, loadId, this.timeoutMs))
-        .then(() => void this.loaded.add(loadId))
+        .then(() => {
+          this.onAnswer()
+          this.loaded.add(loadId)
+        })
         .finally(() => this.loading.delete(loadId))
       this.loading.set(loadId, loading)
     }

@@ -212,6 +212,11 @@ export class Shard {
     return this.requests.suspect(minAgeMs)
   }
 
+  /** The running process is loading Workers (under the loader): compiling holds its thread, legitimately. */
+  get compiling(): boolean {
+    return this.loads?.busy ?? false
+  }
+
   /** How many answers the running process has given; grows while its thread is not held. */
   get answered(): number {
     return this.requests.answered
@@ -417,7 +422,8 @@ export class Shard {
     this.requests = new ProcessRequests(process.exited)
     this.socketPaths = socketPaths
     this.agent = shardAgent(socketPaths)
-    this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs) : null
+    const requests = this.requests
+    this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs, () => requests.answered++) : null
     this.loadIds.newProcess()
     this.staleLoads = 0
     const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)

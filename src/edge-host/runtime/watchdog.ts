@@ -91,8 +91,10 @@ export class Watchdog {
     if (pending && now - pending.since > this.options.cpuLimitMs) {
       const burnedMs = cpuMs === null || pending.cpuMs === null ? null : cpuMs - pending.cpuMs
       // Stopped (no CPU at all): keep watching the same window. A held thread on a busy machine gets
-      // only its share of the CPU, so a share of the window (or the limit itself) is enough.
-      if (burnedMs !== null && burnedMs < Math.min(this.options.cpuLimitMs, (now - pending.since) * RUNNING_SHARE)) return
+      // only its share of the CPU, so a share of the window (or the limit itself) is enough — but
+      // a burst of first loads compiling looks the same, so while one is on its way the whole limit is.
+      const needed = shard.compiling ? this.options.cpuLimitMs : Math.min(this.options.cpuLimitMs, (now - pending.since) * RUNNING_SHARE)
+      if (burnedMs !== null && burnedMs < needed) return
       // Only a request inside since before the window can be what holds the thread; without one the
       // process is left alone and probed afresh.
       const suspect = shard.suspect(now - pending.since)
