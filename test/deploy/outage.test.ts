@@ -156,7 +156,8 @@ describeEachStore('deploys through host outages and killed passes', (t) => {
   test('a 4xx refusal of the upload still fails the deploy at once', async () => {
     const engine = await kit.engine()
     const {worker, row} = await queuedDeploy(engine)
-    proxy.rule = ({method}) => (method === 'PUT' ? {kind: 'answer', status: 400, body: {code: 'invalid_request', message: 'the module is not valid'}} : {kind: 'forward'})
+    proxy.rule = ({method}) =>
+      method === 'PUT' ? {kind: 'answer', status: 400, body: {code: 'invalid_request', message: 'the module is not valid'}} : {kind: 'forward'}
     expect(await recoveryPass(engine)).toMatchObject({claimed: 1, failed: 1})
     expect(await t.store.outbox.get(row.id)).toMatchObject({status: 'failed', attempts: 1})
     expect(uploads(worker.script_name)).toHaveLength(1)

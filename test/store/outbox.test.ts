@@ -116,7 +116,9 @@ describeEachStore('outbox', (t) => {
 
     expect(await t.store.outbox.settle(stale!.id, staleToken, {status: 'completed'})).toBe(false)
     expect(await t.store.outbox.renewLease(stale!.id, staleToken, {leaseSeconds: LEASE_SECONDS})).toBe(false)
-    expect(await t.store.outbox.retryLater(stale!.id, staleToken, {errorCode: 'x', error: 'x', nextAttemptAt: t.clock.now(), waits: 0, attempted: false})).toEqual({outcome: 'lease_lost'})
+    expect(
+      await t.store.outbox.retryLater(stale!.id, staleToken, {errorCode: 'x', error: 'x', nextAttemptAt: t.clock.now(), waits: 0, attempted: false}),
+    ).toEqual({outcome: 'lease_lost'})
     expect(await t.store.outbox.get(stale!.id)).toEqual(current)
 
     expect(

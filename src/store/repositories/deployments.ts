@@ -109,7 +109,14 @@ export class DeploymentRepository {
    * audit row records version, release generation and the version it replaced. A Worker already
    * serving a newer version is never moved back: the row settles superseded instead.
    */
-  async complete(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; scope: string; attempted: boolean}): Promise<CompleteOutcome> {
+  async complete(ids: {
+    outboxId: string
+    leaseToken: string
+    workerId: string
+    versionId: string
+    scope: string
+    attempted: boolean
+  }): Promise<CompleteOutcome> {
     return this.ctx.atomic(async (tx) => {
       const outbox = await this.lockOutbox(tx, ids.outboxId, ids.leaseToken)
       if (!outbox) return {outcome: 'lease_lost'}

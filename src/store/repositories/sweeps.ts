@@ -232,11 +232,7 @@ export class SweepRepository {
       .where(sql<boolean>`not (${due(now)} and ${unreserved(now, options.graceSeconds)})`)
       .execute()
     const dueAt = rows.map((row) =>
-      Math.max(
-        Number(row.next_attempt_at),
-        Number(row.claim_expires_at ?? 0),
-        row.reserved_by !== null ? Number(row.created_at) + graceMs : 0,
-      ),
+      Math.max(Number(row.next_attempt_at), Number(row.claim_expires_at ?? 0), row.reserved_by !== null ? Number(row.created_at) + graceMs : 0),
     )
     return {count: rows.length, nextDueAt: dueAt.length > 0 ? Math.min(...dueAt) : null}
   }
@@ -246,12 +242,7 @@ export class SweepRepository {
    * (their last error says so): a pass that finds the host answering makes them due now.
    */
   async waitingForHost(options: {scope: string; operation: OutboxOperation; errorCode: string}): Promise<boolean> {
-    const row = await this.ctx.db
-      .selectFrom('edge_worker_outbox')
-      .select('id')
-      .where(waitingForHostRows(options, this.ctx.now()))
-      .limit(1)
-      .executeTakeFirst()
+    const row = await this.ctx.db.selectFrom('edge_worker_outbox').select('id').where(waitingForHostRows(options, this.ctx.now())).limit(1).executeTakeFirst()
     return row !== undefined
   }
 
