@@ -38,7 +38,7 @@ describeEachStore('deploys through host outages and killed passes', (t) => {
   })
   beforeEach(async () => {
     proxy.rule = () => ({kind: 'forward'})
-    await proxy.up().catch(() => {}) // a test that failed mid-outage leaves it down
+    await proxy.up() // a test that failed mid-outage leaves it down
     await kit.pair(proxy.url)
   })
 

@@ -39,9 +39,9 @@ export class FaultProxy {
     await this.stop()
   }
 
-  /** The host is back, on the same address. */
+  /** The host is back, on the same address (nothing to do while it is up). */
   async up(): Promise<void> {
-    await this.start()
+    if (!this.server?.listening) await this.start()
   }
 
   async stop(): Promise<void> {
