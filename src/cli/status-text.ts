@@ -55,6 +55,20 @@ export function statusText(snapshot: StatusSnapshot): string {
       ]),
       'none',
     )}`,
+    `waiting rows (host unavailable, fenced, Worker busy)\n${table(
+      ['ID', 'LANE', 'STATUS', 'SCRIPT', 'REASON', 'WAITS', 'ATTEMPTS', 'NEXT ATTEMPT'],
+      snapshot.waiting.map((row) => [
+        row.id,
+        row.operation,
+        row.status,
+        row.script_name ?? '-',
+        row.last_error_code ?? '-',
+        String(row.waits),
+        String(row.attempts),
+        `${isoTime(row.next_attempt_at)} (${row.dueInMs <= 0 ? 'due' : `in ${formatDuration(row.dueInMs)}`})`,
+      ]),
+      'none',
+    )}`,
     `failed and uncertain rows by last error code\n${table(
       ['STATUS', 'LANE', 'LAST ERROR CODE', 'ROWS', 'LATEST'],
       snapshot.errorGroups.map((group) => [group.status, group.operation, group.last_error_code ?? '-', String(group.count), isoTime(group.latest_at)]),

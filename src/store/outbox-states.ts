@@ -9,7 +9,8 @@
 // - next_attempt_at — when the row's next piece of work is due;
 // - claimed_by, claim_expires_at — a sweep's claim stamp: held for its cooldown, the key of its compare-and-set
 //   (the control-audit ack round's; the deploy sweeps lease what they claim, and honour older stamps until they end);
-// - reserved_by — the enqueuer that dispatches the row itself, holding it for a grace after enqueue.
+// - reserved_by — the enqueuer that dispatches the row itself, holding it for a grace after enqueue until it leases it;
+// - attempts — the times the host was asked; waits — consecutive waits, the next wait's backoff step (../../engine/retry.ts).
 import {sql} from 'kysely'
 import type {OutboxRow, OutboxStatus} from './schema.js'
 
@@ -66,11 +67,11 @@ export function unclaimed(now: number) {
 }
 
 /**
- * Its enqueuer's reservation no longer holds the row: there is none, the row was attempted, or the
- * grace since enqueue has passed (the enqueuer stalled; a sweep takes the row over).
+ * Its enqueuer's reservation no longer holds the row: there is none (a lease ended it), or the grace
+ * since enqueue has passed (the enqueuer stalled; a sweep takes the row over).
  */
 export function unreserved(now: number, graceSeconds: number) {
-  return sql<boolean>`(reserved_by is null or attempts > 0 or created_at <= ${now - graceSeconds * 1000})`
+  return sql<boolean>`(reserved_by is null or created_at <= ${now - graceSeconds * 1000})`
 }
 
 /** A row whose next piece of work is due and that no claim holds (a waiting row; a completed control row's ack). */

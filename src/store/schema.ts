@@ -92,7 +92,10 @@ export interface OutboxTable {
   dispatch_namespace: string
   /** JSON object. */
   payload: string
+  /** Times the host (for a cleanup: the artifact store) was asked to act on the row; a claim alone counts none. */
   attempts: number
+  /** Times in a row the row was put back to wait (host unavailable, fenced, its Worker busy): picks the next wait's backoff step. */
+  waits: number
   /** The task's lease: who holds (or last held) it, its fencing token, when it runs out. */
   lease_owner: string | null
   lease_token: string | null
@@ -105,7 +108,7 @@ export interface OutboxTable {
   /** A sweep's claim stamp: the runner that claimed the row and, in whole seconds, until when it holds it. */
   claimed_by: string | null
   claim_expires_at: number | null
-  /** The runner that enqueued the row to dispatch it itself; it holds a never-attempted row for a grace after enqueue. */
+  /** The runner that enqueued the row to dispatch it itself; it holds the row for a grace after enqueue, until a lease is first taken on it. */
   reserved_by: string | null
   last_error_code: string | null
   last_error: string | null

@@ -156,7 +156,8 @@ describeEachStore('deploy pipeline', (t) => {
     const {worker, version, row, run} = await enqueued(engine)
     expect(await run()).toMatchObject({outcome: 'retry', code: 'edge_host_unreachable', exhausted: false})
     const after = await t.store.outbox.get(row.id)
-    expect(after).toMatchObject({status: 'pending', last_error_code: 'edge_host_unreachable', attempts: 1})
+    // Nothing reached the host: no attempt spent, one wait.
+    expect(after).toMatchObject({status: 'pending', last_error_code: 'edge_host_unreachable', attempts: 0, waits: 1})
     expect(after!.next_attempt_at!).toBeGreaterThan(t.clock.now())
     expect((await t.store.workers.getVersion(version.id))?.state).toBe('built')
     expect((await t.store.workers.get(worker.id))?.status).toBe('new')

@@ -34,7 +34,8 @@ async function rowIn(t: StoreHarness, status: OutboxRow['status'], overrides: Pa
       await t.store.outbox.settle(created.id, token, {status: 'failed'})
       await t.store.outbox.cancel(created.id, {scope: null})
     } else {
-      await t.store.outbox.settle(created.id, token, {status, errorCode: errorCode ?? null, error: errorCode ? `because ${errorCode}` : null})
+      // As a lane settles a row once it asked the host: one attempt.
+      await t.store.outbox.settle(created.id, token, {status, errorCode: errorCode ?? null, error: errorCode ? `because ${errorCode}` : null, attempted: true})
     }
   }
   return (await t.store.outbox.get(created.id))!
@@ -283,6 +284,8 @@ describeEachStore('operator retry and cancel', (t) => {
         errorCode: 'edge_host_no_answer',
         error: 'cut',
         nextAttemptAt: t.clock.now() + 30_000,
+        waits: 1,
+        attempted: true,
         keepDeploying: true,
       }),
     ).toBe('rescheduled')

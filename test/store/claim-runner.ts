@@ -13,7 +13,7 @@ try {
     const rows = await store.outbox.claim({operation: 'deploy', scope, owner, limit: 10, leaseSeconds: 600})
     if (rows.length === 0) break
     for (const row of rows) {
-      if (await store.outbox.settle(row.id, row.lease_token!, {status: 'completed'})) settled.push(row.id)
+      if (await store.outbox.settle(row.id, row.lease_token!, {status: 'completed', attempted: true})) settled.push(row.id)
       else lost++
     }
   }

@@ -49,7 +49,7 @@ describeEachStore('outbox', (t) => {
     expect(await t.store.outbox.list({limit: 100})).toHaveLength(1)
   })
 
-  test('claim leases due rows of its operation and scope, oldest first, with a fresh token and one attempt', async () => {
+  test('claim leases due rows of its operation and scope, oldest first, with a fresh token and no attempt counted', async () => {
     const ids = await enqueueMany(t, 3)
     await t.store.outbox.enqueue(deployRow('other-scope', {dispatch_namespace: OTHER_SCOPE}))
     await t.store.outbox.enqueue(deployRow('cleanup', {operation: 'artifact_cleanup'}))
@@ -59,7 +59,7 @@ describeEachStore('outbox', (t) => {
     const claimed = await t.store.outbox.claim(claimOptions('runner-a', 2))
     expect(claimed.map((row) => row.id)).toEqual(ids.slice(0, 2))
     for (const row of claimed) {
-      expect(row).toMatchObject({status: 'leased', lease_owner: 'runner-a', attempts: 1, lease_expires_at: t.clock.now() + LEASE_SECONDS * 1000})
+      expect(row).toMatchObject({status: 'leased', lease_owner: 'runner-a', attempts: 0, lease_expires_at: t.clock.now() + LEASE_SECONDS * 1000})
       expect(row.lease_token).toMatch(/^[0-9a-f-]{36}$/)
     }
     expect((await t.store.outbox.claim(claimOptions('runner-a'))).map((row) => row.id)).toEqual([ids[2]])
@@ -85,7 +85,7 @@ describeEachStore('outbox', (t) => {
     expect([...a, ...b].sort()).toEqual([...ids].sort())
   })
 
-  test('an expired lease is reclaimed with a new token and another attempt', async () => {
+  test('an expired lease is reclaimed with a new token; the abandoned lease counted no attempt', async () => {
     await enqueueMany(t, 1)
     const [first] = await t.store.outbox.claim(claimOptions('runner-a'))
     t.clock.advance(LEASE_SECONDS * 1000 - 1)
@@ -93,7 +93,7 @@ describeEachStore('outbox', (t) => {
 
     t.clock.advance(1)
     const [reclaimed] = await t.store.outbox.claim(claimOptions('runner-b'))
-    expect(reclaimed).toMatchObject({id: first!.id, lease_owner: 'runner-b', attempts: 2})
+    expect(reclaimed).toMatchObject({id: first!.id, lease_owner: 'runner-b', attempts: 0})
     expect(reclaimed!.lease_token).not.toBe(first!.lease_token)
   })
 
@@ -116,7 +116,9 @@ describeEachStore('outbox', (t) => {
 
     expect(await t.store.outbox.settle(stale!.id, staleToken, {status: 'completed'})).toBe(false)
     expect(await t.store.outbox.renewLease(stale!.id, staleToken, {leaseSeconds: LEASE_SECONDS})).toBe(false)
-    expect(await t.store.outbox.retryLater(stale!.id, staleToken, {errorCode: 'x', error: 'x', nextAttemptAt: t.clock.now()})).toEqual({outcome: 'lease_lost'})
+    expect(
+      await t.store.outbox.retryLater(stale!.id, staleToken, {errorCode: 'x', error: 'x', nextAttemptAt: t.clock.now(), waits: 0, attempted: false}),
+    ).toEqual({outcome: 'lease_lost'})
     expect(await t.store.outbox.get(stale!.id)).toEqual(current)
 
     expect(
@@ -145,25 +147,25 @@ describeEachStore('outbox', (t) => {
     const {row: foreign} = await t.store.outbox.enqueue(deployRow('foreign', {dispatch_namespace: OTHER_SCOPE}))
 
     const acquired = await t.store.outbox.leaseById(due.id, lease)
-    expect(acquired).toMatchObject({disposition: 'acquired', row: {status: 'leased', lease_owner: 'deploy-task', attempts: 1}})
+    expect(acquired).toMatchObject({disposition: 'acquired', row: {status: 'leased', lease_owner: 'deploy-task', attempts: 0}})
     expect(await t.store.outbox.leaseById(due.id, {...lease, owner: 'another'})).toMatchObject({disposition: 'inflight', row: {lease_owner: 'deploy-task'}})
     expect(await t.store.outbox.leaseById(later.id, lease)).toMatchObject({disposition: 'not_due', row: {status: 'pending'}})
     expect(await t.store.outbox.leaseById(foreign.id, lease)).toMatchObject({disposition: 'wrong_scope', row: {status: 'pending', attempts: 0}})
     expect(await t.store.outbox.leaseById('no-such-row', lease)).toEqual({disposition: 'missing', row: null})
 
-    await t.store.outbox.settle(due.id, acquired.row!.lease_token!, {status: 'completed'})
-    expect(await t.store.outbox.leaseById(due.id, lease)).toMatchObject({disposition: 'terminal', row: {status: 'completed'}})
+    await t.store.outbox.settle(due.id, acquired.row!.lease_token!, {status: 'completed', attempted: true})
+    expect(await t.store.outbox.leaseById(due.id, lease)).toMatchObject({disposition: 'terminal', row: {status: 'completed', attempts: 1}})
 
     t.clock.advance(90_000)
     const expiredThenTaken = await t.store.outbox.leaseById(later.id, lease)
     expect(expiredThenTaken.disposition).toBe('acquired')
     t.clock.advance(90_000)
     const reacquired = await t.store.outbox.leaseById(later.id, {...lease, owner: 'second'})
-    expect(reacquired).toMatchObject({disposition: 'acquired', row: {lease_owner: 'second', attempts: 2}})
+    expect(reacquired).toMatchObject({disposition: 'acquired', row: {lease_owner: 'second', attempts: 0}})
     expect(reacquired.row!.lease_token).not.toBe(expiredThenTaken.row!.lease_token)
   })
 
-  test('retryLater walks the backoff ladder with jitter; at max attempts the row fails and stays visible', async () => {
+  test('retryLater walks the backoff ladder with jitter, counting the attempt it reports; at max attempts the row fails and stays visible', async () => {
     const backoff = {ladder_seconds: [10, 20], jitter_ratio: 0.2, max_attempts: 3}
     const store = await t.open(t.settings({backoff}))
     const {row} = await store.outbox.enqueue(deployRow('flaky'))
@@ -171,9 +173,11 @@ describeEachStore('outbox', (t) => {
     for (const baseSeconds of expectedBaseSeconds) {
       const [claimed] = await store.outbox.claim(claimOptions('runner'))
       const outcome = await store.outbox.retryLater(row.id, claimed!.lease_token!, {
-        errorCode: 'edge_host_unreachable',
-        error: 'connect ECONNREFUSED',
-        nextAttemptAt: nextAttemptAt(backoff, claimed!.attempts, t.clock.now()),
+        errorCode: 'edge_host_5xx',
+        error: '503',
+        nextAttemptAt: nextAttemptAt(backoff, claimed!.attempts + 1, t.clock.now()),
+        waits: 0,
+        attempted: true,
       })
       if (outcome.outcome !== 'rescheduled') throw new Error(`expected a reschedule, got ${outcome.outcome}`)
       const delay = outcome.nextAttemptAt - t.clock.now()
@@ -183,19 +187,22 @@ describeEachStore('outbox', (t) => {
         status: 'pending',
         lease_token: null,
         next_attempt_at: outcome.nextAttemptAt,
-        last_error_code: 'edge_host_unreachable',
+        last_error_code: 'edge_host_5xx',
+        attempts: claimed!.attempts + 1,
       })
       t.clock.advance(delay - 1)
       expect(await store.outbox.claim(claimOptions('runner'))).toEqual([])
       t.clock.advance(1)
     }
     const [last] = await store.outbox.claim(claimOptions('runner'))
-    expect(last!.attempts).toBe(3)
+    expect(last!.attempts).toBe(2)
     expect(
       await store.outbox.retryLater(row.id, last!.lease_token!, {
-        errorCode: 'edge_host_unreachable',
+        errorCode: 'edge_host_5xx',
         error: 'still down',
-        nextAttemptAt: nextAttemptAt(backoff, last!.attempts, t.clock.now()),
+        nextAttemptAt: nextAttemptAt(backoff, last!.attempts + 1, t.clock.now()),
+        waits: 0,
+        attempted: true,
       }),
     ).toEqual({outcome: 'failed'})
     expect(await store.outbox.list({status: 'failed'})).toMatchObject([{id: row.id, attempts: 3, next_attempt_at: null, last_error: 'still down'}])

@@ -19,18 +19,29 @@ export class FaultProxy {
   rule: ProxyRule = () => ({kind: 'forward'})
   readonly seen: Array<{method: string; url: string}> = []
   private server?: http.Server
+  private port = 0
 
   constructor(private readonly upstream: () => string) {}
 
   get url(): string {
-    const {port} = this.server!.address() as AddressInfo
-    return `http://127.0.0.1:${port}`
+    return `http://127.0.0.1:${this.port}`
   }
 
   async start(): Promise<this> {
     this.server = http.createServer((request, response) => void this.handle(request, response))
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve))
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve))
+    this.port = (this.server.address() as AddressInfo).port
     return this
+  }
+
+  /** The host goes down: the port refuses connections (ECONNREFUSED) until `up`. */
+  async down(): Promise<void> {
+    await this.stop()
+  }
+
+  /** The host is back, on the same address (nothing to do while it is up). */
+  async up(): Promise<void> {
+    if (!this.server?.listening) await this.start()
   }
 
   async stop(): Promise<void> {

@@ -32,12 +32,13 @@ export default class OutboxList extends BaseCommand<typeof OutboxList> {
     })
     return this.respond(rows, () =>
       table(
-        ['ID', 'OPERATION', 'STATUS', 'ATTEMPTS', 'SCRIPT', 'NEXT ATTEMPT', 'LAST ERROR CODE', 'CREATED'],
+        ['ID', 'OPERATION', 'STATUS', 'ATTEMPTS', 'WAITS', 'SCRIPT', 'NEXT ATTEMPT', 'LAST ERROR CODE', 'CREATED'],
         rows.map((r) => [
           r.id,
           r.operation,
           r.status,
           String(r.attempts),
+          String(r.waits),
           r.script_name ?? '-',
           isoTime(r.next_attempt_at),
           r.last_error_code ?? '-',

@@ -32,6 +32,7 @@ export default class OutboxShow extends BaseCommand<typeof OutboxShow> {
         ['version', row.version_id ?? '-'],
         ['script', row.script_name ?? '-'],
         ['attempts', String(row.attempts)],
+        ['waits', String(row.waits)],
         ['lease owner', row.lease_owner ?? '-'],
         ['lease expires', isoTime(row.lease_expires_at)],
         ['next attempt', isoTime(row.next_attempt_at)],

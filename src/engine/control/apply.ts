@@ -12,6 +12,7 @@ import {newId, type AuditActor, type VersionRow, type WorkerRow} from '../../sto
 import {capabilitiesOf} from '../capabilities.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
+import {askedHost} from '../retry.js'
 import {executionGate} from '../gates.js'
 import {requireProvider} from '../provider.js'
 import {
@@ -128,7 +129,7 @@ export async function applyControl(
     if (!(error instanceof ProviderError)) throw error
     // Refused, or never sent: nothing was applied and there will be no receipt.
     if (error.kind === 'terminal' || error.kind === 'fenced' || (error.kind === 'retryable' && error.status === undefined)) {
-      await store.outbox.settle(id, row.lease_token!, {status: 'failed', errorCode: error.code, error: error.message})
+      await store.outbox.settle(id, row.lease_token!, {status: 'failed', errorCode: error.code, error: error.message, attempted: askedHost(error)})
       // Never sent (the host is down): exit 10 like every command that could not reach the host.
       if (error.status === undefined) throw new KitError('host_unreachable', `${error.message}; nothing was applied (outbox row ${id} failed)`, error.code)
       return result({...base, state: 'failed', code: error.code, message: error.message})
@@ -142,7 +143,7 @@ export async function applyControl(
   const settled = await settleFromReceipt(engine, provider, row, payload)
   switch (settled.outcome) {
     case 'completed': {
-      const acked = await acknowledgeReceipt(engine, provider, settled.stamp, row.attempts)
+      const acked = await acknowledgeReceipt(engine, provider, settled.stamp, settled.row)
       return result({
         ...base,
         state: 'completed',

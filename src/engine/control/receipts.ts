@@ -5,7 +5,7 @@ import {canonicalJson} from '../../canonical-json.js'
 import {ProviderError, type EdgeProvider} from '../../provider/types.js'
 import {AUDIT_ID_CONFLICT, auditEntry, type AuditEntryInput, type ClaimStamp, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {nextAttemptAt} from '../retry.js'
+import {askedHost, retryCauseOf, retryPlan, type RetryCause} from '../retry.js'
 import {messageOf} from '../../errors.js'
 import {controlPayloadProblem, validateReceipt, type ControlPayload, type ValidReceipt} from './operations.js'
 
@@ -21,7 +21,8 @@ export const CONTROL_CODES = {
 } as const
 
 export type ReceiptSettlement =
-  | {outcome: 'completed'; current: Record<string, unknown>; noop: boolean; stamp: ClaimStamp}
+  /** `row`: the completed row's attempts and waits, for its receipt acknowledgement's retries. */
+  | {outcome: 'completed'; current: Record<string, unknown>; noop: boolean; stamp: ClaimStamp; row: AckCounts}
   | {outcome: 'failed' | 'retried'; code: string; message: string}
   | {outcome: 'lease_lost'}
 
@@ -40,7 +41,8 @@ export function controlPayloadOf(row: OutboxRow): ControlPayload | {problem: str
 export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, row: OutboxRow, payload: ControlPayload): Promise<ReceiptSettlement> {
   const token = row.lease_token!
   const fail = async (code: string, message: string): Promise<ReceiptSettlement> => {
-    if (!(await engine.store.outbox.settle(row.id, token, {status: 'failed', errorCode: code, error: message}))) return {outcome: 'lease_lost'}
+    // Every settle here follows a receipt read that reached the host: one attempt.
+    if (!(await engine.store.outbox.settle(row.id, token, {status: 'failed', errorCode: code, error: message, attempted: true}))) return {outcome: 'lease_lost'}
     engine.log.warn({outboxId: row.id, operation: payload.operation, code}, `Edge Worker control audit failed: ${message}`)
     return {outcome: 'failed', code, message}
   }
@@ -53,11 +55,11 @@ export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, 
       return fail(CONTROL_CODES.receiptInvalid, 'the host filed this mutation id under another command digest')
     }
     const message = `the control receipt could not be read: ${messageOf(error)}`
-    const retried = await engine.store.outbox.retryLater(row.id, token, {
-      errorCode: CONTROL_CODES.receiptUnavailable,
-      error: message,
-      nextAttemptAt: nextAttemptAt(engine.settings.backoff, row.attempts, engine.store.clock.now()),
-    })
+    // A host that could not answer is waited for (never failed); any other failure is an attempt.
+    const attempted = askedHost(error)
+    const cause = error instanceof ProviderError ? retryCauseOf(error) : 'failed_attempt'
+    const plan = retryPlan(engine.settings.backoff, cause, {attempts: row.attempts + (attempted ? 1 : 0), waits: row.waits}, engine.store.clock.now())
+    const retried = await engine.store.outbox.retryLater(row.id, token, {errorCode: CONTROL_CODES.receiptUnavailable, error: message, ...plan, attempted})
     if (retried.outcome === 'lease_lost') return {outcome: 'lease_lost'}
     engine.log.warn({outboxId: row.id, code: CONTROL_CODES.receiptUnavailable}, `Edge Worker control audit will retry: ${message}`)
     return {outcome: retried.outcome === 'failed' ? 'failed' : 'retried', code: CONTROL_CODES.receiptUnavailable, message}
@@ -67,42 +69,48 @@ export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, 
   const valid = validateReceipt(receipt, {mutationId: row.id, scriptName: row.script_name!, payload})
   if ('problem' in valid) return fail(CONTROL_CODES.receiptInvalid, `the control receipt was refused: ${valid.problem}`)
   try {
-    const stamp = await engine.store.controlAudits.complete(row.id, token, controlAuditEntry(row, payload, valid))
-    if (!stamp) return {outcome: 'lease_lost'}
+    const completed = await engine.store.controlAudits.complete(row.id, token, controlAuditEntry(row, payload, valid))
+    if (!completed) return {outcome: 'lease_lost'}
     engine.log.info({outboxId: row.id, operation: payload.operation, noop: valid.noop}, `Edge Worker control mutation completed: ${payload.operation}`)
-    return {outcome: 'completed', current: valid.current, noop: valid.noop, stamp}
+    return {outcome: 'completed', current: valid.current, noop: valid.noop, stamp: completed.stamp, row: completed}
   } catch (error) {
     if (messageOf(error) === AUDIT_ID_CONFLICT) return fail(CONTROL_CODES.auditConflict, AUDIT_ID_CONFLICT)
     throw error
   }
 }
 
+/** A completed control row's attempts and waits so far: the ladder of its acknowledgement's retries. */
+export type AckCounts = Pick<OutboxRow, 'attempts' | 'waits'>
+
 /**
  * Sends control.receipt.ack for a completed row; the host must answer exactly {"acknowledged": true}.
- * A failure waits on the backoff ladder (control_receipt_ack_failed). `attempts`: the row's attempts
- * so far, for the ladder. Returns whether the receipt is acknowledged now.
+ * A failure retries by the engine's rule (../retry.ts, control_receipt_ack_failed): a host that could
+ * not answer is waited for, another answer is a failed attempt. Returns whether the receipt is
+ * acknowledged now.
  */
 export async function acknowledgeReceipt(
   engine: Engine,
   provider: EdgeProvider,
   stamp: ClaimStamp,
-  attempts: number,
+  row: AckCounts,
 ): Promise<'acknowledged' | 'rescheduled' | 'failed' | 'lost'> {
   let problem: string
+  let cause: RetryCause = 'failed_attempt'
+  let attempted = true
   try {
     const answer = await provider.acknowledgeReceipt(stamp.id)
     if (canonicalJson(answer) === '{"acknowledged":true}') {
-      return (await engine.store.controlAudits.stopAcks(stamp, {errorCode: null, error: null})) ? 'acknowledged' : 'lost'
+      return (await engine.store.controlAudits.stopAcks(stamp, {errorCode: null, error: null, attempted: true})) ? 'acknowledged' : 'lost'
     }
     problem = 'the host did not answer exactly {"acknowledged": true}'
   } catch (error) {
     problem = messageOf(error)
+    attempted = askedHost(error)
+    if (error instanceof ProviderError) cause = retryCauseOf(error)
   }
   const message = `the control receipt acknowledgement failed: ${problem}`
-  const outcome = await engine.store.controlAudits.retryAck(stamp, nextAttemptAt(engine.settings.backoff, attempts, engine.store.clock.now()), {
-    errorCode: CONTROL_CODES.ackFailed,
-    error: message,
-  })
+  const plan = retryPlan(engine.settings.backoff, cause, {attempts: row.attempts + (attempted ? 1 : 0), waits: row.waits}, engine.store.clock.now())
+  const outcome = await engine.store.controlAudits.retryAck(stamp, {errorCode: CONTROL_CODES.ackFailed, error: message, ...plan, attempted})
   if (outcome !== 'lost')
     engine.log.warn(
       {outboxId: stamp.id, code: CONTROL_CODES.ackFailed},

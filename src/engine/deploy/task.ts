@@ -22,7 +22,7 @@ import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {supersededResult} from './superseded.js'
 import {executionGate} from '../gates.js'
-import {nextAttemptAt} from '../retry.js'
+import {askedHost, retryCauseOf, retryPlan, type RetryCause} from '../retry.js'
 
 export interface DeployTaskArgs {
   outboxId: string
@@ -81,28 +81,49 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   const {worker, version, current} = snapshot
   const reconcileMode = version?.state === 'deploying'
   const ids = {outboxId: args.outboxId, leaseToken: token, workerId: worker?.id ?? null, versionId: version?.id ?? null}
+  // Whether this run asked the host: the write that ends the lease counts one attempt then (../retry.ts).
+  let asked = false
+  const ask = async <T>(call: Promise<T>): Promise<T> => {
+    try {
+      const answer = await call
+      asked = true
+      return answer
+    } catch (error) {
+      asked ||= askedHost(error)
+      throw error
+    }
+  }
   const finish = async (status: 'failed' | 'uncertain', code: string, message: string): Promise<DeployTaskResult> => {
     stage('settle')
-    const settled = await store.deployments.finish({...ids, status, errorCode: code, error: message})
+    const settled = await store.deployments.finish({...ids, status, errorCode: code, error: message, attempted: asked})
     if (!settled) return {outcome: 'lease_lost'}
     log[status === 'failed' ? 'error' : 'warn']({outboxId: args.outboxId, code}, `Edge Worker deployment ${status}: ${message}`)
     return {outcome: status, code, message}
   }
-  const retry = async (code: string, message: string, keepDeploying: boolean, deferred = false): Promise<DeployTaskResult> => {
+  const retry = async (cause: RetryCause, code: string, message: string, keepDeploying: boolean, deferred = false): Promise<DeployTaskResult> => {
     const now = store.clock.now()
-    const backoff = nextAttemptAt(settings.backoff, lease.row.attempts, now)
+    const plan = retryPlan(settings.backoff, cause, {attempts: lease.row.attempts + (asked ? 1 : 0), waits: lease.row.waits}, now)
     // The lane that takes a rescheduled deploy (recovery, or deferred once the host refused it
     // fenced) leaves it alone for that lane's cooldown after this runner touched it.
     const cooldownSeconds = deferred ? settings.deferred.cooldown_seconds : settings.recovery.cooldown_seconds
-    const when = backoff === null ? null : Math.max(backoff, now + cooldownSeconds * 1000)
-    const outcome = await store.deployments.retryLater({...ids, errorCode: code, error: message, nextAttemptAt: when, keepDeploying, deferred})
+    const when = plan.nextAttemptAt === null ? null : Math.max(plan.nextAttemptAt, now + cooldownSeconds * 1000)
+    const outcome = await store.deployments.retryLater({
+      ...ids,
+      errorCode: code,
+      error: message,
+      nextAttemptAt: when,
+      waits: plan.waits,
+      attempted: asked,
+      keepDeploying,
+      deferred,
+    })
     if (outcome === 'lease_lost') return {outcome: 'lease_lost'}
     log.warn({outboxId: args.outboxId, code, exhausted: outcome === 'failed'}, `Edge Worker deployment will retry: ${message}`)
     return {outcome: 'retry', code, message, exhausted: outcome === 'failed'}
   }
   const supersede = async (newer: NewerDeploy): Promise<DeployTaskResult> => {
     stage('settle')
-    if (!(await store.deployments.supersede({...ids, workerId: worker!.id, versionId: version!.id, newer}))) return {outcome: 'lease_lost'}
+    if (!(await store.deployments.supersede({...ids, workerId: worker!.id, versionId: version!.id, newer, attempted: asked}))) return {outcome: 'lease_lost'}
     return superseded(newer)
   }
   const superseded = (newer: NewerDeploy): DeployTaskResult => supersededResult(engine, args.outboxId, newer)
@@ -126,9 +147,9 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (reconcileMode) {
     // GET-only first: a previous attempt may have uploaded before it died.
     try {
-      uploaded = await readBack(provider, worker, verified)
+      uploaded = await ask(readBack(provider, worker, verified))
     } catch (error) {
-      if (error instanceof ProviderError) return retry(error.code, error.message, true)
+      if (error instanceof ProviderError) return retry(retryCauseOf(error), error.code, error.message, true)
       throw error
     }
     if (uploaded) log.info({outboxId: args.outboxId}, 'Edge Worker deployment reconciled: the host already serves this release')
@@ -140,11 +161,11 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     if (begun.outcome === 'lease_lost') return {outcome: 'lease_lost'}
     if (begun.outcome === 'superseded') return supersede(begun.newer)
     // The Worker and the holder's version are the holder's to settle: leave them as they are.
-    if (begun.outcome === 'busy') return retry(WORKER_DEPLOY_BUSY, `deploy ${begun.holder} of this Worker is in progress; this one waits for it`, true)
+    if (begun.outcome === 'busy') return retry('wait', WORKER_DEPLOY_BUSY, `deploy ${begun.holder} of this Worker is in progress; this one waits for it`, true)
     faultPoint('deploy.after_commit_deploying')
 
     stage('purge')
-    const purge = await purgeLegacySecrets(engine, provider, {worker, version, current, outbox: snapshot.outbox})
+    const purge = await purgeLegacySecrets(engine, provider, {worker, version, current, outbox: snapshot.outbox}, ask)
     if (purge) return finish('failed', purge.code, purge.message)
 
     stage('upload')
@@ -158,7 +179,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     try {
       // A large shard restart can outlast the lease: renew it meanwhile, so no other runner takes
       // the row over and uploads the same release a second time.
-      await whileLeaseRenewed(engine, {outboxId: args.outboxId, token}, () => provider.uploadScript(uploadInputOf(worker, version, verified, services)))
+      await whileLeaseRenewed(engine, {outboxId: args.outboxId, token}, () => ask(provider.uploadScript(uploadInputOf(worker, version, verified, services))))
       faultPoint('deploy.after_upload')
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
@@ -166,20 +187,20 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
       if (pairingRefused(error)) return retry(error.code, error.message, false)
       if (error.kind === 'terminal') return finish('failed', error.code, error.message)
       // The host is fenced: the row waits for the deferred lane, which runs once the fence ends.
-      if (error.kind === 'fenced') return retry('edge_host_fenced', error.message, false, true)
-      if (error.kind === 'retryable') return retry(error.code, error.message, false)
+      if (error.kind === 'fenced') return retry('wait', 'edge_host_fenced', error.message, false, true)
+      if (error.kind === 'retryable') return retry(retryCauseOf(error), error.code, error.message, false)
       // Ambiguous: the upload may have landed. Reading back decides.
       log.warn({outboxId: args.outboxId, code: error.code}, 'Edge Worker upload outcome unknown; reading back')
     }
 
     stage('readback')
     try {
-      uploaded = await readBack(provider, worker, verified)
+      uploaded = await ask(readBack(provider, worker, verified))
     } catch (error) {
-      if (error instanceof ProviderError) return retry(error.code, error.message, true)
+      if (error instanceof ProviderError) return retry(retryCauseOf(error), error.code, error.message, true)
       throw error
     }
-    if (!uploaded) return retry('edge_host_readback_mismatch', 'the host does not hold the uploaded release after the upload', false)
+    if (!uploaded) return retry('failed_attempt', 'edge_host_readback_mismatch', 'the host does not hold the uploaded release after the upload', false)
     faultPoint('deploy.after_readback')
   }
 
@@ -203,7 +224,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
 
   stage('settle')
   faultPoint('deploy.before_settle')
-  const completed = await store.deployments.complete({...ids, workerId: worker.id, versionId: version.id, scope: provider.scope})
+  const completed = await store.deployments.complete({...ids, workerId: worker.id, versionId: version.id, scope: provider.scope, attempted: asked})
   if (completed.outcome === 'lease_lost') return {outcome: 'lease_lost'}
   if (completed.outcome === 'superseded') return superseded(completed.newer)
   log.info({outboxId: args.outboxId, scriptName: worker.script_name, releaseGeneration: version.release_generation}, 'Edge Worker deployment completed')
@@ -270,11 +291,12 @@ async function purgeLegacySecrets(
   engine: Engine,
   provider: EdgeProvider,
   rows: {worker: WorkerRow; version: VersionRow; current: VersionRow | undefined; outbox: OutboxRow},
+  ask: <T>(call: Promise<T>) => Promise<T>,
 ): Promise<{code: string; message: string} | null> {
   const deployed = rows.current && rows.current.id !== rows.version.id && rows.current.state === 'deployed' ? rows.current : undefined
   if (!legacySecretPurgeBeforeDeploy(rows.version.builder_policy, deployed?.builder_policy ?? null)) return null
   try {
-    await provider.purgeSecrets(rows.worker.script_name)
+    await ask(provider.purgeSecrets(rows.worker.script_name))
   } catch (error) {
     if (!(error instanceof ProviderError)) throw error
     return error.kind === 'terminal'

@@ -5,7 +5,7 @@
 import {z} from 'zod'
 import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactStore} from '../../artifacts/store.js'
 import type {OutboxRow} from '../../store/index.js'
-import {nextAttemptAt} from '../retry.js'
+import {retryPlan} from '../retry.js'
 import type {Lane, LaneRun, RowOutcome} from './lane.js'
 import {messageOf} from '../../errors.js'
 
@@ -99,7 +99,7 @@ async function cleanOne(run: LaneRun, artifacts: ArtifactStore, row: OutboxRow):
   } catch (error) {
     return retryOutcome(run, row, {errorCode: ARTIFACT_DELETE_FAILED, error: `deleting ${target.key} failed: ${messageOf(error)}`})
   }
-  if (!(await store.outbox.settle(row.id, token, {status: 'completed'}))) return 'skipped'
+  if (!(await store.outbox.settle(row.id, token, {status: 'completed', attempted: true}))) return 'skipped'
   log.debug({outboxId: row.id, key: target.key}, 'Edge Worker artifact cleanup deleted an orphaned artifact')
   return 'completed'
 }
@@ -110,10 +110,9 @@ async function burnAttempt(run: LaneRun, row: OutboxRow, error: unknown): Promis
 
 async function retryOutcome(run: LaneRun, row: OutboxRow, failure: {errorCode: string; error: string}): Promise<RowOutcome> {
   const {engine} = run
-  const retried = await engine.store.outbox.retryLater(row.id, row.lease_token!, {
-    ...failure,
-    nextAttemptAt: nextAttemptAt(engine.settings.backoff, row.attempts, engine.store.clock.now()),
-  })
+  // The artifact store was asked (to open, or to delete): a failed attempt, on the ladder of attempts.
+  const plan = retryPlan(engine.settings.backoff, 'failed_attempt', {attempts: row.attempts + 1, waits: row.waits}, engine.store.clock.now())
+  const retried = await engine.store.outbox.retryLater(row.id, row.lease_token!, {...failure, ...plan, attempted: true})
   if (retried.outcome === 'lease_lost') return 'skipped'
   const exhausted = retried.outcome === 'failed'
   run.engine.log.warn(

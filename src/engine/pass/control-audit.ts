@@ -9,6 +9,7 @@
 // control.receipt.ack, exactly {"acknowledged": true}, else the backoff ladder.
 import type {EdgeProvider} from '../../provider/types.js'
 import {stampOf, type OutboxRow} from '../../store/index.js'
+import {wakeRowsWaitingForHost} from './host-wake.js'
 import type {LaneRun, RowOutcome} from './lane.js'
 
 const RETIRED_LOG = 'Edge Worker control receipt settled: its Worker is retired'
@@ -21,6 +22,7 @@ export async function controlAuditLane(run: LaneRun): Promise<void> {
   const resolution = await run.engine.resolveProvider()
   if (resolution.status !== 'ready') return run.skip(resolution.message)
   const tally = {retired: 0, ackRetired: 0}
+  await wakeRowsWaitingForHost(run, 'control_audit')
   await recoveryRound(run, resolution.provider, tally)
   await ackRound(run, resolution.provider, tally)
   run.note(`retired=${tally.retired} ack_retired=${tally.ackRetired}`)
@@ -102,14 +104,18 @@ async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired
       const stamp = stampOf(row)
       let outcome: RowOutcome
       if (await isRetired(run, row)) {
-        const stopped = await store.controlAudits.stopAcks(stamp, {errorCode: CONTROL_CODES.workerRetired, error: 'provider receipt retired with its Worker'})
+        const stopped = await store.controlAudits.stopAcks(stamp, {
+          errorCode: CONTROL_CODES.workerRetired,
+          error: 'provider receipt retired with its Worker',
+          attempted: false,
+        })
         if (stopped) {
           tally.ackRetired++
           log.info({outboxId: row.id, workerId: row.worker_id}, RETIRED_LOG)
         }
         outcome = stopped ? 'completed' : 'skipped'
       } else {
-        const acked = await acknowledgeReceipt(run.engine, provider, stamp, row.attempts)
+        const acked = await acknowledgeReceipt(run.engine, provider, stamp, row)
         outcome = acked === 'acknowledged' ? 'completed' : acked === 'rescheduled' ? 'retried' : acked === 'failed' ? 'failed' : 'skipped'
       }
       run.counts[outcome]++

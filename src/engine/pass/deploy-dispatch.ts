@@ -243,14 +243,14 @@ async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string
 }
 
 /**
- * A row attempted before this claim (its attempts count this claim's too), or whose version is
- * mid-deploy, may have reached the host: it becomes `uncertain` and its Worker pauses. Otherwise
- * nothing happened yet and it is `failed`.
+ * A row the host was asked about before (its attempts), or whose version is mid-deploy, may have
+ * reached the host: it becomes `uncertain` and its Worker pauses. Otherwise nothing happened yet and
+ * it is `failed`.
  */
 async function quarantine(run: LaneRun, row: OutboxRow, lease: HeldLease, problem: string): Promise<RowOutcome> {
   const {store, log} = run.engine
   const version = row.version_id ? await store.workers.getVersion(row.version_id) : undefined
-  const mayHaveReachedHost = row.attempts > 1 || version?.state === 'deploying'
+  const mayHaveReachedHost = row.attempts > 0 || version?.state === 'deploying'
   const status = mayHaveReachedHost ? 'uncertain' : 'failed'
   const settled = await store.sweeps.quarantine(lease, {
     status,

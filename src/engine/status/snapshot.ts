@@ -59,6 +59,11 @@ export interface LeasedRow extends OutboxRowSummary {
   leaseLeftMs: number
 }
 
+export interface WaitingRow extends OutboxRowSummary {
+  /** Until its next attempt (negative once due: a pass takes it). */
+  dueInMs: number
+}
+
 export interface StatusSnapshot {
   takenAt: string
   /** The kit scope this runner works for; null when no pairing tells it (rows of every scope are shown). */
@@ -71,6 +76,8 @@ export interface StatusSnapshot {
   finishedWindowSeconds: number
   lanes: LaneStatus[]
   leased: LeasedRow[]
+  /** Rows put back to wait — host unavailable, fenced, their Worker busy (../retry.ts) — next due first, with the time until then. */
+  waiting: WaitingRow[]
   /** Failed and uncertain rows that wait for an operator, grouped (deploys a later completed deploy replaced are left out). */
   errorGroups: ErrorGroup[]
   /** Failed or uncertain deploys a later completed deploy of the same Worker replaced: history, not attention. */
@@ -99,7 +106,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   const resolution = await engine.resolveProvider()
   const scope = resolution.status === 'ready' ? resolution.scope : settings.provider.scope || null
   const now = store.clock.now()
-  const [workers, host, openCounts, finishedCounts, oldestDue, leased, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] =
+  const [workers, host, openCounts, finishedCounts, oldestDue, leased, waiting, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] =
     await Promise.all([
       workersPanel(engine, {timeoutMs: options.hostTimeoutMs}),
       hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
@@ -107,6 +114,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
       store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
       store.status.oldestDue(scope, now),
       store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
+      store.status.waitingRows(scope, SNAPSHOT_LIST_LIMIT),
       store.status.errorGroups(scope),
       store.status.supersededFailures(scope),
       scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
@@ -149,6 +157,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     finishedWindowSeconds: options.finishedWindowSeconds,
     lanes,
     leased: leased.map((row) => ({...row, leaseLeftMs: Number(row.lease_expires_at) - now})),
+    waiting: waiting.map((row) => ({...row, dueInMs: Number(row.next_attempt_at) - now})),
     errorGroups,
     supersededFailures,
     retirements: {

@@ -6,6 +6,7 @@ import * as oneOpenFence from './0002_one_open_fence.js'
 import * as statusIndexes from './0003_status_indexes.js'
 import * as outboxStateColumns from './0004_outbox_state_columns.js'
 import * as workIndexes from './0005_work_indexes.js'
+import * as outboxWaits from './0006_outbox_waits.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '0003_status_indexes': statusIndexes,
   '0004_outbox_state_columns': outboxStateColumns,
   '0005_work_indexes': workIndexes,
+  '0006_outbox_waits': outboxWaits,
 }

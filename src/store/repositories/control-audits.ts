@@ -14,7 +14,7 @@ import type {StoreContext} from '../context.js'
 import {carriesClaim, claimAssignments, due, unreserved, type ClaimStamp} from '../outbox-states.js'
 import {parseJsonObject, type OutboxRow, type OutboxTable} from '../schema.js'
 import {AuditRepository, type AuditEntryInput} from './audit.js'
-import {claimableIds, leaseAssignments} from './outbox.js'
+import {attemptsAfter, claimableIds, leaseAssignments, type RetryLaterOptions} from './outbox.js'
 
 /** The audit action whose success row marks a department's Worker retired (../../engine/retire/audit.ts). */
 const WORKER_RETIRED_ACTION = 'department.worker_retired'
@@ -31,7 +31,7 @@ export interface ControlClaimOptions {
 export class ControlAuditRepository {
   constructor(private readonly ctx: StoreContext) {}
 
-  /** Leases control rows whose mutation outcome is unknown, oldest due first (one attempt each, a fresh token). */
+  /** Leases control rows whose mutation outcome is unknown, oldest due first (a fresh token each; no attempt counted). */
   async claimRecoverable(options: ControlClaimOptions): Promise<OutboxRow[]> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
@@ -51,13 +51,14 @@ export class ControlAuditRepository {
   }
 
   /**
-   * Settles a leased row `completed` with its audit row, atomically; the row's ack is due now. The
+   * Settles a leased row `completed` with its audit row, atomically, counting the receipt read that
+   * led here as an attempt; the row's ack is due now, its run of waits over. The
    * settling runner's claim on it expires at once — the ack round may take the row right away — and
    * only keys its compare-and-set: the stamp returned lets it acknowledge the receipt itself unless
    * the ack round got there first. undefined = the lease was lost (nothing written). Throws the audit
    * conflict when the id is already bound to different facts (nothing written either).
    */
-  async complete(id: string, token: string, audit: AuditEntryInput): Promise<ClaimStamp | undefined> {
+  async complete(id: string, token: string, audit: AuditEntryInput): Promise<{stamp: ClaimStamp; attempts: number; waits: number} | undefined> {
     return this.ctx.atomic(async (tx) => {
       const now = this.ctx.now()
       const claim = await tx.db
@@ -71,15 +72,17 @@ export class ControlAuditRepository {
           next_attempt_at: now,
           last_error_code: null,
           last_error: null,
+          attempts: sql<number>`attempts + 1`,
+          waits: 0,
           updated_at: now,
         })
         .where('id', '=', id)
         .where('lease_token', '=', token)
-        .returning('claimed_by')
+        .returning(['claimed_by', 'attempts', 'waits'])
         .executeTakeFirst()
       if (!claim) return undefined
       await new AuditRepository(tx).append(audit)
-      return {id, status: 'completed', claimed_by: claim.claimed_by!, claim_expires_at: now}
+      return {stamp: {id, status: 'completed', claimed_by: claim.claimed_by!, claim_expires_at: now}, attempts: claim.attempts, waits: claim.waits}
     })
   }
 
@@ -89,7 +92,7 @@ export class ControlAuditRepository {
       const now = this.ctx.now()
       const {rows} = await sql<OutboxTable>`
         update edge_worker_outbox
-        set ${claimAssignments(options.owner, now, options.leaseSeconds)}, attempts = attempts + 1
+        set ${claimAssignments(options.owner, now, options.leaseSeconds)}
         where id in (
           select id from edge_worker_outbox
           where operation = 'control_audit' and dispatch_namespace = ${options.scope} and ${due(now, 'completed')}
@@ -103,41 +106,44 @@ export class ControlAuditRepository {
   }
 
   /**
-   * Ends the ack work of a completed row: acknowledged (no code), or stopped for good with a code
-   * (`worker_retired`, exhausted retries). false = another runner's claim holds the row.
+   * Ends the ack work of a completed row: acknowledged (no code; the ack was an attempt), or stopped
+   * for good with a code (`worker_retired`). false = another runner's claim holds the row.
    */
-  async stopAcks(stamp: ClaimStamp, stop: {errorCode: string | null; error: string | null}): Promise<boolean> {
+  async stopAcks(stamp: ClaimStamp, stop: {errorCode: string | null; error: string | null; attempted: boolean}): Promise<boolean> {
     return this.ctx.write(async ({db}) => {
       const result = await this.stamped(db, stamp)
-        .set({
+        .set((eb) => ({
           next_attempt_at: null,
           claimed_by: null,
           claim_expires_at: null,
           last_error_code: stop.errorCode,
           last_error: stop.error,
+          attempts: attemptsAfter(eb, stop.attempted),
           updated_at: this.ctx.now(),
-        })
+        }))
         .executeTakeFirst()
       return result.numUpdatedRows > 0n
     })
   }
 
   /** A failed ack waits until `nextAttemptAt`; null (the engine's retry rule: attempts ran out) stops it (`failed`). */
-  async retryAck(stamp: ClaimStamp, nextAttemptAt: number | null, failure: {errorCode: string; error: string}): Promise<'rescheduled' | 'failed' | 'lost'> {
+  async retryAck(stamp: ClaimStamp, retry: Omit<RetryLaterOptions, 'deferred'>): Promise<'rescheduled' | 'failed' | 'lost'> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const result = await this.stamped(db, stamp)
-        .set({
-          next_attempt_at: nextAttemptAt,
+        .set((eb) => ({
+          next_attempt_at: retry.nextAttemptAt,
           claimed_by: null,
           claim_expires_at: null,
-          last_error_code: failure.errorCode,
-          last_error: failure.error,
+          last_error_code: retry.errorCode,
+          last_error: retry.error,
+          attempts: attemptsAfter(eb, retry.attempted),
+          waits: retry.waits,
           updated_at: now,
-        })
+        }))
         .executeTakeFirst()
       if (result.numUpdatedRows === 0n) return 'lost'
-      return nextAttemptAt === null ? 'failed' : 'rescheduled'
+      return retry.nextAttemptAt === null ? 'failed' : 'rescheduled'
     })
   }
 

@@ -11,7 +11,7 @@ import {liveLease} from '../outbox-states.js'
 import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type OutboxRow, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
 import {auditEntry, AuditRepository, SYSTEM_ACTOR} from './audit.js'
 import {isNewer, newerDeployOf, supersededMessage, type NewerDeploy} from './deploy-order.js'
-import {OutboxRepository} from './outbox.js'
+import {attemptsAfter, OutboxRepository, type RetryLaterOptions, type SettleOptions} from './outbox.js'
 import {WorkerRepository, type VersionCreateInput, type WorkerCreateInput} from './workers.js'
 
 export const DEPLOY_SUPERSEDED = 'deploy_superseded'
@@ -109,7 +109,14 @@ export class DeploymentRepository {
    * audit row records version, release generation and the version it replaced. A Worker already
    * serving a newer version is never moved back: the row settles superseded instead.
    */
-  async complete(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; scope: string}): Promise<CompleteOutcome> {
+  async complete(ids: {
+    outboxId: string
+    leaseToken: string
+    workerId: string
+    versionId: string
+    scope: string
+    attempted: boolean
+  }): Promise<CompleteOutcome> {
     return this.ctx.atomic(async (tx) => {
       const outbox = await this.lockOutbox(tx, ids.outboxId, ids.leaseToken)
       if (!outbox) return {outcome: 'lease_lost'}
@@ -119,11 +126,11 @@ export class DeploymentRepository {
         worker?.current_version_id && worker.current_version_id !== ids.versionId ? await this.lockVersion(tx, worker.current_version_id) : undefined
       if (worker && version && previous && isNewer(previous, version)) {
         const newer = {versionId: previous.id, outboxId: null}
-        await this.settleSuperseded(tx, {outbox, worker, version, newer})
+        await this.settleSuperseded(tx, {outbox, worker, version, newer, attempted: ids.attempted})
         return {outcome: 'superseded', newer}
       }
       const now = this.ctx.now()
-      await this.settleOutbox(tx, ids.outboxId, 'completed', null, null)
+      await this.settleOutbox(tx, ids.outboxId, {status: 'completed', errorCode: null, error: null, attempted: ids.attempted})
       await tx.db
         .updateTable('edge_worker_versions')
         .set({state: 'superseded', updated_at: now})
@@ -158,13 +165,13 @@ export class DeploymentRepository {
    * audit row): its version, unless deployed, becomes `superseded`, and the Worker returns to its
    * resting status. false = lease lost.
    */
-  async supersede(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; newer: NewerDeploy}): Promise<boolean> {
+  async supersede(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; newer: NewerDeploy; attempted: boolean}): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
       const outbox = await this.lockOutbox(tx, ids.outboxId, ids.leaseToken)
       if (!outbox) return false
       const worker = await this.lockWorker(tx, ids.workerId)
       const version = await this.lockVersion(tx, ids.versionId)
-      if (worker && version) await this.settleSuperseded(tx, {outbox, worker, version, newer: ids.newer})
+      if (worker && version) await this.settleSuperseded(tx, {outbox, worker, version, newer: ids.newer, attempted: ids.attempted})
       return true
     })
   }
@@ -187,12 +194,13 @@ export class DeploymentRepository {
     status: 'failed' | 'uncertain'
     errorCode: string
     error: string
+    attempted: boolean
   }): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
       if (ids.workerId) await this.lockWorker(tx, ids.workerId)
       const now = this.ctx.now()
-      await this.settleOutbox(tx, ids.outboxId, ids.status, ids.errorCode, ids.error)
+      await this.settleOutbox(tx, ids.outboxId, {status: ids.status, errorCode: ids.errorCode, error: ids.error, attempted: ids.attempted})
       if (ids.versionId) await settleUnfinishedVersion(tx, ids.versionId, ids.status, now)
       if (ids.workerId && ids.status === 'failed') await this.restWorker(tx, ids.workerId)
       return true
@@ -200,33 +208,25 @@ export class DeploymentRepository {
   }
 
   /**
-   * Hands the row back for a later attempt (backoff ladder; `failed` once attempts run out). When
-   * nothing reached the host the version returns to `built` and the Worker to its resting status,
-   * so the next attempt uploads afresh.
+   * Hands the row back for later (the engine's retry rule: when, its waits, whether this run's
+   * attempt counts; `failed` once attempts run out). When nothing reached the host the version
+   * returns to `built` and the Worker to its resting status, so the next attempt uploads afresh.
    */
-  async retryLater(ids: {
-    outboxId: string
-    leaseToken: string
-    workerId: string | null
-    versionId: string | null
-    errorCode: string
-    error: string
-    /** The engine's retry rule: when the row is due again, or null when its attempts ran out. */
-    nextAttemptAt: number | null
-    /** Set when the request may have been applied: the version stays `deploying` (reconcile mode next). */
-    keepDeploying: boolean
-    /** The host refused while fenced: the row waits `deferred` for the deferred lane. */
-    deferred?: boolean
-  }): Promise<'rescheduled' | 'failed' | 'lease_lost'> {
+  async retryLater(
+    ids: {
+      outboxId: string
+      leaseToken: string
+      workerId: string | null
+      versionId: string | null
+      /** Set when the request may have been applied: the version stays `deploying` (reconcile mode next). */
+      keepDeploying: boolean
+    } & RetryLaterOptions,
+  ): Promise<'rescheduled' | 'failed' | 'lease_lost'> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return 'lease_lost'
       if (ids.workerId) await this.lockWorker(tx, ids.workerId)
-      const outcome = await new OutboxRepository(tx).retryLater(ids.outboxId, ids.leaseToken, {
-        errorCode: ids.errorCode,
-        error: ids.error,
-        nextAttemptAt: ids.nextAttemptAt,
-        deferred: ids.deferred,
-      })
+      const {outboxId, leaseToken, workerId: _worker, versionId: _version, keepDeploying: _keep, ...retry} = ids
+      const outcome = await new OutboxRepository(tx).retryLater(outboxId, leaseToken, retry)
       if (outcome.outcome === 'lease_lost') return 'lease_lost'
       const now = this.ctx.now()
       const exhausted = outcome.outcome === 'failed'
@@ -334,10 +334,12 @@ export class DeploymentRepository {
       version: Pick<VersionRow, 'id' | 'release_generation'>
       newer: NewerDeploy
       restWorker?: boolean
+      /** The row's runner asked the host in this run: one attempt more. */
+      attempted?: boolean
     },
   ): Promise<void> {
-    const {outbox, worker, version, newer, restWorker = true} = rows
-    await this.settleOutbox(tx, outbox.id, 'cancelled', DEPLOY_SUPERSEDED, supersededMessage(newer.versionId))
+    const {outbox, worker, version, newer, restWorker = true, attempted = false} = rows
+    await this.settleOutbox(tx, outbox.id, {status: 'cancelled', errorCode: DEPLOY_SUPERSEDED, error: supersededMessage(newer.versionId), attempted})
     await tx.db
       .updateTable('edge_worker_versions')
       .set({state: 'superseded', updated_at: this.ctx.now()})
@@ -375,18 +377,19 @@ export class DeploymentRepository {
       .execute()
   }
 
-  private async settleOutbox(tx: StoreContext, id: string, status: string, errorCode: string | null, error: string | null): Promise<void> {
+  private async settleOutbox(tx: StoreContext, id: string, settle: Required<SettleOptions>): Promise<void> {
     await tx.db
       .updateTable('edge_worker_outbox')
-      .set({
-        status: status as OutboxRow['status'],
+      .set((eb) => ({
+        status: settle.status,
         lease_token: null,
         lease_expires_at: null,
         next_attempt_at: null,
-        last_error_code: errorCode,
-        last_error: error,
+        last_error_code: settle.errorCode,
+        last_error: settle.error,
+        attempts: attemptsAfter(eb, settle.attempted),
         updated_at: this.ctx.now(),
-      })
+      }))
       .where('id', '=', id)
       .execute()
   }

@@ -3,19 +3,20 @@
 //
 // Lease rules (the statuses, moves and shared predicates: ../outbox-states.ts):
 // - a lease is (lease_owner, lease_token, lease_expires_at) on a `leased` row; every claim (this
-//   one, the deploy sweeps') or leaseById writes a fresh random token, counts one attempt and ends
-//   any sweep's claim stamp (leaseAssignments);
+//   one, the deploy sweeps') or leaseById writes a fresh random token, ends any sweep's claim stamp
+//   and the enqueuer's reservation (leaseAssignments). A lease counts no attempt: the write that
+//   ends it does, when the runner asked the host (`attempted`; the rule: ../../engine/retry.ts);
 // - a `pending` row is claimable once due (next_attempt_at <= now) and no claim holds it; a `leased`
 //   row once its lease expired; a `deferred` row only by the deferred lane's sweep;
 // - settle/renew/retryLater match `id AND lease_token`: matching nothing means the lease was lost
 //   (another runner reclaimed the row) and nothing changes. Ending a lease clears the token.
 import {randomUUID} from 'node:crypto'
-import {sql, type RawBuilder} from 'kysely'
+import {sql, type ExpressionBuilder, type RawBuilder} from 'kysely'
 import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
-import {parseJsonObject, type JsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
+import {parseJsonObject, type Database, type JsonObject, type OutboxOperation, type OutboxRow, type OutboxStatus, type OutboxTable} from '../schema.js'
 import {claimable, due, endClaim, holdsLiveLease, isFinished, isSettled, leaseExpired, type SettledOutboxStatus, type WaitingStatus} from '../outbox-states.js'
 
 export interface OutboxEnqueueInput {
@@ -65,6 +66,22 @@ export interface SettleOptions {
   status: SettledOutboxStatus
   errorCode?: string | null
   error?: string | null
+  /** The runner asked the host (or the artifact store) about the row in this run: one attempt more. */
+  attempted?: boolean
+}
+
+/** A leased row handed back for later (the engine's retry rule chose the time: ../../engine/retry.ts). */
+export interface RetryLaterOptions {
+  errorCode: string
+  error: string
+  /** When the row is due again; null = its attempts ran out, it settles `failed`. */
+  nextAttemptAt: number | null
+  /** The row's run of consecutive waits from now on (0 after a failed attempt). */
+  waits: number
+  /** The runner asked the host about the row in this run: one attempt more. */
+  attempted: boolean
+  /** The host refused while fenced: the row waits `deferred` for the deferred lane. */
+  deferred?: boolean
 }
 
 export type RetryOutcome = {outcome: 'rescheduled'; nextAttemptAt: number} | {outcome: 'failed'} | {outcome: 'lease_lost'}
@@ -111,6 +128,7 @@ export class OutboxRepository {
           dispatch_namespace: input.dispatch_namespace,
           payload: canonicalJson(input.payload),
           attempts: 0,
+          waits: 0,
           next_attempt_at: input.next_attempt_at === undefined ? now : input.next_attempt_at,
           last_error_code: input.last_error_code ?? null,
           reserved_by: input.reserved_by ?? null,
@@ -185,15 +203,16 @@ export class OutboxRepository {
       const now = this.ctx.now()
       const result = await db
         .updateTable('edge_worker_outbox')
-        .set({
+        .set((eb) => ({
           status: options.status,
           lease_token: null,
           lease_expires_at: null,
           next_attempt_at: null,
           last_error_code: options.errorCode ?? null,
           last_error: options.error ?? null,
+          attempts: attemptsAfter(eb, options.attempted ?? false),
           updated_at: now,
-        })
+        }))
         .where('id', '=', id)
         .where('lease_token', '=', token)
         .executeTakeFirst()
@@ -206,24 +225,22 @@ export class OutboxRepository {
    * `nextAttemptAt` — or, when that is null (the engine's retry rule says attempts ran out), settles
    * it `failed`, visible to an operator.
    */
-  async retryLater(
-    id: string,
-    token: string,
-    failure: {errorCode: string; error: string; nextAttemptAt: number | null; deferred?: boolean},
-  ): Promise<RetryOutcome> {
+  async retryLater(id: string, token: string, failure: RetryLaterOptions): Promise<RetryOutcome> {
     return this.ctx.write(async ({db}) => {
       const {nextAttemptAt} = failure
       const result = await db
         .updateTable('edge_worker_outbox')
-        .set({
+        .set((eb) => ({
           status: nextAttemptAt === null ? 'failed' : failure.deferred ? 'deferred' : 'pending',
           lease_token: null,
           lease_expires_at: null,
           next_attempt_at: nextAttemptAt,
           last_error_code: failure.errorCode,
           last_error: failure.error,
+          attempts: attemptsAfter(eb, failure.attempted),
+          waits: failure.waits,
           updated_at: this.ctx.now(),
-        })
+        }))
         .where('id', '=', id)
         .where('lease_token', '=', token)
         .executeTakeFirst()
@@ -235,7 +252,8 @@ export class OutboxRepository {
   /**
    * Operator "retry now": a pending, deferred, failed or uncertain row — or one whose lease expired —
    * becomes pending (a deferred one stays deferred) and due now, handed to the passes: no lease, no
-   * claim, no reservation. Its attempts and last error stay: they record what happened. A row held
+   * claim, no reservation, its run of waits over (the backoff starts again). Its attempts and last
+   * error stay: they record what happened. A row held
    * under a live lease is refused, never taken from its runner.
    */
   async retryNow(id: string, options: {scope: string | null}): Promise<OperatorActionResult> {
@@ -253,6 +271,7 @@ export class OutboxRepository {
           claimed_by: null,
           claim_expires_at: null,
           reserved_by: null,
+          waits: 0,
           updated_at: now,
         })
         .where('id', '=', id)
@@ -377,10 +396,19 @@ export function claimableIds(
     limit ${limit}`
 }
 
-/** The SET clause of every lease taken (claim, leaseById, a deploy sweep's claim): one attempt, a fresh token, no claim stamp left. */
+/**
+ * The SET clause of every lease taken (claim, leaseById, a deploy sweep's claim): a fresh token, no
+ * claim stamp or reservation left (the row was dispatched), and no attempt counted — a runner that
+ * dies before it reaches the host has spent nothing.
+ */
 export function leaseAssignments(options: {owner: string; leaseSeconds: number}, now: number) {
   return sql`status = 'leased', lease_owner = ${options.owner}, lease_token = ${randomUUID()},
-    lease_expires_at = ${now + options.leaseSeconds * 1000}, attempts = attempts + 1, ${endClaim}, updated_at = ${now}`
+    lease_expires_at = ${now + options.leaseSeconds * 1000}, reserved_by = null, ${endClaim}, updated_at = ${now}`
+}
+
+/** The attempts column after a write that ends a lease: one more when the runner asked the host. */
+export function attemptsAfter(eb: ExpressionBuilder<Database, 'edge_worker_outbox'>, attempted: boolean) {
+  return attempted ? eb('attempts', '+', 1) : eb.ref('attempts')
 }
 
 /** Why a lease could not be taken on the row. Scope first: a row of another kit is never touched. */

@@ -53,6 +53,7 @@ export type OutboxRowSummary = Pick<
   | 'dispatch_namespace'
   | 'script_name'
   | 'attempts'
+  | 'waits'
   | 'lease_owner'
   | 'lease_expires_at'
   | 'next_attempt_at'
@@ -68,6 +69,7 @@ const summaryColumns = [
   'dispatch_namespace',
   'script_name',
   'attempts',
+  'waits',
   'lease_owner',
   'lease_expires_at',
   'next_attempt_at',
@@ -171,6 +173,26 @@ export class StatusRepository {
         .where('lease_expires_at', 'is not', null)
         .$call(inScope(scope))
         .orderBy('lease_expires_at')
+        .orderBy('id')
+        .limit(limit)
+        .execute()
+    )
+  }
+
+  /**
+   * Rows put back to wait (host unavailable, fenced, their Worker busy: ../../engine/retry.ts), the
+   * next due first, with their reason (last error code) and next attempt time.
+   */
+  async waitingRows(scope: string | null, limit: number): Promise<OutboxRowSummary[]> {
+    return (
+      this.ctx.db
+        .selectFrom('edge_worker_outbox')
+        .select(summaryColumns)
+        // The waiting index's condition (partial: rows that wait and are scheduled).
+        .where(sql<boolean>`waits > 0 and next_attempt_at is not null`)
+        .where('status', 'in', ['pending', 'deferred'])
+        .$call(inScope(scope))
+        .orderBy('next_attempt_at')
         .orderBy('id')
         .limit(limit)
         .execute()

@@ -4,11 +4,10 @@
 //
 // A deploy sweep leases the rows it claims, in the claiming statement: on-prem, publishing a row
 // means running its deploy task in this process, so the claim takes the task's lease itself (a fresh
-// token, one attempt counted) and hands it to the task — one write per row fewer than a claim stamp
+// token; no attempt counted — the task counts one when it asks the host) and hands it to the task — one write per row fewer than a claim stamp
 // followed by a lease. A runner that stalls past its lease finds the row taken over under a new
 // token and loses every later write: the token is the compare-and-set. The pass keeps the leases of
-// the rows it has not started yet alive, and hands back those it does not get to, the attempt
-// uncounted. The predicates (due, unclaimed, unreserved, …): ../outbox-states.ts.
+// the rows it has not started yet alive, and hands back those it does not get to. The predicates (due, unclaimed, unreserved, …): ../outbox-states.ts.
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {due, unreserved, type WaitingStatus} from '../outbox-states.js'
@@ -193,24 +192,22 @@ export class SweepRepository {
   }
 
   /**
-   * Gives back a leased row a lane claimed but did not work on: due now, the claim's attempt
-   * uncounted (nothing was attempted), and `back` — pending, or deferred again with the reason it
-   * waits, for the deferred lane. false = the lease was lost.
+   * Gives back a leased row a lane claimed but did not work on: due now, and `back` — pending, or
+   * deferred again with the reason it waits, for the deferred lane. false = the lease was lost.
    */
   async releaseLease(id: string, token: string, back: HandBack = {status: 'pending'}): Promise<boolean> {
     return this.ctx.write(async ({db}) => {
       const now = this.ctx.now()
       const result = await db
         .updateTable('edge_worker_outbox')
-        .set((eb) => ({
+        .set({
           status: back.status,
           ...(back.errorCode === undefined ? {} : {last_error_code: back.errorCode}),
           lease_token: null,
           lease_expires_at: null,
           next_attempt_at: now,
-          attempts: eb('attempts', '-', 1),
           updated_at: now,
-        }))
+        })
         .where('id', '=', id)
         .where('lease_token', '=', token)
         .executeTakeFirst()
@@ -228,24 +225,41 @@ export class SweepRepository {
     const graceMs = options.graceSeconds * 1000
     const rows = await this.ctx.db
       .selectFrom('edge_worker_outbox')
-      .select(['next_attempt_at', 'claim_expires_at', 'reserved_by', 'created_at', 'attempts'])
+      .select(['next_attempt_at', 'claim_expires_at', 'reserved_by', 'created_at'])
       .where('operation', '=', 'deploy')
       .where('dispatch_namespace', '=', options.scope)
       .where('status', '=', 'pending')
       .where(sql<boolean>`not (${due(now)} and ${unreserved(now, options.graceSeconds)})`)
       .execute()
     const dueAt = rows.map((row) =>
-      Math.max(
-        Number(row.next_attempt_at),
-        Number(row.claim_expires_at ?? 0),
-        row.reserved_by !== null && row.attempts === 0 ? Number(row.created_at) + graceMs : 0,
-      ),
+      Math.max(Number(row.next_attempt_at), Number(row.claim_expires_at ?? 0), row.reserved_by !== null ? Number(row.created_at) + graceMs : 0),
     )
     return {count: rows.length, nextDueAt: dueAt.length > 0 ? Math.min(...dueAt) : null}
   }
 
-  /** Rows of these operations in the scope that ended `failed` or `uncertain` and wait for an operator. */
+  /**
+   * Pending rows of the operation and scope that wait, not yet due, for a host they could not reach
+   * (their last error says so): a pass that finds the host answering makes them due now.
+   */
+  async waitingForHost(options: {scope: string; operation: OutboxOperation; errorCode: string}): Promise<boolean> {
+    const row = await this.ctx.db.selectFrom('edge_worker_outbox').select('id').where(waitingForHostRows(options, this.ctx.now())).limit(1).executeTakeFirst()
+    return row !== undefined
+  }
 
+  /** Makes the rows `waitingForHost` finds due now (their run of waits stays: the ladder goes on if the host fails again). Returns how many. */
+  async wakeWaitingForHost(options: {scope: string; operation: OutboxOperation; errorCode: string}): Promise<number> {
+    return this.ctx.write(async ({db}) => {
+      const now = this.ctx.now()
+      const result = await db
+        .updateTable('edge_worker_outbox')
+        .set({next_attempt_at: now, updated_at: now})
+        .where(waitingForHostRows(options, now))
+        .executeTakeFirst()
+      return Number(result.numUpdatedRows)
+    })
+  }
+
+  /** Rows of these operations in the scope that ended `failed` or `uncertain` and wait for an operator. */
   async countUnsettled(scope: string, operations: readonly OutboxOperation[]): Promise<{failed: number; uncertain: number}> {
     const counts = {failed: 0, uncertain: 0}
     if (operations.length === 0) return counts
@@ -264,6 +278,12 @@ export class SweepRepository {
   private skipLocked() {
     return this.ctx.locksRows ? sql`for update skip locked` : sql``
   }
+}
+
+/** Pending rows of one operation and scope, not yet due, waiting for a host they could not reach (their last error code). */
+function waitingForHostRows(options: {scope: string; operation: OutboxOperation; errorCode: string}, now: number) {
+  return sql<boolean>`(operation = ${options.operation} and dispatch_namespace = ${options.scope} and status = 'pending'
+    and next_attempt_at > ${now} and waits > 0 and last_error_code = ${options.errorCode})`
 }
 
 const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)

@@ -60,7 +60,9 @@ describeEachStore('deferred republish lane', (t) => {
     const retried = await t.store.outbox.retryLater(ids[0]!, claimed!.lease_token!, {
       errorCode: EDGE_HOST_FENCED,
       error: 'the host is fenced',
-      nextAttemptAt: nextAttemptAt(engine.settings.backoff, claimed!.attempts, t.clock.now()),
+      nextAttemptAt: nextAttemptAt(engine.settings.backoff, claimed!.attempts + 1, t.clock.now()),
+      waits: 1,
+      attempted: true,
       deferred: true,
     })
     const dueAt = (retried as {nextAttemptAt: number}).nextAttemptAt

@@ -66,7 +66,9 @@ describeEachStore('recovery lane', (t) => {
     const retried = await engine.store.outbox.retryLater(enqueued.id, lease.row!.lease_token!, {
       errorCode: 'edge_host_5xx',
       error: 'host answered 503',
-      nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row!.attempts, t.clock.now()),
+      nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row!.attempts + 1, t.clock.now()),
+      waits: 0,
+      attempted: true,
     })
     expect(retried).toEqual({outcome: 'rescheduled', nextAttemptAt: t.clock.now() + 30_000})
     const dueAt = t.clock.now() + 30_000
@@ -86,14 +88,15 @@ describeEachStore('recovery lane', (t) => {
     t.clock.advance(3_600_000)
     await t.exec(`update edge_worker_outbox set attempts = 1 where id = '${enqueued.id}'`)
     const [claimed] = await claim('publisher-a')
-    expect(claimed).toMatchObject({status: 'leased', lease_owner: 'publisher-a', lease_expires_at: t.clock.now() + 90_000, attempts: 2, claimed_by: null})
+    expect(claimed).toMatchObject({status: 'leased', lease_owner: 'publisher-a', lease_expires_at: t.clock.now() + 90_000, attempts: 1, claimed_by: null})
     expect(await claim('publisher-b')).toEqual([])
     t.clock.advance(89_999)
     expect(await claim('publisher-b')).toEqual([])
     // A claimer that neither ran nor renewed the row within its lease has lost it.
     t.clock.advance(1)
     const [taken] = await claim('publisher-b')
-    expect(taken).toMatchObject({id: enqueued.id, lease_owner: 'publisher-b', attempts: 3})
+    // Neither claim counted an attempt: nobody asked the host.
+    expect(taken).toMatchObject({id: enqueued.id, lease_owner: 'publisher-b', attempts: 1})
     expect(taken!.lease_token).not.toBe(claimed!.lease_token)
   })
 
@@ -108,7 +111,8 @@ describeEachStore('recovery lane', (t) => {
     t.clock.advance(1)
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 1, completed: 1})
     expect(dispatch.rowsSeen[0]).toMatchObject({status: 'leased', lease_owner: OWNER})
-    expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', attempts: 2})
+    // The crashed runner never reached the host: only the run that completed counts.
+    expect(await row(t, enqueued.id)).toMatchObject({status: 'completed', attempts: 1})
   })
 
   test('deferred rows, rows not due and rows of another scope are not taken', async () => {
@@ -187,7 +191,7 @@ describeEachStore('recovery lane', (t) => {
       throw new Error('the task broke')
     })
     expect(laneOf(await recovery(engine, dispatch))).toMatchObject({claimed: 2, skipped: 2, error: expect.stringMatching(/the task broke/)})
-    expect(await row(t, first.id)).toMatchObject({status: 'leased', attempts: 1, lease_owner: OWNER})
+    expect(await row(t, first.id)).toMatchObject({status: 'leased', attempts: 0, lease_owner: OWNER})
     expect(await row(t, second.id)).toMatchObject({status: 'pending', attempts: 0, lease_token: null, next_attempt_at: t.clock.now()})
     // Once the first row's lease runs out, a pass takes it over.
     t.clock.advance(90_000)
@@ -261,11 +265,13 @@ describeEachStore('recovery lane', (t) => {
     expect(engine.log.messages('warn')).toContain(`Edge Worker deployment quarantined: ${(await row(t, bad.id)).last_error}`)
   })
 
-  test('quarantine: a row leased before may have reached the host — uncertain, its Worker paused, a deployed version never downgraded', async () => {
+  test('quarantine: a row the host was asked about before may have reached it — uncertain, its Worker paused, a deployed version never downgraded', async () => {
     const engine = await engineWith()
     const seed = await seedWorker(t, {versionState: 'deployed'})
     const {row: bad} = await t.store.outbox.enqueue(deployRowInput(seed, {releaseGeneration: 'rg', baseRevision: 0, surprise: true}))
     await leaseAsCrashedRunner(t, bad.id)
+    // An earlier run asked the host (its attempt counted) before this runner crashed.
+    await t.exec(`update edge_worker_outbox set attempts = 1 where id = '${bad.id}'`)
     t.clock.advance(90_000)
     expect(laneOf(await recovery(engine, recordingDispatch()))).toMatchObject({claimed: 1, uncertain: 1})
     expect(await row(t, bad.id)).toMatchObject({status: 'uncertain', last_error_code: 'deployment_payload_invalid'})

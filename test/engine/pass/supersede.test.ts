@@ -41,12 +41,12 @@ describeEachStore('superseded rows settle a claim at a time', (t) => {
     for (const seed of seeds) {
       for (const [v, enqueued] of seed.rows.slice(0, 2).entries()) {
         const message = `version ${seed.versions[2]!.id} of the Worker is newer; this deploy yields to it`
-        // Settled under the claim's lease (its one attempt), the lease ended.
+        // Settled under the claim's lease, the lease ended; the host was never asked (no attempt).
         expect(await t.store.outbox.get(enqueued.id)).toMatchObject({
           status: 'cancelled',
           last_error_code: 'deploy_superseded',
           last_error: message,
-          attempts: 1,
+          attempts: 0,
           lease_token: null,
         })
         expect(await t.store.workers.getVersion(seed.versions[v]!.id)).toMatchObject({state: 'superseded'})

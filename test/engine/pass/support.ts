@@ -159,7 +159,10 @@ export function recordingDispatch(
       const retried = await engine.store.outbox.retryLater(args.outboxId, token, {
         errorCode: result.code,
         error: result.message,
-        nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row.attempts, engine.store.clock.now()),
+        // As the task: this run asked the host, and its answer is a failed attempt.
+        nextAttemptAt: nextAttemptAt(engine.settings.backoff, lease.row.attempts + 1, engine.store.clock.now()),
+        waits: 0,
+        attempted: true,
       })
       return {...result, exhausted: retried.outcome === 'failed'}
     }
@@ -167,8 +170,8 @@ export function recordingDispatch(
       args.outboxId,
       token,
       result.outcome === 'completed'
-        ? {status: 'completed'}
-        : {status: result.outcome === 'superseded' ? 'cancelled' : result.outcome, errorCode: result.code, error: result.message},
+        ? {status: 'completed', attempted: true}
+        : {status: result.outcome === 'superseded' ? 'cancelled' : result.outcome, errorCode: result.code, error: result.message, attempted: true},
     )
     return result
   }
