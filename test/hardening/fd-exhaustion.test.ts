@@ -36,7 +36,7 @@ beforeAll(async () => {
   )
   serve.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
   serve.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const deadline = Date.now() + 60_000
+  const deadline = Date.now() + 120_000
   for (;;) {
     const found = await readHostInfo(dataDir)
     if (found) {
@@ -50,7 +50,7 @@ beforeAll(async () => {
   const pair = await fetch(`${info.adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code})})
   const {secret} = (await pair.json()) as {secret: string}
   await new HostClient(() => info.adminUrl, secret).deploy(name, textWorker('served'))
-}, 90_000)
+}, 180_000)
 
 afterAll(async () => {
   if (serve?.exitCode === null) {
