@@ -66,21 +66,24 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
   })
 
   test('bad input: a store that cannot be reached or is not migrated exits 4 with one line; a bad --interval exits 2', {timeout: CLI_TIMEOUT_MS}, async () => {
-    const unreachable = await runCli(['status', '--data-dir', dataDir], {
-      EDGEWORKERS_STORE__URL:
-        t.backend === 'postgres' ? `postgres://nobody:pw@127.0.0.1:${await closedPort()}/none` : path.join(dataDir, 'missing-dir', 'store.sqlite'),
-    })
+    // Three independent processes: started together.
+    const [unreachable, fresh, interval] = await Promise.all([
+      runCli(['status', '--data-dir', dataDir], {
+        EDGEWORKERS_STORE__URL:
+          t.backend === 'postgres' ? `postgres://nobody:pw@127.0.0.1:${await closedPort()}/none` : path.join(dataDir, 'missing-dir', 'store.sqlite'),
+      }),
+      t.freshUrl().then((url) => runCli(['status', '--data-dir', dataDir], {EDGEWORKERS_STORE__URL: url})),
+      status('--interval', '10'),
+    ])
     expect(unreachable.code).toBe(4)
     expect(unreachable.stdout).toBe('')
     expect(unreachable.stderr.trimEnd().split('\n')).toHaveLength(1)
     expect(unreachable.stderr).toMatch(/^error: (PostgreSQL store .* is unavailable|store .*store\.sqlite does not exist; run `edgeworkers db migrate`)/)
 
-    const fresh = await runCli(['status', '--data-dir', dataDir], {EDGEWORKERS_STORE__URL: await t.freshUrl()})
     expect(fresh.code).toBe(4)
     // A fresh SQLite path is not created by a refused command; a fresh PostgreSQL database is empty.
     expect(fresh.stderr).toMatch(/^error: (store schema does not match this build .*|store .* does not exist); run `edgeworkers db migrate`\n$/)
 
-    const interval = await status('--interval', '10')
     expect(interval.code).toBe(2)
     expect(interval.stderr).toBe('error: Parsing --interval: Expected an integer greater than or equal to 250 but received: 10\n')
   })
