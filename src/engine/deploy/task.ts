@@ -184,7 +184,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
       // A host that lost the pairing is paired again by an operator, and then takes this row: not a failure of the deploy.
-      if (pairingRefused(error)) return retry(error.code, error.message, false)
+      if (pairingRefused(error)) return retry('wait', error.code, error.message, false)
       if (error.kind === 'terminal') return finish('failed', error.code, error.message)
       // The host is fenced: the row waits for the deferred lane, which runs once the fence ends.
       if (error.kind === 'fenced') return retry('wait', 'edge_host_fenced', error.message, false, true)
