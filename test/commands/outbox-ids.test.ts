@@ -42,7 +42,7 @@ test('a unique prefix names its row; an ambiguous one lists the candidates (exit
   oneLine(tooShort, 5, 'outbox row bbb not found')
   const cancelled = await cli('outbox', 'cancel', 'AAAA1111')
   expect(cancelled).toMatchObject({code: 0, stdout: `outbox row ${IDS[0]} cancelled (was pending); no lane takes it again\n`})
-  expect((await store.outbox.get(IDS[1]))?.status).toBe('pending')
+  expect((await store.outbox.get(IDS[1]!))?.status).toBe('pending')
 })
 
 test('retry and cancel act on every row a selection names; an id and a selection together are a usage error', {timeout: 300_000}, async () => {
