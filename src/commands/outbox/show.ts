@@ -11,7 +11,7 @@ export default class OutboxShow extends BaseCommand<typeof OutboxShow> {
     '<%= config.bin %> outbox show 3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f --json',
   ]
   static override args = {
-    id: Args.string({required: true, description: 'Outbox row id'}),
+    id: Args.string({required: true, description: 'Outbox row id, or a unique prefix of it (at least 4 characters)'}),
   }
   static override enableJsonFlag = true
   static override flags = {}

@@ -10,6 +10,7 @@ import {runPass} from '../pass/index.js'
 import {LANE_LABELS, type LaneName} from '../pass/lane.js'
 import {redactSecrets} from '../../util/redact.js'
 import {formatDuration} from './snapshot.js'
+import {resolveIdPrefix} from '../id-prefix.js'
 
 export const OUTBOX_ACTIONS = {
   retried: 'outbox_row.retried',
@@ -34,15 +35,26 @@ export async function operatorScope(engine: Engine): Promise<string | null> {
   return resolution.status === 'ready' ? resolution.scope : engine.settings.provider.scope || null
 }
 
-export async function outboxRowDetail(engine: Engine, id: string): Promise<OutboxRowDetail | null> {
-  const row = await engine.store.outbox.get(id)
+/** The full id of the outbox row `typed` names: the id, or a unique prefix of it (not_found, or an ambiguous prefix, otherwise). */
+export function outboxRowId(engine: Engine, typed: string): Promise<string> {
+  return resolveIdPrefix('outbox row', typed, (prefix, limit) => engine.store.outbox.idsWithPrefix(prefix, limit))
+}
+
+/** The row `typed` (an id or a unique prefix) names, or null when none does; an ambiguous prefix throws. */
+export async function outboxRowDetail(engine: Engine, typed: string): Promise<OutboxRowDetail | null> {
+  const id = await outboxRowId(engine, typed).catch((error: unknown) => {
+    if (error instanceof KitError && error.code === 'not_found') return null
+    throw error
+  })
+  const row = id === null ? undefined : await engine.store.outbox.get(id)
   if (!row) return null
   const {lease_token: _token, ...visible} = row
   return {...visible, payload: redactSecrets(row.payload) as JsonObject}
 }
 
 /** Makes the row pending and due now, for the next pass. */
-export async function retryOutboxRow(engine: Engine, id: string, actor: AuditActor): Promise<ActionDone> {
+export async function retryOutboxRow(engine: Engine, typed: string, actor: AuditActor): Promise<ActionDone> {
+  const id = await outboxRowId(engine, typed)
   const scope = await operatorScope(engine)
   const row = await engine.store.outbox.get(id)
   if (row?.operation === 'deploy') await assertEnqueueGatesOpen(engine, row.dispatch_namespace)
@@ -56,7 +68,8 @@ export async function retryOutboxRow(engine: Engine, id: string, actor: AuditAct
   return {message: `outbox row ${id} is pending and due now; the next pass dispatches it${deferred}`}
 }
 
-export async function cancelOutboxRow(engine: Engine, id: string, actor: AuditActor): Promise<ActionDone> {
+export async function cancelOutboxRow(engine: Engine, typed: string, actor: AuditActor): Promise<ActionDone> {
+  const id = await outboxRowId(engine, typed)
   const scope = await operatorScope(engine)
   const result = await engine.store.transaction(async (tx) => {
     const outcome = await tx.outbox.cancel(id, {scope})
@@ -65,6 +78,44 @@ export async function cancelOutboxRow(engine: Engine, id: string, actor: AuditAc
   })
   if (result.outcome !== 'done') throw refusal(id, 'cancel', result, engine.store.clock.now())
   return {message: `outbox row ${id} cancelled (was ${result.before.status}); no lane takes it again`}
+}
+
+/** Which rows a bulk `outbox retry|cancel` acts on: all of these that are given. */
+export interface OutboxSelection {
+  status?: OutboxListFilter['status']
+  operation?: OutboxListFilter['operation']
+  /** Only rows created at least this many seconds ago. */
+  olderThanSeconds?: number
+}
+
+export interface BulkActionDone {
+  done: string[]
+  refused: Array<{id: string; message: string}>
+  message: string
+}
+
+/** Retries or cancels every row the selection names (oldest first), each under the same rules as one row; a refused row does not stop the others. */
+export async function actOnOutboxRows(engine: Engine, action: 'retry' | 'cancel', selection: OutboxSelection, actor: AuditActor): Promise<BulkActionDone> {
+  const cutoff = engine.store.clock.now() - (selection.olderThanSeconds ?? 0) * 1000
+  const rows = (await engine.store.outbox.list({status: selection.status, operation: selection.operation, limit: 10_000}))
+    .filter((row) => row.created_at <= cutoff)
+    .reverse()
+  const act = action === 'retry' ? retryOutboxRow : cancelOutboxRow
+  const result: BulkActionDone = {done: [], refused: [], message: ''}
+  for (const row of rows) {
+    try {
+      await act(engine, row.id, actor)
+      result.done.push(row.id)
+    } catch (error) {
+      if (!(error instanceof KitError)) throw error
+      result.refused.push({id: row.id, message: error.message})
+    }
+  }
+  const verb = action === 'retry' ? 'retried' : 'cancelled'
+  result.message = [`${result.done.length} of ${rows.length} matching rows ${verb}`, ...result.refused.map((row) => `refused ${row.id}: ${row.message}`)].join(
+    '\n',
+  )
+  return result
 }
 
 /** One reconcile pass over one lane, in this process (what `edgeworkers reconcile --lane L` does); `signal` stops it between rows. */

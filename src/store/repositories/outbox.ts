@@ -343,6 +343,13 @@ export class OutboxRepository {
     return row && toOutboxRow(row)
   }
 
+  /** Up to `limit` ids starting with `prefix` (lowercase hex and dashes only), in id order: what a short id may mean. */
+  async idsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    if (!/^[0-9a-f-]+$/.test(prefix)) return []
+    const rows = await this.ctx.db.selectFrom('edge_worker_outbox').select('id').where('id', 'like', `${prefix}%`).orderBy('id').limit(limit).execute()
+    return rows.map((row) => row.id)
+  }
+
   async list(filter: OutboxListFilter = {}): Promise<OutboxRow[]> {
     const rows = await this.ctx.db
       .selectFrom('edge_worker_outbox')
