@@ -1,6 +1,6 @@
 // How a failed command reports itself: one line on stderr, and under --json also one JSON object on
 // stdout, `{"error": {"code", "message", "exitCode"}}`, so a script reading stdout learns why.
-import {Errors} from '@oclif/core'
+import * as Errors from '@oclif/core/errors'
 import {didYouMean} from '../did-you-mean.js'
 import {KitError, type KitErrorCode} from '../errors.js'
 import {ExitCode, exitCodeFor} from './exit-codes.js'
