@@ -28,18 +28,26 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
     '<%= config.bin %> deploy ./my-wrangler-project --department acme-sales --env staging',
+    '<%= config.bin %> deploy ./my-wrangler-project/src/index.ts --department acme-sales',
+    '<%= config.bin %> deploy ./my-wrangler-project --wrangler-config ./my-wrangler-project/worker-a.wrangler.jsonc --department acme-sales',
     '<%= config.bin %> deploy ./my-worker --dry-run',
     '<%= config.bin %> deploy ./my-worker --department acme-sales --no-wait',
     '<%= config.bin %> deploy ./my-worker --department acme-sales --json',
   ]
   static override args = {
     // Checked by the build (one line, exit 2), not by oclif's `exists`, which exits 1.
-    'project-dir': Args.string({required: true, description: 'Worker project directory (holds edgeworker.json)'}),
+    'project-dir': Args.string({
+      required: true,
+      description: "Worker project directory (edgeworker.json or a wrangler config), or a wrangler project's entry module (wrangler's [script])",
+    }),
   }
   static override enableJsonFlag = true
   static override flags = {
     department: Flags.string({description: "Department id whose Worker this is (wrangler projects: default the [edgeworkers] table's department)"}),
     env: Flags.string({description: 'wrangler projects: apply the [env.<name>] section'}),
+    main: Flags.string({description: "wrangler projects: the entry module instead of the config's main (relative to the current directory)"}),
+    // wrangler's -c/--config; --config is already the kit's own settings file.
+    'wrangler-config': Flags.string({description: "wrangler projects: the wrangler config file, any name (wrangler's -c; relative to the current directory)"}),
     bundle: Flags.boolean({allowNo: true, description: "wrangler projects: --no-bundle deploys the modules as they are (wrangler's no_bundle)"}),
     'builder-policy': Flags.string({description: 'wrangler projects: department-worker-project-v2.N (default: the [edgeworkers] table, else the newest)'}),
     'dry-run': Flags.boolean({description: 'Build and print what would be deployed; write nothing, call nothing'}),
@@ -58,7 +66,13 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
 
   async run() {
     const json = this.jsonEnabled()
-    const source = {env: this.flags.env, noBundle: this.flags.bundle === false ? true : undefined, builderPolicy: this.flags['builder-policy']}
+    const source = {
+      env: this.flags.env,
+      noBundle: this.flags.bundle === false ? true : undefined,
+      builderPolicy: this.flags['builder-policy'],
+      main: this.flags.main,
+      config: this.flags['wrangler-config'],
+    }
     if (this.flags['dry-run']) {
       const plan = await planDeploy(this.settings, {projectDir: this.args['project-dir'], source})
       return this.respond(plan, () => renderPlan(plan))

@@ -15,7 +15,7 @@ import {runCli, type CliResult} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/workers', import.meta.url))
-const PACKAGES = {hono: '4.10.4', 'itty-router': '5.0.22', zod: '4.1.12'}
+const PACKAGES = {hono: '4.10.4', 'itty-router': '5.0.22', zod: '4.1.12', react: '19.3.1', 'react-dom': '19.3.1', 'object-inspect': '1.14.0'}
 const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-'))
 const dataDir = path.join(root, 'kit')
 const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
@@ -246,4 +246,82 @@ test('init writes a project deploy accepts at once, for every template, and neve
     code: 2,
     stderr: `error: ${path.join(root, 'projects', 'init-hello')} already has .gitignore, wrangler.toml, src/index.ts; init never overwrites a file\n`,
   })
+})
+
+test('the entry given on the command line: deploy <entry> and --main (wrangler [script])', {timeout: 300_000}, async () => {
+  // Hono's examples: no main in the config, `wrangler dev src/index.ts`.
+  const noMain = project('entry-on-command-line', {'wrangler.toml': 'name = "cli-entry"\ncompatibility_date = "2026-11-01"\n', 'src/index.ts': HONO_APP})
+  const missing = await cli('deploy', noMain, '--dry-run')
+  expect({code: missing.code, stderr: missing.stderr}).toEqual({
+    code: 2,
+    stderr: 'error: wrangler.toml: key "main" is required (or give the entry module: deploy <entry> or --main)\n',
+  })
+  const [byEntry, byFlag] = await Promise.all([deploy(path.join(noMain, 'src', 'index.ts')), deploy(noMain, '--main', path.join(noMain, 'src', 'index.ts'))])
+  expect((await get(byEntry.url)).body).toBe('Hello Hono!')
+  expect((await get(`${byFlag.url}items/3`)).body).toBe('{"id":"3","typed":true}')
+  const elsewhere = project('entry-elsewhere', {'wrangler.toml': 'name = "elsewhere"\ncompatibility_date = "2026-11-01"\n'})
+  const outside = await cli('deploy', elsewhere, '--dry-run', '--main', path.join(noMain, 'src', 'index.ts'))
+  expect({code: outside.code, stderr: outside.stderr}).toEqual({
+    code: 2,
+    stderr: `error: --main ${path.join(noMain, 'src', 'index.ts')} is outside the project directory ${elsewhere}\n`,
+  })
+})
+
+test('a config of another file name: --wrangler-config (wrangler -c)', {timeout: 300_000}, async () => {
+  const twoWorkers = project('two-configs', {
+    'worker-a.wrangler.jsonc': '{"name": "worker-a", "main": "a.js", "compatibility_date": "2026-11-01" /* a comment */}',
+    'worker-b.wrangler.toml': 'name = "worker-b"\nmain = "b.js"\ncompatibility_date = "2026-11-01"\n',
+    'a.js': 'export default {fetch() { return new Response("a") }}\n',
+    'b.js': 'export default {fetch() { return new Response("b") }}\n',
+  })
+  const [a, b] = await Promise.all([
+    deploy(twoWorkers, '--wrangler-config', path.join(twoWorkers, 'worker-a.wrangler.jsonc')),
+    deploy(twoWorkers, '--wrangler-config', path.join(twoWorkers, 'worker-b.wrangler.toml')),
+  ])
+  expect([(await get(a.url)).body, (await get(b.url)).body]).toEqual(['a', 'b'])
+  const absent = await cli('deploy', twoWorkers, '--dry-run', '--wrangler-config', path.join(twoWorkers, 'nope.toml'))
+  expect({code: absent.code, stderr: absent.stderr}).toEqual({
+    code: 2,
+    stderr: `error: --wrangler-config ${path.join(twoWorkers, 'nope.toml')} does not exist\n`,
+  })
+})
+
+test("edgeworker.json lists one file as two modules (workerd's yazl sample embeds its own code as text)", {timeout: 180_000}, async () => {
+  const code = 'import source from "worker.txt"\nexport default {fetch() { return new Response(source) }}\n'
+  const dir = project('one-file-two-modules', {
+    'edgeworker.json': JSON.stringify({
+      name: 'self-embedding',
+      main: 'worker.js',
+      modules: ['worker.js', {path: 'worker.js', type: 'text', name: 'worker.txt'}],
+      compatibilityDate: '2026-11-01',
+      builderPolicy: 'department-worker-project-v2.9',
+    }),
+    'worker.js': code,
+  })
+  const {url} = await deploy(dir)
+  expect((await get(url)).body).toBe(code)
+})
+
+test('React server rendering (process.env.NODE_ENV defined, as wrangler defines it) and object-inspect (its package.json browser field)', {
+  timeout: 180_000,
+}, async () => {
+  const dir = project('react-ssr', {
+    'wrangler.toml': 'name = "react-ssr"\nmain = "src/index.tsx"\ncompatibility_date = "2026-11-01"\n',
+    'src/index.tsx': `import React from 'react'
+import {renderToString} from 'react-dom/server'
+import inspect from 'object-inspect'
+function Page({name}: {name: string}) {
+  return <h1>Hello {name}</h1>
+}
+export default {
+  fetch(): Response {
+    return new Response(renderToString(<Page name="SSR" />) + ' ' + inspect({a: [1, 'x']}))
+  },
+}
+`,
+  })
+  const plan = JSON.parse((await cli('deploy', dir, '--dry-run', '--json')).stdout) as {dependencies: Record<string, string>}
+  expect(plan.dependencies).toEqual({'object-inspect': '1.14.0', react: '19.3.1', 'react-dom': '19.3.1'})
+  const {url} = await deploy(dir)
+  expect((await get(url)).body).toBe("<h1>Hello <!-- -->SSR</h1> { a: [ 1, 'x' ] }")
 })

@@ -20,6 +20,7 @@ import {scriptModulesOf, workerBindingsOf} from './worker-config.js'
 /** The sandbox's service name for the Worker; any name will do, workerd's errors are prefixed with it. */
 const SCRIPT = 'worker'
 const START_TIMEOUT_MS = 30_000
+const SERVICE_WORKER_SYNTAX = /addEventListener\(\s*["'`]fetch["'`]/
 
 /** Throws a one-line KitError('usage') when the Worker does not start. */
 export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainModule: string; modules: readonly BundleModule[]}): Promise<void> {
@@ -56,5 +57,13 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
   const problems = refusalProblems(outcome.error, SCRIPT)
   const unknownFlag = problems.map((problem) => /^No such compatibility flag: (\S+)/.exec(problem)?.[1]).find(Boolean)
   if (unknownFlag) throw new KitError('usage', `${MANIFEST_FILE}: key "compatibilityFlags": workerd has no compatibility flag ${JSON.stringify(unknownFlag)}`)
+  // workerd runs service-worker syntax, but its Worker Loader (host.code_loading = "loader") loads only modules.
+  const main = bundle.modules.find((module) => module.name === bundle.mainModule)
+  if (main && SERVICE_WORKER_SYNTAX.test(main.content.toString('utf8'))) {
+    throw new KitError(
+      'usage',
+      `the main module ${bundle.mainModule} is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} instead`,
+    )
+  }
   throw new KitError('usage', `the Worker does not start under workerd: ${problems.join('; ')}`)
 }

@@ -146,9 +146,11 @@ export function moduleEntriesOf(manifest: WorkerManifest): ModuleEntry[] {
     const {path: modulePath, type, name} = typeof entry === 'string' ? {path: entry, type: undefined, name: undefined} : entry
     return {path: modulePath, type: type ?? TYPE_BY_EXTENSION[path.posix.extname(modulePath).toLowerCase()]!, name: name ?? modulePath}
   })
-  const main = entries.filter((entry) => entry.path === manifest.main)
-  const rest = entries.filter((entry) => entry.path !== manifest.main).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  return [...main, ...rest]
+  // One file may be listed as several modules (names differ): main is its ES module entry.
+  const esMain = entries.findIndex((entry) => entry.path === manifest.main && entry.type === 'esModule')
+  const mainAt = esMain >= 0 ? esMain : entries.findIndex((entry) => entry.path === manifest.main)
+  const rest = entries.filter((_, index) => index !== mainAt).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return mainAt >= 0 ? [entries[mainAt]!, ...rest] : rest
 }
 
 /** The module names (import specifiers) in module-tuple order: what the bundle carries. */
@@ -194,11 +196,11 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   const tooMany = moduleCountProblem(manifest.modules.length)
   if (tooMany) refuse(`key "modules" lists ${tooMany}`)
   const entries = moduleEntriesOf(manifest)
-  const duplicatePath = firstDuplicate(entries.map((entry) => entry.path))
-  if (duplicatePath !== undefined) refuse(`key "modules" lists ${JSON.stringify(duplicatePath)} more than once`)
   const duplicateName = firstDuplicate(entries.map((entry) => entry.name))
   if (duplicateName !== undefined) refuse(`key "modules" names two modules ${JSON.stringify(duplicateName)}`)
-  const main = entries.find((entry) => entry.path === manifest.main)
+  const mainEntries = entries.filter((entry) => entry.path === manifest.main && entry.type === 'esModule')
+  if (mainEntries.length > 1) refuse(`key "main": ${JSON.stringify(manifest.main)} is listed as more than one ES module; list it once as an ES module`)
+  const main = entries[0]?.path === manifest.main ? entries[0] : undefined
   if (!main) refuse(`key "main" (${JSON.stringify(manifest.main)}) is not listed in "modules"`)
   if (main!.type !== 'esModule') refuse(`key "main": ${JSON.stringify(manifest.main)} is a ${main!.type} module; the main module must be an ES module`)
   // A source map maps the module it is named after (wrangler's naming): one without is a mistake.

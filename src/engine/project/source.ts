@@ -1,6 +1,9 @@
 // Which kind of project a directory is: an edgeworker.json project (read as it is), or a wrangler
 // project (wrangler.toml / .json / .jsonc), staged into an edgeworker.json project first. When a
-// directory has both, edgeworker.json wins, and the build says so.
+// directory has both, edgeworker.json wins, and the build says so. As with wrangler, the entry can
+// be given instead of the directory (`deploy src/index.ts`: wrangler's [script], the project being
+// the nearest directory above it with a wrangler config) or beside it (--main), and the config by
+// file (--wrangler-config: wrangler's -c, any file name); both paths are relative to the current directory.
 import {existsSync, statSync} from 'node:fs'
 import path from 'node:path'
 import {KitError} from '../../errors.js'
@@ -15,6 +18,10 @@ export interface ProjectSourceOptions {
   noBundle?: boolean
   /** For wrangler projects: the builder policy (else the config's [edgeworkers] table, else the newest). */
   builderPolicy?: string
+  /** wrangler's [script]: the entry module, instead of the config's main. */
+  main?: string
+  /** wrangler's -c: the config file, instead of the directory's wrangler.toml / .jsonc / .json. */
+  config?: string
 }
 
 export interface ProjectSource {
@@ -36,21 +43,33 @@ export async function withProjectSource<T>(
   options: ProjectSourceOptions & {bundleMaxBytes: number},
   use: (dir: string, source: ProjectSource) => Promise<T>,
 ): Promise<T> {
-  const root = path.resolve(projectDir)
-  if (!existsSync(root)) throw new KitError('usage', `project directory ${root} does not exist`)
-  if (!statSync(root).isDirectory()) throw new KitError('usage', `project directory ${root} is not a directory`)
-  const wrangler = findWranglerConfig(root)
-  if (existsSync(path.join(root, MANIFEST_FILE))) {
-    const wranglerOnly = [options.env ? '--env' : null, options.noBundle ? '--no-bundle' : null, options.builderPolicy ? '--builder-policy' : null].filter(
-      Boolean,
-    )
+  const given = path.resolve(projectDir)
+  if (!existsSync(given)) throw new KitError('usage', `project directory ${given} does not exist`)
+  // A file is the entry module (wrangler's [script]); its project is the nearest directory above with a config.
+  const isDirectory = statSync(given).isDirectory()
+  if (!isDirectory && options.main !== undefined) throw new KitError('usage', `give the entry module once: ${projectDir} or --main ${options.main}`)
+  const entry = isDirectory ? options.main : projectDir
+  const root = isDirectory ? given : entryProjectDir(given, options)
+  const wrangler = options.config === undefined ? findWranglerConfig(root) : path.resolve(options.config)
+  if (options.config !== undefined && !existsSync(wrangler!)) throw new KitError('usage', `--wrangler-config ${options.config} does not exist`)
+  if (existsSync(path.join(root, MANIFEST_FILE)) && options.config === undefined) {
+    const wranglerOnly = [
+      options.env ? '--env' : null,
+      options.noBundle ? '--no-bundle' : null,
+      options.builderPolicy ? '--builder-policy' : null,
+      entry !== undefined ? '--main' : null,
+    ].filter(Boolean)
     if (wranglerOnly.length > 0) throw new KitError('usage', `${wranglerOnly.join(', ')} apply to wrangler projects; ${root} is read from its ${MANIFEST_FILE}`)
     const warnings = wrangler ? [`${MANIFEST_FILE} wins over ${path.basename(wrangler)} in ${root}`] : []
     return use(root, {file: path.join(root, MANIFEST_FILE), kind: 'edgeworker', env: null, bundled: false, department: null, warnings})
   }
   if (!wrangler)
     throw new KitError('usage', `no ${MANIFEST_FILE}, wrangler.toml, wrangler.jsonc or wrangler.json in ${root} (edgeworkers init writes a project)`)
-  const staged = await stageWranglerProject(root, wrangler, {...options, bundleMaxBytes: options.bundleMaxBytes})
+  const staged = await stageWranglerProject(root, wrangler, {
+    ...options,
+    main: entry === undefined ? undefined : path.resolve(entry),
+    bundleMaxBytes: options.bundleMaxBytes,
+  })
   try {
     return await use(staged.dir, {
       file: wrangler,
@@ -62,5 +81,14 @@ export async function withProjectSource<T>(
     })
   } finally {
     await staged.cleanup()
+  }
+}
+
+/** The project of an entry module given as the path: the nearest directory above it holding a wrangler config (or the --wrangler-config file's). */
+function entryProjectDir(entry: string, options: ProjectSourceOptions): string {
+  if (options.config !== undefined) return path.dirname(path.resolve(options.config))
+  for (let dir = path.dirname(entry); ; dir = path.dirname(dir)) {
+    if (findWranglerConfig(dir)) return dir
+    if (path.dirname(dir) === dir) throw new KitError('usage', `no wrangler.toml, wrangler.jsonc or wrangler.json beside ${entry} or above it`)
   }
 }

@@ -224,6 +224,19 @@ describe('buildVersion', () => {
   })
 })
 
+test('a service-worker script is refused with one line saying how to write it as a module', async () => {
+  const dir = tempDir()
+  writeFile(
+    dir,
+    'edgeworker.json',
+    JSON.stringify({name: 'sw', main: 'index.js', modules: ['index.js'], compatibilityDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9'}),
+  )
+  writeFile(dir, 'index.js', 'addEventListener("fetch", (event) => event.respondWith(new Response("hello")))\n')
+  expect((await buildError(dir)).message).toBe(
+    'the main module index.js is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} instead',
+  )
+})
+
 describe('manifest errors are one usage line naming the file and the key', () => {
   const cases: {name: string; prepare: (dir: string) => void; message: RegExp}[] = [
     {
@@ -341,7 +354,12 @@ describe('manifest errors are one usage line naming the file and the key', () =>
     {
       name: 'duplicate module',
       prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', 'lib/util.js', 'index.js'])),
-      message: /^edgeworker\.json: key "modules" lists "index\.js" more than once$/,
+      message: /^edgeworker\.json: key "modules" names two modules "index\.js"$/,
+    },
+    {
+      name: 'main listed as two ES modules',
+      prepare: (dir) => editManifest(dir, (m) => (m.modules = ['index.js', 'counter.mjs', 'lib/util.js', {path: 'index.js', name: 'again.js'}])),
+      message: /^edgeworker\.json: key "main": "index\.js" is listed as more than one ES module; list it once as an ES module$/,
     },
     {
       name: 'absolute module path',

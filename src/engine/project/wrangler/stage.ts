@@ -31,20 +31,32 @@ const DEFAULT_RULES: Array<{type: WranglerRuleType; globs: string[]}> = [
   {type: 'Data', globs: ['**/*.bin']},
   {type: 'CompiledWasm', globs: ['**/*.wasm', '**/*.wasm?module']},
 ]
-/** How a Worker is bundled, as wrangler bundles it: one in-memory ES module for workerd. */
+/**
+ * How a Worker is bundled, with wrangler's (4.86) esbuild options: one in-memory ES module for
+ * workerd; esbuild's default (browser) platform, so package.json `browser` fields and the
+ * browser/module/main fields apply; `.js` may hold JSX; `process.env.NODE_ENV` is "production".
+ */
 export const WORKER_BUNDLE_OPTIONS = {
   bundle: true,
   write: false,
   format: 'esm',
-  target: 'es2022',
-  platform: 'neutral',
+  target: 'es2024',
+  supported: {'import-source': true},
+  loader: {'.js': 'jsx', '.mjs': 'jsx', '.cjs': 'jsx'},
   conditions: ['workerd', 'worker', 'browser'],
-  mainFields: ['workerd', 'worker', 'browser', 'module', 'main'],
 } as const satisfies BuildOptions
+/** wrangler deploy's defines, under the project's own `define`. */
+const NODE_ENV_DEFINES = {
+  'process.env.NODE_ENV': '"production"',
+  'global.process.env.NODE_ENV': '"production"',
+  'globalThis.process.env.NODE_ENV': '"production"',
+}
 const MODULE_TYPE: Record<WranglerRuleType, ModuleType> = {ESModule: 'esModule', CommonJS: 'commonJs', Text: 'text', Data: 'data', CompiledWasm: 'wasm'}
 
 export interface WranglerStageOptions {
   env?: string | null
+  /** The entry module (absolute), instead of the config's main. */
+  main?: string
   /** Deploy the modules as they are (wrangler's no_bundle); default from the config. */
   noBundle?: boolean
   builderPolicy?: string
@@ -76,13 +88,18 @@ export async function stageWranglerProject(project: string, configFile: string, 
   const source = path.basename(configFile)
   const required = (key: 'name' | 'main' | 'compatibility_date'): string => {
     const value = config[key]
-    if (!value) throw new KitError('usage', `${source}: key "${key}" is required`)
+    if (!value)
+      throw new KitError('usage', `${source}: key "${key}" is required${key === 'main' ? ' (or give the entry module: deploy <entry> or --main)' : ''}`)
     return value
   }
-  const main = path.resolve(projectDir, required('main'))
-  const mainProblem = outsideProjectProblem(projectDir, main)
-  if (mainProblem) throw new KitError('usage', `${source}: main ${required('main')} ${mainProblem}`)
-  const baseDir = path.resolve(projectDir, config.base_dir ?? path.dirname(required('main')))
+  // wrangler's rule: paths in the config are relative to the config file; --main to the current directory.
+  const configDir = path.dirname(realpathSync(configFile))
+  const givenMain = options.main ?? path.resolve(configDir, required('main'))
+  const mainProblem = outsideProjectProblem(projectDir, givenMain)
+  if (mainProblem)
+    throw new KitError('usage', `${options.main === undefined ? `${source}: main ${required('main')}` : `--main ${options.main}`} ${mainProblem}`)
+  const main = realpathSync(givenMain)
+  const baseDir = config.base_dir === undefined ? path.dirname(main) : path.resolve(configDir, config.base_dir)
   if (baseDir !== projectDir && outsideProjectProblem(projectDir, baseDir)) {
     throw new KitError('usage', `${source}: base_dir ${config.base_dir} ${outsideProjectProblem(projectDir, baseDir)}`)
   }
@@ -202,7 +219,7 @@ async function bundledModules(
     ...WORKER_BUNDLE_OPTIONS,
     // workerd's own modules always come from the runtime; Node.js built-ins only under nodejs_compat.
     external: ['cloudflare:*', ...(nodeCompat ? ['node:*', ...builtinModules] : [])],
-    define: config.define,
+    define: {...NODE_ENV_DEFINES, ...config.define},
     alias: config.alias,
     tsconfig: config.tsconfig,
     jsxFactory: config.jsx_factory,
