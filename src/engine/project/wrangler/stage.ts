@@ -13,6 +13,7 @@ import {build, type BuildOptions, type Message, type Metafile, type Plugin} from
 import {overLimitMessage} from '../../../artifacts/size.js'
 import {KitError} from '../../../errors.js'
 import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
+import {ASSETS_ONLY_MAIN, stageAssets} from '../assets/wrangler.js'
 import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
 import {loadWranglerConfig, type WranglerRuleType, type WranglerSettings} from './config.js'
 
@@ -74,17 +75,21 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
     if (!value) throw new KitError('usage', `${source}: key "${key}" is required`)
     return value
   }
-  const main = path.resolve(projectDir, required('main'))
-  if (!existsSync(main)) throw new KitError('usage', `${source}: main ${required('main')} does not exist`)
-  const baseDir = path.resolve(projectDir, config.base_dir ?? path.dirname(required('main')))
+  // An assets-only site has no main: it gets the Worker ASSETS_ONLY_MAIN.
+  const assetsOnly = config.main === undefined && config.assets !== undefined
+  const main = path.resolve(projectDir, assetsOnly ? '.' : required('main'))
+  if (!assetsOnly && !existsSync(main)) throw new KitError('usage', `${source}: main ${required('main')} does not exist`)
+  const baseDir = path.resolve(projectDir, config.base_dir ?? path.dirname(assetsOnly ? '.' : required('main')))
   const ruleGlobs = [...(config.rules ?? []), ...DEFAULT_RULES]
   const rules = ruleGlobs.map((rule) => ({type: rule.type, patterns: rule.globs.map(globToRegExp)}))
   const typeOf = (relative: string) => rules.find((rule) => rule.patterns.some((pattern) => pattern.test(relative)))?.type
   const noBundle = options.noBundle ?? config.no_bundle ?? false
 
-  const {modules, packages} = noBundle
-    ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
-    : await bundledModules(projectDir, main, baseDir, typeOf, ruleGlobs, config, options.bundleMaxBytes)
+  const {modules, packages} = assetsOnly
+    ? {modules: [ASSETS_ONLY_MAIN], packages: new Map()}
+    : noBundle
+      ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
+      : await bundledModules(projectDir, main, baseDir, typeOf, ruleGlobs, config, options.bundleMaxBytes)
 
   const [mainModule] = modules
   const manifest = {
@@ -122,7 +127,8 @@ export async function stageWranglerProject(projectDir: string, configFile: strin
       await mkdir(path.dirname(path.join(dir, module.name)), {recursive: true})
       await writeFile(path.join(dir, module.name), module.bytes)
     }
-    await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`)
+    const assets = config.assets && {assets: await stageAssets(projectDir, config.assets, dir, source)}
+    await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify({...manifest, ...assets}, null, 2)}\n`)
     if (packages.size > 0) {
       const lock = {
         lockfileVersion: 1,
