@@ -3,7 +3,7 @@
 // `deploy.asset_max_bytes`), plus the `_headers` and `_redirects` rule files, parsed once here so a
 // bad one is refused at build with its line. Bytes are not kept: submit reads each file again to
 // store it, so a 20,000-file site is never held in memory at once.
-import {readdir, readFile, stat} from 'node:fs/promises'
+import {readdir, readFile, realpath, stat} from 'node:fs/promises'
 import path from 'node:path'
 import {formatByteSize} from '../../../artifacts/size.js'
 import {sha256Hex} from '../../../canonical-json.js'
@@ -32,10 +32,11 @@ export interface CollectedAssets extends BundleAssets {
 }
 
 export async function collectAssets(root: string, assets: ManifestAssets, limits: AssetLimits): Promise<CollectedAssets> {
-  const dir = path.join(root, ...assets.directory.split('/'))
   const named = `assets directory ${assets.directory}`
-  const stats = await stat(dir).catch(() => null)
+  const stats = await stat(path.join(root, ...assets.directory.split('/'))).catch(() => null)
   if (!stats?.isDirectory()) throw new KitError('usage', `${named} ${stats ? 'is not a directory' : 'does not exist'} (in ${root})`)
+  // Real paths: a staged wrangler project links its assets directory (../assets/wrangler.ts).
+  const dir = await realpath(path.join(root, ...assets.directory.split('/')))
   const ignore = await readOptional(path.join(dir, ASSETS_IGNORE_FILE)).then((text) => (text === null ? () => false : parseAssetsIgnore(text)))
   const found = await walk(dir, ignore)
   if (found.length > limits.assets_max_files) {

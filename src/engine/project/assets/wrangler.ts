@@ -1,8 +1,10 @@
 // A wrangler project's `[assets]`, staged: the directory (relative to the config file, as wrangler
-// reads it) copied into the staged project, and the manifest's `assets` key. A project with assets
+// reads it) linked into the staged project — the build reads it through the link, and the files'
+// real paths outlive the staging directory, since submit stores them after it is gone — and the
+// manifest's `assets` key. A project with assets
 // and no `main` is an assets-only site: it gets a Worker that answers what no asset matches with an
 // empty 404, as Cloudflare answers it.
-import {cp} from 'node:fs/promises'
+import {stat, symlink} from 'node:fs/promises'
 import path from 'node:path'
 import {KitError} from '../../../errors.js'
 import type {WranglerSettings} from '../wrangler/config.js'
@@ -24,12 +26,9 @@ export async function stageAssets(
   source: string,
 ): Promise<ManifestAssets> {
   const from = path.resolve(projectDir, assets.directory)
-  try {
-    await cp(from, path.join(stagedDir, STAGED_ASSETS_DIR), {recursive: true, dereference: false, verbatimSymlinks: true})
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new KitError('usage', `${source}: assets.directory ${assets.directory} does not exist`)
-    throw error
-  }
+  const stats = await stat(from).catch(() => null)
+  if (!stats?.isDirectory()) throw new KitError('usage', `${source}: assets.directory ${assets.directory} ${stats ? 'is not a directory' : 'does not exist'}`)
+  await symlink(from, path.join(stagedDir, STAGED_ASSETS_DIR), 'dir')
   return {
     directory: STAGED_ASSETS_DIR,
     ...(assets.binding === undefined ? {} : {binding: assets.binding}),
