@@ -80,7 +80,7 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     listScripts: ({query}) => ok(service.list(query.limit, query.cursor)),
     uploadScript: async ({params, body}) => ok(await service.upload(params.name, body)),
     missingAssets: async ({body}) => ok({missing: await options.assetFiles.missing(body.hashes)}),
-    putAssets: async ({body}) => ok({stored: await putAssets(options.assetFiles, body.files, options.maxAssetBytes)}),
+    putAssets: async ({body}) => ok({stored: await putAssets(options.assetFiles, body.files, options.maxAssetBytes, options.log)}),
     script: ({params}) => ok(service.details(params.name)),
     retire: ({params}) => ok(service.retire(params.name)),
     lockdown: ({params, body}) => ok(service.lockdown(params.name, body)),

@@ -1,5 +1,6 @@
 // The management side of static assets: which files the host lacks, storing sent files, and the
 // check that an upload names only files the host holds.
+import type {Logger} from 'pino'
 import type {ReleaseAssets} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {AssetFiles} from './files.js'
@@ -14,7 +15,13 @@ export async function assertAssetsHeld(files: AssetFiles, assets: ReleaseAssets)
   )
 }
 
-export async function putAssets(files: AssetFiles, sent: ReadonlyArray<{sha256: string; contentBase64: string}>, maxBytes: number): Promise<number> {
-  for (const file of sent) await files.put(file.sha256, Buffer.from(file.contentBase64, 'base64'), maxBytes)
+export async function putAssets(files: AssetFiles, sent: ReadonlyArray<{sha256: string; contentBase64: string}>, maxBytes: number, log: Logger): Promise<number> {
+  let bytes = 0
+  for (const file of sent) {
+    const content = Buffer.from(file.contentBase64, 'base64')
+    await files.put(file.sha256, content, maxBytes)
+    bytes += content.length
+  }
+  log.info({files: sent.length, bytes}, 'asset files received')
   return sent.length
 }
