@@ -82,7 +82,11 @@ export class AssetServer {
     const exists = (path: string) => assets.byPath.has(path)
     let resolution = resolveAsset(pathname, assets.release.config, exists)
     const redirect = matchRedirect(assets.redirects, pathname)
-    if (redirect && redirect.status === 200) resolution = resolveAsset(redirect.destination.split('?')[0]!, assets.release.config, exists)
+    if (redirect && redirect.status === 200) {
+      // A rewrite serves the file it names (or what that path resolves to), under the requested URL.
+      const destination = decodePath(redirect.destination.split('?')[0]!) ?? ''
+      resolution = exists(destination) ? {kind: 'asset', path: destination, status: 200} : resolveAsset(destination, assets.release.config, exists)
+    }
     else if (redirect) resolution = {kind: 'redirect', location: redirect.destination, status: redirect.status}
     if (resolution === null) return false
     response.setHeader('x-request-id', requestId)
