@@ -67,7 +67,9 @@ async function get(url: string, headers: Record<string, string> = {}, method: 'G
 
 const LARGE_CSS = `${'body { color: #333; margin: 0 auto; }\n'.repeat(400)}`
 
-test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEAD, gzip, run_worker_first and the assets binding', {timeout: 180_000}, async () => {
+test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEAD, gzip, run_worker_first and the assets binding', {
+  timeout: 180_000,
+}, async () => {
   const dir = project('site', {
     'wrangler.toml': [
       'name = "site"',
@@ -82,7 +84,7 @@ test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEA
       'export default {async fetch(request, env) {',
       '  const url = new URL(request.url)',
       '  if (url.pathname === "/api/asset") return env.ASSETS.fetch(new Request(new URL("/about", url)))',
-      '  return new Response(`worker ${url.pathname}`)',
+      '  return new Response("worker " + url.pathname)',
       '}}',
     ].join('\n'),
     'public/index.html': '<h1>home</h1>',
@@ -150,7 +152,8 @@ test('an assets-only SPA: index.html for unknown paths, 404.html handling, and a
   const files: Record<string, string> = {}
   for (let index = 0; index < 50; index++) files[`public/chunk-${index}.js`] = `export const chunk = ${index};\n${'//'.repeat(512)}\n`
   const dir = project('spa', {
-    'wrangler.jsonc': '{"name": "spa", "compatibility_date": "2026-11-01", // assets only\n "assets": {"directory": "public", "not_found_handling": "single-page-application"}}',
+    'wrangler.jsonc':
+      '{"name": "spa", "compatibility_date": "2026-11-01", // assets only\n "assets": {"directory": "public", "not_found_handling": "single-page-application"}}',
     'public/index.html': '<div id="app"></div>',
     ...files,
   })

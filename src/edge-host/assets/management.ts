@@ -15,7 +15,12 @@ export async function assertAssetsHeld(files: AssetFiles, assets: ReleaseAssets)
   )
 }
 
-export async function putAssets(files: AssetFiles, sent: ReadonlyArray<{sha256: string; contentBase64: string}>, maxBytes: number, log: Logger): Promise<number> {
+export async function putAssets(
+  files: AssetFiles,
+  sent: ReadonlyArray<{sha256: string; contentBase64: string}>,
+  maxBytes: number,
+  log: Logger,
+): Promise<number> {
   let bytes = 0
   for (const file of sent) {
     const content = Buffer.from(file.contentBase64, 'base64')

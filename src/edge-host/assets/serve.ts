@@ -86,8 +86,7 @@ export class AssetServer {
       // A rewrite serves the file it names (or what that path resolves to), under the requested URL.
       const destination = decodePath(redirect.destination.split('?')[0]!) ?? ''
       resolution = exists(destination) ? {kind: 'asset', path: destination, status: 200} : resolveAsset(destination, assets.release.config, exists)
-    }
-    else if (redirect) resolution = {kind: 'redirect', location: redirect.destination, status: redirect.status}
+    } else if (redirect) resolution = {kind: 'redirect', location: redirect.destination, status: redirect.status}
     if (resolution === null) return false
     response.setHeader('x-request-id', requestId)
     if (resolution.kind === 'redirect') {

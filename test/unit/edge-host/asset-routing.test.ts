@@ -7,7 +7,12 @@ import type {AssetConfig} from '../../../src/protocol/management-api.js'
 
 const FILES = new Set(['/index.html', '/about.html', '/docs/index.html', '/404.html', '/blog/404.html', '/app.js'])
 const exists = (path: string) => FILES.has(path)
-const config = (overrides: Partial<AssetConfig> = {}): AssetConfig => ({htmlHandling: 'auto-trailing-slash', notFoundHandling: 'none', runWorkerFirst: false, ...overrides})
+const config = (overrides: Partial<AssetConfig> = {}): AssetConfig => ({
+  htmlHandling: 'auto-trailing-slash',
+  notFoundHandling: 'none',
+  runWorkerFirst: false,
+  ...overrides,
+})
 const resolve = (pathname: string, overrides: Partial<AssetConfig> = {}) => resolveAsset(pathname, config(overrides), exists)
 const served = (path: string, status = 200) => ({kind: 'asset', path, status})
 const redirected = (location: string) => ({kind: 'redirect', location, status: 307})
