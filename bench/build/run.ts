@@ -19,7 +19,13 @@ import {log, machineLoad, median} from '../support/stats.js'
 
 const {values} = parseArgs({options: {rounds: {type: 'string', default: '15'}}})
 const rounds = Number(values.rounds)
-const LIMITS: ArtifactLimits = {project_archive_max_bytes: 2 * 1024 * 1024, bundle_max_bytes: 5 * 1024 * 1024, project_files_max_bytes: 16 * 1024 * 1024}
+const LIMITS: ArtifactLimits = {
+  project_archive_max_bytes: 2 * 1024 * 1024,
+  bundle_max_bytes: 5 * 1024 * 1024,
+  project_files_max_bytes: 16 * 1024 * 1024,
+  assets_max_files: 20_000,
+  asset_max_bytes: 25 * 1024 * 1024,
+}
 
 const dir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-build-'))
 mkdirSync(path.join(dir, 'src'))

@@ -13,13 +13,14 @@ import {syncPath, writeFileAtomically} from '../util/atomic-file.js'
 import {createPrivateDir} from '../util/private-files.js'
 import {overLimitMessage} from './size.js'
 
-export const ARTIFACT_KINDS = ['project', 'bundle'] as const
+/** `asset`: one static asset file, stored once however many versions and Workers serve it. */
+export const ARTIFACT_KINDS = ['project', 'bundle', 'asset'] as const
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number]
 
 /** `<kind>/sha256/<first 2 hex>/<64 hex>` */
 export type ArtifactKey = string
 
-const ARTIFACT_KEY_PATTERN = /^(project|bundle)\/sha256\/([0-9a-f]{2})\/([0-9a-f]{64})$/
+const ARTIFACT_KEY_PATTERN = /^(project|bundle|asset)\/sha256\/([0-9a-f]{2})\/([0-9a-f]{64})$/
 const SHA256_PATTERN = /^[0-9a-f]{64}$/
 const INCOMING_DIR = '.incoming'
 

@@ -142,6 +142,9 @@ function renderPlan(plan: DeployPlan): string {
       'none',
     ),
     `bundle       ${plan.bundleBytes} bytes; project archive ${plan.projectArchiveBytes} bytes`,
+    ...(plan.assets
+      ? [`assets       ${plan.assets.files} files, ${plan.assets.bytes} bytes${plan.assets.binding ? ` (env.${plan.assets.binding})` : ''}`]
+      : []),
     `generation   ${plan.releaseGeneration}`,
     ...Object.entries(plan.digests).map(([name, digest]) => `${name.padEnd(12)} ${digest}`),
   ].join('\n')

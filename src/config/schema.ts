@@ -38,6 +38,9 @@ export const settingsSchema = z.strictObject({
       bundle_max_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
       /** Total size of the project's files before compression, checked before any is read (a zero-filled file compresses to almost nothing). */
       project_files_max_bytes: count(16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+      /** Static assets per version and bytes per asset file: Cloudflare's limits by default. */
+      assets_max_files: count(20_000, 1, 100_000),
+      asset_max_bytes: count(25 * 1024 * 1024, 1, 512 * 1024 * 1024),
     })
     .prefault({}),
 
@@ -161,6 +164,8 @@ export const settingsSchema = z.strictObject({
         .default(''),
       /** Decoded size limit of one script's modules. */
       max_script_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
+      /** Largest static asset file the host stores (Cloudflare's 25 MiB per file). */
+      max_asset_bytes: count(25 * 1024 * 1024, 1, 512 * 1024 * 1024),
       /** How long a data-plane request may wait for its shard to (re)start before a 503. */
       request_hold_timeout_ms: count(30_000, 100, 600_000),
       /** How long a swap or shutdown waits for requests inside a shard before stopping it anyway. */

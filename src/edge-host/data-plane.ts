@@ -31,7 +31,8 @@ import {clientAddress, sendJson} from './http.js'
 import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import type {Shard} from './runtime/shard.js'
-import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
+import {ASSETS_TARGET_PREFIX, SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from './runtime/workerd-config.js'
+import type {AssetServer} from './assets/serve.js'
 import type {AccessPolicyRecord, HostState} from './state.js'
 import {hasBody, proxy, safeToRetry, tunnel, type UpgradeRequest} from './worker-forwarding.js'
 
@@ -46,6 +47,8 @@ export interface DataPlaneOptions {
   /** Held request bodies, shared with the management listener. */
   bodyBudget: BodyBudget
   metrics: HostMetrics
+  /** Static assets: answered before the Worker runs (./assets/serve.ts). */
+  assets: AssetServer
   /** A request forwarded to `script` ended: its wall time, and its status (null: no answer). */
   workerServed(script: string, durationMs: number, status: number | null): void
   ready(): boolean
@@ -66,7 +69,10 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS'])
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** `internal`: a service-binding call (no access policy). */
-type Target = {kind: 'script'; script: string; path: string; internal?: boolean} | {kind: 'health'; check: 'livez' | 'readyz'} | {kind: 'none'}
+type Target =
+  | {kind: 'script'; script: string; path: string; internal?: boolean; assets?: boolean}
+  | {kind: 'health'; check: 'livez' | 'readyz'}
+  | {kind: 'none'}
 
 /** The public listener: routes by Host or path. */
 export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
@@ -89,9 +95,12 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
  */
 export function createServiceBindingServer(options: DataPlaneOptions): http.Server {
   return createRoutingServer(options, (request): Target => {
-    const script = request.headers[SERVICE_TARGET_HEADER]
+    const header = request.headers[SERVICE_TARGET_HEADER]
+    // An assets binding names the calling script's own assets.
+    const assets = typeof header === 'string' && header.startsWith(ASSETS_TARGET_PREFIX)
+    const script = assets ? header.slice(ASSETS_TARGET_PREFIX.length) : header
     if (typeof script !== 'string' || !SCRIPT_NAME_PATTERN.test(script)) return {kind: 'none'}
-    return {kind: 'script', script, path: request.url ?? '/', internal: true}
+    return {kind: 'script', script, path: request.url ?? '/', internal: true, assets}
   })
 }
 
@@ -151,6 +160,12 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
     }
 
     let shard = runtime.shard(route.shard)!
+    if (target.assets) {
+      // No lease: the calling Worker holds one on this shard already. Mid-swap, the stored release.
+      const generation = shard.liveGeneration(name) ?? state.scripts.get(name)?.releaseGeneration ?? null
+      await options.assets.serveBinding(name, generation, path, request, response, requestId)
+      return name
+    }
     const forwardBody = upgrade ? undefined : (body ?? (hasBody(request) ? request : undefined))
     const deadline = Date.now() + options.holdTimeoutMs
     for (let attempt = 1; ; attempt++) {
@@ -174,6 +189,8 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
           workerNotFound(response, requestId)
           return name
         }
+        // A static asset is answered from the release this shard serves, without running the Worker.
+        if (!upgrade && (await options.assets.serve(name, shard.liveGeneration(name), path, request, response, requestId))) return name
         const forward = {...route, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
         if (target.internal) countServiceCall(request)
         // The Worker's wall time, as the host sees it: from forwarding to the last byte (or the 101).

@@ -5,6 +5,8 @@
 // Data dir layout: host.sqlite (state), identity.key (Ed25519, 0600), host.json (addresses of the
 // running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
 // runtime/snapshots/ (data snapshots being streamed, see snapshot.ts).
+import {AssetFiles} from './assets/files.js'
+import {AssetServer} from './assets/serve.js'
 import {existsSync} from 'node:fs'
 import {readFile, rm, writeFile} from 'node:fs/promises'
 import type http from 'node:http'
@@ -168,9 +170,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       log,
     })
     let publicUrl = ''
+    const assetFiles = new AssetFiles(dataDir)
     const service = new HostService({
       dataDir,
       state,
+      assets: assetFiles,
       runtime,
       identity,
       settings,
@@ -195,6 +199,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       maxSignedBodyBytes: settings.max_signed_request_body_bytes,
       bodyBudget,
       metrics,
+      assets: new AssetServer(state, assetFiles, metrics),
       workerServed: (script: string, durationMs: number, status: number | null) => tails.served(script, durationMs, status),
       ready,
       readinessDetail,
@@ -210,6 +215,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       metrics,
       signatureWindowSeconds: settings.signature_window_seconds,
       maxBodyBytes,
+      maxAssetBodyBytes: Math.ceil((settings.max_asset_bytes * 4) / 3) + 64 * 1024,
+      assetFiles,
+      maxAssetBytes: settings.max_asset_bytes,
       bodyBudget,
       pairingLimiter: new PairingLimiter({maxFailures: settings.pairing_max_failures, windowSeconds: settings.pairing_failure_window_seconds, log}),
       ready,

@@ -6,6 +6,7 @@ import type {Readable} from 'node:stream'
 import type {z} from 'zod'
 import type {Endpoint, EndpointName, Endpoints, PathParams} from '../protocol/endpoints.js'
 import {fenceIdSchema, READINESS_WAIT_MAX_MS} from '../protocol/management-api.js'
+import {putAssets} from './assets/management.js'
 import {HostError} from './errors.js'
 import type {ManagementServerOptions} from './management-server.js'
 import {PairingRateLimited} from './pairing-limiter.js'
@@ -78,6 +79,8 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     inventory: () => ok(service.inventory()),
     listScripts: ({query}) => ok(service.list(query.limit, query.cursor)),
     uploadScript: async ({params, body}) => ok(await service.upload(params.name, body)),
+    missingAssets: async ({body}) => ok({missing: await options.assetFiles.missing(body.hashes)}),
+    putAssets: async ({body}) => ok({stored: await putAssets(options.assetFiles, body.files, options.maxAssetBytes, options.log)}),
     script: ({params}) => ok(service.details(params.name)),
     retire: ({params}) => ok(service.retire(params.name)),
     lockdown: ({params, body}) => ok(service.lockdown(params.name, body)),

@@ -19,6 +19,7 @@ import {clientAddress, sendJson} from './http.js'
 import {checkedValue, managementHandlers, type Call, type Handler, type JsonReply, type StreamReply, type TextReply} from './management-routes.js'
 import {PairingRateLimited, type PairingLimiter} from './pairing-limiter.js'
 import type {HostMetrics} from './metrics.js'
+import type {AssetFiles} from './assets/files.js'
 import type {HostService} from './service.js'
 import type {HostState} from './state.js'
 import type {TailHub} from './tail-hub.js'
@@ -32,6 +33,11 @@ export interface ManagementServerOptions {
   signatureWindowSeconds: number
   /** Largest signed request body accepted (an upload is base64, so about 4/3 of the module bytes). */
   maxBodyBytes: number
+  /** The same for POST /v1/assets: one asset file of host.max_asset_bytes, base64. */
+  maxAssetBodyBytes: number
+  /** The host's static asset files. */
+  assetFiles: AssetFiles
+  maxAssetBytes: number
   /** Held request bodies, shared with the data plane. */
   bodyBudget: BodyBudget
   pairingLimiter: PairingLimiter
@@ -76,7 +82,8 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     if (endpoint.health) return reply(response, endpoint, await handler(call), options.log)
 
     if (endpoint.signed) checkHeaders(request)
-    const body = await readBoundedBody(request, response, endpoint.signed ? options.maxBodyBytes : UNSIGNED_BODY_LIMIT, options.bodyBudget)
+    const limit = !endpoint.signed ? UNSIGNED_BODY_LIMIT : name === 'putAssets' ? options.maxAssetBodyBytes : options.maxBodyBytes
+    const body = await readBoundedBody(request, response, limit, options.bodyBudget)
     if (endpoint.signed) authenticate(request, method, target, body)
     const json = parseJsonBody(request, body)
     for (const [key, rule] of Object.entries(endpoint.params ?? {})) checkedValue(rule.schema, params[key]!, rule.what)

@@ -99,6 +99,12 @@ export class HostMetrics {
     ['script'],
   )
 
+  readonly assetResponses = this.counter(
+    'edgeworkers_host_asset_responses_total',
+    'Requests answered from a Worker\'s static assets without running it (or through its assets binding, via="binding"), by script and status.',
+    ['script', 'status', 'via'],
+  )
+
   constructor(sources: MetricSources) {
     new Gauge({
       name: 'edgeworkers_host_workers_quarantined',

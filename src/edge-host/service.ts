@@ -29,6 +29,8 @@ import {HostError} from './errors.js'
 import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
 import {refusalMessage} from './runtime/validator.js'
+import {assertAssetsHeld} from './assets/management.js'
+import type {AssetFiles} from './assets/files.js'
 import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './service-common.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
 import {scriptStateOf, type HostFence, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
@@ -38,6 +40,7 @@ export type HostSettings = Settings['host']
 export interface ServiceOptions {
   dataDir: string
   state: HostState
+  assets: AssetFiles
   runtime: WorkerdRuntime
   identity: HostIdentity
   settings: HostSettings
@@ -99,6 +102,7 @@ export class HostService {
     // Cheap refusals first: validation runs a workerd.
     this.state.fences.assertNotFenced()
     this.state.scripts.assertNotRetired(name)
+    if (upload.assets) await assertAssetsHeld(this.options.assets, upload.assets)
     if (!this.state.scripts.holdsUpload(name, upload)) {
       const existing = this.state.scripts.get(name)
       // Validate with the secrets and credentials the script would run with.
@@ -146,7 +150,7 @@ export class HostService {
       bindings: script.bindings.map((binding) =>
         binding.type === 'durable_object_namespace'
           ? {type: binding.type, name: binding.name, className: binding.className}
-          : binding.type === 'service'
+          : binding.type === 'service' && 'script' in binding
             ? {type: binding.type, name: binding.name, script: binding.script}
             : {type: binding.type, name: binding.name},
       ),
@@ -365,6 +369,7 @@ export class HostService {
       tags: body.tags,
       modules,
       bindings: body.bindings,
+      assets: body.assets,
     }
   }
 

@@ -16,6 +16,7 @@ import {Fences, type FencedTx} from './state/fences.js'
 import {Pairing} from './state/pairing.js'
 import {Quarantine} from './state/quarantine.js'
 import {Receipts} from './state/receipts.js'
+import {ReleaseAssetsRepository} from './state/release-assets.js'
 import {Scripts, type ScriptUpload} from './state/scripts.js'
 
 export type {AccessPolicyRecord, OperationSettingsRecord} from './state/control-config.js'
@@ -34,6 +35,7 @@ export class HostState {
   readonly fences: Fences
   readonly pairing: Pairing
   readonly quarantine: Quarantine
+  readonly releaseAssets: ReleaseAssetsRepository
 
   /** Told of every control call: applied now, or answered from an earlier receipt (the host's metrics). */
   onControl?: (operation: ReceiptOperation, outcome: 'applied' | 'replayed') => void
@@ -46,6 +48,7 @@ export class HostState {
     this.fences = new Fences(db)
     this.pairing = new Pairing(db)
     this.quarantine = new Quarantine(db)
+    this.releaseAssets = new ReleaseAssetsRepository(db)
   }
 
   static open(dataDir: string): HostState {
@@ -81,7 +84,13 @@ export class HostState {
 
   /** Stores an upload (see Scripts.save): the shard to restart, or null when nothing changed. */
   saveUpload(name: string, upload: ScriptUpload, shards: {count: number; maxScriptsPerShard: number}): number | null {
-    return this.fencedWrite((tx) => this.scripts.save(tx, name, upload, shards))
+    return this.fencedWrite((tx) => {
+      const previous = this.scripts.get(name)?.releaseGeneration ?? null
+      const shard = this.scripts.save(tx, name, upload, shards)
+      // In the upload's transaction: a release is never stored without its assets.
+      if (shard !== null) this.releaseAssets.save(tx, name, upload.releaseGeneration, previous, upload.assets)
+      return shard
+    })
   }
 
   retire(name: string): void {

@@ -33,6 +33,7 @@ import {
   serviceAccountInfoSchema,
   serviceAccountListSchema,
 } from './api/control.js'
+import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, putAssetsSchema} from './api/assets.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
@@ -144,6 +145,24 @@ export const endpoints = {
     response: scriptDetailsSchema,
     answer: 'json',
     summary: 'Validated alone first; goes live shortly after (see the readiness probe).',
+  },
+  missingAssets: {
+    method: 'POST',
+    path: '/v1/assets/missing',
+    signed,
+    request: missingAssetsRequestSchema,
+    response: missingAssetsSchema,
+    answer: 'json',
+    summary: 'Which of these asset SHA-256s the host does not hold: the kit sends only those before an upload.',
+  },
+  putAssets: {
+    method: 'POST',
+    path: '/v1/assets',
+    signed,
+    request: putAssetsSchema,
+    response: putAssetsResultSchema,
+    answer: 'json',
+    summary: 'Stores asset files by content (each checked against its SHA-256); an upload may then name them.',
   },
   script: {method: 'GET', path: '/v1/scripts/:name', signed, response: scriptDetailsSchema, answer: 'json', summary: 'One script’s details.'},
   retire: {

@@ -5,6 +5,7 @@ import type {
   AccessPolicy as WireAccessPolicy,
   HostFence,
   OperationSettings,
+  ReleaseAssets,
   RuntimeConfigList,
   SecretList,
   ServiceAccountList,
@@ -29,6 +30,8 @@ export type WorkerBinding =
   | {type: 'durable_object'; name: string; className: string}
   /** `env.<name>.fetch()` reaches the current release of `scriptName`, wherever it runs. */
   | {type: 'service'; name: string; scriptName: string}
+  /** `env.<name>.fetch(request)` answers from the Worker's own static assets. */
+  | {type: 'assets'; name: string}
 
 export interface UploadScriptInput {
   scriptName: string
@@ -40,6 +43,8 @@ export interface UploadScriptInput {
   modules: ScriptModule[]
   bindings: WorkerBinding[]
   tags: string[]
+  /** The release's static assets; their files must be on the host first (putAssets). */
+  assets: ReleaseAssets | null
 }
 
 export interface ScriptDetails {
@@ -122,6 +127,10 @@ export interface EdgeProvider {
   readonly scope: string
   describeHost(signal?: AbortSignal): Promise<HostDescription>
   uploadScript(input: UploadScriptInput, signal?: AbortSignal): Promise<ScriptDetails>
+  /** Which of these asset SHA-256s the host does not hold. */
+  missingAssets(hashes: string[], signal?: AbortSignal): Promise<string[]>
+  /** Sends asset files (one request; the caller batches). */
+  putAssets(files: Array<{sha256: string; content: Uint8Array}>, signal?: AbortSignal): Promise<void>
   /** null when the host has never had the script. */
   getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null>
   /**

@@ -172,7 +172,7 @@ test('bindings the host cannot provide are refused with one line and nothing is 
   expect({code: refused.code, stdout: refused.stdout, stderr: refused.stderr}).toEqual({
     code: 2,
     stdout: '',
-    stderr: 'error: wrangler.toml: kv_namespaces is a binding the edge host cannot provide on-prem; remove it (the Worker would find env.<binding> missing)\n',
+    stderr: 'error: wrangler.toml: kv_namespaces is not provided by the edge host on-prem; remove it (a Worker using it would fail at its first request)\n',
   })
   const noNode = project('no-node-compat', {
     'wrangler.toml': 'name = "crypto"\nmain = "index.ts"\ncompatibility_date = "2026-11-01"\n',

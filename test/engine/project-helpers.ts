@@ -8,7 +8,13 @@ import type {ArtifactLimits} from '../../src/engine/project/build.js'
 
 export const MiB = 1024 * 1024
 /** The configured defaults (config `[deploy]`). */
-export const DEFAULT_LIMITS: ArtifactLimits = {project_archive_max_bytes: 2 * MiB, bundle_max_bytes: 5 * MiB, project_files_max_bytes: 16 * MiB}
+export const DEFAULT_LIMITS: ArtifactLimits = {
+  project_archive_max_bytes: 2 * MiB,
+  bundle_max_bytes: 5 * MiB,
+  project_files_max_bytes: 16 * MiB,
+  assets_max_files: 20_000,
+  asset_max_bytes: 25 * MiB,
+}
 
 const fixturesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures')
 const repoRoot = path.resolve(fixturesDir, '../../..')

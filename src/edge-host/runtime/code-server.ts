@@ -5,7 +5,7 @@
 // sockets, and is never logged.
 import http from 'node:http'
 import type {RunnableScript} from '../state.js'
-import {valueBindings} from './workerd-config.js'
+import {serviceTargetOf, valueBindings} from './workerd-config.js'
 
 /** What the loader Worker builds the Worker from. */
 interface LoadableCode {
@@ -36,7 +36,10 @@ export function loadableCode(script: RunnableScript, moduleContent: (sha256: str
       ]
     }),
     values: valueBindings(script),
-    services: script.bindings.flatMap((binding) => (binding.type === 'service' ? [{name: binding.name, target: binding.script}] : [])),
+    services: script.bindings.flatMap((binding) => {
+      const target = serviceTargetOf(script, binding)
+      return target === null ? [] : [{name: binding.name, target}]
+    }),
   }
 }
 

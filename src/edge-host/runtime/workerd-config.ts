@@ -26,7 +26,7 @@
 // never names a shard or a port and survives the target's redeploys. Module bodies are embedded from the module
 // cache; text, JSON and secret values are inlined, so a rendered config is written 0600 and deleted
 // once workerd has read it.
-import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
+import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../../protocol/management-api.js'
 import type {RunnableScript} from '../state.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 
@@ -185,6 +185,15 @@ export interface RenderOptions {
 export const SERVICE_TARGET_HEADER = 'x-edgeworkers-service-target'
 /** The header naming the calling script, for its subrequest count; set and stripped the same way. */
 export const SERVICE_CALLER_HEADER = 'x-edgeworkers-service-caller'
+/** A service-binding target naming a script's own static assets (its `assets` binding), not the script. */
+export const ASSETS_TARGET_PREFIX = 'assets:'
+
+/** Where a binding that calls through the host goes: another script, or the script's own assets; null for other bindings. */
+export function serviceTargetOf(script: {name: string}, binding: Binding): string | null {
+  if (binding.type === 'service') return binding.script
+  if (binding.type === 'assets') return `${ASSETS_TARGET_PREFIX}${script.name}`
+  return null
+}
 
 /**
  * The validation sandbox runs each script behind this module, as its main: it imports the real
@@ -325,7 +334,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   )
   const namespaces: string[] = []
   for (const binding of script.bindings) {
-    if (binding.type === 'service')
+    if (serviceTargetOf(script, binding) !== null)
       bindings.push(`(name = ${capnpString(binding.name)}, service = ${capnpString(serviceBindingTargetName(script.name, binding.name))})`)
     else if (binding.type === 'durable_object_namespace') {
       bindings.push(`(name = ${capnpString(binding.name)}, durableObjectNamespace = (className = ${capnpString(binding.className)}))`)
@@ -377,15 +386,16 @@ export function valueBindings(script: RunnableScript): ValueBinding[] {
 
 /** One external service per service binding of `script` (see the header comment). */
 function renderServiceBindingTargets(script: RunnableScript, options: RenderOptions): string[] {
-  return script.bindings.flatMap((binding) =>
-    binding.type === 'service'
+  return script.bindings.flatMap((binding) => {
+    const target = serviceTargetOf(script, binding)
+    return target !== null
       ? [
           `(name = ${capnpString(serviceBindingTargetName(script.name, binding.name))}, external = (address = ${capnpString(options.serviceBindingAddress)}, ` +
-            `http = (injectRequestHeaders = [(name = "${SERVICE_TARGET_HEADER}", value = ${capnpString(binding.script)}), ` +
+            `http = (injectRequestHeaders = [(name = "${SERVICE_TARGET_HEADER}", value = ${capnpString(target)}), ` +
             `(name = "${SERVICE_CALLER_HEADER}", value = ${capnpString(script.name)})])))`,
         ]
-      : [],
-  )
+      : []
+  })
 }
 
 function serviceBindingTargetName(script: string, binding: string): string {

@@ -120,4 +120,17 @@ CREATE TABLE IF NOT EXISTS worker_quarantine (
 ) STRICT;
 `,
   },
+  {
+    // Static assets: the asset manifest of each release a script holds or may still serve (the
+    // stored one and the one before it, live until the swap); the files are in <data dir>/assets.
+    name: 'release assets',
+    sql: `
+CREATE TABLE release_assets (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  release_generation TEXT NOT NULL,
+  assets_json TEXT NOT NULL,
+  PRIMARY KEY (script, release_generation)
+) STRICT;
+`,
+  },
 ]

@@ -1,7 +1,7 @@
 // Scripts and their releases: metadata, modules (blobs shared by content), shard assignment,
 // lockdown and retirement, and the route the data plane reads for every request.
 import {canonicalDigest, sha256Hex} from '../../canonical-json.js'
-import type {Binding, ModuleInfo, ModuleType, ScriptState} from '../../protocol/management-api.js'
+import type {Binding, ModuleInfo, ModuleType, ReleaseAssets, ScriptState} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {ControlConfig, PolicyColumns} from './control-config.js'
 import {type AccessPolicyRecord, POLICY_COLUMNS, policyFromRow} from './control-config.js'
@@ -55,6 +55,8 @@ export interface ScriptUpload {
   tags: string[]
   modules: DecodedModule[]
   bindings: Binding[]
+  /** The release's static assets (../state/release-assets.ts stores them), or null. */
+  assets: ReleaseAssets | null
 }
 
 /** Everything the runtime needs to run one script; module bytes are fetched by digest. */

@@ -28,6 +28,8 @@ export interface DeployPlan {
   releaseGeneration: string
   projectArchiveBytes: number
   bundleBytes: number
+  /** The static assets: how many files and their bytes (null: the Worker has none). */
+  assets: {files: number; bytes: number; binding: string | null} | null
 }
 
 export async function planDeploy(settings: Settings, request: {projectDir: string; source?: ProjectSourceOptions}): Promise<DeployPlan> {
@@ -55,5 +57,7 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
     releaseGeneration: built.releaseGeneration,
     projectArchiveBytes: built.projectArchive.byteLength,
     bundleBytes: built.bundle.byteLength,
+    assets:
+      manifest.assets && built.assets ? {files: built.assets.files.length, bytes: built.assets.totalBytes, binding: manifest.assets.binding ?? null} : null,
   }
 }

@@ -9,6 +9,7 @@ import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {buildProject, type BuiltVersion} from '../project/build.js'
 import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
+import {storeAssets} from '../project/assets/store.js'
 import {resolveServiceBindings} from './service-bindings.js'
 
 export interface SubmitResult {
@@ -80,6 +81,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
 
   try {
     for (const artifact of artifacts) await engine.artifacts.put(artifact.kind, artifact.bytes)
+    if (built.assets) await storeAssets(engine.artifacts, built.assets)
     faultPoint('submit.after_artifacts')
     const workerId = existingWorker?.id ?? newId()
     const worker: WorkerRow = existingWorker ?? {

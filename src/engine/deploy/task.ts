@@ -16,6 +16,8 @@ import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js
 import type {VersionDigests} from '../project/version-digests.js'
 import {moduleTupleOf, type WorkerManifest} from '../project/manifest.js'
 import {scriptModulesOf, workerBindingsOf} from '../project/worker-config.js'
+import {assetConfigOf} from '../project/assets/config.js'
+import {sendMissingAssets} from './assets-upload.js'
 import {resolveServiceBindings, SERVICE_BINDING_INVALID} from './service-bindings.js'
 import {sha256Hex} from '../../canonical-json.js'
 import type {Engine} from '../context.js'
@@ -179,7 +181,14 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
     try {
       // A large shard restart can outlast the lease: renew it meanwhile, so no other runner takes
       // the row over and uploads the same release a second time.
-      await whileLeaseRenewed(engine, {outboxId: args.outboxId, token}, () => ask(provider.uploadScript(uploadInputOf(worker, version, verified, services))))
+      await whileLeaseRenewed(engine, {outboxId: args.outboxId, token}, async () => {
+        const assets = verified.bundle.assets
+        if (assets) {
+          const sent = await ask(sendMissingAssets(provider, engine.artifacts, assets, settings.deploy.asset_max_bytes))
+          log.info({outboxId: args.outboxId, assetFiles: sent.files, assetBytes: sent.bytes}, 'asset files the host lacked were sent')
+        }
+        return ask(provider.uploadScript(uploadInputOf(worker, version, verified, services)))
+      })
       faultPoint('deploy.after_upload')
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
@@ -349,6 +358,7 @@ function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: Verifie
     modules: scriptModulesOf(verified.manifest, verified.bundle.modules),
     bindings: workerBindingsOf(verified.manifest, services),
     tags: TAGS,
+    assets: verified.manifest.assets && verified.bundle.assets ? {config: assetConfigOf(verified.manifest.assets), ...verified.bundle.assets} : null,
   }
 }
 

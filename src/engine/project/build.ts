@@ -6,6 +6,7 @@ import type {Settings} from '../../config/schema.js'
 import {overLimitMessage} from '../../artifacts/size.js'
 import {KitError} from '../../errors.js'
 import {createProjectArchive} from './archive.js'
+import {collectAssets, type CollectedAssets} from './assets/collect.js'
 import {encodeBundle, parseBundle} from './bundle.js'
 import {checkWorkerStarts} from './check.js'
 import {loadWorkerProject, moduleEntriesOf, moduleTupleOf, type WorkerLock, type WorkerManifest} from './manifest.js'
@@ -14,7 +15,10 @@ import {withProjectSource, type ProjectSource, type ProjectSourceOptions} from '
 import {artifactDigestsOf, contentDigestsOf, sbomOf, type Sbom, type VersionDigests} from './version-digests.js'
 
 /** The artifact size limits, as configured under `[deploy]`. */
-export type ArtifactLimits = Pick<Settings['deploy'], 'project_archive_max_bytes' | 'bundle_max_bytes' | 'project_files_max_bytes'>
+export type ArtifactLimits = Pick<
+  Settings['deploy'],
+  'project_archive_max_bytes' | 'bundle_max_bytes' | 'project_files_max_bytes' | 'assets_max_files' | 'asset_max_bytes'
+>
 
 export interface BuiltVersion {
   manifest: WorkerManifest
@@ -27,6 +31,8 @@ export interface BuiltVersion {
   digests: VersionDigests
   receipt: BuildReceipt
   releaseGeneration: string
+  /** The static assets (manifest.assets), or null when the Worker has none. */
+  assets: CollectedAssets | null
 }
 
 export interface BuiltProject extends BuiltVersion {
@@ -45,7 +51,8 @@ export async function buildVersion(projectDir: string, limits: ArtifactLimits): 
   const project = await loadWorkerProject(projectDir, limits.project_files_max_bytes)
   const {manifest, lock} = project
   const projectArchive = createProjectArchive(project.files)
-  const bundle = encodeBundle(manifest, project.modules)
+  const assets = manifest.assets ? await collectAssets(project.root, manifest.assets, limits) : null
+  const bundle = encodeBundle(manifest, project.modules, assets)
   const oversize = oversizeArtifactMessage(projectArchive, bundle, limits)
   if (oversize) throw new KitError('usage', oversize)
   await checkWorkerStarts(manifest, parseBundle(bundle))
@@ -69,6 +76,7 @@ export async function buildVersion(projectDir: string, limits: ArtifactLimits): 
     digests,
     receipt,
     releaseGeneration: receipt.releaseGeneration,
+    assets,
   }
 }
 

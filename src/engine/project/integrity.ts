@@ -7,6 +7,7 @@ import {ArtifactError, parseArtifactKey, type ArtifactKind, type ArtifactProblem
 import {KitError} from '../../errors.js'
 import {readProjectArchive} from './archive.js'
 import {oversizeArtifactMessage, type ArtifactLimits} from './build.js'
+import {assetFilesProblem} from './assets/store.js'
 import {parseBundle, type WorkerBundle} from './bundle.js'
 import {LOCK_FILE, mainModuleNameOf, MANIFEST_FILE, moduleTupleOf, parseLock, parseManifest, type WorkerLock, type WorkerManifest} from './manifest.js'
 import {RECEIPT_KEYS, RECEIPT_VERSION, receiptSchema, type BuildReceipt, type StoredReceipt} from './receipt.js'
@@ -73,7 +74,11 @@ export async function verifyStoredVersion(store: ArtifactStore, version: StoredV
   return runChecks(async () => {
     const projectBytes = await readArtifact(store, version.projectKey, 'project', version.digests.projectDigest, limits)
     const bundleBytes = await readArtifact(store, version.bundleKey, 'bundle', version.digests.bundleDigest, limits)
-    return verify({...version, projectBytes, bundleBytes, limits})
+    const verified = await verify({...version, projectBytes, bundleBytes, limits})
+    // The bundle digest covers the asset manifest; each file must still be what it names.
+    const problem = verified.bundle.assets && (await assetFilesProblem(store, verified.bundle.assets, limits.asset_max_bytes))
+    if (problem) fail(checkForArtifactProblem[problem.reason], problem.message)
+    return verified
   })
 }
 
@@ -271,6 +276,9 @@ function checkBundle(bundleBytes: Uint8Array, manifest: WorkerManifest, recorded
   }
   if (canonicalJson(bundle.durableObjects) !== canonicalJson(manifest.durableObjects ?? [])) {
     fail('bundle', "bundle durableObjects differ from the manifest's")
+  }
+  if ((bundle.assets === null) !== (manifest.assets === undefined)) {
+    fail('bundle', bundle.assets === null ? 'the manifest names assets the bundle does not list' : 'the bundle lists assets the manifest does not name')
   }
   return bundle
 }

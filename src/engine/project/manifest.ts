@@ -13,6 +13,7 @@
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
 //     "staticData": {"greeting": "hi"},                  optional JSON object, bound as env.STATIC_DATA
 //     "dependencies": {"left-pad": "1.3.0"}              optional name → version (recorded in the SBOM)
+//     "assets": {"directory": "public", …}               optional static assets, see ./assets/config.ts
 //   }
 //
 // and optionally `edgeworker.lock.json`: {"lockfileVersion": 1, "packages": {name: {"version", "integrity"?}}}.
@@ -28,6 +29,7 @@ import {identifierSchema, moduleNameSchema, moduleTypes, SERVICE_ACCOUNTS_BINDIN
 import {formatByteSize, overLimitMessage} from '../../artifacts/size.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
+import {assetDirectoryProblem, manifestAssetsSchema} from './assets/config.js'
 import {isInside, moduleCountProblem, moduleTextProblem} from './build-rules.js'
 
 export const MANIFEST_FILE = 'edgeworker.json'
@@ -100,6 +102,7 @@ const manifestSchema = z.strictObject({
   dependencies: z
     .record(z.string().regex(/^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/, {error: 'must be a package name'}), z.string().min(1).max(256))
     .optional(),
+  assets: manifestAssetsSchema.optional(),
 })
 
 const lockSchema = z.strictObject({
@@ -221,12 +224,15 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     ...Object.keys(manifest.vars ?? {}).map((name): [string, string] => [name, `vars.${name}`]),
     ...(manifest.durableObjects ?? []).map((object, index): [string, string] => [object.binding, `durableObjects[${index}].binding`]),
     ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
+    ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
   ]
   for (const [name, key] of claims) {
     const owner = owners.get(name)
     if (owner !== undefined) refuse(`key "${key}": the binding name ${JSON.stringify(name)} is already taken by ${owner}`)
     owners.set(name, key)
   }
+  const assetsProblem = manifest.assets && assetDirectoryProblem(manifest.assets.directory)
+  if (assetsProblem) refuse(`key "assets.directory": ${JSON.stringify(manifest.assets!.directory)} ${assetsProblem}`)
   return manifest
 }
 
@@ -246,7 +252,8 @@ export async function loadWorkerProject(projectDir: string, maxFilesBytes: numbe
   const lockBytes = await readProjectJsonFile(root, LOCK_FILE)
   const lock = lockBytes === null ? null : parseLock(parseJson(lockBytes, LOCK_FILE))
 
-  const files = await readProjectFiles(root, maxFilesBytes)
+  // The assets directory is stored file by file (./assets/collect.ts), not in the archive.
+  const files = await readProjectFiles(root, maxFilesBytes, manifest.assets?.directory ?? null)
   const byPath = new Map(files.map((file) => [file.path, file]))
   // The walk reads the manifest again; a manifest edited mid-build would make a self-contradicting version.
   if (!byPath.get(MANIFEST_FILE)?.bytes.equals(manifestBytes) || !sameBytes(byPath.get(LOCK_FILE)?.bytes, lockBytes)) {
@@ -307,14 +314,14 @@ function parseJson(bytes: Buffer, source: string): unknown {
  * Every regular file under `root`, sorted by path. Symlinks, sockets and the like are skipped and
  * symlinked directories are not followed, so nothing outside the project can enter a version.
  */
-async function readProjectFiles(root: string, maxFilesBytes: number): Promise<ProjectFile[]> {
+async function readProjectFiles(root: string, maxFilesBytes: number, assetsDirectory: string | null): Promise<ProjectFile[]> {
   const found: string[] = []
   let total = 0
   const walk = async (relativeDir: string): Promise<void> => {
     const entries = await readdir(path.join(root, relativeDir), {withFileTypes: true})
     for (const entry of entries) {
       const relative = relativeDir === '' ? entry.name : `${relativeDir}/${entry.name}`
-      if (entry.isDirectory() && !EXCLUDED_DIRECTORIES.has(entry.name)) await walk(relative)
+      if (entry.isDirectory() && !EXCLUDED_DIRECTORIES.has(entry.name) && relative !== assetsDirectory) await walk(relative)
       else if (entry.isFile()) {
         total += (await lstat(path.join(root, relative))).size
         if (total > maxFilesBytes) {

@@ -29,5 +29,6 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
       if (scriptName === undefined) throw new Error(`service binding ${service.binding} was not resolved`)
       return {type: 'service', name: service.binding, scriptName}
     }),
+    ...(manifest.assets?.binding ? [{type: 'assets', name: manifest.assets.binding} as const] : []),
   ]
 }

@@ -35,7 +35,8 @@ export const errorStatus = {
   api_key_not_configured: 409, // api_key mode asked for without a key given or configured
   release_generation_mismatch: 409, // operation settings for a release the script does not hold
   mutation_conflict: 409, // mutationId reused with a different commandDigest
-  binding_name_taken: 409, // a secret would shadow a binding of the script, or the reverse
+  binding_name_taken: 409,
+  assets_missing: 409, // an upload names asset files the host does not hold (send them first) // a secret would shadow a binding of the script, or the reverse
   edge_host_script_retired: 410, // the script is retired; terminal
   pairing_rate_limited: 429, // too many failed pairing attempts from this address; retry-after says when
   request_too_large: 413,

@@ -1,6 +1,7 @@
 // Identity, pairing and scripts: what the host says about itself, the one-time pairing exchange,
 // and a script's upload, details and listing.
 import {z} from 'zod'
+import {releaseAssetsSchema} from './assets.js'
 import {API_VERSION, hex64, identifierSchema, isoTime, moduleNameSchema, RESERVED_BINDINGS, releaseGenerationSchema, SCRIPT_NAME_PATTERN} from './common.js'
 
 // ── Identity and pairing ────────────────────────────────────────────────────────────────────────
@@ -64,6 +65,8 @@ export const bindingSchema = z.discriminatedUnion('type', [
    * kit checks that both belong to one company; the host routes without an access-policy check.
    */
   z.strictObject({type: z.literal('service'), name: identifierSchema, script: z.string().regex(SCRIPT_NAME_PATTERN, {error: 'must be a script name'})}),
+  /** `env.<name>.fetch(request)` answers from the script's own static assets (the release's `assets`). */
+  z.strictObject({type: z.literal('assets'), name: identifierSchema}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -83,6 +86,8 @@ export const uploadScriptSchema = z
     tags: z.array(z.string().min(1).max(256)).max(32).default([]),
     modules: z.array(moduleUploadSchema).min(1).max(MAX_SCRIPT_MODULES),
     bindings: z.array(bindingSchema).max(256).default([]),
+    /** Static assets the host serves for this release; each file's bytes must be on the host already (POST /v1/assets). */
+    assets: releaseAssetsSchema.nullable().default(null),
   })
   .superRefine((upload, context) => {
     const moduleNames = upload.modules.map((module) => module.name)
@@ -96,6 +101,8 @@ export const uploadScriptSchema = z
     if (duplicateBinding) context.addIssue({code: 'custom', path: ['bindings'], message: `binding ${duplicateBinding} appears twice`})
     const reserved = RESERVED_BINDINGS.find((name) => bindingNames.includes(name))
     if (reserved) context.addIssue({code: 'custom', path: ['bindings'], message: `${reserved} is reserved for the host's control state`})
+    if (upload.assets === null && upload.bindings.some((binding) => binding.type === 'assets'))
+      context.addIssue({code: 'custom', path: ['bindings'], message: 'an assets binding needs assets'})
   })
 /** What a client sends; `ValidUploadScript` is the same after validation, defaults filled in. */
 export type UploadScript = z.input<typeof uploadScriptSchema>
@@ -109,7 +116,7 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets']),
   name: z.string(),
   className: z.string().optional(),
   script: z.string().optional(),

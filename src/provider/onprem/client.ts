@@ -88,8 +88,18 @@ export class OnPremProvider implements EdgeProvider {
       tags: input.tags,
       modules: input.modules.map((module) => ({name: module.name, type: module.type, contentBase64: Buffer.from(module.content).toString('base64')})),
       bindings: input.bindings.map(wireBindingOf),
+      assets: input.assets,
     }
     return detailsOf(await this.call(endpoints.uploadScript, {params: {name: input.scriptName}, body}, signal))
+  }
+
+  async missingAssets(hashes: string[], signal?: AbortSignal): Promise<string[]> {
+    return (await this.call(endpoints.missingAssets, {body: {hashes}}, signal)).missing
+  }
+
+  async putAssets(files: Array<{sha256: string; content: Uint8Array}>, signal?: AbortSignal): Promise<void> {
+    const body = {files: files.map((file) => ({sha256: file.sha256, contentBase64: Buffer.from(file.content).toString('base64')}))}
+    await this.call(endpoints.putAssets, {body}, signal)
   }
 
   async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
@@ -437,6 +447,8 @@ export function wireBindingOf(binding: WorkerBinding): Binding {
       return {type: 'durable_object_namespace', name: binding.name, className: binding.className}
     case 'service':
       return {type: 'service', name: binding.name, script: binding.scriptName}
+    case 'assets':
+      return {type: 'assets', name: binding.name}
   }
 }
 

@@ -488,6 +488,8 @@ describe('size limits', () => {
       project_archive_max_bytes: built.projectArchive.length,
       bundle_max_bytes: built.bundle.length,
       project_files_max_bytes: DEFAULT_LIMITS.project_files_max_bytes,
+      assets_max_files: DEFAULT_LIMITS.assets_max_files,
+      asset_max_bytes: DEFAULT_LIMITS.asset_max_bytes,
     }
     await expect(buildVersion(fixturePath('basic'), exact)).resolves.toBeDefined()
     const error = await buildError(fixturePath('basic'), {...exact, bundle_max_bytes: built.bundle.length - 1})

@@ -8,6 +8,7 @@ import {parse as parseJsonc, printParseErrorCode, type ParseError} from 'jsonc-p
 import {parse as parseToml} from 'smol-toml'
 import {z} from 'zod'
 import {KitError} from '../../../errors.js'
+import {HTML_HANDLING, NOT_FOUND_HANDLING} from '../../../protocol/management-api.js'
 
 export const WRANGLER_FILES = ['wrangler.toml', 'wrangler.jsonc', 'wrangler.json'] as const
 
@@ -62,7 +63,6 @@ const REFUSED_BINDINGS = new Set([
   'pipelines',
   'secrets_store_secrets',
   'unsafe',
-  'assets',
   'site',
   'wasm_modules',
   'text_blobs',
@@ -90,6 +90,7 @@ const INHERITED_KEYS = new Set([
   'minify',
   'upload_source_maps',
   'edgeworkers',
+  'assets',
 ])
 
 const ruleType = z.enum(['ESModule', 'CommonJS', 'Text', 'Data', 'CompiledWasm'])
@@ -117,6 +118,16 @@ const wranglerSchema = z.object({
   jsx_fragment: z.string().optional(),
   /** The bundle's source map goes with the version to the host, which maps Workers' stacks with it. */
   upload_source_maps: z.boolean().optional(),
+  /** Static assets, served by the host (../assets/config.ts). */
+  assets: z
+    .object({
+      directory: z.string().min(1),
+      binding: z.string().min(1).optional(),
+      html_handling: z.enum(HTML_HANDLING).optional(),
+      not_found_handling: z.enum(NOT_FOUND_HANDLING).optional(),
+      run_worker_first: z.union([z.boolean(), z.array(z.string())]).optional(),
+    })
+    .optional(),
   /** Our extension table: wrangler warns about an unknown top-level table but runs the project. */
   edgeworkers: z.strictObject({department: z.string().min(1).optional(), builder_policy: z.string().min(1).optional()}).optional(),
   env: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
@@ -174,7 +185,7 @@ export function loadWranglerConfig(file: string, env: string | null): LoadedWran
   if (refused.length > 0) {
     throw new KitError(
       'usage',
-      `${source}: ${refused.join(', ')} ${refused.length === 1 ? 'is a binding' : 'are bindings'} the edge host cannot provide on-prem; remove ${refused.length === 1 ? 'it' : 'them'} (the Worker would find env.<binding> missing)`,
+      `${source}: ${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not provided by the edge host on-prem; remove ${refused.length === 1 ? 'it' : 'them'} (a Worker using ${refused.length === 1 ? 'it' : 'them'} would fail at its first request)`,
     )
   }
   const crossScript = (config.durable_objects?.bindings ?? []).find((binding) => binding.script_name !== undefined)

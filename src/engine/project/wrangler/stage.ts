@@ -14,6 +14,7 @@ import {overLimitMessage} from '../../../artifacts/size.js'
 import {KitError} from '../../../errors.js'
 import type {ModuleType} from '../../../protocol/management-api.js'
 import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
+import {ASSETS_ONLY_MAIN, stageAssets} from '../assets/wrangler.js'
 import {isInside, moduleCountProblem, moduleTextProblem, outsideProjectProblem} from '../build-rules.js'
 import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
 import {checkBundleInputs} from './bundle-inputs.js'
@@ -94,12 +95,17 @@ export async function stageWranglerProject(project: string, configFile: string, 
   }
   // wrangler's rule: paths in the config are relative to the config file; --main to the current directory.
   const configDir = path.dirname(realpathSync(configFile))
-  const givenMain = options.main ?? path.resolve(configDir, required('main'))
-  const mainProblem = outsideProjectProblem(projectDir, givenMain)
-  if (mainProblem)
-    throw new KitError('usage', `${options.main === undefined ? `${source}: main ${required('main')}` : `--main ${options.main}`} ${mainProblem}`)
-  const main = realpathSync(givenMain)
-  const baseDir = config.base_dir === undefined ? path.dirname(main) : path.resolve(configDir, config.base_dir)
+  // An assets-only site has no main: it gets the Worker ASSETS_ONLY_MAIN.
+  const assetsOnly = options.main === undefined && config.main === undefined && config.assets !== undefined
+  let main = projectDir
+  if (!assetsOnly) {
+    const givenMain = options.main ?? path.resolve(configDir, required('main'))
+    const mainProblem = outsideProjectProblem(projectDir, givenMain)
+    if (mainProblem)
+      throw new KitError('usage', `${options.main === undefined ? `${source}: main ${required('main')}` : `--main ${options.main}`} ${mainProblem}`)
+    main = realpathSync(givenMain)
+  }
+  const baseDir = config.base_dir === undefined ? (assetsOnly ? projectDir : path.dirname(main)) : path.resolve(configDir, config.base_dir)
   if (baseDir !== projectDir && outsideProjectProblem(projectDir, baseDir)) {
     throw new KitError('usage', `${source}: base_dir ${config.base_dir} ${outsideProjectProblem(projectDir, baseDir)}`)
   }
@@ -108,9 +114,11 @@ export async function stageWranglerProject(project: string, configFile: string, 
   const typeOf = (relative: string) => rules.find((rule) => rule.patterns.some((pattern) => pattern.test(relative)))?.type
   const noBundle = options.noBundle ?? config.no_bundle ?? false
 
-  const {modules, packages} = noBundle
-    ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
-    : await bundledModules(projectDir, main, baseDir, typeOf, ruleGlobs, config, options.bundleMaxBytes)
+  const {modules, packages} = assetsOnly
+    ? {modules: [ASSETS_ONLY_MAIN], packages: new Map()}
+    : noBundle
+      ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
+      : await bundledModules(projectDir, main, baseDir, typeOf, ruleGlobs, config, options.bundleMaxBytes)
 
   const tooMany = moduleCountProblem(modules.filter((module) => module.type !== 'sourceMap' || config.upload_source_maps).length)
   if (tooMany) throw new KitError('usage', `${source}: the build gives ${tooMany}`)
@@ -150,7 +158,8 @@ export async function stageWranglerProject(project: string, configFile: string, 
       await mkdir(path.dirname(path.join(dir, module.name)), {recursive: true, mode: 0o700})
       await writeFile(path.join(dir, module.name), module.bytes, {mode: 0o600})
     }
-    await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, {mode: 0o600})
+    const assets = config.assets && {assets: await stageAssets(projectDir, config.assets, dir, source)}
+    await writeFile(path.join(dir, MANIFEST_FILE), `${JSON.stringify({...manifest, ...assets}, null, 2)}\n`, {mode: 0o600})
     if (packages.size > 0) {
       const lock = {
         lockfileVersion: 1,

@@ -1,0 +1,218 @@
+// Static assets through the CLI against a real edge host and real workerd: a wrangler site with
+// _headers and _redirects, html_handling, SPA fallback, run_worker_first, the assets binding,
+// ETag/304, Range, HEAD and compression, a tampered asset caught by the integrity check, a deploy
+// of one changed file sending only that file, and retirement answering 404 for an asset URL.
+// The oracle is Cloudflare's documented behaviour (Workers static assets: routing, headers,
+// redirects); wrangler is not among the dependencies to compare with `wrangler dev`.
+import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+import {gunzipSync} from 'node:zlib'
+import {request} from 'undici'
+import {afterAll, beforeAll, expect, test} from 'vitest'
+import {runCli, type CliResult} from '../support/cli.js'
+import {startTestHost, type TestHost} from '../support/host.js'
+
+const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-assets-'))
+const dataDir = path.join(root, 'kit')
+const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
+const received: Array<{files: number; bytes: number}> = []
+let host: TestHost
+let departments = 0
+
+beforeAll(async () => {
+  host = await startTestHost({
+    settings: {shards: 1},
+    onLog: (entry) => {
+      if (entry.msg === 'asset files received') received.push({files: entry.files as number, bytes: entry.bytes as number})
+    },
+  })
+  for (const args of [
+    ['db', 'migrate'],
+    ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],
+    ['company', 'create', 'Acme', '--id', 'acme'],
+  ]) {
+    expect((await cli(...args)).code).toBe(0)
+  }
+}, 120_000)
+afterAll(async () => {
+  await host?.stop()
+  rmSync(root, {recursive: true, force: true})
+})
+
+function project(name: string, files: Record<string, string | Buffer>): string {
+  const dir = path.join(root, 'projects', name)
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, file)), {recursive: true})
+    writeFileSync(path.join(dir, file), content)
+  }
+  return dir
+}
+
+async function deploy(dir: string, department?: string): Promise<{url: string; department: string}> {
+  const name = department ?? `d${++departments}`
+  if (!department) expect((await cli('department', 'create', 'acme', name, '--id', name)).code).toBe(0)
+  const result = await cli('deploy', dir, '--department', name, '--json')
+  expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
+  const outcome = JSON.parse(result.stdout) as {state: string; url: string}
+  expect(outcome.state).toBe('completed')
+  return {url: outcome.url, department: name}
+}
+
+async function get(url: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') {
+  const response = await request(url, {method, headers})
+  const body = Buffer.from(await response.body.arrayBuffer())
+  return {status: response.statusCode, headers: response.headers as Record<string, string | undefined>, body}
+}
+
+const LARGE_CSS = `${'body { color: #333; margin: 0 auto; }\n'.repeat(400)}`
+
+test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEAD, gzip, run_worker_first and the assets binding', {
+  timeout: 180_000,
+}, async () => {
+  const dir = project('site', {
+    'wrangler.toml': [
+      'name = "site"',
+      'main = "worker.js"',
+      'compatibility_date = "2026-11-01"',
+      '[assets]',
+      'directory = "./public"',
+      'binding = "ASSETS"',
+      'run_worker_first = ["/api/*"]',
+    ].join('\n'),
+    'worker.js': [
+      'export default {async fetch(request, env) {',
+      '  const url = new URL(request.url)',
+      '  if (url.pathname === "/api/asset") return env.ASSETS.fetch(new Request(new URL("/about", url)))',
+      '  return new Response("worker " + url.pathname)',
+      '}}',
+    ].join('\n'),
+    'public/index.html': '<h1>home</h1>',
+    'public/about.html': '<h1>about</h1>',
+    'public/docs/index.html': '<h1>docs</h1>',
+    'public/style.css': LARGE_CSS,
+    'public/api/hidden.txt': 'never served: run_worker_first claims /api/*',
+    'public/secret.txt': 'ignored',
+    'public/.assetsignore': 'secret.txt\n',
+    'public/_headers': '/*\n  X-Site: demo\n/docs/*\n  X-Docs: :splat\n',
+    'public/_redirects': '/old /about 301\n/blog/:slug /posts/:slug\n/rewrite /about.html 200\n',
+  })
+  const plan = await cli('deploy', dir, '--dry-run', '--json')
+  expect(JSON.parse(plan.stdout).assets).toEqual({files: 5, bytes: expect.any(Number), binding: 'ASSETS'})
+  const {url} = await deploy(dir)
+  const at = (pathname: string) => new URL(pathname.slice(1), url).toString()
+
+  const home = await get(at('/'))
+  expect({status: home.status, type: home.headers['content-type'], site: home.headers['x-site'], body: home.body.toString()}).toEqual({
+    status: 200,
+    type: 'text/html; charset=utf-8',
+    site: 'demo',
+    body: '<h1>home</h1>',
+  })
+  expect(home.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+  // auto-trailing-slash: /about serves about.html; /about.html and /docs redirect (307) to the canonical path.
+  expect((await get(at('/about'))).body.toString()).toBe('<h1>about</h1>')
+  expect(await get(at('/about.html')).then((r) => [r.status, r.headers.location])).toEqual([307, '/about'])
+  expect(await get(at('/docs')).then((r) => [r.status, r.headers.location])).toEqual([307, '/docs/'])
+  const docs = await get(at('/docs/'))
+  expect([docs.body.toString(), docs.headers['x-docs']]).toEqual(['<h1>docs</h1>', ''])
+  // _redirects: a static 301, a placeholder with the default 302, a 200 rewrite.
+  expect(await get(at('/old')).then((r) => [r.status, r.headers.location])).toEqual([301, '/about'])
+  expect(await get(at('/blog/hello?x=1')).then((r) => [r.status, r.headers.location])).toEqual([302, '/posts/hello?x=1'])
+  expect((await get(at('/rewrite'))).body.toString()).toBe('<h1>about</h1>')
+  // Not an asset, .assetsignore'd, or claimed by run_worker_first: the Worker answers.
+  expect((await get(at('/nothing'))).body.toString()).toBe('worker /nothing')
+  expect((await get(at('/secret.txt'))).body.toString()).toBe('worker /secret.txt')
+  expect((await get(at('/api/hidden.txt'))).body.toString()).toBe('worker /api/hidden.txt')
+  expect((await get(at('/_headers'))).body.toString()).toBe('worker /_headers')
+  // The binding answers from the same assets.
+  const bound = await get(at('/api/asset'))
+  expect([bound.status, bound.body.toString()]).toEqual([200, '<h1>about</h1>'])
+
+  const css = await get(at('/style.css'))
+  expect([css.status, css.headers['content-type'], css.body.toString()]).toEqual([200, 'text/css; charset=utf-8', LARGE_CSS])
+  const etag = css.headers.etag!
+  expect(etag).toMatch(/^"[0-9a-f]{32}"$/)
+  expect((await get(at('/style.css'), {'if-none-match': etag})).status).toBe(304)
+  const range = await get(at('/style.css'), {range: 'bytes=5-9'})
+  expect([range.status, range.headers['content-range'], range.body.toString()]).toEqual([206, `bytes 5-9/${LARGE_CSS.length}`, LARGE_CSS.slice(5, 10)])
+  expect((await get(at('/style.css'), {range: `bytes=${LARGE_CSS.length}-`})).status).toBe(416)
+  const head = await get(at('/style.css'), {}, 'HEAD')
+  expect([head.status, head.headers['content-length'], head.body.length]).toEqual([200, String(LARGE_CSS.length), 0])
+  const zipped = await get(at('/style.css'), {'accept-encoding': 'gzip'})
+  expect([zipped.headers['content-encoding'], zipped.headers.vary, gunzipSync(zipped.body).toString()]).toEqual(['gzip', 'Accept-Encoding', LARGE_CSS])
+  expect(zipped.body.length).toBeLessThan(LARGE_CSS.length / 10)
+  expect((await get(at('/style.css'), {'accept-encoding': 'gzip', 'if-none-match': zipped.headers.etag!})).status).toBe(304)
+
+  const metrics = (await get(`${host.adminUrl}/metrics`)).body.toString()
+  expect(metrics).toMatch(/edgeworkers_host_asset_responses_total\{script="dw-[0-9a-f]{48}",status="200",via="direct"\} \d+/)
+})
+
+test('an assets-only SPA: index.html for unknown paths, 404.html handling, and a changed file is the only one sent', {timeout: 180_000}, async () => {
+  const files: Record<string, string> = {}
+  for (let index = 0; index < 50; index++) files[`public/chunk-${index}.js`] = `export const chunk = ${index};\n${'//'.repeat(512)}\n`
+  const dir = project('spa', {
+    'wrangler.jsonc':
+      '{"name": "spa", "compatibility_date": "2026-11-01", // assets only\n "assets": {"directory": "public", "not_found_handling": "single-page-application"}}',
+    'public/index.html': '<div id="app"></div>',
+    ...files,
+  })
+  const before = received.length
+  const {url, department} = await deploy(dir)
+  const firstSent = received.slice(before).reduce((sum, entry) => sum + entry.files, 0)
+  expect(firstSent).toBe(51)
+  const spa = await get(new URL('settings/profile', url).toString())
+  expect([spa.status, spa.body.toString()]).toEqual([200, '<div id="app"></div>'])
+  expect((await get(new URL('chunk-3.js', url).toString())).headers['content-type']).toBe('application/javascript; charset=utf-8')
+
+  // One file changed: only its bytes go to the host.
+  const changed = 'export const chunk = "changed";\n'
+  writeFileSync(path.join(dir, 'public', 'chunk-7.js'), changed)
+  const mark = received.length
+  await deploy(dir, department)
+  expect(received.slice(mark)).toEqual([{files: 1, bytes: Buffer.byteLength(changed)}])
+  expect((await get(new URL('chunk-7.js', url).toString())).body.toString()).toBe(changed)
+
+  const notFound = project('four-oh-four', {
+    'wrangler.toml': 'name = "nf"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "site"\nnot_found_handling = "404-page"\n',
+    'site/index.html': 'home',
+    'site/404.html': 'top 404',
+    'site/blog/404.html': 'blog 404',
+  })
+  const nf = await deploy(notFound)
+  const blogMissing = await get(new URL('blog/missing', nf.url).toString())
+  expect([blogMissing.status, blogMissing.body.toString()]).toEqual([404, 'blog 404'])
+  expect(await get(new URL('elsewhere', nf.url).toString()).then((r) => [r.status, r.body.toString()])).toEqual([404, 'top 404'])
+})
+
+test('a tampered asset fails the deploy integrity check; retirement answers an asset URL with the exact 404', {timeout: 180_000}, async () => {
+  const dir = project('tamper', {
+    'wrangler.toml': 'name = "tamper"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
+    'public/index.html': 'tamper-proof',
+    'public/logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
+  })
+  const {url, department} = await deploy(dir)
+  const logo = new URL('logo.svg', url).toString()
+  expect((await get(logo)).headers['content-type']).toBe('image/svg+xml; charset=utf-8')
+
+  // A new version whose stored asset file is then altered in the kit's artifact store.
+  writeFileSync(path.join(dir, 'public', 'index.html'), 'tamper-proof v2')
+  const assetsDir = path.join(dataDir, 'artifacts', 'asset', 'sha256')
+  const submitted = await cli('deploy', dir, '--department', department, '--json', '--no-wait')
+  expect(submitted.code, submitted.stderr).toBeLessThan(8)
+  for (const shard of readdirSync(assetsDir)) {
+    for (const file of readdirSync(path.join(assetsDir, shard))) writeFileSync(path.join(assetsDir, shard, file), 'tampered')
+  }
+  const reconciled = await cli('reconcile', '--json')
+  expect(reconciled.stdout + reconciled.stderr).toContain('artifact_integrity_failed')
+  // The host still serves the previous release, untouched.
+  expect((await get(new URL('index.html', url).toString().replace(/index\.html$/, ''))).body.toString()).toBe('tamper-proof')
+
+  const notFound = await get(`${host.publicUrl}/no-such-worker/logo.svg`)
+  const retired = await cli('retire', department, '--json')
+  expect(retired.code, retired.stderr).toBe(0)
+  const after = await get(logo)
+  expect(after.status).toBe(404)
+  expect(JSON.parse(after.body.toString()).code).toBe(JSON.parse(notFound.body.toString()).code)
+  expect(JSON.parse(after.body.toString()).message).toBe('Worker not found')
+})
