@@ -14,7 +14,9 @@ import {runCli} from '../../test/support/cli.js'
 import {startTestHost} from '../../test/support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
-const {values} = parseArgs({options: {seconds: {type: 'string', default: '5'}, connections: {type: 'string', default: '16'}, rounds: {type: 'string', default: '5'}}})
+const {values} = parseArgs({
+  options: {seconds: {type: 'string', default: '5'}, connections: {type: 'string', default: '16'}, rounds: {type: 'string', default: '5'}},
+})
 const SECONDS = Number(values.seconds)
 const CONNECTIONS = Number(values.connections)
 const ROUNDS = Number(values.rounds)
@@ -83,7 +85,9 @@ try {
     ratios.push(results.host!.rps / results.nginx!.rps)
     log(`round ${round}: host ${results.host!.rps.toFixed(0)} rps, nginx ${results.nginx!.rps.toFixed(0)} rps`)
   }
-  console.log(`| 10 KiB asset, ${CONNECTIONS} connections, ${ROUNDS}×${SECONDS} s interleaved | host ${median(hostRps).toFixed(0)} rps | nginx ${median(nginxRps).toFixed(0)} rps | ratio ${median(ratios).toFixed(2)}× | ${machineLoad()} |`)
+  console.log(
+    `| 10 KiB asset, ${CONNECTIONS} connections, ${ROUNDS}×${SECONDS} s interleaved | host ${median(hostRps).toFixed(0)} rps | nginx ${median(nginxRps).toFixed(0)} rps | ratio ${median(ratios).toFixed(2)}× | ${machineLoad()} |`,
+  )
 } finally {
   nginx.kill('SIGTERM')
   await host.stop()

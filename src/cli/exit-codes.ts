@@ -17,6 +17,9 @@ export const ExitCode = {
   laneError: 12,
   /** `status`: something needs an operator (failed or uncertain rows, no usable host, a fence overdue). */
   attention: 13,
+  /** Interrupted: 128 + the signal's number, as shells report it. */
+  interruptedBySigint: 130,
+  interruptedBySigterm: 143,
 } as const
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode]
 

@@ -3,9 +3,10 @@
 // a shell reports for a process the signal ended). A command whose work stops on `signal` and cleans
 // up as it unwinds (a fence lifted, a partial directory removed, a stream closed) is let finish that
 // first; any other exits at once with its note. A second signal exits at once.
+import {ExitCode} from './exit-codes.js'
 import {Interrupted} from '../errors.js'
 
-export const SIGNAL_EXIT_CODES = {SIGINT: 130, SIGTERM: 143} as const
+export const SIGNAL_EXIT_CODES = {SIGINT: ExitCode.interruptedBySigint, SIGTERM: ExitCode.interruptedBySigterm} as const
 export type HandledSignal = keyof typeof SIGNAL_EXIT_CODES
 const HANDLED_SIGNALS = Object.keys(SIGNAL_EXIT_CODES) as HandledSignal[]
 
