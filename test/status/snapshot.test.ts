@@ -43,7 +43,7 @@ async function settledRow(
 ): Promise<OutboxRow> {
   const {row} = await t.store.outbox.enqueue({operation, dedupe_key: `snapshot-test:${Math.random()}`, dispatch_namespace: scope, payload: {}})
   const leased = await t.store.outbox.leaseById(row.id, {scope, owner: 'runner', leaseSeconds: 60})
-  await t.store.outbox.settle(row.id, leased.row!.lease_token!, {status, errorCode: code, error: `because ${code}`})
+  await t.store.outbox.settle(row.id, leased.row!.lease_token!, {status, errorCode: code, error: `because ${code}`, attempted: true})
   return (await t.store.outbox.get(row.id))!
 }
 

@@ -55,7 +55,7 @@ async function settled(
     payload: overrides.payload ?? {releaseGeneration: 'rg-1'},
   })
   const leased = await store.outbox.leaseById(row.id, {scope: SCOPE, owner: 'runner', leaseSeconds: 60})
-  await store.outbox.settle(row.id, leased.row!.lease_token!, {status, errorCode: code, error: `because ${code}`})
+  await store.outbox.settle(row.id, leased.row!.lease_token!, {status, errorCode: code, error: `because ${code}`, attempted: true})
   return (await store.outbox.get(row.id))!
 }
 
@@ -95,7 +95,8 @@ describeEachStore('status view', (t) => {
     expect(first).toMatch(/deploy +0 +0 +- +1 +- +1 +0 +0 +0/)
     expect(first).toMatch(/artifact_cleanup +0 +0 +- +0 +- +0 +1/)
     expect(first).toContain('[Leased 1]')
-    expect(first).toMatch(new RegExp(`${leasedId.slice(0, 8)} +deploy +dw-2222222222… +host-b:4242:feed +1m30s +1`))
+    // A lease asks nothing of the host, so the leased row has no attempt yet.
+    expect(first).toMatch(new RegExp(`${leasedId.slice(0, 8)} +deploy +dw-2222222222… +host-b:4242:feed +1m30s +0`))
 
     stdin.write(KEYS.tab)
     const groups = await waitForFrame(lastFrame, '[Failed/uncertain 2]')
