@@ -39,7 +39,8 @@ export async function writeMetricsFile(file: string, result: PassResult): Promis
 
 export async function renderMetrics(result: PassResult, previousLastSuccess: ReadonlyMap<LaneName, number>): Promise<string> {
   // Loaded here, not with the lanes: only a pass with --metrics-file renders (every cron start would pay it).
-  const {Gauge, Registry} = await import('prom-client')
+  // prom-client is CommonJS: its module.exports is the default export, whether Node or the bundle loads it.
+  const {Gauge, Registry} = (await import('prom-client')).default
   const registry = new Registry()
   // A metric with no samples is left out entirely (a skipped pass has no lane rows to report).
   const metric = (name: string, help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {
