@@ -134,8 +134,10 @@ export async function applyControl(
       if (error.status === undefined) throw new KitError('host_unreachable', `${error.message}; nothing was applied (outbox row ${id} failed)`, error.code)
       return result({...base, state: 'failed', code: error.code, message: error.message})
     }
-    // The host may have applied it: only its receipt can tell. The lane reads it.
-    await store.sweeps.releaseLease(id, row.lease_token!).catch(() => false)
+    // The host may have applied it: only its receipt can tell. The lane reads it once the request
+    // grace is over (a request still in flight at the host may yet apply).
+    const readReceiptAt = store.clock.now() + settings.control_audit.request_grace_seconds * 1000
+    await store.sweeps.releaseLease(id, row.lease_token!, {status: 'pending', errorCode: error.code, nextAttemptAt: readReceiptAt}).catch(() => false)
     return result({...base, state: 'pending', code: error.code, message: `${error.message}; the control_audit lane settles it from the host's receipt`})
   }
   faultPoint('control.after_mutation')

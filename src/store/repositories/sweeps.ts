@@ -38,6 +38,8 @@ export interface DeferredClaimOptions {
 export interface HandBack {
   status: WaitingStatus
   errorCode?: string
+  /** When a lane may take the row again; now by default. */
+  nextAttemptAt?: number
 }
 
 /** A lease a pass holds on a row: every write it makes on the row matches the token. */
@@ -205,7 +207,7 @@ export class SweepRepository {
           ...(back.errorCode === undefined ? {} : {last_error_code: back.errorCode}),
           lease_token: null,
           lease_expires_at: null,
-          next_attempt_at: now,
+          next_attempt_at: back.nextAttemptAt ?? now,
           updated_at: now,
         })
         .where('id', '=', id)
