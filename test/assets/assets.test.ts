@@ -209,7 +209,7 @@ test('a tampered asset fails the deploy integrity check; retirement answers an a
   expect((await get(new URL('index.html', url).toString().replace(/index\.html$/, ''))).body.toString()).toBe('tamper-proof')
 
   const notFound = await get(`${host.publicUrl}/no-such-worker/logo.svg`)
-  const retired = await cli('retire', department, '--json')
+  const retired = await cli('retire', department, '--yes', '--json')
   expect(retired.code, retired.stderr).toBe(0)
   const after = await get(logo)
   expect(after.status).toBe(404)

@@ -107,7 +107,11 @@ describe('paired with a real host', () => {
     expect(json.code).toBe(0)
     expect(JSON.parse(json.stdout)).toMatchObject({listed: 0, unowned: 0, worker_rows: 0})
     expect(table.stdout.split('\n')[0]).toMatch(/^KEY\s+VALUE$/)
-    oneLineError(await cli('orphan-report', '--json', '--table'), 2, 'error: --json=true cannot also be provided when using --table')
+    const both = await cli('orphan-report', '--json', '--table')
+    expect(both.stderr).toBe('error: --json=true cannot also be provided when using --table\n')
+    // Under --json the failure is also one JSON object on stdout.
+    expect(JSON.parse(both.stdout)).toEqual({error: {code: 'usage', message: '--json=true cannot also be provided when using --table', exitCode: 2}})
+    expect(both.code).toBe(2)
   })
 
   test('logs: human lines or JSON lines as asked, never both; --quiet silences warnings', async () => {

@@ -71,7 +71,7 @@ beforeAll(async () => {
     payload: {kind: 'bundle', object_key: 'bundle/gone', digest: '0'.repeat(64), password: 'never-shown'},
   })
   const leased = await store.outbox.leaseById(row.id, {scope: pairing.scope, owner: 'runner', leaseSeconds: 60})
-  await store.outbox.settle(row.id, leased.row!.lease_token!, {status: 'failed', errorCode: 'artifact_delete_failed', error: 'disk says no'})
+  await store.outbox.settle(row.id, leased.row!.lease_token!, {status: 'failed', errorCode: 'artifact_delete_failed', error: 'disk says no', attempted: true})
   failedId = row.id
 
   // A clean environment: no CI variables (Ink would draw only its last frame), nothing of the test's.
