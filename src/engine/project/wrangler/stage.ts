@@ -16,7 +16,7 @@ import type {ModuleType} from '../../../protocol/management-api.js'
 import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
 import {isInside, moduleCountProblem, moduleTextProblem, outsideProjectProblem} from '../build-rules.js'
 import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
-import {checkBundleInputs} from './bundle-inputs.js'
+import {checkBundleInputs, isFileInput} from './bundle-inputs.js'
 import {loadWranglerConfig, type WranglerRuleType, type WranglerSettings} from './config.js'
 
 export const DEFAULT_BUILDER_POLICY = `department-worker-project-v2.${KNOWN_POLICY_MINORS.highest}`
@@ -288,7 +288,7 @@ function bundledPackages(projectDir: string, metafile: Metafile): Packages {
     ? (JSON.parse(readFileSync(path.join(lockDir, 'package-lock.json'), 'utf8')) as {packages?: Record<string, {version?: string; integrity?: string}>})
     : {}
   const packages: Packages = new Map()
-  for (const input of Object.keys(metafile.inputs)) {
+  for (const input of Object.keys(metafile.inputs).filter(isFileInput)) {
     const match = /^(.*?node_modules\/((?:@[^/]+\/)?[^/]+))\//.exec(input)
     if (!match || packages.has(match[2]!)) continue
     const [, installPath, name] = match as unknown as [string, string, string]
