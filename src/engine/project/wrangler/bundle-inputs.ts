@@ -15,6 +15,11 @@ import type {Metafile} from 'esbuild'
 import {KitError} from '../../../errors.js'
 import {isInside, utf8Problem} from '../build-rules.js'
 
+/** Whether a metafile input is a file: one a package.json `browser` field maps to false is an empty stand-in. */
+export function isFileInput(input: string): boolean {
+  return !input.startsWith('(disabled):')
+}
+
 /** Throws a one-line KitError('usage') for the first input from outside the project or not UTF-8. */
 export async function checkBundleInputs(realRoot: string, metafile: Metafile): Promise<void> {
   const packageRoots = new Set<string>()
@@ -32,7 +37,8 @@ export async function checkBundleInputs(realRoot: string, metafile: Metafile): P
     }
   }
   const roots = [...packageRoots]
-  for (const input of Object.keys(metafile.inputs)) {
+  const files = Object.keys(metafile.inputs).filter(isFileInput)
+  for (const input of files) {
     const file = path.resolve(realRoot, input)
     if (isInside(realRoot, file) || roots.some((root) => isInside(root, file))) continue
     const by = importedBy.get(input)
@@ -42,7 +48,7 @@ export async function checkBundleInputs(realRoot: string, metafile: Metafile): P
       `bundling refused: ${how} ${file}, outside the project directory ${realRoot}; a bundle takes only the project's own files and npm packages`,
     )
   }
-  for (const input of Object.keys(metafile.inputs)) {
+  for (const input of files) {
     const problem = utf8Problem(await readFile(path.resolve(realRoot, input)))
     if (problem) throw new KitError('usage', `bundling refused: ${input} ${problem}`)
   }

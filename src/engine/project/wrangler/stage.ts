@@ -17,7 +17,7 @@ import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
 import {ASSETS_ONLY_MAIN, stageAssets} from '../assets/wrangler.js'
 import {isInside, moduleCountProblem, moduleTextProblem, outsideProjectProblem} from '../build-rules.js'
 import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
-import {checkBundleInputs} from './bundle-inputs.js'
+import {checkBundleInputs, isFileInput} from './bundle-inputs.js'
 import {loadWranglerConfig, type WranglerRuleType, type WranglerSettings} from './config.js'
 
 export const DEFAULT_BUILDER_POLICY = `department-worker-project-v2.${KNOWN_POLICY_MINORS.highest}`
@@ -297,7 +297,7 @@ function bundledPackages(projectDir: string, metafile: Metafile): Packages {
     ? (JSON.parse(readFileSync(path.join(lockDir, 'package-lock.json'), 'utf8')) as {packages?: Record<string, {version?: string; integrity?: string}>})
     : {}
   const packages: Packages = new Map()
-  for (const input of Object.keys(metafile.inputs)) {
+  for (const input of Object.keys(metafile.inputs).filter(isFileInput)) {
     const match = /^(.*?node_modules\/((?:@[^/]+\/)?[^/]+))\//.exec(input)
     if (!match || packages.has(match[2]!)) continue
     const [, installPath, name] = match as unknown as [string, string, string]
