@@ -2,6 +2,7 @@
 // it — `#` comments, `!` re-includes, a trailing `/` matches directories only, a pattern with no
 // inner `/` matches a name at any depth, `*` and `?` stay within a segment, `**` crosses them. The
 // last matching line decides. wrangler never uploads the rule files themselves.
+import {globPattern} from '../../../util/glob.js'
 export const ASSETS_IGNORE_FILE = '.assetsignore'
 export const ALWAYS_IGNORED: ReadonlySet<string> = new Set([ASSETS_IGNORE_FILE, '_headers', '_redirects'])
 
@@ -24,7 +25,7 @@ export function parseAssetsIgnore(text: string): IgnoreMatcher {
     if (directoryOnly) line = line.slice(0, -1)
     const anchored = line.includes('/')
     if (line.startsWith('/')) line = line.slice(1)
-    rules.push({negate, directoryOnly, pattern: new RegExp(`^${anchored ? '' : '(?:.*/)?'}${globBody(line)}$`)})
+    rules.push({negate, directoryOnly, pattern: new RegExp(`^${anchored ? '' : '(?:.*/)?'}${globPattern(line)}$`)})
   }
   return (relativePath, isDirectory) => {
     let ignored = false
@@ -34,25 +35,4 @@ export function parseAssetsIgnore(text: string): IgnoreMatcher {
     }
     return ignored
   }
-}
-
-function globBody(glob: string): string {
-  let pattern = ''
-  for (let index = 0; index < glob.length; index++) {
-    const char = glob[index]!
-    if (glob.startsWith('**/', index)) {
-      pattern += '(?:.*/)?'
-      index += 2
-    } else if (glob.startsWith('/**', index) && index + 3 === glob.length) {
-      pattern += '/.*'
-      index += 2
-    } else if (glob.startsWith('**', index)) {
-      pattern += '.*'
-      index += 1
-    } else if (char === '*') pattern += '[^/]*'
-    else if (char === '?') pattern += '[^/]'
-    else if (char === '\\' && index + 1 < glob.length) pattern += glob[++index]!.replace(/[.+^${}()|[\]\\*?]/g, '\\$&')
-    else pattern += char.replace(/[.+^${}()|[\]\\]/g, '\\$&')
-  }
-  return pattern
 }

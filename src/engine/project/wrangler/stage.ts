@@ -19,6 +19,7 @@ import {isInside, moduleCountProblem, moduleTextProblem, outsideProjectProblem} 
 import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
 import {checkBundleInputs, isFileInput} from './bundle-inputs.js'
 import {loadWranglerConfig, type WranglerRuleType, type WranglerSettings} from './config.js'
+import {globPattern} from '../../../util/glob.js'
 
 export const DEFAULT_BUILDER_POLICY = `department-worker-project-v2.${KNOWN_POLICY_MINORS.highest}`
 /** Where the staged project keeps the bundle's source map: in the archive, not uploaded as a module. */
@@ -359,17 +360,7 @@ function attachedImportFilter(rules: Array<{type: WranglerRuleType; globs: strin
 
 /** A wrangler rule glob as a regular expression over a path relative to base_dir. */
 function globToRegExp(glob: string): RegExp {
-  let pattern = ''
-  for (let index = 0; index < glob.length; index++) {
-    const char = glob[index]!
-    if (glob.startsWith('**/', index)) {
-      pattern += '(?:.*/)?'
-      index += 2
-    } else if (char === '*') pattern += '[^/]*'
-    else if (char === '?') pattern += '[^/]'
-    else pattern += char.replace(/[.+^${}()|[\]\\]/g, '\\$&')
-  }
-  return new RegExp(`^${pattern}$`)
+  return new RegExp(`^${globPattern(glob)}$`)
 }
 
 function toPosix(file: string): string {
