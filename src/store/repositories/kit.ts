@@ -72,7 +72,7 @@ export class KitRepository {
   /**
    * Replaces the host of scope `from` with the newly paired one, in one transaction: the new pairing
    * is saved, the old one ends, the Workers that `from` served and its unfinished outbox rows move to
-   * the new scope, and the new scope's restore gate closes with `reason` — so the next pass redeploys
+   * the new scope (due at once), and the new scope's restore gate closes with `reason` — so the next pass redeploys
    * onto the new host what it lacks (the restore verification) before new deploys are taken.
    */
   async replacePairing(input: PairingInput, from: string, reason: string): Promise<{pairing: PairingRow; workers: number; rows: number}> {
@@ -86,6 +86,15 @@ export class KitRepository {
         .where('dispatch_namespace', '=', from)
         .where('status', 'not in', ['completed', 'cancelled'])
         .executeTakeFirst()
+      // A backoff earned against the old host says nothing about the new one: moved rows are due now.
+      const now = ctx.now()
+      await ctx.db
+        .updateTable('edge_worker_outbox')
+        .set({next_attempt_at: now, updated_at: now})
+        .where('dispatch_namespace', '=', input.scope)
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '>', now)
+        .execute()
       await new KitRepository(ctx).setGate(input.scope, 'restore_pending', reason)
       return {pairing, workers: Number(workers.numUpdatedRows), rows: Number(rows.numUpdatedRows)}
     })
