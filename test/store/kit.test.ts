@@ -18,7 +18,8 @@ describeEachStore('kit pairings', (t) => {
     await t.store.kit.savePairing(pairing(OLD))
     const waiting = (await t.store.outbox.enqueue(row('waiting', {next_attempt_at: t.clock.now() + 600_000}))).row
     const due = (await t.store.outbox.enqueue(row('due'))).row
-    const elsewhere = (await t.store.outbox.enqueue(row('elsewhere', {dispatch_namespace: 'onprem:ffffffffffff', next_attempt_at: t.clock.now() + 600_000}))).row
+    const elsewhere = (await t.store.outbox.enqueue(row('elsewhere', {dispatch_namespace: 'onprem:ffffffffffff', next_attempt_at: t.clock.now() + 600_000})))
+      .row
     t.clock.advance(1_000)
 
     const moved = await t.store.kit.replacePairing(pairing(NEW), OLD, 'host replaced')
