@@ -26,7 +26,7 @@ import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './management-server.js'
 import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
 import {PairingLimiter} from './pairing-limiter.js'
-import {isSameLiveProcess, processStartTime} from './runtime/process-identity.js'
+import {isSameLiveProcess, processStartTime} from '../workerd/process-identity.js'
 import {serviceBindingSocketPath, tailSocketPath, WorkerdRuntime} from './runtime/runtime.js'
 import {HostService, type HostSettings} from './service.js'
 import {clearSnapshotLeftovers} from './snapshot.js'
@@ -347,7 +347,7 @@ function advertisable(address: ListenAddress): ListenAddress {
 /**
  * One host per data dir: two would run the same Durable Objects from the same files. The lock file
  * names its holder by pid and start time, so a killed host — gone, a zombie not yet reaped, or its
- * pid reused by another process — never blocks the next start (./runtime/process-identity.ts).
+ * pid reused by another process — never blocks the next start (../workerd/process-identity.ts).
  */
 async function acquireLock(dataDir: string): Promise<void> {
   const file = path.join(dataDir, LOCK_FILE)

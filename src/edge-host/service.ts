@@ -28,12 +28,13 @@ import {ControlService} from './control-service.js'
 import {HostError} from './errors.js'
 import type {HostIdentity} from './identity.js'
 import type {WorkerdRuntime} from './runtime/runtime.js'
-import {refusalMessage} from './runtime/validator.js'
+import {refusalMessage} from '../workerd/refusal.js'
 import {assertAssetsHeld} from './assets/management.js'
 import type {AssetFiles} from './assets/files.js'
 import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './service-common.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import {scriptStateOf, type HostFence, type HostState, type RunnableScript, type ScriptRecord, type ScriptUpload} from './state.js'
+import type {RunnableScript} from '../workerd/script.js'
+import {scriptStateOf, type HostFence, type HostState, type ScriptRecord, type ScriptUpload} from './state.js'
 
 export type HostSettings = Settings['host']
 

@@ -23,7 +23,7 @@ export type {AccessPolicyRecord, OperationSettingsRecord} from './state/control-
 export type {FencedTx} from './state/fences.js'
 export type {HostFence} from '../protocol/management-api.js'
 export {sealSnapshotCopy} from './state/fences.js'
-export {type RunnableScript, type ScriptRecord, type ScriptUpload, scriptStateOf} from './state/scripts.js'
+export {type ScriptRecord, type ScriptUpload, scriptStateOf} from './state/scripts.js'
 
 export const STATE_FILE = 'host.sqlite'
 

@@ -1,4 +1,4 @@
-// Workers' events on the host. The shards' tail Worker (runtime/workerd-config.ts) posts to the tail
+// Workers' events on the host. The shards' tail Worker (../workerd/config.ts) posts to the tail
 // listener (a unix socket under the data dir that only workerd reaches) the counters of every trace,
 // every TAIL_SUMMARY_INTERVAL_MS, and the full traces of the scripts someone reads, at once; the
 // host's answer names those scripts. The hub turns each trace into a TailEvent (../protocol/tail.ts)

@@ -1,6 +1,7 @@
 // The workerd runtime of one host: N shards (and the own shards of Workers that caused an
 // incident, see Scripts.isolate), the module cache their configs embed from, and the
-// validation sandboxes every upload passes before it may join a shard (./validator.ts).
+// validation sandboxes every upload passes before it may join a shard (./validator.ts,
+// ../../workerd/sandbox.ts).
 //
 // Files under <data dir>:
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
@@ -15,20 +16,22 @@
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync, readFileSync} from 'node:fs'
 import type http from 'node:http'
-import {chmod, mkdir, readdir, rm, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, rm} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
 import {writeFileAtomically} from '../../util/atomic-file.js'
 import {listenOnPrivateSocket} from '../http.js'
-import type {RunnableScript} from '../state.js'
+import type {RunnableScript} from '../../workerd/script.js'
 import {createCodeServer} from './code-server.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {Shard, type PreparedConfig, type ShardState, type SwapEvent} from './shard.js'
-import {Validator, type ValidationOutcome} from './validator.js'
+import {Validator} from './validator.js'
 import {Watchdog, type IncidentKind} from './watchdog.js'
-import {LOADER_SOCKET} from './loader-worker.js'
-import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
-import {killRecordedLeftovers, WorkerdProcess} from './workerd-process.js'
+import {LOADER_SOCKET} from '../../workerd/loader-worker.js'
+import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from '../../workerd/config.js'
+import {socketPathsIn, unixAddressOf, writeConfig} from '../../workerd/config-files.js'
+import {killRecordedLeftovers} from '../../workerd/process.js'
+import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -332,56 +335,6 @@ function codeSocketPath(dataDir: string): string {
 /** Where the host takes the traces of its Workers from the shards' tail Worker. */
 export function tailSocketPath(dataDir: string): string {
   return path.join(dataDir, 'runtime', 'tail.sock')
-}
-
-/**
- * Starts a throwaway workerd on a validation config in `dir` until it listens (or fails), then kills
- * it and removes `dir`. Its sockets are Unix sockets in `dir`. The kit's build check
- * (engine/project/check.ts) runs the same sandbox.
- */
-export async function runValidationSandbox(
-  dir: string,
-  services: string[],
-  render: (socketAddress: (service: string) => string) => RenderedConfig,
-  options: {startTimeoutMs: number; experimental: boolean; pidRecord?: {dir: string; label: string}; redactOutput?: (line: string) => string},
-): Promise<ValidationOutcome> {
-  try {
-    await mkdir(dir, {recursive: true, mode: 0o700})
-    const config = render(unixAddressOf(socketPathsIn(dir, services)))
-    const configPath = await writeConfig(dir, config.text)
-    const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, ...options})
-    if (!outcome.ok) return outcome
-    await outcome.process.kill()
-    return {ok: true}
-  } finally {
-    await rm(dir, {recursive: true, force: true})
-  }
-}
-
-/** Configs inline secret values: private to the host user, and short-lived. */
-async function writeConfig(dir: string, text: string): Promise<string> {
-  await mkdir(dir, {recursive: true, mode: 0o700})
-  const configPath = path.join(dir, 'config.capnp')
-  await writeFile(configPath, text, {mode: 0o600})
-  await chmod(configPath, 0o600)
-  return configPath
-}
-
-function unixAddressOf(socketPaths: ReadonlyMap<string, string>): (service: string) => string {
-  return (service) => `unix:${socketPaths.get(service)!}`
-}
-
-/** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
-const MAX_SOCKET_PATH_BYTES = 107
-
-/** Socket paths in `dir`, numbered (script names are too long for sun_path). */
-function socketPathsIn(dir: string, services: string[]): Map<string, string> {
-  const paths = new Map(services.map((service, index) => [service, path.join(dir, String(index))]))
-  const longest = path.join(dir, String(Math.max(0, services.length - 1)))
-  if (Buffer.byteLength(longest) > MAX_SOCKET_PATH_BYTES) {
-    throw new Error(`the data dir path is too long for workerd's Unix sockets (${longest} is over ${MAX_SOCKET_PATH_BYTES} bytes); use a shorter --data-dir`)
-  }
-  return paths
 }
 
 function shortId(): string {

@@ -1,6 +1,6 @@
 // The keep-alive connections from the host to one shard process's Unix sockets.
 import {Agent, buildConnector, Pool} from 'undici'
-import {LOAD_HEADER, LOADER_SOCKET, WARM_HEADER} from './loader-worker.js'
+import {LOAD_HEADER, LOADER_SOCKET, WARM_HEADER} from '../../workerd/loader-worker.js'
 
 /** Connections per script socket. */
 const CONNECTIONS_PER_SOCKET = 64

@@ -2,7 +2,7 @@
 // it reports and the lease a request holds on its running process.
 import type {Logger} from 'pino'
 import type {Agent} from 'undici'
-import type {RunnableScript} from '../state.js'
+import type {RunnableScript} from '../../workerd/script.js'
 
 export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
 

@@ -9,7 +9,7 @@
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
 //
-// With the Worker Loader (host.code_loading = "loader", see ./loader-worker.ts) a Worker without
+// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a Worker without
 // Durable Objects runs in the shard's loader Worker instead, under a load id: a deploy of it (or any
 // change of its env) gives it a new id, loads that into the running process and switches its route —
 // no swap, the neighbours untouched (refresh). What the loader cannot run (Durable Objects: their
@@ -23,16 +23,16 @@
 // restartNow(): the replacement starts first, at once, and the runaway is killed once it serves.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
-import type {RunnableScript} from '../state.js'
+import type {RunnableScript} from '../../workerd/script.js'
 import {LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
 import {shardAgent} from './shard-connections.js'
 import {type Waiter, waiter} from '../../util/waiter.js'
-import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
+import {HEALTH_SOCKET, usesDurableObjects} from '../../workerd/config.js'
 import type {RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapMode} from './shard-types.js'
-import {WorkerdProcess} from './workerd-process.js'
+import {WorkerdProcess} from '../../workerd/process.js'
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
