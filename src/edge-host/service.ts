@@ -22,7 +22,6 @@ import {
   type ValidBeginFence,
   type ValidUploadScript,
 } from '../protocol/management-api.js'
-import {sha256Hex} from '../canonical-json.js'
 import {pairingProofMessage} from '../protocol/signing.js'
 import {ControlService} from './control-service.js'
 import {HostError} from './errors.js'
@@ -33,7 +32,7 @@ import {assertAssetsHeld} from './assets/management.js'
 import type {AssetFiles} from './assets/files.js'
 import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './service-common.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import type {RunnableScript} from '../workerd/script.js'
+import {validationCandidate} from '../workerd/script.js'
 import {scriptStateOf, type HostFence, type HostState, type ScriptRecord, type ScriptUpload} from './state.js'
 
 export type HostSettings = Settings['host']
@@ -108,20 +107,8 @@ export class HostService {
       const existing = this.state.scripts.get(name)
       // Validate with the secrets and credentials the script would run with.
       const current = existing?.releaseGeneration ? this.state.scripts.runnable(existing) : null
-      const candidate: RunnableScript = {
-        name,
-        releaseGeneration: upload.releaseGeneration,
-        mainModule: upload.mainModule,
-        compatibilityDate: upload.compatibilityDate,
-        compatibilityFlags: upload.compatibilityFlags,
-        modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content), size: module.content.length})),
-        bindings: upload.bindings,
-        secrets: current?.secrets ?? [],
-        serviceAccounts: current?.serviceAccounts ?? [],
-        runtimeConfig: current?.runtimeConfig ?? [],
-        operationSettingsJson: current?.operationSettingsJson ?? null,
-      }
-      const verdict = await this.runtime.validate(candidate, new Map(upload.modules.map((module) => [sha256Hex(module.content), module.content])))
+      const candidate = validationCandidate({name, ...upload}, current)
+      const verdict = await this.runtime.validate(candidate.script, candidate.modules)
       if (!verdict.ok) throw new HostError('script_invalid', `workerd refused the script: ${refusalMessage(verdict.error, name)}`)
       const shard = this.state.saveUpload(name, upload, {count: this.options.settings.shards, maxScriptsPerShard: this.options.settings.max_scripts_per_shard})
       if (shard !== null) {
