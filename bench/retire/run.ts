@@ -21,6 +21,7 @@ import {parseArgs} from 'node:util'
 import Database from 'better-sqlite3'
 import {settingsSchema, type Settings} from '../../src/config/schema.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {listHostScripts} from '../../src/engine/retire/host-listing.js'
 import {orphanReport, type OrphanReport} from '../../src/engine/retire/orphan-report.js'
@@ -51,7 +52,7 @@ async function pairedEngine(host: TestHost, name: string): Promise<{store: Store
   await store.migrate()
   await store.kit.savePairing(await pairWithHost(host.adminUrl, host.pairingCode!, 10_000))
   await store.tenants.createCompany({id: COMPANY, name: 'Bench'})
-  return {store, settings, engine: await createEngine(store, settings)}
+  return {store, settings, engine: await createEngine(store, settings, onPremHosts)}
 }
 
 async function status(url: string): Promise<number> {

@@ -1,6 +1,8 @@
 // The provider seam: the engine speaks to an edge runtime only through this interface and never
-// speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon.
+// speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon; whoever
+// builds the engine hands it one (a HostConnector), so the engine never names it.
 import type {TailLine, WorkerActivity} from '../protocol/tail.js'
+import type {WorkerBinding} from '../protocol/worker-bindings.js'
 import type {
   AccessPolicy as WireAccessPolicy,
   HostFence,
@@ -22,16 +24,6 @@ export interface ScriptModule {
   /** Raw module source bytes. */
   content: Uint8Array
 }
-
-/** What a Worker finds in `env`. */
-export type WorkerBinding =
-  | {type: 'text'; name: string; text: string}
-  | {type: 'json'; name: string; json: unknown}
-  | {type: 'durable_object'; name: string; className: string}
-  /** `env.<name>.fetch()` reaches the current release of `scriptName`, wherever it runs. */
-  | {type: 'service'; name: string; scriptName: string}
-  /** `env.<name>.fetch(request)` answers from the Worker's own static assets. */
-  | {type: 'assets'; name: string}
 
 export interface UploadScriptInput {
   scriptName: string
@@ -120,6 +112,33 @@ export interface HostDescription {
   /** Where the data plane listens, e.g. http://127.0.0.1:8787 — a Worker answers under /<script>/. */
   publicUrl: string
   baseDomain: string
+}
+
+/** What the store records of a pairing with an edge host. */
+export interface PairingResult {
+  scope: string
+  host_url: string
+  host_fingerprint: string
+  host_public_key: string
+  shared_secret: string
+}
+
+/** A paired host and how long to wait for it. */
+export interface HostTarget {
+  /** The management listener, e.g. http://127.0.0.1:8788 */
+  baseUrl: string
+  scope: string
+  /** The pairing secret (64 hex). Never logged, never part of an error message. */
+  secret: string
+  connectTimeoutMs: number
+  readTimeoutMs: number
+}
+
+/** How the engine reaches edge hosts of one kind: pairs with a new one, and connects to a paired one. */
+export interface HostConnector {
+  /** Exchanges a host's one-time code for a pairing; `beforeExchange` sees the host's scope before the code is spent, and may refuse by throwing. */
+  pair(managementUrl: string, code: string, timeoutMs: number, beforeExchange?: (scope: string) => Promise<void>): Promise<PairingResult>
+  connect(target: HostTarget): Promise<EdgeProvider>
 }
 
 export interface EdgeProvider {

@@ -11,6 +11,7 @@ import path from 'node:path'
 import {execa} from 'execa'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {runDeployTask, WORKER_DEPLOY_BUSY} from '../../src/engine/deploy/task.js'
 import type {FaultPoint} from '../../src/engine/faults.js'
@@ -96,7 +97,7 @@ describeEachStore('the newest deploy wins', (t) => {
     await kit.pair(hostUrl)
     const settings = kit.settings(overrides)
     store = await openStore(settings, {clock})
-    engine = await createEngine(store, settings)
+    engine = await createEngine(store, settings, onPremHosts)
   }
 
   async function tearDown(): Promise<void> {
@@ -338,7 +339,7 @@ describeEachStore('the newest deploy wins', (t) => {
         const runnerStore = await openStore(settings)
         const log: string[] = []
         const record = (_fields: object, message: string) => void log.push(message)
-        const runnerEngine = await createEngine(runnerStore, settings, {debug: record, info: record, warn: record, error: record})
+        const runnerEngine = await createEngine(runnerStore, settings, onPremHosts, {debug: record, info: record, warn: record, error: record})
         runners.push({store: runnerStore, engine: {...runnerEngine, owner: `pass-${i}`}, log})
       }
       // Each runner is one pass at a time, as a cron'd `reconcile` is; all sixteen start together.

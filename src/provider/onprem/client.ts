@@ -17,15 +17,9 @@ import {
   type RequestBody,
   type ResponseBody,
 } from '../../protocol/endpoints.js'
-import {
-  READINESS_WAIT_MAX_MS,
-  type Binding,
-  type ErrorCode,
-  type Fence,
-  type ScriptDetails as WireScriptDetails,
-  type UploadScript,
-} from '../../protocol/management-api.js'
+import {READINESS_WAIT_MAX_MS, type ErrorCode, type Fence, type ScriptDetails as WireScriptDetails, type UploadScript} from '../../protocol/management-api.js'
 import {signRequest} from '../../protocol/signing.js'
+import {wireBindingOf} from '../../protocol/worker-bindings.js'
 import type {TailLine, WorkerActivity} from '../../protocol/tail.js'
 import {
   ProviderError,
@@ -41,19 +35,9 @@ import {
   type ScriptDetails,
   type ScriptListPage,
   type UploadScriptInput,
-  type WorkerBinding,
+  type HostTarget,
 } from '../types.js'
 import {errorBodyOf, httpError, parseJson, transportError} from './failures.js'
-
-export interface OnPremProviderOptions {
-  /** The management listener, e.g. http://127.0.0.1:8788 */
-  baseUrl: string
-  scope: string
-  /** The pairing secret (64 hex). Never logged, never part of an error message. */
-  secret: string
-  connectTimeoutMs: number
-  readTimeoutMs: number
-}
 
 /** A tail stream silent for this long (heartbeats are every 5 s) is taken for dead. */
 const TAIL_SILENCE_LIMIT_MS = 20_000
@@ -63,7 +47,7 @@ export class OnPremProvider implements EdgeProvider {
   private readonly dispatcher: Dispatcher
   private readonly origin: string
 
-  constructor(private readonly options: OnPremProviderOptions) {
+  constructor(private readonly options: HostTarget) {
     this.scope = options.scope
     this.origin = options.baseUrl.replace(/\/+$/, '')
     this.dispatcher = new Agent({
@@ -434,21 +418,6 @@ function controlRequest(scriptName: string, mutation: ControlMutation): {endpoin
       }
     case 'service_accounts.credentials.delete':
       return {endpoint: endpoints.deleteServiceAccount, params: {name, id: mutation.serviceAccountId}, body: {}}
-  }
-}
-
-export function wireBindingOf(binding: WorkerBinding): Binding {
-  switch (binding.type) {
-    case 'text':
-      return {type: 'plain_text', name: binding.name, text: binding.text}
-    case 'json':
-      return {type: 'json', name: binding.name, json: binding.json} as Binding
-    case 'durable_object':
-      return {type: 'durable_object_namespace', name: binding.name, className: binding.className}
-    case 'service':
-      return {type: 'service', name: binding.name, script: binding.scriptName}
-    case 'assets':
-      return {type: 'assets', name: binding.name}
   }
 }
 
