@@ -307,7 +307,7 @@ export function toOutboxRow(row: OutboxTable): OutboxRow {
   return {...row, payload: parseJsonObject(row.payload)}
 }
 
-export const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)
+const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)
 
 function leaseEnd(tx: StoreContext, lease: HeldLease, ending: LeaseEnding, now: number) {
   return tx.db
