@@ -1,4 +1,4 @@
-// The management API's endpoints, in one table: the host routes by it (src/edge-host/management-server.ts),
+// The management API's endpoints, in one table: the host routes by it (src/edge-host/http/management-server.ts),
 // the kit's provider calls by it (src/provider/onprem/client.ts), and docs/management-api.md lists it
 // (`npm run docs:endpoints`; a unit test fails when the two differ). Each entry says the method, the
 // path with its parameters, the query parameters, the request and response bodies, and whether the

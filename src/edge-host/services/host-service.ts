@@ -2,7 +2,7 @@
 // host state to change (one transaction, fence-checked), and tells the runtime which shard must pick
 // the change up. Answers are the protocol's wire shapes.
 import type {Logger} from 'pino'
-import type {Settings} from '../config/schema.js'
+import type {Settings} from '../../config/schema.js'
 import {
   MAX_LISTING_PAGE_SIZE,
   SCRIPT_NAME_PATTERN,
@@ -21,19 +21,19 @@ import {
   type ScriptState,
   type ValidBeginFence,
   type ValidUploadScript,
-} from '../protocol/management-api.js'
-import {pairingProofMessage} from '../protocol/signing.js'
+} from '../../protocol/management-api.js'
+import {pairingProofMessage} from '../../protocol/signing.js'
 import {ControlService} from './control-service.js'
-import {HostError} from './errors.js'
-import type {HostIdentity} from './identity.js'
-import type {WorkerdRuntime} from './runtime/runtime.js'
-import {refusalMessage} from '../workerd/refusal.js'
-import {assertAssetsHeld} from './assets/management.js'
-import type {AssetFiles} from './assets/files.js'
-import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './service-common.js'
+import {HostError} from '../errors.js'
+import type {HostIdentity} from '../identity.js'
+import type {WorkerdRuntime} from '../runtime/runtime.js'
+import {refusalMessage} from '../../workerd/refusal.js'
+import {assertAssetsHeld} from '../assets/management.js'
+import type {AssetFiles} from '../assets/files.js'
+import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './common.js'
 import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import {validationCandidate} from '../workerd/script.js'
-import {scriptStateOf, type HostFence, type HostState, type ScriptRecord, type ScriptUpload} from './state.js'
+import {validationCandidate} from '../../workerd/script.js'
+import {scriptStateOf, type HostFence, type HostState, type ScriptRecord, type ScriptUpload} from '../state/host-state.js'
 
 export type HostSettings = Settings['host']
 
