@@ -116,14 +116,14 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
       return workerEvents().subscribe(params.name)
     },
     workerActivity: () => ok(workerEvents().activity()),
-    fence: () => ok(service.fenceStatus()),
+    fence: () => ok(service.fences.status()),
     beginFence: ({body}) => {
-      const {fence, created} = service.beginFence(body)
+      const {fence, created} = service.fences.begin(body)
       return {status: created ? 201 : 200, body: fence}
     },
-    fenceById: ({params}) => ok(service.fence(params.fenceId)),
-    fenceEnd: ({params}) => ok(service.endFence(params.fenceId)),
-    snapshot: ({query}) => service.snapshot(checkedValue(fenceIdSchema, query.fenceId ?? '', 'fence id')),
+    fenceById: ({params}) => ok(service.fences.get(params.fenceId)),
+    fenceEnd: ({params}) => ok(service.fences.end(params.fenceId)),
+    snapshot: ({query}) => service.fences.snapshot(checkedValue(fenceIdSchema, query.fenceId ?? '', 'fence id')),
   }
 }
 
