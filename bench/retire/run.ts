@@ -7,7 +7,7 @@
 //       (listHostScripts, same provider, same page size) — ROUNDS times each; medians and the ratio.
 //       Seeding is not timed and runs no workerd: on a second host, 10,000 Worker rows (one company,
 //       10,000 departments) are inserted through the store API, and the host's state (host.sqlite,
-//       src/edge-host/state.ts) gets 10,000 script rows in one transaction of raw INSERTs, with no
+//       src/edge-host/state/host-state.ts) gets 10,000 script rows in one transaction of raw INSERTs, with no
 //       shard and no release (so no workerd runs them): 9,000 named after the Worker rows, 1,000
 //       unowned; half of each retired, half locked down.
 //
@@ -26,7 +26,7 @@ import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {listHostScripts} from '../../src/engine/retire/host-listing.js'
 import {orphanReport, type OrphanReport} from '../../src/engine/retire/orphan-report.js'
 import {retireDepartment} from '../../src/engine/retire/retire-department.js'
-import {STATE_FILE} from '../../src/edge-host/state.js'
+import {STATE_FILE} from '../../src/edge-host/state/host-state.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
 import {startTestHost, type TestHost} from '../../test/support/host.js'

@@ -1,5 +1,5 @@
-// Every tunable of the kit. Defaults are the constants of the background-task specification (背景任務:
-// batch 50, 60 s loops, 15 s cooldown, …); keys are snake_case
+// Every tunable of the kit. Defaults are the reference system's constants (batch 50, 60 s loops,
+// 15 s cooldown, …); keys are snake_case
 // as they appear in the TOML file, and the env override of `section.key` is
 // EDGEWORKERS_SECTION__KEY (see ./load.ts). Unknown keys are rejected at every level.
 import {z} from 'zod'

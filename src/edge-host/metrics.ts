@@ -1,5 +1,6 @@
 // Prometheus metrics of one host, on its own registry (several hosts may share a process in tests).
 import {Counter, Gauge, Histogram, Registry, collectDefaultMetrics} from 'prom-client'
+import type {ScriptState} from '../protocol/management-api.js'
 
 /** Label for requests that matched no served script: unknown names must not grow the label set. */
 export const UNKNOWN_SCRIPT_LABEL = 'unknown'
@@ -7,7 +8,7 @@ export const UNKNOWN_SCRIPT_LABEL = 'unknown'
 /** Read at scrape time, so the gauges are never stale. */
 export interface MetricSources {
   fenceActive(): boolean
-  scriptCounts(): Record<'active' | 'locked_down' | 'retired', number>
+  scriptCounts(): Record<ScriptState, number>
   quarantinedCount(): number
   openConnections(): number
 }
