@@ -41,20 +41,20 @@ export class ProcessRequests {
   /**
    * The script of the oldest request inside (or failed in it) that has run at least `minAgeMs`, or
    * null. A neighbour's request that reached the process just before the thread was held is stuck
-   * behind the offender, and may be older: a request whose script answered after it entered was
-   * evidently not what held the thread, so such requests are passed over while another qualifies.
+   * behind the offender, and may be older. So, oldest first within each rank: a request whose script
+   * has never answered in this process; then one whose script has not answered since it entered;
+   * last, one whose script answered after it entered (evidently not held by it).
    */
   suspect(minAgeMs: number): string | null {
     const now = Date.now()
-    let oldest: Inside | null = null
-    let oldestUnanswered: Inside | null = null
+    let best: {entry: Inside; rank: number} | null = null
     for (const entry of this.inside) {
       if (now - entry.startedAt < minAgeMs) continue
-      if (!oldest || entry.startedAt < oldest.startedAt) oldest = entry
-      const answeredSince = (this.lastAnswer.get(entry.script) ?? -1) > entry.startedAt
-      if (!answeredSince && (!oldestUnanswered || entry.startedAt < oldestUnanswered.startedAt)) oldestUnanswered = entry
+      const lastAnswer = this.lastAnswer.get(entry.script)
+      const rank = lastAnswer === undefined ? 0 : lastAnswer > entry.startedAt ? 2 : 1
+      if (!best || rank < best.rank || (rank === best.rank && entry.startedAt < best.entry.startedAt)) best = {entry, rank}
     }
-    return (oldestUnanswered ?? oldest)?.script ?? null
+    return best?.entry.script ?? null
   }
 
   /** A request of `script` that failed in the process may be sent again: a runaway another script caused killed it. */

@@ -46,3 +46,14 @@ test('when every request inside belongs to scripts that answered since, the olde
   vi.advanceTimersByTime(600)
   expect(requests.suspect(500)).toBe('a')
 })
+
+test('a script that never answered in the process is blamed before an older request of one that did', () => {
+  const requests = new ProcessRequests(never)
+  requests.enter('victim')(false) // the victim has answered before
+  vi.advanceTimersByTime(1)
+  requests.enter('victim') // stuck, older than the offender's request
+  vi.advanceTimersByTime(1)
+  requests.enter('offender')
+  vi.advanceTimersByTime(600)
+  expect(requests.suspect(500)).toBe('offender')
+})
