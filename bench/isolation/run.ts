@@ -20,7 +20,7 @@ import pino from 'pino'
 import {request} from 'undici'
 import {startHost} from '../../src/edge-host/host.js'
 import type {UploadScript} from '../../src/protocol/management-api.js'
-import {paths} from '../../test/support/paths.js'
+import {paths} from '../support/paths.js'
 import {signRequest} from '../../src/protocol/signing.js'
 import {log, machineLoad, median} from '../support/stats.js'
 

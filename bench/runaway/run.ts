@@ -17,7 +17,7 @@ import {parseArgs} from 'node:util'
 import {request} from 'undici'
 import type {UploadScript} from '../../src/protocol/management-api.js'
 import {signRequest} from '../../src/protocol/signing.js'
-import {paths} from '../../test/support/paths.js'
+import {paths} from '../support/paths.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))

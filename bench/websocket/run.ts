@@ -22,7 +22,7 @@ import {startHost, type RunningHost} from '../../src/edge-host/host.js'
 import {renderValidationConfig} from '../../src/workerd/config.js'
 import {WorkerdProcess} from '../../src/workerd/process.js'
 import type {UploadScript} from '../../src/protocol/management-api.js'
-import {paths} from '../../test/support/paths.js'
+import {paths} from '../support/paths.js'
 import {signRequest} from '../../src/protocol/signing.js'
 import {log, machineLoad, median, percentile} from '../support/stats.js'
 
