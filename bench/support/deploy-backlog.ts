@@ -143,7 +143,7 @@ export async function expectEachRowSettledOnce(store: Store, perRelease: Map<str
 /** Fails unless every department's Worker serves the text of its newest version (through the data plane). */
 export async function expectNewestServed(store: Store, publicUrl: string, newest: Map<string, string>): Promise<void> {
   for (const [department, text] of newest) {
-    const worker = await store.deployments.workerOfDepartment(department)
+    const worker = await store.workers.getByDepartment(department)
     const body = await (await fetch(`${publicUrl}/${worker!.script_name}/`)).text()
     if (body !== text) throw new Error(`${department} serves ${JSON.stringify(body)}, not its newest ${JSON.stringify(text)}`)
   }

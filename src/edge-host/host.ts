@@ -135,6 +135,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       watchdogIntervalMs: settings.watchdog_interval_ms,
       cpuLimitMs: settings.request_cpu_limit_ms,
       memoryLimitBytes: settings.shard_memory_limit_mb * 1024 * 1024,
+      spareProcess: settings.spare_process,
+      onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
       onIncident: (index, kind, script) => {
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return

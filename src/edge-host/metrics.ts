@@ -51,6 +51,12 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
+  readonly spareReady = new Gauge({
+    name: 'edgeworkers_host_spare_process_ready',
+    help: '1 while a spare workerd stands ready for the next runaway or crashed shard (host.spare_process), else 0.',
+    registers: [this.registry],
+  })
+
   readonly incidents = this.counter(
     'edgeworkers_host_worker_incidents_total',
     'Runaway incidents (stall, memory, crash) by suspected script ("unknown" when no request was inside).',

@@ -105,7 +105,7 @@ describeEachStore('the newest deploy wins', (t) => {
   }
 
   const served = async (departmentId: string) => {
-    const worker = await store.deployments.workerOfDepartment(departmentId)
+    const worker = await store.workers.getByDepartment(departmentId)
     return (await fetch(`${host.publicUrl}/${worker!.script_name}/`)).text()
   }
 
@@ -129,7 +129,7 @@ describeEachStore('the newest deploy wins', (t) => {
    * its enqueue leaves a `built` version nobody asked to deploy.)
    */
   async function expectNewestServes(departmentId: string, newestText: string): Promise<void> {
-    const worker = (await store.deployments.workerOfDepartment(departmentId))!
+    const worker = (await store.workers.getByDepartment(departmentId))!
     const enqueued = new Set((await store.outbox.list({workerId: worker.id, operation: 'deploy', limit: 1_000})).map((row) => row.version_id))
     const versions = (await store.workers.listVersions(worker.id))
       .filter((version) => enqueued.has(version.id))
@@ -373,7 +373,7 @@ describeEachStore('the newest deploy wins', (t) => {
       const lines = runners.flatMap((runner) => runner.log)
       expect([...new Set(lines.filter((line) => /deadlock|failed:/i.test(line)))]).toEqual([])
       if (t.backend === 'postgres') expect(await pgDeadlocks()).toBe(deadlocksBefore)
-      const scripts = await Promise.all(departments.map(async (department) => (await store.deployments.workerOfDepartment(department))!.script_name))
+      const scripts = await Promise.all(departments.map(async (department) => (await store.workers.getByDepartment(department))!.script_name))
       expect(uploads.doubles().filter((key) => scripts.some((script) => key.startsWith(`${script}@`)))).toEqual([])
       // The newest version of each Worker was uploaded; the older ones mostly yielded before uploading.
       for (const script of scripts) expect([...uploads.counts.keys()].filter((key) => key.startsWith(`${script}@`)).length).toBeGreaterThanOrEqual(1)

@@ -80,3 +80,8 @@ export class LoadIds {
 function fingerprintOf(script: RunnableScript): string {
   return createHash('sha256').update(JSON.stringify(script)).digest('base64')
 }
+
+/** Some script the process serves keeps Durable Objects: no second process may open their files. */
+export function anyUsesDurableObjects(loaded: ReadonlyMap<string, LoadedScript>): boolean {
+  return [...loaded.values()].some((entry) => entry.usesDurableObjects)
+}

@@ -14,6 +14,8 @@ const FAILED_SUSPECT_MS = 5_000
 
 export class ProcessRequests {
   private readonly inside = new Set<Inside>()
+  /** Script → when it last answered: a script that answered after a request of it entered was not held by that request. */
+  private readonly lastAnswer = new Map<string, number>()
   /** Answers the process gave: requests it finished, probes it answered. */
   answered = 0
   /** The script blamed when the process was replaced as a runaway; null while it was not. */
@@ -31,16 +33,28 @@ export class ProcessRequests {
       if (!failed) {
         this.inside.delete(entry)
         this.answered++
+        this.lastAnswer.set(script, Date.now())
       } else void Promise.race([this.exited, sleep(FAILED_SUSPECT_MS)]).then(() => this.inside.delete(entry))
     }
   }
 
-  /** The script of the oldest request inside (or failed in it) that has run at least `minAgeMs`, or null. */
+  /**
+   * The script of the oldest request inside (or failed in it) that has run at least `minAgeMs`, or
+   * null. A neighbour's request that reached the process just before the thread was held is stuck
+   * behind the offender, and may be older: a request whose script answered after it entered was
+   * evidently not what held the thread, so such requests are passed over while another qualifies.
+   */
   suspect(minAgeMs: number): string | null {
     const now = Date.now()
     let oldest: Inside | null = null
-    for (const entry of this.inside) if (now - entry.startedAt >= minAgeMs && (!oldest || entry.startedAt < oldest.startedAt)) oldest = entry
-    return oldest?.script ?? null
+    let oldestUnanswered: Inside | null = null
+    for (const entry of this.inside) {
+      if (now - entry.startedAt < minAgeMs) continue
+      if (!oldest || entry.startedAt < oldest.startedAt) oldest = entry
+      const answeredSince = (this.lastAnswer.get(entry.script) ?? -1) > entry.startedAt
+      if (!answeredSince && (!oldestUnanswered || entry.startedAt < oldestUnanswered.startedAt)) oldestUnanswered = entry
+    }
+    return (oldestUnanswered ?? oldest)?.script ?? null
   }
 
   /** A request of `script` that failed in the process may be sent again: a runaway another script caused killed it. */

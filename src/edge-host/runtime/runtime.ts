@@ -6,7 +6,8 @@
 // Files under <data dir>:
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
 //   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
-//   runtime/pids/<shard-i|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
+//   runtime/spare/<start id>/         the spare process's config (./process-lifecycle.ts), deleted once read
+//   runtime/pids/<shard-i|spare|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
 //   runtime/sock/<id>/<n>            the Unix sockets of one running workerd, removed once it exited
 //   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
 //   runtime/services.sock            the service-binding listener (see ../http/data-plane.ts)
@@ -24,6 +25,7 @@ import {listenOnPrivateSocket} from '../http/common.js'
 import type {RunnableScript} from '../../workerd/script.js'
 import {createCodeServer} from './code-server.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
+import {SpareProcess} from './process-lifecycle.js'
 import {Shard, type PreparedConfig, type ShardState, type SwapEvent} from './shard.js'
 import {Validator} from './validator.js'
 import {Watchdog, type IncidentKind} from './watchdog.js'
@@ -69,6 +71,9 @@ export interface RuntimeOptions {
   memoryLimitBytes: number
   /** A runaway or a crash on shard `index`, blamed on `script` when a request of it was inside. */
   onIncident(index: number, kind: IncidentKind, script: string | null): void
+  /** host.spare_process: under the loader, keep a workerd started for the next runaway's or crash's replacement. */
+  spareProcess: boolean
+  onSpareReady?(ready: boolean): void
 }
 
 export class WorkerdRuntime {
@@ -84,11 +89,22 @@ export class WorkerdRuntime {
   private waitsEnded = false
   /** The loader Workers' code listener (code_loading = "loader"). */
   private codeServer: http.Server | null = null
+  private readonly spare: SpareProcess | null
 
   constructor(private readonly options: RuntimeOptions) {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
     this.modulesDir = path.join(this.runtimeDir, 'modules')
     this.validator = new Validator((scripts, modules) => this.runSandbox(scripts, modules), options.validationConcurrency)
+    this.spare =
+      options.codeLoading === 'loader' && options.spareProcess
+        ? new SpareProcess({
+            prepare: () => this.prepareConfig('spare', []),
+            pidDir: this.pidDir,
+            startTimeoutMs: options.startTimeoutMs,
+            log: options.log,
+            onReady: options.onSpareReady,
+          })
+        : null
     for (let index = 0; index < options.shardCount; index++) this.addShard(index)
     this.watchdog = new Watchdog({
       shards: () => this.shards,
@@ -120,7 +136,8 @@ export class WorkerdRuntime {
     const shard = new Shard({
       index,
       loadScripts: () => options.scriptsOfShard(index),
-      prepare: (scripts) => this.prepareShard(index, scripts),
+      prepare: (scripts) => this.prepareConfig(`shard-${index}`, scripts),
+      spare: this.spare,
       codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script), maxStaleLoads: options.maxStaleLoads} : null,
       pidDir: this.pidDir,
       coalesceWindowMs: options.coalesceWindowMs,
@@ -153,12 +170,13 @@ export class WorkerdRuntime {
       if (result.status === 'rejected') this.options.log.error({shard: shards[position]!.index, err: result.reason}, 'shard failed to start')
     })
     this.watchdog.start()
+    this.spare?.fill()
   }
 
   async stop(): Promise<void> {
     this.started = false
     this.watchdog.stop()
-    await Promise.all(this.shards.map((shard) => shard.stop()))
+    await Promise.all([...this.shards.map((shard) => shard.stop()), this.spare?.stop()])
     const codeServer = this.codeServer
     this.codeServer = null
     if (codeServer) await new Promise((resolve) => codeServer.close(resolve))
@@ -262,12 +280,13 @@ export class WorkerdRuntime {
     }
   }
 
-  private async prepareShard(index: number, scripts: RunnableScript[]): Promise<PreparedConfig> {
+  /** Writes a config for `scripts` (under the loader, the loader Worker too) in runtime/<dir>/. */
+  private async prepareConfig(dir: string, scripts: RunnableScript[]): Promise<PreparedConfig> {
     for (const script of scripts) {
       await this.cacheModules(script, (sha256) => this.options.moduleContent(sha256))
       if (usesDurableObjects(script)) await mkdir(this.durableObjectRoot(script.name), {recursive: true, mode: 0o700})
     }
-    const dir = path.join(this.runtimeDir, `shard-${index}`, randomUUID())
+    const configDir = path.join(this.runtimeDir, dir, randomUUID())
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
@@ -279,16 +298,16 @@ export class WorkerdRuntime {
       tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
       loaderCodeAddress: this.options.codeLoading === 'loader' ? `unix:${codeSocketPath(this.options.dataDir)}` : null,
     })
-    const configPath = await writeConfig(dir, config.text)
+    const configPath = await writeConfig(configDir, config.text)
     return {
       configPath,
       sockets: config.sockets,
       socketPaths,
-      cwd: dir,
+      cwd: configDir,
       // The Worker Loader exists only in workerd's experimental mode; uploads still pass the
       // validation sandbox under host.experimental, so a Worker gains no experimental flag by it.
       experimental: this.options.experimental || this.options.codeLoading === 'loader',
-      discard: () => rm(dir, {recursive: true, force: true}),
+      discard: () => rm(configDir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }
   }
@@ -317,7 +336,7 @@ export class WorkerdRuntime {
     for (const pid of await killRecordedLeftovers(this.pidDir)) this.options.log.warn({pid}, 'killed a workerd left over from a previous host process')
     const entries = existsSync(this.runtimeDir) ? await readdir(this.runtimeDir) : []
     await Promise.all(
-      entries.filter((entry) => /^shard-\d+$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),
+      entries.filter((entry) => /^(shard-\d+|spare)$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),
     )
   }
 }

@@ -42,6 +42,8 @@ export interface RestoreVerification {
 export interface VerifyRestoreOptions {
   /** The pass asks the work to stop (its budget, a signal): no new redeploy starts. */
   shouldStop?: () => boolean
+  /** Told the result of each redeploy's deploy task (the host reconcile lane counts them). */
+  onRedeployed?: (result: DeployTaskResult) => void
 }
 
 interface Expected {
@@ -79,6 +81,7 @@ export async function verifyRestore(engine: Engine, options: VerifyRestoreOption
     if (found?.state === 'retired' || found?.releaseGeneration === version.release_generation) continue
     if (options.shouldStop?.()) break
     const result = await redeploy(engine, scope, worker, version)
+    options.onRedeployed?.(result)
     redeployed.push({scriptName: worker.script_name, versionId: version.id, releaseGeneration: version.release_generation, outcome: result.outcome})
   }
 

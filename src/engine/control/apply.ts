@@ -183,7 +183,7 @@ export async function controlTarget(engine: Engine, departmentId: string): Promi
   const {store} = engine
   const department = await store.tenants.getDepartment(departmentId)
   if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${departmentId} not found`)
-  const worker = await store.retirements.workerOfDepartment(departmentId)
+  const worker = await store.workers.getByDepartment(departmentId)
   if (!worker) throw new KitError('not_found', `department ${departmentId} has no Worker; deploy one first`)
   if (worker.retired_at !== null) throw new KitError('not_found', `the Worker of department ${departmentId} is retired`)
   const version = worker.current_version_id ? await store.workers.getVersion(worker.current_version_id) : undefined

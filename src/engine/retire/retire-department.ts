@@ -94,7 +94,7 @@ export async function retireDepartment(engine: Engine, request: RetireRequest, o
 async function inspect(engine: Engine, request: RetireRequest): Promise<{department: DepartmentRow; worker: WorkerRow | undefined; plan: RetireOutcome}> {
   const {store} = engine
   const department = await checkedDepartment(engine, request)
-  const worker = await store.retirements.workerOfDepartment(department.id)
+  const worker = await store.workers.getByDepartment(department.id)
   const base = {departmentId: department.id, companyId: department.company_id, workerId: worker?.id ?? null, scriptName: worker?.script_name ?? null}
   if (department.deleted_at !== null) {
     if (!worker) throw new KitError('not_found', `department ${department.id} is already deleted (it had no Worker to retire)`)
