@@ -60,11 +60,14 @@ test('serves, pairs and stops cleanly on SIGTERM (exit 143, one line)', async ()
   expect(info.publicUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
   expect(info.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
   expect(info.pid).toBe(serve.pid)
-  const logs = stdout
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as {msg: string; publicUrl?: string; adminUrl?: string})
-  expect(logs.find((line) => line.msg === 'edge host started')).toMatchObject({publicUrl: info.publicUrl, adminUrl: info.adminUrl})
+  // host.json is written before the line is logged, and the pipe may bring it a moment later.
+  const started = () =>
+    stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as {msg: string; publicUrl?: string; adminUrl?: string})
+      .find((line) => line.msg === 'edge host started')
+  await expect.poll(started, {timeout: 30_000}).toMatchObject({publicUrl: info.publicUrl, adminUrl: info.adminUrl})
   expect((await fetch(`${info.adminUrl}/readyz`)).status).toBe(200)
   expect((await fetch(`${info.publicUrl}/livez`)).status).toBe(200)
 
