@@ -51,8 +51,11 @@ export interface TestHost {
   pair(): Promise<Pairing>
   /** A management client signed with the pairing secret (pair() first) or with `secret`. */
   client(secret?: string): HostClient
-  /** Stops and starts the host again on the same data dir and ports, optionally with other settings. */
-  restart(settings?: Partial<HostSettings>): Promise<void>
+  /**
+   * Stops and starts the host again on the same data dir and ports, optionally with other settings;
+   * `whileStopped` runs in between (e.g. to age data on disk as if the clock had moved on).
+   */
+  restart(settings?: Partial<HostSettings>, whileStopped?: () => void | Promise<void>): Promise<void>
   stop(): Promise<void>
 }
 
@@ -123,8 +126,9 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
       if (!key) throw new Error('pair() first, or pass a secret')
       return new HostClient(() => host.adminUrl, key)
     },
-    async restart(overrides = {}) {
+    async restart(overrides = {}, whileStopped) {
       await host.stop()
+      await whileStopped?.()
       // Same ports: what a restarted host serves must be reachable where it was.
       host = await start({listen: `127.0.0.1:${host.listen.port}`, admin_listen: `127.0.0.1:${host.adminListen.port}`, ...overrides})
     },

@@ -27,6 +27,7 @@
 // cache; text, JSON and secret values are inlined, so a rendered config is written 0600 and deleted
 // once workerd has read it.
 import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../../protocol/management-api.js'
+import {renderKvBinding, renderKvServices, usesKvNamespaces} from '../bindings/kv-config.js'
 import type {RunnableScript} from '../state.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 
@@ -240,7 +241,7 @@ export function renderShardConfig(
   const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options))
+    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
@@ -279,10 +280,10 @@ const LOADER_CODE_SERVICE = 'edgeworkers-code'
 const LOADER_SERVICES_SERVICE = 'edgeworkers-services'
 
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
-  const workers = scripts.flatMap((script) => [
-    renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null, {checked: true}),
-    ...renderServiceBindingTargets(script, options),
-  ])
+  const workers = scripts.flatMap((script) => {
+    const storage = usesDurableObjects(script) ? 'memory' : null
+    return [renderWorker(script, options, storage, {checked: true}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage)]
+  })
   return renderConfig(
     [...workers, renderEgress(options.egressAllow)],
     scripts.map((script) => script.name),
@@ -290,8 +291,9 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
+/** Whether the script has Durable Object storage: its own classes, or its KV namespaces (../bindings/kv-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
-  return script.bindings.some((binding) => binding.type === 'durable_object_namespace')
+  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script)
 }
 
 /** Each socket is named after the service it serves. */
@@ -340,7 +342,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       bindings.push(`(name = ${capnpString(binding.name)}, durableObjectNamespace = (className = ${capnpString(binding.className)}))`)
       // The unique key names the storage directory and derives object ids: it must never change.
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
-    }
+    } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
   }
 
   const fields = [
@@ -411,7 +413,7 @@ function diskServiceName(script: string): string {
 }
 
 /** A Cap'n Proto text literal: quotes and backslashes escaped, control characters as \xHH. */
-function capnpString(value: string): string {
+export function capnpString(value: string): string {
   let out = '"'
   for (const character of value) {
     const code = character.codePointAt(0)!

@@ -449,6 +449,8 @@ export function wireBindingOf(binding: WorkerBinding): Binding {
       return {type: 'service', name: binding.name, script: binding.scriptName}
     case 'assets':
       return {type: 'assets', name: binding.name}
+    case 'kv_namespace':
+      return {type: 'kv_namespace', name: binding.name, namespaceId: binding.namespaceId}
   }
 }
 

@@ -46,7 +46,6 @@ const IGNORED_KEYS = new Set([
  * fail at its first request. Refused at build time instead.
  */
 const REFUSED_BINDINGS = new Set([
-  'kv_namespaces',
   'r2_buckets',
   'd1_databases',
   'queues',
@@ -106,6 +105,8 @@ const wranglerSchema = z.object({
     .object({bindings: z.array(z.object({name: z.string(), class_name: z.string(), script_name: z.string().optional()}).passthrough())})
     .optional(),
   services: z.array(z.object({binding: z.string(), service: z.string(), entrypoint: z.string().optional(), environment: z.string().optional()})).optional(),
+  /** The host keeps the namespaces (`id` names one; wrangler 4 allows none, as on-prem: then the binding names it). `preview_id` is for remote dev only. */
+  kv_namespaces: z.array(z.object({binding: z.string(), id: z.string().optional(), preview_id: z.string().optional()})).optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),
   base_dir: z.string().optional(),
