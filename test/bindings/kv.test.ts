@@ -142,6 +142,12 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect(await get(owner.url, 'aging')).toEqual({result: null})
     expect(await run(owner.url, {op: 'get', keys: ['aging', 'kept']})).toEqual({result: {map: {aging: null, kept: 'across everything'}}})
     expect(await run(owner.url, {op: 'list'})).toEqual({result: {keys: [{name: 'kept', metadata: {v: 1}}], list_complete: true, cacheStatus: null}})
+
+    // Retired: the Worker no longer answers, and its KV files stay on the host's disk.
+    const retired = await cli('retire', owner.department, '--yes', '--json')
+    expect(retired.code, retired.stderr).toBe(0)
+    expect((await request(owner.url, {method: 'POST', body: '{}'})).statusCode).toBe(404)
+    expect(valuesOnDisk(host.dataDir, owner.script)).toEqual(['across everything', 'the other namespace'])
   })
 
   test('a host snapshot restored into a fresh host brings the KV data back', {timeout: 240_000}, async () => {
@@ -230,10 +236,8 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
 
 /** Sets `key`'s expiration to long ago in the Worker's KV files (the host is stopped). */
 function expireOnDisk(hostDataDir: string, script: string, key: string): void {
-  const dir = path.join(hostDataDir, 'do', script, `${script}:kv-namespaces`)
   let changed = 0
-  for (const file of readdirSync(dir).filter((name) => name.endsWith('.sqlite') && name !== 'metadata.sqlite')) {
-    const db = new Database(path.join(dir, file))
+  for (const db of kvDatabases(hostDataDir, script)) {
     try {
       changed += db.prepare('UPDATE entries SET expiration = 1000 WHERE key = ?').run(key).changes
     } finally {
@@ -241,6 +245,26 @@ function expireOnDisk(hostDataDir: string, script: string, key: string): void {
     }
   }
   expect(changed).toBe(1)
+}
+
+/** Every value in the Worker's KV files (short values: one chunk each), sorted. */
+function valuesOnDisk(hostDataDir: string, script: string): string[] {
+  const values: string[] = []
+  for (const db of kvDatabases(hostDataDir, script)) {
+    try {
+      for (const row of db.prepare('SELECT value FROM entries').all() as Array<{value: Buffer}>) values.push(row.value.toString())
+    } finally {
+      db.close()
+    }
+  }
+  return values.sort()
+}
+
+function kvDatabases(hostDataDir: string, script: string): Database.Database[] {
+  const dir = path.join(hostDataDir, 'do', script, `${script}:kv-namespaces`)
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.sqlite') && name !== 'metadata.sqlite')
+    .map((name) => new Database(path.join(dir, name)))
 }
 
 function findFile(dir: string, matches: (file: string) => boolean): string {

@@ -8,7 +8,7 @@
 // every host snapshot. Refusals are HTTP statuses whose status text workerd shows the Worker as
 // "KV <METHOD> failed: <status> <text>", worded as Cloudflare words them.
 //
-// On disk, each namespace is one SQLite file (docs/kv.md describes the tables):
+// On disk, each namespace is one SQLite file (README "KV namespaces" describes the tables):
 //   namespace(id)                                        the namespace id, one row
 //   entries(key, value, expiration, metadata, chunks)    value: the first KV_CHUNK_BYTES bytes
 //   value_chunks(key, seq, data)                         the rest of a longer value, seq from 1

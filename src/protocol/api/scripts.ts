@@ -71,7 +71,7 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('service'), name: identifierSchema, script: z.string().regex(SCRIPT_NAME_PATTERN, {error: 'must be a script name'})}),
   /** `env.<name>.fetch(request)` answers from the script's own static assets (the release's `assets`). */
   z.strictObject({type: z.literal('assets'), name: identifierSchema}),
-  /** A KV namespace of the script's own, named by its id; the host keeps its data (see docs/kv.md). */
+  /** A KV namespace of the script's own, named by its id; the host keeps its data (README "KV namespaces"). */
   z.strictObject({type: z.literal('kv_namespace'), name: identifierSchema, namespaceId: kvNamespaceIdSchema}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
