@@ -180,6 +180,7 @@ async function startBareWorkerdWith(sources: Array<{name: string; source: string
       serviceAccounts: [],
       runtimeConfig: [],
       operationSettingsJson: null,
+      crons: [],
     }
   })
   const config = renderValidationConfig(scripts, {

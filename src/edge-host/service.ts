@@ -115,6 +115,7 @@ export class HostService {
         compatibilityFlags: upload.compatibilityFlags,
         modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content), size: module.content.length})),
         bindings: upload.bindings,
+        crons: upload.crons,
         secrets: current?.secrets ?? [],
         serviceAccounts: current?.serviceAccounts ?? [],
         runtimeConfig: current?.runtimeConfig ?? [],
@@ -369,6 +370,7 @@ export class HostService {
       tags: body.tags,
       modules,
       bindings: body.bindings,
+      crons: body.crons,
       assets: body.assets,
     }
   }

@@ -9,6 +9,7 @@ import path from 'node:path'
 import type {ControlMeta, ReceiptOperation} from '../protocol/management-api.js'
 import {ensurePrivateFile} from '../util/private-files.js'
 import {HostError} from './errors.js'
+import {CronRuns} from './state/cron-runs.js'
 import {ControlConfig} from './state/control-config.js'
 import {Credentials} from './state/credentials.js'
 import {HostDatabase} from './state/database.js'
@@ -36,6 +37,7 @@ export class HostState {
   readonly pairing: Pairing
   readonly quarantine: Quarantine
   readonly releaseAssets: ReleaseAssetsRepository
+  readonly cronRuns: CronRuns
 
   /** Told of every control call: applied now, or answered from an earlier receipt (the host's metrics). */
   onControl?: (operation: ReceiptOperation, outcome: 'applied' | 'replayed') => void
@@ -49,6 +51,7 @@ export class HostState {
     this.pairing = new Pairing(db)
     this.quarantine = new Quarantine(db)
     this.releaseAssets = new ReleaseAssetsRepository(db)
+    this.cronRuns = new CronRuns(db)
   }
 
   static open(dataDir: string): HostState {

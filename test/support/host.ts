@@ -30,6 +30,8 @@ export interface TestHostOptions {
   dataDir?: string
   /** Receives every host log entry at info and above (e.g. to count `script uploaded`). */
   onLog?: (entry: Record<string, unknown>) => void
+  /** The clock cron triggers follow (see HostOptions.cronClock). */
+  cronClock?: () => number
 }
 
 export interface Pairing {
@@ -80,7 +82,13 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'edgeworkers-host-'))
   const settings = {...TEST_DEFAULTS, ...options.settings}
   const start = (overrides: Partial<HostSettings> = {}) =>
-    startHost({dataDir, settings: {...settings, ...overrides}, maxFenceTtlSeconds: options.maxFenceTtlSeconds, logger: testLogger(options.onLog)})
+    startHost({
+      dataDir,
+      settings: {...settings, ...overrides},
+      maxFenceTtlSeconds: options.maxFenceTtlSeconds,
+      logger: testLogger(options.onLog),
+      cronClock: options.cronClock,
+    })
 
   let host: RunningHost
   try {

@@ -27,6 +27,7 @@ import {Shard, type PreparedConfig, type ShardState, type SwapEvent} from './sha
 import {Validator, type ValidationOutcome} from './validator.js'
 import {Watchdog, type IncidentKind} from './watchdog.js'
 import {LOADER_SOCKET} from './loader-worker.js'
+import {CRON_SOCKET, usesCrons} from '../triggers/cron-config.js'
 import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
 import {killRecordedLeftovers, WorkerdProcess} from './workerd-process.js'
 
@@ -118,7 +119,10 @@ export class WorkerdRuntime {
       index,
       loadScripts: () => options.scriptsOfShard(index),
       prepare: (scripts) => this.prepareShard(index, scripts),
-      codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script), maxStaleLoads: options.maxStaleLoads} : null,
+      codeLoading:
+        options.codeLoading === 'loader'
+          ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads}
+          : null,
       pidDir: this.pidDir,
       coalesceWindowMs: options.coalesceWindowMs,
       drainTimeoutMs: options.drainTimeoutMs,
@@ -268,7 +272,7 @@ export class WorkerdRuntime {
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
-    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, ...scripts.map((script) => script.name)])
+    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, CRON_SOCKET, ...scripts.map((script) => script.name)])
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),
@@ -282,9 +286,10 @@ export class WorkerdRuntime {
       sockets: config.sockets,
       socketPaths,
       cwd: dir,
-      // The Worker Loader exists only in workerd's experimental mode; uploads still pass the
-      // validation sandbox under host.experimental, so a Worker gains no experimental flag by it.
-      experimental: this.options.experimental || this.options.codeLoading === 'loader',
+      // The Worker Loader and the cron Worker's scheduled() calls exist only in workerd's experimental
+      // mode; uploads still pass the validation sandbox under host.experimental, so a Worker gains no
+      // experimental flag by it.
+      experimental: this.options.experimental || this.options.codeLoading === 'loader' || config.sockets.includes(CRON_SOCKET),
       discard: () => rm(dir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }

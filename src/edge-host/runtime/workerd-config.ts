@@ -29,6 +29,7 @@
 import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../../protocol/management-api.js'
 import {renderKvBinding, renderKvServices, usesKvNamespaces} from '../bindings/kv-config.js'
 import type {RunnableScript} from '../state.js'
+import {CRON_SOCKET, renderCronServices} from '../triggers/cron-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 
 /** The socket every shard has besides its scripts' sockets. */
@@ -246,8 +247,10 @@ export function renderShardConfig(
   }
   const loaded = options.loaderCodeAddress !== null
   if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, tailed))
-  services.push(renderEgress(options.egressAllow))
-  return renderConfig(services, [HEALTH_SOCKET, ...(loaded ? [LOADER_SOCKET] : []), ...scripts.map((script) => script.name)], options.socketAddress)
+  const cron = renderCronServices(scripts)
+  services.push(...cron, renderEgress(options.egressAllow))
+  const sockets = [HEALTH_SOCKET, ...(loaded ? [LOADER_SOCKET] : []), ...(cron.length > 0 ? [CRON_SOCKET] : []), ...scripts.map((script) => script.name)]
+  return renderConfig(services, sockets, options.socketAddress)
 }
 
 /** The loader Worker (./loader-worker.ts) and the host listeners it reaches. Its own invocations are not tailed. */

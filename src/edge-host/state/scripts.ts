@@ -20,6 +20,7 @@ export interface ScriptRecord {
   builderPolicy: string | null
   tags: string[]
   bindings: Binding[]
+  crons: string[]
   lockedDownAt: number | null
   retiredAt: number | null
   createdAt: number
@@ -55,6 +56,7 @@ export interface ScriptUpload {
   tags: string[]
   modules: DecodedModule[]
   bindings: Binding[]
+  crons: string[]
   /** The release's static assets (../state/release-assets.ts stores them), or null. */
   assets: ReleaseAssets | null
 }
@@ -68,6 +70,8 @@ export interface RunnableScript {
   compatibilityFlags: string[]
   modules: ModuleInfo[]
   bindings: Binding[]
+  /** Cron triggers: the shard's cron Worker runs the script's scheduled() on them (../triggers/). */
+  crons: string[]
   secrets: Array<{name: string; value: string}>
   serviceAccounts: Array<{id: string; username: string; password: string}>
   runtimeConfig: Array<{key: string; valueJson: string}>
@@ -86,6 +90,7 @@ interface ScriptRow extends PolicyColumns {
   builder_policy: string | null
   tags: string
   bindings: string
+  crons: string
   locked_down_at: number | null
   retired_at: number | null
   created_at: number
@@ -190,6 +195,7 @@ export class Scripts {
       compatibilityFlags: script.compatibilityFlags,
       modules: this.modulesOf(script.name),
       bindings: script.bindings,
+      crons: script.crons,
       secrets: this.credentials.secretValuesByName(script.name),
       serviceAccounts: this.credentials.serviceAccountLogins(script.name),
       runtimeConfig: this.controlConfig.runtimeConfig(script.name).map((entry) => ({key: entry.key, valueJson: entry.valueJson})),
@@ -239,6 +245,7 @@ export class Scripts {
         builder_policy: upload.builderPolicy,
         tags: JSON.stringify(upload.tags),
         bindings: JSON.stringify(upload.bindings),
+        crons: JSON.stringify(upload.crons),
         content_digest: uploadDigest(upload),
         created_at: tx.now,
         updated_at: tx.now,
@@ -367,6 +374,7 @@ function scriptFromRow(row: ScriptRow): ScriptRecord {
     builderPolicy: row.builder_policy,
     tags: JSON.parse(row.tags),
     bindings: JSON.parse(row.bindings),
+    crons: JSON.parse(row.crons),
     lockedDownAt: row.locked_down_at,
     retiredAt: row.retired_at,
     createdAt: row.created_at,

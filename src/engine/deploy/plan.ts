@@ -21,6 +21,8 @@ export interface DeployPlan {
     staticData: boolean
     durableObjects: Array<{binding: string; className: string}>
     kvNamespaces: Array<{binding: string; id: string}>
+    /** Cron triggers (UTC) the host runs scheduled() on. */
+    crons: string[]
     services: Array<{binding: string; department: string}>
   }
   /** npm packages in the bundle (from package-lock.json), as the SBOM records them. */
@@ -52,6 +54,7 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
       staticData: manifest.staticData !== undefined,
       durableObjects: manifest.durableObjects ?? [],
       kvNamespaces: manifest.kvNamespaces ?? [],
+      crons: manifest.crons ?? [],
       services: manifest.services ?? [],
     },
     dependencies: manifest.dependencies ?? {},

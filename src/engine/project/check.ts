@@ -44,6 +44,7 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
           compatibilityFlags: manifest.compatibilityFlags ?? [],
           modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
           bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
+          crons: manifest.crons ?? [],
           secrets: [],
           runtimeConfig: [],
           operationSettingsJson: null,

@@ -10,6 +10,7 @@
 //     "builderPolicy": "department-worker-project-v2.9", see ../capabilities.ts
 //     "durableObjects": [{"binding": "COUNTER", "className": "Counter"}],   optional
 //     "kvNamespaces": [{"binding": "CACHE", "id": "cache"}],              optional, the host keeps the data
+//     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
 //     "staticData": {"greeting": "hi"},                  optional JSON object, bound as env.STATIC_DATA
@@ -27,6 +28,7 @@ import {z} from 'zod'
 import {didYouMean} from '../../did-you-mean.js'
 import {KitError} from '../../errors.js'
 import {
+  cronListSchema,
   identifierSchema,
   KV_NAMESPACE_ID_PATTERN,
   moduleNameSchema,
@@ -115,6 +117,7 @@ const manifestSchema = z.strictObject({
     .max(64)
     .optional(),
   vars: z.record(identifierSchema, z.json()).optional(),
+  crons: cronListSchema.optional(),
   services: z.array(serviceSchema).max(64).optional(),
   staticData: jsonObject.optional(),
   dependencies: z

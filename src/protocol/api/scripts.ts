@@ -2,6 +2,7 @@
 // and a script's upload, details and listing.
 import {z} from 'zod'
 import {releaseAssetsSchema} from './assets.js'
+import {cronListSchema} from './crons.js'
 import {API_VERSION, hex64, identifierSchema, isoTime, moduleNameSchema, RESERVED_BINDINGS, releaseGenerationSchema, SCRIPT_NAME_PATTERN} from './common.js'
 
 // ── Identity and pairing ────────────────────────────────────────────────────────────────────────
@@ -94,6 +95,8 @@ export const uploadScriptSchema = z
     bindings: z.array(bindingSchema).max(256).default([]),
     /** Static assets the host serves for this release; each file's bytes must be on the host already (POST /v1/assets). */
     assets: releaseAssetsSchema.nullable().default(null),
+    /** Cron triggers (./crons.ts): the host runs the Worker's scheduled() handler on each, in UTC. */
+    crons: cronListSchema.default([]),
   })
   .superRefine((upload, context) => {
     const moduleNames = upload.modules.map((module) => module.name)
