@@ -65,7 +65,9 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   let departments = 0
 
   beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading}})
+    // KV work runs on the shard's one thread: storing Cloudflare's largest value (25 MiB) takes a few
+    // hundred ms of it, past the stall watchdog's default 500 ms on a loaded two-core machine.
+    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, request_cpu_limit_ms: 5_000}})
     for (const args of [
       ['db', 'migrate'],
       ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],

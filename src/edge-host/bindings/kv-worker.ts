@@ -67,34 +67,22 @@ export class ${KV_OBJECT_CLASS} extends DurableObject {
       this.ctx.storage.transactionSync(() => this.removeEntry(key));
       return null;
     }
-    let value = new Uint8Array(row.value);
-    if (row.chunks > 0) {
-      const parts = [value, ...this.sql.exec("SELECT data FROM value_chunks WHERE key = ? ORDER BY seq", key).toArray().map((chunk) => new Uint8Array(chunk.data))];
-      value = new Uint8Array(parts.reduce((total, part) => total + part.byteLength, 0));
-      let offset = 0;
-      for (const part of parts) {
-        value.set(part, offset);
-        offset += part.byteLength;
-      }
-    }
-    return {value: value.buffer, metadata: row.metadata};
+    const rest = row.chunks === 0 ? [] : this.sql.exec("SELECT data FROM value_chunks WHERE key = ? ORDER BY seq", key).toArray().map((chunk) => chunk.data);
+    return {chunks: [row.value, ...rest], metadata: row.metadata};
   }
 
   readMany(keys) {
     return keys.map((key) => this.read(key));
   }
 
-  write(namespace, key, value, expiration, metadata) {
-    const bytes = new Uint8Array(value);
+  // \`chunks\`: the value in CHUNK-byte ArrayBuffers (the last one shorter), at least one.
+  write(namespace, key, chunks, expiration, metadata) {
     this.ctx.storage.transactionSync(() => {
       if (this.sql.exec("SELECT count(*) AS n FROM namespace").one().n === 0) this.sql.exec("INSERT INTO namespace (id) VALUES (?)", namespace);
       this.sweepExpired();
       this.removeEntry(key);
-      const chunks = Math.max(0, Math.ceil(bytes.byteLength / CHUNK) - 1);
-      this.sql.exec("INSERT INTO entries (key, value, expiration, metadata, chunks) VALUES (?, ?, ?, ?, ?)", key, bytes.slice(0, CHUNK).buffer, expiration, metadata, chunks);
-      for (let seq = 1; seq <= chunks; seq++) {
-        this.sql.exec("INSERT INTO value_chunks (key, seq, data) VALUES (?, ?, ?)", key, seq, bytes.slice(seq * CHUNK, (seq + 1) * CHUNK).buffer);
-      }
+      this.sql.exec("INSERT INTO entries (key, value, expiration, metadata, chunks) VALUES (?, ?, ?, ?, ?)", key, chunks[0], expiration, metadata, chunks.length - 1);
+      for (let seq = 1; seq < chunks.length; seq++) this.sql.exec("INSERT INTO value_chunks (key, seq, data) VALUES (?, ?, ?)", key, seq, chunks[seq]);
     });
   }
 
@@ -170,24 +158,31 @@ function expirationOf(url) {
   return expiration;
 }
 
+// The value in CHUNK-byte ArrayBuffers, cut as it streams in: a large value is copied once here.
 // The whole body is read even when it is refused: workerd drops a call answered mid-upload.
-async function bodyOf(request) {
-  const parts = [];
+async function chunksOf(request) {
+  const chunks = [];
+  let chunk = new Uint8Array(CHUNK);
+  let filled = 0;
   let length = 0;
-  if (request.body) {
-    for await (const part of request.body) {
-      length += part.byteLength;
-      if (length <= LIMITS.valueBytes) parts.push(part);
+  for await (const part of request.body ?? []) {
+    length += part.byteLength;
+    if (length > LIMITS.valueBytes) continue;
+    for (let offset = 0; offset < part.byteLength; ) {
+      const taken = Math.min(CHUNK - filled, part.byteLength - offset);
+      chunk.set(part.subarray(offset, offset + taken), filled);
+      filled += taken;
+      offset += taken;
+      if (filled === CHUNK) {
+        chunks.push(chunk.buffer);
+        chunk = new Uint8Array(CHUNK);
+        filled = 0;
+      }
     }
   }
   if (length > LIMITS.valueBytes) throw new Refusal(413, "Value length of " + length + " exceeds limit of " + LIMITS.valueBytes + ".");
-  const value = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    value.set(part, offset);
-    offset += part.byteLength;
-  }
-  return value.buffer;
+  if (filled > 0 || chunks.length === 0) chunks.push(chunk.buffer.slice(0, filled));
+  return chunks;
 }
 
 function metadataOf(request) {
@@ -244,13 +239,16 @@ async function bulkGet(store, request) {
   if (query.cacheTtl !== undefined) checkCacheTtl(new URL("https://kv/?cache_ttl=" + query.cacheTtl));
   const entries = await store.readMany(keys);
   const answer = {};
-  keys.forEach((key, index) => {
+  for (const [index, key] of keys.entries()) {
     const entry = entries[index];
-    if (!entry) return void (answer[key] = null);
-    const text = utf8Decoder.decode(entry.value);
+    if (!entry) {
+      answer[key] = null;
+      continue;
+    }
+    const text = await new Blob(entry.chunks).text();
     const value = type === "json" ? jsonOf(text) : text;
     answer[key] = query.withMetadata ? {value, metadata: entry.metadata === null ? null : JSON.parse(entry.metadata)} : value;
-  });
+  }
   return Response.json(answer);
 }
 
@@ -266,11 +264,11 @@ async function handle(request, env, namespace) {
       const entry = await store.read(key);
       if (!entry) return new Response(null, {status: 404, statusText: "Not Found"});
       const headers = entry.metadata === null ? {} : {"cf-kv-metadata": entry.metadata};
-      return new Response(entry.value, {headers});
+      return new Response(new Blob(entry.chunks), {headers});
     }
     case "PUT": {
-      const value = await bodyOf(request);
-      await store.write(namespace, key, value, expirationOf(url), metadataOf(request));
+      const chunks = await chunksOf(request);
+      await store.write(namespace, key, chunks, expirationOf(url), metadataOf(request));
       return new Response(null);
     }
     case "DELETE":
