@@ -22,7 +22,10 @@ function cronOf(expression: string): Cron {
 
 /** Why `expression` is not a cron trigger Cloudflare would run, or null when it is one. */
 export function cronProblem(expression: string): string | null {
-  if (expression.trim().split(/\s+/).length !== 5) return 'it must have five fields: minute, hour, day of month, month, day of week'
+  const fields = expression.trim().split(/\s+/)
+  if (fields.length !== 5) return 'it must have five fields: minute, hour, day of month, month, day of week'
+  const weekday = weekdayOutOfRange(fields[4]!)
+  if (weekday !== null) return `day of week ${weekday} is not 1–7 (1 = Sunday) or SUN–SAT`
   let cron: Cron
   try {
     cron = cronOf(expression)
@@ -30,6 +33,16 @@ export function cronProblem(expression: string): string | null {
     return (error as Error).message.replace(/^CronPattern: /, '')
   }
   return cron.nextRun(new Date()) === null ? 'it never fires' : null
+}
+
+// croner's Quartz numbering shifts weekdays by one and then takes 7 for Sunday too, so it would
+// read 8 as Sunday and report 0 as -1: the range is checked here, on the numbers as written.
+function weekdayOutOfRange(field: string): string | null {
+  for (const item of field.split(',')) {
+    const [range = ''] = item.replace(/L$/i, '').split(/[#/]/)
+    for (const bound of range.split('-')) if (/^\d+$/.test(bound) && (Number(bound) < 1 || Number(bound) > 7)) return bound
+  }
+  return null
 }
 
 /** The first time `expression` fires strictly after `after` (ms since the epoch), or null. */
