@@ -65,13 +65,9 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   }
 
   async function deploy(crons: string[]): Promise<string> {
-    const result = await cli(
-      'deploy',
-      project(`cron-${crons.length}`, {'wrangler.toml': wranglerToml(crons), 'worker.js': WORKER}),
-      '--department',
-      'jobs',
-      '--json',
-    )
+    const dir = project(`cron-${crons.length}`, {'wrangler.toml': wranglerToml(crons), 'worker.js': WORKER})
+    expect(JSON.parse((await cli('deploy', dir, '--dry-run', '--json')).stdout).bindings.crons).toEqual(crons)
+    const result = await cli('deploy', dir, '--department', 'jobs', '--json')
     expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
     return (JSON.parse(result.stdout) as {url: string}).url
   }

@@ -87,6 +87,7 @@ const INHERITED_KEYS = new Set([
   'jsx_fragment',
   'minify',
   'upload_source_maps',
+  'triggers',
   'edgeworkers',
   'assets',
 ])
