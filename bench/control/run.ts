@@ -20,6 +20,7 @@ import {parseArgs} from 'node:util'
 import {settingsSchema} from '../../src/config/schema.js'
 import {applyControl, type ControlRequest} from '../../src/engine/control/apply.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {paths} from '../../test/support/paths.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
@@ -78,7 +79,7 @@ async function main(): Promise<void> {
     const pairing = await pairWithHost(host.adminUrl, host.pairingCode!, 10_000)
     await store.kit.savePairing(pairing)
     const client = host.client(pairing.shared_secret)
-    const engine = await createEngine(store, settings)
+    const engine = await createEngine(store, settings, onPremHosts)
     await store.tenants.createCompany({id: 'bench', name: 'Bench'})
     await store.tenants.createDepartment({id: 'dept-control', company_id: 'bench', name: 'control'})
     const deployed = await deployWorker(engine, {projectDir: CONTROL_ENV, departmentId: 'dept-control', wait: true})

@@ -20,6 +20,7 @@ import path from 'node:path'
 import {parseArgs} from 'node:util'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker, type DeployOutcome} from '../../src/engine/deploy/deploy-worker.js'
 import {runDeployTask} from '../../src/engine/deploy/task.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
     await store.kit.savePairing(pairing)
     // The management client signs with the same pairing secret (the one-time code is used up).
     const client = host.client(pairing.shared_secret)
-    const engine = await createEngine(store, settings)
+    const engine = await createEngine(store, settings, onPremHosts)
     await store.tenants.createCompany({id: COMPANY, name: 'Bench'})
 
     // (a) Warm-up (first build, first script on the shard), not counted; then alternate.

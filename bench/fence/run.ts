@@ -21,7 +21,8 @@ import {parseArgs} from 'node:util'
 import {FileArtifactStore} from '../../src/artifacts/store.js'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine, silentLogger, type Engine} from '../../src/engine/context.js'
-import {EDGE_HOST_FENCED} from '../../src/engine/deploy/enqueue.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
+import {EDGE_HOST_FENCED} from '../../src/protocol/management-api.js'
 import {beginFence, endFence} from '../../src/engine/fence/lifecycle.js'
 import {runPass} from '../../src/engine/pass/index.js'
 import {OnPremProvider} from '../../src/provider/onprem/client.js'
@@ -70,7 +71,7 @@ async function benchRoundTrip(): Promise<Record<string, number[]>> {
     await store.migrate()
     const pairing = await pairWithHost(host.adminUrl, host.pairingCode!, 10_000)
     await store.kit.savePairing(pairing)
-    const engine = await createEngine(store, settings)
+    const engine = await createEngine(store, settings, onPremHosts)
     const bare = new OnPremProvider({
       baseUrl: host.adminUrl,
       scope: pairing.scope,
@@ -113,6 +114,7 @@ async function benchRepublish(backend: Backend, url: string): Promise<{backend: 
       artifacts: await FileArtifactStore.open(workDir),
       log: silentLogger,
       owner: 'bench-fence',
+      hosts: onPremHosts,
       resolveProvider: async () => ({
         status: 'ready',
         scope: SCOPE,

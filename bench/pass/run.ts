@@ -30,6 +30,7 @@ import {openStore, type Backend, type Store} from '../../src/store/index.js'
 import {leaseAndSettle, onEachBackend, seedBenchWorker} from '../support/passes.js'
 import {postgresBaseline, sqliteBaseline} from '../support/store-baseline.js'
 import {log, median} from '../support/stats.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 
 const {values: options} = parseArgs({options: {starts: {type: 'string', default: '15'}, rows: {type: 'string', default: '10000'}}})
 const STARTS = Number(options.starts)
@@ -116,6 +117,7 @@ async function benchThroughput(backend: Backend, url: string): Promise<{backend:
       artifacts: await FileArtifactStore.open(workDir),
       log: silentLogger,
       owner: 'bench-pass',
+      hosts: onPremHosts,
       resolveProvider: async () => ({status: 'ready', scope: SCOPE, provider: {scope: SCOPE} as EdgeProvider}),
     }
     const baseline = async () => (backend === 'sqlite' ? sqliteBaseline(url) : await postgresBaseline(url))

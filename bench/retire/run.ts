@@ -7,7 +7,7 @@
 //       (listHostScripts, same provider, same page size) — ROUNDS times each; medians and the ratio.
 //       Seeding is not timed and runs no workerd: on a second host, 10,000 Worker rows (one company,
 //       10,000 departments) are inserted through the store API, and the host's state (host.sqlite,
-//       src/edge-host/state.ts) gets 10,000 script rows in one transaction of raw INSERTs, with no
+//       src/edge-host/state/host-state.ts) gets 10,000 script rows in one transaction of raw INSERTs, with no
 //       shard and no release (so no workerd runs them): 9,000 named after the Worker rows, 1,000
 //       unowned; half of each retired, half locked down.
 //
@@ -21,11 +21,12 @@ import {parseArgs} from 'node:util'
 import Database from 'better-sqlite3'
 import {settingsSchema, type Settings} from '../../src/config/schema.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {listHostScripts} from '../../src/engine/retire/host-listing.js'
 import {orphanReport, type OrphanReport} from '../../src/engine/retire/orphan-report.js'
 import {retireDepartment} from '../../src/engine/retire/retire-department.js'
-import {STATE_FILE} from '../../src/edge-host/state.js'
+import {STATE_FILE} from '../../src/edge-host/state/host-state.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
 import {startTestHost, type TestHost} from '../../test/support/host.js'
@@ -51,7 +52,7 @@ async function pairedEngine(host: TestHost, name: string): Promise<{store: Store
   await store.migrate()
   await store.kit.savePairing(await pairWithHost(host.adminUrl, host.pairingCode!, 10_000))
   await store.tenants.createCompany({id: COMPANY, name: 'Bench'})
-  return {store, settings, engine: await createEngine(store, settings)}
+  return {store, settings, engine: await createEngine(store, settings, onPremHosts)}
 }
 
 async function status(url: string): Promise<number> {

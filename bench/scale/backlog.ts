@@ -26,7 +26,7 @@ export async function fillOutbox(options: {url: string; workDir: string; scope: 
   try {
     const workers = await Promise.all(
       Array.from({length: WORKERS}, async (_, w) => {
-        const worker = (await store.deployments.workerOfDepartment(`${company}-${w}`))!
+        const worker = (await store.workers.getByDepartment(`${company}-${w}`))!
         return {worker: worker.id, department: worker.department_id, script: worker.script_name, version: (await store.workers.listVersions(worker.id))[0]!.id}
       }),
     )

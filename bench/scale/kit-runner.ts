@@ -18,6 +18,7 @@ import {runPass} from '../../src/engine/pass/index.js'
 import type {EdgeProvider} from '../../src/provider/types.js'
 import {openStore} from '../../src/store/index.js'
 import {leaseAndSettle} from '../support/passes.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 
 const [url, dataDir, scope, concurrency] = process.argv.slice(2) as [string, string, string, string]
 const settings = settingsSchema.parse({
@@ -33,6 +34,7 @@ const engine = {
   artifacts: await FileArtifactStore.open(dataDir),
   log: silentLogger,
   owner: runnerIdentity(),
+  hosts: onPremHosts,
   resolveProvider: async () => ({status: 'ready' as const, scope, provider: {scope} as EdgeProvider}),
 }
 const lines = createInterface({input: process.stdin})

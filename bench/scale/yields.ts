@@ -20,6 +20,7 @@ import {leaseAndSettle, versionWithoutArtifacts} from '../support/passes.js'
 import {StatementLog} from '../support/statement-log.js'
 import {createDatabase, postgresServer} from '../support/store-baseline.js'
 import {machineLoad} from '../support/stats.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 
 const {values: options} = parseArgs({options: {workers: {type: 'string', default: '100'}, versions: {type: 'string', default: '50'}}})
 const WORKERS = Number(options.workers)
@@ -65,6 +66,7 @@ try {
     artifacts: await FileArtifactStore.open(workDir),
     log: silentLogger,
     owner: runnerIdentity(),
+    hosts: onPremHosts,
     resolveProvider: async () => ({status: 'ready' as const, scope: SCOPE, provider: {scope: SCOPE} as EdgeProvider}),
   }
   statements.start()

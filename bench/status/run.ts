@@ -17,6 +17,7 @@ import Database from 'better-sqlite3'
 import pg from 'pg'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {takeSnapshot, type StatusSnapshot} from '../../src/engine/status/snapshot.js'
 import {openStore, type Backend} from '../../src/store/index.js'
 import {createDatabase, dropDatabase, freePort, postgresServer} from '../support/store-baseline.js'
@@ -56,7 +57,7 @@ async function bench(backend: Backend, url: string): Promise<Result> {
     host_public_key: 'unused',
     shared_secret: 'a'.repeat(64),
   })
-  const engine = await createEngine(store, settings)
+  const engine = await createEngine(store, settings, onPremHosts)
   const baseline = await baselineCounter(backend, url)
   const snapshotMs: number[] = []
   const baselineMs: number[] = []

@@ -6,6 +6,7 @@ import {mkdtempSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {enqueueDeploy} from '../../src/engine/deploy/enqueue.js'
 import {versionInputOf} from '../../src/engine/deploy/submit.js'
@@ -42,7 +43,7 @@ export async function queueBacklog(
   options: {dataDir: string; projectsDir: string; url: string; label: string; workers: number; versions: number; parallel?: number},
 ): Promise<Map<string, string>> {
   const {dataDir, projectsDir, url, label, workers, versions, parallel = 1} = options
-  const engine = await createEngine(store, settingsSchema.parse({data_dir: dataDir, store: {url}}))
+  const engine = await createEngine(store, settingsSchema.parse({data_dir: dataDir, store: {url}}), onPremHosts)
   await store.tenants.createCompany({id: label, name: label})
   const departments = Array.from({length: workers}, (_, w) => `${label}-${w}`)
   for (const [w, department] of departments.entries()) await store.tenants.createDepartment({id: department, company_id: label, name: `${w}`})
@@ -74,7 +75,7 @@ export async function queueSharedBacklog(
   options: {dataDir: string; projectsDir: string; url: string; label: string; workers: number; versions: number; parallel: number},
 ): Promise<Map<string, string>> {
   const {dataDir, projectsDir, url, label, workers, versions, parallel} = options
-  const engine = await createEngine(store, settingsSchema.parse({data_dir: dataDir, store: {url}}))
+  const engine = await createEngine(store, settingsSchema.parse({data_dir: dataDir, store: {url}}), onPremHosts)
   const {scope} = await requireProvider(engine, 'queue a backlog')
   const builds = []
   for (let v = 0; v < versions; v++) {
@@ -142,7 +143,7 @@ export async function expectEachRowSettledOnce(store: Store, perRelease: Map<str
 /** Fails unless every department's Worker serves the text of its newest version (through the data plane). */
 export async function expectNewestServed(store: Store, publicUrl: string, newest: Map<string, string>): Promise<void> {
   for (const [department, text] of newest) {
-    const worker = await store.deployments.workerOfDepartment(department)
+    const worker = await store.workers.getByDepartment(department)
     const body = await (await fetch(`${publicUrl}/${worker!.script_name}/`)).text()
     if (body !== text) throw new Error(`${department} serves ${JSON.stringify(body)}, not its newest ${JSON.stringify(text)}`)
   }

@@ -20,6 +20,7 @@ import {parseArgs} from 'node:util'
 import pino from 'pino'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {startHost, type RunningHost} from '../../src/edge-host/host.js'
 import type {TailLine} from '../../src/protocol/tail.js'
@@ -88,7 +89,7 @@ async function startKit(label: string, workerEvents: boolean): Promise<Kit> {
   await store.kit.savePairing(await pairWithHost(host.adminUrl, host.issuedPairingCode!, 10_000))
   await store.tenants.createCompany({id: 'acme', name: 'Acme'})
   await store.tenants.createDepartment({id: 'acme-bench', company_id: 'acme', name: 'Bench'})
-  const outcome = await deployWorker(await createEngine(store, settings), {projectDir: project, departmentId: 'acme-bench', wait: true})
+  const outcome = await deployWorker(await createEngine(store, settings, onPremHosts), {projectDir: project, departmentId: 'acme-bench', wait: true})
   if (outcome.state !== 'completed') throw new Error(`deploy ${outcome.state}: ${outcome.message}`)
   await store.close()
   return {host, dataDir, department: 'acme-bench', script: outcome.scriptName}

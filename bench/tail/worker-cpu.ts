@@ -15,8 +15,8 @@ import os from 'node:os'
 import path from 'node:path'
 import {parseArgs} from 'node:util'
 import {settingsSchema} from '../../src/config/schema.js'
-import {TAIL_WORKER_SOURCE} from '../../src/edge-host/runtime/workerd-config.js'
-import {WORKERD_BINARY} from '../../src/edge-host/runtime/workerd-process.js'
+import {TAIL_WORKER_SOURCE} from '../../src/workerd/config.js'
+import {WORKERD_BINARY} from '../../src/workerd/process.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {rounds: {type: 'string', default: '5'}, requests: {type: 'string', default: '4000'}}})

@@ -13,6 +13,8 @@ import {failureOf} from './failure.js'
 import {Interruption} from './interrupt.js'
 import {openStore, type AuditActor, type Store} from '../store/index.js'
 import {createEngine, silentLogger, type Engine, type EngineLogger} from '../engine/context.js'
+import {onPremHosts} from '../provider/onprem/hosts.js'
+import type {HostConnector} from '../provider/types.js'
 import {createLogger, resolveLogFormat} from './logger.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
@@ -122,12 +124,15 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return store
   }
 
+  /** The edge hosts this kit pairs with and reaches: on-prem hosts running `host serve`. */
+  protected readonly hosts: HostConnector = onPremHosts
+
   /**
    * The engine over the configured store. Commands that print their own progress pass `interactive`:
    * their info lines would only repeat it; `silent` logs nothing (a full-screen view).
    */
   protected async engine(options: {interactive?: boolean; silent?: boolean} = {}): Promise<Engine> {
-    return createEngine(await this.store(), this.settings, options.silent ? silentLogger : await this.logger(options))
+    return createEngine(await this.store(), this.settings, this.hosts, options.silent ? silentLogger : await this.logger(options))
   }
 
   /**

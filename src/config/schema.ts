@@ -1,5 +1,5 @@
-// Every tunable of the kit. Defaults are the constants of the background-task specification (背景任務:
-// batch 50, 60 s loops, 15 s cooldown, …); keys are snake_case
+// Every tunable of the kit. Defaults are the reference system's constants (batch 50, 60 s loops,
+// 15 s cooldown, …); keys are snake_case
 // as they appear in the TOML file, and the env override of `section.key` is
 // EDGEWORKERS_SECTION__KEY (see ./load.ts). Unknown keys are rejected at every level.
 import {z} from 'zod'
@@ -211,6 +211,11 @@ export const settingsSchema = z.strictObject({
       shard_memory_limit_mb: count(2_048, 64, 1_048_576),
       /** Incidents (stall, crash, memory limit) one release of a Worker may cause before it is quarantined until its next deploy. */
       quarantine_after_incidents: count(3, 1, 100),
+      /**
+       * Under the loader, keep one idle workerd started (about 20 MB) that the replacement of a runaway
+       * or crashed shard takes at once, instead of its Workers waiting for a start (seconds under load).
+       */
+      spare_process: z.boolean().default(true),
       /** Workers that caused an incident are each moved to a workerd process of their own, up to this many at once (0: never moved); a new release goes back to the shared shards. */
       isolation_shards: count(8, 0, 256),
       /** Where Workers' fetch() may connect (workerd network allow list); "public" = no private networks. */

@@ -4,7 +4,7 @@
 //
 // Data dir layout: host.sqlite (state), identity.key (Ed25519, 0600), host.json (addresses of the
 // running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
-// runtime/snapshots/ (data snapshots being streamed, see snapshot.ts).
+// runtime/snapshots/ (data snapshots being streamed, see services/snapshot.ts).
 import {AssetFiles} from './assets/files.js'
 import {AssetServer} from './assets/serve.js'
 import {existsSync} from 'node:fs'
@@ -17,20 +17,20 @@ import {KitError} from '../errors.js'
 import {redactingLogOptions} from '../util/log-redaction.js'
 import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
-import {BodyBudget} from './body-limits.js'
-import {ConnectionGuard, connectionBudget} from './connection-guard.js'
-import {createDataPlaneServer, createServiceBindingServer} from './data-plane.js'
-import {readFdLimit} from './fd-limit.js'
-import {closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http.js'
+import {BodyBudget} from './http/body-limits.js'
+import {ConnectionGuard, connectionBudget} from './http/connection-guard.js'
+import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
+import {readFdLimit} from './http/fd-limit.js'
+import {closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http/common.js'
 import {loadOrCreateIdentity} from './identity.js'
-import {createManagementServer} from './management-server.js'
+import {createManagementServer} from './http/management-server.js'
 import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
-import {PairingLimiter} from './pairing-limiter.js'
-import {isSameLiveProcess, processStartTime} from './runtime/process-identity.js'
+import {PairingLimiter} from './http/pairing-limiter.js'
+import {isSameLiveProcess, processStartTime} from '../workerd/process-identity.js'
 import {serviceBindingSocketPath, tailSocketPath, WorkerdRuntime} from './runtime/runtime.js'
-import {HostService, type HostSettings} from './service.js'
-import {clearSnapshotLeftovers} from './snapshot.js'
-import {HostState, STATE_FILE} from './state.js'
+import {HostService, type HostSettings} from './services/host-service.js'
+import {clearSnapshotLeftovers} from './services/snapshot.js'
+import {HostState, STATE_FILE} from './state/host-state.js'
 import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
 import {CronScheduler} from './triggers/cron-scheduler.js'
@@ -140,6 +140,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       watchdogIntervalMs: settings.watchdog_interval_ms,
       cpuLimitMs: settings.request_cpu_limit_ms,
       memoryLimitBytes: settings.shard_memory_limit_mb * 1024 * 1024,
+      spareProcess: settings.spare_process,
+      onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
       onIncident: (index, kind, script) => {
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return
@@ -362,7 +364,7 @@ function advertisable(address: ListenAddress): ListenAddress {
 /**
  * One host per data dir: two would run the same Durable Objects from the same files. The lock file
  * names its holder by pid and start time, so a killed host — gone, a zombie not yet reaped, or its
- * pid reused by another process — never blocks the next start (./runtime/process-identity.ts).
+ * pid reused by another process — never blocks the next start (../workerd/process-identity.ts).
  */
 async function acquireLock(dataDir: string): Promise<void> {
   const file = path.join(dataDir, LOCK_FILE)

@@ -1,5 +1,6 @@
 // Prometheus metrics of one host, on its own registry (several hosts may share a process in tests).
 import {Counter, Gauge, Histogram, Registry, collectDefaultMetrics} from 'prom-client'
+import type {ScriptState} from '../protocol/management-api.js'
 
 /** Label for requests that matched no served script: unknown names must not grow the label set. */
 export const UNKNOWN_SCRIPT_LABEL = 'unknown'
@@ -7,7 +8,7 @@ export const UNKNOWN_SCRIPT_LABEL = 'unknown'
 /** Read at scrape time, so the gauges are never stale. */
 export interface MetricSources {
   fenceActive(): boolean
-  scriptCounts(): Record<'active' | 'locked_down' | 'retired', number>
+  scriptCounts(): Record<ScriptState, number>
   quarantinedCount(): number
   openConnections(): number
 }
@@ -47,6 +48,12 @@ export class HostMetrics {
     name: 'edgeworkers_host_shard_up',
     help: '1 while the shard serves, 0 while it starts, swaps or is down.',
     labelNames: ['shard'] as const,
+    registers: [this.registry],
+  })
+
+  readonly spareReady = new Gauge({
+    name: 'edgeworkers_host_spare_process_ready',
+    help: '1 while a spare workerd stands ready for the next runaway or crashed shard (host.spare_process), else 0.',
     registers: [this.registry],
   })
 

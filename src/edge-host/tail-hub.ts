@@ -1,4 +1,4 @@
-// Workers' events on the host. The shards' tail Worker (runtime/workerd-config.ts) posts to the tail
+// Workers' events on the host. The shards' tail Worker (../workerd/config.ts) posts to the tail
 // listener (a unix socket under the data dir that only workerd reaches) the counters of every trace,
 // every TAIL_SUMMARY_INTERVAL_MS, and the full traces of the scripts someone reads, at once; the
 // host's answer names those scripts. The hub turns each trace into a TailEvent (../protocol/tail.ts)
@@ -23,7 +23,7 @@ import type {Logger} from 'pino'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
 import {isErrorStatus, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type TailSampled, type WorkerActivity} from '../protocol/tail.js'
 import {secretRedactor} from '../util/redact.js'
-import {readBoundedBody, type BodyBudget} from './body-limits.js'
+import {readBoundedBody, type BodyBudget} from './http/body-limits.js'
 import type {HostMetrics} from './metrics.js'
 import type {SourceMaps, StackMapper} from './source-maps.js'
 import type {WorkerLogFile} from './worker-log-file.js'

@@ -1,9 +1,11 @@
 // What every lane and command of the engine runs with. Built once per process by the CLI (or a
-// test); the engine never reads flags, env or files itself.
+// test), which also gives it the kind of edge host it reaches; the engine never reads flags, env or
+// files itself.
 import os from 'node:os'
 import {randomUUID} from 'node:crypto'
 import {FileArtifactStore, type ArtifactStore} from '../artifacts/store.js'
 import type {Settings} from '../config/schema.js'
+import type {HostConnector} from '../provider/types.js'
 import type {Store} from '../store/index.js'
 import {resolveProvider, type ProviderResolution} from './provider.js'
 
@@ -22,6 +24,8 @@ export interface Engine {
   log: EngineLogger
   /** Lease owner written on every row this process leases: host, pid and a random suffix. */
   owner: string
+  /** How edge hosts are paired and reached (on-prem: provider/onprem/hosts.ts, given by the CLI). */
+  hosts: HostConnector
   resolveProvider(): Promise<ProviderResolution>
 }
 
@@ -32,13 +36,14 @@ export function runnerIdentity(): string {
 export const silentLogger: EngineLogger = {debug() {}, info() {}, warn() {}, error() {}}
 
 /** The engine over an open store, with the file artifact store of the settings' data dir. */
-export async function createEngine(store: Store, settings: Settings, log: EngineLogger = silentLogger): Promise<Engine> {
+export async function createEngine(store: Store, settings: Settings, hosts: HostConnector, log: EngineLogger = silentLogger): Promise<Engine> {
   return {
     store,
     settings,
     log,
     artifacts: await FileArtifactStore.open(settings.data_dir),
     owner: runnerIdentity(),
-    resolveProvider: () => resolveProvider(store, settings),
+    hosts,
+    resolveProvider: () => resolveProvider(store, settings, hosts),
   }
 }

@@ -4,7 +4,6 @@
 // (`--replace`), and then its Workers and unfinished rows move to the new host, whose restore gate
 // stays closed until a pass has redeployed what it lacks (docs: README "Replacing a host").
 import {KitError} from '../errors.js'
-import {pairWithHost} from '../provider/onprem/pairing.js'
 import type {PairingRow} from '../store/index.js'
 import type {Engine} from './context.js'
 
@@ -19,7 +18,7 @@ export async function pairKit(engine: Engine, managementUrl: string, code: strin
   const {store} = engine
   const active = await store.kit.listActivePairings()
   const others = (scope: string) => active.filter((pairing) => pairing.scope !== scope)
-  const pairing = await pairWithHost(managementUrl, code, provider.connect_timeout_ms + provider.read_timeout_ms, async (scope) => {
+  const pairing = await engine.hosts.pair(managementUrl, code, provider.connect_timeout_ms + provider.read_timeout_ms, async (scope) => {
     const current = others(scope)
     if (current.length === 0) return
     const named = current.map((row) => `${row.scope} (${row.host_url})`).join(', ')

@@ -2,7 +2,7 @@
 // distinguishes an invalid provider (misconfiguration: settle `edge_workers_provider_invalid`, or
 // skip the pass) from one that cannot be built right now (unpaired: retry later, touch nothing).
 import type {Settings} from '../config/schema.js'
-import {pairingRefused, type EdgeProvider, type ProviderError} from '../provider/types.js'
+import {pairingRefused, type EdgeProvider, type HostConnector, type ProviderError} from '../provider/types.js'
 import {KitError} from '../errors.js'
 import type {Store} from '../store/index.js'
 import type {Engine} from './context.js'
@@ -14,7 +14,7 @@ export type ProviderResolution =
 
 export const PROVIDER_UNAVAILABLE = 'Edge Worker provider is unavailable'
 
-export async function resolveProvider(store: Store, settings: Settings): Promise<ProviderResolution> {
+export async function resolveProvider(store: Store, settings: Settings, hosts: HostConnector): Promise<ProviderResolution> {
   const pairings = await store.kit.listActivePairings()
   const wanted = settings.provider.scope
   const candidates = wanted ? pairings.filter((pairing) => pairing.scope === wanted) : pairings
@@ -32,12 +32,10 @@ export async function resolveProvider(store: Store, settings: Settings): Promise
   const pairing = candidates[0]!
   const secret = await store.kit.pairingSecret(pairing.scope)
   if (!secret) return {status: 'unavailable', code: 'edge_host_unpaired', message: `scope ${pairing.scope} lost its pairing`}
-  // The HTTP client loads only when a provider is needed: a pass with nothing to do skips it.
-  const {OnPremProvider} = await import('../provider/onprem/client.js')
   return {
     status: 'ready',
     scope: pairing.scope,
-    provider: new OnPremProvider({
+    provider: await hosts.connect({
       baseUrl: pairing.host_url,
       scope: pairing.scope,
       secret,

@@ -1,19 +1,23 @@
 // The provider seam: the engine speaks to an edge runtime only through this interface and never
-// speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon.
+// speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon; whoever
+// builds the engine hands it one (a HostConnector), so the engine never names it.
 import type {TailLine, WorkerActivity} from '../protocol/tail.js'
+import type {WorkerBinding} from '../protocol/worker-bindings.js'
 import type {
   AccessPolicy as WireAccessPolicy,
+  AccessPolicyMode,
+  ControlMutationOperation,
   HostFence,
+  ModuleType,
   OperationSettings,
   ReleaseAssets,
   RuntimeConfigList,
   SecretList,
+  ScriptState,
   ServiceAccountList,
 } from '../protocol/management-api.js'
 
-export type ScriptState = 'active' | 'locked_down' | 'retired'
-
-export type ModuleType = 'esModule' | 'commonJs' | 'text' | 'json' | 'data' | 'wasm' | 'sourceMap'
+export type {AccessPolicyMode, ModuleType, ScriptState}
 
 export interface ScriptModule {
   /** The specifier other modules import it by. */
@@ -22,18 +26,6 @@ export interface ScriptModule {
   /** Raw module source bytes. */
   content: Uint8Array
 }
-
-/** What a Worker finds in `env`. */
-export type WorkerBinding =
-  | {type: 'text'; name: string; text: string}
-  | {type: 'json'; name: string; json: unknown}
-  | {type: 'durable_object'; name: string; className: string}
-  /** A KV namespace the host keeps for this Worker alone. */
-  | {type: 'kv_namespace'; name: string; namespaceId: string}
-  /** `env.<name>.fetch()` reaches the current release of `scriptName`, wherever it runs. */
-  | {type: 'service'; name: string; scriptName: string}
-  /** `env.<name>.fetch(request)` answers from the Worker's own static assets. */
-  | {type: 'assets'; name: string}
 
 export interface UploadScriptInput {
   scriptName: string
@@ -66,8 +58,6 @@ export interface ScriptListPage {
   nextCursor: string | null
 }
 
-export type AccessPolicyMode = 'public' | 'api_key' | 'teamsync_internal'
-
 export interface AccessPolicy {
   mode: AccessPolicyMode
   ipAllowlist: string[]
@@ -79,18 +69,22 @@ export interface AccessPolicy {
  * One audited control mutation as the host applies it. Secret values, API-key digests and passwords
  * travel here and nowhere else: the outbox keeps only digests (see ../engine/control/operations.ts).
  */
-export type ControlMutation =
-  | {operation: 'access_policy.replace'; mode: AccessPolicyMode; ipAllowlist: string[]; baseRevision: number}
-  | {operation: 'access_policy.api_key.rotate'; apiKeySha256: string; apiKeyLastFour: string; baseRevision: number}
-  | {operation: 'access_policy.api_key.revoke'; baseRevision: number}
-  | {operation: 'runtime_config.replace'; key: string; valueJson: string; baseRevision: number}
-  | {operation: 'runtime_config.delete'; key: string; baseRevision: number}
-  | {operation: 'operation_settings.replace'; releaseGeneration: string; settingsJson: string; baseRevision: number}
-  | {operation: 'operation_settings.revoke'; baseRevision: number}
-  | {operation: 'secrets.put'; name: string; value: string}
-  | {operation: 'secrets.delete'; name: string}
-  | {operation: 'service_accounts.credentials.put'; serviceAccountId: string; username: string; password: string}
-  | {operation: 'service_accounts.credentials.delete'; serviceAccountId: string}
+export type ControlMutation = {[K in ControlMutationOperation]: {operation: K} & ControlMutationFields[K]}[ControlMutationOperation]
+
+/** The fields of each control mutation, keyed by the protocol's operations (a missing one does not compile). */
+interface ControlMutationFields {
+  'access_policy.replace': {mode: AccessPolicyMode; ipAllowlist: string[]; baseRevision: number}
+  'access_policy.api_key.rotate': {apiKeySha256: string; apiKeyLastFour: string; baseRevision: number}
+  'access_policy.api_key.revoke': {baseRevision: number}
+  'runtime_config.replace': {key: string; valueJson: string; baseRevision: number}
+  'runtime_config.delete': {key: string; baseRevision: number}
+  'operation_settings.replace': {releaseGeneration: string; settingsJson: string; baseRevision: number}
+  'operation_settings.revoke': {baseRevision: number}
+  'secrets.put': {name: string; value: string}
+  'secrets.delete': {name: string}
+  'service_accounts.credentials.put': {serviceAccountId: string; username: string; password: string}
+  'service_accounts.credentials.delete': {serviceAccountId: string}
+}
 
 /** The parts of a script's control state that carry a revision. */
 export type RevisionedControl = 'access_policy' | 'runtime_config' | 'operation_settings'
@@ -124,6 +118,33 @@ export interface HostDescription {
   /** Where the data plane listens, e.g. http://127.0.0.1:8787 — a Worker answers under /<script>/. */
   publicUrl: string
   baseDomain: string
+}
+
+/** What the store records of a pairing with an edge host. */
+export interface PairingResult {
+  scope: string
+  host_url: string
+  host_fingerprint: string
+  host_public_key: string
+  shared_secret: string
+}
+
+/** A paired host and how long to wait for it. */
+export interface HostTarget {
+  /** The management listener, e.g. http://127.0.0.1:8788 */
+  baseUrl: string
+  scope: string
+  /** The pairing secret (64 hex). Never logged, never part of an error message. */
+  secret: string
+  connectTimeoutMs: number
+  readTimeoutMs: number
+}
+
+/** How the engine reaches edge hosts of one kind: pairs with a new one, and connects to a paired one. */
+export interface HostConnector {
+  /** Exchanges a host's one-time code for a pairing; `beforeExchange` sees the host's scope before the code is spent, and may refuse by throwing. */
+  pair(managementUrl: string, code: string, timeoutMs: number, beforeExchange?: (scope: string) => Promise<void>): Promise<PairingResult>
+  connect(target: HostTarget): Promise<EdgeProvider>
 }
 
 export interface EdgeProvider {

@@ -10,6 +10,7 @@ import pino from 'pino'
 import {request} from 'undici'
 import {settingsSchema, type Settings} from '../config/schema.js'
 import {createEngine} from '../engine/context.js'
+import {onPremHosts} from '../provider/onprem/hosts.js'
 import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.js'
 import {orphanReport, type OrphanReport} from '../engine/retire/orphan-report.js'
 import {retireDepartment, type RetireOutcome} from '../engine/retire/retire-department.js'
@@ -90,7 +91,7 @@ export async function runQuickstart(
     await store.tenants.createDepartment({id: departmentId, company_id: QUICKSTART_COMPANY, name: 'Hello'})
 
     step('deploy')
-    const engine = await createEngine(store, settings)
+    const engine = await createEngine(store, settings, onPremHosts)
     const deploy = await deployWorker(engine, {projectDir: HELLO_FIXTURE, departmentId, wait: true})
 
     step('fetch', deploy.url ?? undefined)

@@ -14,7 +14,7 @@ import {AuditRepository} from './repositories/audit.js'
 import {ControlAuditRepository} from './repositories/control-audits.js'
 import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
-import {OutboxRepository} from './repositories/outbox.js'
+import {OutboxRepository} from './outbox/repository.js'
 import {RetirementRepository} from './repositories/retirements.js'
 import {StatusRepository} from './repositories/status.js'
 import {SweepRepository} from './repositories/sweeps.js'
@@ -182,14 +182,15 @@ export type {
   OutboxListFilter,
   RetryOutcome,
   SettleOptions,
-} from './repositories/outbox.js'
+} from './outbox/types.js'
 export type {PurgeCounts} from './repositories/tenants.js'
 export type {DeploymentSnapshot} from './repositories/deployments.js'
 export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED} from './repositories/deployments.js'
 export {supersededMessage, type NewerDeploy} from './repositories/deploy-order.js'
 export type {SupersededRow} from './repositories/supersede.js'
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
-export type {HandBack, HeldLease} from './repositories/sweeps.js'
+export type {HandBack} from './repositories/sweeps.js'
+export type {HeldLease} from './outbox/types.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
 export type {ControlClaimOptions} from './repositories/control-audits.js'
 export {

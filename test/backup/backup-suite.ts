@@ -9,6 +9,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {verifyRestore} from '../../src/engine/backup/verify.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker, type DeployOutcome} from '../../src/engine/deploy/deploy-worker.js'
 import {KitError} from '../../src/errors.js'
 import type {Inventory} from '../../src/protocol/management-api.js'
@@ -135,7 +136,7 @@ export function backupAndRestoreSuite(backend: Backend): void {
       const store = await target.open()
       expect(await store.kit.getGates(scope)).toMatchObject({restore_pending: true})
       expect(await store.kit.getFence(result.fenceId)).toMatchObject({state: 'ended', end_reason: 'restored'})
-      const restoredEngine = await createEngine(store, kit.settings({...FAST, data_dir: target.dataDir, store: {url: target.url}}))
+      const restoredEngine = await createEngine(store, kit.settings({...FAST, data_dir: target.dataDir, store: {url: target.url}}), onPremHosts)
       const refused = await deployWorker(restoredEngine, {projectDir: HELLO, departmentId: await departmentOf(store, greeter.workerId), wait: true}).catch(
         (error: unknown) => error,
       )
@@ -171,7 +172,7 @@ export function backupAndRestoreSuite(backend: Backend): void {
       // The wall clock, not the harness's test clock: the backup (another process) must see the leases
       // of deploys in flight as live, as it would in production.
       const settings = kit.settings(FAST)
-      const engine = await createEngine(await openStore(settings), settings)
+      const engine = await createEngine(await openStore(settings), settings, onPremHosts)
       const visits = await deployed(engine, COUNTER)
       const changing = await deployed(engine, HELLO)
       const before = await counter(host.publicUrl, visits.scriptName, 'POST')

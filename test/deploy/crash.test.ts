@@ -5,6 +5,7 @@ import path from 'node:path'
 import {execa} from 'execa'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {createEngine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {runDeployTask} from '../../src/engine/deploy/task.js'
 import type {FaultPoint} from '../../src/engine/faults.js'
@@ -58,7 +59,7 @@ describeEachStore('deploy crash safety', (t) => {
       const store: Store = await openStore(settings, {clock: new AdvancedWallClock(LEASE_SECONDS * 1000 + 200)})
       try {
         const rowsAfterCrash = await store.outbox.list({limit: 1_000})
-        const engine = await createEngine(store, settings)
+        const engine = await createEngine(store, settings, onPremHosts)
         const deployRow = rowsAfterCrash.find((row) => row.operation === 'deploy')
         if (deployRow) {
           const result = await runDeployTask(engine, {

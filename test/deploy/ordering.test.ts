@@ -11,6 +11,7 @@ import path from 'node:path'
 import {execa} from 'execa'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {runDeployTask, WORKER_DEPLOY_BUSY} from '../../src/engine/deploy/task.js'
 import type {FaultPoint} from '../../src/engine/faults.js'
@@ -96,7 +97,7 @@ describeEachStore('the newest deploy wins', (t) => {
     await kit.pair(hostUrl)
     const settings = kit.settings(overrides)
     store = await openStore(settings, {clock})
-    engine = await createEngine(store, settings)
+    engine = await createEngine(store, settings, onPremHosts)
   }
 
   async function tearDown(): Promise<void> {
@@ -104,7 +105,7 @@ describeEachStore('the newest deploy wins', (t) => {
   }
 
   const served = async (departmentId: string) => {
-    const worker = await store.deployments.workerOfDepartment(departmentId)
+    const worker = await store.workers.getByDepartment(departmentId)
     return (await fetch(`${host.publicUrl}/${worker!.script_name}/`)).text()
   }
 
@@ -128,7 +129,7 @@ describeEachStore('the newest deploy wins', (t) => {
    * its enqueue leaves a `built` version nobody asked to deploy.)
    */
   async function expectNewestServes(departmentId: string, newestText: string): Promise<void> {
-    const worker = (await store.deployments.workerOfDepartment(departmentId))!
+    const worker = (await store.workers.getByDepartment(departmentId))!
     const enqueued = new Set((await store.outbox.list({workerId: worker.id, operation: 'deploy', limit: 1_000})).map((row) => row.version_id))
     const versions = (await store.workers.listVersions(worker.id))
       .filter((version) => enqueued.has(version.id))
@@ -338,7 +339,7 @@ describeEachStore('the newest deploy wins', (t) => {
         const runnerStore = await openStore(settings)
         const log: string[] = []
         const record = (_fields: object, message: string) => void log.push(message)
-        const runnerEngine = await createEngine(runnerStore, settings, {debug: record, info: record, warn: record, error: record})
+        const runnerEngine = await createEngine(runnerStore, settings, onPremHosts, {debug: record, info: record, warn: record, error: record})
         runners.push({store: runnerStore, engine: {...runnerEngine, owner: `pass-${i}`}, log})
       }
       // Each runner is one pass at a time, as a cron'd `reconcile` is; all sixteen start together.
@@ -372,7 +373,7 @@ describeEachStore('the newest deploy wins', (t) => {
       const lines = runners.flatMap((runner) => runner.log)
       expect([...new Set(lines.filter((line) => /deadlock|failed:/i.test(line)))]).toEqual([])
       if (t.backend === 'postgres') expect(await pgDeadlocks()).toBe(deadlocksBefore)
-      const scripts = await Promise.all(departments.map(async (department) => (await store.deployments.workerOfDepartment(department))!.script_name))
+      const scripts = await Promise.all(departments.map(async (department) => (await store.workers.getByDepartment(department))!.script_name))
       expect(uploads.doubles().filter((key) => scripts.some((script) => key.startsWith(`${script}@`)))).toEqual([])
       // The newest version of each Worker was uploaded; the older ones mostly yielded before uploading.
       for (const script of scripts) expect([...uploads.counts.keys()].filter((key) => key.startsWith(`${script}@`)).length).toBeGreaterThanOrEqual(1)

@@ -7,6 +7,7 @@ import path from 'node:path'
 import {execa} from 'execa'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {enqueueDeploy} from '../../src/engine/deploy/enqueue.js'
 import {submitVersion} from '../../src/engine/deploy/submit.js'
 import {runPass} from '../../src/engine/pass/run-pass.js'
@@ -96,7 +97,7 @@ describeEachStore('deploys through host outages and killed passes', (t) => {
     // The next pass, on the wall clock as the killed ones, completes it with one attempt.
     const store = await openStore(settings)
     try {
-      expect((await runPass(await createEngine(store, settings), {lanes: ['recovery']})).lanes[0]).toMatchObject({claimed: 1, completed: 1})
+      expect((await runPass(await createEngine(store, settings, onPremHosts), {lanes: ['recovery']})).lanes[0]).toMatchObject({claimed: 1, completed: 1})
       expect(await store.outbox.get(row.id)).toMatchObject({status: 'completed', attempts: 1})
     } finally {
       await store.close()

@@ -11,6 +11,7 @@ import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {KitError} from '../../src/errors.js'
 import {paths} from '../support/paths.js'
@@ -43,7 +44,7 @@ beforeAll(async () => {
   })
   await store.tenants.createCompany({id: 'acme', name: 'Acme'})
   await store.tenants.createDepartment({id: department, company_id: 'acme', name: 'Sales'})
-  engine = await createEngine(store, settings)
+  engine = await createEngine(store, settings, onPremHosts)
 })
 
 afterAll(async () => {

@@ -1,8 +1,8 @@
 // One tenant cannot take down its shard-mates (issue #15, findings 2 and 4; issue #29, hole 4): an
 // infinite loop and a memory bomb run on the same shard as a victim Worker, under both code-loading
 // modes and the default watchdog limits. During an offender's first incident at most one of the
-// victim's requests fails; the replacement process serves before the runaway is killed; the
-// offender is moved to a shard of its own, so its second and third incidents cost the victim
+// victim's requests fails; the replacement process (under the loader, the spare started ahead)
+// serves before the runaway is killed; the offender is moved to a shard of its own, so its second and third incidents cost the victim
 // nothing; it is quarantined by its third (503 worker_quarantined, until a new deploy, which
 // puts it back on the shared shard). A bomb request is never replayed, and no workerd listens on
 // TCP. A process that is only slow — stopped, so it burns no CPU — is not taken for a runaway.
@@ -41,6 +41,8 @@ for (const codeLoading of ['loader', 'restart'] as const) {
     afterAll(async () => {
       await host?.stop()
     })
+
+    const metricsText = async () => (await fetch(`${host.adminUrl}/metrics`)).text()
 
     async function get(name: string): Promise<{status: number; text: string}> {
       try {
@@ -112,6 +114,9 @@ for (const codeLoading of ['loader', 'restart'] as const) {
         ['a memory bomb', bomb, 2],
       ] as const) {
         test(`${label}: the victim loses at most one request, the offender moves to a shard of its own after its first incident and is quarantined by its third`, async () => {
+          // The spare the last incident took is started again a moment later.
+          if (codeLoading === 'loader')
+            await expect.poll(async () => (await metricsText()).includes('edgeworkers_host_spare_process_ready 1'), {timeout: 30_000}).toBe(true)
           const first = await incident(offender)
           // The offending request fails; it is never replayed (one incident per request).
           expect(first.offender.status).not.toBe(200)
@@ -124,6 +129,8 @@ for (const codeLoading of ['loader', 'restart'] as const) {
           const serving = logs.findIndex((entry) => entry.msg === 'shard serving' && entry.reason === 'runaway' && entry.pid === replacement)
           expect(serving).toBeGreaterThan(-1)
           expect(serving).toBeLessThanOrEqual(killed)
+          // Under the loader the replacement is the spare process, started before the incident.
+          expect(logs[serving]!.spare).toBe(codeLoading === 'loader')
           logs.length = 0
           // Moved to a shard of its own, which serves it; the victim stays alone on shard 0.
           await expect.poll(async () => (await inventory()).shards.find((shard) => shard.index === ownShard)?.scripts, {timeout: 30_000}).toBe(1)
@@ -168,10 +175,11 @@ for (const codeLoading of ['loader', 'restart'] as const) {
     test('workerd listens on no TCP port: every Worker socket is a Unix socket in the 0700 runtime dir', async () => {
       // The incidents above restart shard 0: wait until it serves again.
       expect(await get(victim)).toEqual({status: 200, text: 'victim'})
-      // The host records each running workerd as runtime/pids/<label>.<pid>. A process a restart just
-      // replaced may still be recorded while it exits: look at every live one of shard 0.
+      // The host records each running workerd as runtime/pids/<label>.<pid> (a spare keeps its label
+      // once a shard takes it). A process a restart just replaced may still be recorded while it
+      // exits: look at every live one.
       const pids = readdirSync(path.join(host.dataDir, 'runtime', 'pids'))
-        .filter((file) => /^shard-0\.\d+$/.test(file))
+        .filter((file) => /^(shard-\d+|spare)\.\d+$/.test(file))
         .map((file) => Number(file.split('.')[1]))
         .filter((pid) => existsSync(`/proc/${pid}/fd`))
       const socketInodes = new Set(

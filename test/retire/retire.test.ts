@@ -6,6 +6,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
 import {canonicalDigest} from '../../src/canonical-json.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {runPass} from '../../src/engine/pass/index.js'
 import {runHostReconcile} from '../../src/engine/retire/host-reconcile.js'
@@ -47,7 +48,7 @@ describeEachStore('retirement', (t) => {
   })
 
   async function recordingEngine(overrides: SettingsOverrides = {}): Promise<Engine & {log: ReturnType<typeof recordingLogger>}> {
-    const engine = await createEngine(t.store, kit.settings(overrides), recordingLogger())
+    const engine = await createEngine(t.store, kit.settings(overrides), onPremHosts, recordingLogger())
     return engine as Engine & {log: ReturnType<typeof recordingLogger>}
   }
 

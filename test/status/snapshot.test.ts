@@ -5,6 +5,7 @@ import net from 'node:net'
 import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {createEngine, type Engine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {cancelOutboxRow, outboxRowDetail, retryOutboxRow, runLaneOnce} from '../../src/engine/status/actions.js'
 import {REDACTED} from '../../src/util/redact.js'
@@ -58,7 +59,7 @@ describeEachStore('status snapshot', (t) => {
     await host?.stop()
   })
 
-  const engineOf = (): Promise<Engine> => createEngine(t.store, kit.settings())
+  const engineOf = (): Promise<Engine> => createEngine(t.store, kit.settings(), onPremHosts)
 
   test('unpaired: the store part still shows, the host part says why, and both need attention', async () => {
     await settledRow(t, 'onprem:0123456789ab', 'failed', 'edge_host_5xx')

@@ -3,7 +3,9 @@
 // tests never share a Worker (the host keeps scripts across the store's per-test wipes).
 import {settingsSchema, type Settings} from '../../src/config/schema.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
-import {pairWithHost, type PairingResult} from '../../src/provider/onprem/pairing.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
+import {pairWithHost} from '../../src/provider/onprem/pairing.js'
+import type {PairingResult} from '../../src/provider/types.js'
 import type {StoreHarness} from './stores.js'
 import type {TestHost} from './host.js'
 
@@ -37,7 +39,7 @@ export class KitHarness {
   }
 
   async engine(overrides: SettingsOverrides = {}): Promise<Engine> {
-    return createEngine(this.t.store, this.settings(overrides))
+    return createEngine(this.t.store, this.settings(overrides), onPremHosts)
   }
 
   /** A new department of the test company (created with the company on first use). */

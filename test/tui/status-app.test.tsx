@@ -9,6 +9,7 @@ import {cleanup, render} from 'ink-testing-library'
 import {afterEach, beforeEach, describe, expect, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine, silentLogger} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {engineStatusSource} from '../../src/engine/status/source.js'
 import {openStore, type OutboxRow, type Store} from '../../src/store/index.js'
 import {StatusApp} from '../../src/tui/status-app.js'
@@ -30,7 +31,7 @@ async function refusingUrl(): Promise<string> {
 }
 
 function view(t: StoreHarness) {
-  const source = engineStatusSource(async () => createEngine(t.store, t.settings(), silentLogger), OPERATOR)
+  const source = engineStatusSource(async () => createEngine(t.store, t.settings(), onPremHosts, silentLogger), OPERATOR)
   return render(<StatusApp source={source} intervalMs={REFRESH_MS} />)
 }
 
@@ -258,7 +259,7 @@ describe('status view without a store', () => {
     const source = engineStatusSource(async () => {
       const store = await openStore(settings)
       opened.push(store)
-      return createEngine(store, settings, silentLogger)
+      return createEngine(store, settings, onPremHosts, silentLogger)
     }, OPERATOR)
     const {lastFrame} = render(<StatusApp source={source} intervalMs={REFRESH_MS} />)
     const down = await waitForFrame(lastFrame, 'store unavailable:')

@@ -11,6 +11,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine} from '../../src/engine/context.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore, type Store} from '../../src/store/index.js'
@@ -55,7 +56,7 @@ beforeAll(async () => {
   await store.kit.savePairing(pairing)
   await store.tenants.createCompany({id: 'acme', name: 'Acme'})
   await store.tenants.createDepartment({id: 'acme-sales', company_id: 'acme', name: 'Sales'})
-  const deployed = await deployWorker(await createEngine(store, settings), {
+  const deployed = await deployWorker(await createEngine(store, settings, onPremHosts), {
     projectDir: path.join(FIXTURES_DIR, 'hello'),
     departmentId: 'acme-sales',
     wait: true,

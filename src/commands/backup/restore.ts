@@ -37,7 +37,7 @@ was restored into a new data dir, or still differs); 10 restored, the host did n
     // Not this.engine(): the store is about to be replaced, so this process must not hold it open.
     const log = await this.logger({interactive: !json})
     const result = await withProgress('Restore', json, (report) =>
-      restoreBackup(this.settings, {dir: this.args.dir, hostDataDir: this.flags['host-data-dir']}, {log, onStage: report}),
+      restoreBackup(this.settings, {dir: this.args.dir, hostDataDir: this.flags['host-data-dir']}, {log, hosts: this.hosts, onStage: report}),
     )
     const {verification} = result
     const exitCode =

@@ -1,11 +1,11 @@
 // The code listener (host.code_loading = "loader"): a Unix socket under the runtime dir that only the
-// shards' loader Workers reach (./loader-worker.ts). `GET /<load id>` answers the code and env of the
+// shards' loader Workers reach (../../workerd/loader-worker.ts). `GET /<load id>` answers the code and env of the
 // script release a shard assigned that id, as JSON; an id no shard holds (or whose release is no
 // longer stored) answers 404. The answer carries secret values: it never leaves the host user's
 // sockets, and is never logged.
 import http from 'node:http'
-import type {RunnableScript} from '../state.js'
-import {serviceTargetOf, valueBindings} from './workerd-config.js'
+import type {RunnableScript} from '../../workerd/script.js'
+import {serviceTargetOf, valueBindings} from '../../workerd/config.js'
 
 /** What the loader Worker builds the Worker from. */
 interface LoadableCode {

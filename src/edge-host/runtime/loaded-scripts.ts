@@ -1,9 +1,9 @@
 // What a shard's running workerd serves of each script, and what a change of the shard's scripts
 // asks of it under the loader (see Shard.refresh): new loads into the running process, or a swap.
 import {createHash} from 'node:crypto'
-import type {RunnableScript} from '../state.js'
-import {LOADER_SOCKET} from './loader-worker.js'
-import {usesDurableObjects} from './workerd-config.js'
+import type {RunnableScript} from '../../workerd/script.js'
+import {LOADER_SOCKET} from '../../workerd/loader-worker.js'
+import {usesDurableObjects} from '../../workerd/config.js'
 
 export interface LoadedScript {
   releaseGeneration: string
@@ -79,4 +79,9 @@ export class LoadIds {
 
 function fingerprintOf(script: RunnableScript): string {
   return createHash('sha256').update(JSON.stringify(script)).digest('base64')
+}
+
+/** Some script the process serves keeps Durable Objects: no second process may open their files. */
+export function anyUsesDurableObjects(loaded: ReadonlyMap<string, LoadedScript>): boolean {
+  return [...loaded.values()].some((entry) => entry.usesDurableObjects)
 }

@@ -4,7 +4,7 @@
 // those are the only ones it can print. A load into the running process adds its script's values
 // before the script runs there.
 import {secretRedactor} from '../../util/redact.js'
-import type {RunnableScript} from '../state.js'
+import type {RunnableScript} from '../../workerd/script.js'
 
 export class ProcessOutputRedaction {
   private readonly values = new Set<string>()

@@ -1,35 +1,40 @@
 // The workerd runtime of one host: N shards (and the own shards of Workers that caused an
 // incident, see Scripts.isolate), the module cache their configs embed from, and the
-// validation sandboxes every upload passes before it may join a shard (./validator.ts).
+// validation sandboxes every upload passes before it may join a shard (./validator.ts,
+// ../../workerd/sandbox.ts).
 //
 // Files under <data dir>:
 //   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
 //   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
-//   runtime/pids/<shard-i|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
+//   runtime/spare/<start id>/         the spare process's config (./process-lifecycle.ts), deleted once read
+//   runtime/pids/<shard-i|spare|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
 //   runtime/sock/<id>/<n>            the Unix sockets of one running workerd, removed once it exited
 //   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
-//   runtime/services.sock            the service-binding listener (see ../data-plane.ts)
+//   runtime/services.sock            the service-binding listener (see ../http/data-plane.ts)
 //   runtime/tail.sock                the tail listener: Workers' traces (see ../tail-hub.ts)
 //   runtime/code.sock                the code listener of the loader Workers (see ./code-server.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync, readFileSync} from 'node:fs'
 import type http from 'node:http'
-import {chmod, mkdir, readdir, rm, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, rm} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
 import {writeFileAtomically} from '../../util/atomic-file.js'
-import {listenOnPrivateSocket} from '../http.js'
-import type {RunnableScript} from '../state.js'
+import {listenOnPrivateSocket} from '../http/common.js'
+import type {RunnableScript} from '../../workerd/script.js'
 import {createCodeServer} from './code-server.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
+import {SpareProcess} from './process-lifecycle.js'
 import {Shard, type PreparedConfig, type ShardState, type SwapEvent} from './shard.js'
-import {Validator, type ValidationOutcome} from './validator.js'
+import {Validator} from './validator.js'
 import {Watchdog, type IncidentKind} from './watchdog.js'
-import {LOADER_SOCKET} from './loader-worker.js'
-import {CRON_SOCKET, usesCrons} from '../triggers/cron-config.js'
-import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderedConfig, type RenderOptions} from './workerd-config.js'
-import {killRecordedLeftovers, WorkerdProcess} from './workerd-process.js'
+import {LOADER_SOCKET} from '../../workerd/loader-worker.js'
+import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from '../../workerd/config.js'
+import {socketPathsIn, unixAddressOf, writeConfig} from '../../workerd/config-files.js'
+import {killRecordedLeftovers} from '../../workerd/process.js'
+import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
+import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -67,6 +72,9 @@ export interface RuntimeOptions {
   memoryLimitBytes: number
   /** A runaway or a crash on shard `index`, blamed on `script` when a request of it was inside. */
   onIncident(index: number, kind: IncidentKind, script: string | null): void
+  /** host.spare_process: under the loader, keep a workerd started for the next runaway's or crash's replacement. */
+  spareProcess: boolean
+  onSpareReady?(ready: boolean): void
 }
 
 export class WorkerdRuntime {
@@ -82,11 +90,22 @@ export class WorkerdRuntime {
   private waitsEnded = false
   /** The loader Workers' code listener (code_loading = "loader"). */
   private codeServer: http.Server | null = null
+  private readonly spare: SpareProcess | null
 
   constructor(private readonly options: RuntimeOptions) {
     this.runtimeDir = path.join(options.dataDir, 'runtime')
     this.modulesDir = path.join(this.runtimeDir, 'modules')
     this.validator = new Validator((scripts, modules) => this.runSandbox(scripts, modules), options.validationConcurrency)
+    this.spare =
+      options.codeLoading === 'loader' && options.spareProcess
+        ? new SpareProcess({
+            prepare: () => this.prepareConfig('spare', []),
+            pidDir: this.pidDir,
+            startTimeoutMs: options.startTimeoutMs,
+            log: options.log,
+            onReady: options.onSpareReady,
+          })
+        : null
     for (let index = 0; index < options.shardCount; index++) this.addShard(index)
     this.watchdog = new Watchdog({
       shards: () => this.shards,
@@ -118,11 +137,9 @@ export class WorkerdRuntime {
     const shard = new Shard({
       index,
       loadScripts: () => options.scriptsOfShard(index),
-      prepare: (scripts) => this.prepareShard(index, scripts),
-      codeLoading:
-        options.codeLoading === 'loader'
-          ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads}
-          : null,
+      prepare: (scripts) => this.prepareConfig(`shard-${index}`, scripts),
+      spare: this.spare,
+      codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads} : null,
       pidDir: this.pidDir,
       coalesceWindowMs: options.coalesceWindowMs,
       drainTimeoutMs: options.drainTimeoutMs,
@@ -154,12 +171,13 @@ export class WorkerdRuntime {
       if (result.status === 'rejected') this.options.log.error({shard: shards[position]!.index, err: result.reason}, 'shard failed to start')
     })
     this.watchdog.start()
+    this.spare?.fill()
   }
 
   async stop(): Promise<void> {
     this.started = false
     this.watchdog.stop()
-    await Promise.all(this.shards.map((shard) => shard.stop()))
+    await Promise.all([...this.shards.map((shard) => shard.stop()), this.spare?.stop()])
     const codeServer = this.codeServer
     this.codeServer = null
     if (codeServer) await new Promise((resolve) => codeServer.close(resolve))
@@ -263,12 +281,13 @@ export class WorkerdRuntime {
     }
   }
 
-  private async prepareShard(index: number, scripts: RunnableScript[]): Promise<PreparedConfig> {
+  /** Writes a config for `scripts` (under the loader, the loader Worker too) in runtime/<dir>/. */
+  private async prepareConfig(dir: string, scripts: RunnableScript[]): Promise<PreparedConfig> {
     for (const script of scripts) {
       await this.cacheModules(script, (sha256) => this.options.moduleContent(sha256))
       if (usesDurableObjects(script)) await mkdir(this.durableObjectRoot(script.name), {recursive: true, mode: 0o700})
     }
-    const dir = path.join(this.runtimeDir, `shard-${index}`, randomUUID())
+    const configDir = path.join(this.runtimeDir, dir, randomUUID())
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
@@ -280,17 +299,17 @@ export class WorkerdRuntime {
       tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
       loaderCodeAddress: this.options.codeLoading === 'loader' ? `unix:${codeSocketPath(this.options.dataDir)}` : null,
     })
-    const configPath = await writeConfig(dir, config.text)
+    const configPath = await writeConfig(configDir, config.text)
     return {
       configPath,
       sockets: config.sockets,
       socketPaths,
-      cwd: dir,
+      cwd: configDir,
       // The Worker Loader and the cron Worker's scheduled() calls exist only in workerd's experimental
       // mode; uploads still pass the validation sandbox under host.experimental, so a Worker gains no
       // experimental flag by it.
       experimental: this.options.experimental || this.options.codeLoading === 'loader' || config.sockets.includes(CRON_SOCKET),
-      discard: () => rm(dir, {recursive: true, force: true}),
+      discard: () => rm(configDir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }
   }
@@ -319,7 +338,7 @@ export class WorkerdRuntime {
     for (const pid of await killRecordedLeftovers(this.pidDir)) this.options.log.warn({pid}, 'killed a workerd left over from a previous host process')
     const entries = existsSync(this.runtimeDir) ? await readdir(this.runtimeDir) : []
     await Promise.all(
-      entries.filter((entry) => /^shard-\d+$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),
+      entries.filter((entry) => /^(shard-\d+|spare)$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),
     )
   }
 }
@@ -337,56 +356,6 @@ function codeSocketPath(dataDir: string): string {
 /** Where the host takes the traces of its Workers from the shards' tail Worker. */
 export function tailSocketPath(dataDir: string): string {
   return path.join(dataDir, 'runtime', 'tail.sock')
-}
-
-/**
- * Starts a throwaway workerd on a validation config in `dir` until it listens (or fails), then kills
- * it and removes `dir`. Its sockets are Unix sockets in `dir`. The kit's build check
- * (engine/project/check.ts) runs the same sandbox.
- */
-export async function runValidationSandbox(
-  dir: string,
-  services: string[],
-  render: (socketAddress: (service: string) => string) => RenderedConfig,
-  options: {startTimeoutMs: number; experimental: boolean; pidRecord?: {dir: string; label: string}; redactOutput?: (line: string) => string},
-): Promise<ValidationOutcome> {
-  try {
-    await mkdir(dir, {recursive: true, mode: 0o700})
-    const config = render(unixAddressOf(socketPathsIn(dir, services)))
-    const configPath = await writeConfig(dir, config.text)
-    const outcome = await WorkerdProcess.start({configPath, sockets: config.sockets, cwd: dir, ...options})
-    if (!outcome.ok) return outcome
-    await outcome.process.kill()
-    return {ok: true}
-  } finally {
-    await rm(dir, {recursive: true, force: true})
-  }
-}
-
-/** Configs inline secret values: private to the host user, and short-lived. */
-async function writeConfig(dir: string, text: string): Promise<string> {
-  await mkdir(dir, {recursive: true, mode: 0o700})
-  const configPath = path.join(dir, 'config.capnp')
-  await writeFile(configPath, text, {mode: 0o600})
-  await chmod(configPath, 0o600)
-  return configPath
-}
-
-function unixAddressOf(socketPaths: ReadonlyMap<string, string>): (service: string) => string {
-  return (service) => `unix:${socketPaths.get(service)!}`
-}
-
-/** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
-const MAX_SOCKET_PATH_BYTES = 107
-
-/** Socket paths in `dir`, numbered (script names are too long for sun_path). */
-function socketPathsIn(dir: string, services: string[]): Map<string, string> {
-  const paths = new Map(services.map((service, index) => [service, path.join(dir, String(index))]))
-  const longest = path.join(dir, String(Math.max(0, services.length - 1)))
-  if (Buffer.byteLength(longest) > MAX_SOCKET_PATH_BYTES) {
-    throw new Error(`the data dir path is too long for workerd's Unix sockets (${longest} is over ${MAX_SOCKET_PATH_BYTES} bytes); use a shorter --data-dir`)
-  }
-  return paths
 }
 
 function shortId(): string {

@@ -1,6 +1,7 @@
 // The keep-alive connections from the host to one shard process's Unix sockets.
 import {Agent, buildConnector, Pool} from 'undici'
-import {LOAD_HEADER, LOADER_SOCKET, WARM_HEADER} from './loader-worker.js'
+import {HEALTH_SOCKET} from '../../workerd/config.js'
+import {LOAD_HEADER, LOADER_SOCKET, WARM_HEADER} from '../../workerd/loader-worker.js'
 
 /** Connections per script socket. */
 const CONNECTIONS_PER_SOCKET = 64
@@ -47,5 +48,16 @@ function unixConnector(socketPaths: ReadonlyMap<string, string>): buildConnector
       connectors.set(socketPath, connector)
     }
     connector(options, callback)
+  }
+}
+
+/** Asks a process's health socket: the status it answered (any answer shows its thread is free), null if none. */
+export async function probeHealth(agent: Agent): Promise<number | null> {
+  try {
+    const response = await agent.request({origin: `http://${HEALTH_SOCKET}`, path: '/', method: 'GET'})
+    await response.body.dump()
+    return response.statusCode
+  } catch {
+    return null
   }
 }

@@ -2,7 +2,8 @@
 // it reports and the lease a request holds on its running process.
 import type {Logger} from 'pino'
 import type {Agent} from 'undici'
-import type {RunnableScript} from '../state.js'
+import type {RunnableScript} from '../../workerd/script.js'
+import type {StartedProcess} from './process-lifecycle.js'
 
 export type ShardState = 'stopped' | 'starting' | 'up' | 'swapping' | 'down'
 
@@ -29,6 +30,8 @@ export interface ShardOptions {
   prepare(scripts: RunnableScript[]): Promise<PreparedConfig>
   /** host.code_loading = "loader": which scripts the loader Worker runs, and the bound on replaced loads. */
   codeLoading: {runsInLoader(script: RunnableScript): boolean; maxStaleLoads: number} | null
+  /** A process started ahead of need, taken by a runaway's or a crash's replacement (./process-lifecycle.ts); null: none. */
+  spare: {take(): StartedProcess | null} | null
   /** Where workerd processes are recorded while they run, so a later host can clean up after a crash. */
   pidDir: string
   coalesceWindowMs: number

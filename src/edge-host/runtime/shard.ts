@@ -9,7 +9,7 @@
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
 //
-// With the Worker Loader (host.code_loading = "loader", see ./loader-worker.ts) a Worker without
+// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a Worker without
 // Durable Objects runs in the shard's loader Worker instead, under a load id: a deploy of it (or any
 // change of its env) gives it a new id, loads that into the running process and switches its route —
 // no swap, the neighbours untouched (refresh). What the loader cannot run (Durable Objects: their
@@ -17,22 +17,24 @@
 // a loaded Worker, so after `maxStaleLoads` replaced loads (or past the watchdog's recycle memory)
 // the shard swaps its process to drop them: a recycle, which overlaps like any swap without Durable
 // Objects.
-// A process that dies on its own is restarted with backoff, the gate closed meanwhile — at once when
-// a script is suspected of it (see suspect()): one Worker at fault must not cost its neighbours a
-// growing wait. The watchdog (./watchdog.ts) replaces a stalled or oversized process through
-// restartNow(): the replacement starts first, at once, and the runaway is killed once it serves.
+// A process that dies on its own is restarted with backoff (at once when a script is suspected of
+// it), the gate closed meanwhile; the watchdog (./watchdog.ts) replaces a runaway by restartNow().
+// Both take the spare process when one is ready (./process-lifecycle.ts).
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
-import type {RunnableScript} from '../state.js'
-import {LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
+import type {RunnableScript} from '../../workerd/script.js'
+import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
-import {shardAgent} from './shard-connections.js'
+import {probeHealth, shardAgent} from './shard-connections.js'
+import {InFlight, ShardGate} from './shard-gate.js'
+import {RestartQueue} from './restart-queue.js'
 import {type Waiter, waiter} from '../../util/waiter.js'
-import {HEALTH_SOCKET, usesDurableObjects} from './workerd-config.js'
+import {usesDurableObjects} from '../../workerd/config.js'
 import type {RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapMode} from './shard-types.js'
-import {WorkerdProcess} from './workerd-process.js'
+import type {WorkerdProcess} from '../../workerd/process.js'
+import {ProcessOutput, retireProcess, startProcess, stopProcess} from './process-lifecycle.js'
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
@@ -43,19 +45,14 @@ export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOption
  */
 const CRASH_SUSPECT_MIN_AGE_MS = 100
 
-const CRASH_BACKOFF_MS = {first: 250, max: 30_000}
-/**
- * How long a drained process gets to exit on SIGTERM before it is killed. Nothing of the host's is
- * inside it then, but workerd keeps waiting for idle Durable Objects — one that held hibernatable
- * WebSockets (closed by the host as the swap began) keeps it alive ~10 s, and requests for the
- * shard are held all that time. Their storage is committed; only work nobody waits for is cut.
- */
-const QUIET_STOP_GRACE_MS = 1_000
 /** A process that ran this long before dying resets the crash backoff. */
 const STABLE_AFTER_MS = 60_000
 
+/** Restarts whose shard serves nothing meanwhile: they take the spare process when there is one. */
+const URGENT: ReadonlySet<RestartReason> = new Set(['runaway', 'crash'])
+
 export class Shard {
-  private currentState: ShardState = 'stopped'
+  private readonly gate: ShardGate
   private process: WorkerdProcess | null = null
   private agent: Agent | null = null
   /** Settled when the current process is being replaced or stopped (see ShardLease.retired). */
@@ -70,37 +67,38 @@ export class Shard {
   private loads: ProcessLoads | null = null
   /** In-place loads run one at a time. */
   private loading: Promise<unknown> = Promise.resolve()
-  /** The running process's output redaction (./output-redaction.ts). */
+  /** The running process's output redaction. */
   private outputRedaction: ProcessOutputRedaction | null = null
   /** Socket name → Unix path, of the running process. */
   private socketPaths: ReadonlyMap<string, string> = new Map()
-  private inFlight = 0
+  private readonly inFlight = new InFlight()
   /** Requests inside the running process, its answers, and whether it was replaced as a runaway. */
   private requests = new ProcessRequests(Promise.resolve())
-  /** Answers the running process gave (requests it finished, probes it answered): the watchdog's sign of progress. */
-  private drainWaiters: Array<() => void> = []
-  /** The gate: closed (a pending waiter) whenever the state is not `up`, null while it is. */
-  private gate: Waiter<void> | null = waiter()
-  private pendingRestart: Waiter<void> | null = null
-  private pendingReason: RestartReason = 'deploy'
-  private driving = false
-  private currentSwap: Promise<void> | null = null
+  private readonly restartQueue: RestartQueue
   /** Replaced processes still finishing their requests (overlap mode). */
   private readonly retiring = new Set<Promise<void>>()
   private stopping = false
+  /** The script blamed for the last runaway or crash (alone on a shard, nobody else waits for it). */
+  private suspected: string | null = null
   /** A runaway process, stopped, kept until its replacement serves (see restartNow). */
   private condemned: WorkerdProcess | null = null
-  private consecutiveCrashes = 0
   restarts = 0
 
-  constructor(private readonly options: ShardOptions) {}
+  constructor(private readonly options: ShardOptions) {
+    this.gate = new ShardGate(options.onStateChange)
+    this.restartQueue = new RestartQueue(
+      options,
+      (reason) => this.swap(reason),
+      () => this.stopping,
+    )
+  }
 
   get index(): number {
     return this.options.index
   }
 
   get state(): ShardState {
-    return this.currentState
+    return this.gate.state
   }
 
   get scriptCount(): number {
@@ -108,7 +106,7 @@ export class Shard {
   }
 
   private isUp(): boolean {
-    return this.currentState === 'up'
+    return this.gate.open
   }
 
   /** The release generation of `script` that the running process serves, if any. */
@@ -138,7 +136,7 @@ export class Shard {
    * takes a swap. Resolves when what the shard serves reflects the scripts read.
    */
   refresh(): Promise<void> {
-    if (!this.options.codeLoading || this.pendingRestart || this.driving || !this.isUp()) return this.requestRestart('deploy')
+    if (!this.options.codeLoading || this.restartQueue.busy || !this.isUp()) return this.requestRestart('deploy')
     const loaded = this.loading.then(() => this.loadInPlace())
     this.loading = loaded.catch(() => {})
     return loaded
@@ -146,7 +144,7 @@ export class Shard {
 
   /** Swaps the process if it holds replaced loads (the watchdog's memory check). */
   recycleIfStale(): void {
-    if (this.staleLoads > 0 && !this.pendingRestart && !this.stopping) void this.requestRestart('recycle')
+    if (this.staleLoads > 0 && !this.restartQueue.busy && !this.stopping) void this.requestRestart('recycle')
   }
 
   /** Starts the process; resolves once it is up (rejects if the first start fails). */
@@ -156,14 +154,7 @@ export class Shard {
 
   /** Asks for a swap that picks up the current scripts; resolves when such a swap finished. */
   requestRestart(reason: RestartReason = 'deploy'): Promise<void> {
-    if (this.stopping) return Promise.reject(new Error(`shard ${this.index} is stopping`))
-    if (!this.pendingRestart) {
-      this.pendingRestart = waiter()
-      this.pendingReason = reason
-    }
-    const restarted = this.pendingRestart.promise
-    void this.drive()
-    return restarted
+    return this.restartQueue.request(reason)
   }
 
   /**
@@ -171,19 +162,8 @@ export class Shard {
    * it does not serve within `holdTimeoutMs`.
    */
   async acquire(holdTimeoutMs: number, script: string): Promise<ShardLease | null> {
-    if (!this.isUp()) {
-      let timer: NodeJS.Timeout | undefined
-      const timedOut = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), holdTimeoutMs)
-      })
-      // The gate may close again between opening and this continuation: loop until it is up.
-      while (!this.isUp() && !this.stopping) {
-        if ((await Promise.race([this.gate!.promise, timedOut])) === 'timeout') break
-      }
-      clearTimeout(timer)
-      if (!this.isUp()) return null
-    }
-    this.inFlight++
+    if (!(await this.gate.passed(holdTimeoutMs, () => this.stopping))) return null
+    this.inFlight.enter()
     const requests = this.requests
     const left = requests.enter(script)
     const exited = this.process!.exited
@@ -198,8 +178,7 @@ export class Shard {
         if (released) return
         released = true
         left(failed)
-        this.inFlight--
-        if (this.inFlight === 0) for (const resolve of this.drainWaiters.splice(0)) resolve()
+        this.inFlight.leave()
       },
     }
   }
@@ -232,36 +211,30 @@ export class Shard {
     const agent = this.agent
     const requests = this.requests
     if (!this.isUp() || !agent) return false
-    try {
-      const response = await agent.request({origin: `http://${HEALTH_SOCKET}`, path: '/', method: 'GET'})
-      await response.body.dump()
-      requests.answered++
-      return response.statusCode === 200
-    } catch {
-      return false
-    }
+    const status = await probeHealth(agent)
+    if (status !== null) requests.answered++
+    return status === 200
   }
 
   /**
-   * Replaces the running process now (a runaway: stalled or over its memory), without crash
-   * backoff or the coalescing window. The runaway is stopped (SIGSTOP: it burns no more CPU or
-   * memory) and kept while its replacement starts; requests wait at the gate meanwhile, and once the
-   * replacement serves, the runaway is killed (see swap). Requests inside it that workerd never read
-   * are then reset and replayed on the replacement; the ones it was running fail. A shard with
-   * Durable Objects cannot run two processes at once: its runaway is killed before the replacement starts.
+   * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it
+   * is stopped (SIGSTOP) and kept while its replacement (the spare, or a start) comes up, requests
+   * waiting at the gate; then it is killed, and requests it never read are replayed on the
+   * replacement. With Durable Objects (one process at a time) it is killed before the replacement.
    */
   restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
     this.requests.runawayBlamed = blamed
+    this.suspected = blamed
     const agent = this.agent!
     this.process = null
     this.agent = null
     this.loads = null
     this.processRetired.resolve()
-    const durable = this.loadedUsesDurableObjects()
+    const durable = anyUsesDurableObjects(this.loaded)
     this.loaded = new Map()
-    this.setState('down')
+    this.gate.set('down')
     void agent.close() // no new requests; those inside end by their own socket errors once it is killed
     if (durable) void process.kill()
     else {
@@ -283,45 +256,17 @@ export class Shard {
   async stop(): Promise<void> {
     this.stopping = true
     this.killCondemned(null)
-    this.gate?.resolve() // wake held requests: they see the shard stopping and give up
-    await this.currentSwap?.catch(() => {}) // a process it starts is stopped just below
+    this.gate.wakeAll()
+    await this.restartQueue.current?.catch(() => {}) // a process it starts is stopped just below
     await this.drained()
     await this.stopProcess()
     await Promise.all(this.retiring)
-    this.setState('stopped')
-  }
-
-  private async drive(): Promise<void> {
-    if (this.driving) return
-    this.driving = true
-    try {
-      while (this.pendingRestart && !this.stopping) {
-        // Let deploys that arrive together share one swap; a runaway's neighbours are waiting.
-        if (this.pendingReason !== 'runaway') await sleep(this.options.coalesceWindowMs)
-        const batch = this.pendingRestart
-        const reason = this.pendingReason
-        this.pendingRestart = null
-        try {
-          this.currentSwap = this.swap(reason)
-          await this.currentSwap
-          batch.resolve()
-        } catch (error) {
-          batch.reject(error)
-          if (this.stopping) break
-          this.options.log.error({shard: this.index, err: error}, 'shard start failed; retrying')
-          this.pendingRestart ??= waiter()
-          this.pendingReason = 'crash'
-          await sleep(this.nextCrashBackoff())
-        }
-      }
-    } finally {
-      this.driving = false
-    }
+    this.gate.set('stopped')
   }
 
   private async loadInPlace(): Promise<void> {
     const process = this.process
-    if (this.pendingRestart || this.driving || !this.isUp() || !process) return this.requestRestart('deploy')
+    if (this.restartQueue.busy || !this.isUp() || !process) return this.requestRestart('deploy')
     const began = performance.now()
     const plan = planInPlaceLoad(this.loaded, this.options.loadScripts(), this.options.codeLoading!.runsInLoader)
     if (plan === 'swap') return this.requestRestart('deploy')
@@ -351,68 +296,54 @@ export class Shard {
   private async swap(reason: RestartReason): Promise<void> {
     const scripts = this.options.loadScripts()
     const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)
-    const prepared = await this.options.prepare(scripts.filter((script) => !runsInLoader(script)))
+    const onSwapPath = scripts.filter((script) => !runsInLoader(script))
     const began = performance.now()
     const running = this.process
-    const mode: SwapMode = (running || this.condemned) && !this.loadedUsesDurableObjects() && !scripts.some(usesDurableObjects) ? 'overlap' : 'hold'
-    let started: WorkerdProcess
+    const mode: SwapMode = (running || this.condemned) && !anyUsesDurableObjects(this.loaded) && !scripts.some(usesDurableObjects) ? 'overlap' : 'hold'
     const redaction = new ProcessOutputRedaction(scripts)
-    try {
-      if (mode === 'hold') {
-        this.killCondemned(null)
-        this.setState(running ? 'swapping' : 'starting')
-        await this.drained()
-        await this.stopProcess()
-        if (this.stopping) return
+    const log = (line: string, stream: 'stdout' | 'stderr') => this.options.log.info({shard: this.index, stream}, line)
+    // Workers other than the suspect wait for it: a spare, when one is ready and the config names none of them.
+    const urgent = URGENT.has(reason) && onSwapPath.length === 0 && scripts.some((script) => script.name !== this.suspected)
+    const spare = urgent ? (this.options.spare?.take() ?? null) : null
+    if (spare) spare.output.route(log, redaction.redact)
+    const prepared = spare ? null : await this.options.prepare(onSwapPath)
+    if (mode === 'hold') {
+      this.killCondemned(null)
+      this.gate.set(running ? 'swapping' : 'starting')
+      await this.drained()
+      await this.stopProcess()
+      if (this.stopping) {
+        await (spare ? spare.process.stop() : Promise.all([prepared!.discard(), prepared!.release()]))
+        return
       }
-      const outcome = await WorkerdProcess.start({
-        configPath: prepared.configPath,
-        sockets: prepared.sockets,
-        cwd: prepared.cwd,
-        startTimeoutMs: this.options.startTimeoutMs,
-        experimental: prepared.experimental,
-        pidRecord: {dir: this.options.pidDir, label: `shard-${this.index}`},
-        onOutput: (line, stream) => this.options.log.info({shard: this.index, stream}, line),
-        redactOutput: redaction.redact,
-      })
-      if (!outcome.ok) {
-        this.killCondemned(null)
-        await prepared.release()
-        // In overlap mode the old process still serves; in hold mode it is gone.
-        if (mode === 'hold') this.setState('down')
-        throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
-      }
-      started = outcome.process
-      void started.exited.then(() => prepared.release())
-    } finally {
-      await prepared.discard()
     }
+    const outcome = spare
+      ? {ok: true as const, started: spare}
+      : await startProcess(prepared!, new ProcessOutput(log, redaction.redact), {...this.options, label: `shard-${this.index}`})
+    if (!outcome.ok) {
+      this.killCondemned(null)
+      // In overlap mode the old process still serves; in hold mode it is gone.
+      if (mode === 'hold') this.gate.set('down')
+      throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
+    }
+    const {process: started, socketPaths} = outcome.started
     // A runaway kill (restartNow) while this process started has already taken the old one down.
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
-    this.adopt(started, scripts, prepared.socketPaths)
+    this.adopt(started, scripts, socketPaths)
     this.outputRedaction = redaction
     if (replaced) this.retire(replaced)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
-    this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid}, 'shard serving')
+    this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid, spare: spare !== null}, 'shard serving')
     this.killCondemned(started.pid)
   }
 
   /** Stops a replaced process once the requests it still serves are done, or the drain timeout passed. */
   private retire(replaced: {process: WorkerdProcess; agent: Agent; retired: Waiter<void>}): void {
     replaced.retired.resolve()
-    const retiring = (async () => {
-      // A request that never ends (a Worker spinning in a loop) must not keep the process alive.
-      const closed = replaced.agent.close()
-      if ((await Promise.race([closed.then(() => 'closed'), sleep(this.options.drainTimeoutMs)])) !== 'closed') await replaced.agent.destroy()
-      await replaced.process.stop()
-    })()
+    const retiring = retireProcess(replaced.process, replaced.agent, this.options.drainTimeoutMs)
     this.retiring.add(retiring)
     void retiring.finally(() => this.retiring.delete(retiring))
-  }
-
-  private loadedUsesDurableObjects(): boolean {
-    return [...this.loaded.values()].some((entry) => entry.usesDurableObjects)
   }
 
   private adopt(process: WorkerdProcess, scripts: RunnableScript[], socketPaths: ReadonlyMap<string, string>): void {
@@ -434,47 +365,26 @@ export class Shard {
       const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)
       this.options.log.error({shard: this.index, ...exit, suspect}, 'workerd exited unexpectedly; restarting the shard')
       this.options.onCrash?.(suspect)
+      this.suspected = suspect
       this.process = null
       // close, not destroy: requests inside end by their own socket errors (which tell whether they
       // may be replayed); a request that tries it afterwards is refused before anything is sent.
       void this.agent?.close()
       this.agent = null
       this.loads = null
-      this.setState('down')
-      if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.consecutiveCrashes = 0
-      void sleep(suspect === null ? this.nextCrashBackoff() : 0).then(() => {
+      this.gate.set('down')
+      if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.restartQueue.resetCrashBackoff()
+      void sleep(suspect === null ? this.restartQueue.nextCrashBackoff() : 0).then(() => {
         if (!this.stopping) void this.requestRestart('crash')
       })
     })
-    this.setState('up')
+    this.gate.set('up')
   }
 
-  /** Every state but `up` holds new requests at the gate; `up` lets them (and the held ones) through. */
-  private setState(state: ShardState): void {
-    if (state === 'up') {
-      this.gate?.resolve()
-      this.gate = null
-    } else {
-      this.gate ??= waiter()
-    }
-    if (this.currentState === state) return
-    this.currentState = state
-    this.options.onStateChange?.(state)
-  }
-
-  /** Resolves when no request is inside the process, or when the drain timeout passes. */
   private drained(): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve()
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.options.log.warn({shard: this.index, inFlight: this.inFlight}, 'drain timed out; stopping the shard anyway')
-        resolve()
-      }, this.options.drainTimeoutMs)
-      this.drainWaiters.push(() => {
-        clearTimeout(timer)
-        resolve()
-      })
-    })
+    return this.inFlight.drained(this.options.drainTimeoutMs, (inFlight) =>
+      this.options.log.warn({shard: this.index, inFlight}, 'drain timed out; stopping the shard anyway'),
+    )
   }
 
   private async stopProcess(): Promise<void> {
@@ -485,13 +395,6 @@ export class Shard {
     this.agent = null
     this.loads = null
     this.loaded = new Map()
-    // After a drain timeout some requests are still inside: cut them rather than wait forever.
-    await (this.inFlight === 0 ? agent?.close() : agent?.destroy())
-    await process?.stop(this.inFlight === 0 ? QUIET_STOP_GRACE_MS : undefined)
-  }
-
-  private nextCrashBackoff(): number {
-    this.consecutiveCrashes++
-    return Math.min(CRASH_BACKOFF_MS.max, CRASH_BACKOFF_MS.first * 2 ** (this.consecutiveCrashes - 1))
+    await stopProcess(process, agent, this.inFlight.count === 0)
   }
 }

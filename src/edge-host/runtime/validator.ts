@@ -1,14 +1,12 @@
 // Validation of uploads before they may join a shard: one module that fails to compile makes a whole
-// workerd exit, so every script first runs in a throwaway sandbox process, apart from its shard.
+// workerd exit, so every script first runs in a throwaway sandbox process (../../workerd/sandbox.ts), apart from its shard.
 //
 // Starting a workerd costs ~0.15 s, so uploads that arrive while sandboxes are busy are validated
 // together in the next one. A failing sandbox names the culprit (`service <script>: …` on workerd's
 // stderr): it is refused with that error and the others run again without it. A failure that names
 // no script sends each script of the batch to a sandbox of its own.
-import type {RunnableScript} from '../state.js'
-import {CHECK_MODULE} from './workerd-config.js'
-
-export type ValidationOutcome = {ok: true} | {ok: false; error: string}
+import type {RunnableScript} from '../../workerd/script.js'
+import type {ValidationOutcome} from '../../workerd/sandbox.js'
 
 /** Runs the scripts together in a throwaway workerd until it listens (or fails), then kills it. */
 export type Sandbox = (scripts: RunnableScript[], modules: Map<string, Buffer>) => Promise<ValidationOutcome>
@@ -92,41 +90,4 @@ export class Validator {
       modules,
     ).catch((error: unknown) => ({ok: false, error: `the validation sandbox failed: ${(error as Error).message}`}))
   }
-}
-
-/**
- * The one line to report for a script workerd refused, from the sandbox's error output: the
- * script's own errors only (workerd adds warnings, such as "no such Durable Object class is
- * exported" after a syntax error, that mislead), each as `<module>:<line>: <error>` when workerd
- * says where. A flag that needs `--experimental` says how to allow it.
- */
-export function refusalMessage(error: string, script: string): string {
-  return refusalProblems(error, script).join('; ')
-}
-
-/** The problems refusalMessage joins, one per error workerd reported for the script. */
-export function refusalProblems(error: string, script: string): string[] {
-  const lines = error.split('\n')
-  const prefix = `service ${script}: `
-  const problems: string[] = []
-  lines.forEach((line, index) => {
-    if (!line.startsWith(prefix)) return
-    const message = line.slice(prefix.length)
-    // Printed for redundant flags even when the start succeeds: not a reason for a refusal.
-    if (/became the default as of .* does not need to be specified/.test(message)) return
-    const experimental = /^The compatibility flag (\S+) is experimental/.exec(message)
-    if (experimental) {
-      problems.push(
-        `compatibility flag ${experimental[1]} needs workerd's experimental mode, which this host does not run; ` +
-          'start it with --experimental (setting host.experimental = true) to allow it',
-      )
-      return
-    }
-    const where = /^\s+at (\S+)$/.exec(lines[index + 1] ?? '')?.[1]
-    // The check module (workerd-config.ts) throws its own errors; its position says nothing.
-    if (where?.startsWith(CHECK_MODULE)) problems.push(message.replace(/^Uncaught Error: /, ''))
-    else problems.push(where ? `${where}: ${message}` : message)
-  })
-  if (problems.length > 0) return problems
-  return [lines.find((line) => line.trim() !== '' && !/: warning: /.test(line))?.trim() ?? error.trim()]
 }

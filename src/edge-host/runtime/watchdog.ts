@@ -9,7 +9,9 @@
 //   at all from the process over one window of at least `cpuLimitMs`, the process on the CPU
 //   (/proc/<pid>/stat) for a twentieth of that window or `cpuLimitMs` (RUNNING_SHARE: on a busy
 //   machine a spinning thread gets only its share), and a request inside since before the window began, to
-//   blame. Any answer starts the window again. Without /proc the CPU condition is not checked.
+//   blame. Any answer starts the window again, and the host's own pauses (a tick far later than
+//   its interval) do not count: the host could not read answers then. Without /proc the CPU
+//   condition is not checked.
 //   Every Worker of the shard waits while its thread is held, so the limit is short (500 ms).
 // - memory: the process's resident memory passed `memoryLimitBytes` (read from /proc; without
 //   /proc this check does nothing, and only workerd's own heap limit — a crash — stops a bomb).
@@ -52,6 +54,8 @@ export class Watchdog {
   private timer: NodeJS.Timeout | null = null
   private readonly probes = new Map<number, Probe>()
   private ticking = false
+  /** When the last tick ran: a tick much later than its interval means the host itself was not running. */
+  private lastTickAt = 0
 
   constructor(private readonly options: WatchdogOptions) {}
 
@@ -68,6 +72,12 @@ export class Watchdog {
   private async tick(): Promise<void> {
     if (this.ticking) return
     this.ticking = true
+    const now = Date.now()
+    // The host's own pause (a loaded machine, a long GC) is not the process's: while the host did not
+    // run it could not read the answers, so that time does not count toward any stall window.
+    const paused = this.lastTickAt === 0 ? 0 : now - this.lastTickAt - 2 * this.options.intervalMs
+    this.lastTickAt = now
+    if (paused > 0) for (const probe of this.probes.values()) probe.since += paused
     try {
       await Promise.all(this.options.shards().map((shard) => this.check(shard)))
     } finally {
@@ -97,6 +107,9 @@ export class Watchdog {
       if (burnedMs !== null && burnedMs < needed) return
       // Only a request inside since before the window can be what holds the thread; without one the
       // process is left alone and probed afresh.
+      // An answer the host has received but not yet read (timers run before I/O callbacks) is one.
+      await new Promise((resolve) => setImmediate(resolve))
+      if (shard.pid !== pid || shard.answered !== pending.answered) return
       const suspect = shard.suspect(now - pending.since)
       if (suspect !== null) return this.runaway(shard, 'stall', suspect, {stalledMs: now - pending.since, ...(burnedMs === null ? {} : {cpuMs: burnedMs})})
       this.probes.delete(shard.index)

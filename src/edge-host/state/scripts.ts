@@ -9,6 +9,7 @@ import type {Credentials} from './credentials.js'
 import type {HostDatabase} from './database.js'
 import type {FencedTx} from './fences.js'
 import {QUARANTINED} from './quarantine.js'
+import type {RunnableScript} from '../../workerd/script.js'
 
 export interface ScriptRecord {
   name: string
@@ -59,24 +60,6 @@ export interface ScriptUpload {
   crons: string[]
   /** The release's static assets (../state/release-assets.ts stores them), or null. */
   assets: ReleaseAssets | null
-}
-
-/** Everything the runtime needs to run one script; module bytes are fetched by digest. */
-export interface RunnableScript {
-  name: string
-  releaseGeneration: string
-  mainModule: string
-  compatibilityDate: string
-  compatibilityFlags: string[]
-  modules: ModuleInfo[]
-  bindings: Binding[]
-  /** Cron triggers: the shard's cron Worker runs the script's scheduled() on them (../triggers/). */
-  crons: string[]
-  secrets: Array<{name: string; value: string}>
-  serviceAccounts: Array<{id: string; username: string; password: string}>
-  runtimeConfig: Array<{key: string; valueJson: string}>
-  /** The operation settings document (JSON text), or null when none is stored. */
-  operationSettingsJson: string | null
 }
 
 /** The columns of `scripts` a ScriptRecord is read from. */

@@ -1,5 +1,5 @@
 // Runs scripts' cron triggers (UTC, Cloudflare's syntax: ../../protocol/api/crons.ts) through their
-// shard's cron Worker (./cron-config.ts). Every second — and whenever asked (tick) — each trigger
+// shard's cron Worker (../../workerd/cron-config.ts). Every second — and whenever asked (tick) — each trigger
 // whose next occurrence after the one it last ran for has come runs once, with the latest
 // occurrence that has come as its scheduledTime. That one rule covers every miss: occurrences that
 // passed while the host was down, while a fence held (no trigger runs during a fence, so a backup
@@ -10,9 +10,9 @@
 import type {Logger} from 'pino'
 import {lastCronTime, nextCronTime} from '../../protocol/management-api.js'
 import type {Shard} from '../runtime/shard.js'
-import type {HostState} from '../state.js'
+import type {HostState} from '../state/host-state.js'
 import type {CronTrigger} from '../state/cron-runs.js'
-import {CRON_SOCKET} from './cron-config.js'
+import {CRON_SOCKET} from '../../workerd/cron-config.js'
 
 const TICK_MS = 1000
 

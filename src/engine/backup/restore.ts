@@ -12,6 +12,7 @@ import path from 'node:path'
 import {FileArtifactStore, parseArtifactKey} from '../../artifacts/store.js'
 import type {Settings} from '../../config/schema.js'
 import {KitError} from '../../errors.js'
+import type {HostConnector} from '../../provider/types.js'
 import {openStoreBackup} from '../../store/backup/index.js'
 import {openStore, storeTarget} from '../../store/index.js'
 import {createEngine, type EngineLogger} from '../context.js'
@@ -48,7 +49,7 @@ export interface RestoreResult {
 export async function restoreBackup(
   settings: Settings,
   input: RestoreInput,
-  options: {log: EngineLogger; onStage?: (stage: RestoreStage) => void},
+  options: {log: EngineLogger; hosts: HostConnector; onStage?: (stage: RestoreStage) => void},
 ): Promise<RestoreResult> {
   const stage = options.onStage ?? (() => {})
   const dir = path.resolve(input.dir)
@@ -115,7 +116,7 @@ export async function restoreBackup(
     )
 
     stage('verify')
-    const verification = hostDir ? waitingForHost(manifest.scope, hostDir.path) : await verifyRestored(settings, options.log)
+    const verification = hostDir ? waitingForHost(manifest.scope, hostDir.path) : await verifyRestored(settings, options.hosts, options.log)
     return {
       dir,
       backupCreatedAt: manifest.createdAt,
@@ -137,10 +138,10 @@ export async function restoreBackup(
   }
 }
 
-async function verifyRestored(settings: Settings, log: EngineLogger): Promise<RestoreVerification> {
+async function verifyRestored(settings: Settings, hosts: HostConnector, log: EngineLogger): Promise<RestoreVerification> {
   const store = await openStore(settings)
   try {
-    return await verifyRestore(await createEngine(store, settings, log))
+    return await verifyRestore(await createEngine(store, settings, hosts, log))
   } finally {
     await store.close()
   }

@@ -1,10 +1,13 @@
 // `edgeworkers deploy` as one engine call: build and commit the version, enqueue its deploy, and
 // (unless asked not to wait) run the deploy task in-process. Gates and pairing are checked before
 // anything is written, so a refused deploy leaves no artifact, version or outbox row.
+import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
 import {DEPLOY_SUPERSEDED, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
+import {LEASE_LOST} from '../row-result.js'
 import {enqueueDeploy} from './enqueue.js'
+import {deployRowResult, GATE_CLOSED} from './row-result.js'
 import {submitVersion} from './submit.js'
 import {runDeployTask, type DeployStage} from './task.js'
 import {assertHostKnowsPairing, requireProvider} from '../provider.js'
@@ -91,7 +94,7 @@ export async function deployWorker(
     url: state === 'completed' ? await workerUrl(engine, worker.script_name) : null,
   })
 
-  if (enqueued.deferred) return outcome('deferred', 'edge_host_fenced', 'a backup fence is open; the deploy runs when it ends')
+  if (enqueued.deferred) return outcome('deferred', EDGE_HOST_FENCED, 'a backup fence is open; the deploy runs when it ends')
   if (isFinished(enqueued.row)) return outcome(stateOfFinished(enqueued.row), enqueued.row.last_error_code, enqueued.row.last_error)
   if (!request.wait) return outcome('pending', null, 'left to the next reconcile pass')
 
@@ -100,24 +103,23 @@ export async function deployWorker(
     {outboxId: enqueued.row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: enqueued.row.id},
     {onStage: stage},
   )
-  switch (result.outcome) {
-    case 'completed':
-      return outcome('completed', null, null)
-    case 'failed':
+  const row = deployRowResult(result)
+  switch (row.outcome) {
+    case 'done':
+      return outcome(row.code === DEPLOY_SUPERSEDED ? 'superseded' : 'completed', row.code, row.message)
+    case 'terminal':
+      return outcome('failed', row.code, row.message)
     case 'uncertain':
-    case 'superseded':
-      return outcome(result.outcome, result.code, result.message)
-    case 'retry':
-      return outcome(result.exhausted ? 'failed' : 'pending', result.code, result.exhausted ? result.message : `${result.message}; a later pass retries`)
-    case 'retry_later':
-      return outcome('deferred', null, result.message)
+      return outcome('uncertain', row.code, row.message)
+    case 'requeue_after':
+      return outcome('pending', row.code, `${row.message}; a later pass retries`)
     case 'skipped': {
-      const row = await engine.store.outbox.get(enqueued.row.id)
-      if (row && isFinished(row)) return outcome(stateOfFinished(row), row.last_error_code, row.last_error)
-      return outcome('pending', null, `the deploy row is ${result.disposition}; a later pass finishes it`)
+      if (row.reason === GATE_CLOSED) return outcome('deferred', null, row.message ?? null)
+      if (row.reason === LEASE_LOST.reason) return outcome('pending', null, 'another runner took over this deploy')
+      const current = await engine.store.outbox.get(enqueued.row.id)
+      if (current && isFinished(current)) return outcome(stateOfFinished(current), current.last_error_code, current.last_error)
+      return outcome('pending', null, `the deploy row is ${row.reason}; a later pass finishes it`)
     }
-    case 'lease_lost':
-      return outcome('pending', null, 'another runner took over this deploy')
   }
 }
 

@@ -19,7 +19,7 @@ export async function resolveServiceBindings(engine: Engine, companyId: string, 
     const department = await engine.store.tenants.getDepartment(service.department)
     if (!department || department.deleted_at !== null) refuse(`department ${service.department} not found`)
     if (department!.company_id !== companyId) refuse(`department ${service.department} belongs to another company`)
-    const worker = await engine.store.deployments.workerOfDepartment(service.department)
+    const worker = await engine.store.workers.getByDepartment(service.department)
     if (worker?.status === 'retired') refuse(`the Worker of department ${service.department} is retired`)
     if (!worker?.current_version_id) refuse(`department ${service.department} has no deployed Worker`)
     resolved.set(service.binding, worker!.script_name)

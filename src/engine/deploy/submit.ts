@@ -42,7 +42,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
   if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${departmentId} not found`)
 
   await resolveServiceBindings(engine, department.company_id, built.manifest)
-  const existingWorker = await store.deployments.workerOfDepartment(department.id)
+  const existingWorker = await store.workers.getByDepartment(department.id)
   if (existingWorker?.status === 'retired') {
     throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')
   }

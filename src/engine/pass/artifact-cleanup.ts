@@ -1,12 +1,13 @@
-// The artifact cleanup reconciler (產物清理調節器): intents a submission recorded before writing its
+// The artifact cleanup lane: intents a submission recorded before writing its
 // artifacts, that its version commit did not adopt. Each claimed intent is validated, kept when any
 // version still references its artifact, else its artifact is deleted (idempotently). Every settle is
 // fenced by the lease token.
 import {z} from 'zod'
 import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactStore} from '../../artifacts/store.js'
 import type {OutboxRow} from '../../store/index.js'
-import {retryPlan} from '../retry.js'
-import type {Lane, LaneRun, RowOutcome} from './lane.js'
+import {DONE, type RowResult} from '../row-result.js'
+import {tally, type Lane, type LaneRun} from './lane.js'
+import {requeueRow, settleRow} from './row-writes.js'
 import {messageOf} from '../../errors.js'
 
 export const CLEANUP_PAYLOAD_INVALID = 'cleanup_payload_invalid'
@@ -61,11 +62,11 @@ export const artifactCleanupLane: Lane = async (run) => {
         } catch (error) {
           // A store that fails mid-batch costs every unsettled row of the batch one attempt, so a broken store
           // cannot retry a batch forever.
-          for (; next < fresh.length; next++) run.counts[await burnAttempt(run, fresh[next]!, error)]++
+          for (; next < fresh.length; next++) tally(run, await burnAttempt(run, fresh[next]!, error))
           throw error
         }
       }
-      for (; next < fresh.length && !run.shouldStop(); next++) run.counts[await cleanOne(run, artifacts, fresh[next]!)]++
+      for (; next < fresh.length && !run.shouldStop(); next++) tally(run, await cleanOne(run, artifacts, fresh[next]!))
     } finally {
       for (const row of [...fresh.slice(next), ...handBack]) {
         // Best effort: a lease not given back expires after artifact_cleanup.lease_seconds.
@@ -77,47 +78,44 @@ export const artifactCleanupLane: Lane = async (run) => {
   }
 }
 
-async function cleanOne(run: LaneRun, artifacts: ArtifactStore, row: OutboxRow): Promise<RowOutcome> {
+async function cleanOne(run: LaneRun, artifacts: ArtifactStore, row: OutboxRow): Promise<RowResult> {
   const {store, log} = run.engine
-  const token = row.lease_token!
   const target = cleanupTarget(row)
   if ('problem' in target) {
-    if (!(await store.outbox.settle(row.id, token, {status: 'failed', errorCode: CLEANUP_PAYLOAD_INVALID, error: target.problem}))) return 'skipped'
-    log.warn({outboxId: row.id, code: CLEANUP_PAYLOAD_INVALID}, `Edge Worker artifact cleanup failed: ${target.problem}`)
-    return 'failed'
+    const result = await settleRow(run, row, {outcome: 'terminal', code: CLEANUP_PAYLOAD_INVALID, message: target.problem})
+    if (result.outcome === 'terminal') log.warn({outboxId: row.id, code: CLEANUP_PAYLOAD_INVALID}, `Edge Worker artifact cleanup failed: ${target.problem}`)
+    return result
   }
   // Checked per row, right before deleting, to keep the window for a version committing meanwhile small.
   const owners = (await store.sweeps.artifactReferences([target.key])).get(target.key)
   if (owners) {
     // In use: keep it, and point at the owner. Several owners (however they came about) keep it too.
-    const error = `artifact ${target.key} is referenced by version ${owners.join(', ')}`
-    return (await store.outbox.settle(row.id, token, {status: 'cancelled', errorCode: ARTIFACT_REFERENCED, error})) ? 'completed' : 'skipped'
+    return settleRow(run, row, {outcome: 'done', code: ARTIFACT_REFERENCED, message: `artifact ${target.key} is referenced by version ${owners.join(', ')}`})
   }
   try {
     // Deleting a missing artifact succeeds. One artifact per intent: a failed delete retries the intent whole.
     await artifacts.delete(target.key)
   } catch (error) {
-    return retryOutcome(run, row, {errorCode: ARTIFACT_DELETE_FAILED, error: `deleting ${target.key} failed: ${messageOf(error)}`})
+    return retryCleanup(run, row, {code: ARTIFACT_DELETE_FAILED, message: `deleting ${target.key} failed: ${messageOf(error)}`})
   }
-  if (!(await store.outbox.settle(row.id, token, {status: 'completed', attempted: true}))) return 'skipped'
-  log.debug({outboxId: row.id, key: target.key}, 'Edge Worker artifact cleanup deleted an orphaned artifact')
-  return 'completed'
+  const result = await settleRow(run, row, DONE, true)
+  if (result.outcome === 'done') log.debug({outboxId: row.id, key: target.key}, 'Edge Worker artifact cleanup deleted an orphaned artifact')
+  return result
 }
 
-async function burnAttempt(run: LaneRun, row: OutboxRow, error: unknown): Promise<RowOutcome> {
-  return retryOutcome(run, row, {errorCode: ARTIFACT_STORE_UNAVAILABLE, error: `the artifact store could not be opened: ${messageOf(error)}`})
+async function burnAttempt(run: LaneRun, row: OutboxRow, error: unknown): Promise<RowResult> {
+  return retryCleanup(run, row, {code: ARTIFACT_STORE_UNAVAILABLE, message: `the artifact store could not be opened: ${messageOf(error)}`})
 }
 
-async function retryOutcome(run: LaneRun, row: OutboxRow, failure: {errorCode: string; error: string}): Promise<RowOutcome> {
-  const {engine} = run
-  // The artifact store was asked (to open, or to delete): a failed attempt, on the ladder of attempts.
-  const plan = retryPlan(engine.settings.backoff, 'failed_attempt', {attempts: row.attempts + 1, waits: row.waits}, engine.store.clock.now())
-  const retried = await engine.store.outbox.retryLater(row.id, row.lease_token!, {...failure, ...plan, attempted: true})
-  if (retried.outcome === 'lease_lost') return 'skipped'
-  const exhausted = retried.outcome === 'failed'
-  run.engine.log.warn(
-    {outboxId: row.id, code: failure.errorCode, exhausted},
-    `Edge Worker artifact cleanup ${exhausted ? 'failed' : 'will retry'}: ${failure.error}`,
-  )
-  return exhausted ? 'failed' : 'retried'
+/** The artifact store was asked (to open, or to delete): a failed attempt, on the ladder of attempts. */
+async function retryCleanup(run: LaneRun, row: OutboxRow, failure: {code: string; message: string}): Promise<RowResult> {
+  const result = await requeueRow(run, row, failure)
+  if (result.outcome !== 'skipped') {
+    const exhausted = result.outcome === 'terminal'
+    run.engine.log.warn(
+      {outboxId: row.id, code: failure.code, exhausted},
+      `Edge Worker artifact cleanup ${exhausted ? 'failed' : 'will retry'}: ${failure.message}`,
+    )
+  }
+  return result
 }

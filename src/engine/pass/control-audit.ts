@@ -1,4 +1,4 @@
-// The control-plane audit reconciler (控制面稽核調節器): control mutations whose outcome the command
+// The control audit lane: control mutations whose outcome the command
 // that sent them never recorded are settled from the host's receipt — never by sending the mutation
 // again — and completed rows' receipts are acknowledged.
 //
@@ -9,10 +9,15 @@
 // control.receipt.ack, exactly {"acknowledged": true}, else the backoff ladder.
 import type {EdgeProvider} from '../../provider/types.js'
 import {stampOf, type OutboxRow} from '../../store/index.js'
+import type {ReceiptSettlement} from '../control/receipts.js'
+import {DONE, LEASE_LOST, type RowResult} from '../row-result.js'
 import {wakeRowsWaitingForHost} from './host-wake.js'
-import type {LaneRun, RowOutcome} from './lane.js'
+import {tally, type LaneRun} from './lane.js'
+import {settleRow} from './row-writes.js'
 
 const RETIRED_LOG = 'Edge Worker control receipt settled: its Worker is retired'
+/** Another runner's claim took the row over (the ack round's compare-and-set found another stamp). */
+const CLAIM_LOST: RowResult = {outcome: 'skipped', reason: 'claim_lost'}
 
 /** The receipt rules (and the protocol's schemas behind them) load once a row is claimed: most passes claim none. */
 const receipts = () => import('../control/receipts.js')
@@ -21,14 +26,14 @@ export async function controlAuditLane(run: LaneRun): Promise<void> {
   if (run.gate.closed) return run.skip(run.gate.message)
   const resolution = await run.engine.resolveProvider()
   if (resolution.status !== 'ready') return run.skip(resolution.message)
-  const tally = {retired: 0, ackRetired: 0}
+  const retired = {retired: 0, ackRetired: 0}
   await wakeRowsWaitingForHost(run, 'control_audit')
-  await recoveryRound(run, resolution.provider, tally)
-  await ackRound(run, resolution.provider, tally)
-  run.note(`retired=${tally.retired} ack_retired=${tally.ackRetired}`)
+  await recoveryRound(run, resolution.provider, retired)
+  await ackRound(run, resolution.provider, retired)
+  run.note(`retired=${retired.retired} ack_retired=${retired.ackRetired}`)
 }
 
-async function recoveryRound(run: LaneRun, provider: EdgeProvider, tally: {retired: number}): Promise<void> {
+async function recoveryRound(run: LaneRun, provider: EdgeProvider, retiredTally: {retired: number}): Promise<void> {
   const {store, owner, settings} = run.engine
   const {lease_seconds: leaseSeconds, batch_size: limit, request_grace_seconds: graceSeconds} = settings.control_audit
   while (!run.shouldStop()) {
@@ -40,9 +45,8 @@ async function recoveryRound(run: LaneRun, provider: EdgeProvider, tally: {retir
       for (; next < claimed.length && !run.shouldStop(); next++) {
         const row = claimed[next]!
         if (!run.firstVisit(row.id)) break
-        const outcome = await recoverOne(run, provider, row, tally)
-        run.counts[outcome]++
-        run.rowDone({rowId: row.id, scriptName: row.script_name, outcome})
+        const result = await recoverOne(run, provider, row, retiredTally)
+        run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: tally(run, result)})
       }
     } finally {
       for (const row of claimed.slice(next)) {
@@ -55,35 +59,48 @@ async function recoveryRound(run: LaneRun, provider: EdgeProvider, tally: {retir
   }
 }
 
-async function recoverOne(run: LaneRun, provider: EdgeProvider, row: OutboxRow, tally: {retired: number}): Promise<RowOutcome> {
-  const {store, log} = run.engine
-  const token = row.lease_token!
+async function recoverOne(run: LaneRun, provider: EdgeProvider, row: OutboxRow, retiredTally: {retired: number}): Promise<RowResult> {
+  const {log} = run.engine
   const {CONTROL_CODES, controlPayloadOf, settleFromReceipt} = await receipts()
-  const settleFailed = async (code: string, error: string): Promise<RowOutcome> => {
-    if (!(await store.outbox.settle(row.id, token, {status: 'failed', errorCode: code, error}))) return 'skipped'
-    log.warn({outboxId: row.id, code}, `Edge Worker control audit failed: ${error}`)
-    return 'failed'
+  const settleFailed = async (code: string, message: string): Promise<RowResult> => {
+    const result = await settleRow(run, row, {outcome: 'terminal', code, message})
+    if (result.outcome === 'terminal') log.warn({outboxId: row.id, code}, `Edge Worker control audit failed: ${message}`)
+    return result
   }
   if (await isRetired(run, row)) {
-    const cancelled = await store.outbox.settle(row.id, token, {
-      status: 'cancelled',
-      errorCode: CONTROL_CODES.workerRetired,
-      error: 'Worker retired before its control receipt was read',
+    const result = await settleRow(run, row, {
+      outcome: 'done',
+      code: CONTROL_CODES.workerRetired,
+      message: 'Worker retired before its control receipt was read',
     })
-    if (!cancelled) return 'skipped'
-    tally.retired++
-    log.info({outboxId: row.id, workerId: row.worker_id}, RETIRED_LOG)
-    return 'completed'
+    if (result.outcome === 'done') {
+      retiredTally.retired++
+      log.info({outboxId: row.id, workerId: row.worker_id}, RETIRED_LOG)
+    }
+    return result
   }
   const payload = controlPayloadOf(row)
   if ('problem' in payload) return settleFailed(CONTROL_CODES.payloadInvalid, payload.problem)
   const target = await targetProblem(run, row)
   if (target) return settleFailed(CONTROL_CODES.targetUnavailable, target)
-  const settled = await settleFromReceipt(run.engine, provider, row, payload)
-  return settled.outcome === 'lease_lost' ? 'skipped' : settled.outcome
+  return receiptRowResult(await settleFromReceipt(run.engine, provider, row, payload))
 }
 
-async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired: number}): Promise<void> {
+/** What a receipt settlement (../control/receipts.ts) made of the row; a retry whose attempts ran out settled it `failed`. */
+function receiptRowResult(settled: ReceiptSettlement): RowResult {
+  switch (settled.outcome) {
+    case 'completed':
+      return DONE
+    case 'failed':
+      return {outcome: 'terminal', code: settled.code, message: settled.message}
+    case 'retried':
+      return {outcome: 'requeue_after', code: settled.code, message: settled.message}
+    case 'lease_lost':
+      return LEASE_LOST
+  }
+}
+
+async function ackRound(run: LaneRun, provider: EdgeProvider, retiredTally: {ackRetired: number}): Promise<void> {
   const {store, owner, settings, log} = run.engine
   while (!run.shouldStop()) {
     const claimed = await store.controlAudits.claimAcks({
@@ -102,7 +119,7 @@ async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired
         continue
       }
       const stamp = stampOf(row)
-      let outcome: RowOutcome
+      let result: RowResult
       if (await isRetired(run, row)) {
         const stopped = await store.controlAudits.stopAcks(stamp, {
           errorCode: CONTROL_CODES.workerRetired,
@@ -110,17 +127,29 @@ async function ackRound(run: LaneRun, provider: EdgeProvider, tally: {ackRetired
           attempted: false,
         })
         if (stopped) {
-          tally.ackRetired++
+          retiredTally.ackRetired++
           log.info({outboxId: row.id, workerId: row.worker_id}, RETIRED_LOG)
         }
-        outcome = stopped ? 'completed' : 'skipped'
+        result = stopped ? DONE : CLAIM_LOST
       } else {
-        const acked = await acknowledgeReceipt(run.engine, provider, stamp, row)
-        outcome = acked === 'acknowledged' ? 'completed' : acked === 'rescheduled' ? 'retried' : acked === 'failed' ? 'failed' : 'skipped'
+        result = ackRowResult(await acknowledgeReceipt(run.engine, provider, stamp, row), CONTROL_CODES.ackFailed)
       }
-      run.counts[outcome]++
-      run.rowDone({rowId: row.id, scriptName: row.script_name, outcome})
+      run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: tally(run, result)})
     }
+  }
+}
+
+/** What a receipt acknowledgement (../control/receipts.ts) made of the row; `failed`: its attempts ran out. */
+function ackRowResult(acked: 'acknowledged' | 'rescheduled' | 'failed' | 'lost', code: string): RowResult {
+  switch (acked) {
+    case 'acknowledged':
+      return DONE
+    case 'rescheduled':
+      return {outcome: 'requeue_after', code, message: 'the control receipt acknowledgement is retried by a later pass'}
+    case 'failed':
+      return {outcome: 'terminal', code, message: 'the control receipt acknowledgement failed and its attempts ran out'}
+    case 'lost':
+      return CLAIM_LOST
   }
 }
 

@@ -5,9 +5,11 @@
 // go back to the passes.
 import {z} from 'zod'
 import {isTransientConflict, SCRIPT_NAME_PATTERN, type HandBack, type HeldLease, type OutboxRow} from '../../store/index.js'
+import {deployRowResult, GATE_CLOSED} from '../deploy/row-result.js'
 import {supersededResult} from '../deploy/superseded.js'
-import type {DeployTaskResult} from '../deploy/task.js'
-import type {LaneRun, RowOutcome} from './lane.js'
+import {LEASE_LOST, type RowResult} from '../row-result.js'
+import {tally, type LaneRun} from './lane.js'
+import {settleRow} from './row-writes.js'
 import {messageOf} from '../../errors.js'
 
 export const DEPLOYMENT_PAYLOAD_INVALID = 'deployment_payload_invalid'
@@ -148,18 +150,17 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
         waiting.delete(row.id)
         started.add(row.id)
         void refill()
-        const dispatched = await dispatchOne(run, row, live, options.handBack).catch((error: unknown) => {
+        const result = await dispatchOne(run, row, live, options.handBack).catch((error: unknown): RowResult => {
           // A store conflict that outlived the transaction's own retries costs this row, not the
           // lane. The task may have begun (its attempt counts): the row stays leased and goes to
           // recovery when the lease runs out, which resumes a begun deploy in reconcile mode.
           if (!isTransientConflict(error)) throw error
           run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment left to recovery after a store conflict: ${messageOf(error)}`)
-          return {outcome: 'skipped' as const, gateClosed: false}
+          return {outcome: 'skipped', reason: 'store_conflict'}
         })
-        run.counts[dispatched.outcome]++
         counted.add(row.id)
-        run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: dispatched.outcome})
-        gateClosed ||= dispatched.gateClosed
+        run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: tally(run, result)})
+        gateClosed ||= result.outcome === 'skipped' && result.reason === GATE_CLOSED
       }
       queues.delete(key)
       notify()
@@ -204,27 +205,25 @@ async function supersedeYielding(run: LaneRun, rows: OutboxRow[]): Promise<Set<s
     })
   const scriptOf = new Map(rows.map((row) => [row.id, row.script_name]))
   for (const {outboxId, newer} of settled) {
-    supersededResult(run.engine, outboxId, newer)
-    run.counts.completed++
-    run.rowDone({rowId: outboxId, scriptName: scriptOf.get(outboxId) ?? null, outcome: 'completed'})
+    const result = deployRowResult(supersededResult(run.engine, outboxId, newer))
+    run.rowDone({rowId: outboxId, scriptName: scriptOf.get(outboxId) ?? null, outcome: tally(run, result)})
   }
   return new Set(settled.map((row) => row.outboxId))
 }
 
-async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string>, handBack: HandBack): Promise<{outcome: RowOutcome; gateClosed: boolean}> {
+async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string>, handBack: HandBack): Promise<RowResult> {
   const {store, log} = run.engine
   const lease = leaseOf(row)
   const fields = {outboxId: row.id, workerId: row.worker_id, versionId: row.version_id}
 
   const problem = deployRowProblem(row)
-  if (problem) return {outcome: await quarantine(run, row, lease, problem), gateClosed: false}
+  if (problem) return quarantine(run, row, lease, problem)
 
   if (!liveWorkers.has(row.worker_id!)) {
     // The company was hard-deleted: nothing left to update or audit; the row is the only evidence.
-    const settled = await store.outbox.settle(lease.id, lease.token, {status: 'failed', errorCode: WORKER_DELETED, error: WORKER_DELETED_MESSAGE})
-    if (!settled) return {outcome: 'skipped', gateClosed: false}
-    log.warn({...fields, code: WORKER_DELETED}, `Edge Worker deployment failed: ${WORKER_DELETED_MESSAGE}`)
-    return {outcome: 'failed', gateClosed: false}
+    const result = await settleRow(run, row, {outcome: 'terminal', code: WORKER_DELETED, message: WORKER_DELETED_MESSAGE})
+    if (result.outcome === 'terminal') log.warn({...fields, code: WORKER_DELETED}, `Edge Worker deployment failed: ${WORKER_DELETED_MESSAGE}`)
+    return result
   }
 
   const result = await run.dispatchDeploy(run.engine, {
@@ -234,12 +233,13 @@ async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string
     messageId: row.id,
     claim: {row},
   })
-  if (result.outcome === 'retry_later') {
+  const rowResult = deployRowResult(result)
+  if (rowResult.outcome === 'skipped' && rowResult.reason === GATE_CLOSED) {
     // The gate closed after the claim: the task did not touch the row. Give it back as it was claimed.
     await store.sweeps.releaseLease(lease.id, lease.token, handBack)
-    log.info(fields, `Edge Worker deployment republish deferred: ${result.message}`)
+    log.info(fields, `Edge Worker deployment republish deferred: ${rowResult.message}`)
   }
-  return {outcome: outcomeOf(result), gateClosed: result.outcome === 'retry_later'}
+  return rowResult
 }
 
 /**
@@ -247,7 +247,7 @@ async function dispatchOne(run: LaneRun, row: OutboxRow, liveWorkers: Set<string
  * reached the host: it becomes `uncertain` and its Worker pauses. Otherwise nothing happened yet and
  * it is `failed`.
  */
-async function quarantine(run: LaneRun, row: OutboxRow, lease: HeldLease, problem: string): Promise<RowOutcome> {
+async function quarantine(run: LaneRun, row: OutboxRow, lease: HeldLease, problem: string): Promise<RowResult> {
   const {store, log} = run.engine
   const version = row.version_id ? await store.workers.getVersion(row.version_id) : undefined
   const mayHaveReachedHost = row.attempts > 0 || version?.state === 'deploying'
@@ -259,25 +259,7 @@ async function quarantine(run: LaneRun, row: OutboxRow, lease: HeldLease, proble
     workerId: row.worker_id?.trim() ? row.worker_id : null,
     versionId: version ? version.id : null,
   })
-  if (!settled) return 'skipped'
+  if (!settled) return LEASE_LOST
   log.warn({outboxId: row.id, code: DEPLOYMENT_PAYLOAD_INVALID, status}, `Edge Worker deployment quarantined: ${problem}`)
-  return status
-}
-
-function outcomeOf(result: DeployTaskResult): RowOutcome {
-  switch (result.outcome) {
-    // Settled on purpose, nothing left to do: a newer version of the Worker wins.
-    case 'superseded':
-      return 'completed'
-    case 'completed':
-    case 'failed':
-    case 'uncertain':
-      return result.outcome
-    case 'retry':
-      return result.exhausted ? 'failed' : 'retried'
-    case 'retry_later':
-    case 'skipped':
-    case 'lease_lost':
-      return 'skipped'
-  }
+  return {outcome: status === 'failed' ? 'terminal' : 'uncertain', code: DEPLOYMENT_PAYLOAD_INVALID, message: problem}
 }

@@ -1,9 +1,12 @@
 // What one lane of a pass works with and reports. A lane counts into its tally as it goes, so a lane
-// that throws half-way still reports what it did before the error.
+// that throws half-way still reports what it did before the error. Each row a lane works on ends in
+// one RowResult (../row-result.ts): the lane settles or requeues its leased row from it
+// (./row-writes.ts) and counts it here.
 import type {ArtifactStore} from '../../artifacts/store.js'
 import type {Engine} from '../context.js'
 import type {DeployTaskArgs, DeployTaskResult} from '../deploy/task.js'
 import type {ExecutionGate} from '../gates.js'
+import type {RowResult} from '../row-result.js'
 
 export const LANE_NAMES = ['recovery', 'deferred', 'artifact_cleanup', 'control_audit', 'host_reconcile'] as const
 export type LaneName = (typeof LANE_NAMES)[number]
@@ -73,3 +76,26 @@ export interface LaneRun {
 }
 
 export type Lane = (run: LaneRun) => Promise<void>
+
+/** The count of the lane's summary a row's result goes to. */
+export function countOf(result: RowResult): RowOutcome {
+  switch (result.outcome) {
+    case 'done':
+      return 'completed'
+    case 'requeue_after':
+      return 'retried'
+    case 'terminal':
+      return 'failed'
+    case 'uncertain':
+      return 'uncertain'
+    case 'skipped':
+      return 'skipped'
+  }
+}
+
+/** Counts a row's result into the lane's tally; returns the count it went to. */
+export function tally(run: Pick<LaneRun, 'counts'>, result: RowResult): RowOutcome {
+  const counted = countOf(result)
+  run.counts[counted]++
+  return counted
+}

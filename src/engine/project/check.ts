@@ -4,15 +4,16 @@
 // missing fetch handler or an unknown compatibility flag is a one-line `usage` error here rather than
 // a failed deploy. The installed workerd is the authority on flags: there is no table to go stale.
 // The sandbox runs in experimental mode: whether experimental flags may run is the host's call.
-import {createHash, randomUUID} from 'node:crypto'
+import {randomUUID} from 'node:crypto'
 import {mkdir, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {KitError} from '../../errors.js'
-import {runValidationSandbox} from '../../edge-host/runtime/runtime.js'
-import {refusalProblems} from '../../edge-host/runtime/validator.js'
-import {renderValidationConfig} from '../../edge-host/runtime/workerd-config.js'
-import {wireBindingOf} from '../../provider/onprem/client.js'
+import {renderValidationConfig} from '../../workerd/config.js'
+import {refusalProblems} from '../../workerd/refusal.js'
+import {runValidationSandbox} from '../../workerd/sandbox.js'
+import {validationCandidate} from '../../workerd/script.js'
+import {wireBindingOf} from '../../protocol/worker-bindings.js'
 import type {BundleModule} from './bundle.js'
 import {MANIFEST_FILE, type WorkerManifest} from './manifest.js'
 import {scriptModulesOf, workerBindingsOf} from './worker-config.js'
@@ -25,34 +26,30 @@ const SERVICE_WORKER_SYNTAX = /addEventListener\(\s*["'`]fetch["'`]/
 /** Throws a one-line KitError('usage') when the Worker does not start. */
 export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainModule: string; modules: readonly BundleModule[]}): Promise<void> {
   const dir = path.join(tmpdir(), `edgeworkers-check-${randomUUID()}`)
-  const modules = scriptModulesOf(manifest, bundle.modules).map((module) => ({
-    ...module,
-    sha256: createHash('sha256').update(module.content).digest('hex'),
-  }))
-  await mkdir(path.join(dir, 'modules'), {recursive: true, mode: 0o700})
-  for (const module of modules) await writeFile(path.join(dir, 'modules', module.sha256), module.content, {mode: 0o600})
   // Service targets are resolved at deploy time; the sandbox never calls them.
   const services = new Map((manifest.services ?? []).map((service) => [service.binding, `dw-${'0'.repeat(48)}`]))
+  const candidate = validationCandidate(
+    {
+      name: SCRIPT,
+      releaseGeneration: 'check',
+      mainModule: bundle.mainModule,
+      compatibilityDate: manifest.compatibilityDate,
+      compatibilityFlags: manifest.compatibilityFlags ?? [],
+      modules: scriptModulesOf(manifest, bundle.modules),
+      bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
+      crons: manifest.crons ?? [],
+    },
+    null,
+  )
+  await mkdir(path.join(dir, 'modules'), {recursive: true, mode: 0o700})
+  for (const [sha256, content] of candidate.modules) await writeFile(path.join(dir, 'modules', sha256), content, {mode: 0o600})
   const render = (socketAddress: (service: string) => string) =>
-    renderValidationConfig(
-      [
-        {
-          name: SCRIPT,
-          releaseGeneration: 'check',
-          mainModule: bundle.mainModule,
-          compatibilityDate: manifest.compatibilityDate,
-          compatibilityFlags: manifest.compatibilityFlags ?? [],
-          modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
-          bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
-          crons: manifest.crons ?? [],
-          secrets: [],
-          runtimeConfig: [],
-          operationSettingsJson: null,
-          serviceAccounts: [],
-        },
-      ],
-      {modulePath: (sha256) => `modules/${sha256}`, egressAllow: ['public'], serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`, socketAddress},
-    )
+    renderValidationConfig([candidate.script], {
+      modulePath: (sha256) => `modules/${sha256}`,
+      egressAllow: ['public'],
+      serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`,
+      socketAddress,
+    })
   const outcome = await runValidationSandbox(dir, [SCRIPT], render, {startTimeoutMs: START_TIMEOUT_MS, experimental: true})
   if (outcome.ok) return
   const problems = refusalProblems(outcome.error, SCRIPT)

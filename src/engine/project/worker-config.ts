@@ -1,7 +1,8 @@
 // What the edge host is told to run for a verified version: the bundle's modules with the types the
 // manifest gives them, the manifest's compatibility flags, and the Worker's env. One place, so the
 // build-time check (./check.ts) and the deploy task upload the same Worker.
-import type {ScriptModule, WorkerBinding} from '../../provider/types.js'
+import type {WorkerBinding} from '../../protocol/worker-bindings.js'
+import type {ScriptModule} from '../../provider/types.js'
 import type {BundleModule} from './bundle.js'
 import {moduleEntriesOf, STATIC_DATA_BINDING, type WorkerManifest} from './manifest.js'
 import {staticDataOf} from './version-digests.js'

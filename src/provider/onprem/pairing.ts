@@ -5,15 +5,8 @@ import {request, type Dispatcher} from 'undici'
 import {endpoints, pathOf, type Endpoint} from '../../protocol/endpoints.js'
 import {fingerprintOf, kitScopeFor, verifyPairingProof} from '../../protocol/signing.js'
 import {KitError} from '../../errors.js'
+import type {PairingResult} from '../types.js'
 import {parseStrictJson} from '../../util/strict-json.js'
-
-export interface PairingResult {
-  scope: string
-  host_url: string
-  host_fingerprint: string
-  host_public_key: string
-  shared_secret: string
-}
 
 /** `beforeExchange` sees the host's scope before the one-time code is spent, and may refuse by throwing. */
 export async function pairWithHost(

@@ -9,12 +9,12 @@
 // Ack round: a `completed` row whose receipt is not yet acknowledged keeps next_attempt_at set (the
 // ack is due then); a runner claims it with a stamp (claimed_by, claim_expires_at in whole seconds)
 // that holds it for control_audit.lease_seconds and keys the compare-and-set of its writes.
-import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
-import {carriesClaim, claimAssignments, due, unreserved, type ClaimStamp} from '../outbox-states.js'
-import {parseJsonObject, type OutboxRow, type OutboxTable} from '../schema.js'
+import {unreserved, type ClaimStamp} from '../outbox-states.js'
+import {claimAckStamps, claimLeases, completeControlLease, endAckClaim} from '../outbox/statements.js'
+import type {RetryLaterOptions} from '../outbox/types.js'
+import type {OutboxRow} from '../schema.js'
 import {AuditRepository, type AuditEntryInput} from './audit.js'
-import {attemptsAfter, claimableIds, leaseAssignments, type RetryLaterOptions} from './outbox.js'
 
 /** The audit action whose success row marks a department's Worker retired (../../engine/retire/audit.ts). */
 const WORKER_RETIRED_ACTION = 'department.worker_retired'
@@ -33,21 +33,8 @@ export class ControlAuditRepository {
 
   /** Leases control rows whose mutation outcome is unknown, oldest due first (a fresh token each; no attempt counted). */
   async claimRecoverable(options: ControlClaimOptions): Promise<OutboxRow[]> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const {rows} = await sql<OutboxTable>`
-        update edge_worker_outbox
-        set ${leaseAssignments(options, now)}
-        where id in (${claimableIds(this.ctx, {
-          operation: 'control_audit',
-          scope: options.scope,
-          limit: options.limit,
-          now,
-          pendingAlso: unreserved(now, options.graceSeconds),
-        })})
-        returning *`.execute(db)
-      return rows.map(toOutboxRow).sort(oldestFirst)
-    })
+    const {graceSeconds, ...claim} = options
+    return this.ctx.write((tx) => claimLeases(tx, {...claim, operation: 'control_audit', pendingAlso: (now) => unreserved(now, graceSeconds)}))
   }
 
   /**
@@ -60,49 +47,15 @@ export class ControlAuditRepository {
    */
   async complete(id: string, token: string, audit: AuditEntryInput): Promise<{stamp: ClaimStamp; attempts: number; waits: number} | undefined> {
     return this.ctx.atomic(async (tx) => {
-      const now = this.ctx.now()
-      const claim = await tx.db
-        .updateTable('edge_worker_outbox')
-        .set({
-          status: 'completed',
-          lease_token: null,
-          lease_expires_at: null,
-          claimed_by: sql<string>`lease_owner`,
-          claim_expires_at: now,
-          next_attempt_at: now,
-          last_error_code: null,
-          last_error: null,
-          attempts: sql<number>`attempts + 1`,
-          waits: 0,
-          updated_at: now,
-        })
-        .where('id', '=', id)
-        .where('lease_token', '=', token)
-        .returning(['claimed_by', 'attempts', 'waits'])
-        .executeTakeFirst()
-      if (!claim) return undefined
-      await new AuditRepository(tx).append(audit)
-      return {stamp: {id, status: 'completed', claimed_by: claim.claimed_by!, claim_expires_at: now}, attempts: claim.attempts, waits: claim.waits}
+      const completed = await completeControlLease(tx, {id, token})
+      if (completed) await new AuditRepository(tx).append(audit)
+      return completed
     })
   }
 
   /** Claims completed rows whose acknowledgement is due: the claim holds them for `leaseSeconds`. */
   async claimAcks(options: Omit<ControlClaimOptions, 'graceSeconds'>): Promise<OutboxRow[]> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const {rows} = await sql<OutboxTable>`
-        update edge_worker_outbox
-        set ${claimAssignments(options.owner, now, options.leaseSeconds)}
-        where id in (
-          select id from edge_worker_outbox
-          where operation = 'control_audit' and dispatch_namespace = ${options.scope} and ${due(now, 'completed')}
-          order by next_attempt_at, created_at, id
-          limit ${options.limit}
-          ${this.skipLocked()}
-        )
-        returning *`.execute(db)
-      return rows.map(toOutboxRow).sort(oldestFirst)
-    })
+    return this.ctx.write((tx) => claimAckStamps(tx, options))
   }
 
   /**
@@ -110,41 +63,15 @@ export class ControlAuditRepository {
    * for good with a code (`worker_retired`). false = another runner's claim holds the row.
    */
   async stopAcks(stamp: ClaimStamp, stop: {errorCode: string | null; error: string | null; attempted: boolean}): Promise<boolean> {
-    return this.ctx.write(async ({db}) => {
-      const result = await this.stamped(db, stamp)
-        .set((eb) => ({
-          next_attempt_at: null,
-          claimed_by: null,
-          claim_expires_at: null,
-          last_error_code: stop.errorCode,
-          last_error: stop.error,
-          attempts: attemptsAfter(eb, stop.attempted),
-          updated_at: this.ctx.now(),
-        }))
-        .executeTakeFirst()
-      return result.numUpdatedRows > 0n
-    })
+    return this.ctx.write((tx) => endAckClaim(tx, stamp, {...stop, nextAttemptAt: null}))
   }
 
   /** A failed ack waits until `nextAttemptAt`; null (the engine's retry rule: attempts ran out) stops it (`failed`). */
   async retryAck(stamp: ClaimStamp, retry: Omit<RetryLaterOptions, 'deferred'>): Promise<'rescheduled' | 'failed' | 'lost'> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const result = await this.stamped(db, stamp)
-        .set((eb) => ({
-          next_attempt_at: retry.nextAttemptAt,
-          claimed_by: null,
-          claim_expires_at: null,
-          last_error_code: retry.errorCode,
-          last_error: retry.error,
-          attempts: attemptsAfter(eb, retry.attempted),
-          waits: retry.waits,
-          updated_at: now,
-        }))
-        .executeTakeFirst()
-      if (result.numUpdatedRows === 0n) return 'lost'
-      return retry.nextAttemptAt === null ? 'failed' : 'rescheduled'
-    })
+    const {nextAttemptAt, errorCode, error, waits, attempted} = retry
+    const ended = await this.ctx.write((tx) => endAckClaim(tx, stamp, {nextAttemptAt, errorCode, error, waits, attempted}))
+    if (!ended) return 'lost'
+    return nextAttemptAt === null ? 'failed' : 'rescheduled'
   }
 
   /**
@@ -168,18 +95,4 @@ export class ControlAuditRepository {
       .executeTakeFirst()
     return retired !== undefined
   }
-
-  private stamped(db: StoreContext['db'], stamp: ClaimStamp) {
-    return db.updateTable('edge_worker_outbox').where(carriesClaim(stamp))
-  }
-
-  private skipLocked() {
-    return this.ctx.locksRows ? sql`for update skip locked` : sql``
-  }
-}
-
-const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)
-
-function toOutboxRow(row: OutboxTable): OutboxRow {
-  return {...row, payload: parseJsonObject(row.payload)}
 }

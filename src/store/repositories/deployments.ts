@@ -8,11 +8,12 @@
 import type {StoreContext} from '../context.js'
 import {deterministicId} from '../ids.js'
 import {liveLease} from '../outbox-states.js'
-import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type OutboxRow, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
+import {parseJsonObject, type JsonObject, type OutboxRow, type VersionRow, type WorkerRow} from '../schema.js'
+import {adoptIntents, makeIntentsDue, retryLeaseLater, settleLease} from '../outbox/statements.js'
+import type {HeldLease, RetryLaterOptions} from '../outbox/types.js'
 import {auditEntry, AuditRepository, SYSTEM_ACTOR} from './audit.js'
 import {isNewer, newerDeployOf, supersededMessage, type NewerDeploy} from './deploy-order.js'
-import {attemptsAfter, OutboxRepository, type RetryLaterOptions, type SettleOptions} from './outbox.js'
-import {WorkerRepository, type VersionCreateInput, type WorkerCreateInput} from './workers.js'
+import {settleUnfinishedVersion, toVersionRow, WorkerRepository, type VersionCreateInput, type WorkerCreateInput} from './workers.js'
 
 export const DEPLOY_SUPERSEDED = 'deploy_superseded'
 export const DEPLOY_AUDIT_ACTIONS = {
@@ -117,20 +118,20 @@ export class DeploymentRepository {
     scope: string
     attempted: boolean
   }): Promise<CompleteOutcome> {
+    const lease = {id: ids.outboxId, token: ids.leaseToken}
     return this.ctx.atomic(async (tx) => {
-      const outbox = await this.lockOutbox(tx, ids.outboxId, ids.leaseToken)
-      if (!outbox) return {outcome: 'lease_lost'}
+      if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return {outcome: 'lease_lost'}
       const worker = await this.lockWorker(tx, ids.workerId)
       const version = await this.lockVersion(tx, ids.versionId)
       const previous =
         worker?.current_version_id && worker.current_version_id !== ids.versionId ? await this.lockVersion(tx, worker.current_version_id) : undefined
       if (worker && version && previous && isNewer(previous, version)) {
         const newer = {versionId: previous.id, outboxId: null}
-        await this.settleSuperseded(tx, {outbox, worker, version, newer, attempted: ids.attempted})
+        await this.settleSuperseded(tx, {lease, worker, version, newer, attempted: ids.attempted})
         return {outcome: 'superseded', newer}
       }
       const now = this.ctx.now()
-      await this.settleOutbox(tx, ids.outboxId, {status: 'completed', errorCode: null, error: null, attempted: ids.attempted})
+      await settleLease(tx, lease, {status: 'completed', errorCode: null, error: null, attempted: ids.attempted})
       await tx.db
         .updateTable('edge_worker_versions')
         .set({state: 'superseded', updated_at: now})
@@ -167,11 +168,11 @@ export class DeploymentRepository {
    */
   async supersede(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; newer: NewerDeploy; attempted: boolean}): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
-      const outbox = await this.lockOutbox(tx, ids.outboxId, ids.leaseToken)
-      if (!outbox) return false
+      if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
       const worker = await this.lockWorker(tx, ids.workerId)
       const version = await this.lockVersion(tx, ids.versionId)
-      if (worker && version) await this.settleSuperseded(tx, {outbox, worker, version, newer: ids.newer, attempted: ids.attempted})
+      const lease = {id: ids.outboxId, token: ids.leaseToken}
+      if (worker && version) await this.settleSuperseded(tx, {lease, worker, version, newer: ids.newer, attempted: ids.attempted})
       return true
     })
   }
@@ -200,7 +201,11 @@ export class DeploymentRepository {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
       if (ids.workerId) await this.lockWorker(tx, ids.workerId)
       const now = this.ctx.now()
-      await this.settleOutbox(tx, ids.outboxId, {status: ids.status, errorCode: ids.errorCode, error: ids.error, attempted: ids.attempted})
+      await settleLease(
+        tx,
+        {id: ids.outboxId, token: ids.leaseToken},
+        {status: ids.status, errorCode: ids.errorCode, error: ids.error, attempted: ids.attempted},
+      )
       if (ids.versionId) await settleUnfinishedVersion(tx, ids.versionId, ids.status, now)
       if (ids.workerId && ids.status === 'failed') await this.restWorker(tx, ids.workerId)
       return true
@@ -226,7 +231,7 @@ export class DeploymentRepository {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return 'lease_lost'
       if (ids.workerId) await this.lockWorker(tx, ids.workerId)
       const {outboxId, leaseToken, workerId: _worker, versionId: _version, keepDeploying: _keep, ...retry} = ids
-      const outcome = await new OutboxRepository(tx).retryLater(outboxId, leaseToken, retry)
+      const outcome = await retryLeaseLater(tx, {id: outboxId, token: leaseToken}, retry)
       if (outcome.outcome === 'lease_lost') return 'lease_lost'
       const now = this.ctx.now()
       const exhausted = outcome.outcome === 'failed'
@@ -255,22 +260,7 @@ export class DeploymentRepository {
   }): Promise<VersionRow> {
     return this.ctx.atomic(async (tx) => {
       // Outbox rows first (lock order outbox → worker → version).
-      const now = this.ctx.now()
-      if (input.intentDedupeKeys.length > 0) {
-        await tx.db
-          .updateTable('edge_worker_outbox')
-          .set({
-            status: 'cancelled',
-            next_attempt_at: null,
-            last_error_code: 'adopted',
-            last_error: `artifact adopted by version ${input.version.id}`,
-            updated_at: now,
-          })
-          .where('operation', '=', 'artifact_cleanup')
-          .where('status', '=', 'pending')
-          .where('dedupe_key', 'in', input.intentDedupeKeys)
-          .execute()
-      }
+      await adoptIntents(tx, input.intentDedupeKeys, input.version.id)
       const workers = new WorkerRepository(tx)
       if (input.createWorker) await workers.create(input.worker)
       return workers.createVersion(input.version)
@@ -280,17 +270,7 @@ export class DeploymentRepository {
   /** A submission that did not commit: its intents become due now, so cleanup removes the orphaned artifacts. */
   async makeIntentsDue(intentDedupeKeys: string[], errorCode = 'submission_not_committed'): Promise<number> {
     if (intentDedupeKeys.length === 0) return 0
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const result = await db
-        .updateTable('edge_worker_outbox')
-        .set({next_attempt_at: now, last_error_code: errorCode, updated_at: now})
-        .where('operation', '=', 'artifact_cleanup')
-        .where('status', '=', 'pending')
-        .where('dedupe_key', 'in', intentDedupeKeys)
-        .executeTakeFirst()
-      return Number(result.numUpdatedRows)
-    })
+    return this.ctx.write((tx) => makeIntentsDue(tx, intentDedupeKeys, errorCode))
   }
 
   /** The Worker's newest version (the last one created), if any. */
@@ -306,10 +286,6 @@ export class DeploymentRepository {
     return row && toVersionRow(row)
   }
 
-  async workerOfDepartment(departmentId: string): Promise<WorkerRow | undefined> {
-    return this.ctx.db.selectFrom('edge_workers').selectAll().where('department_id', '=', departmentId).executeTakeFirst()
-  }
-
   /** Dedupe keys of the deploy rows for one (worker, version, base revision), whatever their settings digest. */
   async deployKeysFor(keyPrefix: string): Promise<string[]> {
     const rows = await this.ctx.db
@@ -322,14 +298,14 @@ export class DeploymentRepository {
   }
 
   /**
-   * Settles one yielding row inside `tx` (the caller holds its outbox and version locks, and the
+   * Settles one yielding row inside `tx` under its lease (the caller holds its outbox and version locks, and the
    * Worker's unless `restWorker` is false); also used a batch at a time (./supersede.ts). With
    * `restWorker` false the Worker is left as it is: nothing of this deploy touched it.
    */
   async settleSuperseded(
     tx: StoreContext,
     rows: {
-      outbox: {id: string}
+      lease: HeldLease
       worker: Pick<WorkerRow, 'id' | 'script_name'>
       version: Pick<VersionRow, 'id' | 'release_generation'>
       newer: NewerDeploy
@@ -338,8 +314,8 @@ export class DeploymentRepository {
       attempted?: boolean
     },
   ): Promise<void> {
-    const {outbox, worker, version, newer, restWorker = true, attempted = false} = rows
-    await this.settleOutbox(tx, outbox.id, {status: 'cancelled', errorCode: DEPLOY_SUPERSEDED, error: supersededMessage(newer.versionId), attempted})
+    const {lease, worker, version, newer, restWorker = true, attempted = false} = rows
+    await settleLease(tx, lease, {status: 'cancelled', errorCode: DEPLOY_SUPERSEDED, error: supersededMessage(newer.versionId), attempted})
     await tx.db
       .updateTable('edge_worker_versions')
       .set({state: 'superseded', updated_at: this.ctx.now()})
@@ -358,7 +334,7 @@ export class DeploymentRepository {
       if (!underway) await this.restWorker(tx, worker.id)
     }
     const facts = {
-      outbox_id: outbox.id,
+      outbox_id: lease.id,
       script_name: worker.script_name,
       version_id: version.id,
       release_generation: version.release_generation,
@@ -374,23 +350,6 @@ export class DeploymentRepository {
       .updateTable('edge_workers')
       .set({status: restingStatus(worker), updated_at: this.ctx.now()})
       .where('id', '=', workerId)
-      .execute()
-  }
-
-  private async settleOutbox(tx: StoreContext, id: string, settle: Required<SettleOptions>): Promise<void> {
-    await tx.db
-      .updateTable('edge_worker_outbox')
-      .set((eb) => ({
-        status: settle.status,
-        lease_token: null,
-        lease_expires_at: null,
-        next_attempt_at: null,
-        last_error_code: settle.errorCode,
-        last_error: settle.error,
-        attempts: attemptsAfter(eb, settle.attempted),
-        updated_at: this.ctx.now(),
-      }))
-      .where('id', '=', id)
       .execute()
   }
 
@@ -428,21 +387,4 @@ export class DeploymentRepository {
 function deployAuditEntry(action: string, workerId: string, facts: JsonObject, result: string, reasonCode: string | null = null) {
   const id = deterministicId(action, String(facts.outbox_id))
   return auditEntry({id, action, resource: {type: 'edge_worker', id: workerId}, actor: SYSTEM_ACTOR, result, reasonCode, digest: true, facts})
-}
-
-/**
- * Gives a version the outcome of a deploy that did not complete. Only a version still on its way
- * (`built`, `deploying`) takes it: a failure never downgrades a deployed or superseded version.
- */
-export async function settleUnfinishedVersion(tx: StoreContext, versionId: string, state: 'failed' | 'uncertain', now: number): Promise<void> {
-  await tx.db
-    .updateTable('edge_worker_versions')
-    .set({state, updated_at: now})
-    .where('id', '=', versionId)
-    .where('state', 'in', ['built', 'deploying'])
-    .execute()
-}
-
-function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {
-  return {...row, state: row.state as VersionState, manifest: parseJsonObject(row.manifest) as JsonObject, receipt: parseJsonObject(row.receipt)}
 }

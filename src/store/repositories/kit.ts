@@ -5,6 +5,7 @@ import type {Kysely} from 'kysely'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
+import {moveUnfinishedRows} from '../outbox/statements.js'
 import type {Database, FenceRow, GateRow, KitGatesTable, PairingRow} from '../schema.js'
 
 export interface PairingInput {
@@ -80,23 +81,9 @@ export class KitRepository {
       const pairing = await new KitRepository(ctx).savePairing(input)
       await ctx.db.updateTable('kit_pairings').set({unpaired_at: ctx.now()}).where('scope', '=', from).where('unpaired_at', 'is', null).execute()
       const workers = await ctx.db.updateTable('edge_workers').set({serving_scope: input.scope}).where('serving_scope', '=', from).executeTakeFirst()
-      const rows = await ctx.db
-        .updateTable('edge_worker_outbox')
-        .set({dispatch_namespace: input.scope})
-        .where('dispatch_namespace', '=', from)
-        .where('status', 'not in', ['completed', 'cancelled'])
-        .executeTakeFirst()
-      // A backoff earned against the old host says nothing about the new one: moved rows are due now.
-      const now = ctx.now()
-      await ctx.db
-        .updateTable('edge_worker_outbox')
-        .set({next_attempt_at: now, updated_at: now})
-        .where('dispatch_namespace', '=', input.scope)
-        .where('status', '=', 'pending')
-        .where('next_attempt_at', '>', now)
-        .execute()
+      const rows = await moveUnfinishedRows(ctx, from, input.scope)
       await new KitRepository(ctx).setGate(input.scope, 'restore_pending', reason)
-      return {pairing, workers: Number(workers.numUpdatedRows), rows: Number(rows.numUpdatedRows)}
+      return {pairing, workers: Number(workers.numUpdatedRows), rows}
     })
   }
 

@@ -65,10 +65,6 @@ export class RetirementRepository {
     })
   }
 
-  async workerOfDepartment(departmentId: string): Promise<WorkerRow | undefined> {
-    return this.ctx.db.selectFrom('edge_workers').selectAll().where('department_id', '=', departmentId).executeTakeFirst()
-  }
-
   /** Workers of soft-deleted departments not yet retired, that this scope's host serves (or may). */
   async pendingRetirements(scope: string): Promise<WorkerRow[]> {
     return this.ctx.db

@@ -10,7 +10,7 @@
 import type {StoreContext} from '../context.js'
 import {newerDeploysOf, type NewerDeploy} from './deploy-order.js'
 import {DeploymentRepository} from './deployments.js'
-import type {HeldLease} from './sweeps.js'
+import type {HeldLease} from '../outbox/types.js'
 
 export interface SupersededRow {
   outboxId: string
@@ -93,7 +93,13 @@ export async function supersedeLeased(ctx: StoreContext, claimed: readonly {leas
       const version = versionOf.get(row.version_id!)
       if (!worker || !version || version.worker_id !== worker.id || worker.company_id !== row.company_id || worker.department_id !== row.department_id) continue
       const yieldsTo = newer.get(version.id)!
-      await deployments.settleSuperseded(tx, {outbox: row, worker, version, newer: yieldsTo, restWorker: restedWorkers.has(worker.id)})
+      await deployments.settleSuperseded(tx, {
+        lease: {id: row.id, token: tokens.get(row.id)!},
+        worker,
+        version,
+        newer: yieldsTo,
+        restWorker: restedWorkers.has(worker.id),
+      })
       settled.push({outboxId: row.id, newer: yieldsTo})
     }
     return settled

@@ -11,10 +11,11 @@
 import {sql} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {due, unreserved, type WaitingStatus} from '../outbox-states.js'
-import {settleUnfinishedVersion} from './deployments.js'
-import {claimableIds, leaseAssignments, OutboxRepository} from './outbox.js'
+import {claimDeferredLeases, claimLeases, endLease, renewLeases, settleLease, waitingForHostRows, wakeHostWaits} from '../outbox/statements.js'
+import type {HeldLease, HostWait} from '../outbox/types.js'
+import type {OutboxOperation, OutboxRow} from '../schema.js'
+import {settleUnfinishedVersion} from './workers.js'
 import {supersedeLeased, type SupersededRow} from './supersede.js'
-import {parseJsonObject, type OutboxOperation, type OutboxRow, type OutboxTable} from '../schema.js'
 
 /** Leases renewed per statement. */
 const RENEWAL_SLICE = 500
@@ -42,12 +43,6 @@ export interface HandBack {
   nextAttemptAt?: number
 }
 
-/** A lease a pass holds on a row: every write it makes on the row matches the token. */
-export interface HeldLease {
-  id: string
-  token: string
-}
-
 export class SweepRepository {
   constructor(private readonly ctx: StoreContext) {}
 
@@ -59,21 +54,8 @@ export class SweepRepository {
    * - leased with an expired lease (its runner died or stalled).
    */
   async claimRecoverableDeployments(options: RecoverableClaimOptions): Promise<OutboxRow[]> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const {rows} = await sql<OutboxTable>`
-        update edge_worker_outbox
-        set ${leaseAssignments(options, now)}
-        where id in (${claimableIds(this.ctx, {
-          operation: 'deploy',
-          scope: options.scope,
-          limit: options.limit,
-          now,
-          pendingAlso: unreserved(now, options.graceSeconds),
-        })})
-        returning *`.execute(db)
-      return rows.map(toOutboxRow).sort(oldestFirst)
-    })
+    const {graceSeconds, ...claim} = options
+    return this.ctx.write((tx) => claimLeases(tx, {...claim, operation: 'deploy', pendingAlso: (now) => unreserved(now, graceSeconds)}))
   }
 
   /**
@@ -81,20 +63,7 @@ export class SweepRepository {
    * while the gate is open, so the dispatch is accepted: the reason the row waited is cleared.
    */
   async claimDeferredDeployments(options: DeferredClaimOptions): Promise<OutboxRow[]> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const {rows} = await sql<OutboxTable>`
-        update edge_worker_outbox
-        set ${leaseAssignments(options, now)}, last_error_code = null, last_error = null
-        where id in (
-          select id from edge_worker_outbox
-          where operation = 'deploy' and dispatch_namespace = ${options.scope} and ${due(now, 'deferred')}
-          order by created_at, id
-          ${this.skipLocked()}
-        )
-        returning *`.execute(db)
-      return rows.map(toOutboxRow).sort(oldestFirst)
-    })
+    return this.ctx.write((tx) => claimDeferredLeases(tx, options))
   }
 
   /**
@@ -105,26 +74,7 @@ export class SweepRepository {
   async renewHeld(leases: readonly HeldLease[], leaseSeconds: number): Promise<void> {
     // In slices: the deferred lane's claim has no cap, and a statement has a bounded number of parameters.
     for (let start = 0; start < leases.length; start += RENEWAL_SLICE) {
-      const slice = leases.slice(start, start + RENEWAL_SLICE)
-      await this.ctx.write(async ({db}) => {
-        const now = this.ctx.now()
-        // Tokens are random per lease: a row matches only under the token this pass holds.
-        await db
-          .updateTable('edge_worker_outbox')
-          .set({lease_expires_at: now + leaseSeconds * 1000, updated_at: now})
-          .where('status', '=', 'leased')
-          .where(
-            'id',
-            'in',
-            slice.map((lease) => lease.id),
-          )
-          .where(
-            'lease_token',
-            'in',
-            slice.map((lease) => lease.token),
-          )
-          .execute()
-      })
+      await this.ctx.write((tx) => renewLeases(tx, leases.slice(start, start + RENEWAL_SLICE), leaseSeconds))
     }
   }
 
@@ -139,7 +89,7 @@ export class SweepRepository {
     outcome: {status: 'failed' | 'uncertain'; errorCode: string; error: string; workerId: string | null; versionId: string | null},
   ): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
-      const settled = await new OutboxRepository(tx).settle(lease.id, lease.token, {status: outcome.status, errorCode: outcome.errorCode, error: outcome.error})
+      const settled = await settleLease(tx, lease, {status: outcome.status, errorCode: outcome.errorCode, error: outcome.error})
       if (!settled) return false
       const now = this.ctx.now()
       if (outcome.status === 'uncertain' && outcome.workerId) {
@@ -198,22 +148,9 @@ export class SweepRepository {
    * deferred again with the reason it waits, for the deferred lane. false = the lease was lost.
    */
   async releaseLease(id: string, token: string, back: HandBack = {status: 'pending'}): Promise<boolean> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const result = await db
-        .updateTable('edge_worker_outbox')
-        .set({
-          status: back.status,
-          ...(back.errorCode === undefined ? {} : {last_error_code: back.errorCode}),
-          lease_token: null,
-          lease_expires_at: null,
-          next_attempt_at: back.nextAttemptAt ?? now,
-          updated_at: now,
-        })
-        .where('id', '=', id)
-        .where('lease_token', '=', token)
-        .executeTakeFirst()
-      return result.numUpdatedRows > 0n
+    return this.ctx.write((tx) => {
+      const now = tx.now()
+      return endLease(tx, {id, token}, {status: back.status, errorCode: back.errorCode, nextAttemptAt: back.nextAttemptAt ?? now, attempted: false}, now)
     })
   }
 
@@ -243,22 +180,14 @@ export class SweepRepository {
    * Pending rows of the operation and scope that wait, not yet due, for a host they could not reach
    * (their last error says so): a pass that finds the host answering makes them due now.
    */
-  async waitingForHost(options: {scope: string; operation: OutboxOperation; errorCode: string}): Promise<boolean> {
-    const row = await this.ctx.db.selectFrom('edge_worker_outbox').select('id').where(waitingForHostRows(options, this.ctx.now())).limit(1).executeTakeFirst()
+  async waitingForHost(wait: HostWait): Promise<boolean> {
+    const row = await this.ctx.db.selectFrom('edge_worker_outbox').select('id').where(waitingForHostRows(wait, this.ctx.now())).limit(1).executeTakeFirst()
     return row !== undefined
   }
 
   /** Makes the rows `waitingForHost` finds due now (their run of waits stays: the ladder goes on if the host fails again). Returns how many. */
-  async wakeWaitingForHost(options: {scope: string; operation: OutboxOperation; errorCode: string}): Promise<number> {
-    return this.ctx.write(async ({db}) => {
-      const now = this.ctx.now()
-      const result = await db
-        .updateTable('edge_worker_outbox')
-        .set({next_attempt_at: now, updated_at: now})
-        .where(waitingForHostRows(options, now))
-        .executeTakeFirst()
-      return Number(result.numUpdatedRows)
-    })
+  async wakeWaitingForHost(wait: HostWait): Promise<number> {
+    return this.ctx.write((tx) => wakeHostWaits(tx, wait))
   }
 
   /** Rows of these operations in the scope that ended `failed` or `uncertain` and wait for an operator. */
@@ -276,20 +205,4 @@ export class SweepRepository {
     for (const row of rows) counts[row.status as keyof typeof counts] = Number(row.count)
     return counts
   }
-
-  private skipLocked() {
-    return this.ctx.locksRows ? sql`for update skip locked` : sql``
-  }
-}
-
-/** Pending rows of one operation and scope, not yet due, waiting for a host they could not reach (their last error code). */
-function waitingForHostRows(options: {scope: string; operation: OutboxOperation; errorCode: string}, now: number) {
-  return sql<boolean>`(operation = ${options.operation} and dispatch_namespace = ${options.scope} and status = 'pending'
-    and next_attempt_at > ${now} and waits > 0 and last_error_code = ${options.errorCode})`
-}
-
-const oldestFirst = (a: OutboxRow, b: OutboxRow) => a.created_at - b.created_at || a.id.localeCompare(b.id)
-
-function toOutboxRow(row: OutboxTable): OutboxRow {
-  return {...row, payload: parseJsonObject(row.payload)}
 }

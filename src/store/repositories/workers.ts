@@ -167,6 +167,19 @@ export class WorkerRepository {
   }
 }
 
-function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {
+export function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {
   return {...row, manifest: parseJsonObject(row.manifest), receipt: parseJsonObject(row.receipt)}
+}
+
+/**
+ * Gives a version the outcome of a deploy that did not complete. Only a version still on its way
+ * (`built`, `deploying`) takes it: a failure never downgrades a deployed or superseded version.
+ */
+export async function settleUnfinishedVersion(tx: StoreContext, versionId: string, state: 'failed' | 'uncertain', now: number): Promise<void> {
+  await tx.db
+    .updateTable('edge_worker_versions')
+    .set({state, updated_at: now})
+    .where('id', '=', versionId)
+    .where('state', 'in', ['built', 'deploying'])
+    .execute()
 }

@@ -9,6 +9,7 @@ import {silentLogger} from '../../../src/engine/context.js'
 import {runPass} from '../../../src/engine/pass/index.js'
 import {openStore} from '../../../src/store/index.js'
 import {readyProvider, recordingDispatch, SCOPE} from './support.js'
+import {onPremHosts} from '../../../src/provider/onprem/hosts.js'
 
 const [url, dataDir, owner, scope = SCOPE] = process.argv.slice(2) as [string, string, string, string?]
 // Exclusivity is under test, not durability: commits need not wait for the disk (see the test for PostgreSQL).
@@ -29,7 +30,7 @@ const dispatch = recordingDispatch(undefined, scope)
 const resolution = readyProvider({}, scope)
 let remaining: unknown = null
 try {
-  const engine = {store, settings, artifacts, owner, log: silentLogger, resolveProvider: async () => resolution}
+  const engine = {store, settings, artifacts, owner, log: silentLogger, hosts: onPremHosts, resolveProvider: async () => resolution}
   for (;;) {
     const result = await runPass(engine, {lanes: ['recovery', 'artifact_cleanup'], dispatchDeploy: dispatch})
     const errors = result.lanes.flatMap((lane) => (lane.error ? [`${lane.lane}: ${lane.error}`] : []))

@@ -17,6 +17,7 @@ import type {ProviderResolution} from '../../../src/engine/provider.js'
 import type {EdgeProvider} from '../../../src/provider/types.js'
 import {scriptNameFor, type OutboxRow, type VersionRow, type VersionState, type WorkerRow} from '../../../src/store/index.js'
 import type {StoreHarness} from '../../support/stores.js'
+import {onPremHosts} from '../../../src/provider/onprem/hosts.js'
 
 export const SCOPE = 'onprem:0123456789ab'
 export const OWNER = 'pass-test-runner'
@@ -76,6 +77,7 @@ export async function passEngine(
     log: recordingLogger(),
     artifacts: options.artifacts ?? (await FileArtifactStore.open(tempArtifactDir())),
     owner: options.owner ?? OWNER,
+    hosts: onPremHosts,
     resolveProvider: typeof resolution === 'function' ? resolution : async () => resolution,
   }
 }

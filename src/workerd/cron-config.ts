@@ -1,5 +1,5 @@
 // The shard's cron Worker: how the host runs a script's scheduled() handler. workerd has no timer of
-// its own for cron triggers; the host's scheduler (./cron-scheduler.ts) posts
+// its own for cron triggers; the host's scheduler (../edge-host/triggers/cron-scheduler.ts) posts
 // {script, cron, scheduledTime} to the shard's `cron` socket, and the cron Worker calls
 // `scheduled()` on its service binding to that script — workerd's own scheduled event, so the
 // Worker gets a real ScheduledController (cron, scheduledTime, noRetry) and its trace reaches the
@@ -9,7 +9,7 @@
 // A script with cron triggers has its own service in the config (under both code-loading modes) so
 // the binding can name it.
 
-import {capnpString} from '../runtime/workerd-config.js'
+import {capnpString} from './config.js'
 
 /** The socket (and service) of the cron Worker in a shard's config; present only when a script has cron triggers. */
 export const CRON_SOCKET = 'cron'

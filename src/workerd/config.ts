@@ -16,7 +16,7 @@
 // mechanism), with its script name in the props: after each invocation workerd hands the trace —
 // request, status, outcome, console lines, uncaught exceptions — to the tail Worker, which counts it
 // and posts counters, and the full traces someone reads, to the host's tail listener (a unix socket
-// under the data dir, see ../tail-hub.ts and TAIL_WORKER_SOURCE).
+// under the data dir, see ../edge-host/tail-hub.ts and TAIL_WORKER_SOURCE).
 //
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
 // public addresses only (no private-network egress). A service binding is an external service per
@@ -26,10 +26,10 @@
 // never names a shard or a port and survives the target's redeploys. Module bodies are embedded from the module
 // cache; text, JSON and secret values are inlined, so a rendered config is written 0600 and deleted
 // once workerd has read it.
-import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../../protocol/management-api.js'
-import {renderKvBinding, renderKvServices, usesKvNamespaces} from '../bindings/kv-config.js'
-import type {RunnableScript} from '../state.js'
-import {CRON_SOCKET, renderCronServices} from '../triggers/cron-config.js'
+import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../protocol/management-api.js'
+import type {RunnableScript} from './script.js'
+import {CRON_SOCKET, renderCronServices} from './cron-config.js'
+import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 
 /** The socket every shard has besides its scripts' sockets. */
@@ -124,7 +124,7 @@ async function post(sink) {
 function forwarded(script) {
   return forward.all || forward.scripts.has(script);
 }
-// What an event is made of (../tail-hub.ts), without the request headers and cf object: less to
+// What an event is made of (../edge-host/tail-hub.ts), without the request headers and cf object: less to
 // serialize here and to parse on the host.
 function slim(trace) {
   const request = trace.event?.request;
@@ -162,7 +162,7 @@ function renderTailServices(sinkAddress: string): string[] {
   ]
 }
 
-/** Source maps are the host's (../tail-hub.ts maps stacks with them); workerd never loads them. */
+/** Source maps are the host's (../edge-host/tail-hub.ts maps stacks with them); workerd never loads them. */
 const MODULE_FIELD: Record<Exclude<ModuleType, 'sourceMap'>, string> = {
   esModule: 'esModule',
   commonJs: 'commonJsModule',
@@ -294,7 +294,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
-/** Whether the script has Durable Object storage: its own classes, or its KV namespaces (../bindings/kv-config.ts). */
+/** Whether the script has Durable Object storage: its own classes, or its KV namespaces (./kv-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
   return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script)
 }

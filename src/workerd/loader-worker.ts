@@ -5,7 +5,7 @@
 // The data plane sends each request with the load id it pinned (LOAD_HEADER, `<script>:<release
 // generation>:<n>`, a new n for every change of code or env). The first request for an id makes
 // workerd call back for the code, which the loader fetches from the host's code listener
-// (./code-server.ts); later ones reuse the loaded Worker. The Worker gets the same env as under the
+// (../edge-host/runtime/code-server.ts); later ones reuse the loaded Worker. The Worker gets the same env as under the
 // restart path: values, its service bindings (a loopback entrypoint that names the target to the
 // host's service-binding listener, which the Worker cannot reach itself, and the caller it counts), the `egress` network as its
 // global fetch, and the shard's tail Worker code, with its script name in the props.
