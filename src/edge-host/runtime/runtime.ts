@@ -139,7 +139,10 @@ export class WorkerdRuntime {
       loadScripts: () => options.scriptsOfShard(index),
       prepare: (scripts) => this.prepareConfig(`shard-${index}`, scripts),
       spare: this.spare,
-      codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads} : null,
+      codeLoading:
+        options.codeLoading === 'loader'
+          ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads}
+          : null,
       pidDir: this.pidDir,
       coalesceWindowMs: options.coalesceWindowMs,
       drainTimeoutMs: options.drainTimeoutMs,
