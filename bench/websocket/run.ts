@@ -102,6 +102,7 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
     runtimeConfig: [],
     operationSettingsJson: null,
     serviceAccounts: [],
+    crons: [],
   }
   const config = renderValidationConfig([script], {
     modulePath: (digest) => digest,

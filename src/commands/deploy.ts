@@ -134,6 +134,8 @@ function renderPlan(plan: DeployPlan): string {
     `flags        ${list(plan.compatibilityFlags)}`,
     `vars         ${list(plan.bindings.vars)}${plan.bindings.staticData ? ' (+ STATIC_DATA)' : ''}`,
     `objects      ${list(plan.bindings.durableObjects.map((object) => `${object.binding} → ${object.className}`))}`,
+    `crons        ${list(plan.bindings.crons)}`,
+    `kv           ${list(plan.bindings.kvNamespaces.map((namespace) => `${namespace.binding} → ${namespace.id}`))}`,
     `services     ${list(plan.bindings.services.map((service) => `${service.binding} → department ${service.department}`))}`,
     `packages     ${list(Object.entries(plan.dependencies).map(([name, version]) => `${name}@${version}`))}`,
     table(

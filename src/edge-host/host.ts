@@ -33,6 +33,7 @@ import {clearSnapshotLeftovers} from './services/snapshot.js'
 import {HostState, STATE_FILE} from './state/host-state.js'
 import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
+import {CronScheduler} from './triggers/cron-scheduler.js'
 import {WorkerLogFile} from './worker-log-file.js'
 
 const HOST_INFO_FILE = 'host.json'
@@ -46,6 +47,8 @@ export interface HostOptions {
   maxFenceTtlSeconds?: number
   /** JSON logs; defaults to pino on stdout at info. */
   logger?: Logger
+  /** The clock cron triggers follow (ms since the epoch); Date.now unless a test moves time itself. */
+  cronClock?: () => number
 }
 
 /** What host.json holds while the host runs. */
@@ -74,6 +77,8 @@ export interface RunningHost {
   issuedPairingCode: string | null
   /** True while every shard serves. */
   ready(): boolean
+  /** Runs the cron triggers that are due now (the host also does every second); resolves once they answered. */
+  runDueCronTriggers(): Promise<void>
   /** Stops accepting, drains in-flight requests, stops workerd, closes the state. */
   stop(): Promise<void>
 }
@@ -255,6 +260,15 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await clearSnapshotLeftovers(dataDir)
     await runtime.pruneModuleCache(new Set(state.scripts.all().flatMap((script) => state.scripts.modulesOf(script.name).map((module) => module.sha256))))
     await runtime.start()
+    const crons = new CronScheduler({
+      state,
+      shard: (index) => runtime.shard(index),
+      now: options.cronClock ?? Date.now,
+      holdTimeoutMs: settings.request_hold_timeout_ms,
+      log,
+    })
+    crons.start()
+    cleanups.push(() => crons.stop())
 
     const info: HostInfo = {
       pid: process.pid,
@@ -281,6 +295,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       scope: identity.scope,
       issuedPairingCode,
       ready,
+      runDueCronTriggers: () => crons.tick(),
       stop: () => {
         stopping ??= (async () => {
           log.info('edge host stopping')

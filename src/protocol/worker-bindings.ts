@@ -7,6 +7,8 @@ export type WorkerBinding =
   | {type: 'text'; name: string; text: string}
   | {type: 'json'; name: string; json: unknown}
   | {type: 'durable_object'; name: string; className: string}
+  /** A KV namespace the host keeps for this Worker alone. */
+  | {type: 'kv_namespace'; name: string; namespaceId: string}
   /** `env.<name>.fetch()` reaches the current release of `scriptName`, wherever it runs. */
   | {type: 'service'; name: string; scriptName: string}
   /** `env.<name>.fetch(request)` answers from the Worker's own static assets. */
@@ -24,5 +26,7 @@ export function wireBindingOf(binding: WorkerBinding): Binding {
       return {type: 'service', name: binding.name, script: binding.scriptName}
     case 'assets':
       return {type: 'assets', name: binding.name}
+    case 'kv_namespace':
+      return {type: 'kv_namespace', name: binding.name, namespaceId: binding.namespaceId}
   }
 }

@@ -39,6 +39,8 @@ export interface UploadScriptInput {
   tags: string[]
   /** The release's static assets; their files must be on the host first (putAssets). */
   assets: ReleaseAssets | null
+  /** Cron triggers: the host runs the Worker's scheduled() handler on each (UTC). */
+  crons: string[]
 }
 
 export interface ScriptDetails {

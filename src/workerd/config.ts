@@ -28,6 +28,8 @@
 // once workerd has read it.
 import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../protocol/management-api.js'
 import type {RunnableScript} from './script.js'
+import {CRON_SOCKET, renderCronServices} from './cron-config.js'
+import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 
 /** The socket every shard has besides its scripts' sockets. */
@@ -240,13 +242,15 @@ export function renderShardConfig(
   const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options))
+    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
   if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, tailed))
-  services.push(renderEgress(options.egressAllow))
-  return renderConfig(services, [HEALTH_SOCKET, ...(loaded ? [LOADER_SOCKET] : []), ...scripts.map((script) => script.name)], options.socketAddress)
+  const cron = renderCronServices(scripts)
+  services.push(...cron, renderEgress(options.egressAllow))
+  const sockets = [HEALTH_SOCKET, ...(loaded ? [LOADER_SOCKET] : []), ...(cron.length > 0 ? [CRON_SOCKET] : []), ...scripts.map((script) => script.name)]
+  return renderConfig(services, sockets, options.socketAddress)
 }
 
 /** The loader Worker (./loader-worker.ts) and the host listeners it reaches. Its own invocations are not tailed. */
@@ -279,10 +283,10 @@ const LOADER_CODE_SERVICE = 'edgeworkers-code'
 const LOADER_SERVICES_SERVICE = 'edgeworkers-services'
 
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
-  const workers = scripts.flatMap((script) => [
-    renderWorker(script, options, usesDurableObjects(script) ? 'memory' : null, {checked: true}),
-    ...renderServiceBindingTargets(script, options),
-  ])
+  const workers = scripts.flatMap((script) => {
+    const storage = usesDurableObjects(script) ? 'memory' : null
+    return [renderWorker(script, options, storage, {checked: true}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage)]
+  })
   return renderConfig(
     [...workers, renderEgress(options.egressAllow)],
     scripts.map((script) => script.name),
@@ -290,8 +294,9 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
+/** Whether the script has Durable Object storage: its own classes, or its KV namespaces (./kv-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
-  return script.bindings.some((binding) => binding.type === 'durable_object_namespace')
+  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script)
 }
 
 /** Each socket is named after the service it serves. */
@@ -340,7 +345,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       bindings.push(`(name = ${capnpString(binding.name)}, durableObjectNamespace = (className = ${capnpString(binding.className)}))`)
       // The unique key names the storage directory and derives object ids: it must never change.
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
-    }
+    } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
   }
 
   const fields = [
@@ -411,7 +416,7 @@ function diskServiceName(script: string): string {
 }
 
 /** A Cap'n Proto text literal: quotes and backslashes escaped, control characters as \xHH. */
-function capnpString(value: string): string {
+export function capnpString(value: string): string {
   let out = '"'
   for (const character of value) {
     const code = character.codePointAt(0)!

@@ -12,6 +12,8 @@ export interface RunnableScript {
   compatibilityFlags: string[]
   modules: ModuleInfo[]
   bindings: Binding[]
+  /** Cron triggers: the shard's cron Worker runs the script's scheduled() on them (../edge-host/triggers/). */
+  crons: string[]
   secrets: Array<{name: string; value: string}>
   serviceAccounts: Array<{id: string; username: string; password: string}>
   runtimeConfig: Array<{key: string; valueJson: string}>
@@ -28,6 +30,7 @@ export interface CandidateRelease {
   compatibilityFlags: string[]
   modules: ReadonlyArray<{name: string; type: ModuleType; content: Uint8Array}>
   bindings: Binding[]
+  crons: string[]
 }
 
 /** What a script runs with besides its release. */
@@ -49,6 +52,7 @@ export function validationCandidate(release: CandidateRelease, runsWith: RunsWit
       compatibilityFlags: release.compatibilityFlags,
       modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
       bindings: release.bindings,
+      crons: release.crons,
       secrets: runsWith?.secrets ?? [],
       serviceAccounts: runsWith?.serviceAccounts ?? [],
       runtimeConfig: runsWith?.runtimeConfig ?? [],

@@ -40,6 +40,7 @@ function upload(text: string): ScriptUpload {
     tags: [],
     modules: [{name: 'index.js', type: 'esModule', content: Buffer.from(`export default {fetch() {return new Response(${JSON.stringify(text)})}}`)}],
     bindings: [],
+    crons: [],
     assets: null,
   }
 }

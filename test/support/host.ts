@@ -30,6 +30,8 @@ export interface TestHostOptions {
   dataDir?: string
   /** Receives every host log entry at info and above (e.g. to count `script uploaded`). */
   onLog?: (entry: Record<string, unknown>) => void
+  /** The clock cron triggers follow (see HostOptions.cronClock). */
+  cronClock?: () => number
 }
 
 export interface Pairing {
@@ -51,8 +53,11 @@ export interface TestHost {
   pair(): Promise<Pairing>
   /** A management client signed with the pairing secret (pair() first) or with `secret`. */
   client(secret?: string): HostClient
-  /** Stops and starts the host again on the same data dir and ports, optionally with other settings. */
-  restart(settings?: Partial<HostSettings>): Promise<void>
+  /**
+   * Stops and starts the host again on the same data dir and ports, optionally with other settings;
+   * `whileStopped` runs in between (e.g. to age data on disk as if the clock had moved on).
+   */
+  restart(settings?: Partial<HostSettings>, whileStopped?: () => void | Promise<void>): Promise<void>
   stop(): Promise<void>
 }
 
@@ -77,7 +82,13 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'edgeworkers-host-'))
   const settings = {...TEST_DEFAULTS, ...options.settings}
   const start = (overrides: Partial<HostSettings> = {}) =>
-    startHost({dataDir, settings: {...settings, ...overrides}, maxFenceTtlSeconds: options.maxFenceTtlSeconds, logger: testLogger(options.onLog)})
+    startHost({
+      dataDir,
+      settings: {...settings, ...overrides},
+      maxFenceTtlSeconds: options.maxFenceTtlSeconds,
+      logger: testLogger(options.onLog),
+      cronClock: options.cronClock,
+    })
 
   let host: RunningHost
   try {
@@ -123,8 +134,9 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
       if (!key) throw new Error('pair() first, or pass a secret')
       return new HostClient(() => host.adminUrl, key)
     },
-    async restart(overrides = {}) {
+    async restart(overrides = {}, whileStopped) {
       await host.stop()
+      await whileStopped?.()
       // Same ports: what a restarted host serves must be reachable where it was.
       host = await start({listen: `127.0.0.1:${host.listen.port}`, admin_listen: `127.0.0.1:${host.adminListen.port}`, ...overrides})
     },

@@ -34,6 +34,7 @@ import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObj
 import {socketPathsIn, unixAddressOf, writeConfig} from '../../workerd/config-files.js'
 import {killRecordedLeftovers} from '../../workerd/process.js'
 import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
+import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -138,7 +139,10 @@ export class WorkerdRuntime {
       loadScripts: () => options.scriptsOfShard(index),
       prepare: (scripts) => this.prepareConfig(`shard-${index}`, scripts),
       spare: this.spare,
-      codeLoading: options.codeLoading === 'loader' ? {runsInLoader: (script) => !usesDurableObjects(script), maxStaleLoads: options.maxStaleLoads} : null,
+      codeLoading:
+        options.codeLoading === 'loader'
+          ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads}
+          : null,
       pidDir: this.pidDir,
       coalesceWindowMs: options.coalesceWindowMs,
       drainTimeoutMs: options.drainTimeoutMs,
@@ -290,7 +294,7 @@ export class WorkerdRuntime {
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
-    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, ...scripts.map((script) => script.name)])
+    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, CRON_SOCKET, ...scripts.map((script) => script.name)])
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),
@@ -304,9 +308,10 @@ export class WorkerdRuntime {
       sockets: config.sockets,
       socketPaths,
       cwd: configDir,
-      // The Worker Loader exists only in workerd's experimental mode; uploads still pass the
-      // validation sandbox under host.experimental, so a Worker gains no experimental flag by it.
-      experimental: this.options.experimental || this.options.codeLoading === 'loader',
+      // The Worker Loader and the cron Worker's scheduled() calls exist only in workerd's experimental
+      // mode; uploads still pass the validation sandbox under host.experimental, so a Worker gains no
+      // experimental flag by it.
+      experimental: this.options.experimental || this.options.codeLoading === 'loader' || config.sockets.includes(CRON_SOCKET),
       discard: () => rm(configDir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }

@@ -301,6 +301,7 @@ export class HostService {
       tags: body.tags,
       modules,
       bindings: body.bindings,
+      crons: body.crons,
       assets: body.assets,
     }
   }

@@ -10,6 +10,7 @@ import type {ControlMeta, ReceiptOperation} from '../../protocol/management-api.
 import {ensurePrivateFile} from '../../util/private-files.js'
 import {HostError} from '../errors.js'
 import {ControlConfig} from './control-config.js'
+import {CronRuns} from './cron-runs.js'
 import {Credentials} from './credentials.js'
 import {HostDatabase} from './database.js'
 import {Fences, type FencedTx} from './fences.js'
@@ -36,6 +37,7 @@ export class HostState {
   readonly pairing: Pairing
   readonly quarantine: Quarantine
   readonly releaseAssets: ReleaseAssetsRepository
+  readonly cronRuns: CronRuns
 
   /** Told of every control call: applied now, or answered from an earlier receipt (the host's metrics). */
   onControl?: (operation: ReceiptOperation, outcome: 'applied' | 'replayed') => void
@@ -49,6 +51,7 @@ export class HostState {
     this.pairing = new Pairing(db)
     this.quarantine = new Quarantine(db)
     this.releaseAssets = new ReleaseAssetsRepository(db)
+    this.cronRuns = new CronRuns(db)
   }
 
   static open(dataDir: string): HostState {

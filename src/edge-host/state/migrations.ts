@@ -133,4 +133,18 @@ CREATE TABLE release_assets (
 ) STRICT;
 `,
   },
+  {
+    // Cron triggers of each script's release, and the occurrence each trigger last ran for (see
+    // ../triggers/cron-scheduler.ts: what was missed while down or fenced runs once).
+    name: 'cron triggers',
+    sql: `
+ALTER TABLE scripts ADD COLUMN crons TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE cron_runs (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  cron TEXT NOT NULL,
+  scheduled_at INTEGER NOT NULL,
+  PRIMARY KEY (script, cron)
+) STRICT;
+`,
+  },
 ]

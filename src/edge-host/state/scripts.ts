@@ -21,6 +21,7 @@ export interface ScriptRecord {
   builderPolicy: string | null
   tags: string[]
   bindings: Binding[]
+  crons: string[]
   lockedDownAt: number | null
   retiredAt: number | null
   createdAt: number
@@ -56,6 +57,7 @@ export interface ScriptUpload {
   tags: string[]
   modules: DecodedModule[]
   bindings: Binding[]
+  crons: string[]
   /** The release's static assets (../state/release-assets.ts stores them), or null. */
   assets: ReleaseAssets | null
 }
@@ -71,6 +73,7 @@ interface ScriptRow extends PolicyColumns {
   builder_policy: string | null
   tags: string
   bindings: string
+  crons: string
   locked_down_at: number | null
   retired_at: number | null
   created_at: number
@@ -175,6 +178,7 @@ export class Scripts {
       compatibilityFlags: script.compatibilityFlags,
       modules: this.modulesOf(script.name),
       bindings: script.bindings,
+      crons: script.crons,
       secrets: this.credentials.secretValuesByName(script.name),
       serviceAccounts: this.credentials.serviceAccountLogins(script.name),
       runtimeConfig: this.controlConfig.runtimeConfig(script.name).map((entry) => ({key: entry.key, valueJson: entry.valueJson})),
@@ -224,6 +228,7 @@ export class Scripts {
         builder_policy: upload.builderPolicy,
         tags: JSON.stringify(upload.tags),
         bindings: JSON.stringify(upload.bindings),
+        crons: JSON.stringify(upload.crons),
         content_digest: uploadDigest(upload),
         created_at: tx.now,
         updated_at: tx.now,
@@ -352,6 +357,7 @@ function scriptFromRow(row: ScriptRow): ScriptRecord {
     builderPolicy: row.builder_policy,
     tags: JSON.parse(row.tags),
     bindings: JSON.parse(row.bindings),
+    crons: JSON.parse(row.crons),
     lockedDownAt: row.locked_down_at,
     retiredAt: row.retired_at,
     createdAt: row.created_at,

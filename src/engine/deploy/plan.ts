@@ -20,6 +20,9 @@ export interface DeployPlan {
     vars: string[]
     staticData: boolean
     durableObjects: Array<{binding: string; className: string}>
+    kvNamespaces: Array<{binding: string; id: string}>
+    /** Cron triggers (UTC) the host runs scheduled() on. */
+    crons: string[]
     services: Array<{binding: string; department: string}>
   }
   /** npm packages in the bundle (from package-lock.json), as the SBOM records them. */
@@ -50,6 +53,8 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
       vars: Object.keys(manifest.vars ?? {}).sort(),
       staticData: manifest.staticData !== undefined,
       durableObjects: manifest.durableObjects ?? [],
+      kvNamespaces: manifest.kvNamespaces ?? [],
+      crons: manifest.crons ?? [],
       services: manifest.services ?? [],
     },
     dependencies: manifest.dependencies ?? {},

@@ -360,6 +360,7 @@ function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: Verifie
     bindings: workerBindingsOf(verified.manifest, services),
     tags: TAGS,
     assets: verified.manifest.assets && verified.bundle.assets ? {config: assetConfigOf(verified.manifest.assets), ...verified.bundle.assets} : null,
+    crons: verified.manifest.crons ?? [],
   }
 }
 

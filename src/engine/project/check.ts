@@ -37,6 +37,7 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
       compatibilityFlags: manifest.compatibilityFlags ?? [],
       modules: scriptModulesOf(manifest, bundle.modules),
       bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
+      crons: manifest.crons ?? [],
     },
     null,
   )

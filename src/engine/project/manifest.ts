@@ -9,6 +9,8 @@
 //     "compatibilityFlags": ["nodejs_compat"],           optional workerd flags (checked at build, see check.ts)
 //     "builderPolicy": "department-worker-project-v2.9", see ../capabilities.ts
 //     "durableObjects": [{"binding": "COUNTER", "className": "Counter"}],   optional
+//     "kvNamespaces": [{"binding": "CACHE", "id": "cache"}],              optional, the host keeps the data
+//     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
 //     "staticData": {"greeting": "hi"},                  optional JSON object, bound as env.STATIC_DATA
@@ -25,7 +27,15 @@ import path from 'node:path'
 import {z} from 'zod'
 import {didYouMean} from '../../did-you-mean.js'
 import {KitError} from '../../errors.js'
-import {identifierSchema, moduleNameSchema, moduleTypes, SERVICE_ACCOUNTS_BINDING, type ModuleType} from '../../protocol/management-api.js'
+import {
+  cronListSchema,
+  identifierSchema,
+  KV_NAMESPACE_ID_PATTERN,
+  moduleNameSchema,
+  moduleTypes,
+  SERVICE_ACCOUNTS_BINDING,
+  type ModuleType,
+} from '../../protocol/management-api.js'
 import {formatByteSize, overLimitMessage} from '../../artifacts/size.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
@@ -96,7 +106,18 @@ const manifestSchema = z.strictObject({
     .optional(),
   builderPolicy: z.string(),
   durableObjects: z.array(z.strictObject({binding: identifier, className: identifier})).optional(),
+  /** A namespace belongs to this department's Worker: another Worker naming the same id has its own. */
+  kvNamespaces: z
+    .array(
+      z.strictObject({
+        binding: identifierSchema,
+        id: z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'}),
+      }),
+    )
+    .max(64)
+    .optional(),
   vars: z.record(identifierSchema, z.json()).optional(),
+  crons: cronListSchema.optional(),
   services: z.array(serviceSchema).max(64).optional(),
   staticData: jsonObject.optional(),
   dependencies: z
@@ -213,6 +234,8 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
 
   const duplicateObject = firstDuplicate((manifest.durableObjects ?? []).map((object) => object.binding))
   if (duplicateObject !== undefined) refuse(`key "durableObjects" binds ${JSON.stringify(duplicateObject)} more than once`)
+  const duplicateNamespace = firstDuplicate((manifest.kvNamespaces ?? []).map((namespace) => namespace.binding))
+  if (duplicateNamespace !== undefined) refuse(`key "kvNamespaces" binds ${JSON.stringify(duplicateNamespace)} more than once`)
   const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
   if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
   // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
@@ -224,6 +247,7 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     ...Object.keys(manifest.vars ?? {}).map((name): [string, string] => [name, `vars.${name}`]),
     ...(manifest.durableObjects ?? []).map((object, index): [string, string] => [object.binding, `durableObjects[${index}].binding`]),
     ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
+    ...(manifest.kvNamespaces ?? []).map((namespace, index): [string, string] => [namespace.binding, `kvNamespaces[${index}].binding`]),
     ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
   ]
   for (const [name, key] of claims) {

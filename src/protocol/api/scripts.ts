@@ -2,6 +2,7 @@
 // and a script's upload, details and listing.
 import {z} from 'zod'
 import {releaseAssetsSchema} from './assets.js'
+import {cronListSchema} from './crons.js'
 import {API_VERSION, hex64, identifierSchema, isoTime, moduleNameSchema, RESERVED_BINDINGS, releaseGenerationSchema, SCRIPT_NAME_PATTERN} from './common.js'
 
 // ── Identity and pairing ────────────────────────────────────────────────────────────────────────
@@ -54,6 +55,10 @@ export const moduleUploadSchema = z.strictObject({
   contentBase64: z.base64({error: 'must be base64'}),
 })
 
+/** A KV namespace id: wrangler's `id` (Cloudflare's are 32 hex), or the binding name when there is none. */
+export const KV_NAMESPACE_ID_PATTERN = /^[\x21-\x7e]{1,128}$/
+const kvNamespaceIdSchema = z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'})
+
 export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('plain_text'), name: identifierSchema, text: z.string()}),
   z.strictObject({type: z.literal('json'), name: identifierSchema, json: z.json()}),
@@ -67,6 +72,8 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('service'), name: identifierSchema, script: z.string().regex(SCRIPT_NAME_PATTERN, {error: 'must be a script name'})}),
   /** `env.<name>.fetch(request)` answers from the script's own static assets (the release's `assets`). */
   z.strictObject({type: z.literal('assets'), name: identifierSchema}),
+  /** A KV namespace of the script's own, named by its id; the host keeps its data (README "KV namespaces"). */
+  z.strictObject({type: z.literal('kv_namespace'), name: identifierSchema, namespaceId: kvNamespaceIdSchema}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -88,6 +95,8 @@ export const uploadScriptSchema = z
     bindings: z.array(bindingSchema).max(256).default([]),
     /** Static assets the host serves for this release; each file's bytes must be on the host already (POST /v1/assets). */
     assets: releaseAssetsSchema.nullable().default(null),
+    /** Cron triggers (./crons.ts): the host runs the Worker's scheduled() handler on each, in UTC. */
+    crons: cronListSchema.default([]),
   })
   .superRefine((upload, context) => {
     const moduleNames = upload.modules.map((module) => module.name)
@@ -116,7 +125,7 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace']),
   name: z.string(),
   className: z.string().optional(),
   script: z.string().optional(),

@@ -56,6 +56,7 @@ export class OnPremProvider implements EdgeProvider {
       modules: input.modules.map((module) => ({name: module.name, type: module.type, contentBase64: Buffer.from(module.content).toString('base64')})),
       bindings: input.bindings.map(wireBindingOf),
       assets: input.assets,
+      crons: input.crons,
     }
     return detailsOf(await this.host.call(endpoints.uploadScript, {params: {name: input.scriptName}, body}, signal))
   }

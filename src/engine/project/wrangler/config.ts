@@ -21,7 +21,6 @@ const IGNORED_KEYS = new Set([
   'route',
   'workers_dev',
   'preview_urls',
-  'triggers',
   'usage_model',
   'placement',
   'limits',
@@ -46,7 +45,6 @@ const IGNORED_KEYS = new Set([
  * fail at its first request. Refused at build time instead.
  */
 const REFUSED_BINDINGS = new Set([
-  'kv_namespaces',
   'r2_buckets',
   'd1_databases',
   'queues',
@@ -89,6 +87,7 @@ const INHERITED_KEYS = new Set([
   'jsx_fragment',
   'minify',
   'upload_source_maps',
+  'triggers',
   'edgeworkers',
   'assets',
 ])
@@ -106,6 +105,10 @@ const wranglerSchema = z.object({
     .object({bindings: z.array(z.object({name: z.string(), class_name: z.string(), script_name: z.string().optional()}).passthrough())})
     .optional(),
   services: z.array(z.object({binding: z.string(), service: z.string(), entrypoint: z.string().optional(), environment: z.string().optional()})).optional(),
+  /** Cron triggers the host runs (`triggers.crons`); validated with the manifest. */
+  triggers: z.object({crons: z.array(z.string()).optional()}).optional(),
+  /** The host keeps the namespaces (`id` names one; wrangler 4 allows none, as on-prem: then the binding names it). `preview_id` is for remote dev only. */
+  kv_namespaces: z.array(z.object({binding: z.string(), id: z.string().optional(), preview_id: z.string().optional()})).optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),
   base_dir: z.string().optional(),

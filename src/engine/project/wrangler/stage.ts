@@ -140,6 +140,10 @@ export async function stageWranglerProject(project: string, configFile: string, 
     ...(config.durable_objects?.bindings.length
       ? {durableObjects: config.durable_objects.bindings.map((binding) => ({binding: binding.name, className: binding.class_name}))}
       : {}),
+    ...(config.triggers?.crons?.length ? {crons: config.triggers.crons} : {}),
+    ...(config.kv_namespaces?.length
+      ? {kvNamespaces: config.kv_namespaces.map((namespace) => ({binding: namespace.binding, id: namespace.id ?? namespace.binding}))}
+      : {}),
     // On-prem a service is a department of the same company: `service` names the department.
     ...(config.services?.length
       ? {
