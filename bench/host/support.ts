@@ -76,6 +76,7 @@ export async function startBareWorkerdWith(sources: Array<{name: string; source:
       compatibilityFlags: [],
       modules: [{name: 'index.js', type: 'esModule' as const, sha256, size: source.length}],
       bindings: [],
+      crons: [],
       secrets: [],
       serviceAccounts: [],
       runtimeConfig: [],

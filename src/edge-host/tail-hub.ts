@@ -77,7 +77,8 @@ interface PostedTrace {
     outcome?: string
     eventTimestamp?: number | null
     truncated?: boolean
-    event?: {request?: {url?: string; method?: string}; response?: {status?: number}} | null
+    /** `cron`: a scheduled() invocation's trigger (it has no request). */
+    event?: {request?: {url?: string; method?: string}; response?: {status?: number}; cron?: string} | null
     logs?: Array<{level?: string; timestamp?: number; message?: unknown}>
     exceptions?: Array<{name?: string; message?: string; stack?: string; timestamp?: number}>
   }
@@ -265,11 +266,13 @@ function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) =
   const startedAt = typeof trace.eventTimestamp === 'number' ? trace.eventTimestamp : endedAt
   const request = trace.event?.request
   const status = trace.event?.response?.status
+  const cron = trace.event?.cron
   return {
     time: new Date(startedAt).toISOString(),
     script,
-    method: typeof request?.method === 'string' ? request.method : '',
-    path: redact(pathOf(request?.url)),
+    // A cron run shows as SCHEDULED <cron expression>.
+    method: typeof request?.method === 'string' ? request.method : typeof cron === 'string' ? 'SCHEDULED' : '',
+    path: typeof cron === 'string' && request?.url === undefined ? cron : redact(pathOf(request?.url)),
     status: typeof status === 'number' ? status : null,
     outcome: (tailOutcomes as readonly string[]).includes(trace.outcome ?? '') ? (trace.outcome as TailOutcome) : 'unknown',
     durationMs: Math.max(0, endedAt - startedAt),

@@ -132,7 +132,7 @@ function slim(trace) {
     outcome: trace.outcome,
     eventTimestamp: trace.eventTimestamp,
     truncated: trace.truncated,
-    event: {request: {url: request?.url, method: request?.method}, response: trace.event?.response},
+    event: {request: {url: request?.url, method: request?.method}, response: trace.event?.response, cron: trace.event?.cron},
     logs: trace.logs,
     exceptions: trace.exceptions,
   };

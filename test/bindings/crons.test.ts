@@ -3,7 +3,7 @@
 // the scheduledTime of each occurrence; occurrences missed while the host was down or fenced run
 // once when it can run them again, never as a burst; a redeploy with another schedule follows the new
 // one; bad expressions are refused in one line. The Worker records its runs in KV.
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {request} from 'undici'
@@ -36,11 +36,12 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   const root = mkdtempSync(path.join(tmpdir(), `edgeworkers-crons-${codeLoading}-`))
   const dataDir = path.join(root, 'kit')
   const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
+  const logFile = path.join(root, 'workers.log')
   let now = Date.parse('2030-01-01T00:00:30Z')
   let host: TestHost
 
   beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading}, cronClock: () => now})
+    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, worker_log_file: logFile}, cronClock: () => now})
     for (const args of [
       ['db', 'migrate'],
       ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],
@@ -115,6 +116,16 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect(await runsAfterTick(url, '2030-01-07T12:01:00Z')).toHaveLength(5)
     const later = await runsAfterTick(url, '2030-01-07T12:05:01Z')
     expect([later.length, later.at(-1)]).toEqual([6, '2030-01-07T12:05:00.000Z */5 * * * *'])
+
+    // Each run is a Worker event like any invocation: in the Worker log (and `tail`) as SCHEDULED <cron>.
+    const scheduledEvents = () =>
+      (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '')
+        .split('\n')
+        .filter((line) => line.includes('"SCHEDULED"'))
+        .map((line) => JSON.parse(line) as {method: string; path: string; outcome: string})
+    await expect
+      .poll(() => scheduledEvents().find((event) => event.path === '*/5 * * * *'), {timeout: 10_000})
+      .toMatchObject({method: 'SCHEDULED', outcome: 'ok'})
   })
 
   test('an expression Cloudflare would not run is refused in one line, exit 2, nothing deployed', async () => {
