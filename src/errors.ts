@@ -1,5 +1,5 @@
 // One error type crosses every layer. `code` is stable and machine-readable; the message is the
-// one line an operator reads. Which exit code a code maps to lives in ../cli/exit-codes.ts.
+// one line an operator reads. Which exit code a code maps to lives in ./cli/exit-codes.ts.
 export type KitErrorCode =
   | 'usage'
   | 'config_invalid'

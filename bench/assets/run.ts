@@ -10,8 +10,8 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
-import {runCli} from '../../test/support/cli.js'
-import {startTestHost} from '../../test/support/host.js'
+import {runCli} from '../support/cli.js'
+import {startBenchHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values} = parseArgs({
@@ -37,7 +37,7 @@ const cli = async (...args: string[]) => {
   return result.stdout
 }
 
-const host = await startTestHost({settings: {shards: 1}})
+const host = await startBenchHost({settings: {shards: 1}})
 await cli('db', 'migrate')
 await cli('host', 'pair', host.adminUrl, '--code', host.pairingCode!)
 await cli('company', 'create', 'Acme', '--id', 'acme')

@@ -1,7 +1,7 @@
 // Deploy backlog drain rate: WORKERS Workers × VERSIONS queued versions each (`deploy --no-wait`,
 // so every row is the passes'), drained by 1 and by 16 `edgeworkers reconcile --lane recovery`
 // processes started together (the built CLI, each in --watch mode, one pass per second), on a real
-// edge host (startTestHost: in-process, 2 workerd shards), on each store, `recovery.batch_size` 5 so
+// edge host (startBenchHost: in-process, 2 workerd shards), on each store, `recovery.batch_size` 5 so
 // a backlog this small still spreads over the passes. Two times: wall, from the processes' start
 // until no deploy row is pending or leased (includes starting 16 CLIs); and drain, from the first row
 // settled to the last (the rows' updated_at). Then every Worker must serve its newest version, every
@@ -20,7 +20,7 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import type {PairingResult} from '../../src/provider/types.js'
 import {openStore, type Backend, type Store} from '../../src/store/index.js'
-import {startTestHost, type TestHost} from '../../test/support/host.js'
+import {startBenchHost, type BenchHost} from '../support/host.js'
 import {expectEachRowSettledOnce, expectNewestServed, HostCounter, queueBacklog} from '../support/deploy-backlog.js'
 import {onEachBackend} from '../support/passes.js'
 import {log} from '../support/stats.js'
@@ -41,7 +41,7 @@ interface Figure {
   drainSeconds: number
 }
 
-async function drain(host: TestHost, pairing: PairingResult, uploads: HostCounter, backend: Backend, url: string, passes: number): Promise<Figure> {
+async function drain(host: BenchHost, pairing: PairingResult, uploads: HostCounter, backend: Backend, url: string, passes: number): Promise<Figure> {
   const dataDir = path.join(workDir, `${backend}-${passes}`)
   mkdirSync(dataDir, {recursive: true})
   const store: Store = await openStore(settingsSchema.parse({data_dir: dataDir, store: {url}}))
@@ -90,7 +90,7 @@ async function drain(host: TestHost, pairing: PairingResult, uploads: HostCounte
 }
 
 const uploads = new HostCounter()
-const host = await startTestHost({onLog: uploads.record})
+const host = await startBenchHost({onLog: uploads.record})
 try {
   const pairing = await pairWithHost(host.adminUrl, host.pairingCode!, 10_000)
   const figures: Figure[] = []

@@ -16,9 +16,8 @@ import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import {Pool} from 'undici'
 import {readHostInfo, type HostInfo} from '../../src/edge-host/host.js'
-import {HostClient} from '../../test/support/host.js'
-import {paths} from '../../test/support/paths.js'
-import {scriptNameFor, textWorker} from '../../test/support/worker-fixtures.js'
+import {HostClient, pairHost} from '../support/host.js'
+import {scriptNameFor, textWorker} from '../support/fixtures.js'
 import {log, machineLoad, median, percentile} from '../support/stats.js'
 
 const {values: options} = parseArgs({
@@ -109,9 +108,8 @@ const name = scriptNameFor('bench/connections')
 try {
   const info = await started()
   const code = /pairing code: (\S+)/.exec(stderr)?.[1]
-  const pair = await fetch(`${info.adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code})})
-  const {secret} = (await pair.json()) as {secret: string}
-  await new HostClient(() => info.adminUrl, secret).deploy(name, textWorker('hello'))
+  const secret = await pairHost(info.adminUrl, code!)
+  await new HostClient(info.adminUrl, secret).deploy(name, textWorker('hello'))
   const fdLine = stdout.split('\n').find((line) => line.includes('"msg":"file descriptor limit'))
   log(`host ${host.pid}: ${fdLine}`)
 

@@ -1,4 +1,4 @@
-// Control-plane benchmark, on a SQLite store and a real edge host (startTestHost: in-process, one
+// Control-plane benchmark, on a SQLite store and a real edge host (startBenchHost: in-process, one
 // workerd shard), all in one run, alternating each measured call with its baseline:
 //   (a) `secret put` (applyControl: what `edgeworkers secret put` runs — host revision read, outbox
 //       row, mutation, receipt read and validation, settle + audit row, ack) from its start until the
@@ -22,11 +22,11 @@ import {applyControl, type ControlRequest} from '../../src/engine/control/apply.
 import {createEngine, type Engine} from '../../src/engine/context.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
-import {paths} from '../../test/support/paths.js'
+import {paths} from '../support/paths.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore} from '../../src/store/index.js'
-import {startTestHost, type HostClient, type TestHost} from '../../test/support/host.js'
-import {FIXTURES_DIR, fixtureUpload, scriptNameFor} from '../../test/support/worker-fixtures.js'
+import {startBenchHost, type HostClient, type BenchHost} from '../support/host.js'
+import {FIXTURES_DIR, fixtureUpload, scriptNameFor} from '../support/fixtures.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {runs: {type: 'string', default: '15'}}})
@@ -43,11 +43,11 @@ async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30
   }
 }
 
-const tokenOf = async (host: TestHost, scriptName: string) => {
+const tokenOf = async (host: BenchHost, scriptName: string) => {
   const response = await fetch(`${host.publicUrl}/${scriptName}/`)
   return response.status === 200 ? ((await response.json()) as {token: string | null}).token : null
 }
-const statusOf = async (host: TestHost, scriptName: string) => {
+const statusOf = async (host: BenchHost, scriptName: string) => {
   const response = await fetch(`${host.publicUrl}/${scriptName}/`)
   await response.arrayBuffer()
   return response.status
@@ -71,7 +71,7 @@ async function bare(client: HostClient, method: string, target: string, body: un
 
 async function main(): Promise<void> {
   log(`# ${machineLoad()}`)
-  const host = await startTestHost({settings: {shards: 1}})
+  const host = await startBenchHost({settings: {shards: 1}})
   const settings = settingsSchema.parse({data_dir: path.join(workDir, 'kit'), store: {url: ''}})
   const store = await openStore(settings, {create: true})
   try {

@@ -1,4 +1,4 @@
-// Deploy benchmark, on a SQLite store and a real edge host (startTestHost: in-process, 2 workerd
+// Deploy benchmark, on a SQLite store and a real edge host (startBenchHost: in-process, 2 workerd
 // shards, 20 ms coalesce window), all in one run:
 //   (a) `deployWorker` (what `edgeworkers deploy` runs, waiting) from its start until the new version
 //       serves — the readiness gate passed and a GET through the data plane answers the new body —
@@ -25,8 +25,8 @@ import {deployWorker, type DeployOutcome} from '../../src/engine/deploy/deploy-w
 import {runDeployTask} from '../../src/engine/deploy/task.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore, type Store} from '../../src/store/index.js'
-import {startTestHost, type HostClient, type TestHost} from '../../test/support/host.js'
-import {FIXTURES_DIR, fixtureUpload, scriptNameFor} from '../../test/support/worker-fixtures.js'
+import {startBenchHost, type HostClient, type BenchHost} from '../support/host.js'
+import {FIXTURES_DIR, fixtureUpload, scriptNameFor} from '../support/fixtures.js'
 import {log, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {runs: {type: 'string', default: '7'}, workers: {type: 'string', default: '100'}}})
@@ -44,7 +44,7 @@ const STAGES = ['build', 'enqueue', 'lease', 'snapshot', 'integrity', 'deploying
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Polls the data plane until the script answers 200 with `body` in it. */
-async function untilServes(host: TestHost, scriptName: string, body: string, timeoutMs = 60_000): Promise<void> {
+async function untilServes(host: BenchHost, scriptName: string, body: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const response = await fetch(`${host.publicUrl}/${scriptName}/`)
@@ -78,7 +78,7 @@ function project(fixture: Fixture, marker: string): string {
 }
 
 /** (a) One engine deploy, stage by stage; ms from start of each stage, plus the total until served. */
-async function engineDeploy(engine: Engine, host: TestHost, departmentId: string, fixture: Fixture, run: number) {
+async function engineDeploy(engine: Engine, host: BenchHost, departmentId: string, fixture: Fixture, run: number) {
   const projectDir = project(fixture, `run-${run}`)
   const marks: Array<{stage: string; at: number}> = []
   const started = performance.now()
@@ -97,7 +97,7 @@ async function engineDeploy(engine: Engine, host: TestHost, departmentId: string
 }
 
 /** (a) baseline: the same fixture uploaded straight to the host, live, then served. */
-async function bareDeploy(host: TestHost, client: HostClient, scriptName: string, fixture: Fixture): Promise<number> {
+async function bareDeploy(host: BenchHost, client: HostClient, scriptName: string, fixture: Fixture): Promise<number> {
   const started = performance.now()
   await client.deploy(scriptName, fixtureUpload(fixture))
   await untilServes(host, scriptName, BODY[fixture])
@@ -113,7 +113,7 @@ async function main(): Promise<void> {
   )
   const projects = {hello: project('hello', 'batch')}
 
-  const host = await startTestHost()
+  const host = await startBenchHost()
   const settings = settingsSchema.parse({data_dir: path.join(workDir, 'kit'), store: {url: ''}})
   const store = await openStore(settings)
   try {

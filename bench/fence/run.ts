@@ -22,14 +22,14 @@ import {FileArtifactStore} from '../../src/artifacts/store.js'
 import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine, silentLogger, type Engine} from '../../src/engine/context.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
-import {EDGE_HOST_FENCED} from '../../src/engine/deploy/enqueue.js'
+import {EDGE_HOST_FENCED} from '../../src/protocol/management-api.js'
 import {beginFence, endFence} from '../../src/engine/fence/lifecycle.js'
 import {runPass} from '../../src/engine/pass/index.js'
 import {OnPremProvider} from '../../src/provider/onprem/client.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import type {EdgeProvider} from '../../src/provider/types.js'
 import {openStore, type Backend, type Store} from '../../src/store/index.js'
-import {startTestHost} from '../../test/support/host.js'
+import {startBenchHost} from '../support/host.js'
 import {leaseAndSettle, onEachBackend, seedBenchWorker, type BenchWorker} from '../support/passes.js'
 import {log, median, percentile} from '../support/stats.js'
 
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
 
 /** (a) Alternating kit and bare round trips against one real host. */
 async function benchRoundTrip(): Promise<Record<string, number[]>> {
-  const host = await startTestHost({maxFenceTtlSeconds: 600})
+  const host = await startBenchHost({maxFenceTtlSeconds: 600})
   const settings = settingsSchema.parse({data_dir: path.join(workDir, 'round-trip')})
   const store = await openStore(settings)
   try {

@@ -20,8 +20,8 @@ import pino from 'pino'
 import {request} from 'undici'
 import {startHost} from '../../src/edge-host/host.js'
 import type {UploadScript} from '../../src/protocol/management-api.js'
-import {paths} from '../../test/support/paths.js'
-import {signRequest} from '../../src/protocol/signing.js'
+import {paths} from '../support/paths.js'
+import {HostClient, pairHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {connections: {type: 'string', default: '1000'}, incidents: {type: 'string', default: '3'}}})
@@ -41,25 +41,7 @@ function upload(source: string): UploadScript {
   } as UploadScript
 }
 
-async function signed(adminUrl: string, secret: string, method: string, target: string, body?: unknown) {
-  const payload = body === undefined ? undefined : JSON.stringify(body)
-  const response = await request(`${adminUrl}${target}`, {
-    method: method as 'GET',
-    headers: {...(payload ? {'content-type': 'application/json'} : {}), ...signRequest({secret, method, target, body: payload})},
-    body: payload,
-  })
-  return {status: response.statusCode, body: (await response.body.json()) as any}
-}
-
-async function deploy(adminUrl: string, secret: string, name: string, source: string): Promise<void> {
-  const body = upload(source)
-  const put = await signed(adminUrl, secret, 'PUT', paths.script(name), body)
-  if (put.status !== 200) throw new Error(`upload ${name}: ${put.status} ${JSON.stringify(put.body)}`)
-  for (;;) {
-    if ((await signed(adminUrl, secret, 'GET', paths.readinessProbe(name, body.releaseGeneration))).status === 200) return
-    await sleep(50)
-  }
-}
+const deploy = (adminUrl: string, secret: string, name: string, source: string) => new HostClient(adminUrl, secret).deploy(name, upload(source))
 
 const rssOf = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024
 
@@ -100,12 +82,7 @@ async function heldConnections(): Promise<string> {
       cli.stdout.on('data', (data) => (out += data))
       cli.on('close', (status) => (status === 0 ? resolve(out.trim().split(/\s+/).at(-1)!) : reject(new Error(`pairing-code exited ${status}`))))
     })
-    const pair = await request(`${adminUrl}${paths.pair}`, {
-      method: 'POST',
-      headers: {'content-type': 'application/json'},
-      body: JSON.stringify({code: pairingCode}),
-    })
-    const {secret} = (await pair.body.json()) as {secret: string}
+    const secret = await pairHost(adminUrl, pairingCode)
     const worker = `dw-${'b'.repeat(48)}`
     await deploy(adminUrl, secret, worker, 'export default { fetch() { return new Response("public") } }')
     await sleep(2_000)
@@ -138,12 +115,7 @@ async function neighbours(): Promise<string[]> {
   const host = await startHost({dataDir, settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1}, logger: pino({level: 'silent'})})
   const rows: string[] = []
   try {
-    const pairing = await request(`${host.adminUrl}${paths.pair}`, {
-      method: 'POST',
-      headers: {'content-type': 'application/json'},
-      body: JSON.stringify({code: host.issuedPairingCode}),
-    })
-    const {secret} = (await pairing.body.json()) as {secret: string}
+    const secret = await pairHost(host.adminUrl, host.issuedPairingCode!)
     const victim = `dw-${'1'.repeat(48)}`
     await deploy(host.adminUrl, secret, victim, 'export default { fetch() { return new Response("victim") } }')
     const offenders = [

@@ -1,4 +1,4 @@
-// Retirement and orphan-report benchmark, on a SQLite store and a real edge host (startTestHost), in one run:
+// Retirement and orphan-report benchmark, on a SQLite store and a real edge host (startBenchHost), in one run:
 //   (a) `retireDepartment` (what `edgeworkers retire <department>` runs) from its start until the
 //       Worker's public URL answers 404, median over WORKERS Workers, each deployed (fixtures/workers/
 //       hello, via deployWorker) and answering 200 before it is retired.
@@ -7,7 +7,7 @@
 //       (listHostScripts, same provider, same page size) — ROUNDS times each; medians and the ratio.
 //       Seeding is not timed and runs no workerd: on a second host, 10,000 Worker rows (one company,
 //       10,000 departments) are inserted through the store API, and the host's state (host.sqlite,
-//       src/edge-host/state.ts) gets 10,000 script rows in one transaction of raw INSERTs, with no
+//       src/edge-host/state/host-state.ts) gets 10,000 script rows in one transaction of raw INSERTs, with no
 //       shard and no release (so no workerd runs them): 9,000 named after the Worker rows, 1,000
 //       unowned; half of each retired, half locked down.
 //
@@ -26,11 +26,11 @@ import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {listHostScripts} from '../../src/engine/retire/host-listing.js'
 import {orphanReport, type OrphanReport} from '../../src/engine/retire/orphan-report.js'
 import {retireDepartment} from '../../src/engine/retire/retire-department.js'
-import {STATE_FILE} from '../../src/edge-host/state.js'
+import {STATE_FILE} from '../../src/edge-host/state/host-state.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore, scriptNameFor, type Store} from '../../src/store/index.js'
-import {startTestHost, type TestHost} from '../../test/support/host.js'
-import {FIXTURES_DIR} from '../../test/support/worker-fixtures.js'
+import {startBenchHost, type BenchHost} from '../support/host.js'
+import {FIXTURES_DIR} from '../support/fixtures.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({
@@ -46,7 +46,7 @@ const workDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-retire-'))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A migrated SQLite store in its own data dir, paired with `host`, and an engine over it. */
-async function pairedEngine(host: TestHost, name: string): Promise<{store: Store; engine: Engine; settings: Settings}> {
+async function pairedEngine(host: BenchHost, name: string): Promise<{store: Store; engine: Engine; settings: Settings}> {
   const settings = settingsSchema.parse({data_dir: path.join(workDir, name), store: {url: ''}})
   const store = await openStore(settings)
   await store.migrate()
@@ -63,7 +63,7 @@ async function status(url: string): Promise<number> {
 
 /** (a) Deploy WORKERS Workers; then, one at a time, retire each and time it until its URL answers 404. */
 async function benchRetire(): Promise<number[]> {
-  const host = await startTestHost()
+  const host = await startBenchHost()
   const {store, engine} = await pairedEngine(host, 'retire')
   try {
     const projectDir = path.join(workDir, 'hello')
@@ -100,7 +100,7 @@ async function benchRetire(): Promise<number[]> {
 
 /** (b) Seeds 10,000 Worker rows and 10,000 host script rows, then alternates the report and the bare listing. */
 async function benchOrphanReport(): Promise<{report: OrphanReport; reportMs: number[]; listMs: number[]; listed: number}> {
-  const host = await startTestHost()
+  const host = await startBenchHost()
   const {store, engine, settings} = await pairedEngine(host, 'orphans')
   try {
     const owned = Math.round(SCRIPTS * (1 - UNOWNED_SHARE))

@@ -16,8 +16,7 @@ import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import {request} from 'undici'
 import type {UploadScript} from '../../src/protocol/management-api.js'
-import {signRequest} from '../../src/protocol/signing.js'
-import {paths} from '../../test/support/paths.js'
+import {HostClient, pairHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -50,22 +49,7 @@ function upload(source: string): UploadScript {
   } as UploadScript
 }
 
-async function signed(adminUrl: string, secret: string, method: string, target: string, body?: unknown) {
-  const payload = body === undefined ? undefined : JSON.stringify(body)
-  const response = await request(`${adminUrl}${target}`, {
-    method: method as 'GET',
-    headers: {...(payload ? {'content-type': 'application/json'} : {}), ...signRequest({secret, method, target, body: payload})},
-    body: payload,
-  })
-  return {status: response.statusCode, body: (await response.body.json()) as {shard?: number}}
-}
-
-async function deploy(adminUrl: string, secret: string, script: string, source: string): Promise<void> {
-  const body = upload(source)
-  const put = await signed(adminUrl, secret, 'PUT', paths.script(script), body)
-  if (put.status !== 200) throw new Error(`upload ${script}: ${put.status} ${JSON.stringify(put.body)}`)
-  while ((await signed(adminUrl, secret, 'GET', paths.readinessProbe(script, body.releaseGeneration))).status !== 200) await sleep(50)
-}
+const deploy = (adminUrl: string, secret: string, script: string, source: string) => new HostClient(adminUrl, secret).deploy(script, upload(source))
 
 interface Answer {
   at: number
@@ -138,8 +122,7 @@ async function round(bin: string): Promise<Figures> {
       cli.stdout.on('data', (data) => (out += data))
       cli.on('close', (status) => (status === 0 ? resolve(out.trim().split(/\s+/).at(-1)!) : reject(new Error(`pairing-code exited ${status}`))))
     })
-    const pair = await request(`${adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code})})
-    const {secret} = (await pair.body.json()) as {secret: string}
+    const secret = await pairHost(adminUrl, code)
     // Least-loaded placement, lowest index first: a→0, b→1, c→2, d→3, spin→0, bomb→1.
     for (const key of ['a', 'b', 'c', 'd'] as const) await deploy(adminUrl, secret, WORKERS[key], answering(key))
     await deploy(adminUrl, secret, WORKERS.spin, SPIN)

@@ -22,7 +22,7 @@ import {parseArgs} from 'node:util'
 import {settingsSchema} from '../../src/config/schema.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import {openStore} from '../../src/store/index.js'
-import {startTestHost} from '../../test/support/host.js'
+import {startBenchHost} from '../support/host.js'
 import {expectEachRowSettledOnce, expectNewestServed, HostCounter, queueSharedBacklog} from '../support/deploy-backlog.js'
 import {createDatabase, dropDatabase, postgresServer} from '../support/store-baseline.js'
 import {log, machineLoad, median} from '../support/stats.js'
@@ -72,7 +72,7 @@ async function run(adminUrl: string, passes: number, round: number): Promise<Fig
   const projectsDir = path.join(workDir, `${label}-projects`)
   mkdirSync(projectsDir, {recursive: true})
   const counter = new HostCounter()
-  const host = await startTestHost({settings: {shards: SHARDS}, onLog: counter.record})
+  const host = await startBenchHost({settings: {shards: SHARDS}, onLog: counter.record})
   const url = await createDatabase(adminUrl, label)
   const store = await openStore(settingsSchema.parse({data_dir: dataDir, store: {url}}))
   const children: ChildProcess[] = []

@@ -17,13 +17,13 @@ import os from 'node:os'
 import path from 'node:path'
 import {parseArgs} from 'node:util'
 import pino from 'pino'
-import {request, WebSocket} from 'undici'
+import {WebSocket} from 'undici'
 import {startHost, type RunningHost} from '../../src/edge-host/host.js'
 import {renderValidationConfig} from '../../src/workerd/config.js'
 import {WorkerdProcess} from '../../src/workerd/process.js'
 import type {UploadScript} from '../../src/protocol/management-api.js'
-import {paths} from '../../test/support/paths.js'
-import {signRequest} from '../../src/protocol/signing.js'
+import {paths} from '../support/paths.js'
+import {HostClient, pairHost} from '../support/host.js'
 import {log, machineLoad, median, percentile} from '../support/stats.js'
 
 const {values: options} = parseArgs({
@@ -75,33 +75,13 @@ function chatRoom(tag: string): UploadScript {
   }
 }
 
-async function startBenchHost(
-  dir: string,
-): Promise<{host: RunningHost; call: (method: 'GET' | 'PUT', target: string, body?: unknown) => Promise<{status: number; json: any}>}> {
+async function startPairedHost(dir: string): Promise<{host: RunningHost; client: HostClient}> {
   const host = await startHost({
     dataDir: dir,
     settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 2, coalesce_window_ms: 20},
     logger: pino({level: 'silent'}),
   })
-  const paired = await request(`${host.adminUrl}${paths.pair}`, {
-    method: 'POST',
-    headers: {'content-type': 'application/json'},
-    body: JSON.stringify({code: host.issuedPairingCode}),
-  })
-  const {secret} = (await paired.body.json()) as {secret: string}
-  const call = async (method: 'GET' | 'PUT', target: string, body?: unknown) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body)
-    const headers = {...(payload ? {'content-type': 'application/json'} : {}), ...signRequest({secret, method, target, body: payload})}
-    const response = await request(`${host.adminUrl}${target}`, {method, headers, body: payload})
-    return {status: response.statusCode, json: await response.body.json()}
-  }
-  return {host, call}
-}
-
-async function deploy(call: Awaited<ReturnType<typeof startBenchHost>>['call'], name: string, script: UploadScript): Promise<void> {
-  const uploaded = await call('PUT', paths.script(name), script)
-  if (uploaded.status !== 200) throw new Error(`upload answered ${uploaded.status}: ${JSON.stringify(uploaded.json)}`)
-  while ((await call('GET', paths.readinessProbe(name, script.releaseGeneration))).status !== 200) await sleep(10)
+  return {host, client: new HostClient(host.adminUrl, await pairHost(host.adminUrl, host.issuedPairingCode!))}
 }
 
 /** The echo Worker alone on a bare workerd, configured as the host would run it. */
@@ -181,10 +161,10 @@ const fixed = (value: number, digits = 3) => value.toFixed(digits)
 async function main(): Promise<void> {
   const source = echoWorker('echo')
   const bare = await startBareWorkerd(source)
-  const {host, call} = await startBenchHost(path.join(workDir, 'host'))
+  const {host, client} = await startPairedHost(path.join(workDir, 'host'))
   try {
     const echo = scriptName('bench/ws/echo')
-    await deploy(call, echo, upload(source))
+    await client.deploy(echo, upload(source))
     const throughHost = `${host.publicUrl.replace(/^http/, 'ws')}/${echo}/`
     log(`round trips: ${ROUNDS} rounds of ${MESSAGES} messages (${machineLoad()})`)
     const rows: Array<{round: number; bare: number[]; host: number[]}> = []
@@ -199,10 +179,10 @@ async function main(): Promise<void> {
     // Redeploy effects. A and B share a shard (plain Workers: overlap swap); C and the chat room R
     // share the other (R has Durable Objects: hold swap).
     const names = {A: scriptName('bench/ws/a'), C: scriptName('bench/ws/c'), B: scriptName('bench/ws/b')}
-    for (const [label, name] of Object.entries(names)) await deploy(call, name, upload(echoWorker(`worker ${label}`)))
+    for (const [label, name] of Object.entries(names)) await client.deploy(name, upload(echoWorker(`worker ${label}`)))
     const room = scriptName('bench/ws/room')
-    await deploy(call, room, chatRoom('first'))
-    const inventory = (await call('GET', paths.inventory)).json as {scripts: Array<{name: string; shard: number}>}
+    await client.deploy(room, chatRoom('first'))
+    const inventory = (await client.call('GET', paths.inventory)).body as {scripts: Array<{name: string; shard: number}>}
     const shardOf = (name: string) => inventory.scripts.find((script) => script.name === name)!.shard
     const url = (name: string) => `${host.publicUrl.replace(/^http/, 'ws')}/${name}/`
     const redeployEffects = async (target: string, redeploy: UploadScript, others: Record<string, string>) => {
@@ -213,7 +193,7 @@ async function main(): Promise<void> {
       }
       const sockets = Object.fromEntries(await Promise.all(Object.entries({target, ...others}).map(opened)))
       const began = performance.now()
-      await deploy(call, target, redeploy)
+      await client.deploy(target, redeploy)
       const live = performance.now() - began
       const effects: Record<string, string> = {}
       for (const [label, socket] of Object.entries(sockets)) {

@@ -1,5 +1,5 @@
 // The README's configuration table, generated from the schema so the two never drift
-// (test/config/reference.test.ts compares them; `npm run docs:config` rewrites the README block).
+// (test/unit/config/reference.test.ts compares them; `npm run docs:config` rewrites the README block).
 import {envNameFor, leafPaths} from './load.js'
 import {settingsSchema} from './schema.js'
 

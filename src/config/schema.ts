@@ -1,5 +1,5 @@
-// Every tunable of the kit. Defaults are the constants of the background-task specification (背景任務:
-// batch 50, 60 s loops, 15 s cooldown, …); keys are snake_case
+// Every tunable of the kit. Defaults are the reference system's constants (batch 50, 60 s loops,
+// 15 s cooldown, …); keys are snake_case
 // as they appear in the TOML file, and the env override of `section.key` is
 // EDGEWORKERS_SECTION__KEY (see ./load.ts). Unknown keys are rejected at every level.
 import {z} from 'zod'
@@ -212,7 +212,7 @@ export const settingsSchema = z.strictObject({
       /** Incidents (stall, crash, memory limit) one release of a Worker may cause before it is quarantined until its next deploy. */
       quarantine_after_incidents: count(3, 1, 100),
       /**
-       * Under the loader, keep one idle workerd started (about 20 MB) that the replacement of a runaway
+       * Under the loader, keep one idle workerd started (about 12 MB of its own, 52 MB resident) that the replacement of a runaway
        * or crashed shard takes at once, instead of its Workers waiting for a start (seconds under load).
        */
       spare_process: z.boolean().default(true),

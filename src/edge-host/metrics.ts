@@ -2,6 +2,7 @@
 // Per-Worker series carry the script's department (upload metadata) next to `script` when the host
 // knows it, so one series per script either way: the label set stays bounded by the scripts served.
 import {Counter, Gauge, Histogram, type LabelValues, Registry, collectDefaultMetrics} from 'prom-client'
+import type {ScriptState} from '../protocol/management-api.js'
 import {BUILD_INFO_METRIC, buildInfo} from '../util/build-info.js'
 
 /** Label for requests that matched no served script: unknown names must not grow the label set. */
@@ -10,7 +11,7 @@ export const UNKNOWN_SCRIPT_LABEL = 'unknown'
 /** Read at scrape time, so the gauges are never stale. */
 export interface MetricSources {
   fenceActive(): boolean
-  scriptCounts(): Record<'active' | 'locked_down' | 'retired', number>
+  scriptCounts(): Record<ScriptState, number>
   quarantinedCount(): number
   openConnections(): number
   /** The department the script's current release was uploaded for, null when the upload named none. */

@@ -1,7 +1,8 @@
 // The two gates of the on-prem kit, each decided in one place:
 // - the execution gate (closed while a backup fence is open, or while no provider can be built):
-//   deploy tasks raise DeploymentRetryLater before any lease, and sweeps claim nothing;
-// - the enqueue gates (maintenance, restore pending): enqueue_deploy and uncertain-repair get 409s.
+//   a deploy task answers `retry_later` before it takes any lease, and sweeps claim nothing;
+// - the enqueue gates (maintenance, restore pending): no deploy row is enqueued (enqueueDeploy and a
+//   waiting `deploy` refuse with `gate_closed`).
 import {KitError} from '../errors.js'
 import type {Engine} from './context.js'
 import {PROVIDER_UNAVAILABLE, type ProviderResolution} from './provider.js'
@@ -17,7 +18,7 @@ export async function executionGate(engine: Engine, resolution: ProviderResoluti
   return {closed: false, scope}
 }
 
-/** Throws 409 (`edge_workers_maintenance` / restore pending) when maintenance is on or a restore is pending for the scope. */
+/** Refuses (`gate_closed`: `edge_workers_maintenance` or `edge_workers_restore_pending`) while maintenance is on or a restore is pending for the scope. */
 export async function assertEnqueueGatesOpen(engine: Engine, scope: string): Promise<void> {
   const gates = await engine.store.kit.getGates(scope)
   if (gates.restore_pending) {

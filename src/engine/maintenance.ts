@@ -1,5 +1,5 @@
 // The maintenance gate (`maintenance on|off|status`): while on — and while a restore is pending —
-// enqueue_deploy and uncertain-repair answer 409 (the check itself lives in ./gates.ts). Deploys
+// no deploy row is enqueued (the check itself lives in ./gates.ts). Deploys
 // already queued keep running; this gate stops new work, the backup fence stops execution.
 import {KitError} from '../errors.js'
 import {SYSTEM_ACTOR, type AuditActor, type GateRow} from '../store/index.js'

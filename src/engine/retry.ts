@@ -7,7 +7,7 @@
 //   off or timing out, fenced, or its Worker busy with another deploy — *waits*: it comes due again
 //   after the ladder's step for its consecutive waits (the last step repeats), ± jitter, and never
 //   fails for it. A row waiting for a host it could not reach is due at once when a pass finds that
-//   host answering again (../pass/host-wake.ts).
+//   host answering again (./pass/host-wake.ts).
 // - A row whose request reached the host and got an answer that may be right next time (a read back
 //   that does not match, a body the kit does not understand, a refusal while reading back) is a
 //   *failed attempt*: it comes due after the ladder's step for its attempts, or — once they reach

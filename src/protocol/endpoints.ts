@@ -1,8 +1,9 @@
-// The management API's endpoints, in one table: the host routes by it (src/edge-host/management-server.ts),
+// The management API's endpoints, in one table: the host routes by it (src/edge-host/http/management-server.ts),
 // the kit's provider calls by it (src/provider/onprem/client.ts), and docs/management-api.md lists it
 // (`npm run docs:endpoints`; a unit test fails when the two differ). Each entry says the method, the
 // path with its parameters, the query parameters, the request and response bodies, and whether the
 // call is signed (./signing.ts). Every endpoint answers errors as {code, message} (see errorStatus).
+// A table, one entry per endpoint: past the 400-line limit for files on purpose.
 import {z} from 'zod'
 import {fenceIdSchema, identifierSchema, mutationIdSchema, READINESS_WAIT_MAX_MS, serviceAccountIdSchema} from './api/common.js'
 import {

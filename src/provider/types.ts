@@ -5,17 +5,19 @@ import type {TailLine, WorkerActivity} from '../protocol/tail.js'
 import type {WorkerBinding} from '../protocol/worker-bindings.js'
 import type {
   AccessPolicy as WireAccessPolicy,
+  AccessPolicyMode,
+  ControlMutationOperation,
   HostFence,
+  ModuleType,
   OperationSettings,
   ReleaseAssets,
   RuntimeConfigList,
   SecretList,
+  ScriptState,
   ServiceAccountList,
 } from '../protocol/management-api.js'
 
-export type ScriptState = 'active' | 'locked_down' | 'retired'
-
-export type ModuleType = 'esModule' | 'commonJs' | 'text' | 'json' | 'data' | 'wasm' | 'sourceMap'
+export type {AccessPolicyMode, ModuleType, ScriptState}
 
 export interface ScriptModule {
   /** The specifier other modules import it by. */
@@ -56,8 +58,6 @@ export interface ScriptListPage {
   nextCursor: string | null
 }
 
-export type AccessPolicyMode = 'public' | 'api_key' | 'teamsync_internal'
-
 export interface AccessPolicy {
   mode: AccessPolicyMode
   ipAllowlist: string[]
@@ -69,18 +69,22 @@ export interface AccessPolicy {
  * One audited control mutation as the host applies it. Secret values, API-key digests and passwords
  * travel here and nowhere else: the outbox keeps only digests (see ../engine/control/operations.ts).
  */
-export type ControlMutation =
-  | {operation: 'access_policy.replace'; mode: AccessPolicyMode; ipAllowlist: string[]; baseRevision: number}
-  | {operation: 'access_policy.api_key.rotate'; apiKeySha256: string; apiKeyLastFour: string; baseRevision: number}
-  | {operation: 'access_policy.api_key.revoke'; baseRevision: number}
-  | {operation: 'runtime_config.replace'; key: string; valueJson: string; baseRevision: number}
-  | {operation: 'runtime_config.delete'; key: string; baseRevision: number}
-  | {operation: 'operation_settings.replace'; releaseGeneration: string; settingsJson: string; baseRevision: number}
-  | {operation: 'operation_settings.revoke'; baseRevision: number}
-  | {operation: 'secrets.put'; name: string; value: string}
-  | {operation: 'secrets.delete'; name: string}
-  | {operation: 'service_accounts.credentials.put'; serviceAccountId: string; username: string; password: string}
-  | {operation: 'service_accounts.credentials.delete'; serviceAccountId: string}
+export type ControlMutation = {[K in ControlMutationOperation]: {operation: K} & ControlMutationFields[K]}[ControlMutationOperation]
+
+/** The fields of each control mutation, keyed by the protocol's operations (a missing one does not compile). */
+interface ControlMutationFields {
+  'access_policy.replace': {mode: AccessPolicyMode; ipAllowlist: string[]; baseRevision: number}
+  'access_policy.api_key.rotate': {apiKeySha256: string; apiKeyLastFour: string; baseRevision: number}
+  'access_policy.api_key.revoke': {baseRevision: number}
+  'runtime_config.replace': {key: string; valueJson: string; baseRevision: number}
+  'runtime_config.delete': {key: string; baseRevision: number}
+  'operation_settings.replace': {releaseGeneration: string; settingsJson: string; baseRevision: number}
+  'operation_settings.revoke': {baseRevision: number}
+  'secrets.put': {name: string; value: string}
+  'secrets.delete': {name: string}
+  'service_accounts.credentials.put': {serviceAccountId: string; username: string; password: string}
+  'service_accounts.credentials.delete': {serviceAccountId: string}
+}
 
 /** The parts of a script's control state that carry a revision. */
 export type RevisionedControl = 'access_policy' | 'runtime_config' | 'operation_settings'

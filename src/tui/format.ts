@@ -3,6 +3,7 @@
 import {formatDuration} from '../engine/status/snapshot.js'
 
 export {formatDuration, formatWindow} from '../engine/status/snapshot.js'
+import {messageOf} from '../errors.js'
 
 /** A refresh interval: 2s, 1m30s — or 500ms when it is not whole seconds. */
 export function formatInterval(ms: number): string {
@@ -58,3 +59,6 @@ export function tableLine(cells: string[], columns: Column[], widths: number[], 
     .join(' ')
   return clip(line.trimEnd(), total)
 }
+
+/** An error as the view shows it: its first line. */
+export const firstLineOf = (error: unknown) => messageOf(error).split('\n')[0]!

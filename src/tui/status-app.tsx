@@ -3,35 +3,19 @@
 // after a confirmation. Everything it knows comes from a StatusSource (src/engine/status/source.ts);
 // every failure becomes one line in the view, never a stack trace.
 import {useApp, useInput, type Key} from 'ink'
-import {Component, useCallback, useEffect, useMemo, useRef, useState, type ReactNode} from 'react'
-import type {ActionDone, OutboxRowDetail} from '../engine/status/actions.js'
+import {useCallback, useEffect, useMemo, useRef, useState, type ReactNode} from 'react'
+import type {ActionDone} from '../engine/status/actions.js'
 import type {ErrorGroupKey, StatusSource} from '../engine/status/source.js'
 import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES, type LaneName} from '../engine/pass/lane.js'
-import {messageOf} from '../errors.js'
 import {renderTailLine} from '../cli/tail-render.js'
-import type {OutboxRowSummary} from '../store/index.js'
 import {parseFilter, type RowFilter} from './filter.js'
 import {Lines, useLatest, useTerminalSize} from './terminal.js'
-import {clip, formatInterval, shortId} from './format.js'
-import {
-  attentionLine,
-  groupRowsList,
-  headerLine,
-  hostLines,
-  lanesLines,
-  listLines,
-  panelList,
-  PANELS,
-  rowDetailLines,
-  tabsLine,
-  visibleItems,
-  type Line,
-  type ListItem,
-  type OpenTarget,
-  type PanelList,
-  type PanelName,
-} from './panels.js'
+import {clip, firstLineOf, formatInterval, shortId} from './format.js'
+import {groupRowsList, panelList, visibleItems, type ListItem, type OpenTarget, type PanelList} from './lists.js'
+import {attentionLine, headerLine, hostLines, lanesLines, PANELS, type Line, type PanelName} from './panels.js'
+import {bottomLine, keysLine, screenLines, type Frame, type Message, type Overlay, type Screen} from './screens.js'
+import {ViewErrorBoundary} from './view-error.js'
 
 /** Below this the view shows only a message asking for a bigger terminal. */
 export const MIN_COLUMNS = 60
@@ -44,28 +28,8 @@ export interface StatusAppProps {
   intervalMs: number
 }
 
-type Screen =
-  | {kind: 'group'; group: ErrorGroupKey; rows: OutboxRowSummary[] | null; error: string | null; selected: number}
-  | {kind: 'row'; id: string; detail: OutboxRowDetail | null | undefined; error: string | null; scroll: number}
-  | {kind: 'fields'; title: string; lines: string[]; scroll: number}
-  /** A live tail: its newest lines; leaving the screen stops it. */
-  | {kind: 'tail'; script: string; lines: string[]; notice: string | null; stop: AbortController}
-
-type Overlay =
-  | {kind: 'help'}
-  | {kind: 'filter'; text: string; error?: string}
-  | {kind: 'lanes'}
-  | {kind: 'confirm'; prompt: string; busy: string; run: () => Promise<ActionDone>}
-
-interface Message {
-  tone: 'info' | 'ok' | 'error'
-  text: string
-}
-
 /** Lines a tail screen keeps. */
 const TAIL_LINES_KEPT = 500
-
-const firstLineOf = (error: unknown) => messageOf(error).split('\n')[0]!
 
 export function StatusApp(props: StatusAppProps): ReactNode {
   return (
@@ -328,7 +292,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   // One line short of the terminal: a frame as tall as the screen makes Ink clear it on every draw.
   const height = rows - 1
   const lines: Line[] = [headerLine(snapshot, intervalMs, columns)]
-  const footer: Line[] = [bottomLine(), keysLine()]
+  const frame: Frame = {columns, panel, top, overlay, filter, list, items, panelSelected: selected[panel], busy, message}
+  const footer: Line[] = [bottomLine(frame), keysLine(frame)]
 
   if (!snapshot) {
     lines.push(
@@ -345,117 +310,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     // A drill-in screen needs the room more than the lanes table.
     if (!top || top.kind === 'group') lines.push(...lanesLines(snapshot, columns))
     const room = height - lines.length - footer.length - 1
-    lines.push(...screenLines(snapshot, room))
+    lines.push(...screenLines(frame, snapshot, room))
   }
   while (lines.length < height - footer.length) lines.push({text: ''})
   return <Lines lines={[...lines.slice(0, height - footer.length), ...footer]} />
-
-  /** The tab line and the open panel or screen, in `room` lines. */
-  function screenLines(shot: StatusSnapshot, room: number): Line[] {
-    if (overlay?.kind === 'help') return helpLines(room, columns)
-    if (!top) {
-      return [
-        tabsLine(panel, shot, filter, columns),
-        ...listLines(list!, items, filter !== null, Math.min(selected[panel], Math.max(0, items.length - 1)), room - 1, columns),
-      ]
-    }
-    if (top.kind === 'group') {
-      const title: Line = {
-        text: clip(
-          `${top.group.status} ${top.group.operation} rows with last error ${top.group.last_error_code ?? '(none)'}${filter ? `   filter: ${filter.source}` : ''}   esc back`,
-          columns,
-        ),
-        bold: true,
-        color: 'cyan',
-      }
-      if (top.error) return [title, {text: clip(`could not read the rows: ${top.error}`, columns), color: 'red'}]
-      if (!list) return [title, {text: 'loading…', color: 'gray'}]
-      return [title, ...listLines(list, items, filter !== null, top.selected, room - 1, columns)]
-    }
-    if (top.kind === 'tail') {
-      const title: Line = {text: clip(`live tail of ${top.script}   esc back`, columns), bold: true, color: 'cyan'}
-      const shown = top.lines.slice(-Math.max(0, room - (top.notice ? 2 : 1)))
-      return [title, ...(top.notice ? [{text: clip(top.notice, columns), color: 'gray' as const}] : []), ...shown.map((text) => ({text: clip(text, columns)}))]
-    }
-    const title: Line = {
-      text: clip(`${top.kind === 'row' ? `outbox row ${top.id}` : top.title}   ↑↓ scroll  esc back${top.kind === 'row' ? '  r retry  c cancel' : ''}`, columns),
-      bold: true,
-      color: 'cyan',
-    }
-    let body: string[]
-    if (top.kind === 'fields') body = top.lines
-    else if (top.error) body = [`could not read the row: ${top.error}`]
-    else if (top.detail === undefined) body = ['loading…']
-    else if (top.detail === null) body = ['this outbox row no longer exists']
-    else body = rowDetailLines(top.detail)
-    const scroll = Math.min(top.scroll, Math.max(0, body.length - (room - 1)))
-    return [title, ...body.slice(scroll, scroll + room - 1).map((text) => ({text: clip(text, columns)}))]
-  }
-
-  function bottomLine(): Line {
-    if (overlay?.kind === 'filter') {
-      return overlay.error
-        ? {text: clip(overlay.error, columns), color: 'red', bold: true}
-        : {text: clip('op: status: code: script: id: or plain words · enter applies · esc cancels', columns), color: 'gray'}
-    }
-    if (overlay?.kind === 'lanes')
-      return {text: clip(`run one pass: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}`, columns), color: 'cyan', bold: true}
-    if (overlay?.kind === 'confirm') return {text: `${clip(overlay.prompt, columns - 6)} [y/N]`, color: 'yellow', bold: true}
-    if (busy) return {text: clip(busy, columns), color: 'yellow'}
-    if (message) return {text: clip(message.text, columns), color: message.tone === 'error' ? 'red' : message.tone === 'ok' ? 'green' : undefined}
-    return {text: ''}
-  }
-
-  /** As many key hints as fit, `? keys` and `q quit` always. */
-  function keysLine(): Line {
-    if (overlay?.kind === 'filter') return {text: clip(`filter: ${overlay.text}█`, columns), color: 'cyan', bold: true}
-    const hints = top
-      ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter']
-      : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', 'r retry', 'c cancel', 'p pass', '/ filter']
-    const always = '? keys  q quit'
-    let shown = ''
-    for (const hint of hints) if (shown.length + hint.length + 2 + always.length <= columns) shown += `${hint}  `
-    return {text: clip(shown + always, columns), color: 'gray'}
-  }
-}
-
-const HELP: Array<[string, string]> = [
-  ['tab, →, l / shift-tab, ←, h', 'next / previous panel (Leased, Failed/uncertain, Workers, Retirements, Audit)'],
-  ['↑ ↓, j k, PgUp PgDn', 'move between rows; scroll a row’s details'],
-  ['enter', 'open: a failed/uncertain group lists its rows; a row shows ids, lease, error, payload'],
-  ['esc, backspace', 'back'],
-  ['t', 'Workers panel: open the live tail of the selected Worker (esc leaves it)'],
-  ['r', 'retry the selected outbox row now (asks first; refused while a runner holds its lease)'],
-  ['c', 'cancel the selected outbox row (asks first; refused while leased or deploying)'],
-  ['p', 'run one pass of a lane (recovery, deferred, artifact_cleanup, control_audit, host_reconcile)'],
-  ['/', 'filter rows: op:deploy status:failed code:edge_host_5xx script:dw-3f id:3f2b words'],
-  ['?', 'this help (any key closes it)'],
-  ['q, ctrl-c', 'quit'],
-]
-
-function helpLines(room: number, columns: number): Line[] {
-  const width = Math.max(...HELP.map(([keys]) => keys.length))
-  const title: Line = {text: 'keys', bold: true, color: 'cyan'}
-  return [title, ...HELP.map(([keys, what]) => ({text: clip(`${keys.padEnd(width)}  ${what}`, columns)}))].slice(0, Math.max(1, room))
-}
-
-/** A bug in the view must not leave a stack trace on the operator's screen: one line, and q still quits. */
-class ViewErrorBoundary extends Component<{children: ReactNode}, {error: string | null}> {
-  override state = {error: null as string | null}
-
-  static getDerivedStateFromError(error: unknown): {error: string} {
-    return {error: firstLineOf(error)}
-  }
-
-  override render(): ReactNode {
-    return this.state.error === null ? this.props.children : <BrokenView error={this.state.error} />
-  }
-}
-
-function BrokenView({error}: {error: string}): ReactNode {
-  const {exit} = useApp()
-  useInput((input, key) => {
-    if (input === 'q' || (key.ctrl && input === 'c')) exit()
-  })
-  return <Lines lines={[{text: `the status view failed: ${error} (run with EDGEWORKERS_DEBUG=1 and report it); press q to quit`, color: 'red', bold: true}]} />
 }

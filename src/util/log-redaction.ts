@@ -1,8 +1,8 @@
 // What every logger of the kit and the host is built with, so no log line carries a password: a
 // URL's password is replaced in messages, in fields and in serialized errors, and a field whose name
-// says it holds a secret is replaced whole (the rule of ../engine/status/redact.ts).
+// says it holds a secret is replaced whole (the rule of ./redact.ts).
 import pino, {type LoggerOptions} from 'pino'
-import {isSecretField, REDACTED, redactText} from './redact.js'
+import {isSecretField, redactText, redactTree, type RedactionRule} from './redact.js'
 
 export function redactingLogOptions(): Pick<LoggerOptions, 'hooks' | 'formatters' | 'serializers'> {
   return {
@@ -20,12 +20,9 @@ export function redactingLogOptions(): Pick<LoggerOptions, 'hooks' | 'formatters
   }
 }
 
-/** Plain objects and arrays are walked; errors are left to the err serializer. */
+/** A secret-named field's string goes whole; errors are left to the err serializer (redactTree skips them). */
+const LOG_RULE: RedactionRule = {hides: (key, value) => isSecretField(key) && typeof value === 'string', text: redactText}
+
 function redactFields(value: unknown): unknown {
-  if (typeof value === 'string') return redactText(value)
-  if (Array.isArray(value)) return value.map(redactFields)
-  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value
-  return Object.fromEntries(
-    Object.entries(value).map(([key, inner]) => [key, isSecretField(key) && typeof inner === 'string' ? REDACTED : redactFields(inner)]),
-  )
+  return redactTree(value, LOG_RULE)
 }

@@ -48,16 +48,40 @@ export function isSecretField(name: string): boolean {
   return SECRET_NAME.test(name) && !DIGEST_NAME.test(name)
 }
 
-/** A copy of `value` with every secret-bearing field replaced; arrays and nested objects included. */
-export function redactSecrets<T extends JsonValue>(value: T): T {
-  return redactValue(value) as T
+/** What a redacting walk hides and how it cleans the text it keeps. */
+export interface RedactionRule {
+  /** The value of a field named `key` (or an item of an array so named) is replaced whole by REDACTED. */
+  hides(key: string, value: unknown): boolean
+  /** What a string kept becomes. */
+  text(text: string): string
 }
 
-function redactValue(value: JsonValue): JsonValue {
-  if (Array.isArray(value)) return value.map(redactValue)
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, isSecretField(key) && inner !== null ? REDACTED : redactValue(inner)]))
-  }
-  if (typeof value === 'string' && URL_WITH_PASSWORD.test(value)) return redactedUrl(value)
-  return value
+/**
+ * A copy of `value` with the rule applied to every field of its plain objects and arrays, nested
+ * included; array items are judged by the array's field name. Other objects (errors, buffers, dates)
+ * are left as they are.
+ */
+export function redactTree(value: unknown, rule: RedactionRule, key = ''): unknown {
+  if (typeof value === 'string') return rule.text(value)
+  if (Array.isArray(value)) return value.map((item) => (rule.hides(key, item) ? REDACTED : redactTree(item, rule, key)))
+  if (!isPlainObject(value)) return value
+  return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, rule.hides(name, inner) ? REDACTED : redactTree(inner, rule, name)]))
+}
+
+/** Payloads and audit facts: a secret-named field goes whole, whatever it holds; a URL loses its password. */
+const STORED_JSON_RULE: RedactionRule = {
+  hides: (key, value) => isSecretField(key) && value !== null,
+  text: (text) => (URL_WITH_PASSWORD.test(text) ? redactedUrl(text) : text),
+}
+
+/** A copy of `value` with every secret-bearing field replaced; arrays and nested objects included. */
+export function redactSecrets<T extends JsonValue>(value: T): T {
+  return redactTree(value, STORED_JSON_RULE) as T
+}
+
+/** An object literal or a parsed document's table (TOML tables have no prototype). */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const prototype = Object.getPrototypeOf(value)
+  return prototype === Object.prototype || prototype === null
 }

@@ -9,7 +9,7 @@ import {afterEach, beforeEach, describe, expect, expectTypeOf, test} from 'vites
 import {sha256Hex} from '../../src/canonical-json.js'
 import {KitError} from '../../src/errors.js'
 import {HostError} from '../../src/edge-host/errors.js'
-import {type FencedTx, HostState, STATE_FILE, type ScriptUpload} from '../../src/edge-host/state.js'
+import {type FencedTx, HostState, STATE_FILE, type ScriptUpload} from '../../src/edge-host/state/host-state.js'
 import type {WriteTx} from '../../src/edge-host/state/database.js'
 import {HOST_MIGRATIONS} from '../../src/edge-host/state/migrations.js'
 import {runCli} from '../support/cli.js'

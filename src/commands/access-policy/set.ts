@@ -1,5 +1,6 @@
 import * as Flags from '@oclif/core/flags'
 import {CONTROL_EXIT_CODES, ControlCommand, departmentArg} from '../../cli/control-command.js'
+import {ACCESS_POLICY_MODES} from '../../engine/control/operations.js'
 import {KitError} from '../../errors.js'
 
 export default class AccessPolicySet extends ControlCommand<typeof AccessPolicySet> {
@@ -19,7 +20,7 @@ ${CONTROL_EXIT_CODES}`
   static override args = {department: departmentArg}
   static override enableJsonFlag = true
   static override flags = {
-    mode: Flags.option({required: true, options: ['public', 'api_key', 'teamsync_internal'] as const, description: 'Who may call the Worker'})(),
+    mode: Flags.option({required: true, options: ACCESS_POLICY_MODES, description: 'Who may call the Worker'})(),
     allow: Flags.string({multiple: true, description: 'teamsync_internal: an IP address or CIDR block allowed through (repeatable)'}),
   }
 

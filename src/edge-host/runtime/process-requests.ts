@@ -14,6 +14,8 @@ const FAILED_SUSPECT_MS = 5_000
 
 export class ProcessRequests {
   private readonly inside = new Set<Inside>()
+  /** Script → when it last answered: a script that answered after a request of it entered was not held by that request. */
+  private readonly lastAnswer = new Map<string, number>()
   /** Answers the process gave: requests it finished, probes it answered. */
   answered = 0
   /** The script blamed when the process was replaced as a runaway; null while it was not. */
@@ -31,16 +33,28 @@ export class ProcessRequests {
       if (!failed) {
         this.inside.delete(entry)
         this.answered++
+        this.lastAnswer.set(script, Date.now())
       } else void Promise.race([this.exited, sleep(FAILED_SUSPECT_MS)]).then(() => this.inside.delete(entry))
     }
   }
 
-  /** The script of the oldest request inside (or failed in it) that has run at least `minAgeMs`, or null. */
+  /**
+   * The script of the oldest request inside (or failed in it) that has run at least `minAgeMs`, or
+   * null. A neighbour's request that reached the process just before the thread was held is stuck
+   * behind the offender, and may be older. So, oldest first within each rank: a request whose script
+   * has never answered in this process; then one whose script has not answered since it entered;
+   * last, one whose script answered after it entered (evidently not held by it).
+   */
   suspect(minAgeMs: number): string | null {
     const now = Date.now()
-    let oldest: Inside | null = null
-    for (const entry of this.inside) if (now - entry.startedAt >= minAgeMs && (!oldest || entry.startedAt < oldest.startedAt)) oldest = entry
-    return oldest?.script ?? null
+    let best: {entry: Inside; rank: number} | null = null
+    for (const entry of this.inside) {
+      if (now - entry.startedAt < minAgeMs) continue
+      const lastAnswer = this.lastAnswer.get(entry.script)
+      const rank = lastAnswer === undefined ? 0 : lastAnswer > entry.startedAt ? 2 : 1
+      if (!best || rank < best.rank || (rank === best.rank && entry.startedAt < best.entry.startedAt)) best = {entry, rank}
+    }
+    return best?.entry.script ?? null
   }
 
   /** A request of `script` that failed in the process may be sent again: a runaway another script caused killed it. */

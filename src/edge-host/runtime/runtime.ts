@@ -10,7 +10,7 @@
 //   runtime/pids/<shard-i|spare|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
 //   runtime/sock/<id>/<n>            the Unix sockets of one running workerd, removed once it exited
 //   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
-//   runtime/services.sock            the service-binding listener (see ../data-plane.ts)
+//   runtime/services.sock            the service-binding listener (see ../http/data-plane.ts)
 //   runtime/tail.sock                the tail listener: Workers' traces (see ../tail-hub.ts)
 //   runtime/code.sock                the code listener of the loader Workers (see ./code-server.ts)
 //   do/<script>/                     the script's Durable Object storage (kept forever)
@@ -21,7 +21,7 @@ import {mkdir, readdir, rm} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
 import {writeFileAtomically} from '../../util/atomic-file.js'
-import {listenOnPrivateSocket} from '../http.js'
+import {listenOnPrivateSocket} from '../http/common.js'
 import type {RunnableScript} from '../../workerd/script.js'
 import {createCodeServer} from './code-server.js'
 import {ProcessOutputRedaction} from './output-redaction.js'

@@ -4,7 +4,7 @@
 // stops that upload from committing, and the compiler refuses a mutation that skipped the check.
 // Writes outside the rule take a plain WriteTx: fences themselves, pairing, the nonce ledger,
 // runaway incidents and shard reassignment at start (none of them is what a backup copies for).
-import type {HostFence} from '../../protocol/management-api.js'
+import {EDGE_HOST_FENCED, type HostFence} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import {HostDatabase, type WriteTx} from './database.js'
 
@@ -134,7 +134,7 @@ export function sealSnapshotCopy(file: string, fenceId: string, liftedAt: number
 function refuseDuring(active: HostFence | null): void {
   if (!active) return
   throw new HostError(
-    'edge_host_fenced',
+    EDGE_HOST_FENCED,
     `the host is fenced for a backup (fence ${active.fenceId} until ${new Date(active.expiresAt).toISOString()}); mutations are refused`,
   )
 }

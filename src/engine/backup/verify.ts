@@ -5,6 +5,7 @@
 // down, a redeploy is still retrying). Safe to run any number of times, by several runners at once.
 import {randomUUID} from 'node:crypto'
 import {KitError} from '../../errors.js'
+import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
 import type {EdgeProvider} from '../../provider/types.js'
 import type {VersionRow, WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
@@ -13,7 +14,7 @@ import {executionGate} from '../gates.js'
 import {listHostScripts, type ListedScript} from '../retire/host-listing.js'
 import {runHostReconcile} from '../retire/host-reconcile.js'
 
-/** Dedupe keys of the deploy rows a verification enqueues (never the `deploy:` keys enqueue_deploy owns). */
+/** Dedupe keys of the deploy rows a verification enqueues (never the `deploy:` keys enqueueDeploy owns). */
 export const RESTORE_REDEPLOY_KEY_PREFIX = 'restore-redeploy:'
 
 export type RestoreVerificationState = 'verified' | 'pending' | 'not_pending'
@@ -64,7 +65,7 @@ export async function verifyRestore(engine: Engine, options: VerifyRestoreOption
     return {scope, state: 'pending', code, message, ...empty, ...rest}
   }
   const gate = await executionGate(engine, resolution)
-  if (gate.closed) return pending('edge_host_fenced', `${gate.message}; the restore is verified once the fence ends`)
+  if (gate.closed) return pending(EDGE_HOST_FENCED, `${gate.message}; the restore is verified once the fence ends`)
 
   let listed: ListedScript[]
   try {
@@ -162,7 +163,7 @@ async function differencesOf(engine: Engine, scope: string, listed: ListedScript
 /**
  * Deploys the Worker's deployed version again and waits for it. An unfinished redeploy row of that
  * version (an earlier verification's) is run rather than a second one enqueued. The row bypasses
- * enqueue_deploy on purpose: its restore-pending gate refuses every deploy while this runs.
+ * enqueueDeploy on purpose: its restore-pending gate refuses every deploy while this runs.
  */
 async function redeploy(engine: Engine, scope: string, worker: WorkerRow, version: VersionRow): Promise<DeployTaskResult> {
   const {store} = engine

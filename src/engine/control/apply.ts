@@ -6,8 +6,8 @@
 import {randomBytes} from 'node:crypto'
 import {canonicalJson, sha256Hex} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
-import {identifierSchema, MAX_SECRET_VALUE_LENGTH} from '../../protocol/management-api.js'
-import {ProviderError, type ControlMutation, type ControlState, type RevisionedControl} from '../../provider/types.js'
+import {EDGE_HOST_FENCED, identifierSchema, MAX_SECRET_VALUE_LENGTH} from '../../protocol/management-api.js'
+import {ProviderError, type AccessPolicyMode, type ControlMutation, type ControlState, type RevisionedControl} from '../../provider/types.js'
 import {newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
 import {capabilitiesOf} from '../capabilities.js'
 import type {Engine} from '../context.js'
@@ -27,18 +27,25 @@ import {
 import {acknowledgeReceipt, settleFromReceipt} from './receipts.js'
 
 /** What an operator asks for; revisions are read from the host, API keys generated here. */
-export type ControlRequest =
-  | {operation: 'access_policy.replace'; mode: 'public' | 'api_key' | 'teamsync_internal'; ipAllowlist: string[]}
-  | {operation: 'access_policy.api_key.rotate'}
-  | {operation: 'access_policy.api_key.revoke'}
-  | {operation: 'runtime_config.replace'; key: string; value: unknown}
-  | {operation: 'runtime_config.delete'; key: string}
-  | {operation: 'operation_settings.replace'; settings: unknown}
-  | {operation: 'operation_settings.revoke'}
-  | {operation: 'secrets.put'; name: string; value: string}
-  | {operation: 'secrets.delete'; name: string}
-  | {operation: 'service_accounts.credentials.put'; serviceAccountId: string; username: string; password: string}
-  | {operation: 'service_accounts.credentials.delete'; serviceAccountId: string}
+export type ControlRequest = {[K in ControlOperation]: {operation: K} & ControlRequestFields[K]}[ControlOperation]
+
+/** Nothing beyond the operation: revisions are read from the host, API keys generated here. */
+type NoFields = Record<never, never>
+
+/** What the operator gives for each control operation (a missing operation does not compile). */
+interface ControlRequestFields {
+  'access_policy.replace': {mode: AccessPolicyMode; ipAllowlist: string[]}
+  'access_policy.api_key.rotate': NoFields
+  'access_policy.api_key.revoke': NoFields
+  'runtime_config.replace': {key: string; value: unknown}
+  'runtime_config.delete': {key: string}
+  'operation_settings.replace': {settings: unknown}
+  'operation_settings.revoke': NoFields
+  'secrets.put': {name: string; value: string}
+  'secrets.delete': {name: string}
+  'service_accounts.credentials.put': {serviceAccountId: string; username: string; password: string}
+  'service_accounts.credentials.delete': {serviceAccountId: string}
+}
 
 export interface ControlOutcome {
   /** completed: applied and recorded; pending: left to the control_audit lane; failed: not applied. */
@@ -75,7 +82,7 @@ export async function applyControl(
   await assertCapable(engine, target, request)
   const {provider, scope} = await requireProvider(engine, `run ${request.operation}`)
   const gate = await executionGate(engine, {status: 'ready', provider, scope})
-  if (gate.closed) throw new KitError('gate_closed', `cannot run ${request.operation}: ${gate.message}`, 'edge_host_fenced')
+  if (gate.closed) throw new KitError('gate_closed', `cannot run ${request.operation}: ${gate.message}`, EDGE_HOST_FENCED)
 
   const scriptName = target.worker.script_name
   const part = revisionedPart(request.operation)

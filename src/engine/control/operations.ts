@@ -1,4 +1,4 @@
-// The audited control operations of the control-plane audit (控制面稽核): for each, the command the
+// The audited control operations: for each, the command the
 // outbox keeps (exact fields, digests only — never a secret value, API key, password or salt), and the
 // strict rules its host receipt must meet before the row may settle `completed`.
 import {z} from 'zod'
@@ -6,6 +6,7 @@ import {canonicalDigest, canonicalJson, sha256Hex} from '../../canonical-json.js
 import {
   identifierSchema as identifier,
   ipOrCidrSchema as ipOrCidr,
+  accessPolicyModes,
   controlMutationOperations,
   MAX_CONTROL_JSON_BYTES,
   releaseGenerationSchema,
@@ -17,6 +18,7 @@ import type {ControlMutation} from '../../provider/types.js'
 import {SCRIPT_NAME_PATTERN} from '../../store/index.js'
 
 export const CONTROL_OPERATIONS = controlMutationOperations
+export const ACCESS_POLICY_MODES = accessPolicyModes
 export type ControlOperation = (typeof CONTROL_OPERATIONS)[number]
 
 /** Canonical JSON text of an object, at most 64 KiB of UTF-8: what runtime config and operation settings hold. */
@@ -36,7 +38,7 @@ export const canonicalObjectText = z.string().superRefine((text, context) => {
 /** The command each operation's outbox row carries: exactly these fields. */
 export const commandSchemas = {
   'access_policy.replace': z
-    .strictObject({mode: z.enum(['public', 'api_key', 'teamsync_internal']), ipAllowlist: z.array(ipOrCidr).max(1_000), baseRevision})
+    .strictObject({mode: z.enum(ACCESS_POLICY_MODES), ipAllowlist: z.array(ipOrCidr).max(1_000), baseRevision})
     .refine((command) => command.mode === 'teamsync_internal' || command.ipAllowlist.length === 0, {
       message: 'only teamsync_internal mode takes an IP allowlist',
       path: ['ipAllowlist'],

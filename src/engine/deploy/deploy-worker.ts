@@ -1,6 +1,7 @@
 // `edgeworkers deploy` as one engine call: build and commit the version, enqueue its deploy, and
 // (unless asked not to wait) run the deploy task in-process. Gates and pairing are checked before
 // anything is written, so a refused deploy leaves no artifact, version or outbox row.
+import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
 import {DEPLOY_SUPERSEDED, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
@@ -93,7 +94,7 @@ export async function deployWorker(
     url: state === 'completed' ? await workerUrl(engine, worker.script_name) : null,
   })
 
-  if (enqueued.deferred) return outcome('deferred', 'edge_host_fenced', 'a backup fence is open; the deploy runs when it ends')
+  if (enqueued.deferred) return outcome('deferred', EDGE_HOST_FENCED, 'a backup fence is open; the deploy runs when it ends')
   if (isFinished(enqueued.row)) return outcome(stateOfFinished(enqueued.row), enqueued.row.last_error_code, enqueued.row.last_error)
   if (!request.wait) return outcome('pending', null, 'left to the next reconcile pass')
 

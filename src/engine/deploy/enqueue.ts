@@ -1,15 +1,14 @@
-// enqueue_deploy: the one way a deploy row enters the outbox. Dedupe key
-// `deploy:{worker_id}:{version_id}:{base_revision}`, a 409 when a digest differs from the version's;
+// The one way a deploy row enters the outbox. Dedupe key
+// `deploy:{worker_id}:{version_id}:{base_revision}`, refused (`conflict`) when a digest differs from the version's;
 // the maintenance gates refuse; a fence defers (the row is created `deferred`, its last_error_code
 // `edge_host_fenced` saying why, and waits for the deferred-republish lane).
 import {KitError} from '../../errors.js'
+import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
 import type {OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import type {WorkerManifest} from '../project/manifest.js'
 import {resolveServiceBindings} from './service-bindings.js'
-
-export const EDGE_HOST_FENCED = 'edge_host_fenced'
 
 export interface EnqueueDeployInput {
   worker: WorkerRow

@@ -1,5 +1,5 @@
 // The deploy task: one outbox row taken from `pending` to a terminal state, stage by stage in the
-// specified order (部署任務, the deploy task: revalidate → provider → execution gate → lease → snapshot →
+// same order every time (revalidate → provider → execution gate → lease → snapshot →
 // integrity → deploying → legacy-secret purge → upload → read back → readiness gate → settle).
 // Every durable step is fenced by the lease token; a runner killed at any line leaves a row that a
 // later pass resumes (reconcile mode for a `deploying` version) without downgrading anything.
@@ -10,6 +10,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {auditEntry, deterministicId, SYSTEM_ACTOR, type DEPLOY_SUPERSEDED} from '../../store/index.js'
 import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
+import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
 import {pairingRefused, ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
 import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js'
@@ -44,7 +45,7 @@ export type DeployTaskResult =
   /** A newer version of the Worker is queued or deployed: the row settled `cancelled` (`deploy_superseded`). */
   | {outcome: 'superseded'; code: typeof DEPLOY_SUPERSEDED; message: string; newerVersionId: string}
   | {outcome: 'retry'; code: string; message: string; exhausted: boolean}
-  /** DeploymentRetryLater: the execution gate is closed; the row was not touched. */
+  /** The execution gate is closed: the row was not touched, and runs once the gate opens. */
   | {outcome: 'retry_later'; message: string}
   | {outcome: 'skipped'; disposition: Exclude<LeaseDisposition, 'acquired'> | 'missing'}
   | {outcome: 'lease_lost'}
@@ -196,7 +197,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
       if (pairingRefused(error)) return retry('wait', error.code, error.message, false)
       if (error.kind === 'terminal') return finish('failed', error.code, error.message)
       // The host is fenced: the row waits for the deferred lane, which runs once the fence ends.
-      if (error.kind === 'fenced') return retry('wait', 'edge_host_fenced', error.message, false, true)
+      if (error.kind === 'fenced') return retry('wait', EDGE_HOST_FENCED, error.message, false, true)
       if (error.kind === 'retryable') return retry(retryCauseOf(error), error.code, error.message, false)
       // Ambiguous: the upload may have landed. Reading back decides.
       log.warn({outboxId: args.outboxId, code: error.code}, 'Edge Worker upload outcome unknown; reading back')

@@ -1,4 +1,4 @@
-// The artifact cleanup reconciler (產物清理調節器): intents a submission recorded before writing its
+// The artifact cleanup lane: intents a submission recorded before writing its
 // artifacts, that its version commit did not adopt. Each claimed intent is validated, kept when any
 // version still references its artifact, else its artifact is deleted (idempotently). Every settle is
 // fenced by the lease token.

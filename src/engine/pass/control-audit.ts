@@ -1,4 +1,4 @@
-// The control-plane audit reconciler (控制面稽核調節器): control mutations whose outcome the command
+// The control audit lane: control mutations whose outcome the command
 // that sent them never recorded are settled from the host's receipt — never by sending the mutation
 // again — and completed rows' receipts are acknowledged.
 //

@@ -1,4 +1,4 @@
-// Host reconcile (Host 調解迴圈): retry pending host retirements and retire scripts the store no
+// Host reconcile: retry pending host retirements and retire scripts the store no
 // longer owns — the rules live in ../retire/host-reconcile.ts; this lane runs them once per pass and
 // counts each script attempted. While a restore is pending it verifies the restore instead
 // (../backup/verify.ts: redeploy what the host lacks, then the same host reconcile, then open the

@@ -1,4 +1,4 @@
-// The recovery republisher (回收重發器): deploy rows that need a dispatcher — due rows the passes
+// The recovery lane: deploy rows that need a dispatcher — due rows the passes
 // own, rows whose enqueuer let them stall past the grace, expired leases — leased a batch at a time
 // and run in-process. Claims nothing while the execution gate is closed. Rows waiting for a host that
 // answers again are made due first (./host-wake.ts).

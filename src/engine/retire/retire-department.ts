@@ -4,6 +4,7 @@
 // (./host-retirement.ts). A host that cannot be reached or told leaves the retirement pending for the
 // host reconcile lane — the delete itself always stands. Retiring again is a no-op.
 import {KitError} from '../../errors.js'
+import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
 import {SYSTEM_ACTOR, type AuditActor, type DepartmentRow, type WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {executionGate} from '../gates.js'
@@ -83,7 +84,7 @@ export async function retireDepartment(engine: Engine, request: RetireRequest, o
   const resolution = await engine.resolveProvider()
   if (resolution.status !== 'ready') return pending(resolution.code, resolution.message)
   const gate = await executionGate(engine, resolution)
-  if (gate.closed) return pending('edge_host_fenced', gate.message)
+  if (gate.closed) return pending(EDGE_HOST_FENCED, gate.message)
 
   const result = await retireWorkerOnHost(engine, {provider: resolution.provider, scope: resolution.scope}, retiring, onProgress)
   if (result.outcome === 'pending') return {...pending(result.code, result.message), steps: result.steps}

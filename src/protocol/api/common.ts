@@ -51,8 +51,8 @@ export const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus
 
-export const errorBodySchema = z.strictObject({code: z.string(), message: z.string()})
-export type ErrorBody = {code: ErrorCode; message: string}
+/** A host refusal while a backup fence is active; the kit also files the deploys it defers under it. */
+export const EDGE_HOST_FENCED = 'edge_host_fenced' satisfies ErrorCode
 
 // ── Shared values ───────────────────────────────────────────────────────────────────────────────
 

@@ -186,6 +186,7 @@ export const controlMutationOperations = [
   'service_accounts.credentials.put',
   'service_accounts.credentials.delete',
 ] as const
+export type ControlMutationOperation = (typeof controlMutationOperations)[number]
 
 /** Every operation the host keeps a receipt of: the control mutations, the retirement lockdown and the purges. */
 export const receiptOperations = ['retirement.lockdown', ...controlMutationOperations, 'secrets.purge', 'service_accounts.credentials.purge'] as const

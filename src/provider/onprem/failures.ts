@@ -1,7 +1,7 @@
 // How the on-prem provider files what went wrong with a call, once, into the engine's ProviderError
 // kinds: refused for good, worth retrying, fenced, or ambiguous (it may have been applied).
 import {errors as undiciErrors} from 'undici'
-import {errorStatus} from '../../protocol/management-api.js'
+import {EDGE_HOST_FENCED, errorStatus} from '../../protocol/management-api.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 import {ProviderError} from '../types.js'
 
@@ -9,7 +9,7 @@ import {ProviderError} from '../types.js'
 const TERMINAL_CODES = new Set(['edge_host_script_retired'])
 
 export function httpError(status: number, code: string, message: string): ProviderError {
-  if (code === 'edge_host_fenced') return new ProviderError('fenced', code, message, status)
+  if (code === EDGE_HOST_FENCED) return new ProviderError('fenced', code, message, status)
   if (TERMINAL_CODES.has(code)) return new ProviderError('terminal', code, message, status)
   if (status === 429 || status >= 500) return new ProviderError('retryable', status === 429 ? 'edge_host_rate_limited' : 'edge_host_5xx', message, status)
   if (status === 401) return new ProviderError('terminal', code === 'edge_host_unpaired' ? code : 'edge_host_unauthorized', message, status)

@@ -2,7 +2,7 @@
 // `edge_host_fenced`) wait while the gate is closed, then go out oldest first with no batch cap; the
 // code clears when the dispatch is accepted, and a dispatch not accepted leaves the row deferred.
 import {expect, test} from 'vitest'
-import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
+import {EDGE_HOST_FENCED} from '../../../src/protocol/management-api.js'
 import {EXECUTION_FENCED} from '../../../src/engine/gates.js'
 import {nextAttemptAt} from '../../../src/engine/retry.js'
 import {runPass, type DispatchDeploy, type PassResult} from '../../../src/engine/pass/index.js'

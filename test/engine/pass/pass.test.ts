@@ -3,7 +3,7 @@
 import {expect, test} from 'vitest'
 import {FileArtifactStore} from '../../../src/artifacts/store.js'
 import {sha256Hex} from '../../../src/canonical-json.js'
-import {EDGE_HOST_FENCED} from '../../../src/engine/deploy/enqueue.js'
+import {EDGE_HOST_FENCED} from '../../../src/protocol/management-api.js'
 import {LANE_NAMES, runPass} from '../../../src/engine/pass/index.js'
 import {KitError} from '../../../src/errors.js'
 import type {OutboxRow} from '../../../src/store/index.js'

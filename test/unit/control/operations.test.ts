@@ -1,6 +1,6 @@
 // The rules of the control-plane audit that need no host: strict enqueue validation of every
 // operation's command, and the receipt rules per operation (the host's real receipts are checked in
-// ./control.test.ts).
+// test/control/control.test.ts).
 import {describe, expect, test} from 'vitest'
 import {sha256Hex} from '../../../src/canonical-json.js'
 import {

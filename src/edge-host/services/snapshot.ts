@@ -1,4 +1,4 @@
-// Data snapshots of a fenced host (GET /v1/snapshot, see ../protocol/management-api.ts): the state,
+// Data snapshots of a fenced host (GET /v1/snapshot, see ../../protocol/management-api.ts): the state,
 // the identity key and every Durable Object file, staged under runtime/snapshots/<id>/ and streamed
 // as a tar. SQLite files go through the online backup API — workerd keeps writing Durable Objects
 // while the data plane serves, and a raw copy of a file being written may be torn. The staging dir
@@ -11,10 +11,10 @@ import path from 'node:path'
 import type {Readable} from 'node:stream'
 import Database from 'better-sqlite3'
 import {create as createTar} from 'tar'
-import {fileDigest} from '../file-digest.js'
-import {SNAPSHOT_MANIFEST_FILE, type SnapshotManifest} from '../protocol/management-api.js'
-import {IDENTITY_KEY_FILE, type HostIdentity} from './identity.js'
-import {type HostFence, type HostState, sealSnapshotCopy, STATE_FILE} from './state.js'
+import {fileDigest} from '../../file-digest.js'
+import {SNAPSHOT_MANIFEST_FILE, type SnapshotManifest} from '../../protocol/management-api.js'
+import {IDENTITY_KEY_FILE, type HostIdentity} from '../identity.js'
+import {type HostFence, type HostState, sealSnapshotCopy, STATE_FILE} from '../state/host-state.js'
 
 const STAGING_DIR = path.join('runtime', 'snapshots')
 const DURABLE_OBJECTS_DIR = 'do'

@@ -2,15 +2,13 @@
 // host state to change (one transaction, fence-checked), and tells the runtime which shard must pick
 // the change up. Answers are the protocol's wire shapes.
 import type {Logger} from 'pino'
-import type {Settings} from '../config/schema.js'
+import type {Settings} from '../../config/schema.js'
 import {
   MAX_LISTING_PAGE_SIZE,
   SCRIPT_NAME_PATTERN,
   type AccessPolicy,
   type ControlMeta,
   type ControlResult,
-  type Fence,
-  type FenceStatus,
   type Identity,
   type Inventory,
   type Lockdown,
@@ -19,21 +17,20 @@ import {
   type ScriptDetails,
   type ScriptList,
   type ScriptState,
-  type ValidBeginFence,
   type ValidUploadScript,
-} from '../protocol/management-api.js'
-import {pairingProofMessage} from '../protocol/signing.js'
+} from '../../protocol/management-api.js'
+import {pairingProofMessage} from '../../protocol/signing.js'
 import {ControlService} from './control-service.js'
-import {HostError} from './errors.js'
-import type {HostIdentity} from './identity.js'
-import type {WorkerdRuntime} from './runtime/runtime.js'
-import {refusalMessage} from '../workerd/refusal.js'
-import {assertAssetsHeld} from './assets/management.js'
-import type {AssetFiles} from './assets/files.js'
-import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './service-common.js'
-import {stageSnapshot, type StagedSnapshot} from './snapshot.js'
-import {validationCandidate} from '../workerd/script.js'
-import {scriptStateOf, type HostFence, type HostState, type ScriptRecord, type ScriptUpload} from './state.js'
+import {HostError} from '../errors.js'
+import type {HostIdentity} from '../identity.js'
+import type {WorkerdRuntime} from '../runtime/runtime.js'
+import {refusalMessage} from '../../workerd/refusal.js'
+import {assertAssetsHeld} from '../assets/management.js'
+import type {AssetFiles} from '../assets/files.js'
+import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './common.js'
+import {FenceService, fenceView} from './fence-service.js'
+import {validationCandidate} from '../../workerd/script.js'
+import {scriptStateOf, type HostState, type ScriptRecord, type ScriptUpload} from '../state/host-state.js'
 
 export type HostSettings = Settings['host']
 
@@ -57,11 +54,14 @@ export class HostService {
   private readonly runtime: WorkerdRuntime
   /** Access policy writes, runtime config, operation settings, secrets and service accounts. */
   readonly control: ControlService
+  /** Backup fences and the data snapshots taken under them. */
+  readonly fences: FenceService
 
   constructor(private readonly options: ServiceOptions) {
     this.state = options.state
     this.runtime = options.runtime
     this.control = new ControlService(options.state, (name) => this.restartScriptShard(name))
+    this.fences = new FenceService(options)
   }
 
   // ── Identity and pairing ────────────────────────────────────────────────────────────────────
@@ -254,62 +254,6 @@ export class HostService {
     return {acknowledged: true}
   }
 
-  // ── Fences ──────────────────────────────────────────────────────────────────────────────────
-
-  fenceStatus(): FenceStatus {
-    const active = this.state.fences.active()
-    return {active: active ? fenceView(active) : null, recent: this.state.fences.recent().map(fenceView)}
-  }
-
-  beginFence(body: ValidBeginFence): {fence: Fence; created: boolean} {
-    if (body.ttlSeconds > this.options.maxFenceTtlSeconds) {
-      throw new HostError('invalid_request', `ttlSeconds: at most ${this.options.maxFenceTtlSeconds} (fence.max_ttl_seconds)`)
-    }
-    const {fence, created} = this.state.fences.begin(body.fenceId, body.ttlSeconds, body.reason)
-    if (created) this.options.log.info({fenceId: fence.fenceId, expiresAt: iso(fence.expiresAt)}, 'fence begun')
-    return {fence: fenceView(fence), created}
-  }
-
-  fence(fenceId: string): Fence {
-    const fence = this.state.fences.get(fenceId)
-    if (!fence) throw new HostError('fence_not_found', `the host has no fence ${fenceId}`)
-    return fenceView(fence)
-  }
-
-  endFence(fenceId: string): Fence {
-    const fence = this.state.fences.end(fenceId)
-    this.options.log.info({fenceId, liftReason: fence.liftReason}, 'fence lifted')
-    return fenceView(fence)
-  }
-
-  // ── Data snapshot ───────────────────────────────────────────────────────────────────────────
-
-  /** Stages a snapshot of the data dir; only under the active fence `fenceId`, which must still hold once it is staged. */
-  async snapshot(fenceId: string): Promise<StagedSnapshot> {
-    const fence = this.requireActiveFence(fenceId)
-    const staged = await stageSnapshot({dataDir: this.options.dataDir, state: this.state, identity: this.options.identity, fence})
-    try {
-      // Lifted (or expired) meanwhile: scripts may have changed under the copy.
-      this.requireActiveFence(fenceId)
-    } catch (error) {
-      await staged.dispose()
-      throw error
-    }
-    this.options.log.info({fenceId}, 'data snapshot staged')
-    return staged
-  }
-
-  private requireActiveFence(fenceId: string): HostFence {
-    const active = this.state.fences.active()
-    if (active?.fenceId !== fenceId) {
-      throw new HostError(
-        'fence_required',
-        active ? `the active fence is ${active.fenceId}, not ${fenceId}` : `fence ${fenceId} is not active; a data snapshot needs it`,
-      )
-    }
-    return active
-  }
-
   // ── Inventory ───────────────────────────────────────────────────────────────────────────────
 
   inventory(): Inventory {
@@ -359,18 +303,6 @@ export class HostService {
   /** Nobody waits for the swap here: callers wait on the readiness probe. Failures are retried by the shard. */
   private restartInBackground(shard: number): void {
     this.runtime.refreshShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
-  }
-}
-
-function fenceView(fence: HostFence): Fence {
-  return {
-    fenceId: fence.fenceId,
-    reason: fence.reason,
-    state: fence.liftedAt === null ? 'active' : 'lifted',
-    startedAt: iso(fence.startedAt),
-    expiresAt: iso(fence.expiresAt),
-    liftedAt: isoOrNull(fence.liftedAt),
-    liftReason: fence.liftReason,
   }
 }
 

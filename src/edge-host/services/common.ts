@@ -1,8 +1,8 @@
 // Shared by the host's services: the lookups every script operation starts with, and the wire views
 // of host-state records.
-import {SCRIPT_NAME_PATTERN, type AccessPolicy, type OperationSettings} from '../protocol/management-api.js'
-import {HostError} from './errors.js'
-import type {AccessPolicyRecord, HostState, OperationSettingsRecord, ScriptRecord} from './state.js'
+import {SCRIPT_NAME_PATTERN, type AccessPolicy, type OperationSettings} from '../../protocol/management-api.js'
+import {HostError} from '../errors.js'
+import type {AccessPolicyRecord, HostState, OperationSettingsRecord, ScriptRecord} from '../state/host-state.js'
 
 export const iso = (ms: number) => new Date(ms).toISOString()
 export const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms))

@@ -23,9 +23,9 @@ import type {
   ServiceAccountDeletion,
   ServiceAccountInfo,
   ServiceAccountList,
-} from '../protocol/management-api.js'
-import {assertScriptName, iso, operationSettingsView, policyView, requireScript} from './service-common.js'
-import type {HostState} from './state.js'
+} from '../../protocol/management-api.js'
+import {assertScriptName, iso, operationSettingsView, policyView, requireScript} from './common.js'
+import type {HostState} from '../state/host-state.js'
 
 export class ControlService {
   constructor(

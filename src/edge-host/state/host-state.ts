@@ -1,29 +1,29 @@
-// Host state: one SQLite file in the data dir (./state/database.ts), read and written through
+// Host state: one SQLite file in the data dir (./database.ts), read and written through
 // repositories named by what they hold — scripts, credentials, control config, receipts, fences,
 // pairing, quarantine. The host process is the only writer except `host pairing-code --rotate`,
 // which touches pairing rows.
 //
-// The fence rule lives in ./state/fences.ts: every change of scripts or control state takes a
+// The fence rule lives in ./fences.ts: every change of scripts or control state takes a
 // FencedTx, and the write paths below are the only places that open one.
 import path from 'node:path'
-import type {ControlMeta, ReceiptOperation} from '../protocol/management-api.js'
-import {ensurePrivateFile} from '../util/private-files.js'
-import {HostError} from './errors.js'
-import {ControlConfig} from './state/control-config.js'
-import {Credentials} from './state/credentials.js'
-import {HostDatabase} from './state/database.js'
-import {Fences, type FencedTx} from './state/fences.js'
-import {Pairing} from './state/pairing.js'
-import {Quarantine} from './state/quarantine.js'
-import {Receipts} from './state/receipts.js'
-import {ReleaseAssetsRepository} from './state/release-assets.js'
-import {Scripts, type ScriptUpload} from './state/scripts.js'
+import type {ControlMeta, ReceiptOperation} from '../../protocol/management-api.js'
+import {ensurePrivateFile} from '../../util/private-files.js'
+import {HostError} from '../errors.js'
+import {ControlConfig} from './control-config.js'
+import {Credentials} from './credentials.js'
+import {HostDatabase} from './database.js'
+import {Fences, type FencedTx} from './fences.js'
+import {Pairing} from './pairing.js'
+import {Quarantine} from './quarantine.js'
+import {Receipts} from './receipts.js'
+import {ReleaseAssetsRepository} from './release-assets.js'
+import {Scripts, type ScriptUpload} from './scripts.js'
 
-export type {AccessPolicyRecord, OperationSettingsRecord} from './state/control-config.js'
-export type {FencedTx} from './state/fences.js'
-export type {HostFence} from '../protocol/management-api.js'
-export {sealSnapshotCopy} from './state/fences.js'
-export {type ScriptRecord, type ScriptUpload, scriptStateOf} from './state/scripts.js'
+export type {AccessPolicyRecord, OperationSettingsRecord} from './control-config.js'
+export type {FencedTx} from './fences.js'
+export type {HostFence} from '../../protocol/management-api.js'
+export {sealSnapshotCopy} from './fences.js'
+export {type ScriptRecord, type ScriptUpload, scriptStateOf} from './scripts.js'
 
 export const STATE_FILE = 'host.sqlite'
 

@@ -3,7 +3,7 @@
 // grow the host with, so every body is read through here, and only after everything that can be
 // checked without it (route, signature headers, pairing) passed.
 import type http from 'node:http'
-import {HostError} from './errors.js'
+import {HostError} from '../errors.js'
 
 export class BodyTooLargeError extends Error {
   constructor(readonly limit: number) {

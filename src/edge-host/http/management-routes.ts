@@ -1,16 +1,16 @@
-// What the management listener does for each endpoint of the table (../protocol/endpoints.ts): one
+// What the management listener does for each endpoint of the table (../../protocol/endpoints.ts): one
 // handler per endpoint, handed its checked path parameters, its query and its validated body by the
 // router (./management-server.ts). The compiler checks that every endpoint has a handler and that
 // each answers its endpoint's response body.
 import type {Readable} from 'node:stream'
 import type {z} from 'zod'
-import type {Endpoint, EndpointName, Endpoints, PathParams} from '../protocol/endpoints.js'
-import {fenceIdSchema, READINESS_WAIT_MAX_MS} from '../protocol/management-api.js'
-import {putAssets} from './assets/management.js'
-import {HostError} from './errors.js'
+import type {Endpoint, EndpointName, Endpoints, PathParams} from '../../protocol/endpoints.js'
+import {fenceIdSchema, READINESS_WAIT_MAX_MS} from '../../protocol/management-api.js'
+import {putAssets} from '../assets/management.js'
+import {HostError} from '../errors.js'
 import type {ManagementServerOptions} from './management-server.js'
 import {PairingRateLimited} from './pairing-limiter.js'
-import type {TailHub} from './tail-hub.js'
+import type {TailHub} from '../tail-hub.js'
 
 /** What the router hands a handler. */
 export interface Call<E extends Endpoint> {
@@ -116,14 +116,14 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
       return workerEvents().subscribe(params.name)
     },
     workerActivity: () => ok(workerEvents().activity()),
-    fence: () => ok(service.fenceStatus()),
+    fence: () => ok(service.fences.status()),
     beginFence: ({body}) => {
-      const {fence, created} = service.beginFence(body)
+      const {fence, created} = service.fences.begin(body)
       return {status: created ? 201 : 200, body: fence}
     },
-    fenceById: ({params}) => ok(service.fence(params.fenceId)),
-    fenceEnd: ({params}) => ok(service.endFence(params.fenceId)),
-    snapshot: ({query}) => service.snapshot(checkedValue(fenceIdSchema, query.fenceId ?? '', 'fence id')),
+    fenceById: ({params}) => ok(service.fences.get(params.fenceId)),
+    fenceEnd: ({params}) => ok(service.fences.end(params.fenceId)),
+    snapshot: ({query}) => service.fences.snapshot(checkedValue(fenceIdSchema, query.fenceId ?? '', 'fence id')),
   }
 }
 

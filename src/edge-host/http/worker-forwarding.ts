@@ -5,11 +5,11 @@ import http from 'node:http'
 import type {Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 import type {Dispatcher} from 'undici'
-import {SIGNATURE_HEADERS} from '../protocol/signing.js'
-import {clientAddress} from './http.js'
-import {LOAD_HEADER, WARM_HEADER} from '../workerd/loader-worker.js'
-import type {ScriptRoute} from './runtime/shard.js'
-import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from '../workerd/config.js'
+import {SIGNATURE_HEADERS} from '../../protocol/signing.js'
+import {clientAddress} from './common.js'
+import {LOAD_HEADER, WARM_HEADER} from '../../workerd/loader-worker.js'
+import type {ScriptRoute} from '../runtime/shard.js'
+import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from '../../workerd/config.js'
 
 /**
  * Headers never forwarded to a Worker: hop-by-hop ones, the kit's signature, and the ones the host

@@ -15,7 +15,7 @@
 import type http from 'node:http'
 import {isIPv6, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
-import type {HostMetrics} from './metrics.js'
+import type {HostMetrics} from '../metrics.js'
 
 export interface ListenerTimeouts {
   headerTimeoutMs: number

@@ -3,7 +3,7 @@
 // the window ends. Logging is sampled: the first failure of a source per window and the moment it
 // is locked out, never one line per attempt (a guessing peer would otherwise flood the log).
 import type {Logger} from 'pino'
-import {HostError} from './errors.js'
+import {HostError} from '../errors.js'
 
 /** Sources remembered at once; past it the oldest are forgotten (each holds a few dozen bytes). */
 const MAX_SOURCES = 10_000

@@ -23,17 +23,17 @@ import {BlockList, isIPv6, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
-import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
-import {checkSignatureHeaders, hasSignatureHeaders, verifyRequest} from '../protocol/signing.js'
+import {SCRIPT_NAME_PATTERN} from '../../protocol/management-api.js'
+import {checkSignatureHeaders, hasSignatureHeaders, verifyRequest} from '../../protocol/signing.js'
 import {BodyTooLargeError, readBoundedBody, type BodyBudget} from './body-limits.js'
-import {HostError} from './errors.js'
-import {clientAddress, sendJson} from './http.js'
-import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from './metrics.js'
-import type {WorkerdRuntime} from './runtime/runtime.js'
-import type {Shard} from './runtime/shard.js'
-import {ASSETS_TARGET_PREFIX, SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from '../workerd/config.js'
-import type {AssetServer} from './assets/serve.js'
-import type {AccessPolicyRecord, HostState} from './state.js'
+import {HostError} from '../errors.js'
+import {clientAddress, sendJson} from './common.js'
+import {UNKNOWN_SCRIPT_LABEL, type HostMetrics} from '../metrics.js'
+import type {WorkerdRuntime} from '../runtime/runtime.js'
+import type {Shard} from '../runtime/shard.js'
+import {ASSETS_TARGET_PREFIX, SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from '../../workerd/config.js'
+import type {AssetServer} from '../assets/serve.js'
+import type {AccessPolicyRecord, HostState} from '../state/host-state.js'
 import {hasBody, proxy, safeToRetry, tunnel, type UpgradeRequest} from './worker-forwarding.js'
 
 export interface DataPlaneOptions {
@@ -47,7 +47,7 @@ export interface DataPlaneOptions {
   /** Held request bodies, shared with the management listener. */
   bodyBudget: BodyBudget
   metrics: HostMetrics
-  /** Static assets: answered before the Worker runs (./assets/serve.ts). */
+  /** Static assets: answered before the Worker runs (../assets/serve.ts). */
   assets: AssetServer
   /** A request forwarded to `script` ended: its wall time, and its status (null: no answer). */
   workerServed(script: string, durationMs: number, status: number | null): void

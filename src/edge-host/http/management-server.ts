@@ -1,5 +1,5 @@
 // The management listener: health and metrics, pairing, and the signed /v1 API, routed by the
-// endpoint table (../protocol/endpoints.ts) to ./management-routes.ts. Order of checks for a /v1
+// endpoint table (../../protocol/endpoints.ts) to ./management-routes.ts. Order of checks for a /v1
 // call: route → pairing and signature
 // headers (timestamp window, format) → body, bounded (./body-limits.ts) → signature over the body
 // (nothing is read or written for an unsigned, tampered, stale, replayed or unpaired request) →
@@ -9,20 +9,20 @@ import http from 'node:http'
 import {pipeline} from 'node:stream/promises'
 import type {Logger} from 'pino'
 import type {z} from 'zod'
-import {answerContentTypes, endpoints, matchPath, type Endpoint, type EndpointName} from '../protocol/endpoints.js'
-import type {Readiness} from '../protocol/management-api.js'
-import {checkSignatureHeaders, verifyRequest} from '../protocol/signing.js'
-import {parseStrictJson} from '../util/strict-json.js'
+import {answerContentTypes, endpoints, matchPath, type Endpoint, type EndpointName} from '../../protocol/endpoints.js'
+import type {Readiness} from '../../protocol/management-api.js'
+import {checkSignatureHeaders, verifyRequest} from '../../protocol/signing.js'
+import {parseStrictJson} from '../../util/strict-json.js'
 import {BodyTooLargeError, readBoundedBody, type BodyBudget} from './body-limits.js'
-import {HostError} from './errors.js'
-import {clientAddress, sendJson} from './http.js'
+import {HostError} from '../errors.js'
+import {clientAddress, sendJson} from './common.js'
 import {checkedValue, managementHandlers, type Call, type Handler, type JsonReply, type StreamReply, type TextReply} from './management-routes.js'
 import {PairingRateLimited, type PairingLimiter} from './pairing-limiter.js'
-import type {HostMetrics} from './metrics.js'
-import type {AssetFiles} from './assets/files.js'
-import type {HostService} from './service.js'
-import type {HostState} from './state.js'
-import type {TailHub} from './tail-hub.js'
+import type {HostMetrics} from '../metrics.js'
+import type {AssetFiles} from '../assets/files.js'
+import type {HostService} from '../services/host-service.js'
+import type {HostState} from '../state/host-state.js'
+import type {TailHub} from '../tail-hub.js'
 
 export interface ManagementServerOptions {
   service: HostService
