@@ -81,7 +81,6 @@ export async function startBareWorkerdWith(sources: Array<{name: string; source:
       serviceAccounts: [],
       runtimeConfig: [],
       operationSettingsJson: null,
-      crons: [],
     }
   })
   const config = renderValidationConfig(scripts, {

@@ -1,7 +1,8 @@
 // Log lines for people and for machines: JSON lines for journald, cron mail and log shippers; one
 // coloured human line per event when a person reads a terminal. Commands log on stderr (stdout
 // stays for their own output); `host serve` logs on stdout.
-import pino, {type Logger} from 'pino'
+import {fstatSync} from 'node:fs'
+import pino, {type DestinationStream, type Level, type Logger} from 'pino'
 import type {Settings} from '../config/schema.js'
 import {redactingLogOptions} from '../util/log-redaction.js'
 
@@ -16,12 +17,36 @@ export function resolveLogFormat(format: Settings['log_format'], fd: 1 | 2 = 2):
   return (fd === 1 ? process.stdout : process.stderr).isTTY ? 'human' : 'json'
 }
 
-export async function createLogger(options: {level: Settings['log_level']; format: LogFormat; fd: 1 | 2; base?: Record<string, unknown>}): Promise<Logger> {
-  const {level, format, fd} = options
+/**
+ * pino level → syslog priority. journald reads a `<N>` prefix on a line of a service's stdout or
+ * stderr as the line's priority (and strips it), so `journalctl -p err` finds errors.
+ */
+const SYSLOG_PRIORITIES: Record<Level, number> = {trace: 7, debug: 7, info: 6, warn: 4, error: 3, fatal: 2}
+
+export interface LoggerOptions {
+  level: Settings['log_level']
+  format: LogFormat
+  fd: 1 | 2
+  base?: Record<string, unknown>
+  /** Line fields written under another name: pino writes the base (`pid`, …) as it is, so a line's field of the same name would be a second key. */
+  renameFields?: Record<string, string>
+}
+
+export async function createLogger(options: LoggerOptions): Promise<Logger> {
+  const {level, format, fd, renameFields} = options
   if (format === 'json') {
+    const redacting = redactingLogOptions()
+    const formatLine = redacting.formatters!.log!
+    const destination = pino.destination({fd, sync: true})
     return pino(
-      {level, base: {pid: process.pid, ...options.base}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()},
-      pino.destination({fd, sync: true}),
+      {
+        level,
+        base: {pid: process.pid, ...options.base},
+        timestamp: pino.stdTimeFunctions.isoTime,
+        ...redacting,
+        formatters: {log: renameFields ? (object) => formatLine(renamed(object, renameFields)) : formatLine},
+      },
+      writesToJournal(fd) ? withSyslogPriorities(destination) : destination,
     )
   }
   // Loaded only for a person at a terminal: cron passes and services log JSON.
@@ -38,4 +63,29 @@ export async function createLogger(options: {level: Settings['log_level']; forma
     },
   })
   return pino({level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime, ...redactingLogOptions()}, stream)
+}
+
+/** True when `fd` is connected to the journal: systemd sets JOURNAL_STREAM to that stream's device:inode (systemd.exec(5)). */
+export function writesToJournal(fd: number): boolean {
+  const [device, inode] = (process.env.JOURNAL_STREAM ?? '').split(':')
+  if (!device || !inode) return false
+  try {
+    const stat = fstatSync(fd, {bigint: true})
+    return stat.dev === BigInt(device) && stat.ino === BigInt(inode)
+  } catch {
+    return false // not numbers, or a closed descriptor
+  }
+}
+
+/** Each line goes out with its level's `<N>` prefix: one stream per level, each line to its own level's alone (dedupe). */
+function withSyslogPriorities(destination: DestinationStream) {
+  const streams = Object.entries(SYSLOG_PRIORITIES).map(([level, priority]) => ({
+    level: level as Level,
+    stream: {write: (line: string) => destination.write(`<${priority}>${line}`)},
+  }))
+  return pino.multistream(streams, {dedupe: true})
+}
+
+function renamed(object: Record<string, unknown>, names: Record<string, string>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(object).map(([key, value]) => [names[key] ?? key, value]))
 }

@@ -113,6 +113,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       scriptCounts: () => service.scriptCounts(),
       quarantinedCount: () => state.quarantine.scripts().length,
       openConnections: (): number => guard.openConnections,
+      departmentOf: (script) => state.scripts.route(script)?.department ?? null,
     })
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
     const ownShards = state.scripts.placeAtStart(settings.shards, settings.isolation_shards)

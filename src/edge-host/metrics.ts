@@ -1,6 +1,9 @@
 // Prometheus metrics of one host, on its own registry (several hosts may share a process in tests).
-import {Counter, Gauge, Histogram, Registry, collectDefaultMetrics} from 'prom-client'
+// Per-Worker series carry the script's department (upload metadata) next to `script` when the host
+// knows it, so one series per script either way: the label set stays bounded by the scripts served.
+import {Counter, Gauge, Histogram, type LabelValues, Registry, collectDefaultMetrics} from 'prom-client'
 import type {ScriptState} from '../protocol/management-api.js'
+import {BUILD_INFO_METRIC, buildInfo} from '../util/build-info.js'
 
 /** Label for requests that matched no served script: unknown names must not grow the label set. */
 export const UNKNOWN_SCRIPT_LABEL = 'unknown'
@@ -11,12 +14,20 @@ export interface MetricSources {
   scriptCounts(): Record<ScriptState, number>
   quarantinedCount(): number
   openConnections(): number
+  /** The department the script's current release was uploaded for, null when the upload named none. */
+  departmentOf(script: string): string | null
 }
+
+/**
+ * prom-client's default gauges whose names end in `_total`, the suffix Prometheus reserves for
+ * counters. Each is the sum of the gauge of the same name without it, which stays (per type).
+ */
+const TOTAL_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
 
 export class HostMetrics {
   readonly registry = new Registry()
 
-  readonly requests = this.counter('edgeworkers_host_requests_total', 'Data-plane requests by script and response status.', ['script', 'status'])
+  readonly requests = this.workerCounter('edgeworkers_host_requests_total', 'Data-plane requests by script and response status.', ['script', 'status'])
 
   readonly connectionsShed = this.counter(
     'edgeworkers_host_connections_shed_total',
@@ -57,13 +68,13 @@ export class HostMetrics {
     registers: [this.registry],
   })
 
-  readonly incidents = this.counter(
+  readonly incidents = this.workerCounter(
     'edgeworkers_host_worker_incidents_total',
     'Runaway incidents (stall, memory, crash) by suspected script ("unknown" when no request was inside).',
     ['script', 'kind'],
   )
 
-  readonly quarantines = this.counter('edgeworkers_host_worker_quarantines_total', 'Releases quarantined after too many incidents, by script.', ['script'])
+  readonly quarantines = this.workerCounter('edgeworkers_host_worker_quarantines_total', 'Releases quarantined after too many incidents.', ['script'])
 
   // Per-Worker figures, labelled only for scripts the host serves and removed when a script is
   // retired (./tail-hub.ts forget), so the label set is bounded by the scripts deployed. Where each
@@ -72,47 +83,52 @@ export class HostMetrics {
   // service-binding listener. workerd reports no CPU time (its traces carry cpuTime = wallTime = 0)
   // and a Worker's fetch() to the internet leaves through workerd's own network service, so there
   // is no per-Worker CPU figure and no count of internet subrequests; the watchdog bounds CPU per shard.
-  readonly workerOutcomes = this.counter(
+  readonly workerOutcomes = this.workerCounter(
     'edgeworkers_host_worker_invocations_total',
     'Worker invocations by script and outcome (ok, exception, exceededCpu, exceededMemory, canceled, unknown).',
     ['script', 'outcome'],
   )
 
-  readonly workerResponses = this.counter(
+  readonly workerResponses = this.workerCounter(
     'edgeworkers_host_worker_responses_total',
     'Worker responses by script and status class (1xx … 5xx; "none" when the Worker answered nothing).',
     ['script', 'status_class'],
   )
 
-  readonly workerExceptions = this.counter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'])
+  readonly workerExceptions = this.workerCounter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'])
 
-  readonly workerWallSeconds = new Histogram({
-    name: 'edgeworkers_host_worker_wall_seconds',
-    help: 'Wall time of requests the data plane forwarded to a Worker (to the last byte of the answer, or the 101), by script.',
-    labelNames: ['script'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
-  })
+  readonly workerWallSeconds = new WorkerHistogram(
+    new Histogram({
+      name: 'edgeworkers_host_worker_wall_seconds',
+      help: 'Wall time of requests the data plane forwarded to a Worker (to the last byte of the answer, or the 101), by script.',
+      labelNames: ['script', 'department'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [this.registry],
+    }),
+    (labels) => this.withDepartment(labels),
+  )
 
-  readonly workerSubrequests = this.counter(
+  readonly workerSubrequests = this.workerCounter(
     'edgeworkers_host_worker_subrequests_total',
     'Subrequests a Worker made that the host carries, by script and kind (service_binding); fetch() to the internet is not counted.',
     ['script', 'kind'],
   )
 
-  readonly workerWebSockets = this.counter(
+  readonly workerWebSockets = this.workerCounter(
     'edgeworkers_host_worker_websockets_total',
     'WebSocket connections a Worker accepted (the data plane relayed its 101), by script.',
     ['script'],
   )
 
-  readonly assetResponses = this.counter(
+  readonly assetResponses = this.workerCounter(
     'edgeworkers_host_asset_responses_total',
     'Requests answered from a Worker\'s static assets without running it (or through its assets binding, via="binding"), by script and status.',
     ['script', 'status', 'via'],
   )
 
-  constructor(sources: MetricSources) {
+  constructor(private readonly sources: MetricSources) {
+    const build = buildInfo()
+    new Gauge({...BUILD_INFO_METRIC, registers: [this.registry]}).set(build, 1)
     new Gauge({
       name: 'edgeworkers_host_workers_quarantined',
       help: 'Scripts whose current release is quarantined (refused with 503 worker_quarantined until the next deploy).',
@@ -121,7 +137,9 @@ export class HostMetrics {
         this.set(sources.quarantinedCount())
       },
     })
-    collectDefaultMetrics({register: this.registry, prefix: 'edgeworkers_host_'})
+    // Stock names (process_*, nodejs_*), as every Node.js dashboard expects them.
+    collectDefaultMetrics({register: this.registry})
+    for (const name of TOTAL_GAUGES) this.registry.removeSingleMetric(name)
     new Gauge({
       name: 'edgeworkers_host_connections_open',
       help: 'Client connections both network listeners hold (their budget: host.max_connections, or derived from the fd limit).',
@@ -152,5 +170,44 @@ export class HostMetrics {
   /** A counter on this host's registry, labelled by `labelNames`. */
   private counter<Label extends string>(name: string, help: string, labelNames: readonly Label[]): Counter<Label> {
     return new Counter({name, help, labelNames, registers: [this.registry]})
+  }
+
+  /** A per-Worker counter: `labelNames` start with `script`, and `department` follows it. */
+  private workerCounter<Label extends string>(name: string, help: string, labelNames: readonly ['script', ...Label[]]): WorkerCounter<Label | 'script'> {
+    const [, ...rest] = labelNames
+    return new WorkerCounter(this.counter(name, help, ['script', 'department', ...rest]), (labels) => this.withDepartment(labels))
+  }
+
+  private withDepartment<Label extends string>(labels: LabelValues<Label>): LabelValues<Label | 'department'> {
+    const script = (labels as LabelValues<'script'>).script
+    const department = script === undefined || script === UNKNOWN_SCRIPT_LABEL ? null : this.sources.departmentOf(String(script))
+    if (department === null) return labels as LabelValues<Label | 'department'>
+    // Inserted right after `script`: the text format prints labels in the order they were given.
+    const {script: _, ...rest} = labels as LabelValues<'script'>
+    return {script, department, ...rest} as LabelValues<Label | 'department'>
+  }
+}
+
+/** A counter or histogram whose series get the department label from the script they name. */
+abstract class WorkerSeries<Label extends string, Metric extends Counter<Label | 'department'> | Histogram<Label | 'department'>> {
+  constructor(
+    protected readonly metric: Metric,
+    protected readonly labelled: (labels: LabelValues<Label>) => LabelValues<Label | 'department'>,
+  ) {}
+
+  remove(labels: LabelValues<Label>): void {
+    this.metric.remove(this.labelled(labels))
+  }
+}
+
+class WorkerCounter<Label extends string> extends WorkerSeries<Label, Counter<Label | 'department'>> {
+  inc(labels: LabelValues<Label>, value?: number): void {
+    this.metric.inc(this.labelled(labels), value)
+  }
+}
+
+class WorkerHistogram<Label extends string> extends WorkerSeries<Label, Histogram<Label | 'department'>> {
+  observe(labels: LabelValues<Label>, value: number): void {
+    this.metric.observe(this.labelled(labels), value)
   }
 }

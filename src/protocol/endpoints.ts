@@ -145,7 +145,8 @@ export const endpoints = {
     request: uploadScriptSchema,
     response: scriptDetailsSchema,
     answer: 'json',
-    summary: 'Validated alone first; goes live shortly after (see the readiness probe).',
+    summary:
+      'Validated alone first; goes live shortly after (see the readiness probe). `department` (optional): the kit’s department id, the `department` label of the script’s metrics.',
   },
   missingAssets: {
     method: 'POST',

@@ -37,6 +37,8 @@ export interface UploadScriptInput {
   modules: ScriptModule[]
   bindings: WorkerBinding[]
   tags: string[]
+  /** The Worker's department id: the host labels the script's metrics with it. */
+  department: string
   /** The release's static assets; their files must be on the host first (putAssets). */
   assets: ReleaseAssets | null
   /** Cron triggers: the host runs the Worker's scheduled() handler on each (UTC). */

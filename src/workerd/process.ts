@@ -93,7 +93,9 @@ export class WorkerdProcess {
     const hostUmask = process.umask(PRIVATE_UMASK)
     let child: ChildProcess
     try {
-      child = spawn(command!, args, {cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe', 'pipe']})
+      // Its own process group: a Ctrl-C (SIGINT to the terminal's foreground group) reaches the host
+      // alone, which then stops its workerd itself — none exits under a host that still counts on it.
+      child = spawn(command!, args, {cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true})
     } finally {
       process.umask(hostUmask)
     }

@@ -145,7 +145,7 @@ test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEA
   expect((await get(at('/style.css'), {'accept-encoding': 'gzip', 'if-none-match': zipped.headers.etag!})).status).toBe(304)
 
   const metrics = (await get(`${host.adminUrl}/metrics`)).body.toString()
-  expect(metrics).toMatch(/edgeworkers_host_asset_responses_total\{script="dw-[0-9a-f]{48}",status="200",via="direct"\} \d+/)
+  expect(metrics).toMatch(/edgeworkers_host_asset_responses_total\{script="dw-[0-9a-f]{48}",department="d\d+",status="200",via="direct"\} \d+/)
 })
 
 test('an assets-only SPA: index.html for unknown paths, 404.html handling, and a changed file is the only one sent', {timeout: 180_000}, async () => {

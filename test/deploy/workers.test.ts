@@ -158,10 +158,11 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
     expect(page.text).toContain('<title>Chat room</title>')
 
-    // The data plane counts each WebSocket the Worker accepts.
+    // The data plane counts each WebSocket the Worker accepts, labelled with the department the kit uploaded for.
     const accepted = async () => {
       const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
-      return Number(new RegExp(`^edgeworkers_host_worker_websockets_total\\{script="${script('chat-room')}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+      const series = `edgeworkers_host_worker_websockets_total\\{script="${script('chat-room')}",department="${DEPARTMENTS['chat-room']}"\\}`
+      return Number(new RegExp(`^${series} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
     }
     const acceptedBefore = await accepted()
     const alice = await connect(`${wsUrl(host)}/${script('chat-room')}/?room=tea`)

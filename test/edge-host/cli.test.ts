@@ -1,7 +1,8 @@
 // The real CLI: `edgeworkers host serve` as a subprocess — addresses in host.json, JSON logs, the
-// pairing code printed once (and again by `host pairing-code`), serving, and a clean SIGTERM.
+// pairing code printed once (and again by `host pairing-code`), serving, a clean SIGTERM, and a
+// Ctrl-C under journald: priorities on every line, and no workerd exit taken for a crash.
 import {execFile, spawn, type ChildProcess} from 'node:child_process'
-import {existsSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
+import {closeSync, existsSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {promisify} from 'node:util'
@@ -100,4 +101,59 @@ test('serves, pairs and stops cleanly on SIGTERM (exit 143, one line)', async ()
   // Neither the secret nor the code ever reached the logs.
   expect(stdout + stderr.replace(/pairing code: .*\n/, '')).not.toContain(secret)
   expect(stdout).not.toContain(code)
+}, 120_000)
+
+test('Ctrl-C under journald: each JSON line carries its syslog priority and one pid, and the stop logs no workerd crash', async () => {
+  const journalDataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-journal-'))
+  // The journal's stream stands in as a file: JOURNAL_STREAM names stdout by device and inode, as systemd does.
+  const logFile = path.join(journalDataDir, 'journal.log')
+  const out = openSync(logFile, 'w')
+  const {dev, ino} = fstatSync(out)
+  // Its own process group, signalled as a whole as a terminal's Ctrl-C signals its foreground group.
+  const host = spawn(process.execPath, [CLI, 'host', 'serve', '--data-dir', journalDataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], {
+    cwd: ROOT,
+    env: {...env, EDGEWORKERS_HOST__SHARDS: '2', JOURNAL_STREAM: `${dev}:${ino}`},
+    stdio: ['ignore', out, 'ignore'],
+    detached: true,
+  })
+  closeSync(out)
+  const hostExited = new Promise<number | null>((resolve) => host.once('exit', resolve))
+  try {
+    const deadline = Date.now() + 60_000
+    let ready = false
+    while (!ready) {
+      if (host.exitCode !== null || Date.now() > deadline) throw new Error(`host serve did not become ready: ${readFileSync(logFile, 'utf8')}`)
+      const started = await readHostInfo(journalDataDir)
+      ready =
+        started !== null &&
+        (await fetch(`${started.adminUrl}/readyz`).then(
+          (response) => response.status === 200,
+          () => false,
+        ))
+      if (!ready) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    process.kill(-host.pid!, 'SIGINT')
+    expect(await hostExited).toBe(130)
+  } finally {
+    if (host.exitCode === null) process.kill(-host.pid!, 'SIGKILL')
+  }
+
+  const lines = readFileSync(logFile, 'utf8').trim().split('\n')
+  rmSync(journalDataDir, {recursive: true, force: true})
+  const priorityOf: Record<number, string> = {20: '<7>', 30: '<6>', 40: '<4>', 50: '<3>', 60: '<2>'}
+  const logs = lines.map((line) => {
+    const [, priority, json] = /^(<\d>)(\{.*\})$/.exec(line) ?? []
+    expect(json, line).toBeDefined()
+    const log = JSON.parse(json!) as {level: number; msg: string; pid: number; workerdPid?: number}
+    expect(priority, line).toBe(priorityOf[log.level])
+    // pino writes the base's pid verbatim: a second "pid" key would be another process's, shadowing it.
+    expect(line.match(/"pid":/g), line).toHaveLength(1)
+    expect(log.pid).toBe(host.pid)
+    return log
+  })
+  const serving = logs.filter((log) => log.msg === 'shard serving')
+  expect(serving).toHaveLength(2)
+  for (const log of serving) expect(log.workerdPid).toEqual(expect.any(Number))
+  expect(logs.filter((log) => log.level >= 50)).toEqual([])
+  expect(logs.at(-1)?.msg).toBe('edge host stopped')
 }, 120_000)

@@ -127,7 +127,7 @@ test('Workers cannot reach private networks', async () => {
   expect(await (await fetch(`${host.publicUrl}/${prober}/`)).text()).toMatch(/^blocked: /)
 })
 
-test('metrics: requests by script and status, shard restarts, swap time, fence state', async () => {
+test('metrics: requests by script and status, shard restarts, swap time, fence state, build info, stock process metrics', async () => {
   await fetch(`${host.publicUrl}/${scriptNameFor('control/unknown')}/`)
   const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
   expect(text).toMatch(new RegExp(`edgeworkers_host_requests_total\\{script="${name}",status="200"\\} \\d+`))
@@ -138,4 +138,6 @@ test('metrics: requests by script and status, shard restarts, swap time, fence s
   expect(text).toMatch(/edgeworkers_host_fence_active 0/)
   expect(text).toMatch(/edgeworkers_host_scripts\{state="active"\} \d+/)
   expect(text).toMatch(/edgeworkers_host_shard_up\{shard="0"\} 1/)
+  expect(text).toMatch(/^edgeworkers_build_info\{version="[^"]+",node_version="[^"]+",workerd_version="1\.\d{8}\.\d+"\} 1$/m)
+  expect(text).toMatch(/^process_resident_memory_bytes \d+$/m)
 })

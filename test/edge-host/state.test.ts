@@ -38,6 +38,7 @@ function upload(text: string): ScriptUpload {
     compatibilityFlags: [],
     builderPolicy: 'test',
     tags: [],
+    department: null,
     modules: [{name: 'index.js', type: 'esModule', content: Buffer.from(`export default {fetch() {return new Response(${JSON.stringify(text)})}}`)}],
     bindings: [],
     crons: [],

@@ -292,18 +292,7 @@ export class HostService {
     const total = modules.reduce((sum, module) => sum + module.content.length, 0)
     const limit = this.options.settings.max_script_bytes
     if (total > limit) throw new HostError('script_too_large', `the modules total ${total} bytes; the limit is ${limit} bytes`)
-    return {
-      releaseGeneration: body.releaseGeneration,
-      mainModule: body.mainModule,
-      compatibilityDate: body.compatibilityDate,
-      compatibilityFlags: body.compatibilityFlags,
-      builderPolicy: body.builderPolicy,
-      tags: body.tags,
-      modules,
-      bindings: body.bindings,
-      crons: body.crons,
-      assets: body.assets,
-    }
+    return {...body, modules}
   }
 
   private restartScriptShard(name: string): void {

@@ -147,4 +147,9 @@ CREATE TABLE cron_runs (
 ) STRICT;
 `,
   },
+  {
+    // The department an upload names (the kit's id), for the `department` label of the metrics.
+    name: 'release department',
+    sql: 'ALTER TABLE scripts ADD COLUMN department TEXT;',
+  },
 ]

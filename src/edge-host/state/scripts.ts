@@ -36,6 +36,8 @@ export interface RouteRecord {
   /** Its current release caused too many incidents; refused until the next deploy. */
   quarantined: boolean
   policy: AccessPolicyRecord
+  /** The department the current release was uploaded for (metrics label), if the upload named one. */
+  department: string | null
 }
 
 export function scriptStateOf(script: Pick<ScriptRecord, 'retiredAt' | 'lockedDownAt'>): ScriptState {
@@ -55,6 +57,7 @@ export interface ScriptUpload {
   compatibilityFlags: string[]
   builderPolicy: string
   tags: string[]
+  department: string | null
   modules: DecodedModule[]
   bindings: Binding[]
   crons: string[]
@@ -82,6 +85,7 @@ interface ScriptRow extends PolicyColumns {
 
 interface RouteRow extends PolicyColumns {
   shard: number | null
+  department: string | null
   retired_at: number | null
   locked_down_at: number | null
   quarantined: 0 | 1
@@ -128,7 +132,7 @@ export class Scripts {
     const cached = this.routes.get(name)
     if (cached !== undefined) return cached
     const row = this.db.one<RouteRow>(
-      `SELECT shard, retired_at, locked_down_at, ${POLICY_COLUMNS}, ${QUARANTINED} AS quarantined
+      `SELECT shard, department, retired_at, locked_down_at, ${POLICY_COLUMNS}, ${QUARANTINED} AS quarantined
        FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name WHERE s.name = ?`,
       name,
     )
@@ -139,6 +143,7 @@ export class Scripts {
           lockedDown: row.locked_down_at !== null,
           quarantined: row.quarantined === 1,
           policy: policyFromRow(row),
+          department: row.department,
         }
       : null
     // Unknown names are not cached: anyone can ask for any number of them.
@@ -227,6 +232,7 @@ export class Scripts {
         compatibility_flags: JSON.stringify(upload.compatibilityFlags),
         builder_policy: upload.builderPolicy,
         tags: JSON.stringify(upload.tags),
+        department: upload.department,
         bindings: JSON.stringify(upload.bindings),
         crons: JSON.stringify(upload.crons),
         content_digest: uploadDigest(upload),

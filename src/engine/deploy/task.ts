@@ -359,6 +359,7 @@ function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: Verifie
     modules: scriptModulesOf(verified.manifest, verified.bundle.modules),
     bindings: workerBindingsOf(verified.manifest, services),
     tags: TAGS,
+    department: worker.department_id,
     assets: verified.manifest.assets && verified.bundle.assets ? {config: assetConfigOf(verified.manifest.assets), ...verified.bundle.assets} : null,
     crons: verified.manifest.crons ?? [],
   }

@@ -7,6 +7,7 @@ import {access, readFile, stat} from 'node:fs/promises'
 import path from 'node:path'
 import {KitError, messageOf} from '../../errors.js'
 import {writeFileAtomically} from '../../util/atomic-file.js'
+import {BUILD_INFO_METRIC, buildInfo} from '../../util/build-info.js'
 import {LANE_NAMES, type LaneName} from './lane.js'
 import type {PassResult} from './run-pass.js'
 
@@ -51,6 +52,7 @@ export async function renderMetrics(result: PassResult, previousLastSuccess: Rea
   const startedAt = Date.parse(result.startedAt) / 1000
   const passEnd = startedAt + result.durationMs / 1000
 
+  metric(BUILD_INFO_METRIC.name, BUILD_INFO_METRIC.help, [[{...buildInfo()}, 1]])
   metric(`${PREFIX}_pass_timestamp_seconds`, 'When the last pass started (Unix time).', [[{}, startedAt]])
   metric(`${PREFIX}_pass_duration_seconds`, 'How long the last pass ran.', [[{}, result.durationMs / 1000]])
   metric(`${PREFIX}_pass_skipped`, '1 when the last pass was skipped because the provider is invalid.', [[{}, result.status === 'skipped' ? 1 : 0]])

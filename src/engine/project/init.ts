@@ -2,10 +2,10 @@
 // which `deploy` accepts at once (the hono template after `npm install`). Never overwrites a file.
 import {existsSync} from 'node:fs'
 import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
-import {createRequire} from 'node:module'
 import path from 'node:path'
 import {KitError} from '../../errors.js'
 import {packagePath} from '../../package-root.js'
+import {WORKERD_VERSION} from '../../util/build-info.js'
 
 export const TEMPLATES = ['hello', 'durable-object', 'websocket', 'hono'] as const
 export type TemplateName = (typeof TEMPLATES)[number]
@@ -26,9 +26,8 @@ export interface InitResult {
 
 /** The newest compatibility date the installed workerd knows: its version is 1.YYYYMMDD.N. */
 export function workerdCompatibilityDate(): string {
-  const version = (createRequire(import.meta.url)('workerd/package.json') as {version: string}).version
-  const date = /^\d+\.(\d{4})(\d{2})(\d{2})\./.exec(version)
-  if (!date) throw new Error(`cannot read a date from workerd ${version}`)
+  const date = /^\d+\.(\d{4})(\d{2})(\d{2})\./.exec(WORKERD_VERSION)
+  if (!date) throw new Error(`cannot read a date from workerd ${WORKERD_VERSION}`)
   return `${date[1]}-${date[2]}-${date[3]}`
 }
 

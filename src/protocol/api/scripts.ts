@@ -91,6 +91,12 @@ export const uploadScriptSchema = z
       error: 'must be department-worker-project-v2.N',
     }),
     tags: z.array(z.string().min(1).max(256)).max(32).default([]),
+    /** The kit's id of the department the script belongs to: the `department` label of its metrics. */
+    department: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {error: 'must be a department id'})
+      .nullable()
+      .default(null),
     modules: z.array(moduleUploadSchema).min(1).max(MAX_SCRIPT_MODULES),
     bindings: z.array(bindingSchema).max(256).default([]),
     /** Static assets the host serves for this release; each file's bytes must be on the host already (POST /v1/assets). */

@@ -53,6 +53,7 @@ export class OnPremProvider implements EdgeProvider {
       compatibilityFlags: input.compatibilityFlags,
       builderPolicy: input.builderPolicy,
       tags: input.tags,
+      department: input.department,
       modules: input.modules.map((module) => ({name: module.name, type: module.type, contentBase64: Buffer.from(module.content).toString('base64')})),
       bindings: input.bindings.map(wireBindingOf),
       assets: input.assets,

@@ -7,7 +7,9 @@ import {describe, expect, test} from 'vitest'
 import {lastSuccessTimes, renderMetrics} from '../../../../src/engine/pass/metrics.js'
 import {assertMetricsFileWritable, writeMetricsFile, type LaneSummary, type PassResult} from '../../../../src/engine/pass/index.js'
 import {KitError} from '../../../../src/errors.js'
+import {WORKERD_VERSION} from '../../../../src/util/build-info.js'
 
+const KIT_VERSION = (JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as {version: string}).version
 const STARTED = '2026-01-01T00:00:00.000Z'
 const STARTED_S = Date.parse(STARTED) / 1000
 
@@ -40,6 +42,7 @@ describe('reconcile metrics textfile', () => {
     )
     const samples = text.split('\n').filter((line) => line && !line.startsWith('#'))
     expect(samples).toEqual([
+      `edgeworkers_build_info{version="${KIT_VERSION}",node_version="${process.versions.node}",workerd_version="${WORKERD_VERSION}"} 1`,
       `edgeworkers_reconcile_pass_timestamp_seconds ${STARTED_S}`,
       'edgeworkers_reconcile_pass_duration_seconds 1.5',
       'edgeworkers_reconcile_pass_skipped 0',
