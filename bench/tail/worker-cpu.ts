@@ -15,7 +15,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {parseArgs} from 'node:util'
 import {settingsSchema} from '../../src/config/schema.js'
-import {TAIL_WORKER_SOURCE} from '../../src/workerd/config.js'
+import {TAIL_WORKER_SOURCE} from '../../src/workerd/tail-worker.js'
 import {WORKERD_BINARY} from '../../src/workerd/process.js'
 import {log, machineLoad, median} from '../support/stats.js'
 

@@ -9,7 +9,7 @@
 // A script with cron triggers has its own service in the config (under both code-loading modes) so
 // the binding can name it.
 
-import {capnpString} from './config.js'
+import {capnpString} from './capnp.js'
 
 /** The socket (and service) of the cron Worker in a shard's config; present only when a script has cron triggers. */
 export const CRON_SOCKET = 'cron'

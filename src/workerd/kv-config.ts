@@ -4,7 +4,7 @@
 // (<data dir>/do/<script>/, under the unique key below), which is why a Worker with KV namespaces
 // counts as one with Durable Objects everywhere storage matters (process swaps, the code loader).
 import type {Binding} from '../protocol/management-api.js'
-import {capnpString} from './config.js'
+import {capnpString} from './capnp.js'
 import {KV_OBJECT_CLASS, KV_WORKER_SOURCE} from './kv-worker.js'
 
 type KvBinding = Extract<Binding, {type: 'kv_namespace'}>

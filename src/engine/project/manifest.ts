@@ -22,10 +22,9 @@
 // Unknown keys are refused everywhere. Every refusal is one `usage` line naming the file and the key.
 // Both files are parsed strictly (../../util/strict-json.ts: no duplicate keys, no invalid UTF-8,
 // bounded nesting) and may be at most 64 KiB: a manifest is stored in every version row.
-import {lstat, readdir, readFile, realpath, stat} from 'node:fs/promises'
+import {lstat, readFile, realpath, stat} from 'node:fs/promises'
 import path from 'node:path'
 import {z} from 'zod'
-import {didYouMean} from '../../did-you-mean.js'
 import {KitError} from '../../errors.js'
 import {
   cronListSchema,
@@ -36,16 +35,17 @@ import {
   SERVICE_ACCOUNTS_BINDING,
   type ModuleType,
 } from '../../protocol/management-api.js'
-import {formatByteSize, overLimitMessage} from '../../artifacts/size.js'
+import {overLimitMessage} from '../../artifacts/size.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
 import {assetDirectoryProblem, manifestAssetsSchema} from './assets/config.js'
-import {isInside, moduleCountProblem, moduleTextProblem} from './build-rules.js'
+import {moduleCountProblem, moduleTextProblem} from './build-rules.js'
+import {isMissing, missingModuleProblem, type ProjectFile, readProjectFiles} from './project-files.js'
+import {parseWithSchema} from './schema-refusals.js'
 
 export const MANIFEST_FILE = 'edgeworker.json'
 export const LOCK_FILE = 'edgeworker.lock.json'
 /** Directories the project walk (and so the project archive) leaves out at any depth. */
-const EXCLUDED_DIRECTORIES: ReadonlySet<string> = new Set(['.git', 'node_modules'])
 /** Largest edgeworker.json or edgeworker.lock.json: part of the format, the same for every kit. */
 export const MAX_PROJECT_JSON_BYTES = 64 * 1024
 
@@ -135,11 +135,7 @@ export type WorkerManifest = z.infer<typeof manifestSchema>
 export type WorkerLock = z.infer<typeof lockSchema>
 export type JsonObject = z.infer<typeof jsonObject>
 
-/** A regular file of the project: its path relative to the project root (forward slashes) and bytes. */
-export interface ProjectFile {
-  path: string
-  bytes: Buffer
-}
+export type {ProjectFile} from './project-files.js'
 
 export interface WorkerProject {
   /** The project directory, symlinks resolved. */
@@ -334,54 +330,6 @@ function parseJson(bytes: Buffer, source: string): unknown {
   }
 }
 
-/**
- * Every regular file under `root`, sorted by path. Symlinks, sockets and the like are skipped and
- * symlinked directories are not followed, so nothing outside the project can enter a version.
- */
-async function readProjectFiles(root: string, maxFilesBytes: number, assetsDirectory: string | null): Promise<ProjectFile[]> {
-  const found: string[] = []
-  let total = 0
-  const walk = async (relativeDir: string): Promise<void> => {
-    const entries = await readdir(path.join(root, relativeDir), {withFileTypes: true})
-    for (const entry of entries) {
-      const relative = relativeDir === '' ? entry.name : `${relativeDir}/${entry.name}`
-      if (entry.isDirectory() && !EXCLUDED_DIRECTORIES.has(entry.name) && relative !== assetsDirectory) await walk(relative)
-      else if (entry.isFile()) {
-        total += (await lstat(path.join(root, relative))).size
-        if (total > maxFilesBytes) {
-          throw new KitError(
-            'usage',
-            `the project's files exceed ${formatByteSize(maxFilesBytes)} before compression (at ${relative}); deploy.project_files_max_bytes sets the limit`,
-          )
-        }
-        found.push(relative)
-      }
-    }
-  }
-  await walk('')
-  const files: ProjectFile[] = []
-  for (const relative of found) files.push({path: relative, bytes: await readFile(path.join(root, relative))})
-  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-}
-
-/** Why a listed module is not among the project's files, for the error line. */
-async function missingModuleProblem(root: string, name: string): Promise<string> {
-  const expected = path.join(root, ...name.split('/'))
-  let resolved: string
-  try {
-    resolved = await realpath(expected)
-  } catch (error) {
-    if (isMissing(error)) return `does not exist in ${root}`
-    throw error
-  }
-  if (!isInside(root, resolved)) return `escapes the project directory through a symlink (to ${resolved})`
-  if (resolved !== expected) return 'is reached through a symlink; modules must be regular files'
-  if (name.split('/').some((segment) => EXCLUDED_DIRECTORIES.has(segment))) {
-    return `is inside an excluded directory (${[...EXCLUDED_DIRECTORIES].join(', ')})`
-  }
-  return 'is not a regular file'
-}
-
 /** Why a module path is unacceptable, or null. Paths are relative, forward-slashed, normalized. */
 function modulePathProblem(name: string): string | null {
   const segments = name.split('/')
@@ -391,87 +339,6 @@ function modulePathProblem(name: string): string | null {
     return `is not a normalized relative path (write ${JSON.stringify(path.posix.normalize(name).replace(/^\.\//, ''))})`
   }
   return null
-}
-
-function parseWithSchema<Schema extends z.ZodType>(schema: Schema, data: unknown, source: string): z.infer<Schema> {
-  // reportInput lets describeIssue tell a missing key (input undefined) from a wrong one.
-  const result = schema.safeParse(data, {reportInput: true})
-  if (result.success) return result.data
-  // An unknown key first: `compatibiltyDate` is a typo of the required key zod also reports missing.
-  const issue = result.error.issues.find((candidate) => candidate.code === 'unrecognized_keys') ?? result.error.issues[0]!
-  throw new KitError('usage', `${source}: ${describeIssue(issue, schema)}`)
-}
-
-function describeIssue(issue: z.core.$ZodIssue, schema: z.ZodType): string {
-  if (issue.code === 'invalid_union') {
-    // Report what is wrong inside the branch the value was meant for (a module object, say).
-    const branch = issue.errors.find((issues) => !(issues[0]?.code === 'invalid_type' && issues[0].path.length === 0))?.[0]
-    if (branch) return describeIssue({...branch, path: [...issue.path, ...branch.path]} as z.core.$ZodIssue, schema)
-  }
-  if (issue.code === 'unrecognized_keys') {
-    const known = knownKeysAt(schema, issue.path)
-    const keys = issue.keys.map((key) => {
-      const suggestion = didYouMean(key, known)
-      const named = JSON.stringify(formatKeyPath([...issue.path, key]))
-      return suggestion ? `${named} (did you mean ${JSON.stringify(suggestion)}?)` : named
-    })
-    return `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`
-  }
-  const key = issue.path.length === 0 ? 'the file' : `key ${JSON.stringify(formatKeyPath(issue.path))}`
-  if (issue.path.length === 0 && issue.code === 'invalid_type') return 'must be a JSON object'
-  switch (issue.code) {
-    case 'invalid_type':
-      return issue.input === undefined ? `${key} is required` : `${key} must be ${article(issue.expected)}`
-    case 'invalid_value':
-      return `${key} must be ${issue.values.map((value) => JSON.stringify(value)).join(' or ')}`
-    case 'too_small':
-      return issue.origin === 'string' ? `${key} must not be empty` : `${key} ${issue.message}`
-    case 'too_big':
-      return `${key} is too long`
-    case 'invalid_key':
-      return `${key} ${issue.issues[0]?.message ?? 'is not an allowed key'}`
-    default:
-      // Refinements carry their own wording (e.g. "must be a date written YYYY-MM-DD").
-      return `${key} ${issue.message}`
-  }
-}
-
-/** The keys the schema allows in the object at `keyPath` (through arrays, optionals and defaults). */
-function knownKeysAt(schema: z.ZodType, keyPath: readonly PropertyKey[]): string[] {
-  let def = (schema as unknown as {_zod: {def: SchemaDef}})._zod.def
-  const unwrap = () => {
-    for (;;) {
-      const inner = def.innerType ?? def.in ?? def.options?.find((option) => option._zod.def.shape)
-      if (!inner) return
-      def = inner._zod.def
-    }
-  }
-  for (const part of keyPath) {
-    unwrap()
-    const next = typeof part === 'number' ? def.element : def.shape?.[String(part)]
-    if (!next) return []
-    def = next._zod.def
-  }
-  unwrap()
-  return Object.keys(def.shape ?? {})
-}
-
-interface SchemaDef {
-  options?: Array<{_zod: {def: SchemaDef}}>
-  shape?: Record<string, {_zod: {def: SchemaDef}}>
-  element?: {_zod: {def: SchemaDef}}
-  innerType?: {_zod: {def: SchemaDef}}
-  in?: {_zod: {def: SchemaDef}}
-}
-
-/** `["durableObjects", 0, "binding"]` → `durableObjects[0].binding` */
-function formatKeyPath(keyPath: readonly PropertyKey[]): string {
-  return keyPath.map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`)).join('')
-}
-
-function article(expected: string): string {
-  const noun = expected === 'record' ? 'object' : expected
-  return /^[aeiou]/.test(noun) ? `an ${noun}` : `a ${noun}`
 }
 
 function isCalendarDate(value: string): boolean {
@@ -491,8 +358,4 @@ function firstDuplicate(values: readonly string[]): string | undefined {
 
 function sameBytes(a: Buffer | undefined, b: Buffer | null): boolean {
   return a === undefined || b === null ? a === undefined && b === null : a.equals(b)
-}
-
-function isMissing(error: unknown): boolean {
-  return (error as NodeJS.ErrnoException).code === 'ENOENT'
 }
