@@ -73,6 +73,7 @@ test('serves, pairs and stops cleanly on SIGTERM (exit 143, one line)', async ()
   expect((await fetch(`${info.publicUrl}/livez`)).status).toBe(200)
 
   // The code: printed once by serve, again by `host pairing-code`, never logged.
+  await expect.poll(() => /pairing code: \S+/.test(stderr), {timeout: 30_000}).toBe(true)
   const code = /pairing code: (\S+)/.exec(stderr)?.[1]
   expect(code).toMatch(/^[0-9A-Z]{4}(-[0-9A-Z]{4}){4}$/)
   expect(stdout).not.toContain(code)

@@ -46,6 +46,12 @@ beforeAll(async () => {
     if (serve.exitCode !== null || Date.now() > deadline) throw new Error(`host serve did not start: ${stderr}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
+  // host.json is written before the code is printed, and the pipe may bring the line a moment later.
+  for (;;) {
+    if (/pairing code: \S+/.test(stderr)) break
+    if (serve.exitCode !== null || Date.now() > deadline) throw new Error(`host serve printed no pairing code: ${stderr}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
   const code = /pairing code: (\S+)/.exec(stderr)?.[1]
   const pair = await fetch(`${info.adminUrl}${paths.pair}`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({code})})
   const {secret} = (await pair.json()) as {secret: string}

@@ -11,6 +11,7 @@ import {LEASE_LOST, type RowResult} from '../row-result.js'
 import {tally, type LaneRun} from './lane.js'
 import {settleRow} from './row-writes.js'
 import {messageOf} from '../../errors.js'
+import {type Waiter, waiter} from '../../util/waiter.js'
 
 export const DEPLOYMENT_PAYLOAD_INVALID = 'deployment_payload_invalid'
 export const WORKER_DELETED = 'worker_deleted'
@@ -59,98 +60,143 @@ function leaseOf(row: OutboxRow): HeldLease {
  * While rows wait to start, their leases are renewed every third of `deploy.lease_seconds`: a long
  * batch keeps what it claimed, and a pass that dies gives it back when the lease runs out.
  */
-export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {repeat: boolean; handBack: HandBack}): Promise<void> {
-  const {store} = run.engine
-  const concurrency = run.engine.settings.reconcile.deploy_concurrency
-  const leaseSeconds = run.engine.settings.deploy.lease_seconds
-  /** Worker key → its rows, oldest first; present while queued or running. */
-  const queues = new Map<string, OutboxRow[]>()
-  /** Keys of queues no runner has taken yet, in claim order. */
-  const ready: string[] = []
-  const claimed: OutboxRow[] = []
-  const handBack: OutboxRow[] = []
-  const counted = new Set<string>()
-  const live = new Set<string>()
-  /** Claimed rows no runner has started yet: the next batch is claimed once fewer than `concurrency` are left. */
-  let unstarted = 0
-  let claimMore = true
-  let claiming: Promise<void> | undefined
-  let gateClosed = false
-  let failure: unknown
-  const mayStart = () => !gateClosed && failure === undefined && !run.shouldStop()
-  // Runners with nothing to start wait here for a row to end or a claim to land.
-  let wake = () => {}
-  let changed = new Promise<void>((resolve) => (wake = resolve))
-  const notify = () => {
-    const wakeWaiting = wake
-    changed = new Promise<void>((resolve) => (wake = resolve))
-    wakeWaiting()
+export function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxRow[]>, options: {repeat: boolean; handBack: HandBack}): Promise<void> {
+  return new DeployDispatch(run, claim, options).run()
+}
+
+/** Wakes whoever waits for the dispatch to change: a row ended, a queue started, a claim landed. */
+class Changes {
+  private next: Waiter<void> = waiter()
+
+  get changed(): Promise<void> {
+    return this.next.promise
   }
 
+  notify(): void {
+    const current = this.next
+    this.next = waiter()
+    current.resolve()
+  }
+}
+
+/** One dispatch of claimed deploy rows: per-Worker FIFO queues, `concurrency` runners, and the claims' leases. */
+class DeployDispatch {
+  private readonly concurrency: number
+  /** Worker key → its rows, oldest first; present while queued or running. */
+  private readonly queues = new Map<string, OutboxRow[]>()
+  /** Keys of queues no runner has taken yet, in claim order. */
+  private readonly ready: string[] = []
+  private readonly claimed: OutboxRow[] = []
+  /** Rows claimed again after this pass handled them: given back untouched. */
+  private readonly claimedAgain: OutboxRow[] = []
+  private readonly counted = new Set<string>()
+  private readonly liveWorkers = new Set<string>()
   /** Rows claimed whose task has not started: their leases are renewed while they wait. */
-  const waiting = new Map<string, HeldLease>()
+  private readonly waiting = new Map<string, HeldLease>()
   /** Rows a runner took up: never handed back (their task may have begun; recovery resumes one that ended in an error). */
-  const started = new Set<string>()
-  const claimBatch = async () => {
-    const rows = await claim()
+  private readonly started = new Set<string>()
+  /** Claimed rows no runner has started yet: the next batch is claimed once fewer than `concurrency` are left. */
+  private unstarted = 0
+  private claimMore = true
+  private claiming: Promise<void> | undefined
+  private gateClosed = false
+  private failure: unknown
+  private readonly changes = new Changes()
+
+  constructor(
+    private readonly lane: LaneRun,
+    private readonly claim: () => Promise<OutboxRow[]>,
+    private readonly options: {repeat: boolean; handBack: HandBack},
+  ) {
+    this.concurrency = lane.engine.settings.reconcile.deploy_concurrency
+  }
+
+  async run(): Promise<void> {
+    const {store} = this.lane.engine
+    const leaseSeconds = this.lane.engine.settings.deploy.lease_seconds
+    const renewal = setInterval(() => void store.sweeps.renewHeld([...this.waiting.values()], leaseSeconds).catch(() => {}), (leaseSeconds * 1000) / 3)
+    try {
+      // Every runner and the last claim settle before the error is raised: none is left writing after the lane returns.
+      const runner = () =>
+        this.runQueues()
+          .catch((error: unknown) => void (this.failure ??= error))
+          .finally(() => this.changes.notify())
+      await Promise.all(Array.from({length: this.concurrency}, runner))
+      await this.claiming
+      if (this.failure !== undefined) throw this.failure
+    } finally {
+      clearInterval(renewal)
+      await this.handBack()
+    }
+  }
+
+  private mayStart(): boolean {
+    return !this.gateClosed && this.failure === undefined && !this.lane.shouldStop()
+  }
+
+  private async claimBatch(): Promise<void> {
+    const run = this.lane
+    const rows = await this.claim()
     run.counts.claimed += rows.length
     const fresh = rows.filter((row) => run.firstVisit(row.id))
-    handBack.push(...rows.filter((row) => !fresh.includes(row)))
-    claimMore &&= options.repeat && rows.length > 0 && fresh.length === rows.length
-    claimed.push(...fresh)
-    for (const id of await store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))) live.add(id)
+    this.claimedAgain.push(...rows.filter((row) => !fresh.includes(row)))
+    this.claimMore &&= this.options.repeat && rows.length > 0 && fresh.length === rows.length
+    this.claimed.push(...fresh)
+    for (const id of await run.engine.store.sweeps.existingWorkerIds(fresh.flatMap((row) => (row.worker_id ? [row.worker_id] : [])))) this.liveWorkers.add(id)
     const superseded = await supersedeYielding(
       run,
-      fresh.filter((row) => !deployRowProblem(row) && live.has(row.worker_id!)),
+      fresh.filter((row) => !deployRowProblem(row) && this.liveWorkers.has(row.worker_id!)),
     )
-    for (const id of superseded) counted.add(id)
+    for (const id of superseded) this.counted.add(id)
     const toRun = fresh.filter((row) => !superseded.has(row.id))
-    unstarted += toRun.length
+    this.unstarted += toRun.length
     for (const row of toRun) {
-      waiting.set(row.id, leaseOf(row))
+      this.waiting.set(row.id, leaseOf(row))
       const key = row.worker_id?.trim() ? `worker:${row.worker_id}` : `row:${row.id}`
-      const queue = queues.get(key)
+      const queue = this.queues.get(key)
       if (queue) queue.push(row)
       else {
-        queues.set(key, [row])
-        ready.push(key)
+        this.queues.set(key, [row])
+        this.ready.push(key)
       }
     }
   }
+
   /** Starts the next claim unless one is running, too many claimed rows wait, or the lane is done claiming. */
-  const refill = () => {
-    if (!claiming && claimMore && unstarted < concurrency && mayStart()) {
-      claiming = claimBatch()
+  private refill(): Promise<void> | undefined {
+    if (!this.claiming && this.claimMore && this.unstarted < this.concurrency && this.mayStart()) {
+      this.claiming = this.claimBatch()
         .catch((error: unknown) => {
-          claimMore = false
-          failure ??= error
+          this.claimMore = false
+          this.failure ??= error
         })
         .finally(() => {
-          claiming = undefined
-          notify()
+          this.claiming = undefined
+          this.changes.notify()
         })
     }
-    return claiming
+    return this.claiming
   }
 
-  const runQueues = async () => {
-    while (mayStart()) {
-      const key = ready.shift()
+  private async runQueues(): Promise<void> {
+    const run = this.lane
+    while (this.mayStart()) {
+      const key = this.ready.shift()
       if (key === undefined) {
         // Nothing to start: wait for the claim, or for a running queue to start or end a row.
-        const next = refill() ?? (queues.size > 0 ? changed : undefined)
+        const next = this.refill() ?? (this.queues.size > 0 ? this.changes.changed : undefined)
         if (!next) return
         await next
         continue
       }
       // A row claimed while this queue runs is appended to it and still visited: for…of reads the live array.
-      for (const row of queues.get(key)!) {
-        if (!mayStart()) return
-        unstarted--
-        waiting.delete(row.id)
-        started.add(row.id)
-        void refill()
-        const result = await dispatchOne(run, row, live, options.handBack).catch((error: unknown): RowResult => {
+      for (const row of this.queues.get(key)!) {
+        if (!this.mayStart()) return
+        this.unstarted--
+        this.waiting.delete(row.id)
+        this.started.add(row.id)
+        void this.refill()
+        const result = await dispatchOne(run, row, this.liveWorkers, this.options.handBack).catch((error: unknown): RowResult => {
           // A store conflict that outlived the transaction's own retries costs this row, not the
           // lane. The task may have begun (its attempt counts): the row stays leased and goes to
           // recovery when the lease runs out, which resumes a begun deploy in reconcile mode.
@@ -158,34 +204,24 @@ export async function dispatchDeploys(run: LaneRun, claim: () => Promise<OutboxR
           run.engine.log.warn({outboxId: row.id, err: error}, `Edge Worker deployment left to recovery after a store conflict: ${messageOf(error)}`)
           return {outcome: 'skipped', reason: 'store_conflict'}
         })
-        counted.add(row.id)
+        this.counted.add(row.id)
         run.rowDone({rowId: row.id, scriptName: row.script_name, outcome: tally(run, result)})
-        gateClosed ||= result.outcome === 'skipped' && result.reason === GATE_CLOSED
+        this.gateClosed ||= result.outcome === 'skipped' && result.reason === GATE_CLOSED
       }
-      queues.delete(key)
-      notify()
+      this.queues.delete(key)
+      this.changes.notify()
     }
   }
 
-  const renewal = setInterval(() => void store.sweeps.renewHeld([...waiting.values()], leaseSeconds).catch(() => {}), (leaseSeconds * 1000) / 3)
-  try {
-    // Every runner and the last claim settle before the error is raised: none is left writing after the lane returns.
-    const runner = () =>
-      runQueues()
-        .catch((error: unknown) => void (failure ??= error))
-        .finally(notify)
-    await Promise.all(Array.from({length: concurrency}, runner))
-    await claiming
-    if (failure !== undefined) throw failure
-  } finally {
-    clearInterval(renewal)
-    // A row claimed again after this pass handled it was never started under this lease: it goes back too.
-    const notStarted = claimed.filter((row) => !counted.has(row.id) && !started.has(row.id))
-    for (const row of [...notStarted, ...handBack]) {
+  /** Gives back the rows no runner started, and those claimed again after this pass handled them; counts them skipped. */
+  private async handBack(): Promise<void> {
+    const {store} = this.lane.engine
+    const notStarted = this.claimed.filter((row) => !this.counted.has(row.id) && !this.started.has(row.id))
+    for (const row of [...notStarted, ...this.claimedAgain]) {
       // Best effort: a row not handed back stays leased and is claimable again once its lease runs out.
-      await store.sweeps.releaseLease(row.id, leaseOf(row).token, options.handBack).catch(() => false)
+      await store.sweeps.releaseLease(row.id, leaseOf(row).token, this.options.handBack).catch(() => false)
     }
-    run.counts.skipped += claimed.filter((row) => !counted.has(row.id)).length + handBack.length
+    this.lane.counts.skipped += this.claimed.filter((row) => !this.counted.has(row.id)).length + this.claimedAgain.length
   }
 }
 
