@@ -176,6 +176,8 @@ try {
   console.log('|---|---|---|---|---|---|---|---|---|')
   for (const row of rows) console.log(row)
   console.log(`\nmedian p99 ratio: ${median(ratios).toFixed(2)}`)
+  // Why the host answered a request with an error of its own (its warnings say).
+  for (const line of stdout.split('\n').filter((text) => text.includes('"level":40'))) log(`host: ${line.slice(0, 600)}`)
 } finally {
   host.kill('SIGTERM')
   await new Promise((resolve) => host.once('exit', resolve))
