@@ -4,8 +4,9 @@
 // process (./attacker.ts) holds IDLE idle and SLOW slowloris connections from 127.0.0.2, reopening
 // each a second after the host closes it. Rounds interleave, so both see the same machine; the
 // ratio is the median over rounds of p99 under attack ÷ the baseline p99 of the same round. The
-// host's RSS (VmRSS of its process, not its workerd shards): quiet, the peak under attack, and
-// 5 s and --settle s after the attacker left. Each round also logs what the other client's failures
+// host's RSS (VmRSS of its process, not its workerd shards): before the round, the peak of the
+// quiet phase (the client's own load grows it), the peak under attack, and 5 s and --settle s after
+// the attacker left. Each round also logs what the other client's failures
 // were (a status, or the error's code) and the host's heap and Buffer memory from its /metrics.
 //
 //   node --import tsx bench/connections/run.ts [--rounds 3] [--seconds 10] [--idle 5000] [--slow 500] [--settle 30]
@@ -134,7 +135,11 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     const quietRss = hostRss()
     const quietMemory = await hostMemory(info.adminUrl)
+    // The client's own load grows the heap too: the attack is compared with the quiet phase's peak.
+    let quietPeakRss = quietRss
+    const quietSampler = setInterval(() => (quietPeakRss = Math.max(quietPeakRss, hostRss())), 200)
     const quiet = await measure(info.publicUrl)
+    clearInterval(quietSampler)
     const attacker = fork(ATTACKER, [info.publicUrl, String(IDLE), String(SLOW), '127.0.0.2'], {execArgv: ['--import', 'tsx']})
     let counts: AttackerCounts = {open: 0, refused: 0, closed: 0, opened: 0}
     attacker.on('message', (message) => (counts = message as AttackerCounts))
@@ -162,7 +167,7 @@ try {
     const p99Attacked = percentile(attacked.latencies, 99)
     ratios.push(p99Attacked / p99Quiet)
     rows.push(
-      `| ${round} | ${quiet.latencies.length} / ${quiet.failures} | ${percentile(quiet.latencies, 50).toFixed(2)} / ${p99Quiet.toFixed(2)} | ${attacked.latencies.length} / ${attacked.failures} | ${percentile(attacked.latencies, 50).toFixed(2)} / ${p99Attacked.toFixed(2)} | ${(p99Attacked / p99Quiet).toFixed(2)} | ${held.open} | ${held.shed} | ${Math.round(quietRss / MiB)} / ${Math.round(peakRss / MiB)} / ${Math.round(afterRss / MiB)} / ${Math.round(settledRss / MiB)} |`,
+      `| ${round} | ${quiet.latencies.length} / ${quiet.failures} | ${percentile(quiet.latencies, 50).toFixed(2)} / ${p99Quiet.toFixed(2)} | ${attacked.latencies.length} / ${attacked.failures} | ${percentile(attacked.latencies, 50).toFixed(2)} / ${p99Attacked.toFixed(2)} | ${(p99Attacked / p99Quiet).toFixed(2)} | ${held.open} | ${held.shed} | ${Math.round(quietRss / MiB)} / ${Math.round(quietPeakRss / MiB)} / ${Math.round(peakRss / MiB)} / ${Math.round(afterRss / MiB)} / ${Math.round(settledRss / MiB)} |`,
     )
     log(rows.at(-1)!)
   }
@@ -171,7 +176,7 @@ try {
   )
   console.log(`host: ${fdLine}\n`)
   console.log(
-    `| round | quiet: ok / failed | quiet p50 / p99 ms | attacked: ok / failed | attacked p50 / p99 ms | p99 ratio | connections the host held at the end | refused so far (host count) | host RSS MB quiet / peak / 5 s / ${SETTLE_SECONDS} s after |`,
+    `| round | quiet: ok / failed | quiet p50 / p99 ms | attacked: ok / failed | attacked p50 / p99 ms | p99 ratio | connections the host held at the end | refused so far (host count) | host RSS MB before / quiet peak / attacked peak / 5 s / ${SETTLE_SECONDS} s after |`,
   )
   console.log('|---|---|---|---|---|---|---|---|---|')
   for (const row of rows) console.log(row)

@@ -81,19 +81,23 @@ export class Watchdog {
     this.lastTickAt = now
     if (paused > 0) for (const probe of this.probes.values()) probe.since += paused
     try {
-      await Promise.all(this.options.shards().map((shard) => this.check(shard)))
+      await Promise.all(this.options.shards().map((shard) => this.check(shard, now)))
     } finally {
       this.ticking = false
     }
   }
 
-  private async check(shard: Shard): Promise<void> {
+  /**
+   * `now`: when the tick ran. The window is judged up to then, not up to when /proc was read: the
+   * host may have been held between the two (a flood of connections accepted in one go) without a
+   * later tick yet to discount it.
+   */
+  private async check(shard: Shard, now: number): Promise<void> {
     const pid = shard.pid
     if (pid === null || this.probes.get(shard.index)?.pid !== pid) this.probes.delete(shard.index) // not serving, or a new process: start over
     if (pid === null) return
     const [cpuMs, rss] = await Promise.all([cpuTimeMs(pid), residentBytes(pid)])
     if (shard.pid !== pid) return
-    const now = Date.now()
     const pending = this.probes.get(shard.index)
     // A request inside since before the process last answered holds its thread: that one, if any.
     if (rss !== null && rss > this.options.memoryLimitBytes)
