@@ -4,10 +4,12 @@
 // process (./attacker.ts) holds IDLE idle and SLOW slowloris connections from 127.0.0.2, reopening
 // each a second after the host closes it. Rounds interleave, so both see the same machine; the
 // ratio is the median over rounds of p99 under attack ÷ the baseline p99 of the same round. The
-// host's RSS (VmRSS of its process, not its workerd shards): quiet, the peak under attack, and
-// 5 s after the attacker left.
+// host's RSS (VmRSS of its process, not its workerd shards): before the round, the peak of the
+// quiet phase (the client's own load grows it), the peak under attack, and 5 s and --settle s after
+// the attacker left. Each round also logs what the other client's failures
+// were (a status, or the error's code) and the host's heap and Buffer memory from its /metrics.
 //
-//   node --import tsx bench/connections/run.ts [--rounds 3] [--seconds 10] [--idle 5000] [--slow 500]
+//   node --import tsx bench/connections/run.ts [--rounds 3] [--seconds 10] [--idle 5000] [--slow 500] [--settle 30]
 import {fork, spawn} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import os from 'node:os'
@@ -26,12 +28,14 @@ const {values: options} = parseArgs({
     seconds: {type: 'string', default: '10'},
     idle: {type: 'string', default: '5000'},
     slow: {type: 'string', default: '500'},
+    settle: {type: 'string', default: '30'},
   },
 })
 const ROUNDS = Number(options.rounds)
 const SECONDS = Number(options.seconds)
 const IDLE = Number(options.idle)
 const SLOW = Number(options.slow)
+const SETTLE_SECONDS = Math.max(5, Number(options.settle))
 const CLIENT_CONNECTIONS = 8
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const ATTACKER = fileURLToPath(new URL('./attacker.ts', import.meta.url))
@@ -73,10 +77,16 @@ async function started(): Promise<HostInfo> {
 }
 
 /** Closed-loop requests for SECONDS from the client's own address: latencies (ms) and failures. */
-async function measure(url: string): Promise<{latencies: number[]; failures: number}> {
+async function measure(url: string): Promise<{latencies: number[]; failures: number; kinds: Map<string, number>}> {
   const pool = new Pool(url, {connections: CLIENT_CONNECTIONS, connect: {localAddress: '127.0.0.200'}})
   const latencies: number[] = []
   let failures = 0
+  /** What each failure was: a status, or the error's code. */
+  const kinds = new Map<string, number>()
+  const failed = (kind: string) => {
+    failures++
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
+  }
   const end = Date.now() + SECONDS * 1000
   await Promise.all(
     Array.from({length: CLIENT_CONNECTIONS}, async () => {
@@ -86,15 +96,22 @@ async function measure(url: string): Promise<{latencies: number[]; failures: num
           const response = await pool.request({path: `/${name}/`, method: 'GET', headersTimeout: 10_000})
           await response.body.text()
           if (response.statusCode === 200) latencies.push(performance.now() - began)
-          else failures++
-        } catch {
-          failures++
+          else failed(`status ${response.statusCode}`)
+        } catch (error) {
+          failed((error as {code?: string}).code ?? String(error))
         }
       }
     }),
   )
   await pool.close()
-  return {latencies, failures}
+  return {latencies, failures, kinds}
+}
+
+/** The host's heap and off-heap (Buffers) figures, MB, from its /metrics process gauges. */
+async function hostMemory(adminUrl: string): Promise<string> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text()
+  const gauge = (name: string) => Math.round(Number(new RegExp(`^edgeworkers_host_${name} (\\S+)`, 'm').exec(text)?.[1]) / MiB)
+  return `heap ${gauge('nodejs_heap_size_used_bytes')}/${gauge('nodejs_heap_size_total_bytes')} external ${gauge('nodejs_external_memory_bytes')}`
 }
 
 /** The host's own count of client connections held and shed, from its /metrics. */
@@ -117,7 +134,12 @@ try {
   const ratios: number[] = []
   for (let round = 1; round <= ROUNDS; round++) {
     const quietRss = hostRss()
+    const quietMemory = await hostMemory(info.adminUrl)
+    // The client's own load grows the heap too: the attack is compared with the quiet phase's peak.
+    let quietPeakRss = quietRss
+    const quietSampler = setInterval(() => (quietPeakRss = Math.max(quietPeakRss, hostRss())), 200)
     const quiet = await measure(info.publicUrl)
+    clearInterval(quietSampler)
     const attacker = fork(ATTACKER, [info.publicUrl, String(IDLE), String(SLOW), '127.0.0.2'], {execArgv: ['--import', 'tsx']})
     let counts: AttackerCounts = {open: 0, refused: 0, closed: 0, opened: 0}
     attacker.on('message', (message) => (counts = message as AttackerCounts))
@@ -128,15 +150,24 @@ try {
     const attacked = await measure(info.publicUrl)
     clearInterval(sampler)
     const held = await hostConnections(info.adminUrl)
+    const attackedMemory = await hostMemory(info.adminUrl)
     attacker.send('stop')
     await new Promise((resolve) => attacker.once('exit', resolve))
     await sleep(5_000)
     const afterRss = hostRss()
+    const afterMemory = await hostMemory(info.adminUrl)
+    // The heap is collected when V8 chooses, so also a longer settle.
+    await sleep(SETTLE_SECONDS * 1000 - 5_000)
+    const settledRss = hostRss()
+    log(
+      `round ${round}: attacked failures ${JSON.stringify(Object.fromEntries(attacked.kinds))}, quiet failures ${JSON.stringify(Object.fromEntries(quiet.kinds))}; ` +
+        `host memory MB quiet ${quietMemory}, attacked ${attackedMemory}, 5 s after ${afterMemory}, ${SETTLE_SECONDS} s after ${await hostMemory(info.adminUrl)}`,
+    )
     const p99Quiet = percentile(quiet.latencies, 99)
     const p99Attacked = percentile(attacked.latencies, 99)
     ratios.push(p99Attacked / p99Quiet)
     rows.push(
-      `| ${round} | ${quiet.latencies.length} / ${quiet.failures} | ${percentile(quiet.latencies, 50).toFixed(2)} / ${p99Quiet.toFixed(2)} | ${attacked.latencies.length} / ${attacked.failures} | ${percentile(attacked.latencies, 50).toFixed(2)} / ${p99Attacked.toFixed(2)} | ${(p99Attacked / p99Quiet).toFixed(2)} | ${held.open} | ${held.shed} | ${Math.round(quietRss / MiB)} / ${Math.round(peakRss / MiB)} / ${Math.round(afterRss / MiB)} |`,
+      `| ${round} | ${quiet.latencies.length} / ${quiet.failures} | ${percentile(quiet.latencies, 50).toFixed(2)} / ${p99Quiet.toFixed(2)} | ${attacked.latencies.length} / ${attacked.failures} | ${percentile(attacked.latencies, 50).toFixed(2)} / ${p99Attacked.toFixed(2)} | ${(p99Attacked / p99Quiet).toFixed(2)} | ${held.open} | ${held.shed} | ${Math.round(quietRss / MiB)} / ${Math.round(quietPeakRss / MiB)} / ${Math.round(peakRss / MiB)} / ${Math.round(afterRss / MiB)} / ${Math.round(settledRss / MiB)} |`,
     )
     log(rows.at(-1)!)
   }
@@ -145,11 +176,13 @@ try {
   )
   console.log(`host: ${fdLine}\n`)
   console.log(
-    '| round | quiet: ok / failed | quiet p50 / p99 ms | attacked: ok / failed | attacked p50 / p99 ms | p99 ratio | connections the host held at the end | refused so far (host count) | host RSS MB quiet / peak / 5 s after |',
+    `| round | quiet: ok / failed | quiet p50 / p99 ms | attacked: ok / failed | attacked p50 / p99 ms | p99 ratio | connections the host held at the end | refused so far (host count) | host RSS MB before / quiet peak / attacked peak / 5 s / ${SETTLE_SECONDS} s after |`,
   )
   console.log('|---|---|---|---|---|---|---|---|---|')
   for (const row of rows) console.log(row)
   console.log(`\nmedian p99 ratio: ${median(ratios).toFixed(2)}`)
+  // Why the host answered a request with an error of its own (its warnings say).
+  for (const line of stdout.split('\n').filter((text) => text.includes('"level":40'))) log(`host: ${line.slice(0, 600)}`)
 } finally {
   host.kill('SIGTERM')
   await new Promise((resolve) => host.once('exit', resolve))

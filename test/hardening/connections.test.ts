@@ -3,7 +3,7 @@
 // and a full budget makes room by closing a connection idle the longest (`roomy`: default timeouts,
 // so nothing times out while a test holds its connections).
 import {afterAll, beforeAll, expect, test} from 'vitest'
-import {Agent, request} from 'undici'
+import {Agent, Client, request} from 'undici'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {HALF_SENT_HEAD, rawConnect, statusLine} from '../support/raw-connections.js'
 import {scriptNameFor, textWorker} from '../support/worker-fixtures.js'
@@ -114,3 +114,27 @@ test('pipelined requests on one connection (run one at a time) are all answered,
   expect(answer.match(/HTTP\/1\.1 200 OK/g)).toHaveLength(6)
   expect(answer.match(/served/g)).toHaveLength(5)
 })
+
+test("an address's refused connections, reopened in waves, never reset another client's keep-alive connection", async () => {
+  const client = new Client(roomy.publicUrl, {connect: {localAddress: '127.0.0.12'}})
+  const disconnects: string[] = []
+  client.on('disconnect', (_origin, _targets, error) => disconnects.push(error.message))
+  const held = await Promise.all(Array.from({length: PER_ADDRESS}, () => rawConnect(roomy.publicUrl, '127.0.0.13')))
+  try {
+    for (let wave = 0; wave < 5; wave++) {
+      const refused = await Promise.all(Array.from({length: 50}, () => rawConnect(roomy.publicUrl, '127.0.0.13')))
+      const [answers, response] = await Promise.all([
+        Promise.all(refused.map((connection) => connection.closed)),
+        client.request({path: `/${name}/`, method: 'GET'}),
+      ])
+      expect(answers.every((text) => text.includes('too_many_connections'))).toBe(true)
+      expect(response.statusCode).toBe(200)
+      expect(await response.body.text()).toBe('served')
+    }
+    // One connection served every request: none was closed under it.
+    expect(disconnects).toEqual([])
+  } finally {
+    await client.close()
+    for (const connection of held) connection.socket.destroy()
+  }
+}, 30_000)

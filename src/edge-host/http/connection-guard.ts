@@ -83,22 +83,31 @@ export class ConnectionGuard {
     const handlers = server.listeners('request') as Array<(request: http.IncomingMessage, response: http.ServerResponse) => void>
     server.removeAllListeners('request')
     server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => this.request(request, response, handlers))
-    server.on('connection', (socket: Socket) => this.admit(socket, listener))
+    // The HTTP server's own connection listener too: a refused connection is closed before it
+    // gets a parser, timers and listeners — a reconnecting attacker's thousands a second then cost
+    // the one event loop (and the heap) next to nothing.
+    const connectionHandlers = server.listeners('connection') as Array<(socket: Socket) => void>
+    server.removeAllListeners('connection')
+    server.on('connection', (socket: Socket) => {
+      if (!this.admit(socket, listener)) return
+      for (const handler of connectionHandlers) handler.call(server, socket)
+    })
     server.prependListener('upgrade', (_request: http.IncomingMessage, socket: Duplex) => this.upgraded(socket as Socket))
   }
 
-  private admit(socket: Socket, listener: string): void {
+  /** Whether `socket` may be served; if not, it was refused. */
+  private admit(socket: Socket, listener: string): boolean {
     const key = `${listener} ${addressKey(socket.remoteAddress ?? '')}`
     const held = this.perKey.get(key) ?? 0
     if (held >= this.limits.perAddress) {
       this.refuse(socket, listener, 'address_cap')
-      return
+      return false
     }
     if (this.connections.size >= this.limits.budget) {
       const longestIdle = this.idle.values().next()
       if (longestIdle.done) {
         this.refuse(socket, listener, 'budget')
-        return
+        return false
       }
       this.metrics.connectionsShed.inc({listener, reason: 'evicted'})
       this.forget(longestIdle.value)
@@ -108,6 +117,7 @@ export class ConnectionGuard {
     this.perKey.set(key, held + 1)
     this.idle.add(socket)
     socket.once('close', () => this.forget(socket))
+    return true
   }
 
   /** Answers 503 and closes; closed in this same turn, the connection cannot deliver a request. */

@@ -9,8 +9,8 @@
 //   at all from the process over one window of at least `cpuLimitMs`, the process on the CPU
 //   (/proc/<pid>/stat) for a twentieth of that window or `cpuLimitMs` (RUNNING_SHARE: on a busy
 //   machine a spinning thread gets only its share), and a request inside since before the window began, to
-//   blame. Any answer starts the window again, and the host's own pauses (a tick far later than
-//   its interval) do not count: the host could not read answers then. Without /proc the CPU
+//   blame. Any answer starts the window again, and the host's own pauses (however much later
+//   than its interval a tick runs) do not count: the host could not read answers then. Without /proc the CPU
 //   condition is not checked.
 //   Every Worker of the shard waits while its thread is held, so the limit is short (500 ms).
 // - memory: the process's resident memory passed `memoryLimitBytes` (read from /proc; without
@@ -73,25 +73,31 @@ export class Watchdog {
     if (this.ticking) return
     this.ticking = true
     const now = Date.now()
-    // The host's own pause (a loaded machine, a long GC) is not the process's: while the host did not
-    // run it could not read the answers, so that time does not count toward any stall window.
-    const paused = this.lastTickAt === 0 ? 0 : now - this.lastTickAt - 2 * this.options.intervalMs
+    // The host's own pause (a loaded machine, a long GC, a flood of connections to accept) is not the
+    // process's: while the host did not run it could not read the answers, so that time does not
+    // count toward any stall window — every bit of it, not only long pauses: many short ones (an
+    // attacker's reconnect waves) add up to a false stall of an innocent Worker.
+    const paused = this.lastTickAt === 0 ? 0 : now - this.lastTickAt - this.options.intervalMs
     this.lastTickAt = now
     if (paused > 0) for (const probe of this.probes.values()) probe.since += paused
     try {
-      await Promise.all(this.options.shards().map((shard) => this.check(shard)))
+      await Promise.all(this.options.shards().map((shard) => this.check(shard, now)))
     } finally {
       this.ticking = false
     }
   }
 
-  private async check(shard: Shard): Promise<void> {
+  /**
+   * `now`: when the tick ran. The window is judged up to then, not up to when /proc was read: the
+   * host may have been held between the two (a flood of connections accepted in one go) without a
+   * later tick yet to discount it.
+   */
+  private async check(shard: Shard, now: number): Promise<void> {
     const pid = shard.pid
     if (pid === null || this.probes.get(shard.index)?.pid !== pid) this.probes.delete(shard.index) // not serving, or a new process: start over
     if (pid === null) return
     const [cpuMs, rss] = await Promise.all([cpuTimeMs(pid), residentBytes(pid)])
     if (shard.pid !== pid) return
-    const now = Date.now()
     const pending = this.probes.get(shard.index)
     // A request inside since before the process last answered holds its thread: that one, if any.
     if (rss !== null && rss > this.options.memoryLimitBytes)
