@@ -4,13 +4,13 @@
 // of one changed file sending only that file, and retirement answering 404 for an asset URL.
 // The oracle is Cloudflare's documented behaviour (Workers static assets: routing, headers,
 // redirects); wrangler is not among the dependencies to compare with `wrangler dev`.
-import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
-import {runCli, type CliResult} from '../support/cli.js'
+import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 
 const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-assets-'))
@@ -27,27 +27,14 @@ beforeAll(async () => {
       if (entry.msg === 'asset files received') received.push({files: entry.files as number, bytes: entry.bytes as number})
     },
   })
-  for (const args of [
-    ['db', 'migrate'],
-    ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],
-    ['company', 'create', 'Acme', '--id', 'acme'],
-  ]) {
-    expect((await cli(...args)).code).toBe(0)
-  }
+  await setUpKit(cli, host)
 }, 120_000)
 afterAll(async () => {
   await host?.stop()
   rmSync(root, {recursive: true, force: true})
 })
 
-function project(name: string, files: Record<string, string | Buffer>): string {
-  const dir = path.join(root, 'projects', name)
-  for (const [file, content] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, file)), {recursive: true})
-    writeFileSync(path.join(dir, file), content)
-  }
-  return dir
-}
+const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
 
 async function deploy(dir: string, department?: string): Promise<{url: string; department: string}> {
   const name = department ?? `d${++departments}`

@@ -3,12 +3,12 @@
 // the scheduledTime of each occurrence; occurrences missed while the host was down or fenced run
 // once when it can run them again, never as a burst; a redeploy with another schedule follows the new
 // one; bad expressions are refused in one line. The Worker records its runs in KV.
-import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
-import {runCli, type CliResult} from '../support/cli.js'
+import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 
 const WORKER = `export default {
@@ -42,28 +42,14 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
 
   beforeAll(async () => {
     host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, worker_log_file: logFile}, cronClock: () => now})
-    for (const args of [
-      ['db', 'migrate'],
-      ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],
-      ['company', 'create', 'Acme', '--id', 'acme'],
-      ['department', 'create', 'acme', 'jobs', '--id', 'jobs'],
-    ]) {
-      expect((await cli(...args)).code).toBe(0)
-    }
+    await setUpKit(cli, host, [['department', 'create', 'acme', 'jobs', '--id', 'jobs']])
   }, 120_000)
   afterAll(async () => {
     await host?.stop()
     rmSync(root, {recursive: true, force: true})
   })
 
-  function project(name: string, files: Record<string, string>): string {
-    const dir = path.join(root, 'projects', name)
-    for (const [file, text] of Object.entries(files)) {
-      mkdirSync(path.dirname(path.join(dir, file)), {recursive: true})
-      writeFileSync(path.join(dir, file), text)
-    }
-    return dir
-  }
+  const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
 
   async function deploy(crons: string[]): Promise<string> {
     const dir = project(`cron-${crons.length}`, {'wrangler.toml': wranglerToml(crons), 'worker.js': WORKER})

@@ -3,7 +3,7 @@
 // Worker (the oracle: same request sequence, answers compared as data), a namespace reachable only
 // by its own Worker, data kept across a redeploy, a host restart and a host snapshot restored into a
 // fresh host, expired keys never answered, and bad kv_namespaces refused in one line.
-import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -11,7 +11,7 @@ import {Miniflare} from 'miniflare'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {extractSnapshot, readSnapshotManifest} from '../../src/engine/backup/host-snapshot.js'
-import {runCli, type CliResult} from '../support/cli.js'
+import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KV_STEPS, KV_WORKER, type KvStep} from './kv-worker-fixture.js'
 
@@ -68,27 +68,14 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     // KV work runs on the shard's one thread: storing Cloudflare's largest value (25 MiB) takes a few
     // hundred ms of it, past the stall watchdog's default 500 ms on a loaded two-core machine.
     host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, request_cpu_limit_ms: 5_000}})
-    for (const args of [
-      ['db', 'migrate'],
-      ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],
-      ['company', 'create', 'Acme', '--id', 'acme'],
-    ]) {
-      expect((await cli(...args)).code).toBe(0)
-    }
+    await setUpKit(cli, host)
   }, 120_000)
   afterAll(async () => {
     await host?.stop()
     rmSync(root, {recursive: true, force: true})
   })
 
-  function project(name: string, files: Record<string, string>): string {
-    const dir = path.join(root, 'projects', name)
-    for (const [file, text] of Object.entries(files)) {
-      mkdirSync(path.dirname(path.join(dir, file)), {recursive: true})
-      writeFileSync(path.join(dir, file), text)
-    }
-    return dir
-  }
+  const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
 
   async function deploy(dir: string, department?: string): Promise<{url: string; department: string; script: string}> {
     const name = department ?? `d${++departments}`

@@ -3,7 +3,7 @@
 // [env.<name>] sections, Durable Objects with migrations, refused cloud-only bindings, deterministic
 // builds, and `init` → `deploy` for every template — through the CLI, against a real edge host.
 import {execFile} from 'node:child_process'
-import {copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {copyFileSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -11,7 +11,7 @@ import {promisify} from 'node:util'
 import {request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {TEMPLATES} from '../../src/engine/project/init.js'
-import {runCli, type CliResult} from '../support/cli.js'
+import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/workers', import.meta.url))
@@ -28,27 +28,14 @@ beforeAll(async () => {
   const install = promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {cwd: root})
   host = await startTestHost({settings: {shards: 1}})
   await install
-  for (const args of [
-    ['db', 'migrate'],
-    ['host', 'pair', host.adminUrl, '--code', host.pairingCode!],
-    ['company', 'create', 'Acme', '--id', 'acme'],
-  ]) {
-    expect((await cli(...args)).code).toBe(0)
-  }
+  await setUpKit(cli, host)
 }, 240_000)
 afterAll(async () => {
   await host?.stop()
   rmSync(root, {recursive: true, force: true})
 })
 
-function project(name: string, files: Record<string, string>): string {
-  const dir = path.join(root, 'projects', name)
-  for (const [file, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, file)), {recursive: true})
-    writeFileSync(path.join(dir, file), text)
-  }
-  return dir
-}
+const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
 
 async function deploy(dir: string, ...flags: string[]): Promise<{url: string; warnings: string[]; stderr: string}> {
   const department = `d${++departments}`
