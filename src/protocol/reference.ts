@@ -1,7 +1,8 @@
 // The endpoint list of docs/management-api.md, generated from the endpoint table so the two never
 // drift (test/unit/protocol/reference.test.ts compares them; `npm run docs:endpoints` rewrites the block).
 import type {z} from 'zod'
-import {endpoints, type Endpoint} from './endpoints.js'
+import {endpoints} from './endpoints.js'
+import type {Endpoint} from './endpoint.js'
 import * as api from './management-api.js'
 import * as tail from './tail.js'
 

@@ -1,6 +1,7 @@
 // Request targets for tests that speak the management API by hand, built from the endpoint table
 // (src/protocol/endpoints.ts) so they stay what the kit sends.
-import {endpoints as e, pathOf} from '../../src/protocol/endpoints.js'
+import {pathOf} from '../../src/protocol/endpoint.js'
+import {endpoints as e} from '../../src/protocol/endpoints.js'
 
 export const paths = {
   identity: pathOf(e.identity, {}),

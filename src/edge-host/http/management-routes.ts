@@ -4,7 +4,8 @@
 // each answers its endpoint's response body.
 import type {Readable} from 'node:stream'
 import type {z} from 'zod'
-import type {Endpoint, EndpointName, Endpoints, PathParams} from '../../protocol/endpoints.js'
+import type {EndpointName, Endpoints} from '../../protocol/endpoints.js'
+import type {Endpoint, PathParams} from '../../protocol/endpoint.js'
 import {fenceIdSchema, READINESS_WAIT_MAX_MS} from '../../protocol/management-api.js'
 import {putAssets} from '../assets/management.js'
 import {HostError} from '../errors.js'

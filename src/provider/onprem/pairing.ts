@@ -2,7 +2,8 @@
 // prove the answer came from the identity key the host advertises (so a man in the middle cannot
 // hand the kit a secret of its own). Returns what the store records; the caller saves it.
 import {request, type Dispatcher} from 'undici'
-import {endpoints, pathOf, type Endpoint} from '../../protocol/endpoints.js'
+import {endpoints} from '../../protocol/endpoints.js'
+import {pathOf, type Endpoint} from '../../protocol/endpoint.js'
 import {fingerprintOf, kitScopeFor, verifyPairingProof} from '../../protocol/signing.js'
 import {KitError} from '../../errors.js'
 import type {PairingResult} from '../types.js'

@@ -4,7 +4,7 @@
 // engine's ProviderError kinds by ./failures.ts.
 import {Agent, request as undiciRequest, type Dispatcher} from 'undici'
 import type {z} from 'zod'
-import {answerContentTypes, pathOf, type Endpoint, type PathParams, type QueryParams, type RequestBody, type ResponseBody} from '../../protocol/endpoints.js'
+import {answerContentTypes, pathOf, type Endpoint, type PathParams, type QueryParams, type RequestBody, type ResponseBody} from '../../protocol/endpoint.js'
 import type {ErrorCode} from '../../protocol/management-api.js'
 import {signRequest} from '../../protocol/signing.js'
 import {ProviderError, type HostTarget} from '../types.js'

@@ -1,7 +1,8 @@
 // The provider's values from and to the management API's wire shapes: where each control mutation
 // goes with the body it carries, script details and fences.
 import type {z} from 'zod'
-import {endpoints, type Endpoint} from '../../protocol/endpoints.js'
+import {endpoints} from '../../protocol/endpoints.js'
+import type {Endpoint} from '../../protocol/endpoint.js'
 import type {Fence, ScriptDetails as WireScriptDetails} from '../../protocol/management-api.js'
 import type {ControlMutation, HostFence, ScriptDetails} from '../types.js'
 

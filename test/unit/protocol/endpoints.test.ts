@@ -1,5 +1,6 @@
 import {describe, expect, test} from 'vitest'
-import {endpoints, matchPath, pathOf, type Endpoint} from '../../../src/protocol/endpoints.js'
+import {type Endpoint, matchPath, pathOf} from '../../../src/protocol/endpoint.js'
+import {endpoints} from '../../../src/protocol/endpoints.js'
 
 const NAME = `dw-${'a'.repeat(48)}`
 
