@@ -28,23 +28,18 @@ export interface LoggerOptions {
   format: LogFormat
   fd: 1 | 2
   base?: Record<string, unknown>
-  /** Line fields written under another name: pino writes the base (`pid`, …) as it is, so a line's field of the same name would be a second key. */
-  renameFields?: Record<string, string>
 }
 
 export async function createLogger(options: LoggerOptions): Promise<Logger> {
-  const {level, format, fd, renameFields} = options
+  const {level, format, fd} = options
   if (format === 'json') {
-    const redacting = redactingLogOptions()
-    const formatLine = redacting.formatters!.log!
     const destination = pino.destination({fd, sync: true})
     return pino(
       {
         level,
         base: {pid: process.pid, ...options.base},
         timestamp: pino.stdTimeFunctions.isoTime,
-        ...redacting,
-        formatters: {log: renameFields ? (object) => formatLine(renamed(object, renameFields)) : formatLine},
+        ...redactingLogOptions(),
       },
       writesToJournal(fd) ? withSyslogPriorities(destination) : destination,
     )
@@ -84,8 +79,4 @@ function withSyslogPriorities(destination: DestinationStream) {
     stream: {write: (line: string) => destination.write(`<${priority}>${line}`)},
   }))
   return pino.multistream(streams, {dedupe: true})
-}
-
-function renamed(object: Record<string, unknown>, names: Record<string, string>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(object).map(([key, value]) => [names[key] ?? key, value]))
 }

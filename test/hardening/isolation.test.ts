@@ -126,7 +126,7 @@ for (const codeLoading of ['loader', 'restart'] as const) {
           expect(killed).toBeGreaterThan(-1)
           const replacement = logs[killed]!.replacement
           expect(replacement).toEqual(expect.any(Number))
-          const serving = logs.findIndex((entry) => entry.msg === 'shard serving' && entry.reason === 'runaway' && entry.pid === replacement)
+          const serving = logs.findIndex((entry) => entry.msg === 'shard serving' && entry.reason === 'runaway' && entry.workerdPid === replacement)
           expect(serving).toBeGreaterThan(-1)
           expect(serving).toBeLessThanOrEqual(killed)
           // Under the loader the replacement is the spare process, started before the incident.

@@ -46,8 +46,6 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
       format: resolveLogFormat(settings.log_format, 1),
       fd: 1,
       base: {component: 'edge-host'},
-      // The host's lines name a workerd process by `pid`; the base's `pid` is the host's own.
-      renameFields: {pid: 'workerdPid'},
     })
     const host = await startHost({dataDir: settings.data_dir, settings: settings.host, maxFenceTtlSeconds: settings.fence.max_ttl_seconds, logger})
     if (host.issuedPairingCode) {

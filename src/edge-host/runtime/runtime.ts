@@ -338,7 +338,8 @@ export class WorkerdRuntime {
    * holding Durable Object files the new shards are about to open: kill the ones it recorded.
    */
   private async killLeftoverProcesses(): Promise<void> {
-    for (const pid of await killRecordedLeftovers(this.pidDir)) this.options.log.warn({pid}, 'killed a workerd left over from a previous host process')
+    for (const pid of await killRecordedLeftovers(this.pidDir))
+      this.options.log.warn({workerdPid: pid}, 'killed a workerd left over from a previous host process')
     const entries = existsSync(this.runtimeDir) ? await readdir(this.runtimeDir) : []
     await Promise.all(
       entries.filter((entry) => /^(shard-\d+|spare)$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),

@@ -250,7 +250,7 @@ export class Shard {
     this.condemned = null
     if (!condemned) return
     void condemned.kill()
-    this.options.log.warn({shard: this.index, pid: condemned.pid, replacement}, 'runaway process killed')
+    this.options.log.warn({shard: this.index, workerdPid: condemned.pid, replacement}, 'runaway process killed')
   }
 
   async stop(): Promise<void> {
@@ -334,7 +334,7 @@ export class Shard {
     if (replaced) this.retire(replaced)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
-    this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, pid: started.pid, spare: spare !== null}, 'shard serving')
+    this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, workerdPid: started.pid, spare: spare !== null}, 'shard serving')
     this.killCondemned(started.pid)
   }
 
