@@ -27,7 +27,7 @@ service binding, or superseded (a newer deploy of the same Worker wins); 130 SIG
 says whether its outbox row stays queued (a reconcile pass completes it) or was not queued at all.`
   static override examples = [
     '<%= config.bin %> deploy ./my-worker --department acme-sales',
-    '<%= config.bin %> deploy ./my-wrangler-project --department acme-sales --env staging',
+    '<%= config.bin %> deploy ./my-wrangler-project --env staging  # department: [env.staging.edgeworkers], default <department>-staging',
     '<%= config.bin %> deploy ./my-wrangler-project/src/index.ts --department acme-sales',
     '<%= config.bin %> deploy ./my-wrangler-project --wrangler-config ./my-wrangler-project/worker-a.wrangler.jsonc --department acme-sales',
     '<%= config.bin %> deploy ./my-worker --dry-run',
@@ -44,7 +44,14 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
   static override enableJsonFlag = true
   static override flags = {
     department: Flags.string({description: "Department id whose Worker this is (wrangler projects: default the [edgeworkers] table's department)"}),
-    env: Flags.string({description: 'wrangler projects: apply the [env.<name>] section'}),
+    env: Flags.string({
+      description:
+        "wrangler projects: apply the [env.<name>] section, deployed as its own Worker: in the env's [edgeworkers] department, default <department>-<name>",
+    }),
+    'onto-production': Flags.boolean({
+      dependsOn: ['env'],
+      description: "with --env: deploy the env onto the production department (the top level's [edgeworkers] department), replacing its Worker",
+    }),
     main: Flags.string({description: "wrangler projects: the entry module instead of the config's main (relative to the current directory)"}),
     // wrangler's -c/--config; --config is already the kit's own settings file.
     'wrangler-config': Flags.string({description: "wrangler projects: the wrangler config file, any name (wrangler's -c; relative to the current directory)"}),
@@ -90,6 +97,7 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
             departmentId: this.flags.department,
             wait: this.flags.wait,
             operationSettingsDigest: this.flags['operation-settings-digest'],
+            ontoProduction: this.flags['onto-production'],
             source,
           },
           {onStage: report, onEnqueued: (outboxId) => (this.outboxId = outboxId)},

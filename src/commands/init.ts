@@ -14,7 +14,7 @@ Exit codes: 0 written, 2 a file exists already, or a bad name or template.`
   static override examples = [
     '<%= config.bin %> init my-worker',
     '<%= config.bin %> init chat --template websocket',
-    '<%= config.bin %> init api --template hono && (cd api && npm install) && <%= config.bin %> deploy api --department acme-sales',
+    '<%= config.bin %> init api --template hono --department acme-sales && (cd api && npm install) && <%= config.bin %> deploy api',
   ]
   static override args = {
     dir: Args.string({required: true, description: 'Project directory (created if missing)'}),
@@ -23,10 +23,13 @@ Exit codes: 0 written, 2 a file exists already, or a bad name or template.`
   static override flags = {
     template: Flags.option({options: TEMPLATES, default: 'hello' as const, description: 'What the project starts as'})(),
     name: Flags.string({description: 'The Worker name in wrangler.toml (default: the directory name)'}),
+    department: Flags.string({
+      description: "The department deploy targets, written as wrangler.toml's [edgeworkers] department (default: deploy asks for --department)",
+    }),
   }
 
   async run() {
-    const result = await initProject(this.args.dir, {template: this.flags.template, name: this.flags.name})
+    const result = await initProject(this.args.dir, {template: this.flags.template, name: this.flags.name, department: this.flags.department})
     return this.respond(result, () =>
       [
         `wrote ${result.template} project ${result.name} in ${result.dir}:`,

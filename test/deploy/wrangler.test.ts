@@ -3,7 +3,7 @@
 // [env.<name>] sections, Durable Objects with migrations, refused cloud-only bindings, deterministic
 // builds, and `init` → `deploy` for every template — through the CLI, against a real edge host.
 import {execFile} from 'node:child_process'
-import {copyFileSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -227,6 +227,13 @@ test('init writes a project deploy accepts at once, for every template, and neve
   expect(served['durable-object']).toEqual({status: 200, body: '{"name":"default","value":1}'})
   expect(served.websocket).toEqual({status: 200, body: 'Connect a WebSocket here; every message comes back.\n'})
   expect(served.hono).toEqual({status: 200, body: 'Hello from init-hono (Hono)!\n'})
+
+  const badDepartment = await cli('init', path.join(root, 'projects', 'init-bad'), '--department', 'sales dept')
+  expect({code: badDepartment.code, stderr: badDepartment.stderr}).toEqual({
+    code: 2,
+    stderr: `error: department id "sales dept" is invalid: use 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit\n`,
+  })
+  expect(existsSync(path.join(root, 'projects', 'init-bad'))).toBe(false)
 
   const again = await cli('init', path.join(root, 'projects', 'init-hello'))
   expect({code: again.code, stderr: again.stderr}).toEqual({

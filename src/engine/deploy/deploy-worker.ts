@@ -46,6 +46,8 @@ export interface DeployRequest {
   operationSettingsDigest?: string
   /** wrangler projects: the env section, no_bundle, the builder policy. */
   source?: ProjectSourceOptions
+  /** With --env: deploy the env onto the production department's Worker all the same. */
+  ontoProduction?: boolean
 }
 
 export async function deployWorker(
@@ -64,6 +66,7 @@ export async function deployWorker(
     departmentId: request.departmentId,
     scope: resolution.scope,
     source: request.source,
+    ontoProduction: request.ontoProduction,
   })
   stage('enqueue')
   const enqueued = await enqueueDeploy(engine, {

@@ -31,13 +31,14 @@ export interface SubmitInput {
   departmentId?: string
   scope: string
   source?: ProjectSourceOptions
+  /** With a wrangler env: deploy it onto the production department's Worker all the same. */
+  ontoProduction?: boolean
 }
 
 export async function submitVersion(engine: Engine, input: SubmitInput): Promise<SubmitResult> {
   const {store} = engine
   const built = await buildProject(input.projectDir, engine.settings.deploy, input.source)
-  const departmentId = input.departmentId ?? built.source.department
-  if (!departmentId) throw new KitError('usage', "which department? give --department (or department in the wrangler config's [edgeworkers] table)")
+  const departmentId = deployDepartment(built.source, input)
   const department = await store.tenants.getDepartment(departmentId)
   if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${departmentId} not found`)
 
@@ -123,4 +124,22 @@ export function versionInputOf(id: string, workerId: string, built: BuiltVersion
     manifest: built.manifest as never,
     receipt: built.receipt as never,
   }
+}
+
+/**
+ * The department a deploy lands on. wrangler deploys an env as its own Worker; on-prem a Worker is its
+ * department's, so an env deployed onto the production department would replace production: refused unless asked.
+ */
+function deployDepartment(source: ProjectSource, input: SubmitInput): string {
+  const departmentId = input.departmentId ?? source.department
+  if (!departmentId) {
+    const table = source.env === null ? '[edgeworkers] table' : `[env.${source.env}.edgeworkers] table`
+    throw new KitError('usage', `which department? give --department (or department in the wrangler config's ${table})`)
+  }
+  if (source.env !== null && departmentId === source.productionDepartment && !input.ontoProduction)
+    throw new KitError(
+      'usage',
+      `--env ${source.env} would replace the production Worker of ${departmentId} (the top level's [edgeworkers] department); deploy the env to its own department (default ${departmentId}-${source.env}) or pass --onto-production`,
+    )
+  return departmentId
 }

@@ -5,6 +5,7 @@ import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {KitError} from '../../errors.js'
 import {packagePath} from '../../package-root.js'
+import {TENANT_ID_PATTERN} from '../../store/index.js'
 import {WORKERD_VERSION} from '../../util/build-info.js'
 
 export const TEMPLATES = ['hello', 'durable-object', 'websocket', 'hono'] as const
@@ -31,12 +32,20 @@ export function workerdCompatibilityDate(): string {
   return `${date[1]}-${date[2]}-${date[3]}`
 }
 
-export async function initProject(dir: string, options: {template: TemplateName; name?: string}): Promise<InitResult> {
+/** `department`: written as the config's [edgeworkers] department, so deploy needs no --department. */
+export async function initProject(dir: string, options: {template: TemplateName; name?: string; department?: string}): Promise<InitResult> {
   const target = path.resolve(dir)
   const name = options.name ?? path.basename(target)
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) {
     throw new KitError('usage', `"${name}" cannot name a Worker: 1–64 letters, digits, ".", "_" or "-", starting with a letter or digit (use --name)`)
   }
+  if (options.department !== undefined && !TENANT_ID_PATTERN.test(options.department)) {
+    throw new KitError(
+      'usage',
+      `department id ${JSON.stringify(options.department)} is invalid: use 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    )
+  }
+  const edgeworkersTable = options.department === undefined ? '' : `\n[edgeworkers]\ndepartment = "${options.department}"\n`
   const source = path.join(TEMPLATE_ROOT, options.template)
   const files = (await readdir(source, {recursive: true, withFileTypes: true}))
     .filter((entry) => entry.isFile())
@@ -48,13 +57,19 @@ export async function initProject(dir: string, options: {template: TemplateName;
   const compatibilityDate = workerdCompatibilityDate()
   const written: string[] = []
   for (const file of files.sort()) {
-    const text = (await readFile(path.join(source, file), 'utf8')).replaceAll('{{name}}', name).replaceAll('{{compatibility_date}}', compatibilityDate)
+    const text = (await readFile(path.join(source, file), 'utf8'))
+      .replaceAll('{{name}}', name)
+      .replaceAll('{{compatibility_date}}', compatibilityDate)
+      .replaceAll('{{edgeworkers_table}}\n', edgeworkersTable)
     const destination = path.join(target, targetOf(file))
     await mkdir(path.dirname(destination), {recursive: true})
     await writeFile(destination, text, {flag: 'wx'})
     written.push(targetOf(file))
   }
   const relative = path.relative(process.cwd(), target) || '.'
-  const next = [...(files.includes('package.json') ? [`(cd ${relative} && npm install)`] : []), `edgeworkers deploy ${relative} --department <department id>`]
+  const next = [
+    ...(files.includes('package.json') ? [`(cd ${relative} && npm install)`] : []),
+    `edgeworkers deploy ${relative}${options.department === undefined ? ' --department <department id>' : ''}`,
+  ]
   return {dir: target, template: options.template, name, compatibilityDate, files: written, next}
 }

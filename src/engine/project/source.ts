@@ -31,8 +31,10 @@ export interface ProjectSource {
   env: string | null
   /** esbuild bundled the Worker (wrangler projects without no_bundle). */
   bundled: boolean
-  /** The department the wrangler config's [edgeworkers] table names. */
+  /** The department the wrangler config's [edgeworkers] table names (with an env, the env's: default <department>-<env>). */
   department: string | null
+  /** The department the top level's [edgeworkers] table names: the production Worker's, which an env must not replace unasked. */
+  productionDepartment: string | null
   /** One-line notes for the operator: keys ignored, which manifest won. */
   warnings: string[]
 }
@@ -61,7 +63,15 @@ export async function withProjectSource<T>(
     ].filter(Boolean)
     if (wranglerOnly.length > 0) throw new KitError('usage', `${wranglerOnly.join(', ')} apply to wrangler projects; ${root} is read from its ${MANIFEST_FILE}`)
     const warnings = wrangler ? [`${MANIFEST_FILE} wins over ${path.basename(wrangler)} in ${root}`] : []
-    return use(root, {file: path.join(root, MANIFEST_FILE), kind: 'edgeworker', env: null, bundled: false, department: null, warnings})
+    return use(root, {
+      file: path.join(root, MANIFEST_FILE),
+      kind: 'edgeworker',
+      env: null,
+      bundled: false,
+      department: null,
+      productionDepartment: null,
+      warnings,
+    })
   }
   if (!wrangler)
     throw new KitError('usage', `no ${MANIFEST_FILE}, wrangler.toml, wrangler.jsonc or wrangler.json in ${root} (edgeworkers init writes a project)`)
@@ -77,6 +87,7 @@ export async function withProjectSource<T>(
       env: staged.env,
       bundled: staged.bundled,
       department: staged.department,
+      productionDepartment: staged.productionDepartment,
       warnings: staged.warnings,
     })
   } finally {

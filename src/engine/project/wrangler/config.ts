@@ -146,6 +146,8 @@ export interface LoadedWranglerConfig {
   config: WranglerSettings
   /** The environment applied, if any. */
   env: string | null
+  /** The department the top level's [edgeworkers] table names: the production Worker's. */
+  productionDepartment: string | null
   /** One-line notes for the operator (ignored keys). */
   warnings: string[]
 }
@@ -164,6 +166,7 @@ export function loadWranglerConfig(file: string, env: string | null): LoadedWran
   const raw = readConfig(file, source)
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new KitError('usage', `${source}: the top level must be a table`)
   let applied = raw as Record<string, unknown>
+  const productionDepartment = departmentOf(applied)
   if (env !== null) {
     const environments = (applied.env ?? {}) as Record<string, unknown>
     const section = environments[env]
@@ -175,6 +178,11 @@ export function loadWranglerConfig(file: string, env: string | null): LoadedWran
     const inherited = Object.fromEntries(Object.entries(applied).filter(([key]) => INHERITED_KEYS.has(key)))
     const name = typeof applied.name === 'string' ? {name: `${applied.name}-${env}`} : {}
     applied = {...inherited, ...name, ...section}
+    // As wrangler names an env's Worker <name>-<env>, an env's department defaults to <department>-<env>.
+    if (productionDepartment !== null && departmentOf(section as Record<string, unknown>) === null) {
+      const table = typeof applied.edgeworkers === 'object' && applied.edgeworkers !== null ? applied.edgeworkers : {}
+      applied = {...applied, edgeworkers: {...table, department: `${productionDepartment}-${env}`}}
+    }
   }
   const parsed = wranglerSchema.safeParse(applied)
   if (!parsed.success) {
@@ -202,7 +210,12 @@ export function loadWranglerConfig(file: string, env: string | null): LoadedWran
   const warnings: string[] = []
   if (ignored.length > 0) warnings.push(`${source}: ignored on-prem: ${ignored.join(', ')}`)
   if (unknown.length > 0) warnings.push(`${source}: unknown keys ignored: ${unknown.join(', ')}`)
-  return {file, config, env, warnings}
+  return {file, config, env, productionDepartment, warnings}
+}
+
+function departmentOf(table: Record<string, unknown>): string | null {
+  const edgeworkers = table.edgeworkers as {department?: unknown} | undefined
+  return typeof edgeworkers?.department === 'string' ? edgeworkers.department : null
 }
 
 function readConfig(file: string, source: string): unknown {

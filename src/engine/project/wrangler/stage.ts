@@ -71,8 +71,10 @@ export interface StagedProject {
   configFile: string
   env: string | null
   bundled: boolean
-  /** The department the config's [edgeworkers] table names, if any. */
+  /** The department the config's [edgeworkers] table names, if any (an env's own, with env). */
   department: string | null
+  /** The department the top level's [edgeworkers] table names: the production Worker's. */
+  productionDepartment: string | null
   warnings: string[]
   cleanup(): Promise<void>
 }
@@ -84,7 +86,7 @@ interface StagedModule {
 }
 
 export async function stageWranglerProject(project: string, configFile: string, options: WranglerStageOptions): Promise<StagedProject> {
-  const {config, warnings, env} = loadWranglerConfig(configFile, options.env ?? null)
+  const {config, warnings, env, productionDepartment} = loadWranglerConfig(configFile, options.env ?? null)
   // Real path: esbuild reports its inputs with symlinks resolved, and containment compares real paths.
   const projectDir = realpathSync(project)
   const source = path.basename(configFile)
@@ -184,6 +186,7 @@ export async function stageWranglerProject(project: string, configFile: string, 
     env,
     bundled: !noBundle,
     department: config.edgeworkers?.department ?? null,
+    productionDepartment,
     warnings,
     cleanup: () => rm(dir, {recursive: true, force: true}),
   }
