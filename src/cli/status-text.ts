@@ -86,20 +86,23 @@ export function statusText(snapshot: StatusSnapshot): string {
             '',
           )}`
     }`,
-    snapshot.workers === null
-      ? 'workers: the edge host did not report their activity'
-      : `workers over the last ${formatWindow(snapshot.workers.windowSeconds)}, most errors first\n${table(
-          ['SCRIPT', 'DEPARTMENT', 'REQUESTS', 'ERRORS', 'P99', 'LAST ERROR'],
-          snapshot.workers.workers.map((row) => [
-            row.script,
-            row.department_id ?? '-',
-            String(row.requests),
-            String(row.errors),
-            row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`,
-            row.lastError ?? '-',
-          ]),
-          'no requests',
-        )}`,
+    `workers: ${snapshot.workers.total} live${
+      snapshot.workers.windowSeconds === null
+        ? ' (the edge host did not report their activity)'
+        : `, traffic over the last ${formatWindow(snapshot.workers.windowSeconds)}, most errors first`
+    }\n${table(
+      ['SCRIPT', 'COMPANY', 'DEPARTMENT', 'REQUESTS', 'ERRORS', 'P99', 'LAST ERROR'],
+      snapshot.workers.workers.map((row) => [
+        row.script,
+        row.company_id ?? '-',
+        row.department_id ?? '-',
+        row.requests === null ? '-' : String(row.requests),
+        row.errors === null ? '-' : String(row.errors),
+        row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`,
+        row.lastError ?? '-',
+      ]),
+      'none',
+    )}`,
     `latest audit rows\n${table(
       ['TIME', 'ACTION', 'RESOURCE', 'ACTOR', 'RESULT'],
       snapshot.audit.map((row) => [

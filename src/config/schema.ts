@@ -111,6 +111,13 @@ export const settingsSchema = z.strictObject({
       finished_window_seconds: seconds(86_400, 60, 90 * 86_400),
       /** How long one refresh waits for the edge host before the host panel says it did not answer. */
       host_timeout_ms: count(3_000, 100, 120_000),
+      /**
+       * A Worker needs attention (and `status` exits 13) when at least this share of its requests
+       * failed over the host's activity window (host.worker_activity_window_seconds)…
+       */
+      worker_error_rate_percent: count(10, 1, 100),
+      /** …and it had at least this many requests there: one failed request of two is no signal. */
+      worker_error_min_requests: count(10, 1, 1_000_000),
     })
     .prefault({}),
 

@@ -1,5 +1,6 @@
-// Text layout for the status view: every line is built to fit the terminal's width exactly, so the
-// view never wraps and its height is known before Ink draws it.
+// Text layout for the status view: every line is built to fit the terminal's width exactly, so Ink
+// never wraps and the view's height is known before Ink draws it; text that must be read whole (what
+// needs attention, errors) is wrapped here into a bounded number of lines.
 import {formatDuration} from '../engine/status/snapshot.js'
 
 export {formatDuration, formatWindow} from '../engine/status/snapshot.js'
@@ -30,6 +31,27 @@ export function isoTime(ms: number | null): string {
 export function clip(text: string, width: number): string {
   if (width <= 0) return ''
   return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`
+}
+
+/**
+ * `text` in lines of at most `width` characters, broken between words (a word longer than a line is
+ * cut across lines), at most `maxLines` of them: the last marks with `…` what did not fit.
+ */
+export function wrap(text: string, width: number, maxLines: number): string[] {
+  if (width <= 0 || maxLines <= 0) return []
+  const lines: string[] = []
+  let rest = text.trim()
+  while (rest.length > 0 && lines.length < maxLines) {
+    if (lines.length === maxLines - 1 || rest.length <= width) {
+      lines.push(clip(rest, width))
+      break
+    }
+    const space = rest.lastIndexOf(' ', width)
+    const cut = space > 0 ? space : width
+    lines.push(rest.slice(0, cut).trimEnd())
+    rest = rest.slice(cut).trimStart()
+  }
+  return lines.length === 0 ? [''] : lines
 }
 
 export interface Column {

@@ -37,7 +37,7 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
         columns: [
           {header: 'ID', width: 8},
           {header: 'LANE', width: 16},
-          {header: 'SCRIPT', width: 14},
+          {header: 'DEPARTMENT', width: 14},
           {header: 'OWNER', width: 'flex'},
           {header: 'LEFT', width: 8, align: 'right'},
           {header: 'ATT', width: 3, align: 'right'},
@@ -46,7 +46,7 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           cells: [
             shortId(row.id),
             row.operation,
-            row.script_name ?? '-',
+            rowSubject(row),
             row.lease_owner ?? '-',
             row.leaseLeftMs < 0 ? `-${formatDuration(-row.leaseLeftMs)}` : formatDuration(row.leaseLeftMs),
             String(row.attempts),
@@ -80,45 +80,52 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
         })),
         empty: 'no failed or uncertain rows',
       }
-    case 'workers':
+    case 'workers': {
+      const window = snapshot.workers.windowSeconds === null ? null : formatWindow(snapshot.workers.windowSeconds)
+      const figure = (n: number | null) => (n === null ? '-' : formatCount(n))
       return {
         columns: [
-          {header: 'DEPARTMENT / SCRIPT', width: 22},
+          {header: 'DEPARTMENT', width: 20},
+          {header: 'COMPANY', width: 12},
           {header: 'REQ', width: 6, align: 'right'},
           {header: 'ERR', width: 6, align: 'right'},
           {header: 'P99', width: 7, align: 'right'},
           {header: 'LAST ERROR', width: 'flex'},
         ],
-        items: (snapshot.workers?.workers ?? []).map((row) => ({
+        items: snapshot.workers.workers.map((row) => ({
           cells: [
             row.department_id ?? row.script,
-            formatCount(row.requests),
-            formatCount(row.errors),
+            row.company_id ?? '-',
+            figure(row.requests),
+            figure(row.errors),
             row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`,
             row.lastError ?? '',
           ],
-          filterable: {script: row.script, id: row.worker_id, text: `${row.script} ${row.department_id ?? ''} ${row.lastError ?? ''}`},
-          tone: row.errors > 0 ? 'red' : undefined,
+          filterable: {
+            script: row.script,
+            id: row.worker_id,
+            text: `${row.script} ${row.department_id ?? ''} ${row.company_id ?? ''} ${row.lastError ?? ''}`,
+          },
+          tone: row.errorRateHigh ? 'red' : (row.errors ?? 0) > 0 ? 'yellow' : undefined,
           tailScript: row.script,
           open: {
             kind: 'fields',
-            title: `Worker ${row.script}`,
+            title: `Worker of ${row.department_id ?? row.script}`,
             lines: fieldLines([
-              ['script', row.script],
               ['department', row.department_id ?? '- (not owned by this store)'],
+              ['company', row.company_id ?? '-'],
+              ['script', row.script],
               ['worker', row.worker_id ?? '-'],
-              ['requests', `${row.requests} in the last ${formatWindow(snapshot.workers!.windowSeconds)}`],
-              ['errors', String(row.errors)],
+              ['requests', window === null ? '- (the edge host did not report activity)' : `${row.requests ?? 0} in the last ${window}`],
+              ['errors', `${row.errors ?? 0}${row.errorRateHigh ? ' (error rate needs attention)' : ''}`],
               ['p99', row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)} ms`],
               ['last error', row.lastError ?? '-'],
             ]),
           },
         })),
-        empty:
-          snapshot.workers === null
-            ? 'the edge host did not report Worker activity'
-            : `no Worker requests in the last ${formatWindow(snapshot.workers.windowSeconds)}`,
+        empty: 'no live Workers (deploy one: edgeworkers deploy)',
       }
+    }
     case 'retirements': {
       const retiring = snapshot.retirements.workers.map(
         (worker): ListItem => ({
@@ -194,14 +201,23 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
   }
 }
 
-export function outboxFilterable(row: Pick<OutboxRowSummary, 'id' | 'operation' | 'status' | 'script_name' | 'last_error_code' | 'lease_owner'>): Filterable {
+/** What an outbox row is about, as the lists name it: its department, else its script (a row of no Worker: -). */
+export function rowSubject(row: Pick<OutboxRowSummary, 'department_id' | 'script_name'>): string {
+  return row.department_id ?? row.script_name ?? '-'
+}
+
+export function outboxFilterable(
+  row: Pick<OutboxRowSummary, 'id' | 'operation' | 'status' | 'script_name' | 'company_id' | 'department_id' | 'last_error_code' | 'lease_owner'>,
+): Filterable {
   return {
     id: row.id,
     op: row.operation,
     status: row.status,
     script: row.script_name,
     code: row.last_error_code,
-    text: [row.id, row.operation, row.status, row.script_name, row.last_error_code, row.lease_owner].filter(Boolean).join(' '),
+    text: [row.id, row.operation, row.status, row.company_id, row.department_id, row.script_name, row.last_error_code, row.lease_owner]
+      .filter(Boolean)
+      .join(' '),
   }
 }
 
@@ -209,7 +225,7 @@ export function groupRowsList(rows: OutboxRowSummary[], now: number): PanelList 
   return {
     columns: [
       {header: 'ID', width: 8},
-      {header: 'SCRIPT', width: 20},
+      {header: 'DEPARTMENT', width: 20},
       {header: 'ATT', width: 3, align: 'right'},
       {header: 'UPDATED', width: 8, align: 'right'},
       {header: 'NEXT ATTEMPT', width: 'flex'},
@@ -217,7 +233,7 @@ export function groupRowsList(rows: OutboxRowSummary[], now: number): PanelList 
     items: rows.map((row) => ({
       cells: [
         shortId(row.id),
-        row.script_name ?? '-',
+        rowSubject(row),
         String(row.attempts),
         formatDuration(now - row.updated_at),
         row.next_attempt_at === null ? '-' : isoTime(row.next_attempt_at),

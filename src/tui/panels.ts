@@ -4,7 +4,7 @@
 // layout testable.
 import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import type {RowFilter} from './filter.js'
-import {clip, columnWidths, formatCount, formatDuration, formatInterval, formatWindow, shortId, tableLine, type Column} from './format.js'
+import {clip, columnWidths, formatCount, formatDuration, formatInterval, formatWindow, shortId, tableLine, wrap, type Column} from './format.js'
 
 export interface Line {
   text: string
@@ -75,9 +75,20 @@ export function hostLines(snapshot: StatusSnapshot, width: number): Line[] {
   ]
 }
 
-export function attentionLine(snapshot: StatusSnapshot, width: number): Line {
-  if (snapshot.attention.length === 0) return {text: clip('ok    nothing needs attention', width), color: 'green'}
-  return {text: clip(`ATTN  ${snapshot.attention.join('; ')}`, width), color: 'red', bold: true}
+/** At most this many lines say what needs attention; the Failed/uncertain and Workers panels list the rest. */
+export const ATTENTION_LINES = 3
+
+/** What needs attention, wrapped (never cut where it says what to do). */
+export function attentionLines(snapshot: StatusSnapshot, width: number): Line[] {
+  if (snapshot.attention.length === 0) return [{text: clip('ok    nothing needs attention', width), color: 'green'}]
+  return wrap(`ATTN  ${snapshot.attention.join('; ')}`, width, ATTENTION_LINES).map((text) => ({text, color: 'red', bold: true}))
+}
+
+/** The panel the view opens on: the one that shows what needs attention. */
+export function openingPanel(snapshot: StatusSnapshot): PanelName {
+  if (snapshot.errorGroups.length > 0) return 'attention'
+  if (snapshot.workers.workers.some((row) => row.errorRateHigh)) return 'workers'
+  return 'leased'
 }
 
 export function lanesLines(snapshot: StatusSnapshot, width: number): Line[] {
@@ -130,7 +141,7 @@ export function tabsLine(panel: PanelName, snapshot: StatusSnapshot, filter: Row
   const counts: Record<PanelName, string> = {
     leased: formatCount(snapshot.lanes.reduce((sum, lane) => sum + lane.leased, 0)),
     attention: formatCount(snapshot.errorGroups.reduce((sum, group) => sum + group.count, 0)),
-    workers: snapshot.workers === null ? '-' : formatCount(snapshot.workers.workers.reduce((sum, row) => sum + row.errors, 0)),
+    workers: formatCount(snapshot.workers.total),
     retirements: `${snapshot.retirements.pending}+${snapshot.orphans?.pending ?? 0}`,
     audit: String(snapshot.audit.length),
   }

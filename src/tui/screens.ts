@@ -6,7 +6,7 @@ import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES} from '../engine/pass/lane.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import type {RowFilter} from './filter.js'
-import {clip} from './format.js'
+import {clip, wrap} from './format.js'
 import {listLines, rowDetailLines, type ListItem, type PanelList} from './lists.js'
 import {tabsLine, type Line, type PanelName} from './panels.js'
 
@@ -63,14 +63,15 @@ export function screenLines(frame: Frame, shot: StatusSnapshot, room: number): L
       bold: true,
       color: 'cyan',
     }
-    if (top.error) return [title, {text: clip(`could not read the rows: ${top.error}`, columns), color: 'red'}]
+    if (top.error) return [title, ...errorLines(`could not read the rows: ${top.error}`, columns)]
     if (!list) return [title, {text: 'loading…', color: 'gray'}]
     return [title, ...listLines(list, items, filter !== null, top.selected, room - 1, columns)]
   }
   if (top.kind === 'tail') {
     const title: Line = {text: clip(`live tail of ${top.script}   esc back`, columns), bold: true, color: 'cyan'}
-    const shown = top.lines.slice(-Math.max(0, room - (top.notice ? 2 : 1)))
-    return [title, ...(top.notice ? [{text: clip(top.notice, columns), color: 'gray' as const}] : []), ...shown.map((text) => ({text: clip(text, columns)}))]
+    const notice: Line[] = top.notice ? wrap(top.notice, columns, ERROR_LINES).map((text) => ({text, color: 'gray'})) : []
+    const shown = top.lines.slice(-Math.max(0, room - 1 - notice.length))
+    return [title, ...notice, ...shown.map((text) => ({text: clip(text, columns)}))]
   }
   const title: Line = {
     text: clip(`${top.kind === 'row' ? `outbox row ${top.id}` : top.title}   ↑↓ scroll  esc back${top.kind === 'row' ? '  r retry  c cancel' : ''}`, columns),
@@ -79,7 +80,7 @@ export function screenLines(frame: Frame, shot: StatusSnapshot, room: number): L
   }
   let body: string[]
   if (top.kind === 'fields') body = top.lines
-  else if (top.error) body = [`could not read the row: ${top.error}`]
+  else if (top.error) body = wrap(`could not read the row: ${top.error}`, columns, ERROR_LINES)
   else if (top.detail === undefined) body = ['loading…']
   else if (top.detail === null) body = ['this outbox row no longer exists']
   else body = rowDetailLines(top.detail)
@@ -87,32 +88,48 @@ export function screenLines(frame: Frame, shot: StatusSnapshot, room: number): L
   return [title, ...body.slice(scroll, scroll + room - 1).map((text) => ({text: clip(text, columns)}))]
 }
 
-export function bottomLine(frame: Frame): Line {
+/** At most this many lines carry one error or message: wrapped, so the part that says what to do shows. */
+export const ERROR_LINES = 3
+
+/** An error, wrapped into at most ERROR_LINES red lines. */
+export function errorLines(text: string, columns: number, bold = false): Line[] {
+  return wrap(text, columns, ERROR_LINES).map((line) => ({text: line, color: 'red', bold}))
+}
+
+/** The prompt, busy note or message above the key hints: one line, or a wrapped message. */
+export function bottomLines(frame: Frame): Line[] {
   const {overlay, busy, message, columns} = frame
   if (overlay?.kind === 'filter') {
     return overlay.error
-      ? {text: clip(overlay.error, columns), color: 'red', bold: true}
-      : {text: clip('op: status: code: script: id: or plain words · enter applies · esc cancels', columns), color: 'gray'}
+      ? errorLines(overlay.error, columns, true)
+      : [{text: clip('op: status: code: script: id: or plain words · enter applies · esc cancels', columns), color: 'gray'}]
   }
   if (overlay?.kind === 'lanes')
-    return {text: clip(`run one pass: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}`, columns), color: 'cyan', bold: true}
-  if (overlay?.kind === 'confirm') return {text: `${clip(overlay.prompt, columns - 6)} [y/N]`, color: 'yellow', bold: true}
-  if (busy) return {text: clip(busy, columns), color: 'yellow'}
-  if (message) return {text: clip(message.text, columns), color: message.tone === 'error' ? 'red' : message.tone === 'ok' ? 'green' : undefined}
-  return {text: ''}
+    return [{text: clip(`run one pass: ${LANE_NAMES.map((lane, i) => `${i + 1} ${lane}`).join('  ')}`, columns), color: 'cyan', bold: true}]
+  if (overlay?.kind === 'confirm') return [{text: `${clip(overlay.prompt, columns - 6)} [y/N]`, color: 'yellow', bold: true}]
+  if (busy) return [{text: clip(busy, columns), color: 'yellow'}]
+  if (message) {
+    const color = message.tone === 'error' ? 'red' : message.tone === 'ok' ? 'green' : undefined
+    return wrap(message.text, columns, ERROR_LINES).map((text) => ({text, color}))
+  }
+  return [{text: ''}]
 }
 
-/** As many key hints as fit, `? keys` and `q quit` always. */
+/**
+ * Every key's hint, in the first form that fits: spaced out, then packed with the key joined to a
+ * shorter word (80 columns hold every key); the packed form is cut only below that.
+ */
 export function keysLine(frame: Frame): Line {
   const {overlay, top, columns} = frame
   if (overlay?.kind === 'filter') return {text: clip(`filter: ${overlay.text}█`, columns), color: 'cyan', bold: true}
-  const hints = top
-    ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter']
-    : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', 'r retry', 'c cancel', 'p pass', '/ filter']
-  const always = '? keys  q quit'
-  let shown = ''
-  for (const hint of hints) if (shown.length + hint.length + 2 + always.length <= columns) shown += `${hint}  `
-  return {text: clip(shown + always, columns), color: 'gray'}
+  const spaced = top
+    ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter', '? keys', 'q quit']
+    : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', 'r retry', 'c cancel', 'p pass', '/ filter', '? keys', 'q quit']
+  const packed = top
+    ? ['↑↓:move', '⏎:open', 'esc:back', 'r:retry', 'c:cancel', 'p:pass', '/:filter', '?:keys', 'q:quit']
+    : ['tab/←→:panel', '↑↓:row', '⏎:open', 't:tail', 'r:retry', 'c:cancel', 'p:pass', '/:filter', '?:keys', 'q:quit']
+  const wide = spaced.join('  ')
+  return {text: wide.length <= columns ? wide : clip(packed.join(' '), columns), color: 'gray'}
 }
 
 const HELP: Array<[string, string]> = [

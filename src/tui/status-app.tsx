@@ -11,10 +11,10 @@ import {LANE_NAMES, type LaneName} from '../engine/pass/lane.js'
 import {renderTailLine} from '../cli/tail-render.js'
 import {parseFilter, type RowFilter} from './filter.js'
 import {Lines, useLatest, useTerminalSize} from './terminal.js'
-import {clip, firstLineOf, formatInterval, shortId} from './format.js'
+import {clip, firstLineOf, formatInterval, shortId, wrap} from './format.js'
 import {groupRowsList, panelList, visibleItems, type ListItem, type OpenTarget, type PanelList} from './lists.js'
-import {attentionLine, headerLine, hostLines, lanesLines, PANELS, type Line, type PanelName} from './panels.js'
-import {bottomLine, keysLine, screenLines, type Frame, type Message, type Overlay, type Screen} from './screens.js'
+import {attentionLines, headerLine, hostLines, lanesLines, openingPanel, PANELS, type Line, type PanelName} from './panels.js'
+import {bottomLines, errorLines, keysLine, screenLines, type Frame, type Message, type Overlay, type Screen} from './screens.js'
 import {ViewErrorBoundary} from './view-error.js'
 
 /** Below this the view shows only a message asking for a bigger terminal. */
@@ -53,6 +53,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   const [busy, busyRef, setBusy] = useLatest<string | null>(null)
   const mounted = useRef(true)
   const refreshing = useRef(false)
+  /** The view opens once on the panel that shows what needs attention, then the operator moves it. */
+  const panelChosen = useRef(false)
   /** Quitting stops a pass the view started (between rows: a row in flight is finished, never cut). */
   const stopActions = useRef(new AbortController())
 
@@ -64,6 +66,10 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     try {
       const next = await source.snapshot()
       if (!mounted.current) return
+      if (!panelChosen.current) {
+        panelChosen.current = true
+        setPanel(openingPanel(next))
+      }
       setSnapshot(next)
       setRefreshError(null)
     } catch (error) {
@@ -195,8 +201,8 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     const known = snapshot?.leased.find((row) => row.id === id) ?? (top?.kind === 'group' ? top.rows?.find((row) => row.id === id) : undefined)
     const detail = top?.kind === 'row' && top.detail ? top.detail : undefined
     const operation = known?.operation ?? detail?.operation
-    const script = known?.script_name ?? detail?.script_name
-    return `outbox row ${shortId(id)}${operation ? ` (${operation}${script ? ` ${clip(script, 20)}` : ''})` : ''}`
+    const subject = known?.department_id ?? detail?.department_id ?? known?.script_name ?? detail?.script_name
+    return `outbox row ${shortId(id)}${operation ? ` (${operation}${subject ? ` ${clip(subject, 20)}` : ''})` : ''}`
   }
 
   // Ink re-subscribes an input handler only after the render's effects run; a key arriving in
@@ -268,6 +274,7 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     else if (key.pageDown) move(10)
     else if (!top && (key.tab || key.rightArrow || key.leftArrow || input === 'l' || input === 'h')) {
       const step = key.leftArrow || input === 'h' || (key.tab && key.shift) ? -1 : 1
+      panelChosen.current = true
       setPanel((shown) => PANELS[(PANELS.indexOf(shown) + step + PANELS.length) % PANELS.length]!)
     } else if (key.return && current?.open && top?.kind !== 'row' && top?.kind !== 'fields') open(current.open)
     else if ((input === 'r' || input === 'c') && actionRow) {
@@ -293,20 +300,23 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
   const height = rows - 1
   const lines: Line[] = [headerLine(snapshot, intervalMs, columns)]
   const frame: Frame = {columns, panel, top, overlay, filter, list, items, panelSelected: selected[panel], busy, message}
-  const footer: Line[] = [bottomLine(frame), keysLine(frame)]
+  const footer: Line[] = [...bottomLines(frame), keysLine(frame)]
 
   if (!snapshot) {
     lines.push(
-      refreshError
-        ? {text: clip(`store unavailable: ${refreshError}`, columns), color: 'red', bold: true}
-        : {text: 'reading the store and the edge host…', color: 'gray'},
+      ...(refreshError
+        ? errorLines(`store unavailable: ${refreshError}`, columns, true)
+        : [{text: 'reading the store and the edge host…', color: 'gray' as const}]),
     )
     if (refreshError)
-      lines.push({text: clip(`retrying every ${formatInterval(intervalMs)}; the host is read once the store answers (its pairing is there)`, columns)})
+      lines.push(
+        ...wrap(`retrying every ${formatInterval(intervalMs)}; the host is read once the store answers (its pairing is there)`, columns, 2).map((text) => ({
+          text,
+        })),
+      )
   } else {
-    if (refreshError)
-      lines.push({text: clip(`store unavailable: ${refreshError} — showing the snapshot of ${snapshot.takenAt}`, columns), color: 'red', bold: true})
-    lines.push(...hostLines(snapshot, columns), attentionLine(snapshot, columns))
+    if (refreshError) lines.push(...errorLines(`store unavailable: ${refreshError} — showing the snapshot of ${snapshot.takenAt}`, columns, true))
+    lines.push(...hostLines(snapshot, columns), ...attentionLines(snapshot, columns))
     // A drill-in screen needs the room more than the lanes table.
     if (!top || top.kind === 'group') lines.push(...lanesLines(snapshot, columns))
     const room = height - lines.length - footer.length - 1

@@ -17,7 +17,10 @@ import type {Engine} from '../context.js'
 import {fenceView, type FenceView} from '../fence/fence.js'
 import {hostStatus, type HostStatus} from '../host-status.js'
 import {redactSecrets} from '../../util/redact.js'
-import {workersPanel, type WorkersPanel} from './workers.js'
+import {formatDuration} from './format.js'
+import {errorRateReason, errorRateThreshold, workersPanel, type WorkersPanel} from './workers.js'
+
+export {formatDuration, formatWindow} from './format.js'
 
 /** How many rows each list of the snapshot carries at most. */
 export const SNAPSHOT_LIST_LIMIT = 50
@@ -86,9 +89,9 @@ export interface StatusSnapshot {
   /** null without a scope: orphans are per scope. */
   orphans: {pending: number; unsettled: number; workers: OrphanCandidate[]} | null
   audit: AuditRow[]
-  /** Workers with the most errors, then the slowest p99, over the host's recent window; null when the host did not say. */
-  workers: WorkersPanel | null
-  /** Why an operator should look (failed or uncertain rows, host unreachable or unpaired, fence overdue); empty when nothing does. */
+  /** Every live Worker of the kit, with its traffic over the host's recent window where the host reports any. */
+  workers: WorkersPanel
+  /** Why an operator should look (failed or uncertain rows, host unreachable or unpaired, fence overdue, a Worker's error rate); empty when nothing does. */
   attention: string[]
 }
 
@@ -108,7 +111,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   const now = store.clock.now()
   const [workers, host, openCounts, finishedCounts, oldestDue, leased, waiting, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] =
     await Promise.all([
-      workersPanel(engine, {timeoutMs: options.hostTimeoutMs}),
+      workersPanel(engine, scope, {timeoutMs: options.hostTimeoutMs, threshold: errorRateThreshold(settings)}),
       hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
       store.status.openCounts(scope),
       store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
@@ -185,9 +188,10 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
 
 /**
  * What makes `status` exit 13: failed or uncertain rows waiting for an operator (not deploys a later
- * completed deploy of their Worker replaced), a host the kit cannot use, a fence open past its TTL.
+ * completed deploy of their Worker replaced), a host the kit cannot use, a fence open past its TTL,
+ * a Worker whose error rate is over status.worker_error_* (./workers.ts).
  */
-export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 'host' | 'fence'>): string[] {
+export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 'host' | 'fence' | 'workers'>): string[] {
   const reasons: string[] = []
   const countOf = (status: ErrorGroup['status']) => snapshot.errorGroups.filter((group) => group.status === status).reduce((sum, group) => sum + group.count, 0)
   const failed = countOf('failed')
@@ -198,24 +202,7 @@ export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 
   else if (!snapshot.host.reachable) reasons.push(`edge host unreachable: ${snapshot.host.error}`)
   if (snapshot.fence?.overdue)
     reasons.push(`backup fence ${snapshot.fence.id} is overdue: still open ${formatDuration(-snapshot.fence.timeLeftMs)} past its TTL`)
+  const {windowSeconds} = snapshot.workers
+  if (windowSeconds !== null) for (const row of snapshot.workers.workers) if (row.errorRateHigh) reasons.push(errorRateReason(row, windowSeconds))
   return reasons
-}
-
-/** 24h, 7d, 90m: the finished-rows window as a heading says it. */
-export function formatWindow(seconds: number): string {
-  if (seconds % 3600 === 0 && seconds <= 48 * 3600) return `${seconds / 3600}h`
-  if (seconds % 86_400 === 0) return `${seconds / 86_400}d`
-  if (seconds % 60 === 0) return `${seconds / 60}m`
-  return formatDuration(seconds * 1000)
-}
-
-/** 42s, 5m03s, 2h07m, 3d04h: short enough for a table cell. */
-export function formatDuration(ms: number): string {
-  const seconds = Math.max(0, Math.floor(ms / 1000))
-  if (seconds < 60) return `${seconds}s`
-  const minutes = Math.floor(seconds / 60)
-  if (minutes < 60) return `${minutes}m${String(seconds % 60).padStart(2, '0')}s`
-  const hours = Math.floor(minutes / 60)
-  if (hours < 24) return `${hours}h${String(minutes % 60).padStart(2, '0')}m`
-  return `${Math.floor(hours / 24)}d${String(hours % 24).padStart(2, '0')}h`
 }

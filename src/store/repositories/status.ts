@@ -52,6 +52,8 @@ export type OutboxRowSummary = Pick<
   | 'status'
   | 'dispatch_namespace'
   | 'script_name'
+  | 'company_id'
+  | 'department_id'
   | 'attempts'
   | 'waits'
   | 'lease_owner'
@@ -68,6 +70,8 @@ const summaryColumns = [
   'status',
   'dispatch_namespace',
   'script_name',
+  'company_id',
+  'department_id',
   'attempts',
   'waits',
   'lease_owner',

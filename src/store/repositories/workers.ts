@@ -97,6 +97,20 @@ export class WorkerRepository {
       .execute()
   }
 
+  /** Workers serving a deployed version (not retired), of `scope` when given, by department; at most `limit`, with how many there are. */
+  async live(scope: string | null, limit: number): Promise<{total: number; workers: WorkerRow[]}> {
+    const query = this.ctx.db
+      .selectFrom('edge_workers')
+      .where('retired_at', 'is', null)
+      .where('current_version_id', 'is not', null)
+      .$if(scope !== null, (q) => q.where('serving_scope', '=', scope!))
+    const [workers, counted] = await Promise.all([
+      query.selectAll().orderBy('department_id').orderBy('id').limit(limit).execute(),
+      query.select((eb) => eb.fn.countAll<number | string | bigint>().as('count')).executeTakeFirstOrThrow(),
+    ])
+    return {total: Number(counted.count), workers}
+  }
+
   /** false when the Worker no longer exists. */
   async setStatus(id: string, status: string): Promise<boolean> {
     return this.ctx.write(async ({db}) => {
