@@ -137,7 +137,7 @@ test('the live view in a real terminal: navigate, drill in, act, filter, resize,
 
   // The Workers panel names the Worker by department; t opens its live tail inside the view.
   sendKeys('Tab')
-  await waitForPane(/^acme-sales +[1-9]\d* +0 +\d+ms/m)
+  await waitForPane(/^acme-sales +acme +[1-9]\d* +0 +\d+ms/m)
   sendKeys('t')
   await waitForPane(`live tail of ${script}`)
   await waitForPane('waiting for requests…')
@@ -161,7 +161,7 @@ test('the live view in a real terminal: navigate, drill in, act, filter, resize,
   await waitForPane(/^tab\/←→ panel/m)
 
   tmux('resize-window', '-t', SESSION, '-x', '80', '-y', '24')
-  const small = await waitForPane((text) => text.includes('[Failed/uncertain 0]') && /\? keys +q quit\s*$/.test(text.trimEnd()) && !text.includes('CANC/'))
+  const small = await waitForPane((text) => text.includes('[Failed/uncertain 0]') && /\?:keys q:quit\s*$/.test(text.trimEnd()) && !text.includes('CANC/'))
   expect(small.split('\n').every((line) => line.length <= 80)).toBe(true)
   expect(small).toContain('DONE/24h')
   tmux('resize-window', '-t', SESSION, '-x', '50', '-y', '10')
