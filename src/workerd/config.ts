@@ -30,7 +30,7 @@ import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BIN
 import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
-import {renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
+import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
 import {capnpString} from './capnp.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
@@ -134,7 +134,13 @@ export function renderShardConfig(
   if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, tailed))
   const cron = renderCronServices(scripts)
   services.push(...cron, renderEgress(options.egressAllow))
-  const sockets = [HEALTH_SOCKET, ...(loaded ? [LOADER_SOCKET] : []), ...(cron.length > 0 ? [CRON_SOCKET] : []), ...scripts.map((script) => script.name)]
+  const sockets = [
+    HEALTH_SOCKET,
+    ...(loaded ? [LOADER_SOCKET] : []),
+    ...(cron.length > 0 ? [CRON_SOCKET] : []),
+    ...scripts.map((script) => script.name),
+    ...d1Sockets(scripts),
+  ]
   return renderConfig(services, sockets, options.socketAddress)
 }
 

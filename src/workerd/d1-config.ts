@@ -22,9 +22,14 @@ export function d1UniqueKey(script: string): string {
   return `${script}:d1-databases`
 }
 
-/** The Worker's D1 service; also the name of the socket the host reaches it on (a shard's `d1:` sockets). */
+/** The Worker's D1 service, and the socket the host reaches it on (`edgeworkers d1 execute`); never a script name. */
 export function d1ServiceName(script: string): string {
-  return `d1:${script}`
+  return `d1-${script}`
+}
+
+/** The D1 sockets of a shard running `scripts`. */
+export function d1Sockets(scripts: Array<{name: string; bindings: Binding[]}>): string[] {
+  return scripts.filter(usesD1Databases).map((script) => d1ServiceName(script.name))
 }
 
 export function renderD1Binding(script: string, binding: D1Binding): string {

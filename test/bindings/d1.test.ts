@@ -2,7 +2,7 @@
 // host.code_loading modes: every operation answered as miniflare answers the same Worker (the
 // oracle: same request sequence, answers compared as data), a database reachable only by its own
 // Worker, data kept across a redeploy and a host restart, and bad d1_databases refused in one line.
-import {mkdtempSync, readdirSync, rmSync} from 'node:fs'
+import {mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -135,6 +135,80 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect(retired.code, retired.stderr).toBe(0)
     expect((await request(owner.url, {method: 'POST', body: '{}'})).statusCode).toBe(404)
     expect(tablesOnDisk(host.dataDir, owner.script)).toEqual(['kept', 'other_kept'])
+  })
+
+  test("d1 execute and d1 migrations apply run on the Worker's own database, each in one transaction", {timeout: 240_000}, async () => {
+    const dir = project('cli', {
+      'wrangler.toml': wranglerToml('cli'),
+      'worker.js': D1_WORKER,
+      'db/migrations/0001_init.sql':
+        'CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n-- a comment\nCREATE INDEX items_name ON items (name);\n',
+      'db/migrations/0002_seed.sql': "INSERT INTO items (name) VALUES ('first');\nINSERT INTO items (name) VALUES ('second');\n",
+    })
+    const {url, department} = await deploy(dir)
+    const migrations = path.join(dir, 'db/migrations')
+    const json = async (...args: string[]) => {
+      const result = await cli(...args, '--json')
+      expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
+      return JSON.parse(result.stdout) as Record<string, unknown>
+    }
+    const rowsOf = async (sql: string, binding = 'DB') => {
+      const answer = (await json('d1', 'execute', department, binding, '--command', sql)) as {results: Array<{columns: string[]; rows: unknown[][]}>}
+      return answer.results[0]!.rows
+    }
+
+    expect(await json('d1', 'migrations', 'apply', department, 'DB', '--dir', migrations)).toMatchObject({
+      applied: ['0001_init.sql', '0002_seed.sql'],
+      alreadyApplied: [],
+    })
+    expect(await json('d1', 'migrations', 'apply', department, 'DB', '--dir', migrations)).toMatchObject({
+      applied: [],
+      alreadyApplied: ['0001_init.sql', '0002_seed.sql'],
+    })
+    // The Worker sees what the migrations made, and the CLI what the Worker writes.
+    expect(await run(url, {op: 'raw', sql: 'SELECT name FROM items ORDER BY id'})).toEqual({result: [['first'], ['second']]})
+    await run(url, {op: 'run', sql: 'INSERT INTO items (name) VALUES (?)', params: ['from the worker']})
+    expect(await rowsOf('SELECT name FROM d1_migrations ORDER BY id')).toEqual([['0001_init.sql'], ['0002_seed.sql']])
+    const execution = await json('d1', 'execute', department, 'DB', '--command', 'SELECT id, name FROM items WHERE id = 3')
+    expect(execution).toEqual({
+      department,
+      binding: 'DB',
+      results: [
+        {
+          columns: ['id', 'name'],
+          rows: [[3, 'from the worker']],
+          meta: expect.objectContaining({changes: 0, rows_read: 1, rows_written: 0, changed_db: false, served_by: expect.any(String)}),
+        },
+      ],
+    })
+    expect(await rowsOf("SELECT count(*) FROM sqlite_master WHERE name = 'items'", 'OTHER')).toEqual([[0]])
+
+    // A failing file or migration applies nothing of itself, and says D1's words.
+    writeFileSync(path.join(dir, 'bad.sql'), "INSERT INTO items (name) VALUES ('lost');\nINSERT INTO nowhere VALUES (1);\n")
+    const failed = await cli('d1', 'execute', department, 'DB', '--file', path.join(dir, 'bad.sql'))
+    expect({code: failed.code, lines: failed.stderr.trim().split('\n').length}).toEqual({code: 8, lines: 1})
+    expect(failed.stderr).toContain('D1_ERROR: no such table: nowhere')
+    writeFileSync(path.join(migrations, '0003_broken.sql'), "INSERT INTO items (name) VALUES ('lost');\nSELEKT;\n")
+    const broken = await cli('d1', 'migrations', 'apply', department, 'DB', '--dir', migrations)
+    expect({code: broken.code, lines: broken.stderr.trim().split('\n').length}).toEqual({code: 8, lines: 1})
+    expect(broken.stderr).toContain('migration 0003_broken.sql failed')
+    expect(await rowsOf('SELECT count(*) FROM items')).toEqual([[3]])
+    expect(await rowsOf('SELECT count(*) FROM d1_migrations')).toEqual([[2]])
+
+    // Bad input is refused in one line before the host is asked.
+    const refusals: Array<[string[], number, string]> = [
+      [['d1', 'execute', department, 'NOPE', '--command', 'SELECT 1'], 5, 'has no D1 database bound as NOPE'],
+      [['d1', 'execute', department, 'not an identifier', '--command', 'SELECT 1'], 2, 'must be an identifier'],
+      [['d1', 'execute', department, 'DB', '--command', 'SELECT 1', '--file', 'x.sql'], 2, '--file'],
+      [['d1', 'execute', department, 'DB', '--command', '  '], 2, 'the SQL is empty'],
+      [['d1', 'migrations', 'apply', department, 'DB', '--dir', path.join(dir, 'none')], 2, 'does not exist'],
+      [['d1', 'execute', 'no-such-department', 'DB', '--command', 'SELECT 1'], 5, 'not found'],
+    ]
+    for (const [args, code, message] of refusals) {
+      const result = await cli(...args)
+      expect({args, code: result.code, lines: result.stderr.trim().split('\n').length}).toEqual({args, code, lines: 1})
+      expect(result.stderr).toContain(message)
+    }
   })
 
   test('bad d1_databases are refused in one line, exit 2, nothing deployed', async () => {
