@@ -2,6 +2,7 @@
 // speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon; whoever
 // builds the engine hands it one (a HostConnector), so the engine never names it.
 import type {TailLine, WorkerActivity} from '../protocol/tail.js'
+import type {D1QueryRequest, D1QueryResult} from '../protocol/api/d1.js'
 import type {WorkerBinding} from '../protocol/worker-bindings.js'
 import type {
   AccessPolicy as WireAccessPolicy,
@@ -199,6 +200,8 @@ export interface EdgeProvider {
   tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailLine>
   /** Requests, errors and p99 per Worker over the host's recent window. */
   workerActivity(signal?: AbortSignal): Promise<WorkerActivity>
+  /** Runs SQL on one of the script's D1 databases (by binding name), in one transaction. */
+  d1Query(scriptName: string, request: D1QueryRequest, signal?: AbortSignal): Promise<D1QueryResult>
 }
 
 /**

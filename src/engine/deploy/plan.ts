@@ -3,7 +3,7 @@
 import type {Settings} from '../../config/schema.js'
 import {parseBundle} from '../project/bundle.js'
 import {buildProject} from '../project/build.js'
-import {moduleEntriesOf} from '../project/manifest.js'
+import {d1DatabaseIdOf, moduleEntriesOf} from '../project/manifest.js'
 import type {ProjectSourceOptions} from '../project/source.js'
 import type {VersionDigests} from '../project/version-digests.js'
 
@@ -21,6 +21,7 @@ export interface DeployPlan {
     staticData: boolean
     durableObjects: Array<{binding: string; className: string}>
     kvNamespaces: Array<{binding: string; id: string}>
+    d1Databases: Array<{binding: string; id: string}>
     /** Cron triggers (UTC) the host runs scheduled() on. */
     crons: string[]
     services: Array<{binding: string; department: string}>
@@ -54,6 +55,7 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
       staticData: manifest.staticData !== undefined,
       durableObjects: manifest.durableObjects ?? [],
       kvNamespaces: manifest.kvNamespaces ?? [],
+      d1Databases: (manifest.d1Databases ?? []).map((database) => ({binding: database.binding, id: d1DatabaseIdOf(database)})),
       crons: manifest.crons ?? [],
       services: manifest.services ?? [],
     },

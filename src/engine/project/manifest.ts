@@ -10,6 +10,8 @@
 //     "builderPolicy": "department-worker-project-v2.9", see ../capabilities.ts
 //     "durableObjects": [{"binding": "COUNTER", "className": "Counter"}],   optional
 //     "kvNamespaces": [{"binding": "CACHE", "id": "cache"}],              optional, the host keeps the data
+//     "d1Databases": [{"binding": "DB", "databaseName": "app", "id": "…"}], optional, the host keeps the data;
+//                                                        also "migrationsDir", "migrationsTable" (wrangler's)
 //     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
@@ -29,6 +31,7 @@ import {KitError} from '../../errors.js'
 import {
   cronListSchema,
   identifierSchema,
+  D1_DATABASE_ID_PATTERN,
   KV_NAMESPACE_ID_PATTERN,
   moduleNameSchema,
   moduleTypes,
@@ -116,6 +119,21 @@ const manifestSchema = z.strictObject({
     )
     .max(64)
     .optional(),
+  /** A database belongs to this department's Worker; its id is `id`, else `databaseName`, else the binding (d1DatabaseIdOf). */
+  d1Databases: z
+    .array(
+      z.strictObject({
+        binding: identifierSchema,
+        databaseName: z.string().regex(D1_DATABASE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'}).optional(),
+        id: z.string().regex(D1_DATABASE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'}).optional(),
+        /** Where `edgeworkers d1 migrations apply` finds NNNN_name.sql files, relative to the project; "migrations" by default. */
+        migrationsDir: z.string().min(1).max(256).optional(),
+        /** The table recording applied migrations; "d1_migrations" by default. */
+        migrationsTable: identifierSchema.optional(),
+      }),
+    )
+    .max(64)
+    .optional(),
   vars: z.record(identifierSchema, z.json()).optional(),
   crons: cronListSchema.optional(),
   services: z.array(serviceSchema).max(64).optional(),
@@ -132,6 +150,12 @@ const lockSchema = z.strictObject({
 })
 
 export type WorkerManifest = z.infer<typeof manifestSchema>
+export type D1DatabaseEntry = NonNullable<WorkerManifest['d1Databases']>[number]
+
+/** The id the host keeps a database under: `id`, else `databaseName`, else the binding name. */
+export function d1DatabaseIdOf(database: D1DatabaseEntry): string {
+  return database.id ?? database.databaseName ?? database.binding
+}
 export type WorkerLock = z.infer<typeof lockSchema>
 export type JsonObject = z.infer<typeof jsonObject>
 
@@ -232,6 +256,8 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   if (duplicateObject !== undefined) refuse(`key "durableObjects" binds ${JSON.stringify(duplicateObject)} more than once`)
   const duplicateNamespace = firstDuplicate((manifest.kvNamespaces ?? []).map((namespace) => namespace.binding))
   if (duplicateNamespace !== undefined) refuse(`key "kvNamespaces" binds ${JSON.stringify(duplicateNamespace)} more than once`)
+  const duplicateDatabase = firstDuplicate((manifest.d1Databases ?? []).map((database) => database.binding))
+  if (duplicateDatabase !== undefined) refuse(`key "d1Databases" binds ${JSON.stringify(duplicateDatabase)} more than once`)
   const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
   if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
   // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
@@ -244,6 +270,7 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     ...(manifest.durableObjects ?? []).map((object, index): [string, string] => [object.binding, `durableObjects[${index}].binding`]),
     ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
     ...(manifest.kvNamespaces ?? []).map((namespace, index): [string, string] => [namespace.binding, `kvNamespaces[${index}].binding`]),
+    ...(manifest.d1Databases ?? []).map((database, index): [string, string] => [database.binding, `d1Databases[${index}].binding`]),
     ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
   ]
   for (const [name, key] of claims) {

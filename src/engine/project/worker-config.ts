@@ -4,7 +4,7 @@
 import type {WorkerBinding} from '../../protocol/worker-bindings.js'
 import type {ScriptModule} from '../../provider/types.js'
 import type {BundleModule} from './bundle.js'
-import {moduleEntriesOf, STATIC_DATA_BINDING, type WorkerManifest} from './manifest.js'
+import {d1DatabaseIdOf, moduleEntriesOf, STATIC_DATA_BINDING, type WorkerManifest} from './manifest.js'
 import {staticDataOf} from './version-digests.js'
 
 /** The bundle's modules (tuple order) with their types. */
@@ -26,6 +26,7 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     {type: 'json', name: STATIC_DATA_BINDING, json: staticDataOf(manifest)},
     ...(manifest.durableObjects ?? []).map((object): WorkerBinding => ({type: 'durable_object', name: object.binding, className: object.className})),
     ...(manifest.kvNamespaces ?? []).map((namespace): WorkerBinding => ({type: 'kv_namespace', name: namespace.binding, namespaceId: namespace.id})),
+    ...(manifest.d1Databases ?? []).map((database): WorkerBinding => ({type: 'd1_database', name: database.binding, databaseId: d1DatabaseIdOf(database)})),
     ...(manifest.services ?? []).map((service): WorkerBinding => {
       const scriptName = services.get(service.binding)
       if (scriptName === undefined) throw new Error(`service binding ${service.binding} was not resolved`)

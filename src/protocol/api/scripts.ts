@@ -58,6 +58,9 @@ export const moduleUploadSchema = z.strictObject({
 /** A KV namespace id: wrangler's `id` (Cloudflare's are 32 hex), or the binding name when there is none. */
 export const KV_NAMESPACE_ID_PATTERN = /^[\x21-\x7e]{1,128}$/
 const kvNamespaceIdSchema = z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'})
+/** A D1 database id: wrangler's `database_id` (Cloudflare's are UUIDs), else its `database_name`, else the binding name. */
+export const D1_DATABASE_ID_PATTERN = KV_NAMESPACE_ID_PATTERN
+const d1DatabaseIdSchema = z.string().regex(D1_DATABASE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'})
 
 export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('plain_text'), name: identifierSchema, text: z.string()}),
@@ -74,6 +77,8 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('assets'), name: identifierSchema}),
   /** A KV namespace of the script's own, named by its id; the host keeps its data (README "KV namespaces"). */
   z.strictObject({type: z.literal('kv_namespace'), name: identifierSchema, namespaceId: kvNamespaceIdSchema}),
+  /** A D1 database of the script's own, named by its id; the host keeps its data (README "D1 databases"). */
+  z.strictObject({type: z.literal('d1_database'), name: identifierSchema, databaseId: d1DatabaseIdSchema}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -131,7 +136,7 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace', 'd1_database']),
   name: z.string(),
   className: z.string().optional(),
   script: z.string().optional(),

@@ -46,7 +46,6 @@ const IGNORED_KEYS = new Set([
  */
 const REFUSED_BINDINGS = new Set([
   'r2_buckets',
-  'd1_databases',
   'queues',
   'analytics_engine_datasets',
   'ai',
@@ -109,6 +108,19 @@ const wranglerSchema = z.object({
   triggers: z.object({crons: z.array(z.string()).optional()}).optional(),
   /** The host keeps the namespaces (`id` names one; wrangler 4 allows none, as on-prem: then the binding names it). `preview_id` is for remote dev only. */
   kv_namespaces: z.array(z.object({binding: z.string(), id: z.string().optional(), preview_id: z.string().optional()})).optional(),
+  /** The host keeps the databases (`database_id` names one, else `database_name`, else the binding). `preview_database_id` is for remote dev only. */
+  d1_databases: z
+    .array(
+      z.object({
+        binding: z.string(),
+        database_name: z.string().optional(),
+        database_id: z.string().optional(),
+        preview_database_id: z.string().optional(),
+        migrations_dir: z.string().optional(),
+        migrations_table: z.string().optional(),
+      }),
+    )
+    .optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),
   base_dir: z.string().optional(),

@@ -146,6 +146,17 @@ export async function stageWranglerProject(project: string, configFile: string, 
     ...(config.kv_namespaces?.length
       ? {kvNamespaces: config.kv_namespaces.map((namespace) => ({binding: namespace.binding, id: namespace.id ?? namespace.binding}))}
       : {}),
+    ...(config.d1_databases?.length
+      ? {
+          d1Databases: config.d1_databases.map((database) => ({
+            binding: database.binding,
+            ...(database.database_name === undefined ? {} : {databaseName: database.database_name}),
+            ...(database.database_id === undefined ? {} : {id: database.database_id}),
+            ...(database.migrations_dir === undefined ? {} : {migrationsDir: database.migrations_dir}),
+            ...(database.migrations_table === undefined ? {} : {migrationsTable: database.migrations_table}),
+          })),
+        }
+      : {}),
     // On-prem a service is a department of the same company: `service` names the department.
     ...(config.services?.length
       ? {
