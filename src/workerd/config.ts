@@ -30,6 +30,7 @@ import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BIN
 import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
+import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
@@ -121,7 +122,12 @@ export function renderShardConfig(
   const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage))
+    services.push(
+      renderWorker(script, options, storage, {tailed}),
+      ...renderServiceBindingTargets(script, options),
+      ...renderKvServices(script, storage),
+      ...renderR2Services(script, storage),
+    )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
@@ -164,7 +170,12 @@ const LOADER_SERVICES_SERVICE = 'edgeworkers-services'
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
   const workers = scripts.flatMap((script) => {
     const storage = usesDurableObjects(script) ? 'memory' : null
-    return [renderWorker(script, options, storage, {checked: true}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage)]
+    return [
+      renderWorker(script, options, storage, {checked: true}),
+      ...renderServiceBindingTargets(script, options),
+      ...renderKvServices(script, storage),
+      ...renderR2Services(script, storage),
+    ]
   })
   return renderConfig(
     [...workers, renderEgress(options.egressAllow)],
@@ -173,9 +184,9 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
-/** Whether the script has Durable Object storage: its own classes, or its KV namespaces (./kv-config.ts). */
+/** Whether the script has Durable Object storage: its own classes, its KV namespaces (./kv-config.ts) or R2 buckets (./r2-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
-  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script)
+  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script) || usesR2Buckets(script)
 }
 
 /** Each socket is named after the service it serves. */
@@ -225,6 +236,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       // The unique key names the storage directory and derives object ids: it must never change.
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
     } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
+    else if (binding.type === 'r2_bucket') bindings.push(renderR2Binding(script.name, binding))
   }
 
   const fields = [

@@ -21,6 +21,7 @@ export interface DeployPlan {
     staticData: boolean
     durableObjects: Array<{binding: string; className: string}>
     kvNamespaces: Array<{binding: string; id: string}>
+    r2Buckets: Array<{binding: string; bucketName: string}>
     /** Cron triggers (UTC) the host runs scheduled() on. */
     crons: string[]
     services: Array<{binding: string; department: string}>
@@ -54,6 +55,7 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
       staticData: manifest.staticData !== undefined,
       durableObjects: manifest.durableObjects ?? [],
       kvNamespaces: manifest.kvNamespaces ?? [],
+      r2Buckets: manifest.r2Buckets ?? [],
       crons: manifest.crons ?? [],
       services: manifest.services ?? [],
     },

@@ -10,6 +10,7 @@
 //     "builderPolicy": "department-worker-project-v2.9", see ../capabilities.ts
 //     "durableObjects": [{"binding": "COUNTER", "className": "Counter"}],   optional
 //     "kvNamespaces": [{"binding": "CACHE", "id": "cache"}],              optional, the host keeps the data
+//     "r2Buckets": [{"binding": "FILES", "bucketName": "files"}],         optional, the host keeps the objects
 //     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
@@ -30,6 +31,8 @@ import {
   cronListSchema,
   identifierSchema,
   KV_NAMESPACE_ID_PATTERN,
+  R2_BUCKET_NAME_PATTERN,
+  R2_BUCKET_NAME_RULE,
   moduleNameSchema,
   moduleTypes,
   SERVICE_ACCOUNTS_BINDING,
@@ -114,6 +117,11 @@ const manifestSchema = z.strictObject({
         id: z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'}),
       }),
     )
+    .max(64)
+    .optional(),
+  /** A bucket belongs to this department's Worker: another Worker naming the same bucket has its own. */
+  r2Buckets: z
+    .array(z.strictObject({binding: identifierSchema, bucketName: z.string().regex(R2_BUCKET_NAME_PATTERN, {error: R2_BUCKET_NAME_RULE})}))
     .max(64)
     .optional(),
   vars: z.record(identifierSchema, z.json()).optional(),
@@ -232,6 +240,8 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   if (duplicateObject !== undefined) refuse(`key "durableObjects" binds ${JSON.stringify(duplicateObject)} more than once`)
   const duplicateNamespace = firstDuplicate((manifest.kvNamespaces ?? []).map((namespace) => namespace.binding))
   if (duplicateNamespace !== undefined) refuse(`key "kvNamespaces" binds ${JSON.stringify(duplicateNamespace)} more than once`)
+  const duplicateBucket = firstDuplicate((manifest.r2Buckets ?? []).map((bucket) => bucket.binding))
+  if (duplicateBucket !== undefined) refuse(`key "r2Buckets" binds ${JSON.stringify(duplicateBucket)} more than once`)
   const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
   if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
   // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
@@ -244,6 +254,7 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     ...(manifest.durableObjects ?? []).map((object, index): [string, string] => [object.binding, `durableObjects[${index}].binding`]),
     ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
     ...(manifest.kvNamespaces ?? []).map((namespace, index): [string, string] => [namespace.binding, `kvNamespaces[${index}].binding`]),
+    ...(manifest.r2Buckets ?? []).map((bucket, index): [string, string] => [bucket.binding, `r2Buckets[${index}].binding`]),
     ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
   ]
   for (const [name, key] of claims) {

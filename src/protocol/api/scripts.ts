@@ -59,6 +59,10 @@ export const moduleUploadSchema = z.strictObject({
 export const KV_NAMESPACE_ID_PATTERN = /^[\x21-\x7e]{1,128}$/
 const kvNamespaceIdSchema = z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'})
 
+/** An R2 bucket name, R2's rule: 3–63 lowercase letters, digits and "-", starting and ending with a letter or digit. */
+export const R2_BUCKET_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/
+export const R2_BUCKET_NAME_RULE = 'must be 3–63 lowercase letters, digits or "-", starting and ending with a letter or digit'
+
 export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('plain_text'), name: identifierSchema, text: z.string()}),
   z.strictObject({type: z.literal('json'), name: identifierSchema, json: z.json()}),
@@ -74,6 +78,8 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('assets'), name: identifierSchema}),
   /** A KV namespace of the script's own, named by its id; the host keeps its data (README "KV namespaces"). */
   z.strictObject({type: z.literal('kv_namespace'), name: identifierSchema, namespaceId: kvNamespaceIdSchema}),
+  /** An R2 bucket of the script's own, named by its bucket name; the host keeps its objects (README "R2 buckets"). */
+  z.strictObject({type: z.literal('r2_bucket'), name: identifierSchema, bucketName: z.string().regex(R2_BUCKET_NAME_PATTERN, {error: R2_BUCKET_NAME_RULE})}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -131,7 +137,7 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace', 'r2_bucket']),
   name: z.string(),
   className: z.string().optional(),
   script: z.string().optional(),
