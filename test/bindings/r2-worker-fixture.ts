@@ -5,7 +5,7 @@
 // is shown by its kind only.
 import {createHash} from 'node:crypto'
 
-/** The Worker: POST {binding?, op, key?, keys?, value?, options?, read?, parts?, then?} → {result} or {error}. */
+/** The Worker: POST {binding?, op, key?, keys?, value?, options?, read?, parts?, finish?} → {result} or {error}. */
 export const R2_WORKER = `
 const hex = (buffer) => [...new Uint8Array(buffer)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 async function digest(buffer) {
@@ -60,7 +60,7 @@ async function shown(object, read) {
   return plain;
 }
 const listed = async (page) => ({...page, cursor: page.cursor === undefined ? "absent" : "a cursor", objects: await Promise.all(page.objects.map((object) => shown(object)))});
-async function multipart(bucket, {key, options, parts = [], then = "complete"}) {
+async function multipart(bucket, {key, options, parts = [], finish = "complete"}) {
   const upload = await bucket.createMultipartUpload(key, optionsOf(options));
   const steps = {key: upload.key, uploadId: typeof upload.uploadId};
   const uploaded = [];
@@ -74,15 +74,15 @@ async function multipart(bucket, {key, options, parts = [], then = "complete"}) 
       steps[name] = {error: String(error)};
     }
   };
-  if (then === "complete") await attempt("complete", async () => shown(await again.complete(uploaded)));
-  if (then === "reversed") await attempt("complete", async () => shown(await again.complete([...uploaded].reverse())));
-  if (then === "wrongEtag") await attempt("complete", async () => shown(await again.complete(uploaded.map((part) => ({...part, etag: "nope"})))));
-  if (then === "abort") {
+  if (finish === "complete") await attempt("complete", async () => shown(await again.complete(uploaded)));
+  if (finish === "reversed") await attempt("complete", async () => shown(await again.complete([...uploaded].reverse())));
+  if (finish === "wrongEtag") await attempt("complete", async () => shown(await again.complete(uploaded.map((part) => ({...part, etag: "nope"})))));
+  if (finish === "abort") {
     await attempt("abort", () => again.abort());
     await attempt("complete", async () => shown(await again.complete(uploaded)));
     await attempt("uploadPart", async () => (await again.uploadPart(9, "late")).partNumber);
   }
-  if (then === "completeTwice") {
+  if (finish === "completeTwice") {
     await attempt("complete", async () => shown(await again.complete(uploaded)));
     await attempt("completeAgain", async () => shown(await again.complete(uploaded)));
   }
@@ -128,7 +128,7 @@ export interface R2Step {
   options?: Record<string, unknown>
   read?: 'text' | 'json' | 'arrayBuffer' | 'stream' | 'blob'
   parts?: unknown[]
-  then?: 'complete' | 'reversed' | 'wrongEtag' | 'abort' | 'completeTwice'
+  finish?: 'complete' | 'reversed' | 'wrongEtag' | 'abort' | 'completeTwice'
 }
 
 const md5 = (text: string): string => createHash('md5').update(text).digest('hex')
@@ -138,12 +138,32 @@ const repeat = (bytes: number, byte: number) => ({repeat: {bytes, byte}})
 
 export const R2_STEPS: R2Step[] = [
   // put: a string, bytes, a stream, a Blob; metadata; what head and get answer for each.
-  {op: 'put', key: 'hello.txt', value: 'hello world', options: {httpMetadata: {contentType: 'text/plain', cacheControl: 'max-age=60'}, customMetadata: {owner: 'ana', n: '1'}}},
+  {
+    op: 'put',
+    key: 'hello.txt',
+    value: 'hello world',
+    options: {httpMetadata: {contentType: 'text/plain', cacheControl: 'max-age=60'}, customMetadata: {owner: 'ana', n: '1'}},
+  },
   {op: 'head', key: 'hello.txt'},
   {op: 'get', key: 'hello.txt', read: 'text'},
   {op: 'get', key: 'hello.txt', read: 'stream'},
   {op: 'get', key: 'hello.txt', read: 'blob'},
-  {op: 'put', key: 'data.json', value: '{"a":[1,2,3]}', options: {httpMetadata: {headers: {'content-type': 'application/json', 'content-language': 'en', 'content-disposition': 'inline', 'content-encoding': 'identity', expires: 'Wed, 21 Oct 2037 07:28:00 GMT'}}}},
+  {
+    op: 'put',
+    key: 'data.json',
+    value: '{"a":[1,2,3]}',
+    options: {
+      httpMetadata: {
+        headers: {
+          'content-type': 'application/json',
+          'content-language': 'en',
+          'content-disposition': 'inline',
+          'content-encoding': 'identity',
+          expires: 'Wed, 21 Oct 2037 07:28:00 GMT',
+        },
+      },
+    },
+  },
   {op: 'get', key: 'data.json', read: 'json'},
   {op: 'put', key: 'bytes.bin', value: {bytes: [0, 1, 2, 250, 255]}, options: {httpMetadata: {cacheExpiry: '2037-10-21T07:28:00.000Z'}}},
   {op: 'get', key: 'bytes.bin', read: 'arrayBuffer'},
@@ -247,23 +267,28 @@ export const R2_STEPS: R2Step[] = [
   {binding: 'ARCHIVE', op: 'list'},
   {op: 'get', key: 'hello.txt', read: 'text'},
   // multipart uploads: R2's rules on part sizes and etags, abort, resume
-  {op: 'multipart', key: 'big.bin', options: {httpMetadata: {contentType: 'application/octet-stream'}, customMetadata: {parts: '2'}}, parts: [repeat(5 * MIB, 1), repeat(1000, 2)]},
+  {
+    op: 'multipart',
+    key: 'big.bin',
+    options: {httpMetadata: {contentType: 'application/octet-stream'}, customMetadata: {parts: '2'}},
+    parts: [repeat(5 * MIB, 1), repeat(1000, 2)],
+  },
   {op: 'get', key: 'big.bin', read: 'arrayBuffer'},
   {op: 'get', key: 'big.bin', read: 'arrayBuffer', options: {range: {offset: 5 * MIB - 5, length: 10}}},
   {op: 'head', key: 'big.bin'},
   {op: 'multipart', key: 'three.bin', parts: [repeat(5 * MIB, 3), repeat(5 * MIB, 4), {stream: repeat(10, 5)}]},
   {op: 'get', key: 'three.bin', read: 'stream'},
   {op: 'get', key: 'three.bin', read: 'arrayBuffer', options: {range: {offset: 5 * MIB - 1, length: 5 * MIB + 2}}},
-  {op: 'multipart', key: 'reversed.bin', parts: [repeat(5 * MIB, 6), repeat(5 * MIB, 7)], then: 'reversed'},
+  {op: 'multipart', key: 'reversed.bin', parts: [repeat(5 * MIB, 6), repeat(5 * MIB, 7)], finish: 'reversed'},
   {op: 'get', key: 'reversed.bin', read: 'stream', options: {range: {suffix: 5 * MIB + 1}}},
   {op: 'multipart', key: 'three.bin', parts: ['replaced by one part']},
   {op: 'get', key: 'three.bin', read: 'text'},
   {op: 'multipart', key: 'small-parts', parts: ['tiny', 'parts']},
   {op: 'multipart', key: 'one-part', parts: ['just one']},
   {op: 'get', key: 'one-part', read: 'text'},
-  {op: 'multipart', key: 'wrong', parts: ['a'], then: 'wrongEtag'},
-  {op: 'multipart', key: 'aborted', parts: ['a'], then: 'abort'},
+  {op: 'multipart', key: 'wrong', parts: ['a'], finish: 'wrongEtag'},
+  {op: 'multipart', key: 'aborted', parts: ['a'], finish: 'abort'},
   {op: 'head', key: 'aborted'},
-  {op: 'multipart', key: 'twice', parts: ['a'], then: 'completeTwice'},
+  {op: 'multipart', key: 'twice', parts: ['a'], finish: 'completeTwice'},
   {op: 'multipart', key: 'uneven', parts: [repeat(5 * MIB, 1), repeat(5 * MIB + 1, 2), 'end']},
 ]

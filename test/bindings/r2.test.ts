@@ -174,15 +174,26 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     }
   })
 
-  test('bad r2_buckets are refused in one line, exit 2, nothing deployed', async () => {
+  test('bad r2_buckets are refused in one line, exit 2, nothing deployed', {timeout: 240_000}, async () => {
     const department = `d${++departments}`
     expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
     const toml = (...lines: string[]) => ['name = "x"', 'main = "worker.js"', 'compatibility_date = "2025-06-01"', ...lines].join('\n')
     const manifest = (extra: Record<string, unknown>) =>
-      JSON.stringify({name: 'x', main: 'worker.js', modules: ['worker.js'], compatibilityDate: '2025-06-01', builderPolicy: 'department-worker-project-v2.9', ...extra})
+      JSON.stringify({
+        name: 'x',
+        main: 'worker.js',
+        modules: ['worker.js'],
+        compatibilityDate: '2025-06-01',
+        builderPolicy: 'department-worker-project-v2.9',
+        ...extra,
+      })
     const rule = 'must be 3–63 lowercase letters, digits or "-", starting and ending with a letter or digit'
     const refusals: Array<[string, Record<string, string>, string]> = [
-      ['bad-binding', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "not an identifier"', 'bucket_name = "files"')}, 'key "r2Buckets[0].binding" must be an identifier'],
+      [
+        'bad-binding',
+        {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "not an identifier"', 'bucket_name = "files"')},
+        'key "r2Buckets[0].binding" must be an identifier',
+      ],
       ['upper', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "Files"')}, `key "r2Buckets[0].bucketName" ${rule}`],
       ['short', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "ab"')}, `key "r2Buckets[0].bucketName" ${rule}`],
       ['dash-end', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "files-"')}, `key "r2Buckets[0].bucketName" ${rule}`],
@@ -217,7 +228,11 @@ function objectsOnDisk(hostDataDir: string, script: string): Array<{bucket: stri
     const db = new Database(path.join(dir, name), {readonly: true})
     try {
       const bucket = (db.prepare('SELECT name FROM bucket').get() as {name: string}).name
-      const rows = db.prepare('SELECT key, (SELECT group_concat(data, \'\') FROM (SELECT data FROM chunks WHERE chunks.blob = objects.blob ORDER BY start)) AS bytes FROM objects').all() as Array<{key: string; bytes: Buffer | string}>
+      const rows = db
+        .prepare(
+          "SELECT key, (SELECT group_concat(data, '') FROM (SELECT data FROM chunks WHERE chunks.blob = objects.blob ORDER BY start)) AS bytes FROM objects",
+        )
+        .all() as Array<{key: string; bytes: Buffer | string}>
       for (const row of rows) objects.push({bucket, key: row.key, bytes: row.bytes.toString()})
     } finally {
       db.close()

@@ -145,7 +145,12 @@ export async function stageWranglerProject(project: string, configFile: string, 
       ? {kvNamespaces: config.kv_namespaces.map((namespace) => ({binding: namespace.binding, id: namespace.id ?? namespace.binding}))}
       : {}),
     ...(config.r2_buckets?.length
-      ? {r2Buckets: config.r2_buckets.map((bucket) => ({binding: bucket.binding, bucketName: bucket.bucket_name ?? bucket.binding.toLowerCase().replaceAll('_', '-')}))}
+      ? {
+          r2Buckets: config.r2_buckets.map((bucket) => ({
+            binding: bucket.binding,
+            bucketName: bucket.bucket_name ?? bucket.binding.toLowerCase().replaceAll('_', '-'),
+          })),
+        }
       : {}),
     // On-prem a service is a department of the same company: `service` names the department.
     ...(config.services?.length
