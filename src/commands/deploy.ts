@@ -145,6 +145,7 @@ function renderPlan(plan: DeployPlan): string {
     `crons        ${list(plan.bindings.crons)}`,
     `kv           ${list(plan.bindings.kvNamespaces.map((namespace) => `${namespace.binding} → ${namespace.id}`))}`,
     `d1           ${list(plan.bindings.d1Databases.map((database) => `${database.binding} → ${database.id}`))}`,
+    `r2           ${list(plan.bindings.r2Buckets.map((bucket) => `${bucket.binding} → ${bucket.bucketName}`))}`,
     `services     ${list(plan.bindings.services.map((service) => `${service.binding} → department ${service.department}`))}`,
     `packages     ${list(Object.entries(plan.dependencies).map(([name, version]) => `${name}@${version}`))}`,
     table(

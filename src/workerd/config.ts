@@ -31,6 +31,7 @@ import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
 import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
+import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
@@ -127,6 +128,7 @@ export function renderShardConfig(
       ...renderServiceBindingTargets(script, options),
       ...renderKvServices(script, storage),
       ...renderD1Services(script, storage),
+      ...renderR2Services(script, storage),
     )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
@@ -181,6 +183,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
       ...renderServiceBindingTargets(script, options),
       ...renderKvServices(script, storage),
       ...renderD1Services(script, storage),
+      ...renderR2Services(script, storage),
     ]
   })
   return renderConfig(
@@ -190,9 +193,14 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
-/** Whether the script has Durable Object storage: its own classes, its KV namespaces (./kv-config.ts) or D1 databases (./d1-config.ts). */
+/** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases or R2 buckets (./kv-config.ts, ./d1-config.ts, ./r2-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
-  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script) || usesD1Databases(script)
+  return (
+    script.bindings.some((binding) => binding.type === 'durable_object_namespace') ||
+    usesKvNamespaces(script) ||
+    usesD1Databases(script) ||
+    usesR2Buckets(script)
+  )
 }
 
 /** Each socket is named after the service it serves. */
@@ -243,6 +251,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
     } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
     else if (binding.type === 'd1_database') bindings.push(renderD1Binding(script.name, binding))
+    else if (binding.type === 'r2_bucket') bindings.push(renderR2Binding(script.name, binding))
   }
 
   const fields = [

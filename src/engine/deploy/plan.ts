@@ -22,6 +22,7 @@ export interface DeployPlan {
     durableObjects: Array<{binding: string; className: string}>
     kvNamespaces: Array<{binding: string; id: string}>
     d1Databases: Array<{binding: string; id: string}>
+    r2Buckets: Array<{binding: string; bucketName: string}>
     /** Cron triggers (UTC) the host runs scheduled() on. */
     crons: string[]
     services: Array<{binding: string; department: string}>
@@ -56,6 +57,7 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
       durableObjects: manifest.durableObjects ?? [],
       kvNamespaces: manifest.kvNamespaces ?? [],
       d1Databases: (manifest.d1Databases ?? []).map((database) => ({binding: database.binding, id: d1DatabaseIdOf(database)})),
+      r2Buckets: manifest.r2Buckets ?? [],
       crons: manifest.crons ?? [],
       services: manifest.services ?? [],
     },

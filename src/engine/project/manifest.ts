@@ -12,6 +12,7 @@
 //     "kvNamespaces": [{"binding": "CACHE", "id": "cache"}],              optional, the host keeps the data
 //     "d1Databases": [{"binding": "DB", "databaseName": "app", "id": "…"}], optional, the host keeps the data;
 //                                                        also "migrationsDir", "migrationsTable" (wrangler's)
+//     "r2Buckets": [{"binding": "FILES", "bucketName": "files"}],         optional, the host keeps the objects
 //     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
@@ -33,6 +34,8 @@ import {
   identifierSchema,
   D1_DATABASE_ID_PATTERN,
   KV_NAMESPACE_ID_PATTERN,
+  R2_BUCKET_NAME_PATTERN,
+  R2_BUCKET_NAME_RULE,
   moduleNameSchema,
   moduleTypes,
   SERVICE_ACCOUNTS_BINDING,
@@ -132,6 +135,11 @@ const manifestSchema = z.strictObject({
         migrationsTable: identifierSchema.optional(),
       }),
     )
+    .max(64)
+    .optional(),
+  /** A bucket belongs to this department's Worker: another Worker naming the same bucket has its own. */
+  r2Buckets: z
+    .array(z.strictObject({binding: identifierSchema, bucketName: z.string().regex(R2_BUCKET_NAME_PATTERN, {error: R2_BUCKET_NAME_RULE})}))
     .max(64)
     .optional(),
   vars: z.record(identifierSchema, z.json()).optional(),
@@ -258,6 +266,8 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   if (duplicateNamespace !== undefined) refuse(`key "kvNamespaces" binds ${JSON.stringify(duplicateNamespace)} more than once`)
   const duplicateDatabase = firstDuplicate((manifest.d1Databases ?? []).map((database) => database.binding))
   if (duplicateDatabase !== undefined) refuse(`key "d1Databases" binds ${JSON.stringify(duplicateDatabase)} more than once`)
+  const duplicateBucket = firstDuplicate((manifest.r2Buckets ?? []).map((bucket) => bucket.binding))
+  if (duplicateBucket !== undefined) refuse(`key "r2Buckets" binds ${JSON.stringify(duplicateBucket)} more than once`)
   const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
   if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
   // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
@@ -271,6 +281,7 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
     ...(manifest.kvNamespaces ?? []).map((namespace, index): [string, string] => [namespace.binding, `kvNamespaces[${index}].binding`]),
     ...(manifest.d1Databases ?? []).map((database, index): [string, string] => [database.binding, `d1Databases[${index}].binding`]),
+    ...(manifest.r2Buckets ?? []).map((bucket, index): [string, string] => [bucket.binding, `r2Buckets[${index}].binding`]),
     ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
   ]
   for (const [name, key] of claims) {

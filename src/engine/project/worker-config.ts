@@ -15,7 +15,7 @@ export function scriptModulesOf(manifest: WorkerManifest, modules: readonly Bund
 
 /**
  * The Worker's env: vars (a string is a text binding, any other JSON value a JSON binding), the
- * static data as env.STATIC_DATA, the Durable Object and KV namespaces, and the service bindings with
+ * static data as env.STATIC_DATA, the Durable Object and KV namespaces, the R2 buckets, and the service bindings with
  * their targets' script names (`services`: binding name → script name).
  */
 export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap<string, string>): WorkerBinding[] {
@@ -27,6 +27,7 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     ...(manifest.durableObjects ?? []).map((object): WorkerBinding => ({type: 'durable_object', name: object.binding, className: object.className})),
     ...(manifest.kvNamespaces ?? []).map((namespace): WorkerBinding => ({type: 'kv_namespace', name: namespace.binding, namespaceId: namespace.id})),
     ...(manifest.d1Databases ?? []).map((database): WorkerBinding => ({type: 'd1_database', name: database.binding, databaseId: d1DatabaseIdOf(database)})),
+    ...(manifest.r2Buckets ?? []).map((bucket): WorkerBinding => ({type: 'r2_bucket', name: bucket.binding, bucketName: bucket.bucketName})),
     ...(manifest.services ?? []).map((service): WorkerBinding => {
       const scriptName = services.get(service.binding)
       if (scriptName === undefined) throw new Error(`service binding ${service.binding} was not resolved`)

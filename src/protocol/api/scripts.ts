@@ -62,6 +62,10 @@ const kvNamespaceIdSchema = z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'm
 export const D1_DATABASE_ID_PATTERN = KV_NAMESPACE_ID_PATTERN
 const d1DatabaseIdSchema = z.string().regex(D1_DATABASE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'})
 
+/** An R2 bucket name, R2's rule: 3–63 lowercase letters, digits and "-", starting and ending with a letter or digit. */
+export const R2_BUCKET_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/
+export const R2_BUCKET_NAME_RULE = 'must be 3–63 lowercase letters, digits or "-", starting and ending with a letter or digit'
+
 export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('plain_text'), name: identifierSchema, text: z.string()}),
   z.strictObject({type: z.literal('json'), name: identifierSchema, json: z.json()}),
@@ -79,6 +83,8 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('kv_namespace'), name: identifierSchema, namespaceId: kvNamespaceIdSchema}),
   /** A D1 database of the script's own, named by its id; the host keeps its data (README "D1 databases"). */
   z.strictObject({type: z.literal('d1_database'), name: identifierSchema, databaseId: d1DatabaseIdSchema}),
+  /** An R2 bucket of the script's own, named by its bucket name; the host keeps its objects (README "R2 buckets"). */
+  z.strictObject({type: z.literal('r2_bucket'), name: identifierSchema, bucketName: z.string().regex(R2_BUCKET_NAME_PATTERN, {error: R2_BUCKET_NAME_RULE})}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -136,7 +142,7 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace', 'd1_database']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace', 'd1_database', 'r2_bucket']),
   name: z.string(),
   className: z.string().optional(),
   script: z.string().optional(),

@@ -45,7 +45,6 @@ const IGNORED_KEYS = new Set([
  * fail at its first request. Refused at build time instead.
  */
 const REFUSED_BINDINGS = new Set([
-  'r2_buckets',
   'queues',
   'analytics_engine_datasets',
   'ai',
@@ -120,6 +119,10 @@ const wranglerSchema = z.object({
         migrations_table: z.string().optional(),
       }),
     )
+    .optional(),
+  /** The host keeps the buckets (`bucket_name` names one; none, as wrangler 4 allows: the binding, lowercased). `preview_bucket_name`, `jurisdiction` are Cloudflare's. */
+  r2_buckets: z
+    .array(z.object({binding: z.string(), bucket_name: z.string().optional(), preview_bucket_name: z.string().optional(), jurisdiction: z.string().optional()}))
     .optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),

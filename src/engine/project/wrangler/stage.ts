@@ -157,6 +157,14 @@ export async function stageWranglerProject(project: string, configFile: string, 
           })),
         }
       : {}),
+    ...(config.r2_buckets?.length
+      ? {
+          r2Buckets: config.r2_buckets.map((bucket) => ({
+            binding: bucket.binding,
+            bucketName: bucket.bucket_name ?? bucket.binding.toLowerCase().replaceAll('_', '-'),
+          })),
+        }
+      : {}),
     // On-prem a service is a department of the same company: `service` names the department.
     ...(config.services?.length
       ? {
