@@ -136,6 +136,10 @@ function renderPlan(plan: DeployPlan): string {
     `objects      ${list(plan.bindings.durableObjects.map((object) => `${object.binding} → ${object.className}`))}`,
     `crons        ${list(plan.bindings.crons)}`,
     `kv           ${list(plan.bindings.kvNamespaces.map((namespace) => `${namespace.binding} → ${namespace.id}`))}`,
+    `queues       ${list([
+      ...plan.bindings.queues.producers.map((producer) => `${producer.binding} → ${producer.queue}`),
+      ...plan.bindings.queues.consumers.map((consumer) => `consumes ${consumer.queue}`),
+    ])}`,
     `services     ${list(plan.bindings.services.map((service) => `${service.binding} → department ${service.department}`))}`,
     `packages     ${list(Object.entries(plan.dependencies).map(([name, version]) => `${name}@${version}`))}`,
     table(

@@ -9,6 +9,8 @@ export type WorkerBinding =
   | {type: 'durable_object'; name: string; className: string}
   /** A KV namespace the host keeps for this Worker alone. */
   | {type: 'kv_namespace'; name: string; namespaceId: string}
+  /** `env.<name>.send()` / `sendBatch()` onto a queue of this Worker's own; `deliveryDelay` in seconds. */
+  | {type: 'queue'; name: string; queue: string; deliveryDelay: number}
   /** `env.<name>.fetch()` reaches the current release of `scriptName`, wherever it runs. */
   | {type: 'service'; name: string; scriptName: string}
   /** `env.<name>.fetch(request)` answers from the Worker's own static assets. */
@@ -28,5 +30,7 @@ export function wireBindingOf(binding: WorkerBinding): Binding {
       return {type: 'assets', name: binding.name}
     case 'kv_namespace':
       return {type: 'kv_namespace', name: binding.name, namespaceId: binding.namespaceId}
+    case 'queue':
+      return {type: 'queue', name: binding.name, queue: binding.queue, deliveryDelay: binding.deliveryDelay}
   }
 }

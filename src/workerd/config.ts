@@ -31,6 +31,7 @@ import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
 import {capnpString} from './capnp.js'
+import {renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
 
@@ -79,17 +80,23 @@ export function serviceTargetOf(script: {name: string}, binding: Binding): strin
 /**
  * The validation sandbox runs each script behind this module, as its main: it imports the real
  * main module and throws — so workerd refuses to start, naming the script — when there is no
- * default export with a fetch handler (every Worker answers its own route) or a Durable Object class
+ * default export with a fetch handler (every Worker answers its own route), a queue consumer has no
+ * queue handler, or a Durable Object class
  * the bindings name is not exported (workerd itself only warns about that).
  */
 export const CHECK_MODULE = '__edgeworkers_check__.js'
 
-function checkModuleSource(mainModule: string, classNames: string[]): string {
+function checkModuleSource(mainModule: string, classNames: string[], consumesQueues: boolean): string {
   const main = JSON.stringify(mainModule)
   return [
     `import * as main from ${main};`,
     'const handler = main.default;',
     `if (typeof handler?.fetch !== "function" && typeof handler?.prototype?.fetch !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} has no default export with a fetch handler`)});`,
+    ...(consumesQueues
+      ? [
+          `if (typeof handler?.queue !== "function" && typeof handler?.prototype?.queue !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} consumes queues but its default export has no queue handler`)});`,
+        ]
+      : []),
     ...classNames.map(
       (className) =>
         `if (typeof main[${JSON.stringify(className)}] !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} does not export the Durable Object class ${className}`)});`,
@@ -122,6 +129,7 @@ export function renderShardConfig(
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
     services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage))
+    services.push(...renderQueueServices(script, storage, true))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
@@ -164,7 +172,12 @@ const LOADER_SERVICES_SERVICE = 'edgeworkers-services'
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
   const workers = scripts.flatMap((script) => {
     const storage = usesDurableObjects(script) ? 'memory' : null
-    return [renderWorker(script, options, storage, {checked: true}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage)]
+    return [
+      renderWorker(script, options, storage, {checked: true}),
+      ...renderServiceBindingTargets(script, options),
+      ...renderKvServices(script, storage),
+      ...renderQueueServices(script, storage, false),
+    ]
   })
   return renderConfig(
     [...workers, renderEgress(options.egressAllow)],
@@ -173,9 +186,9 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
-/** Whether the script has Durable Object storage: its own classes, or its KV namespaces (./kv-config.ts). */
+/** Whether the script has Durable Object storage: its own classes, its KV namespaces (./kv-config.ts) or its queues (./queue-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
-  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script)
+  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script) || usesQueues(script)
 }
 
 /** Each socket is named after the service it serves. */
@@ -208,7 +221,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   )
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
-    moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames))})`)
+    moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames, script.queueConsumers.length > 0))})`)
   }
 
   const bindings = valueBindings(script).map((binding) =>
@@ -225,6 +238,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       // The unique key names the storage directory and derives object ids: it must never change.
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
     } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
+    else if (binding.type === 'queue') bindings.push(renderQueueBinding(script.name, binding))
   }
 
   const fields = [

@@ -11,6 +11,8 @@
 //     "durableObjects": [{"binding": "COUNTER", "className": "Counter"}],   optional
 //     "kvNamespaces": [{"binding": "CACHE", "id": "cache"}],              optional, the host keeps the data
 //     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
+//     "queues": {"producers": [{"binding": "JOBS", "queue": "jobs"}],       optional, the host keeps the messages
+//                "consumers": [{"queue": "jobs", "maxBatchSize": 10}]},      see ../../protocol/api/queues.ts
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
 //     "staticData": {"greeting": "hi"},                  optional JSON object, bound as env.STATIC_DATA
@@ -29,6 +31,10 @@ import {KitError} from '../../errors.js'
 import {
   cronListSchema,
   identifierSchema,
+  queueConsumerSettingsShape,
+  queueConsumersProblem,
+  queueDelaySchema,
+  queueNameSchema,
   KV_NAMESPACE_ID_PATTERN,
   moduleNameSchema,
   moduleTypes,
@@ -118,6 +124,19 @@ const manifestSchema = z.strictObject({
     .optional(),
   vars: z.record(identifierSchema, z.json()).optional(),
   crons: cronListSchema.optional(),
+  /** Queues of this department's Worker: it consumes what it produces (README "Queues"). */
+  queues: z
+    .strictObject({
+      producers: z
+        .array(z.strictObject({binding: identifierSchema, queue: queueNameSchema, deliveryDelay: queueDelaySchema.optional()}))
+        .max(64)
+        .optional(),
+      consumers: z
+        .array(z.strictObject({queue: queueNameSchema, ...queueConsumerSettingsShape}))
+        .max(64)
+        .optional(),
+    })
+    .optional(),
   services: z.array(serviceSchema).max(64).optional(),
   staticData: jsonObject.optional(),
   dependencies: z
@@ -232,6 +251,13 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   if (duplicateObject !== undefined) refuse(`key "durableObjects" binds ${JSON.stringify(duplicateObject)} more than once`)
   const duplicateNamespace = firstDuplicate((manifest.kvNamespaces ?? []).map((namespace) => namespace.binding))
   if (duplicateNamespace !== undefined) refuse(`key "kvNamespaces" binds ${JSON.stringify(duplicateNamespace)} more than once`)
+  const duplicateProducer = firstDuplicate((manifest.queues?.producers ?? []).map((producer) => producer.binding))
+  if (duplicateProducer !== undefined) refuse(`key "queues.producers" binds ${JSON.stringify(duplicateProducer)} more than once`)
+  const queues = queueConsumersProblem(
+    (manifest.queues?.producers ?? []).map((producer) => producer.queue),
+    manifest.queues?.consumers ?? [],
+  )
+  if (queues) refuse(`key "queues.${queues.index === null ? 'producers' : `consumers[${queues.index}]`}": ${queues.message}`)
   const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
   if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
   // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
@@ -244,6 +270,7 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     ...(manifest.durableObjects ?? []).map((object, index): [string, string] => [object.binding, `durableObjects[${index}].binding`]),
     ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
     ...(manifest.kvNamespaces ?? []).map((namespace, index): [string, string] => [namespace.binding, `kvNamespaces[${index}].binding`]),
+    ...(manifest.queues?.producers ?? []).map((producer, index): [string, string] => [producer.binding, `queues.producers[${index}].binding`]),
     ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
   ]
   for (const [name, key] of claims) {

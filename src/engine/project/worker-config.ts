@@ -1,6 +1,7 @@
 // What the edge host is told to run for a verified version: the bundle's modules with the types the
 // manifest gives them, the manifest's compatibility flags, and the Worker's env. One place, so the
 // build-time check (./check.ts) and the deploy task upload the same Worker.
+import {type QueueConsumer, queueConsumerOf} from '../../protocol/management-api.js'
 import type {WorkerBinding} from '../../protocol/worker-bindings.js'
 import type {ScriptModule} from '../../provider/types.js'
 import type {BundleModule} from './bundle.js'
@@ -26,6 +27,9 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     {type: 'json', name: STATIC_DATA_BINDING, json: staticDataOf(manifest)},
     ...(manifest.durableObjects ?? []).map((object): WorkerBinding => ({type: 'durable_object', name: object.binding, className: object.className})),
     ...(manifest.kvNamespaces ?? []).map((namespace): WorkerBinding => ({type: 'kv_namespace', name: namespace.binding, namespaceId: namespace.id})),
+    ...(manifest.queues?.producers ?? []).map(
+      (producer): WorkerBinding => ({type: 'queue', name: producer.binding, queue: producer.queue, deliveryDelay: producer.deliveryDelay ?? 0}),
+    ),
     ...(manifest.services ?? []).map((service): WorkerBinding => {
       const scriptName = services.get(service.binding)
       if (scriptName === undefined) throw new Error(`service binding ${service.binding} was not resolved`)
@@ -33,4 +37,9 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     }),
     ...(manifest.assets?.binding ? [{type: 'assets', name: manifest.assets.binding} as const] : []),
   ]
+}
+
+/** The queues the Worker's queue() handler consumes, Cloudflare's defaults filled in. */
+export function queueConsumersOf(manifest: WorkerManifest): QueueConsumer[] {
+  return (manifest.queues?.consumers ?? []).map(queueConsumerOf)
 }

@@ -47,7 +47,6 @@ const IGNORED_KEYS = new Set([
 const REFUSED_BINDINGS = new Set([
   'r2_buckets',
   'd1_databases',
-  'queues',
   'analytics_engine_datasets',
   'ai',
   'vectorize',
@@ -109,6 +108,26 @@ const wranglerSchema = z.object({
   triggers: z.object({crons: z.array(z.string()).optional()}).optional(),
   /** The host keeps the namespaces (`id` names one; wrangler 4 allows none, as on-prem: then the binding names it). `preview_id` is for remote dev only. */
   kv_namespaces: z.array(z.object({binding: z.string(), id: z.string().optional(), preview_id: z.string().optional()})).optional(),
+  /** The host keeps the messages; a Worker consumes the queues it produces (validated with the manifest). */
+  queues: z
+    .object({
+      producers: z.array(z.object({binding: z.string(), queue: z.string(), delivery_delay: z.number().optional()})).optional(),
+      consumers: z
+        .array(
+          z.object({
+            queue: z.string(),
+            type: z.literal('worker', {error: 'only "worker" consumers are supported on-prem (no HTTP pull)'}).optional(),
+            max_batch_size: z.number().optional(),
+            max_batch_timeout: z.number().optional(),
+            max_retries: z.number().optional(),
+            retry_delay: z.number().optional(),
+            dead_letter_queue: z.string().optional(),
+            max_concurrency: z.number().nullable().optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),
   base_dir: z.string().optional(),
