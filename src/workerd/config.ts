@@ -221,7 +221,9 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   )
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
-    moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames, script.queueConsumers.length > 0))})`)
+    moduleList.unshift(
+      `(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames, script.queueConsumers.length > 0))})`,
+    )
   }
 
   const bindings = valueBindings(script).map((binding) =>

@@ -4,8 +4,7 @@
 // bodies in every format, attempts, retries, a handler that throws, dead letters — is compared with
 // what miniflare (the oracle) delivers to the same Worker. Messages pending across a host restart
 // and across a kill -9 of the shard's workerd are all delivered; bad queues are refused in one line.
-import {readdirSync} from 'node:fs'
-import {mkdtempSync, rmSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {Miniflare} from 'miniflare'
@@ -119,11 +118,12 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   const root = mkdtempSync(path.join(tmpdir(), `edgeworkers-queues-${codeLoading}-`))
   const dataDir = path.join(root, 'kit')
   const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
+  const logFile = path.join(root, 'workers.log')
   let host: TestHost
   let departments = 0
 
   beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading}})
+    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, worker_log_file: logFile}})
     await setUpKit(cli, host)
   }, 120_000)
   afterAll(async () => {
@@ -143,13 +143,13 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   }
 
   async function send(url: string, body: Send): Promise<unknown> {
-    const response = await request(`${url.replace(/\/$/, "")}/send`, {method: 'POST', body: JSON.stringify(body)})
+    const response = await request(`${url.replace(/\/$/, '')}/send`, {method: 'POST', body: JSON.stringify(body)})
     expect(response.statusCode).toBe(200)
     return response.body.json()
   }
 
   async function received(url: string): Promise<Batch[]> {
-    const response = await request(`${url.replace(/\/$/, "")}/received`)
+    const response = await request(`${url.replace(/\/$/, '')}/received`)
     expect(response.statusCode).toBe(200)
     return (await response.body.json()) as Batch[]
   }
@@ -177,16 +177,29 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     const original = batches.flatMap((batch) => batch.messages).find((message) => message !== dead && message.id === dead!.id)
     expect(original).toMatchObject({timestamp: dead!.timestamp, body: {tag: 'dead'}})
     expect(batches.flatMap((batch) => batch.messages).every((message) => /^[0-9a-f]{32}$/.test(message.id))).toBe(true)
+    // Each batch is a Worker invocation: in the Worker log (and `tail`) as QUEUE <queue name>.
+    const queueEvents = () =>
+      (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '')
+        .split('\n')
+        .filter((line) => line.includes('"QUEUE"'))
+        .map((line) => JSON.parse(line) as {method: string; path: string})
+    await waitFor(
+      async () => queueEvents(),
+      (events) => events.some((event) => event.path === 'batched'),
+      30_000,
+    )
   })
 
   test("Cloudflare's limits refuse a send in the producer", {timeout: 120_000}, async () => {
     const {url} = await deploy(project('limits', {'wrangler.toml': wranglerToml('limits'), 'worker.js': QUEUES_WORKER}))
     const refusal = async (body: Send) => ((await send(url, body)) as {error?: string}).error
     expect(await refusal({binding: 'FORMATS', messages: [{body: 'x'.repeat(128_001), contentType: 'text'}]})).toContain('exceeds the limit of 128000 bytes')
-    expect(await refusal({binding: 'FORMATS', batch: true, messages: Array.from({length: 101}, () => ({body: 1}))})).toContain('101 messages exceeds the limit of 100')
-    expect(await refusal({binding: 'FORMATS', batch: true, messages: Array.from({length: 3}, () => ({body: 'x'.repeat(100_000), contentType: 'text'}))})).toContain(
-      'exceeds the limit of 256000 bytes',
+    expect(await refusal({binding: 'FORMATS', batch: true, messages: Array.from({length: 101}, () => ({body: 1}))})).toContain(
+      '101 messages exceeds the limit of 100',
     )
+    expect(
+      await refusal({binding: 'FORMATS', batch: true, messages: Array.from({length: 3}, () => ({body: 'x'.repeat(100_000), contentType: 'text'}))}),
+    ).toContain('exceeds the limit of 256000 bytes')
     expect(await refusal({binding: 'FORMATS', messages: [{body: 1, delaySeconds: 43_201}]})).toContain('Invalid delaySeconds 43201')
     // Nothing refused was stored: only the message sent after them arrives.
     expect(await send(url, {binding: 'FORMATS', messages: [{body: 'after the refusals', contentType: 'text'}]})).toEqual({sent: 1})
@@ -225,7 +238,11 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       ['own-dlq', {producers: [producer], consumers: [{queue: 'jobs', dead_letter_queue: 'jobs'}]}, 'cannot be its own dead-letter queue'],
       ['batch', {producers: [producer], consumers: [{queue: 'jobs', max_batch_size: 101}]}, 'key "queues.consumers[0].maxBatchSize" must be at most 100'],
       ['timeout', {producers: [producer], consumers: [{queue: 'jobs', max_batch_timeout: 61}]}, 'key "queues.consumers[0].maxBatchTimeout" must be at most 60'],
-      ['delay', {producers: [{...producer, delivery_delay: 43_201}], consumers: [{queue: 'jobs'}]}, 'key "queues.producers[0].deliveryDelay" must be at most 43200'],
+      [
+        'delay',
+        {producers: [{...producer, delivery_delay: 43_201}], consumers: [{queue: 'jobs'}]},
+        'key "queues.producers[0].deliveryDelay" must be at most 43200',
+      ],
       ['name', {producers: [{binding: 'JOBS', queue: 'no spaces'}], consumers: [{queue: 'no spaces'}]}, 'must be a queue name'],
       ['pull', {producers: [producer], consumers: [{queue: 'jobs', type: 'http_pull'}]}, 'only "worker" consumers are supported on-prem'],
     ]

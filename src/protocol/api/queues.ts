@@ -31,16 +31,31 @@ export const queueDelaySchema = z
 
 /** A consumer's settings, each optional (the defaults above fill them in): the manifest's form. */
 export const queueConsumerSettingsShape = {
-  maxBatchSize: z.number().int().min(1, {error: 'must be at least 1'}).max(QUEUE_LIMITS.maxBatchSize, {error: `must be at most ${QUEUE_LIMITS.maxBatchSize}`}).optional(),
+  maxBatchSize: z
+    .number()
+    .int()
+    .min(1, {error: 'must be at least 1'})
+    .max(QUEUE_LIMITS.maxBatchSize, {error: `must be at most ${QUEUE_LIMITS.maxBatchSize}`})
+    .optional(),
   maxBatchTimeout: z
     .number()
     .min(0, {error: 'must be at least 0'})
     .max(QUEUE_LIMITS.maxBatchTimeoutSeconds, {error: `must be at most ${QUEUE_LIMITS.maxBatchTimeoutSeconds} seconds`})
     .optional(),
-  maxRetries: z.number().int().min(0, {error: 'must be at least 0'}).max(QUEUE_LIMITS.maxRetries, {error: `must be at most ${QUEUE_LIMITS.maxRetries}`}).optional(),
+  maxRetries: z
+    .number()
+    .int()
+    .min(0, {error: 'must be at least 0'})
+    .max(QUEUE_LIMITS.maxRetries, {error: `must be at most ${QUEUE_LIMITS.maxRetries}`})
+    .optional(),
   retryDelay: queueDelaySchema.optional(),
   deadLetterQueue: queueNameSchema.optional(),
-  maxConcurrency: z.number().int().min(1, {error: 'must be at least 1'}).max(QUEUE_LIMITS.maxConcurrency, {error: `must be at most ${QUEUE_LIMITS.maxConcurrency}`}).optional(),
+  maxConcurrency: z
+    .number()
+    .int()
+    .min(1, {error: 'must be at least 1'})
+    .max(QUEUE_LIMITS.maxConcurrency, {error: `must be at most ${QUEUE_LIMITS.maxConcurrency}`})
+    .optional(),
 }
 
 /** A consumer as uploaded: every setting given. */
@@ -86,7 +101,10 @@ export function queueConsumersProblem(
     if (consumed.indexOf(consumer.queue) !== index) return {index, message: `queue "${consumer.queue}" has more than one consumer`}
     if (consumer.deadLetterQueue === consumer.queue) return {index, message: `queue "${consumer.queue}" cannot be its own dead-letter queue`}
     if (!produced.includes(consumer.queue) && !deadLetters.has(consumer.queue))
-      return {index, message: `queue "${consumer.queue}" is neither produced by this Worker nor one of its dead-letter queues; a Worker consumes only its own queues`}
+      return {
+        index,
+        message: `queue "${consumer.queue}" is neither produced by this Worker nor one of its dead-letter queues; a Worker consumes only its own queues`,
+      }
   }
   const unconsumed = produced.find((queue) => !consumed.includes(queue))
   if (unconsumed !== undefined)
