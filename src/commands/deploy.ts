@@ -146,6 +146,10 @@ function renderPlan(plan: DeployPlan): string {
     `kv           ${list(plan.bindings.kvNamespaces.map((namespace) => `${namespace.binding} → ${namespace.id}`))}`,
     `d1           ${list(plan.bindings.d1Databases.map((database) => `${database.binding} → ${database.id}`))}`,
     `r2           ${list(plan.bindings.r2Buckets.map((bucket) => `${bucket.binding} → ${bucket.bucketName}`))}`,
+    `queues       ${list([
+      ...plan.bindings.queues.producers.map((producer) => `${producer.binding} → ${producer.queue}`),
+      ...plan.bindings.queues.consumers.map((consumer) => `consumes ${consumer.queue}`),
+    ])}`,
     `services     ${list(plan.bindings.services.map((service) => `${service.binding} → department ${service.department}`))}`,
     `packages     ${list(Object.entries(plan.dependencies).map(([name, version]) => `${name}@${version}`))}`,
     table(

@@ -11,6 +11,7 @@ import type {
   HostFence,
   ModuleType,
   OperationSettings,
+  QueueConsumer,
   ReleaseAssets,
   RuntimeConfigList,
   SecretList,
@@ -44,6 +45,8 @@ export interface UploadScriptInput {
   assets: ReleaseAssets | null
   /** Cron triggers: the host runs the Worker's scheduled() handler on each (UTC). */
   crons: string[]
+  /** The queues the Worker's queue() handler consumes. */
+  queueConsumers: QueueConsumer[]
 }
 
 export interface ScriptDetails {

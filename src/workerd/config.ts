@@ -33,6 +33,7 @@ import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.j
 import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
 import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
+import {renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
 
@@ -81,17 +82,23 @@ export function serviceTargetOf(script: {name: string}, binding: Binding): strin
 /**
  * The validation sandbox runs each script behind this module, as its main: it imports the real
  * main module and throws — so workerd refuses to start, naming the script — when there is no
- * default export with a fetch handler (every Worker answers its own route) or a Durable Object class
+ * default export with a fetch handler (every Worker answers its own route), a queue consumer has no
+ * queue handler, or a Durable Object class
  * the bindings name is not exported (workerd itself only warns about that).
  */
 export const CHECK_MODULE = '__edgeworkers_check__.js'
 
-function checkModuleSource(mainModule: string, classNames: string[]): string {
+function checkModuleSource(mainModule: string, classNames: string[], consumesQueues: boolean): string {
   const main = JSON.stringify(mainModule)
   return [
     `import * as main from ${main};`,
     'const handler = main.default;',
     `if (typeof handler?.fetch !== "function" && typeof handler?.prototype?.fetch !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} has no default export with a fetch handler`)});`,
+    ...(consumesQueues
+      ? [
+          `if (typeof handler?.queue !== "function" && typeof handler?.prototype?.queue !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} consumes queues but its default export has no queue handler`)});`,
+        ]
+      : []),
     ...classNames.map(
       (className) =>
         `if (typeof main[${JSON.stringify(className)}] !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} does not export the Durable Object class ${className}`)});`,
@@ -129,6 +136,7 @@ export function renderShardConfig(
       ...renderKvServices(script, storage),
       ...renderD1Services(script, storage),
       ...renderR2Services(script, storage),
+      ...renderQueueServices(script, storage, true),
     )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
@@ -184,6 +192,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
       ...renderKvServices(script, storage),
       ...renderD1Services(script, storage),
       ...renderR2Services(script, storage),
+      ...renderQueueServices(script, storage, false),
     ]
   })
   return renderConfig(
@@ -193,13 +202,14 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
-/** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases or R2 buckets (./kv-config.ts, ./d1-config.ts, ./r2-config.ts). */
+/** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
   return (
     script.bindings.some((binding) => binding.type === 'durable_object_namespace') ||
     usesKvNamespaces(script) ||
     usesD1Databases(script) ||
-    usesR2Buckets(script)
+    usesR2Buckets(script) ||
+    usesQueues(script)
   )
 }
 
@@ -233,7 +243,9 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   )
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
-    moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames))})`)
+    moduleList.unshift(
+      `(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames, script.queueConsumers.length > 0))})`,
+    )
   }
 
   const bindings = valueBindings(script).map((binding) =>
@@ -252,6 +264,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
     } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
     else if (binding.type === 'd1_database') bindings.push(renderD1Binding(script.name, binding))
     else if (binding.type === 'r2_bucket') bindings.push(renderR2Binding(script.name, binding))
+    else if (binding.type === 'queue') bindings.push(renderQueueBinding(script.name, binding))
   }
 
   const fields = [

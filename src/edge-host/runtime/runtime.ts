@@ -36,6 +36,7 @@ import {killRecordedLeftovers} from '../../workerd/process.js'
 import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
 import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 import {d1Sockets} from '../../workerd/d1-config.js'
+import {usesQueueConsumers} from '../../workerd/queue-config.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -309,10 +310,11 @@ export class WorkerdRuntime {
       sockets: config.sockets,
       socketPaths,
       cwd: configDir,
-      // The Worker Loader and the cron Worker's scheduled() calls exist only in workerd's experimental
-      // mode; uploads still pass the validation sandbox under host.experimental, so a Worker gains no
-      // experimental flag by it.
-      experimental: this.options.experimental || this.options.codeLoading === 'loader' || config.sockets.includes(CRON_SOCKET),
+      // The Worker Loader, the cron Worker's scheduled() calls and the queue service's queue() calls
+      // exist only in workerd's experimental mode; uploads still pass the validation sandbox under
+      // host.experimental, so a Worker gains no experimental flag by it.
+      experimental:
+        this.options.experimental || this.options.codeLoading === 'loader' || config.sockets.includes(CRON_SOCKET) || scripts.some(usesQueueConsumers),
       discard: () => rm(configDir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }

@@ -5,6 +5,8 @@ import {parseBundle} from '../project/bundle.js'
 import {buildProject} from '../project/build.js'
 import {d1DatabaseIdOf, moduleEntriesOf} from '../project/manifest.js'
 import type {ProjectSourceOptions} from '../project/source.js'
+import {queueConsumersOf} from '../project/worker-config.js'
+import type {QueueConsumer} from '../../protocol/management-api.js'
 import type {VersionDigests} from '../project/version-digests.js'
 
 export interface DeployPlan {
@@ -23,6 +25,8 @@ export interface DeployPlan {
     kvNamespaces: Array<{binding: string; id: string}>
     d1Databases: Array<{binding: string; id: string}>
     r2Buckets: Array<{binding: string; bucketName: string}>
+    /** Queue producers (binding → queue) and the queues the Worker consumes, defaults filled in. */
+    queues: {producers: Array<{binding: string; queue: string}>; consumers: QueueConsumer[]}
     /** Cron triggers (UTC) the host runs scheduled() on. */
     crons: string[]
     services: Array<{binding: string; department: string}>
@@ -58,6 +62,10 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
       kvNamespaces: manifest.kvNamespaces ?? [],
       d1Databases: (manifest.d1Databases ?? []).map((database) => ({binding: database.binding, id: d1DatabaseIdOf(database)})),
       r2Buckets: manifest.r2Buckets ?? [],
+      queues: {
+        producers: (manifest.queues?.producers ?? []).map((producer) => ({binding: producer.binding, queue: producer.queue})),
+        consumers: queueConsumersOf(manifest),
+      },
       crons: manifest.crons ?? [],
       services: manifest.services ?? [],
     },

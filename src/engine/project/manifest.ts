@@ -14,6 +14,8 @@
 //                                                        also "migrationsDir", "migrationsTable" (wrangler's)
 //     "r2Buckets": [{"binding": "FILES", "bucketName": "files"}],         optional, the host keeps the objects
 //     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
+//     "queues": {"producers": [{"binding": "JOBS", "queue": "jobs"}],       optional, the host keeps the messages
+//                "consumers": [{"queue": "jobs", "maxBatchSize": 10}]},      see ../../protocol/api/queues.ts
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
 //     "staticData": {"greeting": "hi"},                  optional JSON object, bound as env.STATIC_DATA
@@ -33,6 +35,10 @@ import {
   cronListSchema,
   identifierSchema,
   D1_DATABASE_ID_PATTERN,
+  queueConsumerSettingsShape,
+  queueConsumersProblem,
+  queueDelaySchema,
+  queueNameSchema,
   KV_NAMESPACE_ID_PATTERN,
   R2_BUCKET_NAME_PATTERN,
   R2_BUCKET_NAME_RULE,
@@ -144,6 +150,19 @@ const manifestSchema = z.strictObject({
     .optional(),
   vars: z.record(identifierSchema, z.json()).optional(),
   crons: cronListSchema.optional(),
+  /** Queues of this department's Worker: it consumes what it produces (README "Queues"). */
+  queues: z
+    .strictObject({
+      producers: z
+        .array(z.strictObject({binding: identifierSchema, queue: queueNameSchema, deliveryDelay: queueDelaySchema.optional()}))
+        .max(64)
+        .optional(),
+      consumers: z
+        .array(z.strictObject({queue: queueNameSchema, ...queueConsumerSettingsShape}))
+        .max(64)
+        .optional(),
+    })
+    .optional(),
   services: z.array(serviceSchema).max(64).optional(),
   staticData: jsonObject.optional(),
   dependencies: z
@@ -268,6 +287,13 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   if (duplicateDatabase !== undefined) refuse(`key "d1Databases" binds ${JSON.stringify(duplicateDatabase)} more than once`)
   const duplicateBucket = firstDuplicate((manifest.r2Buckets ?? []).map((bucket) => bucket.binding))
   if (duplicateBucket !== undefined) refuse(`key "r2Buckets" binds ${JSON.stringify(duplicateBucket)} more than once`)
+  const duplicateProducer = firstDuplicate((manifest.queues?.producers ?? []).map((producer) => producer.binding))
+  if (duplicateProducer !== undefined) refuse(`key "queues.producers" binds ${JSON.stringify(duplicateProducer)} more than once`)
+  const queues = queueConsumersProblem(
+    (manifest.queues?.producers ?? []).map((producer) => producer.queue),
+    manifest.queues?.consumers ?? [],
+  )
+  if (queues) refuse(`key "queues.${queues.index === null ? 'producers' : `consumers[${queues.index}]`}": ${queues.message}`)
   const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
   if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
   // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
@@ -282,6 +308,7 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
     ...(manifest.kvNamespaces ?? []).map((namespace, index): [string, string] => [namespace.binding, `kvNamespaces[${index}].binding`]),
     ...(manifest.d1Databases ?? []).map((database, index): [string, string] => [database.binding, `d1Databases[${index}].binding`]),
     ...(manifest.r2Buckets ?? []).map((bucket, index): [string, string] => [bucket.binding, `r2Buckets[${index}].binding`]),
+    ...(manifest.queues?.producers ?? []).map((producer, index): [string, string] => [producer.binding, `queues.producers[${index}].binding`]),
     ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
   ]
   for (const [name, key] of claims) {

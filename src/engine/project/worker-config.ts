@@ -1,6 +1,7 @@
 // What the edge host is told to run for a verified version: the bundle's modules with the types the
 // manifest gives them, the manifest's compatibility flags, and the Worker's env. One place, so the
 // build-time check (./check.ts) and the deploy task upload the same Worker.
+import {type QueueConsumer, queueConsumerOf} from '../../protocol/management-api.js'
 import type {WorkerBinding} from '../../protocol/worker-bindings.js'
 import type {ScriptModule} from '../../provider/types.js'
 import type {BundleModule} from './bundle.js'
@@ -28,6 +29,9 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     ...(manifest.kvNamespaces ?? []).map((namespace): WorkerBinding => ({type: 'kv_namespace', name: namespace.binding, namespaceId: namespace.id})),
     ...(manifest.d1Databases ?? []).map((database): WorkerBinding => ({type: 'd1_database', name: database.binding, databaseId: d1DatabaseIdOf(database)})),
     ...(manifest.r2Buckets ?? []).map((bucket): WorkerBinding => ({type: 'r2_bucket', name: bucket.binding, bucketName: bucket.bucketName})),
+    ...(manifest.queues?.producers ?? []).map(
+      (producer): WorkerBinding => ({type: 'queue', name: producer.binding, queue: producer.queue, deliveryDelay: producer.deliveryDelay ?? 0}),
+    ),
     ...(manifest.services ?? []).map((service): WorkerBinding => {
       const scriptName = services.get(service.binding)
       if (scriptName === undefined) throw new Error(`service binding ${service.binding} was not resolved`)
@@ -35,4 +39,9 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     }),
     ...(manifest.assets?.binding ? [{type: 'assets', name: manifest.assets.binding} as const] : []),
   ]
+}
+
+/** The queues the Worker's queue() handler consumes, Cloudflare's defaults filled in. */
+export function queueConsumersOf(manifest: WorkerManifest): QueueConsumer[] {
+  return (manifest.queues?.consumers ?? []).map(queueConsumerOf)
 }

@@ -3,6 +3,7 @@
 import {z} from 'zod'
 import {releaseAssetsSchema} from './assets.js'
 import {cronListSchema} from './crons.js'
+import {queueConsumerSchema, queueConsumersProblem, queueDelaySchema, queueNameSchema} from './queues.js'
 import {API_VERSION, hex64, identifierSchema, isoTime, moduleNameSchema, RESERVED_BINDINGS, releaseGenerationSchema, SCRIPT_NAME_PATTERN} from './common.js'
 
 // ── Identity and pairing ────────────────────────────────────────────────────────────────────────
@@ -85,6 +86,8 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('d1_database'), name: identifierSchema, databaseId: d1DatabaseIdSchema}),
   /** An R2 bucket of the script's own, named by its bucket name; the host keeps its objects (README "R2 buckets"). */
   z.strictObject({type: z.literal('r2_bucket'), name: identifierSchema, bucketName: z.string().regex(R2_BUCKET_NAME_PATTERN, {error: R2_BUCKET_NAME_RULE})}),
+  /** A producer of one of the script's own queues (README "Queues"); `deliveryDelay`: seconds a send waits by default. */
+  z.strictObject({type: z.literal('queue'), name: identifierSchema, queue: queueNameSchema, deliveryDelay: queueDelaySchema.default(0)}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -114,6 +117,8 @@ export const uploadScriptSchema = z
     assets: releaseAssetsSchema.nullable().default(null),
     /** Cron triggers (./crons.ts): the host runs the Worker's scheduled() handler on each, in UTC. */
     crons: cronListSchema.default([]),
+    /** The script's queue() handler consumes these queues of its own (./queues.ts). */
+    queueConsumers: z.array(queueConsumerSchema).max(64).default([]),
   })
   .superRefine((upload, context) => {
     const moduleNames = upload.modules.map((module) => module.name)
@@ -129,6 +134,9 @@ export const uploadScriptSchema = z
     if (reserved) context.addIssue({code: 'custom', path: ['bindings'], message: `${reserved} is reserved for the host's control state`})
     if (upload.assets === null && upload.bindings.some((binding) => binding.type === 'assets'))
       context.addIssue({code: 'custom', path: ['bindings'], message: 'an assets binding needs assets'})
+    const produced = upload.bindings.flatMap((binding) => (binding.type === 'queue' ? [binding.queue] : []))
+    const queues = queueConsumersProblem(produced, upload.queueConsumers)
+    if (queues) context.addIssue({code: 'custom', path: ['queueConsumers', ...(queues.index === null ? [] : [queues.index])], message: queues.message})
   })
 /** What a client sends; `ValidUploadScript` is the same after validation, defaults filled in. */
 export type UploadScript = z.input<typeof uploadScriptSchema>
@@ -142,7 +150,7 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace', 'd1_database', 'r2_bucket']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace', 'd1_database', 'r2_bucket', 'queue']),
   name: z.string(),
   className: z.string().optional(),
   script: z.string().optional(),

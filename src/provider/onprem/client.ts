@@ -59,6 +59,7 @@ export class OnPremProvider implements EdgeProvider {
       bindings: input.bindings.map(wireBindingOf),
       assets: input.assets,
       crons: input.crons,
+      queueConsumers: input.queueConsumers,
     }
     return detailsOf(await this.host.call(endpoints.uploadScript, {params: {name: input.scriptName}, body}, signal))
   }

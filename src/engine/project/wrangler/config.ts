@@ -124,6 +124,26 @@ const wranglerSchema = z.object({
   r2_buckets: z
     .array(z.object({binding: z.string(), bucket_name: z.string().optional(), preview_bucket_name: z.string().optional(), jurisdiction: z.string().optional()}))
     .optional(),
+  /** The host keeps the messages; a Worker consumes the queues it produces (validated with the manifest). */
+  queues: z
+    .object({
+      producers: z.array(z.object({binding: z.string(), queue: z.string(), delivery_delay: z.number().optional()})).optional(),
+      consumers: z
+        .array(
+          z.object({
+            queue: z.string(),
+            type: z.literal('worker', {error: 'only "worker" consumers are supported on-prem (no HTTP pull)'}).optional(),
+            max_batch_size: z.number().optional(),
+            max_batch_timeout: z.number().optional(),
+            max_retries: z.number().optional(),
+            retry_delay: z.number().optional(),
+            dead_letter_queue: z.string().optional(),
+            max_concurrency: z.number().nullable().optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),
   base_dir: z.string().optional(),

@@ -165,6 +165,7 @@ export async function stageWranglerProject(project: string, configFile: string, 
           })),
         }
       : {}),
+    ...(config.queues?.producers?.length || config.queues?.consumers?.length ? {queues: queuesOf(config.queues)} : {}),
     // On-prem a service is a department of the same company: `service` names the department.
     ...(config.services?.length
       ? {
@@ -391,4 +392,29 @@ function globToRegExp(glob: string): RegExp {
 
 function toPosix(file: string): string {
   return file.split(path.sep).join('/')
+}
+
+/** wrangler's queues table in edgeworker.json's words; a setting left out keeps Cloudflare's default. */
+function queuesOf(queues: NonNullable<WranglerSettings['queues']>): object {
+  const defined = (entries: Record<string, unknown>) => Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined && value !== null))
+  return {
+    ...(queues.producers?.length
+      ? {producers: queues.producers.map((producer) => defined({binding: producer.binding, queue: producer.queue, deliveryDelay: producer.delivery_delay}))}
+      : {}),
+    ...(queues.consumers?.length
+      ? {
+          consumers: queues.consumers.map((consumer) =>
+            defined({
+              queue: consumer.queue,
+              maxBatchSize: consumer.max_batch_size,
+              maxBatchTimeout: consumer.max_batch_timeout,
+              maxRetries: consumer.max_retries,
+              retryDelay: consumer.retry_delay,
+              deadLetterQueue: consumer.dead_letter_queue,
+              maxConcurrency: consumer.max_concurrency,
+            }),
+          ),
+        }
+      : {}),
+  }
 }
