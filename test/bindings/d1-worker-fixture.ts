@@ -20,6 +20,12 @@ export default {
         case "raw": return Response.json({result: await statement().raw(columnNames === undefined ? undefined : {columnNames})});
         case "batch": return Response.json({result: await db.batch(statements.map((s) => db.prepare(s.sql).bind(...(s.params ?? []).map(paramOf))))});
         case "exec": return Response.json({result: await db.exec(sql)});
+        case "session": {
+          const session = db.withSession("first-primary");
+          const answer = await session.prepare(sql).bind(...params.map(paramOf)).all();
+          return Response.json({result: answer.results, bookmark: typeof session.getBookmark()});
+        }
+        case "dump": return Response.json({result: (await db.dump()).byteLength});
       }
       return Response.json({error: "unknown op " + op});
     } catch (error) {
@@ -31,7 +37,7 @@ export default {
 
 export interface D1Step {
   binding?: string
-  op: 'first' | 'all' | 'run' | 'raw' | 'batch' | 'exec'
+  op: 'first' | 'all' | 'run' | 'raw' | 'batch' | 'exec' | 'session' | 'dump'
   sql?: string
   params?: unknown[]
   column?: string
@@ -76,6 +82,7 @@ export const D1_STEPS: D1Step[] = [
     ],
   },
   {op: 'all', sql: 'SELECT name FROM users ORDER BY id'},
+  {op: 'session', sql: 'SELECT name FROM users WHERE age > ? ORDER BY id', params: [40]},
   {op: 'all', sql: 'SELECT * FROM missing_table'},
   {op: 'run', sql: 'INSERT INTO users (name) VALUES (NULL)'},
   {op: 'all', sql: 'SELEKT nonsense'},
