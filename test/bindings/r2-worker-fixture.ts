@@ -110,6 +110,17 @@ export default {
           }
         }
         case "multipart": return Response.json({result: await multipart(bucket, step)});
+        case "getWhileReplaced": {
+          // A read under way keeps the bytes it started with while the key is replaced, then deleted.
+          const object = await bucket.get(step.key);
+          const reader = object.body.getReader();
+          const first = await reader.read();
+          const replaced = await shown(await bucket.put(step.key, valueOf(step.value)));
+          await bucket.delete(step.key);
+          const rest = [first.value];
+          for (let part = await reader.read(); !part.done; part = await reader.read()) rest.push(part.value);
+          return Response.json({result: {replaced, read: await digest(await new Blob(rest).arrayBuffer()), after: await shown(await bucket.get(step.key))}});
+        }
       }
       return Response.json({error: "unknown op " + step.op});
     } catch (error) {
@@ -121,7 +132,7 @@ export default {
 
 export interface R2Step {
   binding?: string
-  op: 'put' | 'get' | 'head' | 'delete' | 'list' | 'listAll' | 'multipart'
+  op: 'put' | 'get' | 'head' | 'delete' | 'list' | 'listAll' | 'multipart' | 'getWhileReplaced'
   key?: string
   keys?: string[]
   value?: unknown
@@ -169,6 +180,8 @@ export const R2_STEPS: R2Step[] = [
   {op: 'get', key: 'bytes.bin', read: 'arrayBuffer'},
   {op: 'put', key: 'streamed.bin', value: {stream: repeat(3 * MIB + 17, 7)}},
   {op: 'get', key: 'streamed.bin', read: 'stream'},
+  {op: 'put', key: 'replaced.bin', value: {stream: repeat(3 * MIB + 5, 8)}},
+  {op: 'getWhileReplaced', key: 'replaced.bin', value: 'replacement'},
   {op: 'put', key: 'blob.bin', value: {blob: repeat(1000, 9)}},
   {op: 'put', key: 'empty', value: ''},
   {op: 'get', key: 'empty', read: 'text'},

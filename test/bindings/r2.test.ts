@@ -119,7 +119,6 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect(await run(url, {op: 'get', key: 'large', read: 'arrayBuffer', options: {range: {suffix: 5}}})).toMatchObject({
       result: {range: {offset: bytes - 5, length: 5}, arrayBuffer: digest(whole.subarray(bytes - 5))},
     })
-    // Replaced by a small object, the large one's bytes leave the bucket's file.
     await run(url, {op: 'put', key: 'large', value: 'small now'})
     expect(await run(url, {op: 'get', key: 'large', read: 'text'})).toMatchObject({result: {text: 'small now'}})
   })
@@ -143,14 +142,22 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect(await run(owner.url, {op: 'get', key: 'kept', read: 'text'})).toMatchObject({result: {text: 'across everything', customMetadata: {v: '1'}}})
     expect(await run(owner.url, {binding: 'ARCHIVE', op: 'get', key: 'kept', read: 'text'})).toMatchObject({result: {text: 'the other bucket'}})
 
+    // Replaced, read while replaced, and deleted: none of these objects' bytes stay behind
+    // (after the restart, so it is not the start-up sweep that removes them).
+    await run(owner.url, {op: 'put', key: 'gone', value: {stream: {repeat: {bytes: 3 * 1024 * 1024, byte: 1}}}})
+    await run(owner.url, {op: 'put', key: 'gone', value: {stream: {repeat: {bytes: 2 * 1024 * 1024, byte: 2}}}})
+    await run(owner.url, {op: 'getWhileReplaced', key: 'gone', value: 'small'})
     // Retired: the Worker no longer answers, and its R2 files stay on the host's disk.
     const retired = await cli('retire', owner.department, '--yes', '--json')
     expect(retired.code, retired.stderr).toBe(0)
     expect((await request(owner.url, {method: 'POST', body: '{}'})).statusCode).toBe(404)
-    expect(objectsOnDisk(host.dataDir, owner.script)).toEqual([
-      {bucket: 'archive-2024', key: 'kept', bytes: 'the other bucket'},
-      {bucket: 'files', key: 'kept', bytes: 'across everything'},
-    ])
+    expect(objectsOnDisk(host.dataDir, owner.script)).toEqual({
+      objects: [
+        {bucket: 'archive-2024', key: 'kept', bytes: 'the other bucket'},
+        {bucket: 'files', key: 'kept', bytes: 'across everything'},
+      ],
+      unnamedChunks: 0,
+    })
   })
 
   test('a host snapshot restored into a fresh host brings the objects back', {timeout: 240_000}, async () => {
@@ -220,10 +227,11 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   })
 })
 
-/** Every object in the Worker's R2 files, with its bucket and bytes (short objects), sorted. */
-function objectsOnDisk(hostDataDir: string, script: string): Array<{bucket: string; key: string; bytes: string}> {
+/** Every object in the Worker's R2 files, with its bucket and bytes (short objects), sorted; and how many chunks no object names. */
+function objectsOnDisk(hostDataDir: string, script: string): {objects: Array<{bucket: string; key: string; bytes: string}>; unnamedChunks: number} {
   const dir = path.join(hostDataDir, 'do', script, `${script}:r2-buckets`)
   const objects: Array<{bucket: string; key: string; bytes: string}> = []
+  let unnamedChunks = 0
   for (const name of readdirSync(dir).filter((file) => file.endsWith('.sqlite') && file !== 'metadata.sqlite')) {
     const db = new Database(path.join(dir, name), {readonly: true})
     try {
@@ -234,11 +242,12 @@ function objectsOnDisk(hostDataDir: string, script: string): Array<{bucket: stri
         )
         .all() as Array<{key: string; bytes: Buffer | string}>
       for (const row of rows) objects.push({bucket, key: row.key, bytes: row.bytes.toString()})
+      unnamedChunks += (db.prepare('SELECT count(*) AS n FROM chunks WHERE blob NOT IN (SELECT blob FROM objects)').get() as {n: number}).n
     } finally {
       db.close()
     }
   }
-  return objects.sort((a, b) => a.bucket.localeCompare(b.bucket) || a.key.localeCompare(b.key))
+  return {objects: objects.sort((a, b) => a.bucket.localeCompare(b.bucket) || a.key.localeCompare(b.key)), unnamedChunks}
 }
 
 function findFile(dir: string, matches: (file: string) => boolean): string {
