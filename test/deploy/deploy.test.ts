@@ -98,6 +98,17 @@ describeEachStore('deploy pipeline', (t) => {
     expect((await t.store.workers.getVersion(second.versionId))?.state).toBe('superseded')
   })
 
+  test('deploy records its message, tag, author, source and size on the version, and when it served', async () => {
+    const engine = await kit.engine()
+    const notes = {message: 'first cut', tag: 'v1.0', author: 'alice'}
+    const outcome = await deployWorker(engine, {projectDir: HELLO, departmentId: await kit.department(), wait: true, notes})
+    expect(outcome.state).toBe('completed')
+    const version = (await t.store.workers.getVersion(outcome.versionId))!
+    expect(version).toMatchObject({...notes, rollback_of: null, source: {projectDir: HELLO, kind: 'edgeworker', env: null}})
+    expect(version.size_bytes).toBeGreaterThan(0)
+    expect(version.deployed_at).toBeGreaterThanOrEqual(version.created_at)
+  })
+
   test('a tampered receipt digest fails integrity and never downgrades the deployed version', async () => {
     const engine = await kit.engine()
     const department = await kit.department()
