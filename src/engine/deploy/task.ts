@@ -328,7 +328,7 @@ async function purgeLegacySecrets(
   return null
 }
 
-function storedVersionOf(version: VersionRow) {
+export function storedVersionOf(version: VersionRow) {
   const receipt = version.receipt as Partial<VersionDigests>
   const manifest = version.manifest as unknown as WorkerManifest
   let moduleTuple: string[] = []
