@@ -204,10 +204,11 @@ export default {
   })
   copyFileSync(path.join(FIXTURES, 'modules', 'add.wasm'), path.join(dir, 'src', 'add.wasm'))
   const plan = JSON.parse((await cli('deploy', dir, '--dry-run', '--json')).stdout) as {modules: Array<{name: string; type: string}>}
-  expect(plan.modules.map(({name, type}) => ({name, type}))).toEqual([
+  // Named as wrangler names them: the SHA-1 of their bytes, then the file name.
+  expect(plan.modules.map(({name, type}) => ({name: name.replace(/^[0-9a-f]{40}-/, '<sha1>-'), type})).sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+    {name: '<sha1>-add.wasm', type: 'wasm'},
+    {name: '<sha1>-schema.graphql', type: 'text'},
     {name: 'index.js', type: 'esModule'},
-    {name: 'add.wasm', type: 'wasm'},
-    {name: 'schema.graphql', type: 'text'},
   ])
   const {url} = await deploy(dir)
   expect(JSON.parse((await get(url)).body)).toEqual({sum: 5, schema: 'type Query { sum: Int }'})

@@ -76,6 +76,7 @@ const INHERITED_KEYS = new Set([
   'compatibility_flags',
   'rules',
   'find_additional_modules',
+  'preserve_file_names',
   'base_dir',
   'no_bundle',
   'define',
@@ -146,6 +147,8 @@ const wranglerSchema = z.object({
     .optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),
+  /** Attached modules keep their import path as their name (else `<sha1>-<file name>`, as wrangler names them). */
+  preserve_file_names: z.boolean().optional(),
   base_dir: z.string().optional(),
   no_bundle: z.boolean().optional(),
   minify: z.boolean().optional(),
@@ -170,6 +173,11 @@ const wranglerSchema = z.object({
   edgeworkers: z.strictObject({department: z.string().min(1).optional(), builder_policy: z.string().min(1).optional()}).optional(),
   env: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
 })
+
+/** Whether an `[env.<name>]` section inherits the top-level `key` (else it must restate it). */
+export function isInheritedKey(key: string): boolean {
+  return INHERITED_KEYS.has(key)
+}
 
 export type WranglerSettings = Omit<z.infer<typeof wranglerSchema>, 'env'>
 export type WranglerRuleType = z.infer<typeof ruleType>
@@ -222,7 +230,10 @@ export function loadWranglerConfig(file: string, env: string | null): LoadedWran
   const parsed = wranglerSchema.safeParse(applied)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!
-    throw new KitError('usage', `${source}: key "${[...(env === null ? [] : ['env', env]), ...issue.path].join('.')}": ${issue.message}`)
+    const key = [...(env === null ? [] : ['env', env]), ...issue.path].map((part, index) =>
+      typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`,
+    )
+    throw new KitError('usage', `${source}: key "${key.join('')}": ${issue.message}`)
   }
   const {env: _environments, ...config} = parsed.data
 
