@@ -13,8 +13,9 @@ const sources = (dir) =>
 
 // Native addons and binaries stay in node_modules, and so do optional packages nobody installs
 // (pg-native; react-devtools-core, which Ink loads only with DEV=true; typescript, which oclif
-// loads only to run a linked plugin's sources).
-const EXTERNAL = ['better-sqlite3', 'workerd', 'esbuild', 'pg-native', 'react-devtools-core', 'typescript']
+// loads only to run a linked plugin's sources), and unenv with Cloudflare's preset, whose files go
+// into Workers' bundles from node_modules.
+const EXTERNAL = ['better-sqlite3', 'workerd', 'esbuild', 'pg-native', 'react-devtools-core', 'typescript', 'unenv', '@cloudflare/unenv-preset']
 
 /** zod bundles 40-odd message locales behind `z.locales`; the kit speaks English only (zod's default). */
 const zodEnglishOnly = {

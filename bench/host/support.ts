@@ -77,6 +77,7 @@ export async function startBareWorkerdWith(sources: Array<{name: string; source:
       modules: [{name: 'index.js', type: 'esModule' as const, sha256, size: source.length}],
       bindings: [],
       crons: [],
+      queueConsumers: [],
       secrets: [],
       serviceAccounts: [],
       runtimeConfig: [],

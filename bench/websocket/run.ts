@@ -103,6 +103,7 @@ async function startBareWorkerd(source: string): Promise<{process: WorkerdProces
     operationSettingsJson: null,
     serviceAccounts: [],
     crons: [],
+    queueConsumers: [],
   }
   const config = renderValidationConfig([script], {
     modulePath: (digest) => digest,

@@ -59,6 +59,8 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
     'builder-policy': Flags.string({description: 'wrangler projects: department-worker-project-v2.N (default: the [edgeworkers] table, else the newest)'}),
     'dry-run': Flags.boolean({description: 'Build and print what would be deployed; write nothing, call nothing'}),
     wait: Flags.boolean({default: true, allowNo: true, description: 'Run the deploy task now and wait for it (--no-wait leaves it to the next pass)'}),
+    message: Flags.string({description: 'What this version is, recorded on it (versions list|show), with you as its author'}),
+    tag: Flags.string({description: 'A tag recorded on the version (e.g. a release name)'}),
     'operation-settings-digest': Flags.string({description: 'SHA-256 (64 hex) of the operation settings this deploy carries'}),
   }
 
@@ -99,6 +101,7 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
             operationSettingsDigest: this.flags['operation-settings-digest'],
             ontoProduction: this.flags['onto-production'],
             source,
+            notes: {message: this.flags.message, tag: this.flags.tag, author: this.operator.id},
           },
           {onStage: report, onEnqueued: (outboxId) => (this.outboxId = outboxId)},
         ),
@@ -144,6 +147,12 @@ function renderPlan(plan: DeployPlan): string {
     `objects      ${list(plan.bindings.durableObjects.map((object) => `${object.binding} → ${object.className}`))}`,
     `crons        ${list(plan.bindings.crons)}`,
     `kv           ${list(plan.bindings.kvNamespaces.map((namespace) => `${namespace.binding} → ${namespace.id}`))}`,
+    `d1           ${list(plan.bindings.d1Databases.map((database) => `${database.binding} → ${database.id}`))}`,
+    `r2           ${list(plan.bindings.r2Buckets.map((bucket) => `${bucket.binding} → ${bucket.bucketName}`))}`,
+    `queues       ${list([
+      ...plan.bindings.queues.producers.map((producer) => `${producer.binding} → ${producer.queue}`),
+      ...plan.bindings.queues.consumers.map((consumer) => `consumes ${consumer.queue}`),
+    ])}`,
     `services     ${list(plan.bindings.services.map((service) => `${service.binding} → department ${service.department}`))}`,
     `packages     ${list(Object.entries(plan.dependencies).map(([name, version]) => `${name}@${version}`))}`,
     table(

@@ -77,8 +77,8 @@ interface PostedTrace {
     outcome?: string
     eventTimestamp?: number | null
     truncated?: boolean
-    /** `cron`: a scheduled() invocation's trigger (it has no request). */
-    event?: {request?: {url?: string; method?: string}; response?: {status?: number}; cron?: string} | null
+    /** `cron`: a scheduled() invocation's trigger; `queue`, `batchSize`: a queue() invocation's batch (neither has a request). */
+    event?: {request?: {url?: string; method?: string}; response?: {status?: number}; cron?: string; queue?: string; batchSize?: number} | null
     logs?: Array<{level?: string; timestamp?: number; message?: unknown}>
     exceptions?: Array<{name?: string; message?: string; stack?: string; timestamp?: number}>
   }
@@ -267,12 +267,14 @@ function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) =
   const request = trace.event?.request
   const status = trace.event?.response?.status
   const cron = trace.event?.cron
+  const queue = trace.event?.queue
+  const invoked = typeof cron === 'string' ? {method: 'SCHEDULED', path: cron} : typeof queue === 'string' ? {method: 'QUEUE', path: queue} : null
   return {
     time: new Date(startedAt).toISOString(),
     script,
-    // A cron run shows as SCHEDULED <cron expression>.
-    method: typeof request?.method === 'string' ? request.method : typeof cron === 'string' ? 'SCHEDULED' : '',
-    path: typeof cron === 'string' && request?.url === undefined ? cron : redact(pathOf(request?.url)),
+    // A cron run shows as SCHEDULED <cron expression>, a queue batch as QUEUE <queue name>.
+    method: typeof request?.method === 'string' ? request.method : (invoked?.method ?? ''),
+    path: invoked !== null && request?.url === undefined ? invoked.path : redact(pathOf(request?.url)),
     status: typeof status === 'number' ? status : null,
     outcome: (tailOutcomes as readonly string[]).includes(trace.outcome ?? '') ? (trace.outcome as TailOutcome) : 'unknown',
     durationMs: Math.max(0, endedAt - startedAt),

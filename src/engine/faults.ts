@@ -10,6 +10,7 @@ export type FaultPoint =
   | 'submit.after_intents'
   | 'submit.after_artifacts'
   | 'control.after_mutation'
+  | 'rollback.after_commit'
 
 export function faultPoint(point: FaultPoint): void {
   if (process.env.EDGEWORKERS_FAULT === point) process.kill(process.pid, 'SIGKILL')

@@ -39,6 +39,7 @@ import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, 
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
+import {d1QueryRequestSchema, d1QueryResultSchema} from './api/d1.js'
 
 const signed = true
 const fenceIdParam = {fenceId: {schema: fenceIdSchema, what: 'fence id'}}
@@ -350,6 +351,9 @@ export const endpoints = {
     answer: 'ndjson',
     summary: 'Live: one event per finished invocation, `sampled` notices under volume, blank lines as heartbeats (see src/protocol/tail.ts).',
   },
+  // biome-ignore format: one entry, kept on few lines (the table stays under 400)
+  d1Query: {method: 'POST', path: '/v1/scripts/:name/d1/query', signed, request: d1QueryRequestSchema, response: d1QueryResultSchema, answer: 'json',
+    summary: 'Runs SQL on one of the script’s D1 databases, in one transaction (422 d1_error: nothing applied).'},
   workerActivity: {
     method: 'GET',
     path: '/v1/workers/activity',

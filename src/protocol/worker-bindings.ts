@@ -9,6 +9,12 @@ export type WorkerBinding =
   | {type: 'durable_object'; name: string; className: string}
   /** A KV namespace the host keeps for this Worker alone. */
   | {type: 'kv_namespace'; name: string; namespaceId: string}
+  /** A D1 database the host keeps for this Worker alone. */
+  | {type: 'd1_database'; name: string; databaseId: string}
+  /** An R2 bucket the host keeps for this Worker alone. */
+  | {type: 'r2_bucket'; name: string; bucketName: string}
+  /** `env.<name>.send()` / `sendBatch()` onto a queue of this Worker's own; `deliveryDelay` in seconds. */
+  | {type: 'queue'; name: string; queue: string; deliveryDelay: number}
   /** `env.<name>.fetch()` reaches the current release of `scriptName`, wherever it runs. */
   | {type: 'service'; name: string; scriptName: string}
   /** `env.<name>.fetch(request)` answers from the Worker's own static assets. */
@@ -28,5 +34,11 @@ export function wireBindingOf(binding: WorkerBinding): Binding {
       return {type: 'assets', name: binding.name}
     case 'kv_namespace':
       return {type: 'kv_namespace', name: binding.name, namespaceId: binding.namespaceId}
+    case 'd1_database':
+      return {type: 'd1_database', name: binding.name, databaseId: binding.databaseId}
+    case 'r2_bucket':
+      return {type: 'r2_bucket', name: binding.name, bucketName: binding.bucketName}
+    case 'queue':
+      return {type: 'queue', name: binding.name, queue: binding.queue, deliveryDelay: binding.deliveryDelay}
   }
 }

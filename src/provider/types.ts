@@ -2,6 +2,7 @@
 // speaks HTTP itself. The on-prem implementation (./onprem/) talks to our edge host daemon; whoever
 // builds the engine hands it one (a HostConnector), so the engine never names it.
 import type {TailLine, WorkerActivity} from '../protocol/tail.js'
+import type {D1QueryRequest, D1QueryResult} from '../protocol/api/d1.js'
 import type {WorkerBinding} from '../protocol/worker-bindings.js'
 import type {
   AccessPolicy as WireAccessPolicy,
@@ -10,6 +11,7 @@ import type {
   HostFence,
   ModuleType,
   OperationSettings,
+  QueueConsumer,
   ReleaseAssets,
   RuntimeConfigList,
   SecretList,
@@ -43,6 +45,8 @@ export interface UploadScriptInput {
   assets: ReleaseAssets | null
   /** Cron triggers: the host runs the Worker's scheduled() handler on each (UTC). */
   crons: string[]
+  /** The queues the Worker's queue() handler consumes. */
+  queueConsumers: QueueConsumer[]
 }
 
 export interface ScriptDetails {
@@ -199,6 +203,8 @@ export interface EdgeProvider {
   tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailLine>
   /** Requests, errors and p99 per Worker over the host's recent window. */
   workerActivity(signal?: AbortSignal): Promise<WorkerActivity>
+  /** Runs SQL on one of the script's D1 databases (by binding name), in one transaction. */
+  d1Query(scriptName: string, request: D1QueryRequest, signal?: AbortSignal): Promise<D1QueryResult>
 }
 
 /**

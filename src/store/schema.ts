@@ -74,6 +74,19 @@ export interface EdgeWorkerVersionsTable {
   receipt: string
   created_at: number
   updated_at: number
+  /** The operator's words (`deploy --message`, `rollback --message`). */
+  message: string | null
+  tag: string | null
+  /** Who deployed it: the operator's login name. */
+  author: string | null
+  /** JSON object: what it was built from ({projectDir, file, kind, env}). */
+  source: string | null
+  /** Project archive plus bundle, in bytes. */
+  size_bytes: number | null
+  /** A rollback's copy: the version whose artifacts it carries. */
+  rollback_of: string | null
+  /** When its deploy completed (it served from then on); null: never served. */
+  deployed_at: number | null
 }
 
 export interface OutboxTable {
@@ -183,7 +196,11 @@ export type CompanyRow = Selectable<CompaniesTable>
 export type DepartmentRow = Selectable<DepartmentsTable>
 export type ServiceAccountRow = Selectable<ServiceAccountsTable>
 export type WorkerRow = Selectable<EdgeWorkersTable>
-export type VersionRow = Omit<Selectable<EdgeWorkerVersionsTable>, 'manifest' | 'receipt'> & {manifest: JsonObject; receipt: JsonObject}
+export type VersionRow = Omit<Selectable<EdgeWorkerVersionsTable>, 'manifest' | 'receipt' | 'source'> & {
+  manifest: JsonObject
+  receipt: JsonObject
+  source: JsonObject | null
+}
 export type OutboxRow = Omit<Selectable<OutboxTable>, 'payload'> & {payload: JsonObject}
 export type AuditRow = Omit<Selectable<AuditLogsTable>, 'facts'> & {facts: JsonObject}
 /** A pairing as every caller sees it: the shared secret is left out. */

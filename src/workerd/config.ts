@@ -30,7 +30,10 @@ import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BIN
 import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
+import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
+import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
+import {renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
 
@@ -79,17 +82,23 @@ export function serviceTargetOf(script: {name: string}, binding: Binding): strin
 /**
  * The validation sandbox runs each script behind this module, as its main: it imports the real
  * main module and throws — so workerd refuses to start, naming the script — when there is no
- * default export with a fetch handler (every Worker answers its own route) or a Durable Object class
+ * default export with a fetch handler (every Worker answers its own route), a queue consumer has no
+ * queue handler, or a Durable Object class
  * the bindings name is not exported (workerd itself only warns about that).
  */
 export const CHECK_MODULE = '__edgeworkers_check__.js'
 
-function checkModuleSource(mainModule: string, classNames: string[]): string {
+function checkModuleSource(mainModule: string, classNames: string[], consumesQueues: boolean): string {
   const main = JSON.stringify(mainModule)
   return [
     `import * as main from ${main};`,
     'const handler = main.default;',
     `if (typeof handler?.fetch !== "function" && typeof handler?.prototype?.fetch !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} has no default export with a fetch handler`)});`,
+    ...(consumesQueues
+      ? [
+          `if (typeof handler?.queue !== "function" && typeof handler?.prototype?.queue !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} consumes queues but its default export has no queue handler`)});`,
+        ]
+      : []),
     ...classNames.map(
       (className) =>
         `if (typeof main[${JSON.stringify(className)}] !== "function") throw new Error(${JSON.stringify(`the main module ${mainModule} does not export the Durable Object class ${className}`)});`,
@@ -121,14 +130,27 @@ export function renderShardConfig(
   const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage))
+    services.push(
+      renderWorker(script, options, storage, {tailed}),
+      ...renderServiceBindingTargets(script, options),
+      ...renderKvServices(script, storage),
+      ...renderD1Services(script, storage),
+      ...renderR2Services(script, storage),
+      ...renderQueueServices(script, storage, true),
+    )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
   if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, tailed))
   const cron = renderCronServices(scripts)
   services.push(...cron, renderEgress(options.egressAllow))
-  const sockets = [HEALTH_SOCKET, ...(loaded ? [LOADER_SOCKET] : []), ...(cron.length > 0 ? [CRON_SOCKET] : []), ...scripts.map((script) => script.name)]
+  const sockets = [
+    HEALTH_SOCKET,
+    ...(loaded ? [LOADER_SOCKET] : []),
+    ...(cron.length > 0 ? [CRON_SOCKET] : []),
+    ...scripts.map((script) => script.name),
+    ...d1Sockets(scripts),
+  ]
   return renderConfig(services, sockets, options.socketAddress)
 }
 
@@ -164,7 +186,14 @@ const LOADER_SERVICES_SERVICE = 'edgeworkers-services'
 export function renderValidationConfig(scripts: RunnableScript[], options: RenderOptions): RenderedConfig {
   const workers = scripts.flatMap((script) => {
     const storage = usesDurableObjects(script) ? 'memory' : null
-    return [renderWorker(script, options, storage, {checked: true}), ...renderServiceBindingTargets(script, options), ...renderKvServices(script, storage)]
+    return [
+      renderWorker(script, options, storage, {checked: true}),
+      ...renderServiceBindingTargets(script, options),
+      ...renderKvServices(script, storage),
+      ...renderD1Services(script, storage),
+      ...renderR2Services(script, storage),
+      ...renderQueueServices(script, storage, false),
+    ]
   })
   return renderConfig(
     [...workers, renderEgress(options.egressAllow)],
@@ -173,9 +202,15 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
-/** Whether the script has Durable Object storage: its own classes, or its KV namespaces (./kv-config.ts). */
+/** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
-  return script.bindings.some((binding) => binding.type === 'durable_object_namespace') || usesKvNamespaces(script)
+  return (
+    script.bindings.some((binding) => binding.type === 'durable_object_namespace') ||
+    usesKvNamespaces(script) ||
+    usesD1Databases(script) ||
+    usesR2Buckets(script) ||
+    usesQueues(script)
+  )
 }
 
 /** Each socket is named after the service it serves. */
@@ -208,7 +243,9 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   )
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
-    moduleList.unshift(`(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames))})`)
+    moduleList.unshift(
+      `(name = "${CHECK_MODULE}", esModule = ${capnpString(checkModuleSource(script.mainModule, classNames, script.queueConsumers.length > 0))})`,
+    )
   }
 
   const bindings = valueBindings(script).map((binding) =>
@@ -225,6 +262,9 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       // The unique key names the storage directory and derives object ids: it must never change.
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
     } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
+    else if (binding.type === 'd1_database') bindings.push(renderD1Binding(script.name, binding))
+    else if (binding.type === 'r2_bucket') bindings.push(renderR2Binding(script.name, binding))
+    else if (binding.type === 'queue') bindings.push(renderQueueBinding(script.name, binding))
   }
 
   const fields = [

@@ -1,7 +1,7 @@
 // What workerd runs: one script's release with the values it runs with, as the host state keeps it
 // and as the validation sandbox and the shards render it.
 import {sha256Hex} from '../canonical-json.js'
-import type {Binding, ModuleInfo, ModuleType} from '../protocol/management-api.js'
+import type {Binding, ModuleInfo, ModuleType, QueueConsumer} from '../protocol/management-api.js'
 
 /** Everything the runtime needs to run one script; module bytes are fetched by digest. */
 export interface RunnableScript {
@@ -14,6 +14,8 @@ export interface RunnableScript {
   bindings: Binding[]
   /** Cron triggers: the shard's cron Worker runs the script's scheduled() on them (../edge-host/triggers/). */
   crons: string[]
+  /** The queues its queue() handler consumes (./queue-config.ts). */
+  queueConsumers: QueueConsumer[]
   secrets: Array<{name: string; value: string}>
   serviceAccounts: Array<{id: string; username: string; password: string}>
   runtimeConfig: Array<{key: string; valueJson: string}>
@@ -31,6 +33,7 @@ export interface CandidateRelease {
   modules: ReadonlyArray<{name: string; type: ModuleType; content: Uint8Array}>
   bindings: Binding[]
   crons: string[]
+  queueConsumers: QueueConsumer[]
 }
 
 /** What a script runs with besides its release. */
@@ -53,6 +56,7 @@ export function validationCandidate(release: CandidateRelease, runsWith: RunsWit
       modules: modules.map(({name, type, sha256, content}) => ({name, type, sha256, size: content.length})),
       bindings: release.bindings,
       crons: release.crons,
+      queueConsumers: release.queueConsumers,
       secrets: runsWith?.secrets ?? [],
       serviceAccounts: runsWith?.serviceAccounts ?? [],
       runtimeConfig: runsWith?.runtimeConfig ?? [],

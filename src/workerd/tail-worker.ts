@@ -96,7 +96,7 @@ function slim(trace) {
     outcome: trace.outcome,
     eventTimestamp: trace.eventTimestamp,
     truncated: trace.truncated,
-    event: {request: {url: request?.url, method: request?.method}, response: trace.event?.response, cron: trace.event?.cron},
+    event: {request: {url: request?.url, method: request?.method}, response: trace.event?.response, cron: trace.event?.cron, queue: trace.event?.queue, batchSize: trace.event?.batchSize},
     logs: trace.logs,
     exceptions: trace.exceptions,
   };

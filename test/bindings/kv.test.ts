@@ -168,12 +168,12 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       [
         'bad-binding',
         {'wrangler.toml': 'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "not an identifier"\nid = "a"'},
-        'key "kvNamespaces[0].binding" must be an identifier',
+        'error: wrangler.toml: key "kv_namespaces[0].binding" must be an identifier',
       ],
       [
         'bad-id',
         {'wrangler.toml': 'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "KV"\nid = "has space"'},
-        'key "kvNamespaces[0].id" must be 1–128 printable ASCII characters without spaces',
+        'error: wrangler.toml: key "kv_namespaces[0].id" must be 1–128 printable ASCII characters without spaces',
       ],
       [
         'twice',
@@ -181,7 +181,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
           'wrangler.toml':
             'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "KV"\nid = "a"\n[[kv_namespaces]]\nbinding = "KV"\nid = "b"',
         },
-        'key "kvNamespaces" binds "KV" more than once',
+        'error: wrangler.toml: key "kv_namespaces" binds "KV" more than once',
       ],
       [
         'taken',

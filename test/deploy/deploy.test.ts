@@ -5,6 +5,7 @@ import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
 import {KitError} from '../../src/errors.js'
 import type {Engine} from '../../src/engine/context.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
+import {rollbackWorker} from '../../src/engine/deploy/rollback.js'
 import {enqueueDeploy} from '../../src/engine/deploy/enqueue.js'
 import {submitVersion} from '../../src/engine/deploy/submit.js'
 import {runDeployTask} from '../../src/engine/deploy/task.js'
@@ -96,6 +97,44 @@ describeEachStore('deploy pipeline', (t) => {
     expect(rollback.versionId).not.toBe(first.versionId)
     expect((await fetchText(rollback.url!)).body).toBe('Hello from an Edge Worker! (GET /)\n')
     expect((await t.store.workers.getVersion(second.versionId))?.state).toBe('superseded')
+  })
+
+  test('deploy records its message, tag, author, source and size on the version, and when it served', async () => {
+    const engine = await kit.engine()
+    const notes = {message: 'first cut', tag: 'v1.0', author: 'alice'}
+    const outcome = await deployWorker(engine, {projectDir: HELLO, departmentId: await kit.department(), wait: true, notes})
+    expect(outcome.state).toBe('completed')
+    const version = (await t.store.workers.getVersion(outcome.versionId))!
+    expect(version).toMatchObject({...notes, rollback_of: null, source: {projectDir: HELLO, kind: 'edgeworker', env: null}})
+    expect(version.size_bytes).toBeGreaterThan(0)
+    expect(version.deployed_at).toBeGreaterThanOrEqual(version.created_at)
+  })
+
+  test('rollback deploys the version served before as a new version; --to by tag; refusals write nothing', async () => {
+    const engine = await kit.engine()
+    const department = await kit.department()
+    const actor = {type: 'operator', id: 'alice'}
+    const first = await deployWorker(engine, {projectDir: HELLO, departmentId: department, wait: true, notes: {tag: 'v1'}})
+    const second = await deployWorker(engine, {projectDir: HELLO_V2, departmentId: department, wait: true, notes: {tag: 'v2'}})
+    const back = await rollbackWorker(engine, {departmentId: department, wait: true, actor})
+    expect(back).toMatchObject({state: 'completed', rolledBackTo: first.versionId, releaseGeneration: first.releaseGeneration})
+    expect((await fetchText(back.url!)).body).toBe('Hello from an Edge Worker! (GET /)\n')
+    expect(await t.store.workers.getVersion(back.versionId)).toMatchObject({
+      rollback_of: first.versionId,
+      message: `rollback to ${first.versionId}`,
+      author: 'alice',
+    })
+    expect((await t.store.audit.list({action: 'edge_worker.rolled_back'})).map((row) => row.actor_id)).toEqual(['alice'])
+
+    const versionsBefore = (await t.store.workers.listVersions(back.workerId)).length
+    const refused = (to: string) => rollbackWorker(engine, {departmentId: department, to, wait: true, actor}).catch((error: KitError) => error.code)
+    expect(await refused('v1')).toBe('usage')
+    expect(await refused('nope')).toBe('not_found')
+    expect((await t.store.workers.listVersions(back.workerId)).length).toBe(versionsBefore)
+
+    const forward = await rollbackWorker(engine, {departmentId: department, to: 'v2', wait: true, actor})
+    expect(forward).toMatchObject({state: 'completed', rolledBackTo: second.versionId})
+    expect((await fetchText(forward.url!)).body).toBe('Hello from Edge Workers, version 2!\n')
   })
 
   test('a tampered receipt digest fails integrity and never downgrades the deployed version', async () => {

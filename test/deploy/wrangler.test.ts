@@ -150,16 +150,16 @@ export default {
 test('bindings the host cannot provide are refused with one line and nothing is written; edgeworker.json wins over wrangler.toml', {
   timeout: 180_000,
 }, async () => {
-  const r2 = project('r2', {
-    'wrangler.toml': 'name = "r2"\nmain = "index.js"\ncompatibility_date = "2026-11-01"\n[[r2_buckets]]\nbinding = "FILES"\nbucket_name = "x"\n',
+  const vectorize = project('vectorize', {
+    'wrangler.toml': 'name = "vectorize"\nmain = "index.js"\ncompatibility_date = "2026-11-01"\n[[vectorize]]\nbinding = "INDEX"\nindex_name = "x"\n',
     'index.js': 'export default {fetch() { return new Response("x") }}\n',
   })
   expect((await cli('department', 'create', 'acme', 'kv', '--id', 'kv')).code).toBe(0)
-  const refused = await cli('deploy', r2, '--department', 'kv')
+  const refused = await cli('deploy', vectorize, '--department', 'kv')
   expect({code: refused.code, stdout: refused.stdout, stderr: refused.stderr}).toEqual({
     code: 2,
     stdout: '',
-    stderr: 'error: wrangler.toml: r2_buckets is not provided by the edge host on-prem; remove it (a Worker using it would fail at its first request)\n',
+    stderr: 'error: wrangler.toml: vectorize is not provided by the edge host on-prem; remove it (a Worker using it would fail at its first request)\n',
   })
   const noNode = project('no-node-compat', {
     'wrangler.toml': 'name = "crypto"\nmain = "index.ts"\ncompatibility_date = "2026-11-01"\n',
@@ -204,10 +204,11 @@ export default {
   })
   copyFileSync(path.join(FIXTURES, 'modules', 'add.wasm'), path.join(dir, 'src', 'add.wasm'))
   const plan = JSON.parse((await cli('deploy', dir, '--dry-run', '--json')).stdout) as {modules: Array<{name: string; type: string}>}
-  expect(plan.modules.map(({name, type}) => ({name, type}))).toEqual([
+  // Named as wrangler names them: the SHA-1 of their bytes, then the file name.
+  expect(plan.modules.map(({name, type}) => ({name: name.replace(/^[0-9a-f]{40}-/, '<sha1>-'), type})).sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+    {name: '<sha1>-add.wasm', type: 'wasm'},
+    {name: '<sha1>-schema.graphql', type: 'text'},
     {name: 'index.js', type: 'esModule'},
-    {name: 'add.wasm', type: 'wasm'},
-    {name: 'schema.graphql', type: 'text'},
   ])
   const {url} = await deploy(dir)
   expect(JSON.parse((await get(url)).body)).toEqual({sum: 5, schema: 'type Query { sum: Int }'})

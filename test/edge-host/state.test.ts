@@ -42,6 +42,7 @@ function upload(text: string): ScriptUpload {
     modules: [{name: 'index.js', type: 'esModule', content: Buffer.from(`export default {fetch() {return new Response(${JSON.stringify(text)})}}`)}],
     bindings: [],
     crons: [],
+    queueConsumers: [],
     assets: null,
   }
 }

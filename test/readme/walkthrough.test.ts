@@ -41,6 +41,17 @@ function operatorDir(name: string): {dir: string; PATH: string} {
   return {dir, PATH: `${bin}:${process.env.PATH}`}
 }
 
+/** Runs a README block to its end as bash -euo pipefail would in a terminal; what it printed and its exit code. */
+async function runBlock(name: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{code: number | null; stdout: string; stderr: string}> {
+  const block = spawn('bash', ['-euo', 'pipefail', '-c', walkthroughBlock(name)], {cwd, env, stdio: ['ignore', 'pipe', 'pipe']})
+  let stdout = ''
+  let stderr = ''
+  block.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+  block.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  const code = await new Promise<number | null>((resolve) => block.once('exit', resolve))
+  return {code, stdout, stderr}
+}
+
 test('the README walk-through reaches a served Worker, then a retired one, with no step failing', {timeout: 240_000}, async () => {
   const {dir: operator, PATH} = operatorDir('walkthrough')
   symlinkSync(path.join(ROOT, 'fixtures'), path.join(operator, 'fixtures'))
@@ -56,12 +67,7 @@ test('the README walk-through reaches a served Worker, then a retired one, with 
     host!.once('exit', (code) => reject(new Error(`host serve exited ${code}: ${hostErr}`)))
   })
 
-  const kit = spawn('bash', ['-euo', 'pipefail', '-c', walkthroughBlock('kit')], {cwd: operator, env, stdio: ['ignore', 'pipe', 'pipe']})
-  let stdout = ''
-  let stderr = ''
-  kit.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-  kit.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const code = await new Promise<number | null>((resolve) => kit.once('exit', resolve))
+  const {code, stdout, stderr} = await runBlock('kit', operator, env)
   expect({code, stderr}).toEqual({code: 0, stderr: expect.not.stringContaining('error:')})
   expect(stdout).toContain('Hello from an Edge Worker! (GET /)')
   expect(stdout).toContain('"code":"worker_not_found"')
@@ -77,12 +83,7 @@ test('the "Coming from wrangler" block: init with a department, dry-run, deploy,
     await setUpKit(cli, host, [['department', 'create', 'acme', 'Sales', '--id', 'acme-sales']])
     // HOME stays the runner's so npm install uses its cache.
     const env: NodeJS.ProcessEnv = {...process.env, PATH, EDGEWORKERS_DATA_DIR: dataDir, npm_config_prefer_offline: 'true'}
-    const block = spawn('bash', ['-euo', 'pipefail', '-c', walkthroughBlock('wrangler')], {cwd: operator, env, stdio: ['ignore', 'pipe', 'pipe']})
-    let stdout = ''
-    let stderr = ''
-    block.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    block.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    const code = await new Promise<number | null>((resolve) => block.once('exit', resolve))
+    const {code, stdout, stderr} = await runBlock('wrangler', operator, env)
     expect({code, stderr}).toEqual({code: 0, stderr: expect.not.stringContaining('error:')})
     expect(stdout).toContain('Staging: hello from api (Hono)!')
     const workers = JSON.parse((await cli('worker', 'show', 'acme-sales', '--json')).stdout) as {url: string}

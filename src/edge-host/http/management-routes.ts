@@ -116,6 +116,7 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
       service.details(params.name) // script_not_found for a name the host never had
       return workerEvents().subscribe(params.name)
     },
+    d1Query: async ({params, body}) => ok(await service.d1.query(params.name, body)),
     workerActivity: () => ok(workerEvents().activity()),
     fence: () => ok(service.fences.status()),
     beginFence: ({body}) => {

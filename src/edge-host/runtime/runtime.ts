@@ -35,6 +35,8 @@ import {socketPathsIn, unixAddressOf, writeConfig} from '../../workerd/config-fi
 import {killRecordedLeftovers} from '../../workerd/process.js'
 import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
 import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
+import {d1Sockets} from '../../workerd/d1-config.js'
+import {usesQueueConsumers} from '../../workerd/queue-config.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -294,7 +296,7 @@ export class WorkerdRuntime {
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
-    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, CRON_SOCKET, ...scripts.map((script) => script.name)])
+    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, CRON_SOCKET, ...scripts.map((script) => script.name), ...d1Sockets(scripts)])
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),
@@ -308,10 +310,11 @@ export class WorkerdRuntime {
       sockets: config.sockets,
       socketPaths,
       cwd: configDir,
-      // The Worker Loader and the cron Worker's scheduled() calls exist only in workerd's experimental
-      // mode; uploads still pass the validation sandbox under host.experimental, so a Worker gains no
-      // experimental flag by it.
-      experimental: this.options.experimental || this.options.codeLoading === 'loader' || config.sockets.includes(CRON_SOCKET),
+      // The Worker Loader, the cron Worker's scheduled() calls and the queue service's queue() calls
+      // exist only in workerd's experimental mode; uploads still pass the validation sandbox under
+      // host.experimental, so a Worker gains no experimental flag by it.
+      experimental:
+        this.options.experimental || this.options.codeLoading === 'loader' || config.sockets.includes(CRON_SOCKET) || scripts.some(usesQueueConsumers),
       discard: () => rm(configDir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }

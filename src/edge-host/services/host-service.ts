@@ -24,6 +24,7 @@ import {ControlService} from './control-service.js'
 import {HostError} from '../errors.js'
 import type {HostIdentity} from '../identity.js'
 import type {WorkerdRuntime} from '../runtime/runtime.js'
+import {D1Service} from './d1-service.js'
 import {refusalMessage} from '../../workerd/refusal.js'
 import {assertAssetsHeld} from '../assets/management.js'
 import type {AssetFiles} from '../assets/files.js'
@@ -56,12 +57,15 @@ export class HostService {
   readonly control: ControlService
   /** Backup fences and the data snapshots taken under them. */
   readonly fences: FenceService
+  /** SQL on scripts' D1 databases. */
+  readonly d1: D1Service
 
   constructor(private readonly options: ServiceOptions) {
     this.state = options.state
     this.runtime = options.runtime
     this.control = new ControlService(options.state, (name) => this.restartScriptShard(name))
     this.fences = new FenceService(options)
+    this.d1 = new D1Service(options.state, options.runtime, options.settings.request_hold_timeout_ms)
   }
 
   // ── Identity and pairing ────────────────────────────────────────────────────────────────────

@@ -152,4 +152,9 @@ CREATE TABLE cron_runs (
     name: 'release department',
     sql: 'ALTER TABLE scripts ADD COLUMN department TEXT;',
   },
+  {
+    // The queues each script's release consumes, with their settings (JSON, ../../protocol/api/queues.ts).
+    name: 'queue consumers',
+    sql: "ALTER TABLE scripts ADD COLUMN queue_consumers TEXT NOT NULL DEFAULT '[]';",
+  },
 ]

@@ -1,7 +1,7 @@
 // Scripts and their releases: metadata, modules (blobs shared by content), shard assignment,
 // lockdown and retirement, and the route the data plane reads for every request.
 import {canonicalDigest, sha256Hex} from '../../canonical-json.js'
-import type {Binding, ModuleInfo, ModuleType, ReleaseAssets, ScriptState} from '../../protocol/management-api.js'
+import type {Binding, ModuleInfo, ModuleType, QueueConsumer, ReleaseAssets, ScriptState} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {ControlConfig, PolicyColumns} from './control-config.js'
 import {type AccessPolicyRecord, POLICY_COLUMNS, policyFromRow} from './control-config.js'
@@ -22,6 +22,7 @@ export interface ScriptRecord {
   tags: string[]
   bindings: Binding[]
   crons: string[]
+  queueConsumers: QueueConsumer[]
   lockedDownAt: number | null
   retiredAt: number | null
   createdAt: number
@@ -61,6 +62,7 @@ export interface ScriptUpload {
   modules: DecodedModule[]
   bindings: Binding[]
   crons: string[]
+  queueConsumers: QueueConsumer[]
   /** The release's static assets (../state/release-assets.ts stores them), or null. */
   assets: ReleaseAssets | null
 }
@@ -77,6 +79,7 @@ interface ScriptRow extends PolicyColumns {
   tags: string
   bindings: string
   crons: string
+  queue_consumers: string
   locked_down_at: number | null
   retired_at: number | null
   created_at: number
@@ -184,6 +187,7 @@ export class Scripts {
       modules: this.modulesOf(script.name),
       bindings: script.bindings,
       crons: script.crons,
+      queueConsumers: script.queueConsumers,
       secrets: this.credentials.secretValuesByName(script.name),
       serviceAccounts: this.credentials.serviceAccountLogins(script.name),
       runtimeConfig: this.controlConfig.runtimeConfig(script.name).map((entry) => ({key: entry.key, valueJson: entry.valueJson})),
@@ -235,6 +239,7 @@ export class Scripts {
         department: upload.department,
         bindings: JSON.stringify(upload.bindings),
         crons: JSON.stringify(upload.crons),
+        queue_consumers: JSON.stringify(upload.queueConsumers),
         content_digest: uploadDigest(upload),
         created_at: tx.now,
         updated_at: tx.now,
@@ -364,6 +369,7 @@ function scriptFromRow(row: ScriptRow): ScriptRecord {
     tags: JSON.parse(row.tags),
     bindings: JSON.parse(row.bindings),
     crons: JSON.parse(row.crons),
+    queueConsumers: JSON.parse(row.queue_consumers),
     lockedDownAt: row.locked_down_at,
     retiredAt: row.retired_at,
     createdAt: row.created_at,

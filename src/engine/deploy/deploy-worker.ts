@@ -2,13 +2,13 @@
 // (unless asked not to wait) run the deploy task in-process. Gates and pairing are checked before
 // anything is written, so a refused deploy leaves no artifact, version or outbox row.
 import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
-import {DEPLOY_SUPERSEDED, type OutboxRow} from '../../store/index.js'
+import {DEPLOY_SUPERSEDED, type OutboxRow, type VersionRow, type WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {LEASE_LOST} from '../row-result.js'
 import {enqueueDeploy} from './enqueue.js'
 import {deployRowResult, GATE_CLOSED} from './row-result.js'
-import {submitVersion} from './submit.js'
+import {submitVersion, type VersionNotes} from './submit.js'
 import {runDeployTask, type DeployStage} from './task.js'
 import {assertHostKnowsPairing, requireProvider} from '../provider.js'
 import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
@@ -17,7 +17,8 @@ import {workerUrl} from '../workers.js'
 /** `superseded`: a newer version of the Worker was queued or deployed meanwhile; this one settled without serving. */
 export type DeployState = 'completed' | 'superseded' | 'deferred' | 'pending' | 'failed' | 'uncertain'
 
-export interface DeployOutcome {
+/** How a deploy row of one version ran: what `deploy` and `rollback` both report. */
+export interface DeployRun {
   state: DeployState
   code: string | null
   message: string | null
@@ -28,14 +29,22 @@ export interface DeployOutcome {
   outboxId: string
   /** The enqueue found an existing row for this (worker, version, base revision). */
   duplicate: boolean
-  /** The project built to a release this Worker already had; that version was reused. */
-  reused: boolean
   /** Where the Worker answers, once deployed. */
   url: string | null
+}
+
+export interface DeployOutcome extends DeployRun {
+  /** The project built to a release this Worker already had; that version was reused. */
+  reused: boolean
   /** What the project was read from (edgeworker.json or a wrangler config, which env, bundled or not). */
   source: {file: string; kind: ProjectSource['kind']; env: string | null; bundled: boolean}
   /** Notes of the build for the operator: wrangler keys ignored on-prem, which manifest won. */
   warnings: string[]
+}
+
+export interface DeployStageOptions {
+  onStage?: (stage: DeployStage | 'build' | 'enqueue') => void
+  onEnqueued?: (outboxId: string) => void
 }
 
 export interface DeployRequest {
@@ -48,34 +57,53 @@ export interface DeployRequest {
   source?: ProjectSourceOptions
   /** With --env: deploy the env onto the production department's Worker all the same. */
   ontoProduction?: boolean
+  /** --message, --tag and the operator, recorded on the version. */
+  notes?: VersionNotes
 }
 
-export async function deployWorker(
-  engine: Engine,
-  request: DeployRequest,
-  options: {onStage?: (stage: DeployStage | 'build' | 'enqueue') => void; onEnqueued?: (outboxId: string) => void} = {},
-): Promise<DeployOutcome> {
-  const stage = options.onStage ?? (() => {})
+export async function deployWorker(engine: Engine, request: DeployRequest, options: DeployStageOptions = {}): Promise<DeployOutcome> {
   const resolution = await requireProvider(engine, 'deploy')
   await assertEnqueueGatesOpen(engine, resolution.scope)
   if (request.wait) await assertHostKnowsPairing(engine, resolution.provider, resolution.scope, 'deploy')
 
-  stage('build')
+  options.onStage?.('build')
   const {worker, version, reused, source} = await submitVersion(engine, {
     projectDir: request.projectDir,
     departmentId: request.departmentId,
     scope: resolution.scope,
     source: request.source,
     ontoProduction: request.ontoProduction,
+    notes: request.notes,
   })
+  const run = await enqueueAndRun(
+    engine,
+    {worker, version, scope: resolution.scope, wait: request.wait, operationSettingsDigest: request.operationSettingsDigest},
+    options,
+  )
+  return {
+    ...run,
+    reused,
+    source: {file: source.file, kind: source.kind, env: source.env, bundled: source.bundled},
+    warnings: source.warnings,
+  }
+}
+
+/** Enqueues the deploy of a committed version and (waiting) runs its task in this process. */
+export async function enqueueAndRun(
+  engine: Engine,
+  target: {worker: WorkerRow; version: VersionRow; scope: string; wait: boolean; operationSettingsDigest?: string},
+  options: DeployStageOptions = {},
+): Promise<DeployRun> {
+  const stage = options.onStage ?? (() => {})
+  const {worker, version} = target
   stage('enqueue')
   const enqueued = await enqueueDeploy(engine, {
     worker,
     version,
-    scope: resolution.scope,
-    operationSettingsDigest: request.operationSettingsDigest,
+    scope: target.scope,
+    operationSettingsDigest: target.operationSettingsDigest,
     // Waiting, this process runs the task next and reserves the row; --no-wait hands it to the next pass.
-    dispatcher: request.wait ? engine.owner : undefined,
+    dispatcher: target.wait ? engine.owner : undefined,
   })
   options.onEnqueued?.(enqueued.row.id)
   const base = {
@@ -85,11 +113,8 @@ export async function deployWorker(
     releaseGeneration: version.release_generation,
     outboxId: enqueued.row.id,
     duplicate: enqueued.duplicate,
-    reused,
-    source: {file: source.file, kind: source.kind, env: source.env, bundled: source.bundled},
-    warnings: source.warnings,
   }
-  const outcome = async (state: DeployState, code: string | null, message: string | null): Promise<DeployOutcome> => ({
+  const outcome = async (state: DeployState, code: string | null, message: string | null): Promise<DeployRun> => ({
     ...base,
     state,
     code,
@@ -99,8 +124,7 @@ export async function deployWorker(
 
   if (enqueued.deferred) return outcome('deferred', EDGE_HOST_FENCED, 'a backup fence is open; the deploy runs when it ends')
   if (isFinished(enqueued.row)) return outcome(stateOfFinished(enqueued.row), enqueued.row.last_error_code, enqueued.row.last_error)
-  if (!request.wait) return outcome('pending', null, 'left to the next reconcile pass')
-
+  if (!target.wait) return outcome('pending', null, 'left to the next reconcile pass')
   const result = await runDeployTask(
     engine,
     {outboxId: enqueued.row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: enqueued.row.id},

@@ -3,8 +3,10 @@
 import type {Settings} from '../../config/schema.js'
 import {parseBundle} from '../project/bundle.js'
 import {buildProject} from '../project/build.js'
-import {moduleEntriesOf} from '../project/manifest.js'
+import {d1DatabaseIdOf, moduleEntriesOf} from '../project/manifest.js'
 import type {ProjectSourceOptions} from '../project/source.js'
+import {queueConsumersOf} from '../project/worker-config.js'
+import type {QueueConsumer} from '../../protocol/management-api.js'
 import type {VersionDigests} from '../project/version-digests.js'
 
 export interface DeployPlan {
@@ -21,6 +23,10 @@ export interface DeployPlan {
     staticData: boolean
     durableObjects: Array<{binding: string; className: string}>
     kvNamespaces: Array<{binding: string; id: string}>
+    d1Databases: Array<{binding: string; id: string}>
+    r2Buckets: Array<{binding: string; bucketName: string}>
+    /** Queue producers (binding → queue) and the queues the Worker consumes, defaults filled in. */
+    queues: {producers: Array<{binding: string; queue: string}>; consumers: QueueConsumer[]}
     /** Cron triggers (UTC) the host runs scheduled() on. */
     crons: string[]
     services: Array<{binding: string; department: string}>
@@ -54,6 +60,12 @@ export async function planDeploy(settings: Settings, request: {projectDir: strin
       staticData: manifest.staticData !== undefined,
       durableObjects: manifest.durableObjects ?? [],
       kvNamespaces: manifest.kvNamespaces ?? [],
+      d1Databases: (manifest.d1Databases ?? []).map((database) => ({binding: database.binding, id: d1DatabaseIdOf(database)})),
+      r2Buckets: manifest.r2Buckets ?? [],
+      queues: {
+        producers: (manifest.queues?.producers ?? []).map((producer) => ({binding: producer.binding, queue: producer.queue})),
+        consumers: queueConsumersOf(manifest),
+      },
       crons: manifest.crons ?? [],
       services: manifest.services ?? [],
     },

@@ -1,13 +1,14 @@
 // Turning a project directory into a committed version. Artifact-cleanup intents are recorded
 // before any artifact is written, so a submission that dies half-way leaves intents that clean up
 // after it; the version commit adopts (cancels) them in the same transaction.
+import path from 'node:path'
 import {KitError} from '../../errors.js'
 import {newId, scriptNameFor, type VersionRow, type WorkerRow} from '../../store/index.js'
 import type {ArtifactKind} from '../../artifacts/store.js'
 import {artifactKeyFor} from '../../artifacts/store.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
-import {buildProject, type BuiltVersion} from '../project/build.js'
+import {buildProject, type BuiltProject, type BuiltVersion} from '../project/build.js'
 import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
 import {storeAssets} from '../project/assets/store.js'
 import {resolveServiceBindings} from './service-bindings.js'
@@ -33,6 +34,16 @@ export interface SubmitInput {
   source?: ProjectSourceOptions
   /** With a wrangler env: deploy it onto the production department's Worker all the same. */
   ontoProduction?: boolean
+  /** Recorded on a new version (a reused one keeps its own). */
+  notes?: VersionNotes
+}
+
+/** What the operator says about a version: `deploy --message/--tag`, and who they are. */
+export interface VersionNotes {
+  message?: string
+  tag?: string
+  /** The operator's login name. */
+  author?: string
 }
 
 export async function submitVersion(engine: Engine, input: SubmitInput): Promise<SubmitResult> {
@@ -101,7 +112,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
     const version = await store.deployments.commitVersion({
       worker,
       createWorker: !existingWorker,
-      version: versionInputOf(versionId, workerId, built),
+      version: {...versionInputOf(versionId, workerId, built), ...notesOf(input, built)},
       intentDedupeKeys: intentKeys,
     })
     return {worker: (await store.workers.get(workerId)) ?? worker, version, reused: false, source: built.source}
@@ -123,6 +134,17 @@ export function versionInputOf(id: string, workerId: string, built: BuiltVersion
     bundle_digest: built.digests.bundleDigest,
     manifest: built.manifest as never,
     receipt: built.receipt as never,
+  }
+}
+
+function notesOf(input: SubmitInput, built: BuiltProject) {
+  const {file, kind, env} = built.source
+  return {
+    message: input.notes?.message ?? null,
+    tag: input.notes?.tag ?? null,
+    author: input.notes?.author ?? null,
+    source: {projectDir: path.resolve(input.projectDir), file, kind, env},
+    size_bytes: built.projectArchive.byteLength + built.bundle.byteLength,
   }
 }
 

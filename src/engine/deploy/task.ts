@@ -16,7 +16,7 @@ import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
 import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js'
 import type {VersionDigests} from '../project/version-digests.js'
 import {moduleTupleOf, type WorkerManifest} from '../project/manifest.js'
-import {scriptModulesOf, workerBindingsOf} from '../project/worker-config.js'
+import {queueConsumersOf, scriptModulesOf, workerBindingsOf} from '../project/worker-config.js'
 import {assetConfigOf} from '../project/assets/config.js'
 import {sendMissingAssets} from './assets-upload.js'
 import {resolveServiceBindings, SERVICE_BINDING_INVALID} from './service-bindings.js'
@@ -328,7 +328,7 @@ async function purgeLegacySecrets(
   return null
 }
 
-function storedVersionOf(version: VersionRow) {
+export function storedVersionOf(version: VersionRow) {
   const receipt = version.receipt as Partial<VersionDigests>
   const manifest = version.manifest as unknown as WorkerManifest
   let moduleTuple: string[] = []
@@ -362,6 +362,7 @@ function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: Verifie
     department: worker.department_id,
     assets: verified.manifest.assets && verified.bundle.assets ? {config: assetConfigOf(verified.manifest.assets), ...verified.bundle.assets} : null,
     crons: verified.manifest.crons ?? [],
+    queueConsumers: queueConsumersOf(verified.manifest),
   }
 }
 

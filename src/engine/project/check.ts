@@ -16,7 +16,7 @@ import {validationCandidate} from '../../workerd/script.js'
 import {wireBindingOf} from '../../protocol/worker-bindings.js'
 import type {BundleModule} from './bundle.js'
 import {MANIFEST_FILE, type WorkerManifest} from './manifest.js'
-import {scriptModulesOf, workerBindingsOf} from './worker-config.js'
+import {queueConsumersOf, scriptModulesOf, workerBindingsOf} from './worker-config.js'
 
 /** The sandbox's service name for the Worker; any name will do, workerd's errors are prefixed with it. */
 const SCRIPT = 'worker'
@@ -38,6 +38,7 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
       modules: scriptModulesOf(manifest, bundle.modules),
       bindings: workerBindingsOf(manifest, services).map(wireBindingOf),
       crons: manifest.crons ?? [],
+      queueConsumers: queueConsumersOf(manifest),
     },
     null,
   )

@@ -10,7 +10,12 @@
 //     "builderPolicy": "department-worker-project-v2.9", see ../capabilities.ts
 //     "durableObjects": [{"binding": "COUNTER", "className": "Counter"}],   optional
 //     "kvNamespaces": [{"binding": "CACHE", "id": "cache"}],              optional, the host keeps the data
+//     "d1Databases": [{"binding": "DB", "databaseName": "app", "id": "…"}], optional, the host keeps the data;
+//                                                        also "migrationsDir", "migrationsTable" (wrangler's)
+//     "r2Buckets": [{"binding": "FILES", "bucketName": "files"}],         optional, the host keeps the objects
 //     "crons": ["*/5 * * * *"],                          optional cron triggers (UTC) running scheduled()
+//     "queues": {"producers": [{"binding": "JOBS", "queue": "jobs"}],       optional, the host keeps the messages
+//                "consumers": [{"queue": "jobs", "maxBatchSize": 10}]},      see ../../protocol/api/queues.ts
 //     "vars": {"GREETING": "hi", "LIMITS": {"max": 3}},  optional: string → text binding, other JSON → JSON binding
 //     "services": [{"binding": "AUTH", "department": "acme-auth"}],         optional, same company only
 //     "staticData": {"greeting": "hi"},                  optional JSON object, bound as env.STATIC_DATA
@@ -26,15 +31,7 @@ import {lstat, readFile, realpath, stat} from 'node:fs/promises'
 import path from 'node:path'
 import {z} from 'zod'
 import {KitError} from '../../errors.js'
-import {
-  cronListSchema,
-  identifierSchema,
-  KV_NAMESPACE_ID_PATTERN,
-  moduleNameSchema,
-  moduleTypes,
-  SERVICE_ACCOUNTS_BINDING,
-  type ModuleType,
-} from '../../protocol/management-api.js'
+import {cronListSchema, identifierSchema, queueConsumersProblem, moduleNameSchema, moduleTypes, type ModuleType} from '../../protocol/management-api.js'
 import {overLimitMessage} from '../../artifacts/size.js'
 import {parseStrictJson} from '../../util/strict-json.js'
 import {isKnownBuilderPolicy, unknownBuilderPolicyMessage} from '../capabilities.js'
@@ -42,6 +39,7 @@ import {assetDirectoryProblem, manifestAssetsSchema} from './assets/config.js'
 import {moduleCountProblem, moduleTextProblem} from './build-rules.js'
 import {isMissing, missingModuleProblem, type ProjectFile, readProjectFiles} from './project-files.js'
 import {parseWithSchema} from './schema-refusals.js'
+import {bindingNameProblem, manifestBindingsShape} from './manifest-bindings.js'
 
 export const MANIFEST_FILE = 'edgeworker.json'
 export const LOCK_FILE = 'edgeworker.lock.json'
@@ -49,11 +47,10 @@ export const LOCK_FILE = 'edgeworker.lock.json'
 /** Largest edgeworker.json or edgeworker.lock.json: part of the format, the same for every kit. */
 export const MAX_PROJECT_JSON_BYTES = 64 * 1024
 
-const identifier = z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, {error: 'must be a JavaScript identifier'})
 const jsonObject = z.record(z.string(), z.json())
 
 /** The env binding under which a version's staticData reaches the Worker (always bound; {} when absent). */
-export const STATIC_DATA_BINDING = 'STATIC_DATA'
+export {STATIC_DATA_BINDING} from './manifest-bindings.js'
 
 /**
  * A module's type when the manifest does not give one, by extension. Anything else needs `type`.
@@ -79,20 +76,6 @@ const moduleEntrySchema = z.union([z.string(), z.strictObject({path: z.string(),
   error: 'must be a path or {"path", "type"?, "name"?}',
 })
 
-/**
- * Workers this one calls through `env.<binding>.fetch()`: the current Worker of another department
- * of the same company (checked when the deploy is enqueued, see ../deploy/enqueue.ts).
- */
-const serviceSchema = z.strictObject({
-  binding: identifierSchema,
-  department: z.string().min(1).max(256),
-  // Named entrypoints need a socket per entrypoint in the target's shard; not built yet.
-  entrypoint: z
-    .unknown()
-    .refine(() => false, {error: 'named entrypoints are not supported yet; bind the default export'})
-    .optional(),
-})
-
 const manifestSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
     error: 'must be 1–64 characters of letters, digits, ".", "_" or "-", starting with a letter or digit',
@@ -105,20 +88,9 @@ const manifestSchema = z.strictObject({
     .max(64)
     .optional(),
   builderPolicy: z.string(),
-  durableObjects: z.array(z.strictObject({binding: identifier, className: identifier})).optional(),
-  /** A namespace belongs to this department's Worker: another Worker naming the same id has its own. */
-  kvNamespaces: z
-    .array(
-      z.strictObject({
-        binding: identifierSchema,
-        id: z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'}),
-      }),
-    )
-    .max(64)
-    .optional(),
+  ...manifestBindingsShape,
   vars: z.record(identifierSchema, z.json()).optional(),
   crons: cronListSchema.optional(),
-  services: z.array(serviceSchema).max(64).optional(),
   staticData: jsonObject.optional(),
   dependencies: z
     .record(z.string().regex(/^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/, {error: 'must be a package name'}), z.string().min(1).max(256))
@@ -132,6 +104,12 @@ const lockSchema = z.strictObject({
 })
 
 export type WorkerManifest = z.infer<typeof manifestSchema>
+export type D1DatabaseEntry = NonNullable<WorkerManifest['d1Databases']>[number]
+
+/** The id the host keeps a database under: `id`, else `databaseName`, else the binding name. */
+export function d1DatabaseIdOf(database: D1DatabaseEntry): string {
+  return database.id ?? database.databaseName ?? database.binding
+}
 export type WorkerLock = z.infer<typeof lockSchema>
 export type JsonObject = z.infer<typeof jsonObject>
 
@@ -228,29 +206,13 @@ export function parseManifest(data: unknown, source = MANIFEST_FILE): WorkerMani
   const orphanMap = entries.find((entry) => entry.type === 'sourceMap' && !scriptNames.has(entry.name.replace(/\.map$/, '')))
   if (orphanMap) refuse(`key "modules": source map ${JSON.stringify(orphanMap.name)} must be named after a JavaScript module plus ".map"`)
 
-  const duplicateObject = firstDuplicate((manifest.durableObjects ?? []).map((object) => object.binding))
-  if (duplicateObject !== undefined) refuse(`key "durableObjects" binds ${JSON.stringify(duplicateObject)} more than once`)
-  const duplicateNamespace = firstDuplicate((manifest.kvNamespaces ?? []).map((namespace) => namespace.binding))
-  if (duplicateNamespace !== undefined) refuse(`key "kvNamespaces" binds ${JSON.stringify(duplicateNamespace)} more than once`)
-  const duplicateService = firstDuplicate((manifest.services ?? []).map((service) => service.binding))
-  if (duplicateService !== undefined) refuse(`key "services" binds ${JSON.stringify(duplicateService)} more than once`)
-  // One env, one name per binding: vars, Durable Objects, services and the reserved names share it.
-  const owners = new Map<string, string>([
-    [STATIC_DATA_BINDING, 'staticData'],
-    [SERVICE_ACCOUNTS_BINDING, 'service-account credentials'],
-  ])
-  const claims: Array<[string, string]> = [
-    ...Object.keys(manifest.vars ?? {}).map((name): [string, string] => [name, `vars.${name}`]),
-    ...(manifest.durableObjects ?? []).map((object, index): [string, string] => [object.binding, `durableObjects[${index}].binding`]),
-    ...(manifest.services ?? []).map((service, index): [string, string] => [service.binding, `services[${index}].binding`]),
-    ...(manifest.kvNamespaces ?? []).map((namespace, index): [string, string] => [namespace.binding, `kvNamespaces[${index}].binding`]),
-    ...(manifest.assets?.binding === undefined ? [] : [[manifest.assets.binding, 'assets.binding'] as [string, string]]),
-  ]
-  for (const [name, key] of claims) {
-    const owner = owners.get(name)
-    if (owner !== undefined) refuse(`key "${key}": the binding name ${JSON.stringify(name)} is already taken by ${owner}`)
-    owners.set(name, key)
-  }
+  const queues = queueConsumersProblem(
+    (manifest.queues?.producers ?? []).map((producer) => producer.queue),
+    manifest.queues?.consumers ?? [],
+  )
+  if (queues) refuse(`key "queues.${queues.index === null ? 'producers' : `consumers[${queues.index}]`}": ${queues.message}`)
+  const nameProblem = bindingNameProblem(manifest)
+  if (nameProblem) refuse(nameProblem)
   const assetsProblem = manifest.assets && assetDirectoryProblem(manifest.assets.directory)
   if (assetsProblem) refuse(`key "assets.directory": ${JSON.stringify(manifest.assets!.directory)} ${assetsProblem}`)
   return manifest

@@ -40,7 +40,7 @@ function describeIssue(issue: z.core.$ZodIssue, schema: z.ZodType): string {
     case 'too_small':
       return issue.origin === 'string' ? `${key} must not be empty` : `${key} ${issue.message}`
     case 'too_big':
-      return `${key} is too long`
+      return issue.origin === 'number' ? `${key} ${issue.message}` : `${key} is too long`
     case 'invalid_key':
       return `${key} ${issue.issues[0]?.message ?? 'is not an allowed key'}`
     default:

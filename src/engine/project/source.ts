@@ -9,6 +9,7 @@ import path from 'node:path'
 import {KitError} from '../../errors.js'
 import {MANIFEST_FILE} from './manifest.js'
 import {findWranglerConfig} from './wrangler/config.js'
+import {inWranglerTerms} from './wrangler/manifest-keys.js'
 import {stageWranglerProject} from './wrangler/stage.js'
 
 export interface ProjectSourceOptions {
@@ -90,6 +91,8 @@ export async function withProjectSource<T>(
       productionDepartment: staged.productionDepartment,
       warnings: staged.warnings,
     })
+  } catch (error) {
+    throw inWranglerTerms(error, path.basename(wrangler), staged.env)
   } finally {
     await staged.cleanup()
   }

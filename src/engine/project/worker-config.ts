@@ -1,10 +1,11 @@
 // What the edge host is told to run for a verified version: the bundle's modules with the types the
 // manifest gives them, the manifest's compatibility flags, and the Worker's env. One place, so the
 // build-time check (./check.ts) and the deploy task upload the same Worker.
+import {type QueueConsumer, queueConsumerOf} from '../../protocol/management-api.js'
 import type {WorkerBinding} from '../../protocol/worker-bindings.js'
 import type {ScriptModule} from '../../provider/types.js'
 import type {BundleModule} from './bundle.js'
-import {moduleEntriesOf, STATIC_DATA_BINDING, type WorkerManifest} from './manifest.js'
+import {d1DatabaseIdOf, moduleEntriesOf, STATIC_DATA_BINDING, type WorkerManifest} from './manifest.js'
 import {staticDataOf} from './version-digests.js'
 
 /** The bundle's modules (tuple order) with their types. */
@@ -15,7 +16,7 @@ export function scriptModulesOf(manifest: WorkerManifest, modules: readonly Bund
 
 /**
  * The Worker's env: vars (a string is a text binding, any other JSON value a JSON binding), the
- * static data as env.STATIC_DATA, the Durable Object and KV namespaces, and the service bindings with
+ * static data as env.STATIC_DATA, the Durable Object and KV namespaces, the R2 buckets, and the service bindings with
  * their targets' script names (`services`: binding name → script name).
  */
 export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap<string, string>): WorkerBinding[] {
@@ -26,6 +27,11 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     {type: 'json', name: STATIC_DATA_BINDING, json: staticDataOf(manifest)},
     ...(manifest.durableObjects ?? []).map((object): WorkerBinding => ({type: 'durable_object', name: object.binding, className: object.className})),
     ...(manifest.kvNamespaces ?? []).map((namespace): WorkerBinding => ({type: 'kv_namespace', name: namespace.binding, namespaceId: namespace.id})),
+    ...(manifest.d1Databases ?? []).map((database): WorkerBinding => ({type: 'd1_database', name: database.binding, databaseId: d1DatabaseIdOf(database)})),
+    ...(manifest.r2Buckets ?? []).map((bucket): WorkerBinding => ({type: 'r2_bucket', name: bucket.binding, bucketName: bucket.bucketName})),
+    ...(manifest.queues?.producers ?? []).map(
+      (producer): WorkerBinding => ({type: 'queue', name: producer.binding, queue: producer.queue, deliveryDelay: producer.deliveryDelay ?? 0}),
+    ),
     ...(manifest.services ?? []).map((service): WorkerBinding => {
       const scriptName = services.get(service.binding)
       if (scriptName === undefined) throw new Error(`service binding ${service.binding} was not resolved`)
@@ -33,4 +39,9 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     }),
     ...(manifest.assets?.binding ? [{type: 'assets', name: manifest.assets.binding} as const] : []),
   ]
+}
+
+/** The queues the Worker's queue() handler consumes, Cloudflare's defaults filled in. */
+export function queueConsumersOf(manifest: WorkerManifest): QueueConsumer[] {
+  return (manifest.queues?.consumers ?? []).map(queueConsumerOf)
 }

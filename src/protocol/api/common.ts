@@ -24,6 +24,7 @@ export const errorStatus = {
   script_not_found: 404,
   fence_not_found: 404,
   receipt_not_found: 404,
+  d1_database_not_found: 404, // the script has no D1 binding of that name
   method_not_allowed: 405,
   script_not_ready: 409, // readiness probe: that release generation is not live (yet)
   worker_events_off: 409, // tail: host.worker_events is false, the host collects no Worker events
@@ -43,6 +44,7 @@ export const errorStatus = {
   script_too_large: 413, // decoded modules exceed the limit (5 MiB by default)
   unsupported_media_type: 415,
   script_invalid: 422, // workerd refused the script; the message carries workerd's error
+  d1_error: 422, // the SQL failed (nothing of it was applied); the message is D1's
   edge_host_fenced: 423,
   internal_error: 500,
   host_full: 503, // every shard holds its maximum number of scripts

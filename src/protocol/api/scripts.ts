@@ -3,6 +3,7 @@
 import {z} from 'zod'
 import {releaseAssetsSchema} from './assets.js'
 import {cronListSchema} from './crons.js'
+import {queueConsumerSchema, queueConsumersProblem, queueDelaySchema, queueNameSchema} from './queues.js'
 import {API_VERSION, hex64, identifierSchema, isoTime, moduleNameSchema, RESERVED_BINDINGS, releaseGenerationSchema, SCRIPT_NAME_PATTERN} from './common.js'
 
 // ── Identity and pairing ────────────────────────────────────────────────────────────────────────
@@ -58,6 +59,13 @@ export const moduleUploadSchema = z.strictObject({
 /** A KV namespace id: wrangler's `id` (Cloudflare's are 32 hex), or the binding name when there is none. */
 export const KV_NAMESPACE_ID_PATTERN = /^[\x21-\x7e]{1,128}$/
 const kvNamespaceIdSchema = z.string().regex(KV_NAMESPACE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'})
+/** A D1 database id: wrangler's `database_id` (Cloudflare's are UUIDs), else its `database_name`, else the binding name. */
+export const D1_DATABASE_ID_PATTERN = KV_NAMESPACE_ID_PATTERN
+const d1DatabaseIdSchema = z.string().regex(D1_DATABASE_ID_PATTERN, {error: 'must be 1–128 printable ASCII characters without spaces'})
+
+/** An R2 bucket name, R2's rule: 3–63 lowercase letters, digits and "-", starting and ending with a letter or digit. */
+export const R2_BUCKET_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/
+export const R2_BUCKET_NAME_RULE = 'must be 3–63 lowercase letters, digits or "-", starting and ending with a letter or digit'
 
 export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('plain_text'), name: identifierSchema, text: z.string()}),
@@ -74,6 +82,12 @@ export const bindingSchema = z.discriminatedUnion('type', [
   z.strictObject({type: z.literal('assets'), name: identifierSchema}),
   /** A KV namespace of the script's own, named by its id; the host keeps its data (README "KV namespaces"). */
   z.strictObject({type: z.literal('kv_namespace'), name: identifierSchema, namespaceId: kvNamespaceIdSchema}),
+  /** A D1 database of the script's own, named by its id; the host keeps its data (README "D1 databases"). */
+  z.strictObject({type: z.literal('d1_database'), name: identifierSchema, databaseId: d1DatabaseIdSchema}),
+  /** An R2 bucket of the script's own, named by its bucket name; the host keeps its objects (README "R2 buckets"). */
+  z.strictObject({type: z.literal('r2_bucket'), name: identifierSchema, bucketName: z.string().regex(R2_BUCKET_NAME_PATTERN, {error: R2_BUCKET_NAME_RULE})}),
+  /** A producer of one of the script's own queues (README "Queues"); `deliveryDelay`: seconds a send waits by default. */
+  z.strictObject({type: z.literal('queue'), name: identifierSchema, queue: queueNameSchema, deliveryDelay: queueDelaySchema.default(0)}),
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
@@ -103,6 +117,8 @@ export const uploadScriptSchema = z
     assets: releaseAssetsSchema.nullable().default(null),
     /** Cron triggers (./crons.ts): the host runs the Worker's scheduled() handler on each, in UTC. */
     crons: cronListSchema.default([]),
+    /** The script's queue() handler consumes these queues of its own (./queues.ts). */
+    queueConsumers: z.array(queueConsumerSchema).max(64).default([]),
   })
   .superRefine((upload, context) => {
     const moduleNames = upload.modules.map((module) => module.name)
@@ -118,6 +134,9 @@ export const uploadScriptSchema = z
     if (reserved) context.addIssue({code: 'custom', path: ['bindings'], message: `${reserved} is reserved for the host's control state`})
     if (upload.assets === null && upload.bindings.some((binding) => binding.type === 'assets'))
       context.addIssue({code: 'custom', path: ['bindings'], message: 'an assets binding needs assets'})
+    const produced = upload.bindings.flatMap((binding) => (binding.type === 'queue' ? [binding.queue] : []))
+    const queues = queueConsumersProblem(produced, upload.queueConsumers)
+    if (queues) context.addIssue({code: 'custom', path: ['queueConsumers', ...(queues.index === null ? [] : [queues.index])], message: queues.message})
   })
 /** What a client sends; `ValidUploadScript` is the same after validation, defaults filled in. */
 export type UploadScript = z.input<typeof uploadScriptSchema>
@@ -131,7 +150,7 @@ export type ModuleInfo = z.infer<typeof moduleInfoSchema>
 
 /** Bindings as read back: names and kinds; text and JSON values are not echoed. */
 export const bindingInfoSchema = z.strictObject({
-  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace']),
+  type: z.enum(['plain_text', 'json', 'durable_object_namespace', 'service', 'assets', 'kv_namespace', 'd1_database', 'r2_bucket', 'queue']),
   name: z.string(),
   className: z.string().optional(),
   script: z.string().optional(),

@@ -8,6 +8,7 @@ import {endpoints} from '../../protocol/endpoints.js'
 import {READINESS_WAIT_MAX_MS, type UploadScript} from '../../protocol/management-api.js'
 import {wireBindingOf} from '../../protocol/worker-bindings.js'
 import type {TailLine, WorkerActivity} from '../../protocol/tail.js'
+import type {D1QueryRequest, D1QueryResult} from '../../protocol/api/d1.js'
 import {
   ProviderError,
   type AccessPolicy,
@@ -58,6 +59,7 @@ export class OnPremProvider implements EdgeProvider {
       bindings: input.bindings.map(wireBindingOf),
       assets: input.assets,
       crons: input.crons,
+      queueConsumers: input.queueConsumers,
     }
     return detailsOf(await this.host.call(endpoints.uploadScript, {params: {name: input.scriptName}, body}, signal))
   }
@@ -248,5 +250,9 @@ export class OnPremProvider implements EdgeProvider {
 
   workerActivity(signal?: AbortSignal): Promise<WorkerActivity> {
     return this.host.call(endpoints.workerActivity, {}, signal)
+  }
+
+  d1Query(scriptName: string, request: D1QueryRequest, signal?: AbortSignal): Promise<D1QueryResult> {
+    return this.host.call(endpoints.d1Query, {params: {name: scriptName}, body: request}, signal)
   }
 }

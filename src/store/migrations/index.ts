@@ -7,6 +7,7 @@ import * as statusIndexes from './0003_status_indexes.js'
 import * as outboxStateColumns from './0004_outbox_state_columns.js'
 import * as workIndexes from './0005_work_indexes.js'
 import * as outboxWaits from './0006_outbox_waits.js'
+import * as versionNotes from './0007_version_notes.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '0004_outbox_state_columns': outboxStateColumns,
   '0005_work_indexes': workIndexes,
   '0006_outbox_waits': outboxWaits,
+  '0007_version_notes': versionNotes,
 }

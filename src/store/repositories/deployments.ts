@@ -139,7 +139,7 @@ export class DeploymentRepository {
         .where('state', '=', 'deployed')
         .where('id', '!=', ids.versionId)
         .execute()
-      await tx.db.updateTable('edge_worker_versions').set({state: 'deployed', updated_at: now}).where('id', '=', ids.versionId).execute()
+      await tx.db.updateTable('edge_worker_versions').set({state: 'deployed', deployed_at: now, updated_at: now}).where('id', '=', ids.versionId).execute()
       await tx.db
         .updateTable('edge_workers')
         .set({status: 'active', current_version_id: ids.versionId, serving_scope: ids.scope, updated_at: now})

@@ -26,6 +26,13 @@ export interface VersionCreateInput {
   bundle_digest: string
   manifest: JsonObject
   receipt: JsonObject
+  /** What `versions show` tells about it; all optional. */
+  message?: string | null
+  tag?: string | null
+  author?: string | null
+  source?: JsonObject | null
+  size_bytes?: number | null
+  rollback_of?: string | null
 }
 
 export class WorkerRepository {
@@ -147,6 +154,7 @@ export class WorkerRepository {
           state: input.state ?? 'built',
           manifest: canonicalJson(input.manifest),
           receipt: canonicalJson(input.receipt),
+          source: input.source ? canonicalJson(input.source) : null,
           created_at: now,
           updated_at: now,
         })
@@ -182,7 +190,12 @@ export class WorkerRepository {
 }
 
 export function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {
-  return {...row, manifest: parseJsonObject(row.manifest), receipt: parseJsonObject(row.receipt)}
+  return {
+    ...row,
+    manifest: parseJsonObject(row.manifest),
+    receipt: parseJsonObject(row.receipt),
+    source: row.source === null ? null : parseJsonObject(row.source),
+  }
 }
 
 /**

@@ -14,10 +14,11 @@ import path from 'node:path'
 import type {Metafile} from 'esbuild'
 import {KitError} from '../../../errors.js'
 import {isInside, utf8Problem} from '../build-rules.js'
+import {isPolyfillInput} from './node-compat.js'
 
-/** Whether a metafile input is a file: one a package.json `browser` field maps to false is an empty stand-in. */
+/** Whether a metafile input is a project or package file: not an empty `browser: false` stand-in, nor the kit's polyfills (./node-compat.ts). */
 export function isFileInput(input: string): boolean {
-  return !input.startsWith('(disabled):')
+  return !input.startsWith('(disabled):') && !isPolyfillInput(input)
 }
 
 /** Throws a one-line KitError('usage') for the first input from outside the project or not UTF-8. */
@@ -55,14 +56,14 @@ export async function checkBundleInputs(realRoot: string, metafile: Metafile): P
 }
 
 /** The package a bare specifier names (`hono/jsx` → `hono`, `@scope/pkg/x` → `@scope/pkg`), or null for a path. */
-function packageNameOf(specifier: string): string | null {
+export function packageNameOf(specifier: string): string | null {
   if (/^[./#]/.test(specifier) || path.isAbsolute(specifier)) return null
   const segments = specifier.split('/')
   return specifier.startsWith('@') ? segments.slice(0, 2).join('/') : segments[0]!
 }
 
 /** The nearest directory above `file` whose package.json is named `name`, or null (cached per start directory). */
-function packageRootOf(file: string, name: string, cache: Map<string, string | null>): string | null {
+export function packageRootOf(file: string, name: string, cache: Map<string, string | null>): string | null {
   const key = `${name}\0${path.dirname(file)}`
   if (cache.has(key)) return cache.get(key)!
   let found: string | null = null
@@ -80,5 +81,13 @@ function packageJsonName(file: string): string | undefined {
     return (JSON.parse(readFileSync(file, 'utf8')) as {name?: string}).name
   } catch {
     return undefined
+  }
+}
+
+/** The directory of the package.json nearest above `file`, or null. */
+export function nearestPackageDir(file: string): string | null {
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) return dir
+    if (path.dirname(dir) === dir) return null
   }
 }

@@ -45,8 +45,6 @@ const IGNORED_KEYS = new Set([
  * fail at its first request. Refused at build time instead.
  */
 const REFUSED_BINDINGS = new Set([
-  'r2_buckets',
-  'd1_databases',
   'queues',
   'analytics_engine_datasets',
   'ai',
@@ -78,6 +76,7 @@ const INHERITED_KEYS = new Set([
   'compatibility_flags',
   'rules',
   'find_additional_modules',
+  'preserve_file_names',
   'base_dir',
   'no_bundle',
   'define',
@@ -109,8 +108,47 @@ const wranglerSchema = z.object({
   triggers: z.object({crons: z.array(z.string()).optional()}).optional(),
   /** The host keeps the namespaces (`id` names one; wrangler 4 allows none, as on-prem: then the binding names it). `preview_id` is for remote dev only. */
   kv_namespaces: z.array(z.object({binding: z.string(), id: z.string().optional(), preview_id: z.string().optional()})).optional(),
+  /** The host keeps the databases (`database_id` names one, else `database_name`, else the binding). `preview_database_id` is for remote dev only. */
+  d1_databases: z
+    .array(
+      z.object({
+        binding: z.string(),
+        database_name: z.string().optional(),
+        database_id: z.string().optional(),
+        preview_database_id: z.string().optional(),
+        migrations_dir: z.string().optional(),
+        migrations_table: z.string().optional(),
+      }),
+    )
+    .optional(),
+  /** The host keeps the buckets (`bucket_name` names one; none, as wrangler 4 allows: the binding, lowercased). `preview_bucket_name`, `jurisdiction` are Cloudflare's. */
+  r2_buckets: z
+    .array(z.object({binding: z.string(), bucket_name: z.string().optional(), preview_bucket_name: z.string().optional(), jurisdiction: z.string().optional()}))
+    .optional(),
+  /** The host keeps the messages; a Worker consumes the queues it produces (validated with the manifest). */
+  queues: z
+    .object({
+      producers: z.array(z.object({binding: z.string(), queue: z.string(), delivery_delay: z.number().optional()})).optional(),
+      consumers: z
+        .array(
+          z.object({
+            queue: z.string(),
+            type: z.literal('worker', {error: 'only "worker" consumers are supported on-prem (no HTTP pull)'}).optional(),
+            max_batch_size: z.number().optional(),
+            max_batch_timeout: z.number().optional(),
+            max_retries: z.number().optional(),
+            retry_delay: z.number().optional(),
+            dead_letter_queue: z.string().optional(),
+            max_concurrency: z.number().nullable().optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
   rules: z.array(z.object({type: ruleType, globs: z.array(z.string()).min(1), fallthrough: z.boolean().optional()})).optional(),
   find_additional_modules: z.boolean().optional(),
+  /** Attached modules keep their import path as their name (else `<sha1>-<file name>`, as wrangler names them). */
+  preserve_file_names: z.boolean().optional(),
   base_dir: z.string().optional(),
   no_bundle: z.boolean().optional(),
   minify: z.boolean().optional(),
@@ -135,6 +173,11 @@ const wranglerSchema = z.object({
   edgeworkers: z.strictObject({department: z.string().min(1).optional(), builder_policy: z.string().min(1).optional()}).optional(),
   env: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
 })
+
+/** Whether an `[env.<name>]` section inherits the top-level `key` (else it must restate it). */
+export function isInheritedKey(key: string): boolean {
+  return INHERITED_KEYS.has(key)
+}
 
 export type WranglerSettings = Omit<z.infer<typeof wranglerSchema>, 'env'>
 export type WranglerRuleType = z.infer<typeof ruleType>
@@ -187,7 +230,10 @@ export function loadWranglerConfig(file: string, env: string | null): LoadedWran
   const parsed = wranglerSchema.safeParse(applied)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!
-    throw new KitError('usage', `${source}: key "${[...(env === null ? [] : ['env', env]), ...issue.path].join('.')}": ${issue.message}`)
+    const key = [...(env === null ? [] : ['env', env]), ...issue.path].map((part, index) =>
+      typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`,
+    )
+    throw new KitError('usage', `${source}: key "${key.join('')}": ${issue.message}`)
   }
   const {env: _environments, ...config} = parsed.data
 

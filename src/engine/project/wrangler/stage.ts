@@ -5,34 +5,26 @@
 // version as a `sourceMap` module the host maps stacks with), and the SBOM taken from package-lock.json for exactly
 // the packages that end up in the bundle. The same inputs give byte-identical output.
 import {existsSync, readFileSync, realpathSync} from 'node:fs'
-import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {builtinModules} from 'node:module'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
-import {build, type BuildOptions, type Message, type Metafile, type Plugin} from 'esbuild'
+import {build, type BuildOptions, type Message, type Metafile} from 'esbuild'
 import {overLimitMessage} from '../../../artifacts/size.js'
 import {KitError} from '../../../errors.js'
-import type {ModuleType} from '../../../protocol/management-api.js'
 import {KNOWN_POLICY_MINORS} from '../../capabilities.js'
 import {ASSETS_ONLY_MAIN, stageAssets} from '../assets/wrangler.js'
-import {isInside, moduleCountProblem, moduleTextProblem, outsideProjectProblem} from '../build-rules.js'
+import {moduleCountProblem, moduleTextProblem, outsideProjectProblem} from '../build-rules.js'
 import {LOCK_FILE, MANIFEST_FILE} from '../manifest.js'
 import {checkBundleInputs, isFileInput} from './bundle-inputs.js'
-import {loadWranglerConfig, type WranglerRuleType, type WranglerSettings} from './config.js'
-import {globPattern} from '../../../util/glob.js'
+import {loadWranglerConfig, type WranglerSettings} from './config.js'
+import {additionalModules, DEFAULT_RULES, type ModuleRule, moduleRulesPlugin, ruleTypeOf, type StagedModule, toPosix, type TypeOf} from './module-rules.js'
+import {nodeCompatBuildOptions, nodeCompatModeOf, polyfillPackagesOf} from './node-compat.js'
 
 export const DEFAULT_BUILDER_POLICY = `department-worker-project-v2.${KNOWN_POLICY_MINORS.highest}`
 /** Where the staged project keeps the bundle's source map: in the archive, not uploaded as a module. */
 export const SOURCE_MAP_DIR = 'sourcemap'
 
-/** wrangler's default module rules, applied after the project's own. */
-const DEFAULT_RULES: Array<{type: WranglerRuleType; globs: string[]}> = [
-  {type: 'ESModule', globs: ['**/*.js', '**/*.mjs']},
-  {type: 'CommonJS', globs: ['**/*.cjs']},
-  {type: 'Text', globs: ['**/*.txt', '**/*.html', '**/*.sql']},
-  {type: 'Data', globs: ['**/*.bin']},
-  {type: 'CompiledWasm', globs: ['**/*.wasm', '**/*.wasm?module']},
-]
 /**
  * How a Worker is bundled, with wrangler's (4.86) esbuild options: one in-memory ES module for
  * workerd; esbuild's default (browser) platform, so package.json `browser` fields and the
@@ -53,7 +45,6 @@ const NODE_ENV_DEFINES = {
   'global.process.env.NODE_ENV': '"production"',
   'globalThis.process.env.NODE_ENV': '"production"',
 }
-const MODULE_TYPE: Record<WranglerRuleType, ModuleType> = {ESModule: 'esModule', CommonJS: 'commonJs', Text: 'text', Data: 'data', CompiledWasm: 'wasm'}
 
 export interface WranglerStageOptions {
   env?: string | null
@@ -77,12 +68,6 @@ export interface StagedProject {
   productionDepartment: string | null
   warnings: string[]
   cleanup(): Promise<void>
-}
-
-interface StagedModule {
-  name: string
-  type: ModuleType
-  bytes: Uint8Array
 }
 
 export async function stageWranglerProject(project: string, configFile: string, options: WranglerStageOptions): Promise<StagedProject> {
@@ -112,16 +97,20 @@ export async function stageWranglerProject(project: string, configFile: string, 
   if (baseDir !== projectDir && outsideProjectProblem(projectDir, baseDir)) {
     throw new KitError('usage', `${source}: base_dir ${config.base_dir} ${outsideProjectProblem(projectDir, baseDir)}`)
   }
-  const ruleGlobs = [...(config.rules ?? []), ...DEFAULT_RULES]
-  const rules = ruleGlobs.map((rule) => ({type: rule.type, patterns: rule.globs.map(globToRegExp)}))
-  const typeOf = (relative: string) => rules.find((rule) => rule.patterns.some((pattern) => pattern.test(relative)))?.type
+  const rules = [...(config.rules ?? []), ...DEFAULT_RULES]
+  const typeOf = ruleTypeOf(rules)
   const noBundle = options.noBundle ?? config.no_bundle ?? false
+  const refuse = (message: string): never => {
+    throw new KitError('usage', `${source}: ${message}`)
+  }
+  // wrangler: with no_bundle the other modules under base_dir are always found.
+  const additional = !assetsOnly && (noBundle || config.find_additional_modules) ? await additionalModules(baseDir, main, typeOf, refuse) : []
 
   const {modules, packages} = assetsOnly
     ? {modules: [ASSETS_ONLY_MAIN], packages: new Map()}
     : noBundle
-      ? await unbundledModules(main, baseDir, typeOf, config.find_additional_modules ?? false, source)
-      : await bundledModules(projectDir, main, baseDir, typeOf, ruleGlobs, config, options.bundleMaxBytes)
+      ? await unbundledModules(main, baseDir, typeOf, additional, refuse)
+      : await bundledModules(projectDir, main, baseDir, rules, additional, config, options.bundleMaxBytes)
 
   const tooMany = moduleCountProblem(modules.filter((module) => module.type !== 'sourceMap' || config.upload_source_maps).length)
   if (tooMany) throw new KitError('usage', `${source}: the build gives ${tooMany}`)
@@ -146,6 +135,26 @@ export async function stageWranglerProject(project: string, configFile: string, 
     ...(config.kv_namespaces?.length
       ? {kvNamespaces: config.kv_namespaces.map((namespace) => ({binding: namespace.binding, id: namespace.id ?? namespace.binding}))}
       : {}),
+    ...(config.d1_databases?.length
+      ? {
+          d1Databases: config.d1_databases.map((database) => ({
+            binding: database.binding,
+            ...(database.database_name === undefined ? {} : {databaseName: database.database_name}),
+            ...(database.database_id === undefined ? {} : {id: database.database_id}),
+            ...(database.migrations_dir === undefined ? {} : {migrationsDir: database.migrations_dir}),
+            ...(database.migrations_table === undefined ? {} : {migrationsTable: database.migrations_table}),
+          })),
+        }
+      : {}),
+    ...(config.r2_buckets?.length
+      ? {
+          r2Buckets: config.r2_buckets.map((bucket) => ({
+            binding: bucket.binding,
+            bucketName: bucket.bucket_name ?? bucket.binding.toLowerCase().replaceAll('_', '-'),
+          })),
+        }
+      : {}),
+    ...(config.queues?.producers?.length || config.queues?.consumers?.length ? {queues: queuesOf(config.queues)} : {}),
     // On-prem a service is a department of the same company: `service` names the department.
     ...(config.services?.length
       ? {
@@ -192,50 +201,37 @@ export async function stageWranglerProject(project: string, configFile: string, 
   }
 }
 
-type TypeOf = (relative: string) => WranglerRuleType | undefined
 type Packages = Map<string, {version: string; integrity?: string}>
 
 async function bundledModules(
   projectDir: string,
   main: string,
   baseDir: string,
-  typeOf: TypeOf,
-  rules: Array<{type: WranglerRuleType; globs: string[]}>,
+  rules: ModuleRule[],
+  additional: StagedModule[],
   config: WranglerSettings,
   bundleMaxBytes: number,
 ): Promise<{modules: StagedModule[]; packages: Packages}> {
-  const attached = new Map<string, StagedModule>()
-  // Text, data and wasm imports stay separate modules, as wrangler uploads them, named by their path under base_dir.
-  const rulesPlugin: Plugin = {
-    name: 'edgeworkers-module-rules',
-    setup(pluginBuild) {
-      pluginBuild.onResolve({filter: attachedImportFilter(rules)}, async (args) => {
-        const absolute = path.resolve(args.resolveDir, args.path.replace(/\?module$/, ''))
-        const relative = toPosix(path.relative(baseDir, absolute))
-        const type = typeOf(relative)
-        if (!type || type === 'ESModule' || type === 'CommonJS') return undefined
-        const outside = outsideProjectProblem(projectDir, absolute)
-        if (outside) return {errors: [{text: `${args.path} ${outside}`}]}
-        if (!isInside(baseDir, realpathSync(absolute))) return {errors: [{text: `${args.path} is outside base_dir; a ${type} module must live under it`}]}
-        if (!attached.has(relative)) {
-          const bytes = await readFile(absolute)
-          const textProblem = moduleTextProblem(MODULE_TYPE[type], bytes)
-          if (textProblem) return {errors: [{text: `${args.path} ${textProblem}`}]}
-          attached.set(relative, {name: relative, type: MODULE_TYPE[type], bytes})
-        }
-        return {path: `./${relative}`, external: true}
-      })
-    },
-  }
-  const nodeCompat = (config.compatibility_flags ?? []).some((flag) => flag === 'nodejs_compat' || flag === 'nodejs_compat_v2')
   const mainName = toPosix(path.relative(baseDir, main)).replace(/\.(m?[jt]sx?|cts|cjs)$/, '.js')
+  const attached = new Map<string, StagedModule>()
+  const rulesPlugin = moduleRulesPlugin({
+    projectDir,
+    rules,
+    mainName,
+    additional: new Set(additional.map((module) => path.join(baseDir, module.name))),
+    preserveFileNames: config.preserve_file_names ?? false,
+    attached,
+  })
+  const flags = config.compatibility_flags ?? []
+  const nodeCompatMode = nodeCompatModeOf(config.compatibility_date ?? '', flags)
+  const nodeCompat = await nodeCompatBuildOptions(nodeCompatMode, config.compatibility_date ?? '', flags)
   const result = await build({
     absWorkingDir: projectDir,
     entryPoints: [main],
     outfile: path.join(baseDir, mainName),
     ...WORKER_BUNDLE_OPTIONS,
-    // workerd's own modules always come from the runtime; Node.js built-ins only under nodejs_compat.
-    external: ['cloudflare:*', ...(nodeCompat ? ['node:*', ...builtinModules] : [])],
+    // workerd's own modules always come from the runtime; Node.js built-ins as ./node-compat.ts says.
+    external: ['cloudflare:*', ...nodeCompat.external],
     define: {...NODE_ENV_DEFINES, ...config.define},
     alias: config.alias,
     tsconfig: config.tsconfig,
@@ -245,20 +241,23 @@ async function bundledModules(
     sourcemap: 'external',
     metafile: true,
     logLevel: 'silent',
-    plugins: [rulesPlugin],
+    plugins: [rulesPlugin, ...nodeCompat.plugins],
   }).catch((error: {errors?: Message[]}) => {
-    throw new KitError('usage', `bundling failed: ${describeBuildError(error.errors?.[0], nodeCompat) ?? String(error)}`)
+    const builtinsRefused = nodeCompatMode === null || nodeCompatMode === 'als'
+    throw new KitError('usage', `bundling failed: ${describeBuildError(error.errors?.[0], !builtinsRefused) ?? String(error)}`)
   })
   await checkBundleInputs(projectDir, result.metafile)
   const code = result.outputFiles.find((file) => file.path.endsWith('.js'))!
   const map = result.outputFiles.find((file) => file.path.endsWith('.map'))!
-  const uncompressed = code.contents.byteLength + [...attached.values()].reduce((sum, module) => sum + module.bytes.byteLength, 0)
+  const separate = [...additional, ...attached.values()]
+  const uncompressed = code.contents.byteLength + separate.reduce((sum, module) => sum + module.bytes.byteLength, 0)
   if (uncompressed > bundleMaxBytes) {
-    throw new KitError('usage', `${overLimitMessage('bundle', uncompressed, bundleMaxBytes)}; largest inputs: ${largestInputs(result.metafile, attached)}`)
+    throw new KitError('usage', `${overLimitMessage('bundle', uncompressed, bundleMaxBytes)}; largest inputs: ${largestInputs(result.metafile, separate)}`)
   }
+  const others = [...additional.map(({name, type, bytes}) => ({name, type, bytes})), ...attached.values()]
   const modules: StagedModule[] = [
     {name: mainName, type: 'esModule', bytes: code.contents},
-    ...[...attached.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    ...others.sort((a, b) => a.name.localeCompare(b.name)),
     {name: `${SOURCE_MAP_DIR}/${mainName}.map`, type: 'sourceMap', bytes: map.contents},
   ]
   return {modules, packages: bundledPackages(projectDir, result.metafile)}
@@ -268,31 +267,19 @@ async function unbundledModules(
   main: string,
   baseDir: string,
   typeOf: TypeOf,
-  findAdditional: boolean,
-  source: string,
+  additional: StagedModule[],
+  refuse: (message: string) => never,
 ): Promise<{modules: StagedModule[]; packages: Packages}> {
-  const moduleOf = async (absolute: string): Promise<StagedModule> => {
-    const relative = toPosix(path.relative(baseDir, absolute))
-    const type = typeOf(relative)
-    if (!type) throw new KitError('usage', `${source}: ${relative} matches no module rule; with no_bundle, write the Worker in JavaScript or add a rule`)
-    const bytes = await readFile(absolute)
-    const textProblem = moduleTextProblem(MODULE_TYPE[type], bytes)
-    if (textProblem) throw new KitError('usage', `${source}: ${relative} ${textProblem}`)
-    return {name: relative, type: MODULE_TYPE[type], bytes}
-  }
-  const mainModule = await moduleOf(main)
-  if (mainModule.type !== 'esModule') throw new KitError('usage', `${source}: main must be an ES module`)
-  const others = findAdditional
-    ? (await filesUnder(baseDir)).filter((file) => file !== main && typeOf(toPosix(path.relative(baseDir, file))) !== undefined)
-    : []
-  return {modules: [mainModule, ...(await Promise.all(others.sort().map(moduleOf)))], packages: new Map()}
-}
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, {withFileTypes: true, recursive: true})
-  return entries
-    .filter((entry) => entry.isFile() && !path.join(entry.parentPath, entry.name).split(path.sep).includes('node_modules'))
-    .map((entry) => path.join(entry.parentPath, entry.name))
+  const relative = toPosix(path.relative(baseDir, main))
+  // wrangler reads a .js or .mjs main as an ES module unless a rule of the project's says otherwise.
+  const type = typeOf(relative) ?? (/\.m?js$/.test(relative) ? 'ESModule' : undefined)
+  if (!type) refuse(`${relative} matches no module rule; with no_bundle, write the Worker in JavaScript or add a rule`)
+  if (type !== 'ESModule') refuse('main must be an ES module')
+  const bytes = await readFile(main)
+  const textProblem = moduleTextProblem('esModule', bytes)
+  if (textProblem) refuse(`${relative} ${textProblem}`)
+  const others = additional.map(({name, type: moduleType, bytes: moduleBytes}) => ({name, type: moduleType, bytes: moduleBytes}))
+  return {modules: [{name: relative, type: 'esModule', bytes}, ...others], packages: new Map()}
 }
 
 /**
@@ -314,6 +301,7 @@ function bundledPackages(projectDir: string, metafile: Metafile): Packages {
     const version = locked?.version ?? (JSON.parse(readFileSync(path.join(installDir, 'package.json'), 'utf8')) as {version: string}).version
     packages.set(name, locked?.integrity ? {version, integrity: locked.integrity} : {version})
   }
+  for (const [name, version] of polyfillPackagesOf(metafile)) packages.set(name, {version})
   return new Map([...packages].sort(([a], [b]) => a.localeCompare(b)))
 }
 
@@ -324,11 +312,11 @@ function nearestDirWith(start: string, file: string): string | null {
   }
 }
 
-function largestInputs(metafile: Metafile, attached: Map<string, StagedModule>): string {
+function largestInputs(metafile: Metafile, separate: StagedModule[]): string {
   const output = Object.values(metafile.outputs).find((entry) => entry.entryPoint !== undefined)
   const sizes = [
     ...Object.entries(output?.inputs ?? {}).map(([name, entry]) => [name, entry.bytesInOutput] as const),
-    ...[...attached.values()].map((module) => [module.name, module.bytes.byteLength] as const),
+    ...separate.map((module) => [module.name, module.bytes.byteLength] as const),
   ]
   return sizes
     .sort((a, b) => b[1] - a[1])
@@ -347,29 +335,27 @@ function describeBuildError(message: Message | undefined, nodeCompat: boolean): 
   return `${where}${message.text}`
 }
 
-/**
- * Which relative imports the module-rules plugin must see: those ending in an extension a text, data
- * or wasm rule names. Every plugin callback is a round trip to esbuild's process, so sending it every
- * import of a large package doubles the build; a glob that names no plain extension sees them all.
- */
-function attachedImportFilter(rules: Array<{type: WranglerRuleType; globs: string[]}>): RegExp {
-  const extensions = new Set<string>()
-  for (const rule of rules) {
-    if (rule.type === 'ESModule' || rule.type === 'CommonJS') continue
-    for (const glob of rule.globs) {
-      const extension = /\*\.([A-Za-z0-9]+)(\?module)?$/.exec(glob)?.[1]
-      if (!extension) return /^\.{0,2}\//
-      extensions.add(extension)
-    }
+/** wrangler's queues table in edgeworker.json's words; a setting left out keeps Cloudflare's default. */
+function queuesOf(queues: NonNullable<WranglerSettings['queues']>): object {
+  const defined = (entries: Record<string, unknown>) => Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined && value !== null))
+  return {
+    ...(queues.producers?.length
+      ? {producers: queues.producers.map((producer) => defined({binding: producer.binding, queue: producer.queue, deliveryDelay: producer.delivery_delay}))}
+      : {}),
+    ...(queues.consumers?.length
+      ? {
+          consumers: queues.consumers.map((consumer) =>
+            defined({
+              queue: consumer.queue,
+              maxBatchSize: consumer.max_batch_size,
+              maxBatchTimeout: consumer.max_batch_timeout,
+              maxRetries: consumer.max_retries,
+              retryDelay: consumer.retry_delay,
+              deadLetterQueue: consumer.dead_letter_queue,
+              maxConcurrency: consumer.max_concurrency,
+            }),
+          ),
+        }
+      : {}),
   }
-  return new RegExp(`^\\.{0,2}/.*\\.(${[...extensions].join('|')})(\\?module)?$`)
-}
-
-/** A wrangler rule glob as a regular expression over a path relative to base_dir. */
-function globToRegExp(glob: string): RegExp {
-  return new RegExp(`^${globPattern(glob)}$`)
-}
-
-function toPosix(file: string): string {
-  return file.split(path.sep).join('/')
 }

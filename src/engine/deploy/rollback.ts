@@ -1,0 +1,123 @@
+// `edgeworkers rollback`: makes a stored version the Worker's deployed one again without a rebuild.
+// The rollback is a NEW version — the newest, so it wins over anything older (docs/scheduling.md) —
+// that copies the target's artifact keys, manifest and receipt (same release generation), committed
+// with its `edge_worker.rolled_back` audit row in one transaction, then deployed by the same task as
+// `deploy`: every crash-safety rule holds unchanged. Every refusal comes before anything is written.
+import {KitError} from '../../errors.js'
+import {auditEntry, deterministicId, newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
+import type {Engine} from '../context.js'
+import {faultPoint} from '../faults.js'
+import {assertEnqueueGatesOpen} from '../gates.js'
+import {verifyStoredVersion} from '../project/integrity.js'
+import {assertHostKnowsPairing, requireProvider} from '../provider.js'
+import {enqueueAndRun, type DeployRun, type DeployStageOptions} from './deploy-worker.js'
+import {storedVersionOf} from './task.js'
+
+export const ROLLED_BACK_ACTION = 'edge_worker.rolled_back'
+
+export interface RollbackRequest {
+  departmentId: string
+  /** A version id (or a unique prefix of one) or a tag; default the version deployed before the current one. */
+  to?: string
+  message?: string
+  wait: boolean
+  actor: AuditActor
+}
+
+export interface RollbackOutcome extends DeployRun {
+  /** The version whose artifacts the rollback deploys. */
+  rolledBackTo: string
+  /** A crashed rollback's copy was found and deployed instead of a new one. */
+  reused: boolean
+}
+
+export async function rollbackWorker(engine: Engine, request: RollbackRequest, options: DeployStageOptions = {}): Promise<RollbackOutcome> {
+  const {store} = engine
+  const resolution = await requireProvider(engine, 'deploy')
+  await assertEnqueueGatesOpen(engine, resolution.scope)
+  if (request.wait) await assertHostKnowsPairing(engine, resolution.provider, resolution.scope, 'deploy')
+  const worker = await store.workers.getByDepartment(request.departmentId)
+  if (!worker) throw new KitError('not_found', `department ${request.departmentId} has no Worker`)
+  if (worker.status === 'retired') {
+    throw new KitError('conflict', `the Worker of department ${worker.department_id} is retired; retirement is permanent`, 'edge_host_script_retired')
+  }
+  const versions = await store.workers.listVersions(worker.id)
+  const current = versions.find((version) => version.id === worker.current_version_id)
+  const target = request.to === undefined ? previousDeployed(versions, current) : namedVersion(versions, request.to)
+  if (current?.release_generation === target.release_generation) {
+    throw new KitError('usage', `version ${target.id} is already current (release ${target.release_generation})`)
+  }
+  const verified = await verifyStoredVersion(engine.artifacts, storedVersionOf(target), engine.settings.deploy)
+  if (!verified.ok) throw new KitError('conflict', `version ${target.id} cannot be rolled back to: ${verified.reason}`, verified.code)
+
+  // A rollback killed before its deploy was queued left its copy as the newest version: deploy that one.
+  const newest = versions.at(-1)
+  const leftOver = newest?.rollback_of !== null && newest?.release_generation === target.release_generation && ['built', 'deploying'].includes(newest.state)
+  const copy = leftOver ? newest : await commitCopy(engine, worker, target, request)
+  faultPoint('rollback.after_commit')
+  const run = await enqueueAndRun(engine, {worker, version: copy, scope: resolution.scope, wait: request.wait}, options)
+  return {...run, rolledBackTo: target.id, reused: leftOver}
+}
+
+/** The most recent version other than the current one that served, with another release. */
+function previousDeployed(versions: VersionRow[], current: VersionRow | undefined): VersionRow {
+  const served = versions
+    .filter((version) => version.deployed_at !== null && version.id !== current?.id && version.release_generation !== current?.release_generation)
+    .sort((a, b) => b.deployed_at! - a.deployed_at!)
+  if (!served[0]) throw new KitError('not_found', 'no earlier deployed version to roll back to')
+  return served[0]
+}
+
+/** A version by id, unique id prefix (git's rule), or tag (the newest version carrying it). */
+export function namedVersion(versions: VersionRow[], name: string): VersionRow {
+  const typed = name.trim().toLowerCase()
+  const exact = versions.find((version) => version.id === typed)
+  if (exact) return exact
+  const tagged = versions.filter((version) => version.tag === name)
+  if (tagged.length > 0) return tagged.at(-1)!
+  const matches = typed.length >= 4 ? versions.filter((version) => version.id.startsWith(typed)) : []
+  if (matches.length === 1) return matches[0]!
+  if (matches.length > 1) throw new KitError('usage', `version ${name} is ambiguous: ${matches.map((version) => version.id).join(', ')}; give more characters`)
+  throw new KitError('not_found', `version ${name} not found (give a version id, a unique prefix of at least 4 characters, or a tag)`)
+}
+
+async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow, request: RollbackRequest): Promise<VersionRow> {
+  const id = newId()
+  return engine.store.transaction(async (tx) => {
+    const copy = await tx.workers.createVersion({
+      id,
+      worker_id: worker.id,
+      release_generation: target.release_generation,
+      builder_policy: target.builder_policy,
+      project_artifact_key: target.project_artifact_key,
+      project_digest: target.project_digest,
+      bundle_artifact_key: target.bundle_artifact_key,
+      bundle_digest: target.bundle_digest,
+      manifest: target.manifest,
+      receipt: target.receipt,
+      message: request.message ?? `rollback to ${target.id}`,
+      author: request.actor.id,
+      source: target.source,
+      size_bytes: target.size_bytes,
+      rollback_of: target.id,
+    })
+    const facts = {
+      script_name: worker.script_name,
+      version_id: id,
+      rollback_of: target.id,
+      release_generation: target.release_generation,
+      previous_version_id: worker.current_version_id,
+    }
+    await tx.audit.append(
+      auditEntry({
+        id: deterministicId(ROLLED_BACK_ACTION, id),
+        action: ROLLED_BACK_ACTION,
+        resource: {type: 'edge_worker', id: worker.id},
+        actor: request.actor,
+        digest: true,
+        facts,
+      }),
+    )
+    return copy
+  })
+}
