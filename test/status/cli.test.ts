@@ -6,11 +6,13 @@ import net from 'node:net'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
+import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import type {StatusSnapshot} from '../../src/engine/status/snapshot.js'
 import {runCli} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
 import {describeEachStore} from '../support/stores.js'
+import {FIXTURES_DIR} from '../support/worker-fixtures.js'
 
 const CLI_TIMEOUT_MS = 180_000
 
@@ -63,6 +65,21 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
     expect(text.stdout).toMatch(/^failed +deploy +edge_host_5xx +1 /m)
     expect(json.code).toBe(13)
     expect((JSON.parse(json.stdout) as StatusSnapshot).attention).toEqual(['1 failed outbox row', expect.stringMatching(/^edge host unreachable: /)])
+  })
+
+  test('a Worker failing most of its requests needs attention, named by its department: exit 13', {timeout: CLI_TIMEOUT_MS}, async () => {
+    await kit.pair()
+    const department = await kit.department()
+    const deployed = await deployWorker(await kit.engine(), {projectDir: path.join(FIXTURES_DIR, 'tail-logger'), departmentId: department, wait: true})
+    expect(deployed.state).toBe('completed')
+    for (let request = 0; request < 10; request++) expect((await fetch(`${deployed.url}fail`)).status).toBe(503)
+    expect((await fetch(deployed.url!)).status).toBe(200)
+
+    const json = await status('--json')
+    expect(json.code).toBe(13)
+    const snapshot = JSON.parse(json.stdout) as StatusSnapshot
+    expect(snapshot.attention).toContainEqual(expect.stringMatching(new RegExp(`^Worker ${department}: 10 of 11 requests failed in \\d+m$`)))
+    expect(snapshot.workers.workers.find((row) => row.department_id === department)).toMatchObject({requests: 11, errors: 10, errorRateHigh: true})
   })
 
   test('bad input: a store that cannot be reached or is not migrated exits 4 with one line; a bad --interval exits 2', {timeout: CLI_TIMEOUT_MS}, async () => {
