@@ -1,4 +1,5 @@
 // The documented exit codes (README "Exit codes"). Commands never pick a number themselves.
+import type {DeployState} from '../engine/deploy/deploy-worker.js'
 import type {KitErrorCode} from '../errors.js'
 
 export const ExitCode = {
@@ -38,4 +39,14 @@ export const exitCodeFor: Record<KitErrorCode, ExitCode> = {
   host_unreachable: ExitCode.hostUnreachable,
   host_error: ExitCode.hostUnreachable,
   internal: ExitCode.internal,
+}
+
+/** How a deploy (or a rollback, which is one) that ran its task ends the command. */
+export const deployExitCode: Record<DeployState, ExitCode> = {
+  completed: ExitCode.ok,
+  superseded: ExitCode.refused,
+  deferred: ExitCode.pending,
+  pending: ExitCode.pending,
+  failed: ExitCode.failed,
+  uncertain: ExitCode.uncertain,
 }

@@ -2,9 +2,9 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../cli/base-command.js'
 import {withProgress} from '../cli/progress.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {deployExitCode} from '../cli/exit-codes.js'
 import {table} from '../cli/table.js'
-import {deployWorker, type DeployOutcome} from '../engine/deploy/deploy-worker.js'
+import {deployWorker} from '../engine/deploy/deploy-worker.js'
 import {interruptedDeployLeft} from '../engine/deploy/interrupted.js'
 import {planDeploy, type DeployPlan} from '../engine/deploy/plan.js'
 import type {Engine} from '../engine/context.js'
@@ -108,14 +108,6 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
       (outcome) => `Deploy: ${outcome.state}`,
     )
     if (!json) for (const warning of result.warnings) this.logToStderr(`warning: ${warning}`)
-    const exitFor: Record<DeployOutcome['state'], number> = {
-      completed: ExitCode.ok,
-      superseded: ExitCode.refused,
-      deferred: ExitCode.pending,
-      pending: ExitCode.pending,
-      failed: ExitCode.failed,
-      uncertain: ExitCode.uncertain,
-    }
     return this.respond(
       result,
       () =>
@@ -128,7 +120,7 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
           ...(result.url ? [`url          ${result.url}`] : []),
           `outbox row   ${result.outboxId}${result.duplicate ? ' (duplicate enqueue: existing row)' : ''}`,
         ].join('\n'),
-      exitFor[result.state],
+      deployExitCode[result.state],
     )
   }
 }

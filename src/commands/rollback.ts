@@ -1,9 +1,8 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../cli/base-command.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {deployExitCode} from '../cli/exit-codes.js'
 import {withProgress} from '../cli/progress.js'
-import type {DeployState} from '../engine/deploy/deploy-worker.js'
 import {rollbackWorker} from '../engine/deploy/rollback.js'
 
 export default class Rollback extends BaseCommand<typeof Rollback> {
@@ -38,14 +37,6 @@ current or an ambiguous --to; 5 unknown department, no earlier deployed version 
       (report) => rollbackWorker(engine, request, {onStage: report}),
       (outcome) => `Rollback: ${outcome.state}`,
     )
-    const exitFor: Record<DeployState, number> = {
-      completed: ExitCode.ok,
-      superseded: ExitCode.refused,
-      deferred: ExitCode.pending,
-      pending: ExitCode.pending,
-      failed: ExitCode.failed,
-      uncertain: ExitCode.uncertain,
-    }
     return this.respond(
       result,
       () =>
@@ -58,7 +49,7 @@ current or an ambiguous --to; 5 unknown department, no earlier deployed version 
           ...(result.url ? [`url          ${result.url}`] : []),
           `outbox row   ${result.outboxId}`,
         ].join('\n'),
-      exitFor[result.state],
+      deployExitCode[result.state],
     )
   }
 }
