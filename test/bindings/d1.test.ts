@@ -244,17 +244,17 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       [
         'bad-binding',
         {'wrangler.toml': toml('[[d1_databases]]', 'binding = "not an identifier"', 'database_id = "a"')},
-        'key "d1Databases[0].binding" must be an identifier',
+        'wrangler.toml: key "d1_databases[0].binding" must be an identifier',
       ],
       [
         'bad-id',
         {'wrangler.toml': toml('[[d1_databases]]', 'binding = "DB"', 'database_id = "has space"')},
-        'key "d1Databases[0].id" must be 1–128 printable ASCII characters without spaces',
+        'wrangler.toml: key "d1_databases[0].database_id" must be 1–128 printable ASCII characters without spaces',
       ],
       [
         'twice',
         {'wrangler.toml': toml('[[d1_databases]]', 'binding = "DB"', '[[d1_databases]]', 'binding = "DB"', 'database_name = "b"')},
-        'key "d1Databases" binds "DB" more than once',
+        'wrangler.toml: key "d1_databases" binds "DB" more than once',
       ],
       [
         'taken',

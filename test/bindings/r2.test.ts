@@ -199,16 +199,16 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       [
         'bad-binding',
         {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "not an identifier"', 'bucket_name = "files"')},
-        'key "r2Buckets[0].binding" must be an identifier',
+        'wrangler.toml: key "r2_buckets[0].binding" must be an identifier',
       ],
-      ['upper', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "Files"')}, `key "r2Buckets[0].bucketName" ${rule}`],
-      ['short', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "ab"')}, `key "r2Buckets[0].bucketName" ${rule}`],
-      ['dash-end', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "files-"')}, `key "r2Buckets[0].bucketName" ${rule}`],
-      ['long', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', `bucket_name = "${'b'.repeat(64)}"`)}, `key "r2Buckets[0].bucketName" ${rule}`],
+      ['upper', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "Files"')}, `key "r2_buckets[0].bucket_name" ${rule}`],
+      ['short', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "ab"')}, `key "r2_buckets[0].bucket_name" ${rule}`],
+      ['dash-end', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "files-"')}, `key "r2_buckets[0].bucket_name" ${rule}`],
+      ['long', {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', `bucket_name = "${'b'.repeat(64)}"`)}, `key "r2_buckets[0].bucket_name" ${rule}`],
       [
         'twice',
         {'wrangler.toml': toml('[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "aaa"', '[[r2_buckets]]', 'binding = "FILES"', 'bucket_name = "bbb"')},
-        'key "r2Buckets" binds "FILES" more than once',
+        'wrangler.toml: key "r2_buckets" binds "FILES" more than once',
       ],
       [
         'taken',

@@ -45,7 +45,6 @@ const IGNORED_KEYS = new Set([
  * fail at its first request. Refused at build time instead.
  */
 const REFUSED_BINDINGS = new Set([
-  'queues',
   'analytics_engine_datasets',
   'ai',
   'vectorize',

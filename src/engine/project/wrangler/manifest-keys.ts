@@ -12,6 +12,7 @@ const RENAMED: Array<[RegExp, string]> = [
   [/^durableObjects\[(\d+)\]\.className/, 'durable_objects.bindings[$1].class_name'],
   [/^durableObjects(\[\d+\])?/, 'durable_objects.bindings$1'],
   [/^services\[(\d+)\]\.department/, 'services[$1].service'],
+  [/^d1Databases\[(\d+)\]\.id/, 'd1_databases[$1].database_id'],
   [/^crons/, 'triggers.crons'],
   [/^builderPolicy/, 'edgeworkers.builder_policy'],
 ]
@@ -36,6 +37,6 @@ export function inWranglerTerms(error: unknown, source: string, env: string | nu
   const message = error.message
     .slice(prefix.length)
     .replace(/key "([^"]+)"/g, (_, key: string) => `key "${wranglerKeyOf(key, env)}"`)
-    .replace(/taken by ((?:vars|durableObjects|services|kvNamespaces|assets)[\w.[\]]*)/g, (_, key: string) => `taken by ${wranglerKeyOf(key, env)}`)
+    .replace(/taken by ((?:vars|durableObjects|services|kvNamespaces|d1Databases|r2Buckets|queues|assets)[\w.[\]]*)/g, (_, key: string) => `taken by ${wranglerKeyOf(key, env)}`)
   return new KitError(error.code, `${source}: ${message}`, error.reason)
 }
