@@ -105,7 +105,9 @@ export function moduleRulesPlugin(options: ModuleRulesPluginOptions): Plugin {
         if (isScriptRule(type)) return undefined
         const resolved = await build.resolve(specifier, {kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: {skip: true}})
         const file = resolved.errors.length === 0 && resolved.path ? resolved.path : path.join(args.resolveDir, specifier)
-        const problem = containmentProblem(projectDir, file, specifier, args.importer)
+        // A relative or absolute import is checked as written: esbuild's resolved path has its symlinks followed already.
+        const written = specifier.startsWith('.') || path.isAbsolute(specifier) ? path.resolve(args.resolveDir, specifier) : file
+        const problem = containmentProblem(projectDir, written, specifier, args.importer)
         if (problem) return {errors: [{text: `${args.path} ${problem}`}]}
         const bytes = await readFile(file)
         const textProblem = moduleTextProblem(MODULE_TYPE[type], bytes)
