@@ -237,7 +237,11 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       ['twice', {producers: [producer], consumers: [{queue: 'jobs'}, {queue: 'jobs'}]}, 'queue "jobs" has more than one consumer'],
       ['own-dlq', {producers: [producer], consumers: [{queue: 'jobs', dead_letter_queue: 'jobs'}]}, 'cannot be its own dead-letter queue'],
       ['batch', {producers: [producer], consumers: [{queue: 'jobs', max_batch_size: 101}]}, 'key "queues.consumers[0].max_batch_size" must be at most 100'],
-      ['timeout', {producers: [producer], consumers: [{queue: 'jobs', max_batch_timeout: 61}]}, 'key "queues.consumers[0].max_batch_timeout" must be at most 60'],
+      [
+        'timeout',
+        {producers: [producer], consumers: [{queue: 'jobs', max_batch_timeout: 61}]},
+        'key "queues.consumers[0].max_batch_timeout" must be at most 60',
+      ],
       [
         'delay',
         {producers: [{...producer, delivery_delay: 43_201}], consumers: [{queue: 'jobs'}]},

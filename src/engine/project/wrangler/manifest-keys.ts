@@ -37,6 +37,9 @@ export function inWranglerTerms(error: unknown, source: string, env: string | nu
   const message = error.message
     .slice(prefix.length)
     .replace(/key "([^"]+)"/g, (_, key: string) => `key "${wranglerKeyOf(key, env)}"`)
-    .replace(/taken by ((?:vars|durableObjects|services|kvNamespaces|d1Databases|r2Buckets|queues|assets)[\w.[\]]*)/g, (_, key: string) => `taken by ${wranglerKeyOf(key, env)}`)
+    .replace(
+      /taken by ((?:vars|durableObjects|services|kvNamespaces|d1Databases|r2Buckets|queues|assets)[\w.[\]]*)/g,
+      (_, key: string) => `taken by ${wranglerKeyOf(key, env)}`,
+    )
   return new KitError(error.code, `${source}: ${message}`, error.reason)
 }
