@@ -124,7 +124,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       const dir = project('bad', {'wrangler.toml': wranglerToml([cron]), 'worker.js': WORKER})
       const result = await cli('deploy', dir, '--department', 'jobs')
       expect({code: result.code, lines: result.stderr.trim().split('\n').length}).toEqual({code: 2, lines: 1})
-      expect(result.stderr).toContain(`key "crons[0]"`)
+      expect(result.stderr).toContain(`wrangler.toml: key "triggers.crons[0]"`)
       expect(result.stderr).toContain(message)
     }
     const twice = await cli(
