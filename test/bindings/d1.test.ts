@@ -11,7 +11,7 @@ import {Miniflare} from 'miniflare'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {extractSnapshot, readSnapshotManifest} from '../../src/engine/backup/host-snapshot.js'
-import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
+import {type CliResult, expectDeployRefusals, runCli, setUpKit, writeProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {D1_STEPS, D1_WORKER, type D1Step} from './d1-worker-fixture.js'
 
@@ -236,50 +236,52 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     }
   })
 
-  test('bad d1_databases are refused in one line, exit 2, nothing deployed', async () => {
-    const department = `d${++departments}`
-    expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
-    const toml = (...lines: string[]) => ['name = "x"', 'main = "worker.js"', 'compatibility_date = "2025-06-01"', ...lines].join('\n')
-    const refusals: Array<[string, Record<string, string>, string]> = [
-      [
-        'bad-binding',
-        {'wrangler.toml': toml('[[d1_databases]]', 'binding = "not an identifier"', 'database_id = "a"')},
-        'wrangler.toml: key "d1_databases[0].binding" must be an identifier',
-      ],
-      [
-        'bad-id',
-        {'wrangler.toml': toml('[[d1_databases]]', 'binding = "DB"', 'database_id = "has space"')},
-        'wrangler.toml: key "d1_databases[0].database_id" must be 1–128 printable ASCII characters without spaces',
-      ],
-      [
-        'twice',
-        {'wrangler.toml': toml('[[d1_databases]]', 'binding = "DB"', '[[d1_databases]]', 'binding = "DB"', 'database_name = "b"')},
-        'wrangler.toml: key "d1_databases" binds "DB" more than once',
-      ],
-      [
-        'taken',
-        {
-          'edgeworker.json': JSON.stringify({
-            name: 'x',
-            main: 'worker.js',
-            modules: ['worker.js'],
-            compatibilityDate: '2025-06-01',
-            builderPolicy: 'department-worker-project-v2.9',
-            kvNamespaces: [{binding: 'DB', id: 'a'}],
-            d1Databases: [{binding: 'DB'}],
-          }),
-        },
-        'key "d1Databases[0].binding": the binding name "DB" is already taken by kvNamespaces[0].binding',
-      ],
-    ]
-    for (const [name, files, message] of refusals) {
-      const result = await cli('deploy', project(name, {...files, 'worker.js': D1_WORKER}), '--department', department)
-      expect({name, code: result.code, lines: result.stderr.trim().split('\n').length}).toEqual({name, code: 2, lines: 1})
-      expect(result.stderr).toContain(message)
-    }
-    const workers = await cli('worker', 'list', '--json')
-    expect((JSON.parse(workers.stdout) as Array<{department_id: string}>).map((worker) => worker.department_id)).not.toContain(department)
-  })
+  // Refused at build, before the host is asked: one code-loading mode is enough.
+  if (codeLoading === 'restart')
+    test('bad d1_databases are refused in one line, exit 2, nothing deployed', async () => {
+      const department = `d${++departments}`
+      expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+      const toml = (...lines: string[]) => ['name = "x"', 'main = "worker.js"', 'compatibility_date = "2025-06-01"', ...lines].join('\n')
+      const refusals: Array<[string, Record<string, string>, string]> = [
+        [
+          'bad-binding',
+          {'wrangler.toml': toml('[[d1_databases]]', 'binding = "not an identifier"', 'database_id = "a"')},
+          'wrangler.toml: key "d1_databases[0].binding" must be an identifier',
+        ],
+        [
+          'bad-id',
+          {'wrangler.toml': toml('[[d1_databases]]', 'binding = "DB"', 'database_id = "has space"')},
+          'wrangler.toml: key "d1_databases[0].database_id" must be 1–128 printable ASCII characters without spaces',
+        ],
+        [
+          'twice',
+          {'wrangler.toml': toml('[[d1_databases]]', 'binding = "DB"', '[[d1_databases]]', 'binding = "DB"', 'database_name = "b"')},
+          'wrangler.toml: key "d1_databases" binds "DB" more than once',
+        ],
+        [
+          'taken',
+          {
+            'edgeworker.json': JSON.stringify({
+              name: 'x',
+              main: 'worker.js',
+              modules: ['worker.js'],
+              compatibilityDate: '2025-06-01',
+              builderPolicy: 'department-worker-project-v2.9',
+              kvNamespaces: [{binding: 'DB', id: 'a'}],
+              d1Databases: [{binding: 'DB'}],
+            }),
+          },
+          'key "d1Databases[0].binding": the binding name "DB" is already taken by kvNamespaces[0].binding',
+        ],
+      ]
+      await expectDeployRefusals(
+        cli,
+        department,
+        refusals.map(([name, files, message]) => ({name, dir: project(name, {...files, 'worker.js': D1_WORKER}), message})),
+      )
+      const workers = await cli('worker', 'list', '--json')
+      expect((JSON.parse(workers.stdout) as Array<{department_id: string}>).map((worker) => worker.department_id)).not.toContain(department)
+    })
 })
 
 /** The user tables in the Worker's D1 files, sorted. */

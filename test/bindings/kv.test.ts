@@ -11,7 +11,7 @@ import {Miniflare} from 'miniflare'
 import {request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {extractSnapshot, readSnapshotManifest} from '../../src/engine/backup/host-snapshot.js'
-import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
+import {type CliResult, expectDeployRefusals, runCli, setUpKit, writeProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KV_STEPS, KV_WORKER, type KvStep} from './kv-worker-fixture.js'
 
@@ -161,66 +161,68 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     }
   })
 
-  test('bad kv_namespaces are refused in one line, exit 2, nothing deployed', async () => {
-    const department = `d${++departments}`
-    expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
-    const refusals: Array<[string, Record<string, string>, string]> = [
-      [
-        'bad-binding',
-        {'wrangler.toml': 'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "not an identifier"\nid = "a"'},
-        'error: wrangler.toml: key "kv_namespaces[0].binding" must be an identifier',
-      ],
-      [
-        'bad-id',
-        {'wrangler.toml': 'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "KV"\nid = "has space"'},
-        'error: wrangler.toml: key "kv_namespaces[0].id" must be 1–128 printable ASCII characters without spaces',
-      ],
-      [
-        'twice',
-        {
-          'wrangler.toml':
-            'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "KV"\nid = "a"\n[[kv_namespaces]]\nbinding = "KV"\nid = "b"',
-        },
-        'error: wrangler.toml: key "kv_namespaces" binds "KV" more than once',
-      ],
-      [
-        'taken',
-        {
-          'edgeworker.json': JSON.stringify({
-            name: 'x',
-            main: 'worker.js',
-            modules: ['worker.js'],
-            compatibilityDate: '2025-06-01',
-            builderPolicy: 'department-worker-project-v2.9',
-            vars: {KV: 'text'},
-            kvNamespaces: [{binding: 'KV', id: 'a'}],
-          }),
-        },
-        'key "kvNamespaces[0].binding": the binding name "KV" is already taken by vars.KV',
-      ],
-      [
-        'no-id',
-        {
-          'edgeworker.json': JSON.stringify({
-            name: 'x',
-            main: 'worker.js',
-            modules: ['worker.js'],
-            compatibilityDate: '2025-06-01',
-            builderPolicy: 'department-worker-project-v2.9',
-            kvNamespaces: [{binding: 'KV'}],
-          }),
-        },
-        'key "kvNamespaces[0].id"',
-      ],
-    ]
-    for (const [name, files, message] of refusals) {
-      const result = await cli('deploy', project(name, {...files, 'worker.js': KV_WORKER}), '--department', department)
-      expect({name, code: result.code, lines: result.stderr.trim().split('\n').length}).toEqual({name, code: 2, lines: 1})
-      expect(result.stderr).toContain(message)
-    }
-    const workers = await cli('worker', 'list', '--json')
-    expect((JSON.parse(workers.stdout) as Array<{department_id: string}>).map((worker) => worker.department_id)).not.toContain(department)
-  })
+  // Refused at build, before the host is asked: one code-loading mode is enough.
+  if (codeLoading === 'restart')
+    test('bad kv_namespaces are refused in one line, exit 2, nothing deployed', async () => {
+      const department = `d${++departments}`
+      expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+      const refusals: Array<[string, Record<string, string>, string]> = [
+        [
+          'bad-binding',
+          {'wrangler.toml': 'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "not an identifier"\nid = "a"'},
+          'error: wrangler.toml: key "kv_namespaces[0].binding" must be an identifier',
+        ],
+        [
+          'bad-id',
+          {'wrangler.toml': 'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "KV"\nid = "has space"'},
+          'error: wrangler.toml: key "kv_namespaces[0].id" must be 1–128 printable ASCII characters without spaces',
+        ],
+        [
+          'twice',
+          {
+            'wrangler.toml':
+              'name = "x"\nmain = "worker.js"\ncompatibility_date = "2025-06-01"\n[[kv_namespaces]]\nbinding = "KV"\nid = "a"\n[[kv_namespaces]]\nbinding = "KV"\nid = "b"',
+          },
+          'error: wrangler.toml: key "kv_namespaces" binds "KV" more than once',
+        ],
+        [
+          'taken',
+          {
+            'edgeworker.json': JSON.stringify({
+              name: 'x',
+              main: 'worker.js',
+              modules: ['worker.js'],
+              compatibilityDate: '2025-06-01',
+              builderPolicy: 'department-worker-project-v2.9',
+              vars: {KV: 'text'},
+              kvNamespaces: [{binding: 'KV', id: 'a'}],
+            }),
+          },
+          'key "kvNamespaces[0].binding": the binding name "KV" is already taken by vars.KV',
+        ],
+        [
+          'no-id',
+          {
+            'edgeworker.json': JSON.stringify({
+              name: 'x',
+              main: 'worker.js',
+              modules: ['worker.js'],
+              compatibilityDate: '2025-06-01',
+              builderPolicy: 'department-worker-project-v2.9',
+              kvNamespaces: [{binding: 'KV'}],
+            }),
+          },
+          'key "kvNamespaces[0].id"',
+        ],
+      ]
+      await expectDeployRefusals(
+        cli,
+        department,
+        refusals.map(([name, files, message]) => ({name, dir: project(name, {...files, 'worker.js': KV_WORKER}), message})),
+      )
+      const workers = await cli('worker', 'list', '--json')
+      expect((JSON.parse(workers.stdout) as Array<{department_id: string}>).map((worker) => worker.department_id)).not.toContain(department)
+    })
 })
 
 /** Sets `key`'s expiration to long ago in the Worker's KV files (the host is stopped). */

@@ -4,6 +4,7 @@ import {execFile} from 'node:child_process'
 import {mkdirSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {expect} from 'vitest'
 
 export const CLI_BIN = path.join(fileURLToPath(new URL('../..', import.meta.url)), 'bin', 'run.js')
 
@@ -50,4 +51,26 @@ export async function setUpKit(
     const result = await cli(...args)
     if (result.code !== 0) throw new Error(`${args.join(' ')} exited ${result.code}: ${result.stderr}`)
   }
+}
+
+export interface DeployRefusal {
+  /** Names the case in a failed assertion. */
+  name: string
+  dir: string
+  message: string
+}
+
+/**
+ * Deploys every project into `department` at once — each is refused at build, before the host is
+ * asked, so they do not interact — and expects each refused with exit 2 in one line that holds its message.
+ */
+export async function expectDeployRefusals(cli: (...args: string[]) => Promise<CliResult>, department: string, refusals: DeployRefusal[]): Promise<void> {
+  const results = await Promise.all(refusals.map(({dir}) => cli('deploy', dir, '--department', department)))
+  const seen = results.map((result, index) => ({
+    name: refusals[index]!.name,
+    code: result.code,
+    lines: result.stderr.trim().split('\n').length,
+    says: result.stderr.includes(refusals[index]!.message) ? 'its message' : result.stderr,
+  }))
+  expect(seen).toEqual(refusals.map(({name}) => ({name, code: 2, lines: 1, says: 'its message'})))
 }
