@@ -4,47 +4,21 @@
 // of one changed file sending only that file, and retirement answering 404 for an asset URL.
 // The oracle is Cloudflare's documented behaviour (Workers static assets: routing, headers,
 // redirects); wrangler is not among the dependencies to compare with `wrangler dev`.
-import {mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {readdirSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {request} from 'undici'
-import {afterAll, beforeAll, expect, test} from 'vitest'
-import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import {expect, test} from 'vitest'
+import {kitWithHost} from '../support/cli-kit.js'
 
-const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-assets-'))
-const dataDir = path.join(root, 'kit')
-const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
 const received: Array<{files: number; bytes: number}> = []
-let host: TestHost
-let departments = 0
-
-beforeAll(async () => {
-  host = await startTestHost({
-    settings: {shards: 1},
-    onLog: (entry) => {
-      if (entry.msg === 'asset files received') received.push({files: entry.files as number, bytes: entry.bytes as number})
-    },
-  })
-  await setUpKit(cli, host)
-}, 120_000)
-afterAll(async () => {
-  await host?.stop()
-  rmSync(root, {recursive: true, force: true})
+const kit = kitWithHost('assets', {
+  settings: {shards: 1},
+  onLog: (entry) => {
+    if (entry.msg === 'asset files received') received.push({files: entry.files as number, bytes: entry.bytes as number})
+  },
 })
-
-const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
-
-async function deploy(dir: string, department?: string): Promise<{url: string; department: string}> {
-  const name = department ?? `d${++departments}`
-  if (!department) expect((await cli('department', 'create', 'acme', name, '--id', name)).code).toBe(0)
-  const result = await cli('deploy', dir, '--department', name, '--json')
-  expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
-  const outcome = JSON.parse(result.stdout) as {state: string; url: string}
-  expect(outcome.state).toBe('completed')
-  return {url: outcome.url, department: name}
-}
+const {cli, project, deploy} = kit
 
 async function get(url: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') {
   const response = await request(url, {method, headers})
@@ -131,7 +105,7 @@ test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEA
   expect(zipped.body.length).toBeLessThan(LARGE_CSS.length / 10)
   expect((await get(at('/style.css'), {'accept-encoding': 'gzip', 'if-none-match': zipped.headers.etag!})).status).toBe(304)
 
-  const metrics = (await get(`${host.adminUrl}/metrics`)).body.toString()
+  const metrics = (await get(`${kit.host.adminUrl}/metrics`)).body.toString()
   expect(metrics).toMatch(/edgeworkers_host_asset_responses_total\{script="dw-[0-9a-f]{48}",department="d\d+",status="200",via="direct"\} \d+/)
 })
 
@@ -184,7 +158,7 @@ test('a tampered asset fails the deploy integrity check; retirement answers an a
 
   // A new version whose stored asset file is then altered in the kit's artifact store.
   writeFileSync(path.join(dir, 'public', 'index.html'), 'tamper-proof v2')
-  const assetsDir = path.join(dataDir, 'artifacts', 'asset', 'sha256')
+  const assetsDir = path.join(kit.dataDir, 'artifacts', 'asset', 'sha256')
   const submitted = await cli('deploy', dir, '--department', department, '--json', '--no-wait')
   expect(submitted.code, submitted.stderr).toBeLessThan(8)
   for (const shard of readdirSync(assetsDir)) {
@@ -195,7 +169,7 @@ test('a tampered asset fails the deploy integrity check; retirement answers an a
   // The host still serves the previous release, untouched.
   expect((await get(new URL('index.html', url).toString().replace(/index\.html$/, ''))).body.toString()).toBe('tamper-proof')
 
-  const notFound = await get(`${host.publicUrl}/no-such-worker/logo.svg`)
+  const notFound = await get(`${kit.host.publicUrl}/no-such-worker/logo.svg`)
   const retired = await cli('retire', department, '--yes', '--json')
   expect(retired.code, retired.stderr).toBe(0)
   const after = await get(logo)

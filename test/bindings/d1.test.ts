@@ -3,16 +3,16 @@
 // oracle: same request sequence, answers compared as data), a database reachable only by its own
 // Worker, data kept across a redeploy, a host restart and a host snapshot restored into a fresh host,
 // `d1 execute` and `d1 migrations apply`, and bad d1_databases refused in one line.
-import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {Miniflare} from 'miniflare'
 import {request} from 'undici'
-import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {beforeAll, describe, expect, test} from 'vitest'
 import {extractSnapshot, readSnapshotManifest} from '../../src/engine/backup/host-snapshot.js'
-import {type CliResult, expectDeployRefusals, runCli, setUpKit, writeProject} from '../support/cli.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import {expectDeployRefusals} from '../support/cli.js'
+import {startTestHost} from '../support/host.js'
+import {kitWithHost} from '../support/cli-kit.js'
 import {D1_STEPS, D1_WORKER, type D1Step} from './d1-worker-fixture.js'
 
 const COMPATIBILITY_DATE = '2025-06-01'
@@ -60,32 +60,8 @@ function wranglerToml(name: string, extra: string[] = []): string {
 }
 
 describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading) => {
-  const root = mkdtempSync(path.join(tmpdir(), `edgeworkers-d1-${codeLoading}-`))
-  const dataDir = path.join(root, 'kit')
-  const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
-  let host: TestHost
-  let departments = 0
-
-  beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading}})
-    await setUpKit(cli, host)
-  }, 120_000)
-  afterAll(async () => {
-    await host?.stop()
-    rmSync(root, {recursive: true, force: true})
-  })
-
-  const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
-
-  async function deploy(dir: string, department?: string): Promise<{url: string; department: string; script: string}> {
-    const name = department ?? `d${++departments}`
-    if (!department) expect((await cli('department', 'create', 'acme', name, '--id', name)).code).toBe(0)
-    const result = await cli('deploy', dir, '--department', name, '--json')
-    expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
-    const outcome = JSON.parse(result.stdout) as {state: string; url: string}
-    expect(outcome.state).toBe('completed')
-    return {url: outcome.url, department: name, script: new URL(outcome.url).pathname.split('/')[1]!}
-  }
+  const kit = kitWithHost(`d1-${codeLoading}`, {settings: {shards: 1, code_loading: codeLoading}})
+  const {cli, project, deploy} = kit
 
   async function run(url: string, step: D1Step): Promise<unknown> {
     const response = await request(url, {method: 'POST', body: JSON.stringify(step)})
@@ -128,7 +104,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect((await deploy(changed, owner.department)).url).toBe(owner.url)
     expect(await run(owner.url, {op: 'first', sql: 'SELECT value FROM kept', column: 'value'})).toEqual({result: 'across everything'})
 
-    await host.restart()
+    await kit.host.restart()
     expect(await run(owner.url, {op: 'raw', sql: 'SELECT value FROM kept'})).toEqual({result: [['across everything']]})
     // Cloudflare serves dump() for its alpha databases only; the host, for none.
     expect(await run(owner.url, {op: 'dump'})).toMatchObject({error: expect.stringContaining('D1_DUMP_ERROR')})
@@ -138,20 +114,20 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     const retired = await cli('retire', owner.department, '--yes', '--json')
     expect(retired.code, retired.stderr).toBe(0)
     expect((await request(owner.url, {method: 'POST', body: '{}'})).statusCode).toBe(404)
-    expect(tablesOnDisk(host.dataDir, owner.script)).toEqual(['kept', 'other_kept'])
+    expect(tablesOnDisk(kit.host.dataDir, owner.script)).toEqual(['kept', 'other_kept'])
   })
 
   test('a host snapshot restored into a fresh host brings the D1 data back', {timeout: 240_000}, async () => {
     const {url, script} = await deploy(project('snapshot', {'wrangler.toml': wranglerToml('snapshot'), 'worker.js': D1_WORKER}))
     await run(url, {op: 'exec', sql: 'CREATE TABLE saved (value TEXT)'})
     await run(url, {op: 'run', sql: 'INSERT INTO saved VALUES (?)', params: ['in the snapshot']})
-    const backupDir = path.join(root, 'backup')
+    const backupDir = path.join(kit.root, 'backup')
     const backup = await cli('backup', 'create', backupDir, '--json')
     expect({code: backup.code, stderr: backup.stderr}).toEqual({code: 0, stderr: expect.any(String)})
     const hostSnapshot = findFile(backupDir, (file) => file.endsWith('.tar'))
     const manifest = await readSnapshotManifest(hostSnapshot)
     expect(manifest.files.some((file) => file.path.startsWith(`do/${script}/${script}:d1-databases/`))).toBe(true)
-    const restoredDir = path.join(root, 'restored-host')
+    const restoredDir = path.join(kit.root, 'restored-host')
     mkdirSync(restoredDir, {mode: 0o700})
     await extractSnapshot(hostSnapshot, restoredDir, manifest)
     const restored = await startTestHost({dataDir: restoredDir, settings: {shards: 1, code_loading: codeLoading}})
@@ -239,8 +215,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   // Refused at build, before the host is asked: one code-loading mode is enough.
   if (codeLoading === 'restart')
     test('bad d1_databases are refused in one line, exit 2, nothing deployed', async () => {
-      const department = `d${++departments}`
-      expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+      const department = await kit.newDepartment()
       const toml = (...lines: string[]) => ['name = "x"', 'main = "worker.js"', 'compatibility_date = "2025-06-01"', ...lines].join('\n')
       const refusals: Array<[string, Record<string, string>, string]> = [
         [

@@ -3,16 +3,16 @@
 // Worker (the oracle: same request sequence, answers compared as data), a namespace reachable only
 // by its own Worker, data kept across a redeploy, a host restart and a host snapshot restored into a
 // fresh host, expired keys never answered, and bad kv_namespaces refused in one line.
-import {mkdirSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {mkdirSync, readdirSync} from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {Miniflare} from 'miniflare'
 import {request} from 'undici'
-import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {beforeAll, describe, expect, test} from 'vitest'
 import {extractSnapshot, readSnapshotManifest} from '../../src/engine/backup/host-snapshot.js'
-import {type CliResult, expectDeployRefusals, runCli, setUpKit, writeProject} from '../support/cli.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import {expectDeployRefusals} from '../support/cli.js'
+import {startTestHost} from '../support/host.js'
+import {kitWithHost} from '../support/cli-kit.js'
 import {KV_STEPS, KV_WORKER, type KvStep} from './kv-worker-fixture.js'
 
 const COMPATIBILITY_DATE = '2025-06-01'
@@ -58,34 +58,10 @@ function wranglerToml(name: string, extra: string[] = []): string {
 }
 
 describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading) => {
-  const root = mkdtempSync(path.join(tmpdir(), `edgeworkers-kv-${codeLoading}-`))
-  const dataDir = path.join(root, 'kit')
-  const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
-  let host: TestHost
-  let departments = 0
-
-  beforeAll(async () => {
-    // KV work runs on the shard's one thread: storing Cloudflare's largest value (25 MiB) takes a few
-    // hundred ms of it, past the stall watchdog's default 500 ms on a loaded two-core machine.
-    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, request_cpu_limit_ms: 5_000}})
-    await setUpKit(cli, host)
-  }, 120_000)
-  afterAll(async () => {
-    await host?.stop()
-    rmSync(root, {recursive: true, force: true})
-  })
-
-  const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
-
-  async function deploy(dir: string, department?: string): Promise<{url: string; department: string; script: string}> {
-    const name = department ?? `d${++departments}`
-    if (!department) expect((await cli('department', 'create', 'acme', name, '--id', name)).code).toBe(0)
-    const result = await cli('deploy', dir, '--department', name, '--json')
-    expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
-    const outcome = JSON.parse(result.stdout) as {state: string; url: string}
-    expect(outcome.state).toBe('completed')
-    return {url: outcome.url, department: name, script: new URL(outcome.url).pathname.split('/')[1]!}
-  }
+  // KV work runs on the shard's one thread: storing Cloudflare's largest value (25 MiB) takes a few
+  // hundred ms of it, past the stall watchdog's default 500 ms on a loaded two-core machine.
+  const kit = kitWithHost(`kv-${codeLoading}`, {settings: {shards: 1, code_loading: codeLoading, request_cpu_limit_ms: 5_000}})
+  const {cli, project, deploy} = kit
 
   async function run(url: string, step: KvStep): Promise<unknown> {
     const response = await request(url, {method: 'POST', body: JSON.stringify(step)})
@@ -125,7 +101,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect(await get(owner.url, 'kept')).toEqual({result: 'across everything'})
 
     // Restarted, with `aging` past its expiration on disk (as if the clock had moved on an hour).
-    await host.restart({}, () => expireOnDisk(host.dataDir, owner.script, 'aging'))
+    await kit.host.restart({}, () => expireOnDisk(kit.host.dataDir, owner.script, 'aging'))
     expect(await run(owner.url, {op: 'getWithMetadata', key: 'kept'})).toEqual({result: {value: 'across everything', metadata: {v: 1}, cacheStatus: null}})
     expect(await get(owner.url, 'kept', 'OTHER')).toEqual({result: 'the other namespace'})
     expect(await get(owner.url, 'aging')).toEqual({result: null})
@@ -136,20 +112,20 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     const retired = await cli('retire', owner.department, '--yes', '--json')
     expect(retired.code, retired.stderr).toBe(0)
     expect((await request(owner.url, {method: 'POST', body: '{}'})).statusCode).toBe(404)
-    expect(valuesOnDisk(host.dataDir, owner.script)).toEqual(['across everything', 'the other namespace'])
+    expect(valuesOnDisk(kit.host.dataDir, owner.script)).toEqual(['across everything', 'the other namespace'])
   })
 
   test('a host snapshot restored into a fresh host brings the KV data back', {timeout: 240_000}, async () => {
     const {url, script} = await deploy(project('snapshot', {'wrangler.toml': wranglerToml('snapshot'), 'worker.js': KV_WORKER}))
     await run(url, {op: 'put', key: 'backed-up', value: 'in the snapshot', options: {metadata: 'm'}})
     // `backup create` takes the host's data snapshot under its fence; the snapshot is what a restore puts back.
-    const backupDir = path.join(root, 'backup')
+    const backupDir = path.join(kit.root, 'backup')
     const backup = await cli('backup', 'create', backupDir, '--json')
     expect({code: backup.code, stderr: backup.stderr}).toEqual({code: 0, stderr: expect.any(String)})
     const hostSnapshot = findFile(backupDir, (file) => file.endsWith('.tar'))
     const manifest = await readSnapshotManifest(hostSnapshot)
     expect(manifest.files.some((file) => file.path.startsWith(`do/${script}/${script}:kv-namespaces/`))).toBe(true)
-    const restoredDir = path.join(root, 'restored-host')
+    const restoredDir = path.join(kit.root, 'restored-host')
     mkdirSync(restoredDir, {mode: 0o700})
     await extractSnapshot(hostSnapshot, restoredDir, manifest)
     const restored = await startTestHost({dataDir: restoredDir, settings: {shards: 1, code_loading: codeLoading}})
@@ -164,8 +140,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   // Refused at build, before the host is asked: one code-loading mode is enough.
   if (codeLoading === 'restart')
     test('bad kv_namespaces are refused in one line, exit 2, nothing deployed', async () => {
-      const department = `d${++departments}`
-      expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+      const department = await kit.newDepartment()
       const refusals: Array<[string, Record<string, string>, string]> = [
         [
           'bad-binding',

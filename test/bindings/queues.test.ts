@@ -4,14 +4,13 @@
 // bodies in every format, attempts, retries, a handler that throws, dead letters — is compared with
 // what miniflare (the oracle) delivers to the same Worker. Messages pending across a host restart
 // and across a kill -9 of the shard's workerd are all delivered; bad queues are refused in one line.
-import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {existsSync, readdirSync, readFileSync} from 'node:fs'
 import path from 'node:path'
 import {Miniflare} from 'miniflare'
 import {request} from 'undici'
-import {afterAll, beforeAll, describe, expect, test} from 'vitest'
-import {type CliResult, expectDeployRefusals, runCli, setUpKit, writeProject} from '../support/cli.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import {beforeAll, describe, expect, test} from 'vitest'
+import {expectDeployRefusals} from '../support/cli.js'
+import {kitWithHost} from '../support/cli-kit.js'
 import {QUEUES_CONFIG, QUEUES_WORKER} from './queues-worker-fixture.js'
 
 const COMPATIBILITY_DATE = '2025-06-01'
@@ -115,32 +114,11 @@ function wranglerToml(name: string, queues: {producers: readonly object[]; consu
 }
 
 describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading) => {
-  const root = mkdtempSync(path.join(tmpdir(), `edgeworkers-queues-${codeLoading}-`))
-  const dataDir = path.join(root, 'kit')
-  const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
-  const logFile = path.join(root, 'workers.log')
-  let host: TestHost
-  let departments = 0
-
-  beforeAll(async () => {
-    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, worker_log_file: logFile}})
-    await setUpKit(cli, host)
-  }, 120_000)
-  afterAll(async () => {
-    await host?.stop()
-    rmSync(root, {recursive: true, force: true})
-  })
-
-  const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
-
-  async function deploy(dir: string): Promise<{url: string; script: string}> {
-    const name = `d${++departments}`
-    expect((await cli('department', 'create', 'acme', name, '--id', name)).code).toBe(0)
-    const result = await cli('deploy', dir, '--department', name, '--json')
-    expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
-    const outcome = JSON.parse(result.stdout) as {state: string; url: string}
-    return {url: outcome.url, script: new URL(outcome.url).pathname.split('/')[1]!}
-  }
+  const kit = kitWithHost(`queues-${codeLoading}`, (_root) => ({
+    settings: {shards: 1, code_loading: codeLoading, worker_log_file: path.join(kit.root, 'workers.log')},
+  }))
+  const logFile = path.join(kit.root, 'workers.log')
+  const {cli, project, deploy} = kit
 
   async function send(url: string, body: Send): Promise<unknown> {
     const response = await request(`${url.replace(/\/$/, '')}/send`, {method: 'POST', body: JSON.stringify(body)})
@@ -212,7 +190,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     // `slow` waits 8 s for a batch to fill: the host restarts with all twenty on disk, none delivered.
     const tags = Array.from({length: 20}, (_, index) => `pending-${index}`)
     expect(await send(url, {binding: 'SLOW', batch: true, messages: tags.map((tag) => ({body: {tag}}))})).toEqual({sent: 20})
-    await host.restart()
+    await kit.host.restart()
     const afterRestart = await receivedOnce(url, (all) => countOf(all, 'slow') >= 20)
     expect(tagsOf(afterRestart, 'slow').sort()).toEqual([...tags].sort())
 
@@ -221,7 +199,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     for (let start = 0; start < many.length; start += 100)
       await send(url, {binding: 'BATCHED', batch: true, messages: many.slice(start, start + 100).map((tag) => ({body: {tag}}))})
     await receivedOnce(url, (all) => countOf(all, 'batched') >= 12)
-    killShardWorkerd(host.dataDir)
+    killShardWorkerd(kit.host.dataDir)
     const afterKill = await receivedOnce(url, (all) => new Set(tagsOf(all, 'batched')).size >= many.length)
     expect([...new Set(tagsOf(afterKill, 'batched'))].sort()).toEqual([...many].sort())
     expect(script).toMatch(/^dw-/)
@@ -230,8 +208,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   // Refused at build, before the host is asked: one code-loading mode is enough.
   if (codeLoading === 'restart')
     test('bad queues are refused in one line, exit 2, nothing deployed', {timeout: 400_000}, async () => {
-      const department = `d${++departments}`
-      expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+      const department = await kit.newDepartment()
       const producer = {binding: 'JOBS', queue: 'jobs'}
       const refusals: Array<[string, {producers: object[]; consumers: object[]}, string]> = [
         ['unconsumed', {producers: [producer], consumers: []}, 'queue "jobs" has no consumer in this Worker'],

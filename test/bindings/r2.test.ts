@@ -5,16 +5,16 @@
 // across a redeploy, a host restart and a host snapshot restored into a fresh host, and bad
 // r2_buckets refused in one line.
 import {createHash} from 'node:crypto'
-import {mkdirSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {mkdirSync, readdirSync} from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {Miniflare} from 'miniflare'
 import {request} from 'undici'
-import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {beforeAll, describe, expect, test} from 'vitest'
 import {extractSnapshot, readSnapshotManifest} from '../../src/engine/backup/host-snapshot.js'
-import {type CliResult, expectDeployRefusals, runCli, setUpKit, writeProject} from '../support/cli.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import {expectDeployRefusals} from '../support/cli.js'
+import {startTestHost} from '../support/host.js'
+import {kitWithHost} from '../support/cli-kit.js'
 import {R2_STEPS, R2_WORKER, type R2Step} from './r2-worker-fixture.js'
 
 const COMPATIBILITY_DATE = '2025-06-01'
@@ -53,34 +53,10 @@ function wranglerToml(name: string, extra: string[] = []): string {
 const named = (step: R2Step): string => JSON.stringify(step).slice(0, 200)
 
 describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading) => {
-  const root = mkdtempSync(path.join(tmpdir(), `edgeworkers-r2-${codeLoading}-`))
-  const dataDir = path.join(root, 'kit')
-  const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
-  let host: TestHost
-  let departments = 0
-
-  beforeAll(async () => {
-    // R2 work runs on the shard's one thread: storing or reading 100 MiB takes a second or more of
-    // it on a loaded two-core machine, past the stall watchdog's default 500 ms.
-    host = await startTestHost({settings: {shards: 1, code_loading: codeLoading, request_cpu_limit_ms: 30_000}})
-    await setUpKit(cli, host)
-  }, 120_000)
-  afterAll(async () => {
-    await host?.stop()
-    rmSync(root, {recursive: true, force: true})
-  })
-
-  const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
-
-  async function deploy(dir: string, department?: string): Promise<{url: string; department: string; script: string}> {
-    const name = department ?? `d${++departments}`
-    if (!department) expect((await cli('department', 'create', 'acme', name, '--id', name)).code).toBe(0)
-    const result = await cli('deploy', dir, '--department', name, '--json')
-    expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.any(String)})
-    const outcome = JSON.parse(result.stdout) as {state: string; url: string}
-    expect(outcome.state).toBe('completed')
-    return {url: outcome.url, department: name, script: new URL(outcome.url).pathname.split('/')[1]!}
-  }
+  // R2 work runs on the shard's one thread: storing or reading 100 MiB takes a second or more of
+  // it on a loaded two-core machine, past the stall watchdog's default 500 ms.
+  const kit = kitWithHost(`r2-${codeLoading}`, {settings: {shards: 1, code_loading: codeLoading, request_cpu_limit_ms: 30_000}})
+  const {cli, project, deploy} = kit
 
   async function run(url: string, step: R2Step): Promise<unknown> {
     const response = await request(url, {method: 'POST', body: JSON.stringify(step), headersTimeout: 300_000, bodyTimeout: 300_000})
@@ -138,7 +114,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     expect((await deploy(changed, owner.department)).url).toBe(owner.url)
     expect(await run(owner.url, {op: 'get', key: 'kept', read: 'text'})).toMatchObject({result: {text: 'across everything'}})
 
-    await host.restart()
+    await kit.host.restart()
     expect(await run(owner.url, {op: 'get', key: 'kept', read: 'text'})).toMatchObject({result: {text: 'across everything', customMetadata: {v: '1'}}})
     expect(await run(owner.url, {binding: 'ARCHIVE', op: 'get', key: 'kept', read: 'text'})).toMatchObject({result: {text: 'the other bucket'}})
 
@@ -151,7 +127,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     const retired = await cli('retire', owner.department, '--yes', '--json')
     expect(retired.code, retired.stderr).toBe(0)
     expect((await request(owner.url, {method: 'POST', body: '{}'})).statusCode).toBe(404)
-    expect(objectsOnDisk(host.dataDir, owner.script)).toEqual({
+    expect(objectsOnDisk(kit.host.dataDir, owner.script)).toEqual({
       objects: [
         {bucket: 'archive-2024', key: 'kept', bytes: 'the other bucket'},
         {bucket: 'files', key: 'kept', bytes: 'across everything'},
@@ -163,13 +139,13 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   test('a host snapshot restored into a fresh host brings the objects back', {timeout: 240_000}, async () => {
     const {url, script} = await deploy(project('snapshot', {'wrangler.toml': wranglerToml('snapshot'), 'worker.js': R2_WORKER}))
     await run(url, {op: 'put', key: 'backed-up', value: 'in the snapshot', options: {httpMetadata: {contentType: 'text/plain'}}})
-    const backupDir = path.join(root, 'backup')
+    const backupDir = path.join(kit.root, 'backup')
     const backup = await cli('backup', 'create', backupDir, '--json')
     expect({code: backup.code, stderr: backup.stderr}).toEqual({code: 0, stderr: expect.any(String)})
     const hostSnapshot = findFile(backupDir, (file) => file.endsWith('.tar'))
     const manifest = await readSnapshotManifest(hostSnapshot)
     expect(manifest.files.some((file) => file.path.startsWith(`do/${script}/${script}:r2-buckets/`))).toBe(true)
-    const restoredDir = path.join(root, 'restored-host')
+    const restoredDir = path.join(kit.root, 'restored-host')
     mkdirSync(restoredDir, {mode: 0o700})
     await extractSnapshot(hostSnapshot, restoredDir, manifest)
     const restored = await startTestHost({dataDir: restoredDir, settings: {shards: 1, code_loading: codeLoading}})
@@ -184,8 +160,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
   // Refused at build, before the host is asked: one code-loading mode is enough.
   if (codeLoading === 'restart')
     test('bad r2_buckets are refused in one line, exit 2, nothing deployed', {timeout: 240_000}, async () => {
-      const department = `d${++departments}`
-      expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+      const department = await kit.newDepartment()
       const toml = (...lines: string[]) => ['name = "x"', 'main = "worker.js"', 'compatibility_date = "2025-06-01"', ...lines].join('\n')
       const manifest = (extra: Record<string, unknown>) =>
         JSON.stringify({
