@@ -11,9 +11,9 @@ export interface QueueListing {
   queues: WorkerQueue[]
 }
 
-/** The queues of the Worker `handle` names, or of every Worker that serves. */
-export async function listQueues(engine: Engine, handle?: string): Promise<QueueListing> {
-  const reads = await readEachWorker(engine, handle, 'queues', (provider, worker) => provider.queues(worker.script_name))
+/** The queues of the Worker `handle` names, or of every Worker that serves; `signal` bounds the host calls. */
+export async function listQueues(engine: Engine, handle?: string, signal?: AbortSignal): Promise<QueueListing> {
+  const reads = await readEachWorker(engine, handle, 'queues', (provider, worker) => provider.queues(worker.script_name, signal), signal)
   return {
     queues: reads.flatMap(({worker, result}) => result.queues.map((queue) => ({department: worker.department_id, script: worker.script_name, ...queue}))),
   }

@@ -10,9 +10,9 @@ export interface TriggerListing {
   triggers: WorkerTrigger[]
 }
 
-/** The cron triggers of the Worker `handle` names, or of every Worker that serves. */
-export async function listTriggers(engine: Engine, handle?: string): Promise<TriggerListing> {
-  const reads = await readEachWorker(engine, handle, 'cron triggers', (provider, worker) => provider.cronTriggers(worker.script_name))
+/** The cron triggers of the Worker `handle` names, or of every Worker that serves; `signal` bounds the host calls. */
+export async function listTriggers(engine: Engine, handle?: string, signal?: AbortSignal): Promise<TriggerListing> {
+  const reads = await readEachWorker(engine, handle, 'cron triggers', (provider, worker) => provider.cronTriggers(worker.script_name, signal), signal)
   return {
     triggers: reads.flatMap(({worker, result}) =>
       result.triggers.map((trigger) => ({department: worker.department_id, script: worker.script_name, ...trigger})),

@@ -12,7 +12,8 @@ export async function readEachWorker<T>(
   engine: Engine,
   handle: string | undefined,
   what: string,
-  read: (provider: EdgeProvider, worker: WorkerRow) => Promise<T>,
+  read: (provider: EdgeProvider, worker: WorkerRow, signal?: AbortSignal) => Promise<T>,
+  signal?: AbortSignal,
 ): Promise<Array<{worker: WorkerRow; result: T}>> {
   const workers = handle === undefined ? (await listWorkers(engine, {})).filter(serves) : [await namedWorker(engine, handle, what)]
   if (workers.length === 0) return []
@@ -20,7 +21,7 @@ export async function readEachWorker<T>(
   const results: Array<{worker: WorkerRow; result: T}> = []
   for (const worker of workers) {
     try {
-      results.push({worker, result: await read(provider, worker)})
+      results.push({worker, result: await read(provider, worker, signal)})
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
       throw kitErrorOf(error, handle ?? worker.department_id)

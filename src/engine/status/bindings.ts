@@ -14,10 +14,12 @@ export interface BindingsPanel {
   threshold: number
 }
 
-export async function bindingsPanel(engine: Engine): Promise<BindingsPanel | null> {
+/** `timeoutMs` (status.host_timeout_ms) bounds the host calls of one refresh. */
+export async function bindingsPanel(engine: Engine, timeoutMs: number): Promise<BindingsPanel | null> {
   const threshold = engine.settings.status.queue_backlog_threshold
+  const signal = AbortSignal.timeout(timeoutMs)
   try {
-    const [{queues}, {triggers}] = await Promise.all([listQueues(engine), listTriggers(engine)])
+    const [{queues}, {triggers}] = await Promise.all([listQueues(engine, undefined, signal), listTriggers(engine, undefined, signal)])
     return {
       backlogged: queues.filter((queue) => queue.backlog >= threshold).sort((a, b) => b.backlog - a.backlog),
       failingCrons: triggers.filter((trigger) => trigger.lastOutcome !== null && trigger.lastOutcome !== 'ok'),

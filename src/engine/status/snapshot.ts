@@ -129,7 +129,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     fence,
     gates,
   ] = await Promise.all([
-    bindingsPanel(engine),
+    bindingsPanel(engine, options.hostTimeoutMs),
     workersPanel(engine, scope, {timeoutMs: options.hostTimeoutMs, threshold: errorRateThreshold(settings)}),
     hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
     store.status.openCounts(scope),
