@@ -118,6 +118,8 @@ export const settingsSchema = z.strictObject({
       worker_error_rate_percent: count(10, 1, 100),
       /** …and it had at least this many requests there: one failed request of two is no signal. */
       worker_error_min_requests: count(10, 1, 1_000_000),
+      /** A queue needs attention when it holds at least this many messages (`edgeworkers queues list` shows them); a cron trigger whose last run failed always does. */
+      queue_backlog_threshold: count(1_000, 1, 1_000_000_000),
     })
     .prefault({}),
 

@@ -188,6 +188,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       settings,
       maxFenceTtlSeconds,
       publicUrl: () => publicUrl,
+      cronClock: options.cronClock ?? Date.now,
       onRetired: (name) => tails.forget(name),
       log,
     })

@@ -41,7 +41,22 @@ export async function executeD1(engine: Engine, handle: string, binding: string,
   return {department: handle, binding, results}
 }
 
-export async function applyD1Migrations(engine: Engine, handle: string, binding: string, options: {dir: string; table: string}): Promise<D1MigrationsApplied> {
+/**
+ * Applies the pending migrations. Without `dir` / `table`, they are the binding's `migrations_dir`
+ * (relative to `projectDir`, the current directory by default) and `migrations_table` in the
+ * Worker's deployed config, else wrangler's defaults.
+ */
+export async function applyD1Migrations(
+  engine: Engine,
+  handle: string,
+  binding: string,
+  given: {dir?: string | undefined; table?: string | undefined; projectDir?: string | undefined},
+): Promise<D1MigrationsApplied> {
+  const configured = given.dir === undefined || given.table === undefined ? await deployedMigrationSettings(engine, handle, binding) : {}
+  const options = {
+    dir: given.dir ?? path.join(given.projectDir ?? '.', configured.migrationsDir ?? DEFAULT_MIGRATIONS_DIR),
+    table: given.table ?? configured.migrationsTable ?? DEFAULT_MIGRATIONS_TABLE,
+  }
   if (!identifierSchema.safeParse(options.table).success)
     throw new KitError('usage', `the migrations table ${JSON.stringify(options.table)} must be an identifier`)
   const files = await migrationFiles(options.dir)
@@ -67,6 +82,14 @@ export async function applyD1Migrations(engine: Engine, handle: string, binding:
     applied.push(file)
   }
   return {department: handle, binding, dir: options.dir, applied, alreadyApplied: files.filter((name) => done.has(name))}
+}
+
+/** The binding's migrationsDir / migrationsTable in the Worker's current version's manifest (either may be absent). */
+async function deployedMigrationSettings(engine: Engine, handle: string, binding: string): Promise<{migrationsDir?: string; migrationsTable?: string}> {
+  const worker = await findWorker(engine, handle)
+  const version = worker.current_version_id === null ? undefined : await engine.store.workers.getVersion(worker.current_version_id)
+  const databases = (version?.manifest as {d1Databases?: Array<{binding: string; migrationsDir?: string; migrationsTable?: string}>} | undefined)?.d1Databases
+  return databases?.find((database) => database.binding === binding) ?? {}
 }
 
 async function readSqlFile(file: string): Promise<string> {

@@ -3,6 +3,8 @@
 // builds the engine hands it one (a HostConnector), so the engine never names it.
 import type {TailLine, WorkerActivity} from '../protocol/tail.js'
 import type {D1QueryRequest, D1QueryResult} from '../protocol/api/d1.js'
+import type {CronTriggerList} from '../protocol/api/crons.js'
+import type {QueueList} from '../protocol/api/queues.js'
 import type {WorkerBinding} from '../protocol/worker-bindings.js'
 import type {
   AccessPolicy as WireAccessPolicy,
@@ -205,6 +207,10 @@ export interface EdgeProvider {
   workerActivity(signal?: AbortSignal): Promise<WorkerActivity>
   /** Runs SQL on one of the script's D1 databases (by binding name), in one transaction. */
   d1Query(scriptName: string, request: D1QueryRequest, signal?: AbortSignal): Promise<D1QueryResult>
+  /** The script's queues with their counts as the host reads them now. */
+  queues(scriptName: string, signal?: AbortSignal): Promise<QueueList>
+  /** The script's cron triggers with their last and next runs. */
+  cronTriggers(scriptName: string, signal?: AbortSignal): Promise<CronTriggerList>
 }
 
 /**

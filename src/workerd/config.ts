@@ -33,7 +33,7 @@ import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.j
 import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
 import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
-import {renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
+import {queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
 
@@ -150,6 +150,7 @@ export function renderShardConfig(
     ...(cron.length > 0 ? [CRON_SOCKET] : []),
     ...scripts.map((script) => script.name),
     ...d1Sockets(scripts),
+    ...queueSockets(scripts),
   ]
   return renderConfig(services, sockets, options.socketAddress)
 }

@@ -27,8 +27,14 @@ export function queueUniqueKey(script: string): string {
   return `${script}:queues`
 }
 
-function queueServiceName(script: string): string {
-  return `queues:${script}`
+/** The Worker's queue service, and the socket the host reads its queues' counts on; never a script name. */
+export function queueServiceName(script: string): string {
+  return `queues-${script}`
+}
+
+/** The queue sockets of a shard running `scripts`. */
+export function queueSockets(scripts: Array<{name: string; bindings: Binding[]; queueConsumers: QueueConsumer[]}>): string[] {
+  return scripts.filter(usesQueues).map((script) => queueServiceName(script.name))
 }
 
 export function renderQueueBinding(script: string, binding: QueueBinding): string {

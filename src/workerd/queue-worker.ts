@@ -18,6 +18,10 @@
 // On disk, each queue is one SQLite file (README "Queues" describes the tables):
 //   queue(name)                                                         the queue's name, one row
 //   messages(seq, id, timestamp, content_type, body, attempts, visible_at)
+//   dead_letters(count)                                                 messages moved to the dead-letter queue or dropped, one row
+//
+// The host reads each queue's counts (`edgeworkers queues list|show`) with POST /status {queues} on
+// the service's own socket, which only the host reaches (no Worker binding sends that path).
 import {QUEUE_LIMITS} from '../protocol/api/queues.js'
 
 /** The Durable Object class in the queue service that holds one queue. */
@@ -53,6 +57,7 @@ export class ${QUEUE_OBJECT_CLASS} extends DurableObject {
     this.sql.exec("CREATE TABLE IF NOT EXISTS queue (name TEXT NOT NULL)");
     this.sql.exec("CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, timestamp INTEGER NOT NULL, content_type TEXT NOT NULL, body BLOB NOT NULL, attempts INTEGER NOT NULL, visible_at INTEGER NOT NULL)");
     this.sql.exec("CREATE INDEX IF NOT EXISTS messages_visible ON messages (visible_at, seq)");
+    this.sql.exec("CREATE TABLE IF NOT EXISTS dead_letters (count INTEGER NOT NULL)");
     // Ids of the messages being delivered: lost with the process, so a cut delivery is made again.
     this.inFlight = new Set();
   }
@@ -85,6 +90,14 @@ export class ${QUEUE_OBJECT_CLASS} extends DurableObject {
   metrics() {
     const row = this.sql.exec("SELECT count(*) AS count, coalesce(sum(length(body)), 0) AS bytes, coalesce(min(timestamp), 0) AS oldest FROM messages").one();
     return {backlogCount: row.count, backlogBytes: row.bytes, oldestMessageTimestamp: row.oldest};
+  }
+
+  // The queue's counts now, for the host (see status in the service below).
+  status() {
+    const now = Date.now();
+    const row = this.sql.exec("SELECT count(*) AS backlog, coalesce(sum(visible_at > ?), 0) AS delayed, min(timestamp) AS oldest FROM messages", now).one();
+    const deadLettered = this.sql.exec("SELECT coalesce(sum(count), 0) AS count FROM dead_letters").one().count;
+    return {backlog: row.backlog, inFlight: this.inFlight.size, delayed: row.delayed, deadLettered, oldestMessageAgeMs: row.oldest === null ? null : Math.max(0, now - row.oldest)};
   }
 
   // The next messages in delivery order (visible first, then by arrival), leaving out those in flight.
@@ -180,6 +193,10 @@ export class ${QUEUE_OBJECT_CLASS} extends DurableObject {
       console.warn("queue " + queue + ": message " + row.id + " " + (consumer.deadLetterQueue === null ? "dropped" : "moved to dead-letter queue " + consumer.deadLetterQueue) + " after " + row.attempts + " attempts");
     const deadIds = new Set(dead.map((row) => row.id));
     this.ctx.storage.transactionSync(() => {
+      if (dead.length > 0) {
+        if (this.sql.exec("SELECT count(*) AS rows FROM dead_letters").one().rows === 0) this.sql.exec("INSERT INTO dead_letters (count) VALUES (0)");
+        this.sql.exec("UPDATE dead_letters SET count = count + ?", dead.length);
+      }
       for (const row of rows) {
         if (retry(row) && !deadIds.has(row.id)) this.sql.exec("UPDATE messages SET visible_at = ? WHERE id = ?", now + retryDelay(row.id) * 1000, row.id);
         else this.sql.exec("DELETE FROM messages WHERE id = ?", row.id);
@@ -231,8 +248,12 @@ async function batchOfMessages(request, deliveryDelay) {
 export default {
   async fetch(request, env, ctx) {
     try {
-      const {queue, deliveryDelay} = ctx.props;
       const url = new URL(request.url);
+      if (request.method === "POST" && url.pathname === "/status" && ctx.props?.queue === undefined) {
+        const {queues} = await request.json();
+        return Response.json(await Promise.all(queues.map((queue) => env.QUEUES.get(env.QUEUES.idFromName(queue)).status())));
+      }
+      const {queue, deliveryDelay} = ctx.props;
       let messages;
       if (request.method === "POST" && url.pathname === "/message") messages = [await oneMessage(request, deliveryDelay)];
       else if (request.method === "POST" && url.pathname === "/batch") messages = await batchOfMessages(request, deliveryDelay);

@@ -158,7 +158,9 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       return answer.results[0]!.rows
     }
 
-    expect(await json('d1', 'migrations', 'apply', department, 'DB', '--dir', migrations)).toMatchObject({
+    // Without --dir: the binding's migrations_dir in the deployed wrangler config, under --project.
+    expect(await json('d1', 'migrations', 'apply', department, 'DB', '--project', dir)).toMatchObject({
+      dir: migrations,
       applied: ['0001_init.sql', '0002_seed.sql'],
       alreadyApplied: [],
     })

@@ -117,6 +117,8 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
       return workerEvents().subscribe(params.name)
     },
     d1Query: async ({params, body}) => ok(await service.d1.query(params.name, body)),
+    queues: async ({params}) => ok(await service.queues.list(params.name)),
+    cronTriggers: ({params}) => ok(service.cronTriggers(params.name)),
     workerActivity: () => ok(workerEvents().activity()),
     fence: () => ok(service.fences.status()),
     beginFence: ({body}) => {

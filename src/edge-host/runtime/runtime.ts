@@ -36,6 +36,7 @@ import {killRecordedLeftovers} from '../../workerd/process.js'
 import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
 import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 import {d1Sockets} from '../../workerd/d1-config.js'
+import {queueSockets} from '../../workerd/queue-config.js'
 import {usesQueueConsumers} from '../../workerd/queue-config.js'
 
 export interface RuntimeOptions {
@@ -296,7 +297,14 @@ export class WorkerdRuntime {
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
     await mkdir(socketDir, {recursive: true, mode: 0o700})
-    const socketPaths = socketPathsIn(socketDir, [HEALTH_SOCKET, LOADER_SOCKET, CRON_SOCKET, ...scripts.map((script) => script.name), ...d1Sockets(scripts)])
+    const socketPaths = socketPathsIn(socketDir, [
+      HEALTH_SOCKET,
+      LOADER_SOCKET,
+      CRON_SOCKET,
+      ...scripts.map((script) => script.name),
+      ...d1Sockets(scripts),
+      ...queueSockets(scripts),
+    ])
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),

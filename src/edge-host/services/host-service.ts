@@ -9,6 +9,7 @@ import {
   type AccessPolicy,
   type ControlMeta,
   type ControlResult,
+  type CronTriggerList,
   type Identity,
   type Inventory,
   type Lockdown,
@@ -25,6 +26,7 @@ import {HostError} from '../errors.js'
 import type {HostIdentity} from '../identity.js'
 import type {WorkerdRuntime} from '../runtime/runtime.js'
 import {D1Service} from './d1-service.js'
+import {QueueService} from './queue-service.js'
 import {refusalMessage} from '../../workerd/refusal.js'
 import {assertAssetsHeld} from '../assets/management.js'
 import type {AssetFiles} from '../assets/files.js'
@@ -45,6 +47,8 @@ export interface ServiceOptions {
   maxFenceTtlSeconds: number
   /** The data plane's advertised URL. */
   publicUrl: () => string
+  /** The clock cron triggers follow (ms since the epoch). */
+  cronClock: () => number
   /** A script was just retired (its per-Worker metrics and activity go). */
   onRetired?(name: string): void
   log: Logger
@@ -59,6 +63,8 @@ export class HostService {
   readonly fences: FenceService
   /** SQL on scripts' D1 databases. */
   readonly d1: D1Service
+  /** Scripts' queues and their counts. */
+  readonly queues: QueueService
 
   constructor(private readonly options: ServiceOptions) {
     this.state = options.state
@@ -66,6 +72,7 @@ export class HostService {
     this.control = new ControlService(options.state, (name) => this.restartScriptShard(name))
     this.fences = new FenceService(options)
     this.d1 = new D1Service(options.state, options.runtime, options.settings.request_hold_timeout_ms)
+    this.queues = new QueueService(options.state, options.runtime, options.settings.request_hold_timeout_ms)
   }
 
   // ── Identity and pairing ────────────────────────────────────────────────────────────────────
@@ -123,6 +130,13 @@ export class HostService {
       }
     }
     return this.details(name)
+  }
+
+  /** The script's cron triggers with their last finished run and next run. */
+  cronTriggers(name: string): CronTriggerList {
+    assertScriptName(name)
+    requireScript(this.state, name)
+    return {triggers: this.state.cronRuns.status(name, this.options.cronClock())}
   }
 
   details(name: string): ScriptDetails {

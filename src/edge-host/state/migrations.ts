@@ -157,4 +157,9 @@ CREATE TABLE cron_runs (
     name: 'queue consumers',
     sql: "ALTER TABLE scripts ADD COLUMN queue_consumers TEXT NOT NULL DEFAULT '[]';",
   },
+  {
+    // How each trigger's last finished run ended, for `edgeworkers triggers list` and status.
+    name: 'cron outcomes',
+    sql: 'ALTER TABLE cron_runs ADD COLUMN outcome TEXT; ALTER TABLE cron_runs ADD COLUMN outcome_scheduled_at INTEGER;',
+  },
 ]

@@ -5,8 +5,9 @@
 // passed while the host was down, while a fence held (no trigger runs during a fence, so a backup
 // sees no cron writes), or while the script's shard was restarting run once when the host can run
 // them again, never as a burst. A trigger is recorded as run before its invocation starts: a
-// crash mid-invocation does not run it again. A trigger seen for the first time (a new deploy, a
-// changed expression) starts from now: nothing before it existed runs.
+// crash mid-invocation does not run it again; how each run ended is recorded once it answered. A
+// trigger seen for the first time (a new deploy, a changed expression) starts from now: nothing
+// before it existed runs.
 import type {Logger} from 'pino'
 import {lastCronTime, nextCronTime} from '../../protocol/management-api.js'
 import type {Shard} from '../runtime/shard.js'
@@ -72,10 +73,18 @@ export class CronScheduler {
   }
 
   private async invoke(shard: Shard, trigger: CronTrigger, scheduledTime: number): Promise<void> {
-    const {log} = this.options
+    const {log, state} = this.options
     const at = new Date(scheduledTime).toISOString()
+    const outcome = await this.run(shard, trigger, scheduledTime)
+    state.cronRuns.recordOutcome(trigger.script, trigger.cron, scheduledTime, outcome)
+    if (outcome === 'ok') log.info({script: trigger.script, cron: trigger.cron, scheduledTime: at}, 'cron trigger ran')
+    else log.warn({script: trigger.script, cron: trigger.cron, scheduledTime: at, outcome}, 'cron trigger failed')
+  }
+
+  /** workerd's outcome of the scheduled() invocation, or why it could not be made. */
+  private async run(shard: Shard, trigger: CronTrigger, scheduledTime: number): Promise<string> {
     const lease = await shard.acquire(this.options.holdTimeoutMs, trigger.script)
-    if (!lease) return log.warn({script: trigger.script, cron: trigger.cron, scheduledTime: at}, 'cron trigger skipped: its shard does not serve')
+    if (!lease) return 'skipped: its shard does not serve'
     let failed = false
     try {
       const response = await lease.dispatcher.request({
@@ -86,12 +95,10 @@ export class CronScheduler {
         body: JSON.stringify({script: trigger.script, cron: trigger.cron, scheduledTime}),
       })
       const answer = (await response.body.json().catch(() => null)) as {outcome?: string} | null
-      const outcome = response.statusCode === 200 ? (answer?.outcome ?? 'unknown') : `status ${response.statusCode}`
-      if (outcome === 'ok') log.info({script: trigger.script, cron: trigger.cron, scheduledTime: at}, 'cron trigger ran')
-      else log.warn({script: trigger.script, cron: trigger.cron, scheduledTime: at, outcome}, 'cron trigger failed')
+      return response.statusCode === 200 ? (answer?.outcome ?? 'unknown') : `status ${response.statusCode}`
     } catch (error) {
       failed = true
-      log.warn({script: trigger.script, cron: trigger.cron, scheduledTime: at, err: error}, 'cron trigger failed')
+      return `unreachable: ${(error as Error).message}`
     } finally {
       lease.release(failed)
     }

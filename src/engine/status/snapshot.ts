@@ -19,6 +19,7 @@ import {hostStatus, type HostStatus} from '../host-status.js'
 import {redactSecrets} from '../../util/redact.js'
 import {formatDuration} from './format.js'
 import {errorRateReason, errorRateThreshold, workersPanel, type WorkersPanel} from './workers.js'
+import {bindingReasons, bindingsPanel, type BindingsPanel} from './bindings.js'
 
 export {formatDuration, formatWindow} from './format.js'
 
@@ -91,6 +92,8 @@ export interface StatusSnapshot {
   audit: AuditRow[]
   /** Every live Worker of the kit, with its traffic over the host's recent window where the host reports any. */
   workers: WorkersPanel
+  /** Queues over status.queue_backlog_threshold and failing cron triggers; null when the host did not answer. */
+  bindings: BindingsPanel | null
   /** Why an operator should look (failed or uncertain rows, host unreachable or unpaired, fence overdue, a Worker's error rate); empty when nothing does. */
   attention: string[]
 }
@@ -109,23 +112,39 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
   const resolution = await engine.resolveProvider()
   const scope = resolution.status === 'ready' ? resolution.scope : settings.provider.scope || null
   const now = store.clock.now()
-  const [workers, host, openCounts, finishedCounts, oldestDue, leased, waiting, errorGroups, supersededFailures, retiring, orphans, audit, fence, gates] =
-    await Promise.all([
-      workersPanel(engine, scope, {timeoutMs: options.hostTimeoutMs, threshold: errorRateThreshold(settings)}),
-      hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
-      store.status.openCounts(scope),
-      store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
-      store.status.oldestDue(scope, now),
-      store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
-      store.status.waitingRows(scope, SNAPSHOT_LIST_LIMIT),
-      store.status.errorGroups(scope),
-      store.status.supersededFailures(scope),
-      scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
-      scope === null ? Promise.resolve(null) : store.retirements.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000),
-      store.audit.list({limit: SNAPSHOT_AUDIT_LIMIT}),
-      scope === null ? Promise.resolve(undefined) : store.kit.openFence(scope),
-      scope === null ? Promise.resolve(null) : store.kit.getGates(scope),
-    ])
+  const [
+    bindings,
+    workers,
+    host,
+    openCounts,
+    finishedCounts,
+    oldestDue,
+    leased,
+    waiting,
+    errorGroups,
+    supersededFailures,
+    retiring,
+    orphans,
+    audit,
+    fence,
+    gates,
+  ] = await Promise.all([
+    bindingsPanel(engine, options.hostTimeoutMs),
+    workersPanel(engine, scope, {timeoutMs: options.hostTimeoutMs, threshold: errorRateThreshold(settings)}),
+    hostStatus(engine, {timeoutMs: options.hostTimeoutMs}),
+    store.status.openCounts(scope),
+    store.status.finishedCounts(scope, now - options.finishedWindowSeconds * 1000),
+    store.status.oldestDue(scope, now),
+    store.status.leasedRows(scope, SNAPSHOT_LIST_LIMIT),
+    store.status.waitingRows(scope, SNAPSHOT_LIST_LIMIT),
+    store.status.errorGroups(scope),
+    store.status.supersededFailures(scope),
+    scope === null ? Promise.resolve([]) : store.retirements.pendingRetirements(scope),
+    scope === null ? Promise.resolve(null) : store.retirements.pendingOrphans(scope, now - settings.host_reconcile.upload_grace_seconds * 1000),
+    store.audit.list({limit: SNAPSHOT_AUDIT_LIMIT}),
+    scope === null ? Promise.resolve(undefined) : store.kit.openFence(scope),
+    scope === null ? Promise.resolve(null) : store.kit.getGates(scope),
+  ])
 
   const countOf = (counts: StatusCount[], operation: OutboxOperation, status: string) =>
     counts.find((count) => count.operation === operation && count.status === status)?.count ?? 0
@@ -180,6 +199,7 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
     },
     audit: audit.map((row) => ({...row, facts: redactSecrets(row.facts) as JsonObject})),
     workers,
+    bindings,
     attention: [],
   }
   snapshot.attention = attentionReasons(snapshot)
@@ -189,9 +209,10 @@ export async function takeSnapshot(engine: Engine, options: SnapshotOptions = sn
 /**
  * What makes `status` exit 13: failed or uncertain rows waiting for an operator (not deploys a later
  * completed deploy of their Worker replaced), a host the kit cannot use, a fence open past its TTL,
- * a Worker whose error rate is over status.worker_error_* (./workers.ts).
+ * a Worker whose error rate is over status.worker_error_* (./workers.ts), a queue backlog over
+ * status.queue_backlog_threshold or a failing cron trigger (./bindings.ts).
  */
-export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 'host' | 'fence' | 'workers'>): string[] {
+export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 'host' | 'fence' | 'workers' | 'bindings'>): string[] {
   const reasons: string[] = []
   const countOf = (status: ErrorGroup['status']) => snapshot.errorGroups.filter((group) => group.status === status).reduce((sum, group) => sum + group.count, 0)
   const failed = countOf('failed')
@@ -204,5 +225,6 @@ export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 
     reasons.push(`backup fence ${snapshot.fence.id} is overdue: still open ${formatDuration(-snapshot.fence.timeLeftMs)} past its TTL`)
   const {windowSeconds} = snapshot.workers
   if (windowSeconds !== null) for (const row of snapshot.workers.workers) if (row.errorRateHigh) reasons.push(errorRateReason(row, windowSeconds))
+  reasons.push(...bindingReasons(snapshot.bindings))
   return reasons
 }

@@ -68,3 +68,18 @@ export const cronListSchema = z
   .array(cronExpressionSchema)
   .max(MAX_CRONS)
   .refine((crons) => new Set(crons).size === crons.length, {error: 'lists a cron expression twice'})
+
+/** One cron trigger of a script as `edgeworkers triggers list` shows it (times in ms since the epoch, UTC). */
+export const cronTriggerStatusSchema = z.strictObject({
+  cron: z.string(),
+  /** The occurrence the trigger last ran for; null before its first run. */
+  lastRunAt: z.number().nullable(),
+  /** How its last finished run ended: workerd's outcome (ok, exception, exceededCpu, …), or why it could not run; null before one finished. */
+  lastOutcome: z.string().nullable(),
+  /** The next occurrence on the host's clock; null while the script does not serve (retired, locked down) or never again. */
+  nextRunAt: z.number().nullable(),
+})
+export type CronTriggerStatus = z.infer<typeof cronTriggerStatusSchema>
+
+export const cronTriggerListSchema = z.strictObject({triggers: z.array(cronTriggerStatusSchema)})
+export type CronTriggerList = z.infer<typeof cronTriggerListSchema>

@@ -111,3 +111,26 @@ export function queueConsumersProblem(
     return {index: null, message: `queue "${unconsumed}" has no consumer in this Worker; add one (consumers in another Worker are not supported on-prem)`}
   return null
 }
+
+/** One of a script's queues as `edgeworkers queues list|show` shows it: counts read from its store now. */
+export const queueStatusSchema = z.strictObject({
+  queue: queueNameSchema,
+  /** The script's producer bindings that send to it (none for a dead-letter queue only). */
+  producers: z.array(z.string()),
+  /** Its consumer's settings; null for a dead-letter queue nothing consumes. */
+  consumer: queueConsumerSchema.nullable(),
+  /** Messages stored (not yet acknowledged), in flight and delayed included. */
+  backlog: z.number().int().min(0),
+  /** Messages handed to the consumer whose batch has not settled. */
+  inFlight: z.number().int().min(0),
+  /** Messages not yet visible: sent with a delay, or retried with one. */
+  delayed: z.number().int().min(0),
+  /** Messages this queue has moved to its dead-letter queue, or dropped past max_retries without one, since it was created. */
+  deadLettered: z.number().int().min(0),
+  /** How long the oldest stored message has waited (ms, host clock); null when the queue is empty. */
+  oldestMessageAgeMs: z.number().int().min(0).nullable(),
+})
+export type QueueStatus = z.infer<typeof queueStatusSchema>
+
+export const queueListSchema = z.strictObject({queues: z.array(queueStatusSchema)})
+export type QueueList = z.infer<typeof queueListSchema>

@@ -9,6 +9,8 @@ import {READINESS_WAIT_MAX_MS, type UploadScript} from '../../protocol/managemen
 import {wireBindingOf} from '../../protocol/worker-bindings.js'
 import type {TailLine, WorkerActivity} from '../../protocol/tail.js'
 import type {D1QueryRequest, D1QueryResult} from '../../protocol/api/d1.js'
+import type {CronTriggerList} from '../../protocol/api/crons.js'
+import type {QueueList} from '../../protocol/api/queues.js'
 import {
   ProviderError,
   type AccessPolicy,
@@ -254,5 +256,13 @@ export class OnPremProvider implements EdgeProvider {
 
   d1Query(scriptName: string, request: D1QueryRequest, signal?: AbortSignal): Promise<D1QueryResult> {
     return this.host.call(endpoints.d1Query, {params: {name: scriptName}, body: request}, signal)
+  }
+
+  queues(scriptName: string, signal?: AbortSignal): Promise<QueueList> {
+    return this.host.call(endpoints.queues, {params: {name: scriptName}}, signal)
+  }
+
+  cronTriggers(scriptName: string, signal?: AbortSignal): Promise<CronTriggerList> {
+    return this.host.call(endpoints.cronTriggers, {params: {name: scriptName}}, signal)
   }
 }

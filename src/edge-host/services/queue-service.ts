@@ -1,0 +1,67 @@
+// A script's queues as operators read them (`edgeworkers queues list|show`): every queue the script
+// produces, consumes or dead-letters into, with its consumer's settings from the script's release and
+// its counts read now from the queue's own store, through the script's queue service on that
+// service's socket (../../workerd/queue-config.ts) in the shard that runs the script.
+import type {QueueList, QueueStatus, ValidUploadScript} from '../../protocol/management-api.js'
+import {queueServiceName} from '../../workerd/queue-config.js'
+import {HostError} from '../errors.js'
+import type {WorkerdRuntime} from '../runtime/runtime.js'
+import type {HostState} from '../state/host-state.js'
+
+type Binding = ValidUploadScript['bindings'][number]
+type Counts = Omit<QueueStatus, 'queue' | 'producers' | 'consumer'>
+
+export class QueueService {
+  constructor(
+    private readonly state: HostState,
+    private readonly runtime: WorkerdRuntime,
+    private readonly holdTimeoutMs: number,
+  ) {}
+
+  async list(scriptName: string): Promise<QueueList> {
+    const script = this.state.scripts.get(scriptName)
+    if (!script) throw new HostError('script_not_found', `no script ${scriptName} on this host`)
+    if (script.retiredAt !== null) throw new HostError('edge_host_script_retired', `script ${scriptName} is retired; its queues stay on disk`)
+    const producers = script.bindings.filter((binding): binding is Extract<Binding, {type: 'queue'}> => binding.type === 'queue')
+    const names = [
+      ...new Set([
+        ...producers.map((binding) => binding.queue),
+        ...script.queueConsumers.flatMap((consumer) => [consumer.queue, ...(consumer.deadLetterQueue ? [consumer.deadLetterQueue] : [])]),
+      ]),
+    ].sort()
+    if (names.length === 0) return {queues: []}
+    const counts = await this.counts(scriptName, script.shard, names)
+    return {
+      queues: names.map((queue, index) => ({
+        queue,
+        producers: producers.filter((binding) => binding.queue === queue).map((binding) => binding.name),
+        consumer: script.queueConsumers.find((consumer) => consumer.queue === queue) ?? null,
+        ...counts[index]!,
+      })),
+    }
+  }
+
+  private async counts(scriptName: string, shardIndex: number | null, queues: string[]): Promise<Counts[]> {
+    const shard = shardIndex === null ? undefined : this.runtime.shard(shardIndex)
+    const lease = shard && (await shard.acquire(this.holdTimeoutMs, scriptName))
+    if (!lease) throw new HostError('host_busy', `the shard of script ${scriptName} does not serve yet; retry shortly`)
+    let failed = false
+    try {
+      if (shard!.routeOf(scriptName) === undefined) throw new HostError('host_busy', `script ${scriptName} is not running yet; retry shortly`)
+      const response = await lease.dispatcher.request({
+        origin: `http://${queueServiceName(scriptName)}`,
+        path: '/status',
+        method: 'POST',
+        headers: {'content-type': 'application/json'},
+        body: JSON.stringify({queues}),
+      })
+      if (response.statusCode !== 200) throw new Error(`the queue service answered ${response.statusCode}: ${await response.body.text()}`)
+      return (await response.body.json()) as Counts[]
+    } catch (error) {
+      failed = !(error instanceof HostError)
+      throw error
+    } finally {
+      lease.release(failed)
+    }
+  }
+}
