@@ -23,7 +23,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** `host serve` on a fresh data dir, one shard unless --env says otherwise. */
 async function startHostServe(dataDir: string): Promise<{pid: number; info: HostInfo; stderr: () => string; stop(): Promise<void>}> {
-  const extra = Object.fromEntries(EXTRA_ENV.map((pair) => pair.split('=', 2) as [string, string]))
+  const extra = Object.fromEntries(EXTRA_ENV.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]))
   const child = spawn(
     process.execPath,
     [path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
