@@ -1,7 +1,8 @@
 // A closed-loop HTTP load generator, run as its own process so it does not share an event loop
 // with the server it measures: CONNECTIONS keep-alive connections each send GET PATH back to back
 // for SECONDS (or until SIGTERM), and it prints one JSON line
-// {requests, seconds, rps, p50Ms, p99Ms, maxMs, failures, slow} (slow: requests over SLOW_MS).
+// {requests, seconds, rps, p50Ms, p99Ms, maxMs, failures, slow, loadUs} (slow: requests over SLOW_MS;
+// loadUs: its own CPU time per request, µs).
 //
 //   node --import tsx bench/host/load.ts <url> <connections> <seconds> [host header] [slow ms]
 import {Pool} from 'undici'
@@ -33,6 +34,7 @@ async function loop(): Promise<void> {
 }
 
 const began = performance.now()
+const cpuBefore = process.cpuUsage()
 const timer = setTimeout(() => (running = false), seconds * 1000)
 process.once('SIGTERM', () => {
   clearTimeout(timer)
@@ -40,6 +42,7 @@ process.once('SIGTERM', () => {
 })
 await Promise.all(Array.from({length: connections}, loop))
 const elapsed = (performance.now() - began) / 1000
+const cpu = process.cpuUsage(cpuBefore)
 await pool.close()
 
 latencies.sort((a, b) => a - b)
@@ -54,5 +57,6 @@ process.stdout.write(
     maxMs: latencies.at(-1) ?? 0,
     failures,
     slow: latencies.filter((latency) => latency > slowMs).length,
+    loadUs: (cpu.user + cpu.system) / Math.max(1, latencies.length),
   })}\n`,
 )

@@ -17,6 +17,8 @@ const {values: options} = parseArgs({
     workers: {type: 'string', default: '2000'},
     /** plane: throughput, deploy time, memory (1–3); neighbours: deploys of A against B (4); many: WORKERS Workers (5). */
     sections: {type: 'string', default: 'plane,neighbours,many'},
+    /** ./operator.ts: environment settings for `host serve`, KEY=VALUE (repeatable). */
+    env: {type: 'string', multiple: true, default: []},
   },
 })
 export const SECONDS = Number(options.seconds)
@@ -25,6 +27,7 @@ export const ROUNDS = Number(options.rounds)
 export const SWAPS = Number(options.swaps)
 export const DEPLOYS = Number(options.deploys)
 export const WORKERS = Number(options.workers)
+export const EXTRA_ENV = options.env
 export const SECTIONS = new Set(options.sections.split(','))
 export const HELLO = fileURLToPath(new URL('../../fixtures/workers/hello/index.js', import.meta.url))
 export const COUNTER = fileURLToPath(new URL('../../fixtures/workers/counter/index.js', import.meta.url))

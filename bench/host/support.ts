@@ -27,6 +27,8 @@ export interface LoadResult {
   maxMs: number
   failures: number
   slow: number
+  /** The load generator's own CPU time per request, µs. */
+  loadUs: number
 }
 
 export type SwapMode = 'hold' | 'overlap' | 'load'
@@ -151,4 +153,17 @@ export function shardPid(host: RunningHost): number {
   const pids = shardPids(host)
   if (pids.length !== 1) throw new Error(`expected one running workerd, found ${pids.length}`)
   return pids[0]!
+}
+
+const CLOCK_TICKS_PER_SECOND = 100
+
+/** CPU time (user + system) a process has used so far, in ms; 'self' is this process. */
+export function cpuMs(pid: number | 'self'): number {
+  if (pid === 'self') {
+    const usage = process.cpuUsage()
+    return (usage.user + usage.system) / 1000
+  }
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  // utime and stime are fields 14 and 15 of /proc/<pid>/stat, 12 and 13 after the ") " split.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND
 }

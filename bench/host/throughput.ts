@@ -11,7 +11,7 @@ import {WorkerdProcess} from '../../src/workerd/process.js'
 import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {machineLoad, median} from '../support/stats.js'
 import {CONNECTIONS, HELLO, ROUNDS, SECONDS, workDir} from './options.js'
-import {load, shardPid, startBareWorkerdWith, startMeasuredHost, type LoadResult} from './support.js'
+import {cpuMs, load, shardPid, startBareWorkerdWith, startMeasuredHost, type LoadResult} from './support.js'
 
 /** The hello Worker alone on a bare workerd, configured as the host would run it. */
 async function startBareWorkerd(source: string): Promise<{process: WorkerdProcess; url: string}> {
@@ -98,19 +98,6 @@ const config :Workerd.Config = (
   const outcome = await WorkerdProcess.start({configPath: path.join(dir, 'config.capnp'), sockets: ['http'], cwd: dir, startTimeoutMs: 30_000})
   if (!outcome.ok) throw new Error(outcome.error)
   return {process: outcome.process, url: `http://127.0.0.1:${outcome.process.ports.get('http')}/hello/`}
-}
-
-const CLOCK_TICKS_PER_SECOND = 100
-
-/** CPU time (user + system) a process has used so far, in ms; 'self' is this process. */
-function cpuMs(pid: number | 'self'): number {
-  if (pid === 'self') {
-    const usage = process.cpuUsage()
-    return (usage.user + usage.system) / 1000
-  }
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  // utime and stime are fields 14 and 15 of /proc/<pid>/stat, 12 and 13 after the ") " split.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND
 }
 
 /** Measures, and answers the Markdown lines of its table and aims. */

@@ -172,7 +172,8 @@ export class TailHub {
     let samples = this.samples.get(script)
     if (!samples) this.samples.set(script, (samples = []))
     samples.push({at: Date.now(), durationMs, error: isErrorStatus(status)})
-    if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
+    // Cut back only at twice the bound: one splice per MAX_SAMPLES requests, not a move of the whole list per request.
+    if (samples.length >= 2 * MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
   }
 
   private isServed(script: unknown): script is string {
@@ -211,7 +212,7 @@ export class TailHub {
     const since = now - this.options.activityWindowSeconds * 1000
     const workers: WorkerActivity['workers'] = []
     for (const [script, samples] of this.samples) {
-      const recent = samples.filter((sample) => sample.at >= since)
+      const recent = samples.slice(-MAX_SAMPLES).filter((sample) => sample.at >= since)
       if (recent.length === 0) {
         this.samples.delete(script)
         continue

@@ -1,0 +1,119 @@
+// The data plane as an operator runs it (issue 35): `edgeworkers host serve` as its own process with
+// its default settings but one shard (EDGEWORKERS_HOST__SHARDS=1, or more --env settings), serving
+// fixtures/workers/hello, against the same script on a bare `workerd serve`. A separate closed-loop
+// load generator (./load.ts, CONNECTIONS keep-alive connections) runs SECONDS against each in turn,
+// ROUNDS interleaved rounds; for each run the CPU time per request of every process (the load
+// generator, the host, its shard's workerd, the bare workerd) is read from /proc.
+//
+//   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …]
+import {spawn} from 'node:child_process'
+import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {readHostInfo, type HostInfo} from '../../src/edge-host/host.js'
+import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
+import {HostClient, pairHost} from '../support/host.js'
+import {log, machineLoad, median} from '../support/stats.js'
+import {cpuMs, load, startBareWorkerdWith, type LoadResult} from './support.js'
+import {EXTRA_ENV, HELLO, ROUNDS, SECONDS, workDir} from './options.js'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** `host serve` on a fresh data dir, one shard unless --env says otherwise. */
+async function startHostServe(dataDir: string): Promise<{pid: number; info: HostInfo; stderr: () => string; stop(): Promise<void>}> {
+  const extra = Object.fromEntries(EXTRA_ENV.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]))
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
+    {
+      env: {
+        ...process.env,
+        EDGEWORKERS_LOG_FORMAT: 'json',
+        EDGEWORKERS_CONFIG: undefined,
+        EDGEWORKERS_DATA_DIR: undefined,
+        EDGEWORKERS_HOST__SHARDS: '1',
+        ...extra,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  )
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  for (let waited = 0; waited < 60_000; waited += 100) {
+    const info = await readHostInfo(dataDir)
+    if (info && stderr.includes('pairing code')) {
+      return {pid: child.pid!, info, stderr: () => stderr, stop: async () => void (child.kill('SIGTERM'), await exited)}
+    }
+    await sleep(100)
+  }
+  child.kill('SIGTERM')
+  throw new Error(`host serve did not start: ${stderr}`)
+}
+
+/** The pid of the one running workerd of the host's shard. */
+function shardPid(dataDir: string): number {
+  const pids = readdirSync(path.join(dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-'))
+  if (pids.length !== 1) throw new Error(`expected one running workerd, found ${pids.length}`)
+  return Number(pids[0]!.slice(pids[0]!.lastIndexOf('.') + 1))
+}
+
+type Run = LoadResult & {hostUs: number; workerdUs: number}
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-operator-'))
+try {
+  log(`# ${machineLoad()}`)
+  const source = readFileSync(HELLO, 'utf8')
+  const host = await startHostServe(dataDir)
+  const name = scriptNameFor('bench/hello')
+  try {
+    const secret = await pairHost(host.info.adminUrl, /pairing code: (\S+)/.exec(host.stderr())![1]!)
+    await new HostClient(host.info.adminUrl, secret).deploy(name, moduleUpload(source))
+    const bare = await startBareWorkerdWith([{name: 'hello', source}], 'bare')
+    const targets = {
+      bare: {url: `http://127.0.0.1:${bare.process.ports.get('hello')}/`, hop: null as number | null, workerd: () => bare.process.pid},
+      host: {url: `${host.info.publicUrl}/${name}/`, hop: host.pid as number | null, workerd: () => shardPid(dataDir)},
+    }
+    const runs: Record<keyof typeof targets, Run[]> = {bare: [], host: []}
+    for (const target of Object.values(targets)) await load(target.url, 1)
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [key, target] of Object.entries(targets) as Array<[keyof typeof targets, (typeof targets)['bare']]>) {
+        const workerd = target.workerd()
+        const before = {hop: target.hop === null ? 0 : cpuMs(target.hop), workerd: cpuMs(workerd)}
+        const result = await load(target.url, SECONDS)
+        const perRequest = (ms: number) => (ms * 1000) / result.requests
+        runs[key].push({
+          ...result,
+          hostUs: target.hop === null ? 0 : perRequest(cpuMs(target.hop) - before.hop),
+          workerdUs: perRequest(cpuMs(workerd) - before.workerd),
+        })
+      }
+      log(`# round ${round}: bare ${runs.bare.at(-1)!.rps.toFixed(0)} req/s, host ${runs.host.at(-1)!.rps.toFixed(0)} req/s (${machineLoad()})`)
+    }
+    await bare.process.stop()
+    const m = (target: keyof typeof targets, field: keyof Run) => median(runs[target].map((run) => run[field] as number))
+    const perRound = (of: (round: number) => number) => median(runs.bare.map((_, round) => of(round)))
+    const row = (label: string, target: keyof typeof targets) =>
+      `| ${label} | ${m(target, 'rps').toFixed(0)} | ${m(target, 'p50Ms').toFixed(2)} | ${m(target, 'p99Ms').toFixed(2)} | ${runs[target].reduce((sum, run) => sum + run.failures, 0)} | ${m(target, 'loadUs').toFixed(0)} | ${target === 'host' ? m(target, 'hostUs').toFixed(0) : '–'} | ${m(target, 'workerdUs').toFixed(0)} |`
+    console.log(
+      [
+        `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
+        '',
+        '| target | req/s | p50 ms | p99 ms | failed | load generator CPU µs/req | host CPU µs/req | workerd CPU µs/req |',
+        '|---|---|---|---|---|---|---|---|',
+        row('bare `workerd serve`', 'bare'),
+        row('`host serve`', 'host'),
+        '',
+        `Per round, host ÷ bare (medians): req/s **${perRound((round) => runs.host[round]!.rps / runs.bare[round]!.rps).toFixed(2)}×**; ` +
+          `workerd CPU/req ${perRound((round) => runs.host[round]!.workerdUs / runs.bare[round]!.workerdUs).toFixed(2)}×; ` +
+          `host CPU/req ÷ bare workerd's ${perRound((round) => runs.host[round]!.hostUs / runs.bare[round]!.workerdUs).toFixed(2)}×`,
+      ].join('\n'),
+    )
+  } finally {
+    await host.stop()
+  }
+} finally {
+  rmSync(dataDir, {recursive: true, force: true})
+  rmSync(workDir, {recursive: true, force: true})
+}
