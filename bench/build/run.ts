@@ -4,6 +4,8 @@
 //   stage      the kit's wrangler staging: config, esbuild, SBOM from package-lock.json, staged files
 //   build      the whole version build: staging, archive, bundle, digests, receipt and the start
 //              check in a throwaway workerd (what `deploy` and `deploy --dry-run` run)
+//   wrangler   `wrangler deploy --dry-run --outdir` (wrangler from npm, offline), wrangler's own build
+//              of the same project; its process start is part of it, as it is for a user
 //
 //   node --import tsx bench/build/run.ts [--rounds 15]
 import {execFileSync} from 'node:child_process'
@@ -15,6 +17,7 @@ import {build} from 'esbuild'
 import {buildProject, type ArtifactLimits} from '../../src/engine/project/build.js'
 import {findWranglerConfig} from '../../src/engine/project/wrangler/config.js'
 import {stageWranglerProject, WORKER_BUNDLE_OPTIONS} from '../../src/engine/project/wrangler/stage.js'
+import {wranglerDryRun} from '../../test/support/wrangler-oracle.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values} = parseArgs({options: {rounds: {type: 'string', default: '15'}}})
@@ -51,23 +54,31 @@ const direct = () =>
   })
 const stage = async () => (await stageWranglerProject(dir, findWranglerConfig(dir)!, {bundleMaxBytes: LIMITS.bundle_max_bytes})).cleanup()
 const whole = () => buildProject(dir, LIMITS)
+// wrangler's output and config home sit outside the project, so the kit's build never sees them.
+const wranglerWork = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-wrangler-'))
+const wrangler = () => wranglerDryRun(dir, path.join(wranglerWork, 'out'), path.join(wranglerWork, 'home'))
 
 const time = async (run: () => Promise<unknown>) => {
   const start = performance.now()
   await run()
   return performance.now() - start
 }
-const samples: Record<'esbuild' | 'stage' | 'build', number[]> = {esbuild: [], stage: [], build: []}
-for (const run of [direct, stage, whole]) await run() // warm-up: module loading, esbuild's service
+const samples: Record<'esbuild' | 'stage' | 'build' | 'wrangler', number[]> = {esbuild: [], stage: [], build: [], wrangler: []}
+for (const run of [direct, stage, whole, wrangler]) await run() // warm-up: module loading, esbuild's service, disk cache
 for (let round = 0; round < rounds; round++) {
   samples.esbuild.push(await time(direct))
   samples.stage.push(await time(stage))
   samples.build.push(await time(whole))
+  samples.wrangler.push(await time(wrangler))
 }
 rmSync(dir, {recursive: true, force: true})
+rmSync(wranglerWork, {recursive: true, force: true})
 
 const base = median(samples.esbuild)
 console.log(`build of a TypeScript Hono app, ${rounds} alternating rounds, medians (${machineLoad()})`)
-console.log('| | median ms | ratio to esbuild |')
-console.log('|---|---|---|')
-for (const [name, list] of Object.entries(samples)) console.log(`| ${name} | ${median(list).toFixed(1)} | ${(median(list) / base).toFixed(2)} |`)
+const wranglerMedian = median(samples.wrangler)
+console.log('| | median ms | ratio to esbuild | ratio to wrangler --dry-run |')
+console.log('|---|---|---|---|')
+for (const [name, list] of Object.entries(samples)) {
+  console.log(`| ${name} | ${median(list).toFixed(1)} | ${(median(list) / base).toFixed(2)} | ${(median(list) / wranglerMedian).toFixed(2)} |`)
+}

@@ -2,41 +2,20 @@
 // a real edge host, and what it serves is compared with what wrangler's own build of the same project
 // serves (wrangler 4.86 from npm, offline, run in miniflare: ../support/wrangler-oracle.ts) — Node.js
 // polyfills under nodejs_compat (unenv, as wrangler's preset has them), nodejs_als, a .wasm file from
-// inside an npm package, find_additional_modules and no_bundle's module rules.
-import {execFile} from 'node:child_process'
-import {copyFileSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+// inside an npm package, find_additional_modules and no_bundle's module rules; a service-worker
+// script, which wrangler builds and the kit refuses in one line.
+import {copyFileSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
-import {promisify} from 'node:util'
 import {request} from 'undici'
-import {afterAll, beforeAll, expect, test} from 'vitest'
-import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import {expect, test} from 'vitest'
+import {wranglerProjectsWorkspace} from '../support/wrangler-projects.js'
+import {expectDeployRefusals} from '../support/cli.js'
 import {wranglerServes} from '../support/wrangler-oracle.js'
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/workers', import.meta.url))
 const PACKAGES = {pg: '8.23.1', 'blake3-wasm': '2.1.5'}
-const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-parity-'))
-const dataDir = path.join(root, 'kit')
-const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
-let host: TestHost
-let departments = 0
-
-beforeAll(async () => {
-  // One install for every project below: they live under `root`, so node_modules resolves upwards.
-  writeFileSync(path.join(root, 'package.json'), JSON.stringify({name: 'wrangler-parity', private: true, dependencies: PACKAGES}))
-  const install = promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {cwd: root})
-  host = await startTestHost({settings: {shards: 1}})
-  await install
-  await setUpKit(cli, host)
-}, 240_000)
-afterAll(async () => {
-  await host?.stop()
-  rmSync(root, {recursive: true, force: true})
-})
-
-const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
+const {cli, project, nextDepartment} = wranglerProjectsWorkspace('wrangler-parity', PACKAGES)
 
 interface Plan {
   modules: Array<{name: string; type: string}>
@@ -47,7 +26,7 @@ interface Plan {
 async function kitServes(dir: string, paths: string[]): Promise<{plan: Plan; answers: Array<{status: number; body: string}>}> {
   const dryRun = await cli('deploy', dir, '--dry-run', '--json')
   expect({code: dryRun.code, stderr: dryRun.stderr}).toEqual({code: 0, stderr: ''})
-  const department = `d${++departments}`
+  const department = nextDepartment()
   expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
   const result = await cli('deploy', dir, '--department', department, '--json')
   expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.not.stringContaining('"level":40')})
@@ -202,5 +181,26 @@ test('find_additional_modules when bundling (a dynamic import by computed path),
     {name: 'index.js', type: 'esModule'},
     {name: 'data.bin', type: 'data'},
     {name: 'label.js', type: 'esModule'},
+  ])
+})
+
+test('service-worker syntax: wrangler builds it as a service-worker script, and the kit refuses it at build with one line saying how to convert', {
+  timeout: 180_000,
+}, async () => {
+  const dir = project('service-worker', {
+    'wrangler.toml': 'name = "sw"\nmain = "src/index.js"\ncompatibility_date = "2026-04-01"\n',
+    'src/index.js': 'addEventListener("fetch", (event) => event.respondWith(new Response("hello from " + new URL(event.request.url).pathname)))\n',
+  })
+  // workerd runs it (wrangler's build answers), but the host's Worker Loader loads only ES modules.
+  expect(await wranglerServes(dir, ['/a'])).toEqual([{status: 200, body: 'hello from /a'}])
+  const department = nextDepartment()
+  expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
+  await expectDeployRefusals(cli, department, [
+    {
+      name: 'service-worker',
+      dir,
+      message:
+        'the main module index.js is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} instead',
+    },
   ])
 })

@@ -2,43 +2,20 @@
 // (real packages from the npm registry, pinned), wrangler.toml / .json / .jsonc with comments,
 // [env.<name>] sections, Durable Objects with migrations, refused cloud-only bindings, deterministic
 // builds, and `init` → `deploy` for every template — through the CLI, against a real edge host.
-import {execFile} from 'node:child_process'
-import {copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {copyFileSync, existsSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
-import {promisify} from 'node:util'
 import {request} from 'undici'
-import {afterAll, beforeAll, expect, test} from 'vitest'
+import {expect, test} from 'vitest'
 import {TEMPLATES} from '../../src/engine/project/init.js'
-import {type CliResult, runCli, setUpKit, writeProject} from '../support/cli.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import {wranglerProjectsWorkspace} from '../support/wrangler-projects.js'
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/workers', import.meta.url))
 const PACKAGES = {hono: '4.10.4', 'itty-router': '5.0.22', zod: '4.1.12', react: '19.3.1', 'react-dom': '19.3.1', 'object-inspect': '1.14.0'}
-const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-'))
-const dataDir = path.join(root, 'kit')
-const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
-let host: TestHost
-let departments = 0
-
-beforeAll(async () => {
-  // One install for every project below: they live under `root`, so node_modules resolves upwards.
-  writeFileSync(path.join(root, 'package.json'), JSON.stringify({name: 'wrangler-projects', private: true, dependencies: PACKAGES}))
-  const install = promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {cwd: root})
-  host = await startTestHost({settings: {shards: 1}})
-  await install
-  await setUpKit(cli, host)
-}, 240_000)
-afterAll(async () => {
-  await host?.stop()
-  rmSync(root, {recursive: true, force: true})
-})
-
-const project = (name: string, files: Record<string, string | Buffer>): string => writeProject(root, name, files)
+const {root, cli, project, nextDepartment} = wranglerProjectsWorkspace('wrangler-projects', PACKAGES)
 
 async function deploy(dir: string, ...flags: string[]): Promise<{url: string; warnings: string[]; stderr: string}> {
-  const department = `d${++departments}`
+  const department = nextDepartment()
   expect((await cli('department', 'create', 'acme', department, '--id', department)).code).toBe(0)
   const result = await cli('deploy', dir, '--department', department, '--json', ...flags)
   expect({code: result.code, stderr: result.stderr}).toEqual({code: 0, stderr: expect.not.stringContaining('"level":40')})

@@ -49,6 +49,8 @@ const MODULE_TYPES: Record<string, 'ESModule' | 'CommonJS' | 'Text' | 'Data' | '
   '.wasm': 'CompiledWasm',
 }
 
+const SERVICE_WORKER_BUNDLE = '(() => {'
+
 /** What wrangler's build of the project in `dir` (a wrangler.toml project) answers to GET of each path. */
 export async function wranglerServes(dir: string, paths: string[]): Promise<Array<{status: number; body: string}>> {
   const work = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-oracle-'))
@@ -61,12 +63,13 @@ export async function wranglerServes(dir: string, paths: string[]): Promise<Arra
       type: MODULE_TYPES[path.extname(file)]!,
       path: path.join(outdir, file),
     }))
-    const miniflare = new Miniflare({
-      modules,
-      modulesRoot: outdir,
-      compatibilityDate: config.compatibility_date,
-      compatibilityFlags: config.compatibility_flags ?? [],
-    })
+    const main = readFileSync(path.join(outdir, 'index.js'), 'utf8')
+    const compatibility = {compatibilityDate: config.compatibility_date, compatibilityFlags: config.compatibility_flags ?? []}
+    // wrangler bundles an entry without a default export (service-worker syntax) as esbuild's IIFE
+    // and uploads it as a service-worker script, not a module.
+    const miniflare = main.startsWith(SERVICE_WORKER_BUNDLE)
+      ? new Miniflare({script: main, scriptPath: path.join(outdir, 'index.js'), modules: false, ...compatibility})
+      : new Miniflare({modules, modulesRoot: outdir, ...compatibility})
     try {
       const answers: Array<{status: number; body: string}> = []
       for (const pathname of paths) {
