@@ -8,7 +8,7 @@ import {canonicalJson, sha256Hex} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import {EDGE_HOST_FENCED, identifierSchema, MAX_SECRET_VALUE_LENGTH} from '../../protocol/management-api.js'
 import {ProviderError, type AccessPolicyMode, type ControlMutation, type ControlState, type RevisionedControl} from '../../provider/types.js'
-import {newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
+import {controlAuditDedupeKey, newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
 import {capabilitiesOf} from '../capabilities.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
@@ -104,7 +104,7 @@ export async function applyControl(
   await store.outbox.enqueue({
     id,
     operation: 'control_audit',
-    dedupe_key: `control_audit:${id}`,
+    dedupe_key: controlAuditDedupeKey({operation: request.operation, target: commandTarget(request)}, id),
     dispatch_namespace: scope,
     company_id: target.worker.company_id,
     department_id: target.worker.department_id,
@@ -256,6 +256,14 @@ async function capableRequest(engine: Engine, target: ControlTarget, request: Co
   const id = named?.id ?? (await resolveIdPrefixOrNull('service account', typed, idsStartingWith(live.map((account) => account.id))))
   if (id === null) throw new KitError('not_found', `service account ${typed} not found in department ${target.departmentId} (give its name or id)`)
   return {...request, serviceAccountId: id}
+}
+
+/** What a control command acts on (a secret, a runtime-config key, an account), or null: with the operation, its kind. */
+function commandTarget(request: ControlRequest): string | null {
+  if ('name' in request) return request.name
+  if ('key' in request) return request.key
+  if ('serviceAccountId' in request) return request.serviceAccountId
+  return null
 }
 
 /** Which revision an operation's baseRevision is; null for the four operations without one. */

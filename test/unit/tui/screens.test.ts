@@ -38,7 +38,7 @@ const row: OutboxRowDetail = {
 test('a row whose error is longer than the view: every line fits 80 columns, continuation lines under the value, nothing cut', () => {
   const frame: Frame = {
     columns: 80,
-    panel: 'failed',
+    panel: 'attention',
     top: {kind: 'row', id: row.id, detail: row, error: null, scroll: 0},
     overlay: null,
     filter: null,
