@@ -7,7 +7,6 @@ import {KitError} from '../../errors.js'
 import {auditEntry, deterministicId, newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
-import {idsStartingWith, resolveIdPrefix} from '../id-prefix.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
 import {verifyStoredVersion} from '../project/integrity.js'
 import {assertHostKnowsPairing, requireProvider} from '../provider.js'
@@ -44,7 +43,7 @@ export async function rollbackWorker(engine: Engine, request: RollbackRequest, o
   }
   const versions = await store.workers.listVersions(worker.id)
   const current = versions.find((version) => version.id === worker.current_version_id)
-  const target = request.to === undefined ? previousDeployed(versions, current) : await namedVersion(versions, request.to)
+  const target = request.to === undefined ? previousDeployed(versions, current) : namedVersion(versions, request.to)
   if (current?.release_generation === target.release_generation) {
     throw new KitError('usage', `version ${target.id} is already current (release ${target.release_generation})`)
   }
@@ -69,12 +68,17 @@ function previousDeployed(versions: VersionRow[], current: VersionRow | undefine
   return served[0]
 }
 
-/** A version by id, tag (the newest version carrying it), or unique id prefix (git's rule). */
-export async function namedVersion(versions: VersionRow[], name: string): Promise<VersionRow> {
+/** A version by id, unique id prefix (git's rule), or tag (the newest version carrying it). */
+export function namedVersion(versions: VersionRow[], name: string): VersionRow {
+  const typed = name.trim().toLowerCase()
+  const exact = versions.find((version) => version.id === typed)
+  if (exact) return exact
   const tagged = versions.filter((version) => version.tag === name)
-  if (tagged.length > 0 && !versions.some((version) => version.id === name.trim().toLowerCase())) return tagged.at(-1)!
-  const id = await resolveIdPrefix('version', name, idsStartingWith(versions.map((version) => version.id)))
-  return versions.find((version) => version.id === id)!
+  if (tagged.length > 0) return tagged.at(-1)!
+  const matches = typed.length >= 4 ? versions.filter((version) => version.id.startsWith(typed)) : []
+  if (matches.length === 1) return matches[0]!
+  if (matches.length > 1) throw new KitError('usage', `version ${name} is ambiguous: ${matches.map((version) => version.id).join(', ')}; give more characters`)
+  throw new KitError('not_found', `version ${name} not found (give a version id, a unique prefix of at least 4 characters, or a tag)`)
 }
 
 async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow, request: RollbackRequest): Promise<VersionRow> {
