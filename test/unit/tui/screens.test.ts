@@ -1,9 +1,10 @@
 // What the status view draws of a drill-in screen at 80 columns: every line fits, and a long error
-// shows whole — the end, which says what to do, is not cut off.
+// shows whole — the end, which says what to do, is not cut off; rows are named by their department.
 import {expect, test} from 'vitest'
 import type {OutboxRowDetail} from '../../../src/engine/status/actions.js'
 import type {StatusSnapshot} from '../../../src/engine/status/snapshot.js'
 import {wrapHanging} from '../../../src/tui/format.js'
+import {groupRowsList} from '../../../src/tui/lists.js'
 import {screenLines, type Frame} from '../../../src/tui/screens.js'
 
 const ERROR =
@@ -60,4 +61,9 @@ test('wrapHanging keeps short lines, and breaks a long one between words under i
   expect(wrapHanging('short  line', 80)).toEqual(['short  line'])
   expect(wrapHanging('key  one two three four', 14)).toEqual(['key  one two', '     three', '     four'])
   expect(wrapHanging('  "payload": "a b c d e f"', 16)).toEqual(['  "payload": "a', '  b c d e f"'])
+})
+
+test("a group's rows are named by their department, and by their script only when they have none", () => {
+  const list = groupRowsList([row, {...row, id: '3f2b9c1e-0000-4000-8000-000000000002', department_id: null}], 0)
+  expect(list.items.map((item) => item.cells[1])).toEqual(['acme-sales', `dw-${'1'.repeat(48)}`])
 })
