@@ -6,8 +6,8 @@ import {commandsTableIds, comingFromCommands} from '../../support/readme-command
 
 const commands = manifest.commands as Record<string, {aliases?: string[]}>
 const answersTo = new Set(Object.entries(commands).flatMap(([id, command]) => [id, ...(command.aliases ?? [])]))
-// From @oclif/plugin-autocomplete, not this package's manifest.
-const PLUGIN_COMMANDS = ['autocomplete']
+// From @oclif/plugin-autocomplete and @oclif/plugin-help, not this package's manifest.
+const PLUGIN_COMMANDS = ['autocomplete', 'help']
 
 test('the Commands table lists every command, and only commands the CLI has', () => {
   const listed = commandsTableIds()
