@@ -6,7 +6,7 @@ import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES} from '../engine/pass/lane.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import type {RowFilter} from './filter.js'
-import {clip, wrap} from './format.js'
+import {clip, wrap, wrapHanging} from './format.js'
 import {listLines, rowDetailLines, type ListItem, type PanelList} from './lists.js'
 import {tabsLine, type Line, type PanelName} from './panels.js'
 
@@ -84,8 +84,9 @@ export function screenLines(frame: Frame, shot: StatusSnapshot, room: number): L
   else if (top.detail === undefined) body = ['loading…']
   else if (top.detail === null) body = ['this outbox row no longer exists']
   else body = rowDetailLines(top.detail)
-  const scroll = Math.min(top.scroll, Math.max(0, body.length - (room - 1)))
-  return [title, ...body.slice(scroll, scroll + room - 1).map((text) => ({text: clip(text, columns)}))]
+  const lines = body.flatMap((text) => wrapHanging(text, columns))
+  const scroll = Math.min(top.scroll, Math.max(0, lines.length - (room - 1)))
+  return [title, ...lines.slice(scroll, scroll + room - 1).map((text) => ({text}))]
 }
 
 /** At most this many lines carry one error or message: wrapped, so the part that says what to do shows. */

@@ -10,7 +10,7 @@ import {runPass} from '../pass/index.js'
 import {LANE_LABELS, type LaneName} from '../pass/lane.js'
 import {redactSecrets} from '../../util/redact.js'
 import {formatDuration} from './snapshot.js'
-import {resolveIdPrefix} from '../id-prefix.js'
+import {resolveIdPrefix, resolveIdPrefixOrNull} from '../id-prefix.js'
 
 export const OUTBOX_ACTIONS = {
   retried: 'outbox_row.retried',
@@ -42,10 +42,7 @@ export function outboxRowId(engine: Engine, typed: string): Promise<string> {
 
 /** The row `typed` (an id or a unique prefix) names, or null when none does; an ambiguous prefix throws. */
 export async function outboxRowDetail(engine: Engine, typed: string): Promise<OutboxRowDetail | null> {
-  const id = await outboxRowId(engine, typed).catch((error: unknown) => {
-    if (error instanceof KitError && error.code === 'not_found') return null
-    throw error
-  })
+  const id = await resolveIdPrefixOrNull('outbox row', typed, (prefix, limit) => engine.store.outbox.idsWithPrefix(prefix, limit))
   const row = id === null ? undefined : await engine.store.outbox.get(id)
   if (!row) return null
   const {lease_token: _token, ...visible} = row

@@ -3,6 +3,7 @@
 // operator's row actions. The statements and the lease rules: ./statements.ts.
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
+import {idsWithPrefix} from '../repositories/id-prefix.js'
 import {holdsLiveLease, isFinished, isSettled} from '../outbox-states.js'
 import type {OutboxRow, OutboxTable} from '../schema.js'
 import {cancelRow, claimLeases, insertRow, leaseRowById, makeDueNow, renewLeases, retryLeaseLater, settleLease, toOutboxRow} from './statements.js'
@@ -140,11 +141,9 @@ export class OutboxRepository {
     return row && toOutboxRow(row)
   }
 
-  /** Up to `limit` ids starting with `prefix` (lowercase hex and dashes only), in id order: what a short id may mean. */
-  async idsWithPrefix(prefix: string, limit: number): Promise<string[]> {
-    if (!/^[0-9a-f-]+$/.test(prefix)) return []
-    const rows = await this.ctx.db.selectFrom('edge_worker_outbox').select('id').where('id', 'like', `${prefix}%`).orderBy('id').limit(limit).execute()
-    return rows.map((row) => row.id)
+  /** Up to `limit` ids starting with `prefix`, in id order: what a short id may mean. */
+  idsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    return idsWithPrefix(this.ctx.db, 'edge_worker_outbox', prefix, limit)
   }
 
   async list(filter: OutboxListFilter = {}): Promise<OutboxRow[]> {

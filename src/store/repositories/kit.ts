@@ -5,6 +5,7 @@ import type {Kysely} from 'kysely'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
+import {idsWithPrefix} from './id-prefix.js'
 import {moveUnfinishedRows} from '../outbox/statements.js'
 import type {Database, FenceRow, GateRow, KitGatesTable, PairingRow} from '../schema.js'
 
@@ -140,6 +141,11 @@ export class KitRepository {
 
   async getFence(id: string): Promise<FenceRow | undefined> {
     return this.ctx.db.selectFrom('kit_fences').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  /** Up to `limit` fence ids starting with `prefix`, in id order: what a short id may mean. */
+  fenceIdsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    return idsWithPrefix(this.ctx.db, 'kit_fences', prefix, limit)
   }
 
   /** The scope's fences, newest first. */

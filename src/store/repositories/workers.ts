@@ -3,6 +3,7 @@ import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId, SCRIPT_NAME_PATTERN} from '../ids.js'
+import {idsWithPrefix} from './id-prefix.js'
 import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
 
 export interface WorkerCreateInput {
@@ -76,6 +77,11 @@ export class WorkerRepository {
 
   async get(id: string): Promise<WorkerRow | undefined> {
     return this.ctx.db.selectFrom('edge_workers').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  /** Up to `limit` Worker ids starting with `prefix`, in id order: what a short id may mean. */
+  idsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    return idsWithPrefix(this.ctx.db, 'edge_workers', prefix, limit)
   }
 
   async getByScriptName(scriptName: string): Promise<WorkerRow | undefined> {
