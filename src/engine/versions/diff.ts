@@ -104,8 +104,7 @@ function compatibilityEntries(manifest: WorkerManifest): Entries {
 
 function assetEntries(manifest: WorkerManifest, files: Entries | null): Entries {
   if (!manifest.assets) return new Map()
-  const {directory: _, ...config} = manifest.assets
-  return new Map<string, JsonValue>([['config', config as JsonValue], ...(files ?? [])])
+  return new Map<string, JsonValue>([['config', manifest.assets as JsonValue], ...(files ?? [])])
 }
 
 function otherEntries(manifest: WorkerManifest): Entries {

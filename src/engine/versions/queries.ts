@@ -50,15 +50,10 @@ export async function listWorkerVersions(engine: Engine, handle: string): Promis
   return {workerId: worker.id, scriptName: worker.script_name, departmentId: worker.department_id, versions: versions.map((row) => summaryOf(worker, row))}
 }
 
+/** The version `name` (id, unique prefix or tag) of the Worker `handle` names. */
 export async function showWorkerVersion(engine: Engine, handle: string, name: string): Promise<VersionDetails> {
-  const {worker, version} = await findWorkerVersion(engine, handle, name)
-  return detailsOf(worker, version)
-}
-
-/** The Worker a handle names and its version a name names (id, unique prefix or tag). */
-export async function findWorkerVersion(engine: Engine, handle: string, name: string): Promise<{worker: WorkerRow; version: VersionRow}> {
   const worker = await findWorker(engine, handle)
-  return {worker, version: namedVersion(await engine.store.workers.listVersions(worker.id), name)}
+  return detailsOf(worker, namedVersion(await engine.store.workers.listVersions(worker.id), name))
 }
 
 export function summaryOf(worker: WorkerRow, row: VersionRow): VersionSummary {
@@ -79,7 +74,7 @@ export function summaryOf(worker: WorkerRow, row: VersionRow): VersionSummary {
   }
 }
 
-export function detailsOf(worker: WorkerRow, row: VersionRow): VersionDetails {
+function detailsOf(worker: WorkerRow, row: VersionRow): VersionDetails {
   const receipt = row.receipt as Record<string, unknown>
   const manifest = row.manifest as {compatibilityDate?: string; compatibilityFlags?: string[]}
   const digests = Object.fromEntries(DIGEST_NAMES.map((name) => [name, typeof receipt[name] === 'string' ? receipt[name] : null])) as Record<
