@@ -1,5 +1,6 @@
 // Text for `versions list|show|diff` (their --json output is the engine's typed result).
 import path from 'node:path'
+import type {DeploymentRecord} from '../engine/versions/deployments.js'
 import type {Change, VersionDiff} from '../engine/versions/diff.js'
 import {DIFF_SECTIONS} from '../engine/versions/diff.js'
 import type {VersionDetails, VersionSummary} from '../engine/versions/queries.js'
@@ -12,6 +13,20 @@ export function versionsTable(versions: VersionSummary[]): string {
       .toReversed()
       .map((v) => [`${v.id}${v.current ? ' *' : ''}`, isoTime(v.createdAt), v.state, v.tag ?? '-', v.author ?? '-', sizeText(v.sizeBytes), v.message ?? '-']),
     'no versions',
+  )
+}
+
+export function deploymentsTable(deployments: DeploymentRecord[]): string {
+  return table(
+    ['DEPLOYED', 'VERSIONS', 'KIND', 'AUTHOR', 'MESSAGE'],
+    deployments.map((d) => [
+      `${isoTime(d.deployedAt)}${d.current ? ' *' : ''}`,
+      d.versions.map((v) => `${v.versionId}${v.tag ? ` (${v.tag})` : ''} ${v.percentage}%`).join(', '),
+      d.kind === 'rollback' ? `rollback of ${d.rollbackOf}` : 'deploy',
+      d.author ?? '-',
+      d.message ?? '-',
+    ]),
+    'no deployments',
   )
 }
 

@@ -13,8 +13,8 @@ const kit = kitWithHost('versions-cli', {settings: {shards: 1}})
 const HELLO = path.join(FIXTURES_DIR, 'hello')
 const HELLO_V2 = path.join(FIXTURES_DIR, 'hello-v2')
 
-describe('versions commands', {timeout: 300_000}, () => {
-  test('list, show and diff in text and --json; rollback to a cleaned-up version is refused with one line, exit 6', async () => {
+describe('versions and deployments commands', {timeout: 300_000}, () => {
+  test('versions list, show and diff and deployments list and status in text and --json; rollback to a cleaned-up version is refused with one line, exit 6', async () => {
     const department = await kit.newDepartment()
     const deploy = async (dir: string, ...notes: string[]) => {
       const result = await kit.cli('deploy', dir, '--department', department, ...notes, '--json')
@@ -24,7 +24,7 @@ describe('versions commands', {timeout: 300_000}, () => {
     const first = await deploy(HELLO, '--message', 'first cut', '--tag', 'v1')
     const second = await deploy(HELLO_V2, '--tag', 'v2')
 
-    const [listText, listJson, showText, showJson, diffText, diffJson, missing] = await Promise.all([
+    const [listText, listJson, showText, showJson, diffText, diffJson, missing, deploymentsText, statusJson] = await Promise.all([
       kit.cli('versions', 'list', department),
       kit.cli('versions', 'list', department, '--json'),
       kit.cli('versions', 'show', department, 'v1'),
@@ -32,6 +32,8 @@ describe('versions commands', {timeout: 300_000}, () => {
       kit.cli('versions', 'diff', department, 'v1', 'v2'),
       kit.cli('versions', 'diff', department, 'v1', 'v2', '--json'),
       kit.cli('versions', 'show', department, 'v9'),
+      kit.cli('deployments', 'list', department),
+      kit.cli('deployments', 'status', department, '--json'),
     ])
     expect(listText.code).toBe(0)
     const rows = listText.stdout.trimEnd().split('\n')
@@ -60,6 +62,13 @@ describe('versions commands', {timeout: 300_000}, () => {
       expect.stringMatching(/^ {2}~ index\.js sha256:[0-9a-f]{12} → sha256:[0-9a-f]{12}$/),
     ])
     expect((JSON.parse(diffJson.stdout) as VersionDiff).changes.modules.map((c) => c.name)).toEqual(['index.js'])
+    expect(deploymentsText.code).toBe(0)
+    expect(deploymentsText.stdout.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(/^DEPLOYED +VERSIONS +KIND +AUTHOR +MESSAGE$/),
+      expect.stringMatching(new RegExp(`^\\S+Z \\* +${second.versionId} \\(v2\\) 100% +deploy +\\S+ +-$`)),
+      expect.stringMatching(new RegExp(`^\\S+Z +${first.versionId} \\(v1\\) 100% +deploy +\\S+ +first cut$`)),
+    ])
+    expect(JSON.parse(statusJson.stdout)).toMatchObject({departmentId: department, deployment: {versions: [{versionId: second.versionId, percentage: 100}]}})
     expect({code: missing.code, stderr: missing.stderr}).toEqual({
       code: 5,
       stderr: 'error: version v9 not found (give a version id, a unique prefix of at least 4 characters, or a tag)\n',

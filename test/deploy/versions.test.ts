@@ -7,8 +7,10 @@ import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
 import type {KitError} from '../../src/errors.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {rollbackWorker} from '../../src/engine/deploy/rollback.js'
+import {deploymentStatus, listDeployments} from '../../src/engine/versions/deployments.js'
 import {diffWorkerVersions} from '../../src/engine/versions/diff.js'
 import {listWorkerVersions, showWorkerVersion} from '../../src/engine/versions/queries.js'
+import {scriptNameFor} from '../../src/store/index.js'
 import {writeProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
@@ -130,6 +132,29 @@ describeEachStore('versions', (t) => {
     expect(partial.assetFilesUnknown).toEqual([a.versionId])
     expect(partial.changes.assets.map((c) => c.name)).toEqual(['config'])
     expect(partial.changes.modules).toEqual(diff.changes.modules)
+  })
+
+  test('deployments list and status: each version that served, newest first, deploys and rollbacks, the current one marked', async () => {
+    const {engine, department, a, b} = await twoVersions()
+    expect(await deploymentStatus(engine, department)).toMatchObject({
+      deployment: {versions: [{versionId: b.versionId, percentage: 100, tag: 'v2'}], current: true},
+    })
+    const back = await rollbackWorker(engine, {departmentId: department, wait: true, actor, message: 'v2 breaks checkout'})
+    expect(back.state).toBe('completed')
+    const {deployments} = await listDeployments(engine, department)
+    expect(
+      deployments.map((d) => [d.versions.map((v) => `${v.versionId}@${v.percentage}`).join(' '), d.kind, d.rollbackOf, d.author, d.message, d.current]),
+    ).toEqual([
+      [`${back.versionId}@100`, 'rollback', a.versionId, 'alice', 'v2 breaks checkout', true],
+      [`${b.versionId}@100`, 'deploy', null, 'bob', 'r2 and flags', false],
+      [`${a.versionId}@100`, 'deploy', null, 'alice', 'first cut', false],
+    ])
+    expect((await deploymentStatus(engine, department)).deployment?.versions[0]?.versionId).toBe(back.versionId)
+
+    const fresh = await kit.department()
+    await t.store.workers.create({company_id: kit.companyId, department_id: fresh, script_name: scriptNameFor(kit.companyId, fresh), status: 'new'})
+    expect(await deploymentStatus(engine, fresh)).toMatchObject({departmentId: fresh, deployment: null})
+    await expect(listDeployments(engine, 'no-such-department')).rejects.toMatchObject({code: 'not_found'})
   })
 
   test('rollback to a version whose artifacts were cleaned up is refused with one line, and nothing is written', async () => {
