@@ -67,7 +67,7 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
     expect((JSON.parse(json.stdout) as StatusSnapshot).attention).toEqual(['1 failed outbox row', expect.stringMatching(/^edge host unreachable: /)])
   })
 
-  test('a Worker is listed before any traffic; failing most of its requests it needs attention, named by its department: exit 13', {
+  test('a Worker is listed before any traffic; failing most of its requests it needs attention, named by its department, with the version it serves: exit 13', {
     timeout: CLI_TIMEOUT_MS,
   }, async () => {
     await kit.pair()
@@ -87,7 +87,12 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
     expect(json.code).toBe(13)
     const snapshot = JSON.parse(json.stdout) as StatusSnapshot
     expect(snapshot.attention).toContainEqual(expect.stringMatching(new RegExp(`^Worker ${department}: 10 of 11 requests failed in \\d+m$`)))
-    expect(snapshot.workers.workers.find((row) => row.department_id === department)).toMatchObject({requests: 11, errors: 10, errorRateHigh: true})
+    expect(snapshot.workers.workers.find((row) => row.department_id === department)).toMatchObject({
+      version_id: deployed.versionId,
+      requests: 11,
+      errors: 10,
+      errorRateHigh: true,
+    })
   })
 
   test('bad input: a store that cannot be reached or is not migrated exits 4 with one line; a bad --interval exits 2', {timeout: CLI_TIMEOUT_MS}, async () => {

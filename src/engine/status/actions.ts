@@ -11,6 +11,7 @@ import {LANE_LABELS, type LaneName} from '../pass/lane.js'
 import {redactSecrets} from '../../util/redact.js'
 import {formatDuration} from './snapshot.js'
 import {resolveIdPrefix, resolveIdPrefixOrNull} from '../id-prefix.js'
+import {rollbackWorker} from '../deploy/rollback.js'
 
 export const OUTBOX_ACTIONS = {
   retried: 'outbox_row.retried',
@@ -169,4 +170,11 @@ function refusal(id: string, verb: 'retry' | 'cancel', result: Exclude<OperatorA
         `cannot cancel outbox row ${id}: its version is deploying and may already be on the host; retry it so a pass can settle it`,
       )
   }
+}
+
+/** `status`'s rollback of a Worker: `rollback <department>` with its default target, waiting for the deploy task. */
+export async function rollbackFromStatus(engine: Engine, departmentId: string, actor: AuditActor): Promise<ActionDone> {
+  const outcome = await rollbackWorker(engine, {departmentId, wait: true, actor})
+  const detail = outcome.state === 'completed' ? '' : ` (${outcome.code ?? outcome.message ?? 'see outbox row'})`
+  return {message: `Worker of ${departmentId} rolled back to ${outcome.rolledBackTo}: ${outcome.state}${detail}`}
 }
