@@ -1,0 +1,85 @@
+// Loads a CommonJS file compiled with a V8 code cache, the way v8-compile-cache does: Node 20
+// compiles every ES module from source at every start and has no cache for them (Node 22's
+// module.enableCompileCache), but vm.Script takes the code V8 produced for the same source before.
+// The cache is written once per build when the process exits (so it holds the functions this run
+// compiled, not only the top level), to <package>/node_modules/.cache/edgeworkers, else to the
+// user's cache directory; a cache that cannot be read or written only costs the compile it saves.
+import {fstatSync, mkdirSync, openSync, closeSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
+import os from 'node:os'
+import path from 'node:path'
+import vm from 'node:vm'
+
+/** Where caches go, first choice first: beside the package's dependencies, then the user's cache. */
+function cacheDirs(packageRoot: string): string[] {
+  const userCache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache')
+  return [path.join(packageRoot, 'node_modules', '.cache', 'edgeworkers'), path.join(userCache, 'edgeworkers')]
+}
+
+function readOrUndefined(file: string): Buffer | undefined {
+  try {
+    return readFileSync(file)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The module.exports of the CommonJS `file`. `name` tells this use's cache from others of the same
+ * file (a command compiles different functions than another). The cache's name carries the file's
+ * size and modification time: a new build is a new file, and V8 itself refuses a cache of another
+ * V8 version or other flags.
+ */
+export function requireWithCodeCache(file: string, name: string, packageRoot: string): unknown {
+  const fd = openSync(file, 'r')
+  let source: string
+  let stamp: string
+  try {
+    const stat = fstatSync(fd, {bigint: true})
+    stamp = `${stat.size.toString(36)}-${stat.mtimeNs.toString(36)}`
+    source = readFileSync(fd, 'utf8')
+  } finally {
+    closeSync(fd)
+  }
+  const cacheName = `${name}-${stamp}-${process.version}-${process.arch}.v8cache`
+  const dirs = cacheDirs(packageRoot)
+  let cachedData: Buffer | undefined
+  for (const dir of dirs) {
+    cachedData = readOrUndefined(path.join(dir, cacheName))
+    if (cachedData) break
+  }
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: file,
+    cachedData,
+    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  })
+  if (!cachedData || script.cachedDataRejected) process.once('exit', () => writeCache(script, name, cacheName, dirs))
+  const module = {exports: {}}
+  const wrapper = script.runInThisContext() as (...args: unknown[]) => void
+  wrapper.call(module.exports, module.exports, createRequire(file), module, file, path.dirname(file))
+  return module.exports
+}
+
+/** Atomically (a reader never sees half a cache), in the first directory that takes it, replacing this name's caches of older builds. */
+function writeCache(script: vm.Script, name: string, cacheName: string, dirs: string[]): void {
+  let data: Buffer
+  try {
+    data = script.createCachedData()
+  } catch {
+    return
+  }
+  for (const dir of dirs) {
+    try {
+      mkdirSync(dir, {recursive: true})
+      const temporary = path.join(dir, `${cacheName}.${process.pid}.tmp`)
+      writeFileSync(temporary, data)
+      renameSync(temporary, path.join(dir, cacheName))
+      for (const old of readdirSync(dir)) {
+        if (old !== cacheName && old.startsWith(`${name}-`) && old.endsWith('.v8cache')) rmSync(path.join(dir, old), {force: true})
+      }
+      return
+    } catch {
+      // unwritable (a read-only installation): the next directory
+    }
+  }
+}
