@@ -24,7 +24,7 @@ export async function readEachWorker<T>(
       results.push({worker, result: await read(provider, worker, signal)})
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
-      throw kitErrorOf(error, handle ?? worker.department_id)
+      throw workerReadError(error, handle ?? worker.department_id)
     }
   }
   return results
@@ -41,7 +41,8 @@ async function namedWorker(engine: Engine, handle: string, what: string): Promis
   return worker
 }
 
-function kitErrorOf(error: ProviderError, handle: string): KitError {
+/** A host's refusal of a read of the Worker `handle` names, as the kit reports it. */
+export function workerReadError(error: ProviderError, handle: string): KitError {
   switch (error.code) {
     case 'edge_host_script_not_found':
       return new KitError('not_found', `Worker ${handle} is not on the edge host: it was never deployed`, error.code)

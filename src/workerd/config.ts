@@ -33,6 +33,7 @@ import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.j
 import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
 import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
+import {durableObjectStorage} from './storage-service.js'
 import {queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
@@ -278,7 +279,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   if (tailed) fields.push(`tails = [(name = "${TAIL_SERVICE}", props = (json = ${capnpString(JSON.stringify({script: script.name}))}))]`)
   if (namespaces.length > 0) {
     fields.push(`durableObjectNamespaces = [${namespaces.join(', ')}]`)
-    fields.push(storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage!)})`)
+    fields.push(durableObjectStorage(storage!))
   }
   return `(name = ${capnpString(script.name)}, worker = (\n      ${fields.join(',\n      ')}))`
 }
