@@ -38,13 +38,9 @@ export class TenantRepository {
 
   /** Hard-deletes a company and everything that cascades from it; undefined when it does not exist. */
   async purgeCompany(id: string): Promise<PurgeCounts | undefined> {
-    return this.ctx.atomic(async ({db}) => {
-      const company = await db
-        .selectFrom('companies')
-        .select('id')
-        .where('id', '=', id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
+    return this.ctx.atomic(async (tx) => {
+      const {db} = tx
+      const company = await tx.lockRow('companies', id)
       if (!company) return undefined
       const {rows} = await sql<PurgeCounts>`
         select

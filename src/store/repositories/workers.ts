@@ -133,13 +133,9 @@ export class WorkerRepository {
    * are ordered too.
    */
   async createVersion(input: VersionCreateInput): Promise<VersionRow> {
-    return this.ctx.atomic(async ({db}) => {
-      await db
-        .selectFrom('edge_workers')
-        .select('id')
-        .where('id', '=', input.worker_id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
+    return this.ctx.atomic(async (tx) => {
+      const {db} = tx
+      await tx.lockRow('edge_workers', input.worker_id)
       const latest = await db
         .selectFrom('edge_worker_versions')
         .select((eb) => eb.fn.max('created_at').as('created_at'))
