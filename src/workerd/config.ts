@@ -134,10 +134,7 @@ export function renderShardConfig(
     services.push(
       renderWorker(script, options, storage, {tailed}),
       ...renderServiceBindingTargets(script, options),
-      ...renderKvServices(script, storage),
-      ...renderD1Services(script, storage),
-      ...renderR2Services(script, storage),
-      ...renderQueueServices(script, storage, true),
+      ...renderStorageServices(script, storage, true),
     )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
@@ -191,10 +188,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     return [
       renderWorker(script, options, storage, {checked: true}),
       ...renderServiceBindingTargets(script, options),
-      ...renderKvServices(script, storage),
-      ...renderD1Services(script, storage),
-      ...renderR2Services(script, storage),
-      ...renderQueueServices(script, storage, false),
+      ...renderStorageServices(script, storage, false),
     ]
   })
   return renderConfig(
@@ -202,6 +196,19 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     scripts.map((script) => script.name),
     options.socketAddress,
   )
+}
+
+/**
+ * The service Workers behind the script's KV namespaces, D1 databases, R2 buckets and queues, in its
+ * Durable Object storage (`storage`; null: it has none). `deliver`: its queue consumer is sent messages.
+ */
+function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean): string[] {
+  return [
+    ...renderKvServices(script, storage),
+    ...renderD1Services(script, storage),
+    ...renderR2Services(script, storage),
+    ...renderQueueServices(script, storage, deliver),
+  ]
 }
 
 /** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */
