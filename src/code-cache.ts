@@ -4,7 +4,7 @@
 // The cache is written once per build when the process exits (so it holds the functions this run
 // compiled, not only the top level), to <package>/node_modules/.cache/edgeworkers, else to the
 // user's cache directory; a cache that cannot be read or written only costs the compile it saves.
-import {fstatSync, mkdirSync, openSync, closeSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
@@ -60,26 +60,32 @@ export function requireWithCodeCache(file: string, name: string, packageRoot: st
   return module.exports
 }
 
-/** Atomically (a reader never sees half a cache), in the first directory that takes it, replacing this name's caches of older builds. */
+/**
+ * Atomically (a reader never sees half a cache), in the first directory that takes it, replacing
+ * this name's caches of older builds. Where none does (a read-only installation and home), nothing
+ * is serialized: every start would pay for that again.
+ */
 function writeCache(script: vm.Script, name: string, cacheName: string, dirs: string[]): void {
-  let data: Buffer
+  const dir = dirs.find(writable)
+  if (!dir) return
   try {
-    data = script.createCachedData()
-  } catch {
-    return
-  }
-  for (const dir of dirs) {
-    try {
-      mkdirSync(dir, {recursive: true})
-      const temporary = path.join(dir, `${cacheName}.${process.pid}.tmp`)
-      writeFileSync(temporary, data)
-      renameSync(temporary, path.join(dir, cacheName))
-      for (const old of readdirSync(dir)) {
-        if (old !== cacheName && old.startsWith(`${name}-`) && old.endsWith('.v8cache')) rmSync(path.join(dir, old), {force: true})
-      }
-      return
-    } catch {
-      // unwritable (a read-only installation): the next directory
+    const temporary = path.join(dir, `${cacheName}.${process.pid}.tmp`)
+    writeFileSync(temporary, script.createCachedData())
+    renameSync(temporary, path.join(dir, cacheName))
+    for (const old of readdirSync(dir)) {
+      if (old !== cacheName && old.startsWith(`${name}-`) && old.endsWith('.v8cache')) rmSync(path.join(dir, old), {force: true})
     }
+  } catch {
+    // the disk filled or the directory went away: the next start compiles again
+  }
+}
+
+function writable(dir: string): boolean {
+  try {
+    mkdirSync(dir, {recursive: true})
+    accessSync(dir, constants.W_OK)
+    return true
+  } catch {
+    return false
   }
 }

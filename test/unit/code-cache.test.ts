@@ -61,3 +61,11 @@ test("where the package's directory takes no cache, the user's cache directory d
   expect(caches(path.join(userCache, 'edgeworkers'))).toHaveLength(1)
   expect(load().answer).toBe(42)
 })
+
+test('where no directory takes a cache, every start compiles and writes nothing', () => {
+  writeFileSync(path.join(root, 'node_modules'), 'not a directory')
+  writeFileSync(userCache, 'not a directory either')
+  expect(load().answer).toBe(42)
+  expect(load().answer).toBe(42)
+  expect(readdirSync(root).filter((name) => name.includes('.tmp') || name.endsWith('.v8cache'))).toEqual([])
+})
