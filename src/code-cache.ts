@@ -27,8 +27,8 @@ function readOrUndefined(file: string): Buffer | undefined {
 /**
  * The module.exports of the CommonJS `file`. `name` tells this use's cache from others of the same
  * file (a command compiles different functions than another). The cache's name carries the file's
- * size and modification time: a new build is a new file, and V8 itself refuses a cache of another
- * V8 version or other flags.
+ * path, size and modification time: a new build is a new file, and V8 itself refuses a cache of
+ * another V8 version or other flags.
  */
 export function requireWithCodeCache(file: string, name: string, packageRoot: string): unknown {
   const fd = openSync(file, 'r')
@@ -41,7 +41,9 @@ export function requireWithCodeCache(file: string, name: string, packageRoot: st
   } finally {
     closeSync(fd)
   }
-  const cacheName = `${name}-${stamp}-${process.version}-${process.arch}.v8cache`
+  // Installations may share the user's cache directory: the file's path keeps their caches apart.
+  const prefix = `${name}-${fnv1a(file).toString(36)}-`
+  const cacheName = `${prefix}${stamp}-${process.version}-${process.arch}.v8cache`
   const dirs = cacheDirs(packageRoot)
   let cachedData: Buffer | undefined
   for (const dir of dirs) {
@@ -53,7 +55,7 @@ export function requireWithCodeCache(file: string, name: string, packageRoot: st
     cachedData,
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   })
-  if (!cachedData || script.cachedDataRejected) process.once('exit', () => writeCache(script, name, cacheName, dirs))
+  if (!cachedData || script.cachedDataRejected) process.once('exit', () => writeCache(script, prefix, cacheName, dirs))
   const module = {exports: {}}
   const wrapper = script.runInThisContext() as (...args: unknown[]) => void
   wrapper.call(module.exports, module.exports, createRequire(file), module, file, path.dirname(file))
@@ -62,10 +64,10 @@ export function requireWithCodeCache(file: string, name: string, packageRoot: st
 
 /**
  * Atomically (a reader never sees half a cache), in the first directory that takes it, replacing
- * this name's caches of older builds. Where none does (a read-only installation and home), nothing
+ * the caches of the file's older builds (those whose name starts with `prefix`). Where none does (a read-only installation and home), nothing
  * is serialized: every start would pay for that again.
  */
-function writeCache(script: vm.Script, name: string, cacheName: string, dirs: string[]): void {
+function writeCache(script: vm.Script, prefix: string, cacheName: string, dirs: string[]): void {
   const dir = dirs.find(writable)
   if (!dir) return
   try {
@@ -73,7 +75,7 @@ function writeCache(script: vm.Script, name: string, cacheName: string, dirs: st
     writeFileSync(temporary, script.createCachedData())
     renameSync(temporary, path.join(dir, cacheName))
     for (const old of readdirSync(dir)) {
-      if (old !== cacheName && old.startsWith(`${name}-`) && old.endsWith('.v8cache')) rmSync(path.join(dir, old), {force: true})
+      if (old !== cacheName && old.startsWith(prefix) && old.endsWith('.v8cache')) rmSync(path.join(dir, old), {force: true})
     }
   } catch {
     // the disk filled or the directory went away: the next start compiles again
@@ -88,4 +90,11 @@ function writable(dir: string): boolean {
   } catch {
     return false
   }
+}
+
+/** 32-bit FNV-1a: a short, stable name for a path (node:crypto would cost every command its load). */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5
+  for (let index = 0; index < text.length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193) >>> 0
+  return hash
 }

@@ -1,7 +1,7 @@
 // The V8 code cache the hot commands start from (src/code-cache.ts): each load runs in a fresh
 // process, as a CLI start does, since the cache is written when the process exits.
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -23,9 +23,9 @@ function writeBundle(addend: number): void {
   writeFileSync(path.join(root, 'bundle.cjs'), `module.exports = {answer: require('./dep.cjs') + ${addend}, file: __filename}\n`)
 }
 
-/** Loads bundle.cjs as a CLI start does, in a fresh process; its module.exports. */
-function load(): {answer: number; file: string} {
-  const script = `import(${JSON.stringify(CODE_CACHE)}).then((m) => process.stdout.write(JSON.stringify(m.requireWithCodeCache(${JSON.stringify(path.join(root, 'bundle.cjs'))}, 'probe', ${JSON.stringify(root)}))))`
+/** Loads `bundle` (bundle.cjs) as a CLI start does, in a fresh process; its module.exports. */
+function load(bundle = path.join(root, 'bundle.cjs')): {answer: number; file: string} {
+  const script = `import(${JSON.stringify(CODE_CACHE)}).then((m) => process.stdout.write(JSON.stringify(m.requireWithCodeCache(${JSON.stringify(bundle)}, 'probe', ${JSON.stringify(root)}))))`
   const stdout = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], {env: {...process.env, XDG_CACHE_HOME: userCache}, encoding: 'utf8'})
   return JSON.parse(stdout) as {answer: number; file: string}
 }
@@ -68,4 +68,13 @@ test('where no directory takes a cache, every start compiles and writes nothing'
   expect(load().answer).toBe(42)
   expect(load().answer).toBe(42)
   expect(readdirSync(root).filter((name) => name.includes('.tmp') || name.endsWith('.v8cache'))).toEqual([])
+})
+
+test('two installations sharing a cache directory keep a cache each', () => {
+  mkdirSync(path.join(root, 'other'))
+  writeFileSync(path.join(root, 'other', 'dep.cjs'), 'module.exports = 40\n')
+  writeFileSync(path.join(root, 'other', 'bundle.cjs'), readFileSync(path.join(root, 'bundle.cjs')))
+  load()
+  load(path.join(root, 'other', 'bundle.cjs'))
+  expect(caches(path.join(root, 'node_modules', '.cache', 'edgeworkers'))).toHaveLength(2)
 })
