@@ -30,6 +30,18 @@ export async function readEachWorker<T>(
   return results
 }
 
+/** What `read` lists for each Worker in question (see readEachWorker), each item labelled with its Worker's department and script. */
+export async function listEachWorker<T>(
+  engine: Engine,
+  handle: string | undefined,
+  what: string,
+  read: (provider: EdgeProvider, worker: WorkerRow, signal?: AbortSignal) => Promise<T[]>,
+  signal?: AbortSignal,
+): Promise<Array<{department: string; script: string} & T>> {
+  const reads = await readEachWorker(engine, handle, what, read, signal)
+  return reads.flatMap(({worker, result}) => result.map((item) => ({department: worker.department_id, script: worker.script_name, ...item})))
+}
+
 function serves(worker: WorkerRow): boolean {
   return worker.current_version_id !== null && worker.retired_at === null
 }
