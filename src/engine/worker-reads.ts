@@ -8,7 +8,7 @@ import {requireProvider} from './provider.js'
 import {findWorker, listWorkers} from './workers.js'
 
 /** `read` for each Worker in question, with its department: the named one, or every deployed Worker that is not retired. */
-export async function readEachWorker<T>(
+async function readEachWorker<T>(
   engine: Engine,
   handle: string | undefined,
   what: string,
