@@ -99,12 +99,7 @@ export class OutboxRepository {
     return this.operatorAction(id, options.scope, async (row, tx) => {
       if (isFinished(row.status)) return 'terminal'
       if (row.operation === 'deploy' && row.version_id !== null) {
-        const version = await tx.db
-          .selectFrom('edge_worker_versions')
-          .select('state')
-          .where('id', '=', row.version_id)
-          .$if(this.ctx.locksRows, (q) => q.forUpdate())
-          .executeTakeFirst()
+        const version = await tx.lockRow('edge_worker_versions', row.version_id)
         if (version?.state === 'deploying') return 'deploying'
       }
       await cancelRow(tx, id)
@@ -119,12 +114,7 @@ export class OutboxRepository {
     act: (row: OutboxTable, tx: StoreContext) => Promise<'done' | 'terminal' | 'deploying'>,
   ): Promise<OperatorActionResult> {
     return this.ctx.atomic(async (tx) => {
-      const row = await tx.db
-        .selectFrom('edge_worker_outbox')
-        .selectAll()
-        .where('id', '=', id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
+      const row = await tx.lockRow('edge_worker_outbox', id)
       if (!row) return {outcome: 'missing', row: null}
       const before = toOutboxRow(row)
       if (scope !== null && row.dispatch_namespace !== scope) return {outcome: 'wrong_scope', row: before}
