@@ -10,6 +10,7 @@
 // were (a status, or the error's code), the host's heap and Buffer memory from its /metrics, the
 // CPU the host and the attacker used a second (/proc/<pid>/stat) and the host's refusals a second.
 // The attacker runs at nice 19 by default: a real one's CPU is not on the host's cores.
+// HOST_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") are given to the host's node.
 //
 //   node --import tsx bench/connections/run.ts [--rounds 3] [--seconds 10] [--idle 5000] [--slow 500] [--settle 30] [--attacker-nice 19]
 import {fork, spawn} from 'node:child_process'
@@ -58,7 +59,18 @@ let stdout = ''
 let stderr = ''
 const host = spawn(
   process.execPath,
-  [...(process.env.HOST_NODE_ARGS?.split(' ') ?? []), path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
+  [
+    ...(process.env.HOST_NODE_ARGS?.split(' ') ?? []),
+    path.join(ROOT, 'bin/run.js'),
+    'host',
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--listen',
+    '127.0.0.1:0',
+    '--admin-listen',
+    '127.0.0.1:0',
+  ],
   {
     env: {...process.env, EDGEWORKERS_LOG_FORMAT: 'json', EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_DATA_DIR: undefined},
   },
