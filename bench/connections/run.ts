@@ -49,7 +49,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 interface AttackerCounts {
   open: number
-  refused: number
   closed: number
   opened: number
 }
@@ -171,7 +170,7 @@ try {
     // A real attacker's CPU is its own machine's; here it shares the host's cores, so by default it
     // runs at the lowest priority (its CPU is reported beside the figures; --attacker-nice 0 to compare).
     os.setPriority(attacker.pid!, ATTACKER_NICE)
-    let counts: AttackerCounts = {open: 0, refused: 0, closed: 0, opened: 0}
+    let counts: AttackerCounts = {open: 0, closed: 0, opened: 0}
     attacker.on('message', (message) => (counts = message as AttackerCounts))
     // Every first connection has been answered, held or refused.
     while (counts.opened < IDLE + SLOW || counts.open + counts.closed < IDLE + SLOW) await sleep(200)
