@@ -8,7 +8,8 @@
 // quiet phase (the client's own load grows it), the peak under attack, and 5 s and --settle s after
 // the attacker left. Each round also logs what the other client's failures
 // were (a status, or the error's code), the host's heap and Buffer memory from its /metrics, the
-// CPU the host and the attacker used a second (/proc/<pid>/stat) and the host's refusals a second.
+// CPU the host and the attacker used a second (/proc/<pid>/stat), the host's refusals a second and
+// its event-loop delay (p99 / max) in each phase.
 // The attacker runs at nice 19 by default: a real one's CPU is not on the host's cores.
 // HOST_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") are given to the host's node.
 //
@@ -136,6 +137,13 @@ async function hostMemory(adminUrl: string): Promise<string> {
   return `heap ${gauge('nodejs_heap_size_used_bytes')}/${gauge('nodejs_heap_size_total_bytes')} external ${gauge('nodejs_external_memory_bytes')}`
 }
 
+/** The host's event-loop delay since the last scrape (prom-client resets it at each): p99 / max ms. */
+async function hostLoopDelay(adminUrl: string): Promise<string> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text()
+  const ms = (name: string) => (Number(new RegExp(`^nodejs_eventloop_lag_${name}_seconds (\\S+)`, 'm').exec(text)?.[1]) * 1000).toFixed(0)
+  return `${ms('p99')} / ${ms('max')}`
+}
+
 /** The host's own count of client connections held and shed, from its /metrics. */
 async function hostConnections(adminUrl: string): Promise<{open: number; shed: number}> {
   const text = await (await fetch(`${adminUrl}/metrics`)).text()
@@ -165,6 +173,7 @@ try {
     const quietCpu = cpuMs(host.pid!)
     const quiet = await measure(info.publicUrl)
     const quietHostCpu = cpuMs(host.pid!) - quietCpu
+    const quietDelay = await hostLoopDelay(info.adminUrl)
     clearInterval(quietSampler)
     const attacker = fork(ATTACKER, [info.publicUrl, String(IDLE), String(SLOW), '127.0.0.2'], {execArgv: ['--import', 'tsx']})
     // A real attacker's CPU is its own machine's; here it shares the host's cores, so by default it
@@ -181,6 +190,7 @@ try {
     const attacked = await measure(info.publicUrl)
     const attackedHostCpu = cpuMs(host.pid!) - attackedCpu.host
     const attackerCpu = cpuMs(attacker.pid!) - attackedCpu.attacker
+    const attackedDelay = await hostLoopDelay(info.adminUrl)
     clearInterval(sampler)
     const held = await hostConnections(info.adminUrl)
     const attackedMemory = await hostMemory(info.adminUrl)
@@ -196,6 +206,7 @@ try {
       `round ${round}: attacked failures ${JSON.stringify(Object.fromEntries(attacked.kinds))}, quiet failures ${JSON.stringify(Object.fromEntries(quiet.kinds))}; ` +
         `CPU ms/s quiet host ${Math.round(quietHostCpu / SECONDS)}, attacked host ${Math.round(attackedHostCpu / SECONDS)}, attacker ${Math.round(attackerCpu / SECONDS)}; ` +
         `host refusals/s under attack ${Math.round((held.shed - shedBefore) / SECONDS)}; ` +
+        `host event-loop delay p99 / max ms quiet ${quietDelay}, attacked ${attackedDelay}; ` +
         `host memory MB quiet ${quietMemory}, attacked ${attackedMemory}, 5 s after ${afterMemory}, ${SETTLE_SECONDS} s after ${await hostMemory(info.adminUrl)}`,
     )
     const p99Quiet = percentile(quiet.latencies, 99)
