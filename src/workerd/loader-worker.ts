@@ -28,7 +28,12 @@ const WARM_METHOD = '__edgeworkersWarm'
  * (host.experimental): loaded Workers may use flags workerd marks experimental, as they may under the
  * restart path on such a host; the validation sandbox refuses them on any other host.
  */
-export function loaderWorkerSource(options: {tailModule: string | null; serviceTargetHeader: string; serviceCallerHeader: string; experimental: boolean}): string {
+export function loaderWorkerSource(options: {
+  tailModule: string | null
+  serviceTargetHeader: string
+  serviceCallerHeader: string
+  experimental: boolean
+}): string {
   const tailed = options.tailModule !== null
   return `import {WorkerEntrypoint} from "cloudflare:workers";
 ${tailed ? `import tailWorker from ${JSON.stringify(options.tailModule)};` : ''}

@@ -44,32 +44,93 @@ const REQUESTS: Record<string, WorkerRequest[]> = {
     '/counters/b',
   ],
   'hono-kv': [json('/links/gh', 'PUT', {url: 'https://github.com/'}), json('/links/bad', 'PUT', {url: 'nope'}), '/gh', '/zz', '/links'],
-  'itty-router-api': ['/todos', '/todos?done=true', '/todos/2', '/todos/7', json('/todos', 'POST', {title: 'ship'}), json('/todos', 'POST', {}), {path: '/todos/1', method: 'DELETE'}, '/health', '/nothing'],
-  'itty-router-cors': ['/public/news', {path: '/public/news', method: 'OPTIONS', headers: {origin: 'https://app.example.com', 'access-control-request-method': 'GET'}}, '/private', {path: '/private', headers: {authorization: 'Bearer letmein'}}, '/else'],
-  'chanfana-tasks': ['/api/tasks', '/api/tasks?isCompleted=true&page=2', '/api/tasks?page=x', json('/api/tasks', 'POST', {name: 'n', slug: 's'}), json('/api/tasks', 'POST', {slug: 1}), '/openapi.json'],
-  'graphql-yoga': [json('/graphql', 'POST', {query: '{ planets(minMoons: 1) { name moons } hello(name: "Yoga") }'}), '/graphql?query=%7Bhello%7D', json('/graphql', 'POST', {query: '{ nope }'})],
-  'graphql-schema': ['/?query=%7Bbooks%7Btitle%7D%7D', json('/', 'POST', {query: 'query($a: String) { books(author: $a) { title author } }', variables: {a: 'Austen'}}), '/'],
+  'itty-router-api': [
+    '/todos',
+    '/todos?done=true',
+    '/todos/2',
+    '/todos/7',
+    json('/todos', 'POST', {title: 'ship'}),
+    json('/todos', 'POST', {}),
+    {path: '/todos/1', method: 'DELETE'},
+    '/health',
+    '/nothing',
+  ],
+  'itty-router-cors': [
+    '/public/news',
+    {path: '/public/news', method: 'OPTIONS', headers: {origin: 'https://app.example.com', 'access-control-request-method': 'GET'}},
+    '/private',
+    {path: '/private', headers: {authorization: 'Bearer letmein'}},
+    '/else',
+  ],
+  'chanfana-tasks': [
+    '/api/tasks',
+    '/api/tasks?isCompleted=true&page=2',
+    '/api/tasks?page=x',
+    json('/api/tasks', 'POST', {name: 'n', slug: 's'}),
+    json('/api/tasks', 'POST', {slug: 1}),
+    '/openapi.json',
+  ],
+  'graphql-yoga': [
+    json('/graphql', 'POST', {query: '{ planets(minMoons: 1) { name moons } hello(name: "Yoga") }'}),
+    '/graphql?query=%7Bhello%7D',
+    json('/graphql', 'POST', {query: '{ nope }'}),
+  ],
+  'graphql-schema': [
+    '/?query=%7Bbooks%7Btitle%7D%7D',
+    json('/', 'POST', {query: 'query($a: String) { books(author: $a) { title author } }', variables: {a: 'Austen'}}),
+    '/',
+  ],
   'react-ssr': ['/'],
   'react-stream': ['/'],
   'preact-ssr': ['/', '/?name=root'],
   'pg-client': ['/'],
   'jose-jwt': ['/token?role=admin', '/me', {path: '/me', headers: {authorization: 'Bearer not-a-jwt'}}],
   'zod-forms': [
-    {path: '/', method: 'POST', body: 'name=Ada&email=ada%40example.com&topic=sales&newsletter=on', headers: {'content-type': 'application/x-www-form-urlencoded'}},
+    {
+      path: '/',
+      method: 'POST',
+      body: 'name=Ada&email=ada%40example.com&topic=sales&newsletter=on',
+      headers: {'content-type': 'application/x-www-form-urlencoded'},
+    },
     {path: '/', method: 'POST', body: 'name=&email=x&topic=other', headers: {'content-type': 'application/x-www-form-urlencoded'}},
     '/',
   ],
   'valibot-forms': [json('/', 'POST', {sku: 'ABC-123', quantity: 2}), json('/', 'POST', {sku: 'abc', quantity: 0.5}), {path: '/', method: 'POST', body: '{'}],
   'marked-docs': ['/', '/guide', '/missing'],
-  'trpc-api': ['/trpc/greet?input=%7B%22name%22%3A%22tRPC%22%7D', json('/trpc/add', 'POST', {a: 2, b: 40}), '/trpc/whoami', {path: '/trpc/whoami', headers: {'x-user': 'ada'}}, '/trpc/greet'],
-  'superjson-api': ['/', {path: '/', method: 'POST', body: '{"json":{"when":"2030-05-01T00:00:00.000Z","tags":["b","a"],"price":"250:USD"},"meta":{"values":{"when":["Date"],"tags":["set"],"price":[["custom","money"]]}}}'}],
+  'trpc-api': [
+    '/trpc/greet?input=%7B%22name%22%3A%22tRPC%22%7D',
+    json('/trpc/add', 'POST', {a: 2, b: 40}),
+    '/trpc/whoami',
+    {path: '/trpc/whoami', headers: {'x-user': 'ada'}},
+    '/trpc/greet',
+  ],
+  'superjson-api': [
+    '/',
+    {
+      path: '/',
+      method: 'POST',
+      body: '{"json":{"when":"2030-05-01T00:00:00.000Z","tags":["b","a"],"price":"250:USD"},"meta":{"values":{"when":["Date"],"tags":["set"],"price":[["custom","money"]]}}}',
+    },
+  ],
   'date-fns-calendar': ['/?from=2024-02-26', '/?from=2025-12-24', '/?from=bad'],
   'yaml-config': ['/config.json', '/config.yaml', '/old', '/docs', '/x'],
-  'xml-feed': ['/', {path: '/', method: 'POST', body: '<rss version="2.0"><channel><title>T</title><item><title>One</title></item><item><title>Two</title></item></channel></rss>'}, {path: '/', method: 'POST', body: '<rss><channel>'}],
+  'xml-feed': [
+    '/',
+    {
+      path: '/',
+      method: 'POST',
+      body: '<rss version="2.0"><channel><title>T</title><item><title>One</title></item><item><title>Two</title></item></channel></rss>',
+    },
+    {path: '/', method: 'POST', body: '<rss><channel>'},
+  ],
   'cookie-session': ['/', {path: '/', headers: {cookie: 'visits=4; theme=dark'}}],
   'qs-query': ['/?a[b][c]=d&list[]=1&list[]=2&flag', '/?deep[a][b][c][d][e]=1'],
   'mustache-pages': ['/', '/?empty'],
-  'csv-import': [{path: '/', method: 'POST', body: 'sku,qty,price\nA,2,1.5\nB,1,10\n"C, big",3,0.1\n'}, {path: '/', method: 'POST', body: 'sku,qty,price\nA,2\n'}, '/'],
+  'csv-import': [
+    {path: '/', method: 'POST', body: 'sku,qty,price\nA,2,1.5\nB,1,10\n"C, big",3,0.1\n'},
+    {path: '/', method: 'POST', body: 'sku,qty,price\nA,2\n'},
+    '/',
+  ],
   'uuid-ids': ['/', '/?name=https%3A%2F%2Fedgeworkers.example%2F'],
   'html-rewriter': ['/'],
   'wasm-add': ['/?a=2&b=40', '/'],
@@ -77,6 +138,15 @@ const REQUESTS: Record<string, WorkerRequest[]> = {
   'stream-transform': [{path: '/', method: 'POST', body: 'first line\nsecond\nthird without newline'}, '/'],
   'vars-config': ['/', '/?who=team'],
   'als-request-id': [{path: '/', headers: {'x-trace-id': 'req-7'}}, '/'],
+}
+
+/**
+ * The differences the kit keeps from wrangler's build (README, "Coming from wrangler"), each by the
+ * answer that shows it: a JSON var's object keys reach the Worker sorted, because the version's
+ * manifest is canonical JSON (its digests are over it).
+ */
+const KNOWN_DIFFERENCES: Record<string, RegExp> = {
+  'vars-config': /"limits\\":\{\\"burst\\":\[1,2,3\],\\"requests\\":100\}.*wrangler .*"limits\\":\{\\"requests\\":100,\\"burst\\":\[1,2,3\]\}/,
 }
 
 interface Outcome {
@@ -155,5 +225,7 @@ test('every corpus project deploys and answers every request as wrangler’s own
   expect(Object.keys(REQUESTS).sort()).toEqual(projects)
   const outcomes = await pool(projects, 3, compare)
   console.log(outcomes.map(({project, packages, result}) => `| ${project} | ${packages.join(', ') || '—'} | ${result} |`).join('\n'))
-  expect(outcomes.filter((outcome) => outcome.result !== 'same answers')).toEqual([])
+  expect(outcomes.filter((outcome) => outcome.result !== 'same answers').map(({project, result, detail}) => ({project, result, detail}))).toEqual(
+    Object.entries(KNOWN_DIFFERENCES).map(([project, detail]) => ({project, result: 'different answers', detail: expect.stringMatching(detail)})),
+  )
 })
