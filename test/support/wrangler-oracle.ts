@@ -1,42 +1,12 @@
 // The oracle for wrangler projects: what wrangler's own build of a project serves. wrangler (pinned
-// in devDependencies) builds it with `deploy --dry-run --outdir` — offline: no metrics, and the
-// registry it would ask for a newer version is a closed local port — and miniflare runs the
-// modules it wrote, with the project's compatibility date, flags, vars, KV namespaces and Durable Objects.
-import {execFile} from 'node:child_process'
+// in devDependencies) builds it with `deploy --dry-run --outdir`, offline (../../scripts/wrangler-offline.ts),
+// and miniflare runs the modules it wrote, with the project's compatibility date, flags, vars, KV namespaces and Durable Objects.
 import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
-import {promisify} from 'node:util'
 import {Miniflare} from 'miniflare'
+import {wranglerDryRun} from '../../scripts/wrangler-offline.js'
 import {findWranglerConfig, loadWranglerConfig} from '../../src/engine/project/wrangler/config.js'
-
-const WRANGLER_BIN = fileURLToPath(new URL('../../node_modules/wrangler/bin/wrangler.js', import.meta.url))
-
-/** The environment wrangler runs offline in: nothing is sent anywhere. */
-export function offlineWranglerEnv(home: string): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    CI: '1',
-    // wrangler defines process.env.NODE_ENV from its own environment; the kit always as "production".
-    NODE_ENV: undefined,
-    WRANGLER_SEND_METRICS: 'false',
-    npm_config_registry: 'http://127.0.0.1:9/',
-    XDG_CONFIG_HOME: home,
-    CLOUDFLARE_API_TOKEN: undefined,
-    CLOUDFLARE_ACCOUNT_ID: undefined,
-  }
-}
-
-/** Runs `wrangler deploy --dry-run --outdir <outdir>` in `dir`; throws with wrangler's output if it fails. */
-export async function wranglerDryRun(dir: string, outdir: string, home: string): Promise<void> {
-  try {
-    await promisify(execFile)(process.execPath, [WRANGLER_BIN, 'deploy', '--dry-run', '--outdir', outdir], {cwd: dir, env: offlineWranglerEnv(home)})
-  } catch (error) {
-    const {stdout, stderr} = error as {stdout: string; stderr: string}
-    throw new Error(`wrangler deploy --dry-run failed in ${dir}:\n${stdout}\n${stderr}`)
-  }
-}
 
 type ModuleType = 'ESModule' | 'CommonJS' | 'Text' | 'Data' | 'CompiledWasm'
 const MODULE_TYPES: Record<string, ModuleType> = {
