@@ -125,6 +125,8 @@ export function renderShardConfig(
     durableObjectRoot: (script: string) => string /** workerd address of the host's tail listener; null: no tail Worker. */
     tailSinkAddress: string | null
     loaderCodeAddress: string | null
+    /** host.experimental: the loader lets the Workers it loads use flags workerd marks experimental. */
+    experimental: boolean
   },
 ): RenderedConfig {
   const tailed = options.tailSinkAddress !== null
@@ -139,7 +141,7 @@ export function renderShardConfig(
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
-  if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, tailed))
+  if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, {tailed, experimental: options.experimental}))
   const cron = renderCronServices(scripts)
   services.push(...cron, renderEgress(options.egressAllow))
   const sockets = [
@@ -153,10 +155,15 @@ export function renderShardConfig(
   return renderConfig(services, sockets, options.socketAddress)
 }
 
-/** The loader Worker (./loader-worker.ts) and the host listeners it reaches. Its own invocations are not tailed. */
-function renderLoaderServices(codeAddress: string, serviceBindingAddress: string, tailed: boolean): string[] {
+/**
+ * The loader Worker (./loader-worker.ts) and the host listeners it reaches. Its own invocations are not
+ * tailed. Under host.experimental it has workerd's `experimental` flag, which workerd requires of a
+ * Worker that lets the Workers it loads use experimental flags (`allowExperimental`).
+ */
+function renderLoaderServices(codeAddress: string, serviceBindingAddress: string, options: {tailed: boolean; experimental: boolean}): string[] {
+  const {tailed, experimental} = options
   const tailModule = tailed ? 'tail.js' : null
-  const source = loaderWorkerSource({tailModule, serviceTargetHeader: SERVICE_TARGET_HEADER, serviceCallerHeader: SERVICE_CALLER_HEADER})
+  const source = loaderWorkerSource({tailModule, serviceTargetHeader: SERVICE_TARGET_HEADER, serviceCallerHeader: SERVICE_CALLER_HEADER, experimental})
   const modules = [
     `(name = "loader.js", esModule = ${capnpString(source)})`,
     ...(tailed ? [`(name = "tail.js", esModule = ${capnpString(TAIL_WORKER_SOURCE)})`] : []),
@@ -172,7 +179,7 @@ function renderLoaderServices(codeAddress: string, serviceBindingAddress: string
     `(name = "${LOADER_SOCKET}", worker = (
       modules = [${modules.join(', ')}],
       compatibilityDate = "2025-06-01",
-      compatibilityFlags = ["enable_ctx_exports"],
+      compatibilityFlags = [${['"enable_ctx_exports"', ...(experimental ? ['"experimental"'] : [])].join(', ')}],
       bindings = [${bindings.join(', ')}]))`,
     `(name = "${LOADER_CODE_SERVICE}", external = (address = ${capnpString(codeAddress)}, http = ()))`,
     `(name = "${LOADER_SERVICES_SERVICE}", external = (address = ${capnpString(serviceBindingAddress)}, http = ()))`,

@@ -24,9 +24,16 @@ const WARM_METHOD = '__edgeworkersWarm'
 
 /**
  * The loader's main module. `tailModule`: the module name of the shard's tail Worker, bundled with
- * the loader (loaded Workers' traces go to it), or null without Worker events.
+ * the loader (loaded Workers' traces go to it), or null without Worker events. `experimental`
+ * (host.experimental): loaded Workers may use flags workerd marks experimental, as they may under the
+ * restart path on such a host; the validation sandbox refuses them on any other host.
  */
-export function loaderWorkerSource(options: {tailModule: string | null; serviceTargetHeader: string; serviceCallerHeader: string}): string {
+export function loaderWorkerSource(options: {
+  tailModule: string | null
+  serviceTargetHeader: string
+  serviceCallerHeader: string
+  experimental: boolean
+}): string {
   const tailed = options.tailModule !== null
   return `import {WorkerEntrypoint} from "cloudflare:workers";
 ${tailed ? `import tailWorker from ${JSON.stringify(options.tailModule)};` : ''}
@@ -78,7 +85,7 @@ export default {
       for (const binding of code.services) workerEnv[binding.name] = ctx.exports.ServiceBinding({props: {target: binding.target, caller: code.script}});
       return {
         compatibilityDate: code.compatibilityDate,
-        compatibilityFlags: code.compatibilityFlags,
+        compatibilityFlags: code.compatibilityFlags,${options.experimental ? '\n        allowExperimental: true,' : ''}
         mainModule: code.mainModule,
         modules: Object.fromEntries(code.modules.map((module) => [module.name, moduleOf(module)])),
         env: workerEnv,

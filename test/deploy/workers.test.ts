@@ -311,7 +311,7 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     expect((await get('chat-room')).text).toContain('Chat room v2')
   })
 
-  test('an experimental flag is refused by a host not in experimental mode, and runs once the host is', async () => {
+  test('an experimental flag is refused by a host not in experimental mode, and the Worker answers once the host is (under the loader too)', async () => {
     const experimental = project('hello', (manifest) => (manifest.compatibilityFlags = ['experimental']))
     const refused = await cli('deploy', experimental, '--department', 'acme-idle', '--json')
     expect(refused.code).toBe(8)
@@ -322,7 +322,8 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     )
     await host.restart({experimental: true})
     expect((await deploy(experimental, 'acme-idle')).state).toBe('completed')
-    expect((await get('modules')).status).toBe(200)
+    const answer = await fetch(`${host.publicUrl}/${scriptNameFor(COMPANY, 'acme-idle')}/x`)
+    expect({status: answer.status, text: await answer.text()}).toEqual({status: 200, text: 'Hello from an Edge Worker! (GET /x)\n'})
   })
 })
 

@@ -200,7 +200,7 @@ test('service-worker syntax: wrangler builds it as a service-worker script, and 
       name: 'service-worker',
       dir,
       message:
-        'the main module index.js is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} instead',
+        'the main module index.js is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} and read bindings from env, not from globals',
     },
   ])
 })

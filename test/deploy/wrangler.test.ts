@@ -8,6 +8,7 @@ import {fileURLToPath} from 'node:url'
 import {request} from 'undici'
 import {expect, test} from 'vitest'
 import {TEMPLATES} from '../../src/engine/project/init.js'
+import {runCli} from '../support/cli.js'
 import {wranglerProjectsWorkspace} from '../support/wrangler-projects.js'
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/workers', import.meta.url))
@@ -294,6 +295,12 @@ export default {
   })
   const plan = JSON.parse((await cli('deploy', dir, '--dry-run', '--json')).stdout) as {dependencies: Record<string, string>}
   expect(plan.dependencies).toEqual({'object-inspect': '1.14.0', react: '19.3.1', 'react-dom': '19.3.1'})
+  // Over the bundle limit, the refusal names the largest inputs: react-dom's server renderer first.
+  const tooBig = await runCli(['deploy', dir, '--dry-run', '--data-dir', path.join(root, 'kit')], {EDGEWORKERS_DEPLOY__BUNDLE_MAX_BYTES: '100000'})
+  expect({code: tooBig.code, stdout: tooBig.stdout}).toEqual({code: 2, stdout: ''})
+  expect(tooBig.stderr).toMatch(
+    /^error: bundle is [\d.]+ [KM]iB; the limit is 97\.7 KiB; largest inputs: \S*node_modules\/react-dom\/cjs\/react-dom-server[\w.-]*\.js \(\d+ bytes\), [^,]+, [^,]+\n$/,
+  )
   const {url} = await deploy(dir)
   expect((await get(url)).body).toBe("<h1>Hello <!-- -->SSR</h1> { a: [ 1, 'x' ] }")
 })

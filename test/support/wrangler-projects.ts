@@ -2,7 +2,7 @@
 // the projects import (one install, resolved upwards from each project below it), a kit data
 // directory paired with one real edge host, and a department per deploy.
 import {execFile} from 'node:child_process'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {cpSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {promisify} from 'node:util'
@@ -19,16 +19,25 @@ export interface WranglerProjects {
   nextDepartment: () => string
 }
 
-/** Registers the beforeAll (npm install while the host starts, then kit setup) and afterAll of a test file. */
-export function wranglerProjectsWorkspace(name: string, packages: Record<string, string>): WranglerProjects {
+/**
+ * Registers the beforeAll (npm install while the host starts, then kit setup) and afterAll of a test
+ * file. The root installs either `packages`, or is a copy of `{workspace}`: an npm workspace whose
+ * package.json and package-lock.json it installs with `npm ci` (its node_modules is not copied).
+ */
+export function wranglerProjectsWorkspace(name: string, packages: Record<string, string> | {workspace: string}): WranglerProjects {
   const root = mkdtempSync(path.join(tmpdir(), `edgeworkers-${name}-`))
   const dataDir = path.join(root, 'kit')
   const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-dir', dataDir])
   let host: TestHost | undefined
   let departments = 0
   beforeAll(async () => {
-    writeFileSync(path.join(root, 'package.json'), JSON.stringify({name, private: true, dependencies: packages}))
-    const install = promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {cwd: root})
+    let command = 'install'
+    if ('workspace' in packages) {
+      const from = packages.workspace
+      cpSync(from, root, {recursive: true, filter: (source) => path.relative(from, source).split(path.sep)[0] !== 'node_modules'})
+      command = 'ci'
+    } else writeFileSync(path.join(root, 'package.json'), JSON.stringify({name, private: true, dependencies: packages}))
+    const install = promisify(execFile)('npm', [command, '--no-audit', '--no-fund', '--prefer-offline'], {cwd: root})
     host = await startTestHost({settings: {shards: 1}})
     await install
     await setUpKit(cli, host)

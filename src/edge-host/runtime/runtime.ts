@@ -311,6 +311,7 @@ export class WorkerdRuntime {
       durableObjectRoot: (script) => this.durableObjectRoot(script),
       tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
       loaderCodeAddress: this.options.codeLoading === 'loader' ? `unix:${codeSocketPath(this.options.dataDir)}` : null,
+      experimental: this.options.experimental,
     })
     const configPath = await writeConfig(configDir, config.text)
     return {

@@ -56,12 +56,13 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
   const problems = refusalProblems(outcome.error, SCRIPT)
   const unknownFlag = problems.map((problem) => /^No such compatibility flag: (\S+)/.exec(problem)?.[1]).find(Boolean)
   if (unknownFlag) throw new KitError('usage', `${MANIFEST_FILE}: key "compatibilityFlags": workerd has no compatibility flag ${JSON.stringify(unknownFlag)}`)
-  // workerd runs service-worker syntax, but its Worker Loader (host.code_loading = "loader") loads only modules.
+  // workerd runs service-worker syntax (serviceWorkerScript), but its Worker Loader (host.code_loading =
+  // "loader") takes only modules, and a module gets no bindings as globals: both modes refuse it.
   const main = bundle.modules.find((module) => module.name === bundle.mainModule)
   if (main && SERVICE_WORKER_SYNTAX.test(main.content.toString('utf8'))) {
     throw new KitError(
       'usage',
-      `the main module ${bundle.mainModule} is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} instead`,
+      `the main module ${bundle.mainModule} is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} and read bindings from env, not from globals`,
     )
   }
   throw new KitError('usage', `the Worker does not start under workerd: ${problems.join('; ')}`)

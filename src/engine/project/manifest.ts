@@ -49,7 +49,7 @@ export const MAX_PROJECT_JSON_BYTES = 64 * 1024
 
 const jsonObject = z.record(z.string(), z.json())
 
-/** The env binding under which a version's staticData reaches the Worker (always bound; {} when absent). */
+/** The env binding under which a version's staticData reaches the Worker (bound when the manifest has staticData). */
 export {STATIC_DATA_BINDING} from './manifest-bindings.js'
 
 /**

@@ -6,7 +6,6 @@ import type {WorkerBinding} from '../../protocol/worker-bindings.js'
 import type {ScriptModule} from '../../provider/types.js'
 import type {BundleModule} from './bundle.js'
 import {d1DatabaseIdOf, moduleEntriesOf, STATIC_DATA_BINDING, type WorkerManifest} from './manifest.js'
-import {staticDataOf} from './version-digests.js'
 
 /** The bundle's modules (tuple order) with their types. */
 export function scriptModulesOf(manifest: WorkerManifest, modules: readonly BundleModule[]): ScriptModule[] {
@@ -16,7 +15,7 @@ export function scriptModulesOf(manifest: WorkerManifest, modules: readonly Bund
 
 /**
  * The Worker's env: vars (a string is a text binding, any other JSON value a JSON binding), the
- * static data as env.STATIC_DATA, the Durable Object and KV namespaces, the R2 buckets, and the service bindings with
+ * static data (when the manifest has it) as env.STATIC_DATA, the Durable Object and KV namespaces, the R2 buckets, and the service bindings with
  * their targets' script names (`services`: binding name → script name).
  */
 export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap<string, string>): WorkerBinding[] {
@@ -24,7 +23,8 @@ export function workerBindingsOf(manifest: WorkerManifest, services: ReadonlyMap
     ...Object.entries(manifest.vars ?? {}).map(
       ([name, value]): WorkerBinding => (typeof value === 'string' ? {type: 'text', name, text: value} : {type: 'json', name, json: value}),
     ),
-    {type: 'json', name: STATIC_DATA_BINDING, json: staticDataOf(manifest)},
+    // Only a manifest that has staticData binds it: a wrangler project's env holds its own bindings alone.
+    ...(manifest.staticData === undefined ? [] : [{type: 'json', name: STATIC_DATA_BINDING, json: manifest.staticData} as const]),
     ...(manifest.durableObjects ?? []).map((object): WorkerBinding => ({type: 'durable_object', name: object.binding, className: object.className})),
     ...(manifest.kvNamespaces ?? []).map((namespace): WorkerBinding => ({type: 'kv_namespace', name: namespace.binding, namespaceId: namespace.id})),
     ...(manifest.d1Databases ?? []).map((database): WorkerBinding => ({type: 'd1_database', name: database.binding, databaseId: d1DatabaseIdOf(database)})),

@@ -233,7 +233,7 @@ test('a service-worker script is refused with one line saying how to write it as
   )
   writeFile(dir, 'index.js', 'addEventListener("fetch", (event) => event.respondWith(new Response("hello")))\n')
   expect((await buildError(dir)).message).toBe(
-    'the main module index.js is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} instead',
+    'the main module index.js is a service-worker script (addEventListener("fetch", …)); Workers here are ES modules: write export default {fetch(request, env, ctx) {…}} and read bindings from env, not from globals',
   )
 })
 
