@@ -42,14 +42,27 @@ function checkedDeployment(shares: DeploymentShare[]): DeploymentShare[] {
   if (second && first!.version.release_generation === second.version.release_generation) {
     throw new KitError('usage', `${first!.version.id} and ${second.version.id} are the same release; name two different versions`)
   }
-  if (second && shares.some((share) => usesDurableObjects(share.version))) {
-    // Cloudflare's rule: a Worker with Durable Objects runs one version at a time.
-    throw new KitError('usage', 'a Worker with Durable Objects keeps one version: deploy it at 100 %')
+  const stateful = second ? shares.map((share) => statefulBindingOf(share.version)).find((kind) => kind !== undefined) : undefined
+  if (stateful) {
+    // Cloudflare's rule: a Worker with Durable Objects runs one version at a time. This host keeps KV,
+    // D1, R2 and queue data in the Worker's own Durable Object storage, so the rule covers those too.
+    throw new KitError('usage', `a Worker with ${stateful} keeps one version: deploy it at 100 %`)
   }
   return shares.toSorted((a, b) => b.version.created_at - a.version.created_at || (a.version.id < b.version.id ? 1 : -1))
 }
 
-function usesDurableObjects(version: VersionRow): boolean {
-  const durableObjects = (version.manifest as {durableObjects?: unknown[]}).durableObjects
-  return Array.isArray(durableObjects) && durableObjects.length > 0
+const STATEFUL_BINDINGS = [
+  ['durableObjects', 'Durable Objects'],
+  ['kvNamespaces', 'KV namespaces (kept in its Durable Object storage)'],
+  ['d1Databases', 'D1 databases (kept in its Durable Object storage)'],
+  ['r2Buckets', 'R2 buckets (kept in its Durable Object storage)'],
+] as const
+
+/** What makes a version keep state in its Worker's Durable Object storage, named for the refusal. */
+function statefulBindingOf(version: VersionRow): string | undefined {
+  const manifest = version.manifest as Record<string, unknown> & {queues?: {producers?: unknown[]; consumers?: unknown[]}}
+  const named = STATEFUL_BINDINGS.find(([key]) => Array.isArray(manifest[key]) && (manifest[key] as unknown[]).length > 0)
+  if (named) return named[1]
+  const queues = [...(manifest.queues?.producers ?? []), ...(manifest.queues?.consumers ?? [])]
+  return queues.length > 0 ? 'queues (kept in its Durable Object storage)' : undefined
 }

@@ -48,6 +48,21 @@ describe('parseDeploymentSpec', () => {
     )
     expect(parseDeploymentSpec([...VERSIONS, withObjects], ['dddd4444@100'])).toHaveLength(1)
   })
+
+  test('so does a Worker with KV, D1, R2 or queues: this host keeps their data in its Durable Object storage', () => {
+    const cases = [
+      [{kvNamespaces: [{binding: 'CACHE', id: 'cache'}]}, 'KV namespaces'],
+      [{d1Databases: [{binding: 'DB', databaseName: 'app', id: 'app'}]}, 'D1 databases'],
+      [{r2Buckets: [{binding: 'FILES', bucketName: 'files'}]}, 'R2 buckets'],
+      [{queues: {producers: [{binding: 'JOBS', queue: 'jobs'}]}}, 'queues'],
+    ] as const
+    for (const [manifest, named] of cases) {
+      const stateful = version('eeee5555-0000-4000-8000-000000000000', 5, {manifest})
+      expect(refusal(() => parseDeploymentSpec([...VERSIONS, stateful], ['eeee5555@10', 'v1@90']))).toBe(
+        `usage: a Worker with ${named} (kept in its Durable Object storage) keeps one version: deploy it at 100 %`,
+      )
+    }
+  })
 })
 
 describe('percentageDeployment', () => {
