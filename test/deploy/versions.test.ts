@@ -57,12 +57,18 @@ const SHOP_B = writeProject(root, 'shop-b', {
 /** Two stateless versions: nothing keeps them to one version but the host. */
 const PLAIN = [1, 2].map((n) =>
   writeProject(root, `plain-${n}`, {
-    'edgeworker.json': JSON.stringify({name: 'plain', main: 'index.js', compatibilityDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9'}),
+    'edgeworker.json': JSON.stringify({
+      name: 'plain',
+      main: 'index.js',
+      modules: ['index.js'],
+      compatibilityDate: '2026-11-01',
+      builderPolicy: 'department-worker-project-v2.9',
+    }),
     'index.js': `export default {fetch() {return new Response('plain ${n}')}}\n`,
   }),
 )
 
-const served = async (url: string) => (await (await fetch(new URL('/page', url))).text()).trim()
+const served = async (url: string) => (await (await fetch(new URL('page', url))).text()).trim()
 
 describeEachStore('versions', (t) => {
   let host: TestHost
