@@ -38,10 +38,6 @@ current or an ambiguous --to; 5 unknown department, no earlier deployed version 
       (report) => rollbackWorker(engine, request, {onStage: report}),
       (outcome) => `Rollback: ${outcome.state}`,
     )
-    return this.respond(
-      result,
-      () => redeployLines(result, 'rollback to'),
-      deployExitCode[result.state],
-    )
+    return this.respond(result, () => redeployLines(result, 'rollback to'), deployExitCode[result.state])
   }
 }

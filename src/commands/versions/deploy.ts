@@ -41,10 +41,6 @@ superseded, refused by a gate, a split, the Worker retired or the version's arti
       (report) => deployVersions(engine, request, {onStage: report}),
       (outcome) => `Deploy: ${outcome.state}`,
     )
-    return this.respond(
-      result,
-      () => redeployLines(result, 'deploy of'),
-      deployExitCode[result.state],
-    )
+    return this.respond(result, () => redeployLines(result, 'deploy of'), deployExitCode[result.state])
   }
 }

@@ -36,7 +36,11 @@ export interface RollbackOutcome extends DeployRun {
 export async function rollbackWorker(engine: Engine, request: RollbackRequest, options: DeployStageOptions = {}): Promise<RollbackOutcome> {
   const choose = (versions: VersionRow[], current: VersionRow | undefined) =>
     request.to === undefined ? previousDeployed(versions, current) : namedVersion(versions, request.to)
-  return redeployStoredVersion(engine, {...request, choose, action: ROLLED_BACK_ACTION, verb: 'rolled back to', defaultMessage: (target) => `rollback to ${target.id}`}, options)
+  return redeployStoredVersion(
+    engine,
+    {...request, choose, action: ROLLED_BACK_ACTION, verb: 'rolled back to', defaultMessage: (target) => `rollback to ${target.id}`},
+    options,
+  )
 }
 
 export interface RedeployRequest {

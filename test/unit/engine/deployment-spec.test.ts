@@ -3,7 +3,7 @@
 import {describe, expect, test} from 'vitest'
 import type {KitError} from '../../../src/errors.js'
 import {parseDeploymentSpec, percentageDeployment} from '../../../src/engine/versions/deployment-spec.js'
-import type {VersionRow} from '../../../src/store/index.js'
+import type {JsonObject, VersionRow} from '../../../src/store/index.js'
 
 const version = (id: string, createdAt: number, fields: Partial<VersionRow> = {}): VersionRow =>
   ({id, created_at: createdAt, release_generation: `gen-${id}`, tag: null, manifest: {}, ...fields}) as VersionRow
@@ -50,12 +50,12 @@ describe('parseDeploymentSpec', () => {
   })
 
   test('so does a Worker with KV, D1, R2 or queues: this host keeps their data in its Durable Object storage', () => {
-    const cases = [
+    const cases: Array<[JsonObject, string]> = [
       [{kvNamespaces: [{binding: 'CACHE', id: 'cache'}]}, 'KV namespaces'],
       [{d1Databases: [{binding: 'DB', databaseName: 'app', id: 'app'}]}, 'D1 databases'],
       [{r2Buckets: [{binding: 'FILES', bucketName: 'files'}]}, 'R2 buckets'],
       [{queues: {producers: [{binding: 'JOBS', queue: 'jobs'}]}}, 'queues'],
-    ] as const
+    ]
     for (const [manifest, named] of cases) {
       const stateful = version('eeee5555-0000-4000-8000-000000000000', 5, {manifest})
       expect(refusal(() => parseDeploymentSpec([...VERSIONS, stateful], ['eeee5555@10', 'v1@90']))).toBe(
