@@ -1,5 +1,6 @@
-// Text for `versions list|show|diff` (their --json output is the engine's typed result).
+// Text for `versions list|show|diff|deploy` and `rollback` (their --json output is the engine's typed result).
 import path from 'node:path'
+import type {RollbackOutcome} from '../engine/deploy/rollback.js'
 import type {DeploymentRecord} from '../engine/versions/deployments.js'
 import type {Change, VersionDiff} from '../engine/versions/diff.js'
 import {DIFF_SECTIONS} from '../engine/versions/diff.js'
@@ -92,4 +93,17 @@ function sourceText(source: VersionSummary['source']): string {
   const {projectDir, file, env} = source as {projectDir?: string; file?: string | null; env?: string | null}
   const config = file && projectDir ? path.relative(projectDir, file) : file
   return [projectDir, config ? `(${config})` : null, env ? `env ${env}` : null].filter(Boolean).join(' ') || '-'
+}
+
+/** `rollback` and `versions deploy`: the new version, which stored one it serves again (`how`: "rollback to"), and the run. */
+export function redeployLines(result: RollbackOutcome, how: string): string {
+  return [
+    `worker       ${result.scriptName}`,
+    `version      ${result.versionId} (${how} ${result.rolledBackTo})`,
+    `generation   ${result.releaseGeneration}`,
+    `state        ${result.state}${result.code ? ` (${result.code})` : ''}`,
+    ...(result.message ? [`detail       ${result.message}`] : []),
+    ...(result.url ? [`url          ${result.url}`] : []),
+    `outbox row   ${result.outboxId}`,
+  ].join('\n')
 }

@@ -3,6 +3,7 @@ import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../cli/base-command.js'
 import {deployExitCode} from '../cli/exit-codes.js'
 import {withProgress} from '../cli/progress.js'
+import {redeployLines} from '../cli/versions-render.js'
 import {rollbackWorker} from '../engine/deploy/rollback.js'
 
 export default class Rollback extends BaseCommand<typeof Rollback> {
@@ -37,19 +38,6 @@ current or an ambiguous --to; 5 unknown department, no earlier deployed version 
       (report) => rollbackWorker(engine, request, {onStage: report}),
       (outcome) => `Rollback: ${outcome.state}`,
     )
-    return this.respond(
-      result,
-      () =>
-        [
-          `worker       ${result.scriptName}`,
-          `version      ${result.versionId} (rollback to ${result.rolledBackTo})`,
-          `generation   ${result.releaseGeneration}`,
-          `state        ${result.state}${result.code ? ` (${result.code})` : ''}`,
-          ...(result.message ? [`detail       ${result.message}`] : []),
-          ...(result.url ? [`url          ${result.url}`] : []),
-          `outbox row   ${result.outboxId}`,
-        ].join('\n'),
-      deployExitCode[result.state],
-    )
+    return this.respond(result, () => redeployLines(result, 'rollback to'), deployExitCode[result.state])
   }
 }

@@ -1,9 +1,10 @@
-// versions list|show|diff and rollback's refusal of a cleaned-up version, through the real CLI
+// versions list|show|diff|deploy and rollback's refusal of a cleaned-up version, through the real CLI
 // against a real edge host: text, --json typed results, exit codes, one-line errors.
 import {rmSync} from 'node:fs'
 import path from 'node:path'
 import {describe, expect, test} from 'vitest'
 import {artifactsDirOf} from '../../src/artifacts/store.js'
+import type {RollbackOutcome} from '../../src/engine/deploy/rollback.js'
 import type {VersionDiff} from '../../src/engine/versions/diff.js'
 import type {VersionDetails, VersionList} from '../../src/engine/versions/queries.js'
 import {kitWithHost} from '../support/cli-kit.js'
@@ -85,5 +86,34 @@ describe('versions and deployments commands', {timeout: 300_000}, () => {
       stderr: `error: version ${first.versionId} cannot be rolled back to: bundle artifact bundle/sha256/${digest.slice(0, 2)}/${digest} is missing\n`,
     })
     expect(JSON.parse((await kit.cli('versions', 'list', department, '--json')).stdout)).toEqual(list)
+  })
+  test('versions deploy <version>@100 serves a stored version again (exit 0); a split is refused with one line, exit 6', async () => {
+    const department = await kit.newDepartment()
+    for (const [dir, tag] of [
+      [HELLO, 'v1'],
+      [HELLO_V2, 'v2'],
+    ]) {
+      expect((await kit.cli('deploy', dir!, '--department', department, '--tag', tag!)).code).toBe(0)
+    }
+    const before = JSON.parse((await kit.cli('versions', 'list', department, '--json')).stdout) as VersionList
+    const split = await kit.cli('versions', 'deploy', department, 'v1@90%', 'v2@10%')
+    expect({code: split.code, stdout: split.stdout, stderr: split.stderr}).toEqual({
+      code: 6,
+      stdout: '',
+      stderr: 'error: this edge host serves one version of a Worker at a time; a percentage split is not supported yet: deploy one version at 100\n',
+    })
+    const badSum = await kit.cli('versions', 'deploy', department, 'v1@90', 'v2@20')
+    expect({code: badSum.code, stderr: badSum.stderr}).toEqual({code: 2, stderr: 'error: the percentages add up to 110; they must add up to 100\n'})
+    expect(JSON.parse((await kit.cli('versions', 'list', department, '--json')).stdout)).toEqual(before)
+
+    const back = await kit.cli('versions', 'deploy', department, 'v1@100', '--message', 'v2 breaks checkout')
+    expect(back.code).toBe(0)
+    const v1 = before.versions[0]!.id
+    expect(back.stdout).toMatch(new RegExp(`^version +\\S+ \\(deploy of ${v1}\\)$`, 'm'))
+    expect(back.stdout).toMatch(/^state +completed$/m)
+    const promoted = JSON.parse((await kit.cli('versions', 'deploy', department, 'v2@100', '--json')).stdout) as RollbackOutcome
+    expect(promoted).toMatchObject({state: 'completed', rolledBackTo: before.versions[1]!.id})
+    const status = JSON.parse((await kit.cli('deployments', 'status', department, '--json')).stdout)
+    expect(status).toMatchObject({deployment: {versions: [{versionId: promoted.versionId, percentage: 100}]}})
   })
 })

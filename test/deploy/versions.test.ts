@@ -1,5 +1,5 @@
-// versions list|show|diff and rollback's refusal of a version whose artifacts are gone, on both
-// store backends, against a real edge host running real workerd.
+// versions list|show|diff|deploy and rollback's refusal of a version whose artifacts are gone, on
+// both store backends, against a real edge host running real workerd.
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -8,6 +8,7 @@ import type {KitError} from '../../src/errors.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {rollbackWorker} from '../../src/engine/deploy/rollback.js'
 import {deploymentStatus, listDeployments} from '../../src/engine/versions/deployments.js'
+import {DEPLOYMENT_CHANGED_ACTION, deployVersions, GRADUAL_SPLIT_UNSUPPORTED} from '../../src/engine/versions/deploy-versions.js'
 import {diffWorkerVersions} from '../../src/engine/versions/diff.js'
 import {listWorkerVersions, showWorkerVersion} from '../../src/engine/versions/queries.js'
 import {scriptNameFor} from '../../src/store/index.js'
@@ -52,6 +53,22 @@ const SHOP_B = writeProject(root, 'shop-b', {
   'public/a.html': '<p>a, again</p>\n',
   'public/c.txt': 'c\n',
 })
+
+/** Two stateless versions: nothing keeps them to one version but the host. */
+const PLAIN = [1, 2].map((n) =>
+  writeProject(root, `plain-${n}`, {
+    'edgeworker.json': JSON.stringify({
+      name: 'plain',
+      main: 'index.js',
+      modules: ['index.js'],
+      compatibilityDate: '2026-11-01',
+      builderPolicy: 'department-worker-project-v2.9',
+    }),
+    'index.js': `export default {fetch() {return new Response('plain ${n}')}}\n`,
+  }),
+)
+
+const served = async (url: string) => (await (await fetch(new URL('page', url))).text()).trim()
 
 describeEachStore('versions', (t) => {
   let host: TestHost
@@ -175,5 +192,47 @@ describeEachStore('versions', (t) => {
     expect(await t.store.outbox.list()).toEqual(before.outbox)
     expect(await t.store.audit.list({})).toEqual(before.audit)
     expect((await t.store.workers.get(a.workerId))?.current_version_id).toBe(b.versionId)
+  })
+  test('versions deploy <version>@100 serves a stored version again: a new version, its own audit row, the deploy task', async () => {
+    const {engine, department, a, b} = await twoVersions()
+    expect(await served(b.url!)).toBe('shop 2')
+    const run = await deployVersions(engine, {departmentId: department, specs: ['v1@100%'], wait: true, actor, message: 'back to v1'})
+    expect(run).toMatchObject({state: 'completed', rolledBackTo: a.versionId, releaseGeneration: a.releaseGeneration, reused: false})
+    expect(await served(run.url!)).toBe('shop 1')
+    const copy = (await t.store.workers.getVersion(run.versionId))!
+    expect(copy).toMatchObject({rollback_of: a.versionId, message: 'back to v1', author: 'alice', state: 'deployed'})
+    expect((await t.store.workers.get(a.workerId))?.current_version_id).toBe(run.versionId)
+    const audit = await t.store.audit.list({action: DEPLOYMENT_CHANGED_ACTION, resourceId: a.workerId})
+    expect(audit.map((row) => row.facts)).toEqual([expect.objectContaining({version_id: run.versionId, rollback_of: a.versionId})])
+    expect((await t.store.outbox.list()).filter((row) => row.version_id === run.versionId).map((row) => [row.operation, row.status])).toEqual([
+      ['deploy', 'completed'],
+    ])
+    // Promote the other one back; the current one at 100 is refused as already current.
+    expect((await deployVersions(engine, {departmentId: department, specs: [`${b.versionId}@100`], wait: true, actor})).state).toBe('completed')
+    expect(await served(run.url!)).toBe('shop 2')
+    await expect(deployVersions(engine, {departmentId: department, specs: ['v2@100'], wait: true, actor})).rejects.toMatchObject({code: 'usage'})
+  })
+
+  test('versions deploy A@90 B@10 is refused with one line, and nothing is written', async () => {
+    const {engine, department, a} = await twoVersions()
+    const plainDepartment = await kit.department()
+    for (const projectDir of PLAIN) expect((await deployWorker(engine, {projectDir, departmentId: plainDepartment, wait: true})).state).toBe('completed')
+    const before = {versions: await t.store.workers.listVersions(a.workerId), outbox: await t.store.outbox.list(), audit: await t.store.audit.list({})}
+    const refusal = (departmentId: string, specs: string[]) =>
+      deployVersions(engine, {departmentId, specs, wait: true, actor}).catch((caught: unknown) => caught as KitError)
+
+    // KV on v1 (and R2 on v2): this host keeps their data in the Worker's Durable Object storage.
+    expect(await refusal(department, ['v1@90', 'v2@10'])).toMatchObject({
+      code: 'usage',
+      message: 'a Worker with KV namespaces (kept in its Durable Object storage) keeps one version: deploy it at 100 %',
+    })
+    const plainVersions = await t.store.workers.listVersions((await t.store.workers.getByDepartment(plainDepartment))!.id)
+    const split = await refusal(plainDepartment, [`${plainVersions[0]!.id}@90`, `${plainVersions[1]!.id}@10`])
+    expect(split).toMatchObject({code: 'conflict', reason: GRADUAL_SPLIT_UNSUPPORTED})
+    expect((split as KitError).message).not.toContain('\n')
+    expect(await refusal(department, ['v1@90', 'v2@20'])).toMatchObject({code: 'usage', message: 'the percentages add up to 110; they must add up to 100'})
+    expect(await t.store.workers.listVersions(a.workerId)).toEqual(before.versions)
+    expect(await t.store.outbox.list()).toEqual(before.outbox)
+    expect(await t.store.audit.list({})).toEqual(before.audit)
   })
 })

@@ -1,8 +1,9 @@
-// `edgeworkers rollback`: makes a stored version the Worker's deployed one again without a rebuild.
-// The rollback is a NEW version — the newest, so it wins over anything older (docs/scheduling.md) —
-// that copies the target's artifact keys, manifest and receipt (same release generation), committed
-// with its `edge_worker.rolled_back` audit row in one transaction, then deployed by the same task as
-// `deploy`: every crash-safety rule holds unchanged. Every refusal comes before anything is written.
+// `edgeworkers rollback` (and `versions deploy <version>@100`, ../versions/deploy-versions.ts): makes a
+// stored version the Worker's deployed one again without a rebuild. The rollback is a NEW version —
+// the newest, so it wins over anything older (docs/scheduling.md) — that copies the target's artifact
+// keys, manifest and receipt (same release generation), committed with its audit row
+// (`edge_worker.rolled_back`, or `edge_worker.deployment_changed`) in one transaction, then deployed by
+// the same task as `deploy`: every crash-safety rule holds unchanged. Every refusal comes before anything is written.
 import {KitError} from '../../errors.js'
 import {auditEntry, deterministicId, newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
@@ -33,6 +34,34 @@ export interface RollbackOutcome extends DeployRun {
 }
 
 export async function rollbackWorker(engine: Engine, request: RollbackRequest, options: DeployStageOptions = {}): Promise<RollbackOutcome> {
+  const choose = (versions: VersionRow[], current: VersionRow | undefined) =>
+    request.to === undefined ? previousDeployed(versions, current) : namedVersion(versions, request.to)
+  return redeployStoredVersion(
+    engine,
+    {...request, choose, action: ROLLED_BACK_ACTION, verb: 'rolled back to', defaultMessage: (target) => `rollback to ${target.id}`},
+    options,
+  )
+}
+
+export interface RedeployRequest {
+  departmentId: string
+  /** Picks the stored version to serve (refusing with one line); called before anything is written. */
+  choose(versions: VersionRow[], current: VersionRow | undefined): VersionRow
+  /** The audit action committed with the copy. */
+  action: string
+  message?: string
+  defaultMessage(target: VersionRow): string
+  /** How a refusal names the operation: `version X cannot be <verb>: …`. */
+  verb: string
+  wait: boolean
+  actor: AuditActor
+}
+
+/**
+ * Serves a stored version again (`rollback`, `versions deploy <version>@100`): a copy committed as the
+ * newest version with its audit row, then deployed by the deploy task.
+ */
+export async function redeployStoredVersion(engine: Engine, request: RedeployRequest, options: DeployStageOptions = {}): Promise<RollbackOutcome> {
   const {store} = engine
   const resolution = await requireProvider(engine, 'deploy')
   await assertEnqueueGatesOpen(engine, resolution.scope)
@@ -44,14 +73,14 @@ export async function rollbackWorker(engine: Engine, request: RollbackRequest, o
   }
   const versions = await store.workers.listVersions(worker.id)
   const current = versions.find((version) => version.id === worker.current_version_id)
-  const target = request.to === undefined ? previousDeployed(versions, current) : namedVersion(versions, request.to)
+  const target = request.choose(versions, current)
   if (current?.release_generation === target.release_generation) {
     throw new KitError('usage', `version ${target.id} is already current (release ${target.release_generation})`)
   }
   const verified = await verifyStoredVersion(engine.artifacts, storedVersionOf(target), engine.settings.deploy)
-  if (!verified.ok) throw new KitError('conflict', `version ${target.id} cannot be rolled back to: ${verified.reason}`, verified.code)
+  if (!verified.ok) throw new KitError('conflict', `version ${target.id} cannot be ${request.verb}: ${verified.reason}`, verified.code)
 
-  // A rollback killed before its deploy was queued left its copy as the newest version: deploy that one.
+  // A redeploy killed before its deploy was queued left its copy as the newest version: deploy that one.
   const newest = versions.at(-1)
   const leftOver = newest?.rollback_of !== null && newest?.release_generation === target.release_generation && ['built', 'deploying'].includes(newest.state)
   const copy = leftOver ? newest : await commitCopy(engine, worker, target, request)
@@ -69,7 +98,7 @@ function previousDeployed(versions: VersionRow[], current: VersionRow | undefine
   return served[0]
 }
 
-async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow, request: RollbackRequest): Promise<VersionRow> {
+async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow, request: RedeployRequest): Promise<VersionRow> {
   const id = newId()
   return engine.store.transaction(async (tx) => {
     const copy = await tx.workers.createVersion({
@@ -83,7 +112,7 @@ async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow,
       bundle_digest: target.bundle_digest,
       manifest: target.manifest,
       receipt: target.receipt,
-      message: request.message ?? `rollback to ${target.id}`,
+      message: request.message ?? request.defaultMessage(target),
       author: request.actor.id,
       source: target.source,
       size_bytes: target.size_bytes,
@@ -98,8 +127,8 @@ async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow,
     }
     await tx.audit.append(
       auditEntry({
-        id: deterministicId(ROLLED_BACK_ACTION, id),
-        action: ROLLED_BACK_ACTION,
+        id: deterministicId(request.action, id),
+        action: request.action,
         resource: {type: 'edge_worker', id: worker.id},
         actor: request.actor,
         digest: true,
