@@ -1,4 +1,4 @@
-// What `versions deploy <worker> A@90 B@10` and `deploy --percentage P` ask for: a deployment of at
+// What `versions deploy <worker> A@90 B@10` asks for: a deployment of at
 // most two versions whose percentages add up to 100, as wrangler's `versions deploy` takes it
 // (`<version>@<percentage>`, the `%` optional). One rule, here, for every way of asking.
 import {KitError} from '../../errors.js'
@@ -19,19 +19,6 @@ export function parseDeploymentSpec(versions: VersionRow[], specs: readonly stri
     return {version: namedVersion(versions, match[1]!), percentage: Number(match[2])}
   })
   return checkedDeployment(shares)
-}
-
-/** `deploy --percentage P`: the new version at P, the version now served at 100 − P. */
-export function percentageDeployment(newVersion: VersionRow, current: VersionRow | undefined, percentage: number): DeploymentShare[] {
-  if (!Number.isInteger(percentage) || percentage < 0 || percentage > 100) {
-    throw new KitError('usage', `--percentage must be a whole number from 0 to 100; got ${percentage}`)
-  }
-  if (percentage === 100) return [{version: newVersion, percentage}]
-  if (!current) throw new KitError('usage', 'the first deploy of a Worker serves 100 %: there is no version to split with')
-  return checkedDeployment([
-    {version: newVersion, percentage},
-    {version: current, percentage: 100 - percentage},
-  ])
 }
 
 function checkedDeployment(shares: DeploymentShare[]): DeploymentShare[] {

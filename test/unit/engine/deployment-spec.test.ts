@@ -2,7 +2,7 @@
 // adding up to 100, two different releases, no split for a Worker with Durable Objects.
 import {describe, expect, test} from 'vitest'
 import type {KitError} from '../../../src/errors.js'
-import {parseDeploymentSpec, percentageDeployment} from '../../../src/engine/versions/deployment-spec.js'
+import {parseDeploymentSpec} from '../../../src/engine/versions/deployment-spec.js'
 import type {JsonObject, VersionRow} from '../../../src/store/index.js'
 
 const version = (id: string, createdAt: number, fields: Partial<VersionRow> = {}): VersionRow =>
@@ -62,17 +62,5 @@ describe('parseDeploymentSpec', () => {
         `usage: a Worker with ${named} (kept in its Durable Object storage) keeps one version: deploy it at 100 %`,
       )
     }
-  })
-})
-
-describe('percentageDeployment', () => {
-  test('the new version at P, the current one at 100 − P; 100 is a plain deploy', () => {
-    expect(percentageDeployment(NEW, OLD, 10).map((share) => [share.version.id, share.percentage])).toEqual([
-      [NEW.id, 10],
-      [OLD.id, 90],
-    ])
-    expect(percentageDeployment(NEW, OLD, 100)).toEqual([{version: NEW, percentage: 100}])
-    expect(refusal(() => percentageDeployment(NEW, undefined, 10))).toBe('usage: the first deploy of a Worker serves 100 %: there is no version to split with')
-    expect(refusal(() => percentageDeployment(NEW, OLD, 101))).toBe('usage: --percentage must be a whole number from 0 to 100; got 101')
   })
 })
