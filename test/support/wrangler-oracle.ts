@@ -2,7 +2,7 @@
 // in devDependencies) builds it with `deploy --dry-run --outdir` — offline: no metrics, and the
 // registry it would ask for a newer version is a closed local port — and miniflare runs the
 // modules it wrote, with the project's compatibility date and flags.
-import {execFile} from 'node:child_process'
+import {execFile, spawn} from 'node:child_process'
 import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -83,4 +83,35 @@ export async function wranglerServes(dir: string, paths: string[]): Promise<Arra
   } finally {
     rmSync(work, {recursive: true, force: true})
   }
+}
+
+export interface WranglerDev {
+  /** Where `wrangler dev` listens, e.g. http://127.0.0.1:41234 */
+  url: string
+  stop(): Promise<void>
+}
+
+/**
+ * Starts `wrangler dev` on the project in `dir` — offline, on a port the OS picks, no inspector —
+ * and resolves once it says it is ready. Its state (.wrangler/) goes into the project directory.
+ */
+export function startWranglerDev(dir: string, home: string): Promise<WranglerDev> {
+  const args = [WRANGLER_BIN, 'dev', '--ip', '127.0.0.1', '--port', '0', '--inspector-port', '0', '--show-interactive-dev-session=false']
+  const child = spawn(process.execPath, args, {cwd: dir, env: offlineWranglerEnv(home), stdio: ['ignore', 'pipe', 'pipe'], detached: true})
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGTERM')
+    await exited
+  }
+  let output = ''
+  return new Promise<WranglerDev>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const ready = /Ready on (http:\/\/[\d.]+:\d+)/.exec(output)
+      if (ready) resolve({url: ready[1]!, stop})
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    void exited.then(() => reject(new Error(`wrangler dev exited before it was ready in ${dir}:\n${output}`)))
+  })
 }
