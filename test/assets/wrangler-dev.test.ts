@@ -3,7 +3,11 @@
 // type, Location, cache-control, the `_headers` headers, ETag presence and the 304 on revalidation
 // must agree. Requests carry no Accept-Encoding: workerd under wrangler dev compresses even tiny
 // bodies, which is transport, not asset semantics (compression is checked in assets.test.ts).
+import {execFile} from 'node:child_process'
+import {readdirSync} from 'node:fs'
 import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {promisify} from 'node:util'
 import {request} from 'undici'
 import {expect, test} from 'vitest'
 import {kitWithHost} from '../support/cli-kit.js'
@@ -29,7 +33,8 @@ async function answer(base: string, probe: Probe, extraHeaders: readonly string[
   const etag = response.headers.etag as string | undefined
   let revalidated: number | undefined
   if (etag !== undefined && response.statusCode === 200) {
-    revalidated = (await request(`${base}${probe.path}`, {headers: {...probe.headers, 'if-none-match': etag}}).then(async (r) => (await r.body.dump(), r))).statusCode
+    revalidated = (await request(`${base}${probe.path}`, {headers: {...probe.headers, 'if-none-match': etag}}).then(async (r) => (await r.body.dump(), r)))
+      .statusCode
   }
   return {status: response.statusCode, body, headers, etag: etag !== undefined, revalidated}
 }
@@ -40,6 +45,11 @@ async function answer(base: string, probe: Probe, extraHeaders: readonly string[
  */
 async function compareWithWranglerDev(name: string, files: Record<string, string | Buffer>, probes: Probe[], extraHeaders: readonly string[] = []) {
   const dir = kit.project(name, files)
+  return compareProjectWithWranglerDev(dir, probes, extraHeaders)
+}
+
+async function compareProjectWithWranglerDev(dir: string, probes: Probe[], extraHeaders: readonly string[] = []) {
+  // wrangler dev's state (.wrangler/) is not in the deployed project: it starts once the deploy has read it.
   const {url} = await kit.deploy(dir)
   const dev = await startWranglerDev(dir, path.join(kit.root, 'wrangler-home'))
   try {
@@ -50,7 +60,6 @@ async function compareWithWranglerDev(name: string, files: Record<string, string
       host.push({probe: probe.path, ...(await answer(hostBase, probe, extraHeaders))})
       oracle.push({probe: probe.path, ...(await answer(dev.url, probe, extraHeaders))})
     }
-    if (process.env.ORACLE_DUMP) (await import("node:fs")).writeFileSync(process.env.ORACLE_DUMP + name + ".json", JSON.stringify({host, oracle}))
     expect(host).toEqual(oracle)
     return new Map(host.map((entry, index) => [`${probes[index]!.method ?? 'GET'} ${entry.probe}`, entry]))
   } finally {
@@ -58,10 +67,16 @@ async function compareWithWranglerDev(name: string, files: Record<string, string
   }
 }
 
+// The extensions the host's content-type table knows (src/edge-host/assets/content-type.ts).
+const EXTENSIONS =
+  'html htm css js mjs cjs json map webmanifest txt md csv xml svg png jpg jpeg gif webp avif ico bmp woff woff2 ttf otf eot wasm pdf zip gz mp3 wav ogg mp4 webm'.split(
+    ' ',
+  )
+
 const WORKER = [
   'export default {async fetch(request, env) {',
   '  const url = new URL(request.url)',
-  '  if (url.pathname === "/api/asset") return env.ASSETS.fetch(new Request(new URL("/about", url)))',
+  '  if (url.pathname === "/api/asset") return env.ASSETS.fetch(new Request(new URL("/docs/guide", url)))',
   '  return new Response("worker " + request.method + " " + url.pathname)',
   '}}',
 ].join('\n')
@@ -89,6 +104,7 @@ test('a site with a Worker, _headers, _redirects and run_worker_first answers as
       'public/data.json': '{"ok": true}\n',
       'public/logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
       'public/notes.unknownext': 'what type?',
+      ...Object.fromEntries(EXTENSIONS.map((extension) => [`public/types/file.${extension}`, `a .${extension} file`])),
       'public/api/hidden.txt': 'claimed by the Worker',
       'public/api/public/open.txt': 'excluded from run_worker_first',
       'public/secret.txt': 'ignored',
@@ -116,15 +132,31 @@ test('a site with a Worker, _headers, _redirects and run_worker_first answers as
         '/files/* /downloads/:splat 301',
         '/external https://example.com/landing 302',
         '/rewrite /about.html 200',
+        '/pretty /about 200',
+        '/nowhere /no-such-page 200',
         '/about /docs/ 301',
       ].join('\n'),
     },
     [
-      ...['/', '/index.html', '/index', '/about', '/about.html', '/about/', '/docs', '/docs/', '/docs/index.html', '/docs/guide', '/docs/guide.html', '/docs/guide/'].map(
+      ...[
+        '/',
+        '/index.html',
+        '/index',
+        '/about',
+        '/about.html',
+        '/about/',
+        '/docs',
+        '/docs/',
+        '/docs/index.html',
+        '/docs/guide',
+        '/docs/guide.html',
+        '/docs/guide/',
+      ].map((p) => ({path: p})),
+      ...['/style.css', '/app.js', '/data.json', '/logo.svg', '/notes.unknownext'].map((p) => ({path: p})),
+      ...EXTENSIONS.map((extension) => ({path: `/types/file.${extension}`})),
+      ...['/old', '/temp', '/see', '/keep', '/perm', '/blog/hello', '/blog/hello?x=1', '/files/a/b.zip', '/external', '/rewrite', '/pretty', '/nowhere'].map(
         (p) => ({path: p}),
       ),
-      ...['/style.css', '/app.js', '/data.json', '/logo.svg', '/notes.unknownext'].map((p) => ({path: p})),
-      ...['/old', '/temp', '/see', '/keep', '/perm', '/blog/hello', '/blog/hello?x=1', '/files/a/b.zip', '/external', '/rewrite'].map((p) => ({path: p})),
       ...['/nothing', '/secret.txt', '/.assetsignore', '/_headers', '/_redirects', '/api/hidden.txt', '/api/public/open.txt', '/api/asset'].map((p) => ({
         path: p,
       })),
@@ -136,7 +168,98 @@ test('a site with a Worker, _headers, _redirects and run_worker_first answers as
   // The probes reached what they meant to: an asset, a redirect, a rewrite, the Worker, the binding.
   expect(answers.get('GET /docs/guide')).toMatchObject({status: 200, body: '<h1>guide</h1>', etag: true, revalidated: 304})
   expect(answers.get('GET /old')).toMatchObject({status: 301, headers: {location: '/about'}})
-  expect(answers.get('GET /rewrite')).toMatchObject({status: 200, body: '<h1>about</h1>'})
+  // A 200 rewrite serves what its destination resolves to: /about.html redirects to /about, /about is served.
+  expect(answers.get('GET /rewrite')).toMatchObject({status: 307, headers: {location: '/about'}})
+  expect(answers.get('GET /pretty')).toMatchObject({status: 200, body: '<h1>about</h1>'})
+  expect(answers.get('GET /nowhere')).toMatchObject({status: 404, body: ''})
   expect(answers.get('GET /api/hidden.txt')).toMatchObject({status: 200, body: 'worker GET /api/hidden.txt'})
-  expect(answers.get('GET /api/asset')).toMatchObject({status: 200, body: '<h1>about</h1>'})
+  expect(answers.get('GET /api/asset')).toMatchObject({status: 200, body: '<h1>guide</h1>'})
+})
+
+const PAGES = {
+  'site/index.html': 'home',
+  'site/about.html': 'about',
+  'site/docs/index.html': 'docs',
+  'site/docs/guide.html': 'guide',
+  'site/404.html': 'top 404',
+  'site/blog/404.html': 'blog 404',
+  'site/blog/first/index.html': 'first post',
+}
+const PAGE_PROBES = [
+  '/',
+  '/index',
+  '/index.html',
+  '/about',
+  '/about/',
+  '/about.html',
+  '/about/index.html',
+  '/docs',
+  '/docs/',
+  '/docs/index',
+  '/docs/index.html',
+  '/docs/guide',
+  '/docs/guide/',
+  '/docs/guide.html',
+  '/blog/first',
+  '/blog/first/',
+  '/blog/missing',
+  '/missing',
+  '/docs/missing/deeper',
+  '/a%20b',
+].map((p) => ({path: p}))
+
+for (const [html, notFound] of [
+  ['auto-trailing-slash', '404-page'],
+  ['force-trailing-slash', 'single-page-application'],
+  ['drop-trailing-slash', '404-page'],
+  ['none', 'none'],
+] as const) {
+  test(`an assets-only site, html_handling ${html} and not_found_handling ${notFound}, answers as wrangler dev does`, {timeout: 120_000}, async () => {
+    const answers = await compareWithWranglerDev(
+      `pages-${html}`,
+      {
+        'wrangler.toml': `name = "pages"\ncompatibility_date = "${COMPATIBILITY_DATE}"\n[assets]\ndirectory = "site"\nhtml_handling = "${html}"\nnot_found_handling = "${notFound}"\n`,
+        ...PAGES,
+      },
+      [...PAGE_PROBES, {path: '/missing', method: 'HEAD'}],
+    )
+    expect(answers.get('GET /docs/guide.html')?.status).toBe(html === 'none' ? 200 : 307)
+  })
+}
+
+const VITE_BIN = fileURLToPath(new URL('../../node_modules/vite/bin/vite.js', import.meta.url))
+
+test('a Vite-built single-page app with an API Worker answers as wrangler dev does', {timeout: 180_000}, async () => {
+  const dir = kit.project('vite-spa', {
+    'package.json': JSON.stringify({name: 'vite-spa', private: true, type: 'module', scripts: {build: 'vite build'}}),
+    'wrangler.jsonc': JSON.stringify({
+      name: 'vite-spa',
+      main: 'worker/index.js',
+      compatibility_date: COMPATIBILITY_DATE,
+      assets: {directory: './dist', binding: 'ASSETS', not_found_handling: 'single-page-application', run_worker_first: ['/api/*']},
+    }),
+    'worker/index.js': 'export default {fetch(request) { return Response.json({path: new URL(request.url).pathname}) }}\n',
+    'index.html':
+      '<!doctype html><html><head><title>spa</title><link rel="icon" href="/favicon.svg"></head><body><div id="app"></div><script type="module" src="/src/main.js"></script></body></html>\n',
+    'src/main.js': "import './style.css'\nimport {render} from './view.js'\nrender(document.querySelector('#app'), location.pathname)\n",
+    'src/view.js': 'export function render(element, path) { element.textContent = `route ${path}` }\n',
+    'src/style.css': '#app { font-family: sans-serif; color: #222; }\n',
+    'public/favicon.svg': '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"/>',
+  })
+  // What `npm run build` runs: Vite writes dist/ with hashed bundles.
+  await promisify(execFile)(process.execPath, [VITE_BIN, 'build', '--logLevel', 'error'], {cwd: dir})
+  const bundles = readdirSync(path.join(dir, 'dist', 'assets')).map((file) => `/assets/${file}`)
+  expect(bundles.map((file) => path.extname(file)).sort()).toEqual(['.css', '.js'])
+  const answers = await compareProjectWithWranglerDev(
+    dir,
+    ['/', '/index.html', ...bundles, '/favicon.svg', '/settings/profile', '/deep/link/page', '/missing.png', '/api/users', '/assets/missing.js'].map((p) => ({
+      path: p,
+    })),
+  )
+  expect(answers.get('GET /settings/profile')).toMatchObject({status: 200, body: expect.stringContaining('<div id="app">')})
+  expect(answers.get(`GET ${bundles.find((file) => file.endsWith('.js'))}`)).toMatchObject({
+    status: 200,
+    headers: {'content-type': 'text/javascript; charset=utf-8'},
+  })
+  expect(answers.get('GET /api/users')).toMatchObject({status: 200, body: '{"path":"/api/users"}'})
 })

@@ -78,6 +78,12 @@ test('_redirects: static and dynamic rules, placeholders and splats, a static ru
 test('_headers: every matching rule applies, repeated names join, "!" detaches (from the response too), placeholders fill in', () => {
   const rules = parseHeaders('/*\n  X-Frame-Options: DENY\n  X-Tag: all\n/docs/:page\n  ! X-Frame-Options\n  X-Tag: :page\n')
   expect(headersFor(rules, 'example.com', '/docs/intro')).toEqual({set: new Map([['x-tag', 'all, intro']]), unset: new Set(['x-frame-options'])})
-  expect(headersFor(rules, 'example.com', '/')).toEqual({set: new Map([['x-frame-options', 'DENY'], ['x-tag', 'all']]), unset: new Set()})
+  expect(headersFor(rules, 'example.com', '/')).toEqual({
+    set: new Map([
+      ['x-frame-options', 'DENY'],
+      ['x-tag', 'all'],
+    ]),
+    unset: new Set(),
+  })
   expect(() => parseHeaders('  X-Orphan: 1')).toThrow('_headers line 1: a header line must follow a URL pattern')
 })
