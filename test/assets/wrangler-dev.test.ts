@@ -242,7 +242,7 @@ test('a Vite-built single-page app with an API Worker answers as wrangler dev do
     'index.html':
       '<!doctype html><html><head><title>spa</title><link rel="icon" href="/favicon.svg"></head><body><div id="app"></div><script type="module" src="/src/main.js"></script></body></html>\n',
     'src/main.js': "import './style.css'\nimport {render} from './view.js'\nrender(document.querySelector('#app'), location.pathname)\n",
-    'src/view.js': 'export function render(element, path) { element.textContent = `route ${path}` }\n',
+    'src/view.js': 'export function render(element, path) { element.textContent = "route " + path }\n',
     'src/style.css': '#app { font-family: sans-serif; color: #222; }\n',
     'public/favicon.svg': '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"/>',
   })
