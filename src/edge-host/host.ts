@@ -6,6 +6,7 @@
 // running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
 // runtime/snapshots/ (data snapshots being streamed, see services/snapshot.ts).
 import {AssetFiles} from './assets/files.js'
+import {AssetCollector} from './assets/management.js'
 import {AssetServer} from './assets/serve.js'
 import {existsSync} from 'node:fs'
 import {readFile, rm, writeFile} from 'node:fs/promises'
@@ -183,6 +184,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       dataDir,
       state,
       assets: assetFiles,
+      assetCollector: new AssetCollector(assetFiles, state, log, settings.asset_unreferenced_grace_seconds * 1000),
       runtime,
       identity,
       settings,

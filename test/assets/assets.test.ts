@@ -4,16 +4,20 @@
 // of one changed file sending only that file, and retirement answering 404 for an asset URL.
 // What `wrangler dev` does not show (compression, Range, metrics, the integrity check, retirement)
 // is checked here; wrangler-dev.test.ts compares the answers with `wrangler dev` as the oracle.
-import {readdirSync, writeFileSync} from 'node:fs'
+import {createHash} from 'node:crypto'
+import {existsSync, readdirSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {request} from 'undici'
 import {expect, test} from 'vitest'
+import {runCli} from '../support/cli.js'
 import {kitWithHost} from '../support/cli-kit.js'
+import {startTestHost} from '../support/host.js'
 
 const received: Array<{files: number; bytes: number}> = []
 const kit = kitWithHost('assets', {
-  settings: {shards: 1},
+  // Unreferenced asset files go at once, so the test sees them go.
+  settings: {shards: 1, asset_unreferenced_grace_seconds: 0},
   onLog: (entry) => {
     if (entry.msg === 'asset files received') received.push({files: entry.files as number, bytes: entry.bytes as number})
   },
@@ -146,6 +150,48 @@ test('an assets-only SPA: index.html for unknown paths, 404.html handling, and a
   expect(await get(new URL('elsewhere', nf.url).toString()).then((r) => [r.status, r.body.toString()])).toEqual([404, 'top 404'])
 })
 
+test('a backup restores the host with its asset files; files no served release names leave the host', {timeout: 180_000}, async () => {
+  const hostFile = (content: string) => {
+    const sha256 = createHash('sha256').update(content).digest('hex')
+    return path.join(kit.host.dataDir, 'assets', sha256.slice(0, 2), sha256)
+  }
+  const dir = project('kept', {
+    'wrangler.toml': 'name = "kept"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
+    'public/keep.txt': 'kept across versions',
+    'public/version.txt': 'version 1',
+  })
+  const {url, department} = await deploy(dir)
+
+  // backup create → restore into a new host data dir → a host started there serves the assets.
+  const backup = path.join(kit.root, 'backup')
+  const created = await cli('backup', 'create', backup, '--json')
+  expect(created.code, created.stderr).toBe(0)
+  const restoredHostDir = path.join(kit.root, 'restored-host')
+  const restored = await runCli(['backup', 'restore', backup, '--host-data-dir', restoredHostDir, '--json', '--data-dir', path.join(kit.root, 'restored-kit')])
+  expect(restored.code, restored.stderr).toBe(7) // restored; verification waits for the host to start
+  const restoredHost = await startTestHost({dataDir: restoredHostDir, settings: {shards: 1}})
+  try {
+    const script = new URL(url).pathname.split('/')[1]
+    const served = await get(`${restoredHost.publicUrl}/${script}/keep.txt`)
+    expect([served.status, served.body.toString()]).toEqual([200, 'kept across versions'])
+  } finally {
+    await restoredHost.stop()
+  }
+
+  // The host keeps the files of the release it serves and the one before; older ones go.
+  for (const version of [2, 3]) {
+    writeFileSync(path.join(dir, 'public', 'version.txt'), `version ${version}`)
+    await deploy(dir, department)
+  }
+  await expect.poll(() => existsSync(hostFile('version 1'))).toBe(false)
+  expect(['kept across versions', 'version 2', 'version 3'].map((content) => existsSync(hostFile(content)))).toEqual([true, true, true])
+  expect((await get(new URL('version.txt', url).toString())).body.toString()).toBe('version 3')
+  // Retired: none of its files is served any more, so none is kept.
+  expect((await cli('retire', department, '--yes', '--json')).code).toBe(0)
+  await expect.poll(() => ['kept across versions', 'version 2', 'version 3'].some((content) => existsSync(hostFile(content)))).toBe(false)
+})
+
+// Last: it damages every asset file in the kit's artifact store.
 test('a tampered asset fails the deploy integrity check; retirement answers an asset URL with the exact 404', {timeout: 180_000}, async () => {
   const dir = project('tamper', {
     'wrangler.toml': 'name = "tamper"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
