@@ -210,7 +210,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       maxSignedBodyBytes: settings.max_signed_request_body_bytes,
       bodyBudget,
       metrics,
-      assets: new AssetServer(state, assetFiles, metrics),
+      assets: new AssetServer(state, assetFiles, metrics, (script, request) => tails.assetServed(script, request)),
       workerServed: (script: string, durationMs: number, status: number | null) => tails.served(script, durationMs, status),
       ready,
       readinessDetail,

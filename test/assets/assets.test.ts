@@ -4,13 +4,14 @@
 // of one changed file sending only that file, and retirement answering 404 for an asset URL.
 // What `wrangler dev` does not show (compression, Range, metrics, the integrity check, retirement)
 // is checked here; wrangler-dev.test.ts compares the answers with `wrangler dev` as the oracle.
+import {spawn} from 'node:child_process'
 import {createHash} from 'node:crypto'
 import {existsSync, readdirSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {request} from 'undici'
 import {expect, test} from 'vitest'
-import {runCli} from '../support/cli.js'
+import {CLI_BIN, runCli} from '../support/cli.js'
 import {kitWithHost} from '../support/cli-kit.js'
 import {startTestHost} from '../support/host.js'
 
@@ -64,7 +65,7 @@ test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEA
   })
   const plan = await cli('deploy', dir, '--dry-run', '--json')
   expect(JSON.parse(plan.stdout).assets).toEqual({files: 5, bytes: expect.any(Number), binding: 'ASSETS'})
-  const {url} = await deploy(dir)
+  const {url, department} = await deploy(dir)
   const at = (pathname: string) => new URL(pathname.slice(1), url).toString()
 
   const home = await get(at('/'))
@@ -108,6 +109,34 @@ test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEA
   expect([zipped.headers['content-encoding'], zipped.headers.vary, gunzipSync(zipped.body).toString()]).toEqual(['gzip', 'Accept-Encoding', LARGE_CSS])
   expect(zipped.body.length).toBeLessThan(LARGE_CSS.length / 10)
   expect((await get(at('/style.css'), {'accept-encoding': 'gzip', 'if-none-match': zipped.headers.etag!})).status).toBe(304)
+
+  // tail: an asset-only request is an event marked `asset`; a request the Worker ran is not.
+  const tail = spawn(process.execPath, [CLI_BIN, 'tail', department, '--format', 'json', '--data-dir', kit.dataDir], {
+    env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined},
+  })
+  let tailed = ''
+  tail.stdout.on('data', (chunk: Buffer) => (tailed += chunk.toString()))
+  const tailEvents = () =>
+    tailed
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as {path: string; status: number; asset?: boolean})
+  try {
+    // Each poll sends both requests again: the tail may connect after the first ones.
+    await expect
+      .poll(
+        async () => {
+          await get(at('/about'))
+          await get(at('/nothing'))
+          const events = tailEvents()
+          return [events.find((event) => event.path === '/about'), events.find((event) => event.path === '/nothing')]
+        },
+        {timeout: 30_000},
+      )
+      .toEqual([expect.objectContaining({status: 200, asset: true}), expect.not.objectContaining({asset: true})])
+  } finally {
+    tail.kill('SIGINT')
+  }
 
   const metrics = (await get(`${kit.host.adminUrl}/metrics`)).body.toString()
   expect(metrics).toMatch(/edgeworkers_host_asset_responses_total\{script="dw-[0-9a-f]{48}",department="d\d+",status="200",via="direct"\} \d+/)

@@ -28,6 +28,8 @@ export class AssetServer {
     private readonly state: HostState,
     private readonly files: AssetFiles,
     private readonly metrics: HostMetrics,
+    /** A request answered from the assets alone, the Worker not run (its tails hear of it). */
+    private readonly onServed: (script: string, request: {method: string; path: string; status: number; startedAt: number}) => void,
   ) {}
 
   /**
@@ -46,7 +48,10 @@ export class AssetServer {
     if (assets === null || (request.method !== 'GET' && request.method !== 'HEAD')) return false
     const url = parseTarget(target)
     if (url === null || runsWorkerFirst(assets.release.config, url.pathname)) return false
-    return this.answer(script, assets, url, request, response, requestId, 'direct')
+    const startedAt = Date.now()
+    if (!(await this.answer(script, assets, url, request, response, requestId, 'direct'))) return false
+    this.onServed(script, {method: request.method, path: `${url.pathname}${url.search}`, status: response.statusCode, startedAt})
+    return true
   }
 
   /** Answers a call of the Worker's assets binding; always answers. */
