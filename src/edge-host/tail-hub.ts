@@ -206,7 +206,10 @@ export class TailHub {
     const budget = this.assetEventsThisSecond.get(script)
     const sent = budget?.second === second ? budget : {second, count: 0}
     this.assetEventsThisSecond.set(script, sent)
-    if (sent.count >= this.options.maxEventsPerSecond) return this.countSampled(script, 1)
+    if (sent.count >= this.options.maxEventsPerSecond) {
+      this.countSampled(script, 1)
+      return
+    }
     sent.count++
     for (const subscriber of subscribers) {
       if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
