@@ -214,7 +214,8 @@ for (const [html, notFound] of [
   ['drop-trailing-slash', '404-page'],
   ['none', 'none'],
 ] as const) {
-  test(`an assets-only site, html_handling ${html} and not_found_handling ${notFound}, answers as wrangler dev does`, {timeout: 120_000}, async () => {
+  // Concurrent: most of each is waiting for a deploy and for wrangler dev to start.
+  test.concurrent(`an assets-only site, html_handling ${html} and not_found_handling ${notFound}, answers as wrangler dev does`, {timeout: 180_000}, async () => {
     const answers = await compareWithWranglerDev(
       `pages-${html}`,
       {
