@@ -220,6 +220,42 @@ test('a backup restores the host with its asset files; files no served release n
   await expect.poll(() => ['kept across versions', 'version 2', 'version 3'].some((content) => existsSync(hostFile(content)))).toBe(false)
 })
 
+test('asset limits and bad rule files are refused with one line naming the cause, and nothing is written', {timeout: 120_000}, async () => {
+  const dir = project('limits', {
+    'wrangler.toml': 'name = "limits"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
+    'public/a.txt': 'a'.repeat(10),
+    'public/big.bin': 'b'.repeat(3000),
+    'public/bigger.bin': 'c'.repeat(5000),
+  })
+  const refusal = async (env: Record<string, string>) => {
+    const result = await runCli(['deploy', dir, '--department', 'limits', '--data-dir', kit.dataDir], env)
+    return {
+      code: result.code,
+      lines: result.stderr
+        .trimEnd()
+        .split('\n')
+        .filter((line) => line.startsWith('error:')),
+    }
+  }
+  expect(await refusal({EDGEWORKERS_DEPLOY__ASSETS_MAX_FILES: '2'})).toEqual({
+    code: 2,
+    lines: [
+      `error: assets directory ${path.join(dir, 'public')} holds 3 files; at most 2 per version (deploy.assets_max_files; .assetsignore leaves files out)`,
+    ],
+  })
+  // The refusal names the largest files first.
+  expect(await refusal({EDGEWORKERS_DEPLOY__ASSET_MAX_BYTES: '2048'})).toEqual({
+    code: 2,
+    lines: [
+      `error: assets directory ${path.join(dir, 'public')}: 2 files are over 2 KiB per file (deploy.asset_max_bytes): bigger.bin (4.9 KiB), big.bin (2.9 KiB)`,
+    ],
+  })
+  writeFileSync(path.join(dir, 'public', '_redirects'), '/from /to 304\n')
+  expect(await refusal({})).toEqual({code: 2, lines: [expect.stringMatching(/_redirects line 1: status 304 is not one of 200, 301, 302, 303, 307, 308/)]})
+  // Nothing was stored: no version of a Worker for this department.
+  expect((await cli('worker', 'list', '--json')).stdout).not.toContain('"limits"')
+})
+
 // Last: it damages every asset file in the kit's artifact store.
 test('a tampered asset fails the deploy integrity check; retirement answers an asset URL with the exact 404', {timeout: 180_000}, async () => {
   const dir = project('tamper', {

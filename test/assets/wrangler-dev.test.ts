@@ -215,7 +215,9 @@ for (const [html, notFound] of [
   ['none', 'none'],
 ] as const) {
   // Concurrent: most of each is waiting for a deploy and for wrangler dev to start.
-  test.concurrent(`an assets-only site, html_handling ${html} and not_found_handling ${notFound}, answers as wrangler dev does`, {timeout: 180_000}, async () => {
+  test.concurrent(`an assets-only site, html_handling ${html} and not_found_handling ${notFound}, answers as wrangler dev does`, {
+    timeout: 180_000,
+  }, async () => {
     const answers = await compareWithWranglerDev(
       `pages-${html}`,
       {
