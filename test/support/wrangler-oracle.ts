@@ -85,6 +85,9 @@ export async function wranglerServes(dir: string, paths: string[]): Promise<Arra
   }
 }
 
+/** How long `wrangler dev` may take to say it is ready (it bundles, then starts workerd). */
+const WRANGLER_DEV_START_MS = 90_000
+
 export interface WranglerDev {
   /** Where `wrangler dev` listens, e.g. http://127.0.0.1:41234 */
   url: string
@@ -105,13 +108,20 @@ export function startWranglerDev(dir: string, home: string): Promise<WranglerDev
   }
   let output = ''
   return new Promise<WranglerDev>((resolve, reject) => {
+    // Never left running past a test: one that is not ready in time is stopped (and so rejects).
+    const deadline = setTimeout(() => void stop(), WRANGLER_DEV_START_MS)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
       const ready = /Ready on (http:\/\/[\d.]+:\d+)/.exec(output)
-      if (ready) resolve({url: ready[1]!, stop})
+      if (!ready) return
+      clearTimeout(deadline)
+      resolve({url: ready[1]!, stop})
     }
     child.stdout.on('data', onData)
     child.stderr.on('data', onData)
-    void exited.then(() => reject(new Error(`wrangler dev exited before it was ready in ${dir}:\n${output}`)))
+    void exited.then(() => {
+      clearTimeout(deadline)
+      reject(new Error(`wrangler dev exited before it was ready in ${dir}:\n${output}`))
+    })
   })
 }
