@@ -263,7 +263,7 @@ test('a tampered asset fails the deploy integrity check; retirement answers an a
     'public/index.html': 'tamper-proof',
     'public/logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
   })
-  const {url, department} = await deploy(dir)
+  const {url, department, script} = await deploy(dir)
   const logo = new URL('logo.svg', url).toString()
   expect((await get(logo)).headers['content-type']).toBe('image/svg+xml')
 
@@ -281,10 +281,14 @@ test('a tampered asset fails the deploy integrity check; retirement answers an a
   expect((await get(new URL('index.html', url).toString().replace(/index\.html$/, ''))).body.toString()).toBe('tamper-proof')
 
   const notFound = await get(`${kit.host.publicUrl}/no-such-worker/logo.svg`)
+  const metrics = async () => (await get(`${kit.host.adminUrl}/metrics`)).body.toString()
+  expect(await metrics()).toContain(`edgeworkers_host_asset_responses_total{script="${script}"`)
   const retired = await cli('retire', department, '--yes', '--json')
   expect(retired.code, retired.stderr).toBe(0)
   const after = await get(logo)
   expect(after.status).toBe(404)
   expect(JSON.parse(after.body.toString()).code).toBe(JSON.parse(notFound.body.toString()).code)
   expect(JSON.parse(after.body.toString()).message).toBe('Worker not found')
+  // Its asset series leave the metrics with it.
+  await expect.poll(metrics).not.toContain(`edgeworkers_host_asset_responses_total{script="${script}"`)
 })
