@@ -15,7 +15,7 @@ import {parseArgs} from 'node:util'
 import {runCli} from '../support/cli.js'
 import {startBenchHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
-import {startWranglerDev} from '../../test/support/wrangler-oracle.js'
+import {startWranglerDev} from '../support/wrangler.js'
 
 const {values} = parseArgs({
   options: {seconds: {type: 'string', default: '5'}, connections: {type: 'string', default: '16'}, rounds: {type: 'string', default: '5'}},

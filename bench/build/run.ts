@@ -17,7 +17,7 @@ import {build} from 'esbuild'
 import {buildProject, type ArtifactLimits} from '../../src/engine/project/build.js'
 import {findWranglerConfig} from '../../src/engine/project/wrangler/config.js'
 import {stageWranglerProject, WORKER_BUNDLE_OPTIONS} from '../../src/engine/project/wrangler/stage.js'
-import {wranglerDryRun} from '../../test/support/wrangler-oracle.js'
+import {wranglerDryRun} from '../support/wrangler.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values} = parseArgs({options: {rounds: {type: 'string', default: '15'}}})

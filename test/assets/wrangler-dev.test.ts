@@ -11,7 +11,7 @@ import {promisify} from 'node:util'
 import {request} from 'undici'
 import {expect, test} from 'vitest'
 import {kitWithHost} from '../support/cli-kit.js'
-import {startWranglerDev} from '../support/wrangler-oracle.js'
+import {startWranglerDev} from '../../bench/support/wrangler.js'
 
 const kit = kitWithHost('assets-oracle', {settings: {shards: 1}})
 // A date wrangler's own workerd supports.
