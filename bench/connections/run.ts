@@ -7,9 +7,13 @@
 // host's RSS (VmRSS of its process, not its workerd shards): before the round, the peak of the
 // quiet phase (the client's own load grows it), the peak under attack, and 5 s and --settle s after
 // the attacker left. Each round also logs what the other client's failures
-// were (a status, or the error's code) and the host's heap and Buffer memory from its /metrics.
+// were (a status, or the error's code), the host's heap and Buffer memory from its /metrics, the
+// CPU the host and the attacker used a second (/proc/<pid>/stat), the host's refusals a second and
+// its event-loop delay (p99 / max) in each phase.
+// The attacker runs at nice 19 by default: a real one's CPU is not on the host's cores.
+// HOST_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") are given to the host's node.
 //
-//   node --import tsx bench/connections/run.ts [--rounds 3] [--seconds 10] [--idle 5000] [--slow 500] [--settle 30]
+//   node --import tsx bench/connections/run.ts [--rounds 3] [--seconds 10] [--idle 5000] [--slow 500] [--settle 30] [--attacker-nice 19]
 import {fork, spawn} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import os from 'node:os'
@@ -29,6 +33,7 @@ const {values: options} = parseArgs({
     idle: {type: 'string', default: '5000'},
     slow: {type: 'string', default: '500'},
     settle: {type: 'string', default: '30'},
+    'attacker-nice': {type: 'string', default: '19'},
   },
 })
 const ROUNDS = Number(options.rounds)
@@ -36,6 +41,7 @@ const SECONDS = Number(options.seconds)
 const IDLE = Number(options.idle)
 const SLOW = Number(options.slow)
 const SETTLE_SECONDS = Math.max(5, Number(options.settle))
+const ATTACKER_NICE = Number(options['attacker-nice'])
 const CLIENT_CONNECTIONS = 8
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const ATTACKER = fileURLToPath(new URL('./attacker.ts', import.meta.url))
@@ -44,7 +50,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 interface AttackerCounts {
   open: number
-  refused: number
   closed: number
   opened: number
 }
@@ -54,13 +59,31 @@ let stdout = ''
 let stderr = ''
 const host = spawn(
   process.execPath,
-  [path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
+  [
+    ...(process.env.HOST_NODE_ARGS?.split(' ') ?? []),
+    path.join(ROOT, 'bin/run.js'),
+    'host',
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--listen',
+    '127.0.0.1:0',
+    '--admin-listen',
+    '127.0.0.1:0',
+  ],
   {
     env: {...process.env, EDGEWORKERS_LOG_FORMAT: 'json', EDGEWORKERS_CONFIG: undefined, EDGEWORKERS_DATA_DIR: undefined},
   },
 )
 host.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
 host.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+
+/** CPU time (user + system, ms) a process has used so far, from the kernel's account. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
 
 function hostRss(): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${host.pid}/status`, 'utf8'))
@@ -110,8 +133,15 @@ async function measure(url: string): Promise<{latencies: number[]; failures: num
 /** The host's heap and off-heap (Buffers) figures, MB, from its /metrics process gauges. */
 async function hostMemory(adminUrl: string): Promise<string> {
   const text = await (await fetch(`${adminUrl}/metrics`)).text()
-  const gauge = (name: string) => Math.round(Number(new RegExp(`^edgeworkers_host_${name} (\\S+)`, 'm').exec(text)?.[1]) / MiB)
+  const gauge = (name: string) => Math.round(Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1]) / MiB)
   return `heap ${gauge('nodejs_heap_size_used_bytes')}/${gauge('nodejs_heap_size_total_bytes')} external ${gauge('nodejs_external_memory_bytes')}`
+}
+
+/** The host's event-loop delay since the last scrape (prom-client resets it at each): p99 / max ms. */
+async function hostLoopDelay(adminUrl: string): Promise<string> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text()
+  const ms = (name: string) => (Number(new RegExp(`^nodejs_eventloop_lag_${name}_seconds (\\S+)`, 'm').exec(text)?.[1]) * 1000).toFixed(0)
+  return `${ms('p99')} / ${ms('max')}`
 }
 
 /** The host's own count of client connections held and shed, from its /metrics. */
@@ -124,7 +154,9 @@ async function hostConnections(adminUrl: string): Promise<{open: number; shed: n
 const name = scriptNameFor('bench/connections')
 try {
   const info = await started()
-  const code = /pairing code: (\S+)/.exec(stderr)?.[1]
+  // The code is printed on stderr, which may arrive after the info file is written.
+  while (!/pairing code: \S+\s/.test(stderr)) await sleep(50)
+  const code = /pairing code: (\S+)\s/.exec(stderr)?.[1]
   const secret = await pairHost(info.adminUrl, code!)
   await new HostClient(info.adminUrl, secret).deploy(name, textWorker('hello'))
   const fdLine = stdout.split('\n').find((line) => line.includes('"msg":"file descriptor limit'))
@@ -138,16 +170,27 @@ try {
     // The client's own load grows the heap too: the attack is compared with the quiet phase's peak.
     let quietPeakRss = quietRss
     const quietSampler = setInterval(() => (quietPeakRss = Math.max(quietPeakRss, hostRss())), 200)
+    const quietCpu = cpuMs(host.pid!)
     const quiet = await measure(info.publicUrl)
+    const quietHostCpu = cpuMs(host.pid!) - quietCpu
+    const quietDelay = await hostLoopDelay(info.adminUrl)
     clearInterval(quietSampler)
     const attacker = fork(ATTACKER, [info.publicUrl, String(IDLE), String(SLOW), '127.0.0.2'], {execArgv: ['--import', 'tsx']})
-    let counts: AttackerCounts = {open: 0, refused: 0, closed: 0, opened: 0}
+    // A real attacker's CPU is its own machine's; here it shares the host's cores, so by default it
+    // runs at the lowest priority (its CPU is reported beside the figures; --attacker-nice 0 to compare).
+    os.setPriority(attacker.pid!, ATTACKER_NICE)
+    let counts: AttackerCounts = {open: 0, closed: 0, opened: 0}
     attacker.on('message', (message) => (counts = message as AttackerCounts))
     // Every first connection has been answered, held or refused.
     while (counts.opened < IDLE + SLOW || counts.open + counts.closed < IDLE + SLOW) await sleep(200)
     let peakRss = hostRss()
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, hostRss())), 200)
+    const attackedCpu = {host: cpuMs(host.pid!), attacker: cpuMs(attacker.pid!)}
+    const shedBefore = (await hostConnections(info.adminUrl)).shed
     const attacked = await measure(info.publicUrl)
+    const attackedHostCpu = cpuMs(host.pid!) - attackedCpu.host
+    const attackerCpu = cpuMs(attacker.pid!) - attackedCpu.attacker
+    const attackedDelay = await hostLoopDelay(info.adminUrl)
     clearInterval(sampler)
     const held = await hostConnections(info.adminUrl)
     const attackedMemory = await hostMemory(info.adminUrl)
@@ -161,6 +204,9 @@ try {
     const settledRss = hostRss()
     log(
       `round ${round}: attacked failures ${JSON.stringify(Object.fromEntries(attacked.kinds))}, quiet failures ${JSON.stringify(Object.fromEntries(quiet.kinds))}; ` +
+        `CPU ms/s quiet host ${Math.round(quietHostCpu / SECONDS)}, attacked host ${Math.round(attackedHostCpu / SECONDS)}, attacker ${Math.round(attackerCpu / SECONDS)}; ` +
+        `host refusals/s under attack ${Math.round((held.shed - shedBefore) / SECONDS)}; ` +
+        `host event-loop delay p99 / max ms quiet ${quietDelay}, attacked ${attackedDelay}; ` +
         `host memory MB quiet ${quietMemory}, attacked ${attackedMemory}, 5 s after ${afterMemory}, ${SETTLE_SECONDS} s after ${await hostMemory(info.adminUrl)}`,
     )
     const p99Quiet = percentile(quiet.latencies, 99)
@@ -172,7 +218,7 @@ try {
     log(rows.at(-1)!)
   }
   console.log(
-    `${new Date().toISOString().slice(0, 10)}, ${machineLoad()}; ${IDLE} idle + ${SLOW} slowloris connections from one address, ${SECONDS} s per phase`,
+    `${new Date().toISOString().slice(0, 10)}, ${machineLoad()}; ${IDLE} idle + ${SLOW} slowloris connections from one address (attacker at nice ${ATTACKER_NICE}), ${SECONDS} s per phase`,
   )
   console.log(`host: ${fdLine}\n`)
   console.log(
@@ -183,6 +229,8 @@ try {
   console.log(`\nmedian p99 ratio: ${median(ratios).toFixed(2)}`)
   // Why the host answered a request with an error of its own (its warnings say).
   for (const line of stdout.split('\n').filter((text) => text.includes('"level":40'))) log(`host: ${line.slice(0, 600)}`)
+  // When the host collected the flood's garbage.
+  for (const line of stdout.split('\n').filter((text) => text.includes('connection flood over'))) log(`host: ${line}`)
 } finally {
   host.kill('SIGTERM')
   await new Promise((resolve) => host.once('exit', resolve))

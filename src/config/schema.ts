@@ -201,7 +201,7 @@ export const settingsSchema = z.strictObject({
        * closes the one idle the longest (no request in flight), or is refused (503) if none is idle.
        */
       max_connections: count(0, 0, 10_000_000),
-      /** Connections one client address (an IPv6 /64) may hold at once on each listener; more are refused (503). Behind a proxy every client shares its address: raise it. */
+      /** Connections one client address (an IPv6 /64) may hold at once on each listener; more are refused (one 503 a second, the rest closed unanswered). Behind a proxy every client shares its address: raise it. */
       max_connections_per_address: count(256, 1, 10_000_000),
       /** Request bodies both listeners hold in memory at once; past it a body is refused (503 host_busy). */
       max_held_body_bytes: count(32 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),

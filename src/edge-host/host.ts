@@ -20,6 +20,7 @@ import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './http/body-limits.js'
 import {ConnectionGuard, connectionBudget} from './http/connection-guard.js'
+import {HeapReclaim} from './http/heap-reclaim.js'
 import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
 import {readFdLimit} from './http/fd-limit.js'
 import {closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http/common.js'
@@ -248,6 +249,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       requestTimeoutMs: settings.admin_request_timeout_ms,
       idleTimeoutMs: settings.admin_idle_timeout_ms,
     })
+    const reclaim = new HeapReclaim(() => guard.arrivals, log)
+    cleanups.push(() => reclaim.close())
     // Listeners first, so /livez answers (and requests wait) while the shards start.
     const listenAddress = await listenOrExplain(dataPlane, settings.listen, 'host.listen')
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))

@@ -33,6 +33,7 @@ import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.j
 import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
 import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
+import {durableObjectStorage} from './storage-service.js'
 import {queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
@@ -133,10 +134,7 @@ export function renderShardConfig(
     services.push(
       renderWorker(script, options, storage, {tailed}),
       ...renderServiceBindingTargets(script, options),
-      ...renderKvServices(script, storage),
-      ...renderD1Services(script, storage),
-      ...renderR2Services(script, storage),
-      ...renderQueueServices(script, storage, true),
+      ...renderStorageServices(script, storage, true),
     )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
@@ -190,10 +188,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     return [
       renderWorker(script, options, storage, {checked: true}),
       ...renderServiceBindingTargets(script, options),
-      ...renderKvServices(script, storage),
-      ...renderD1Services(script, storage),
-      ...renderR2Services(script, storage),
-      ...renderQueueServices(script, storage, false),
+      ...renderStorageServices(script, storage, false),
     ]
   })
   return renderConfig(
@@ -201,6 +196,19 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     scripts.map((script) => script.name),
     options.socketAddress,
   )
+}
+
+/**
+ * The service Workers behind the script's KV namespaces, D1 databases, R2 buckets and queues, in its
+ * Durable Object storage (`storage`; null: it has none). `deliver`: its queue consumer is sent messages.
+ */
+function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean): string[] {
+  return [
+    ...renderKvServices(script, storage),
+    ...renderD1Services(script, storage),
+    ...renderR2Services(script, storage),
+    ...renderQueueServices(script, storage, deliver),
+  ]
 }
 
 /** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */
@@ -278,7 +286,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   if (tailed) fields.push(`tails = [(name = "${TAIL_SERVICE}", props = (json = ${capnpString(JSON.stringify({script: script.name}))}))]`)
   if (namespaces.length > 0) {
     fields.push(`durableObjectNamespaces = [${namespaces.join(', ')}]`)
-    fields.push(storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage!)})`)
+    fields.push(durableObjectStorage(storage!))
   }
   return `(name = ${capnpString(script.name)}, worker = (\n      ${fields.join(',\n      ')}))`
 }

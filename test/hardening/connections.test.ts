@@ -1,7 +1,8 @@
 // Connection budgets on both listeners (issue #29, hole 2), against real hosts with small limits:
-// heads and keep-alive idles time out (`host`: 1 s timeouts), one address holds at most its cap,
-// and a full budget makes room by closing a connection idle the longest (`roomy`: default timeouts,
-// so nothing times out while a test holds its connections).
+// heads and keep-alive idles time out (`host`: 1 s timeouts), one address holds at most its cap
+// (refused: one 503 a second, the rest closed unanswered as they are accepted), a full budget
+// makes room by closing a connection idle the longest, and a flood's garbage is collected once it
+// is over (`roomy`: default timeouts, so nothing times out while a test holds its connections).
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {Agent, Client, request} from 'undici'
 import {startTestHost, type TestHost} from '../support/host.js'
@@ -14,6 +15,8 @@ const TIMEOUT_MS = 1_000
 
 let host: TestHost
 let roomy: TestHost
+/** What `roomy` logged. */
+const roomyLog: Array<Record<string, unknown>> = []
 const name = scriptNameFor('connections/public')
 
 beforeAll(async () => {
@@ -30,7 +33,7 @@ beforeAll(async () => {
         admin_idle_timeout_ms: TIMEOUT_MS,
       },
     }),
-    startTestHost({settings: limits}),
+    startTestHost({settings: limits, onLog: (entry) => roomyLog.push(entry)}),
   ])
   for (const each of [host, roomy]) {
     await each.pair()
@@ -66,12 +69,15 @@ test('idle connections, half-sent heads and bodies, and idle keep-alives are clo
   }
 }, 30_000)
 
-test('one address holds at most its cap on each listener; the rest are refused with 503 and others are served', async () => {
+/** A refusal: the 503 (at most one a second per address), or closed with no answer. */
+const isRefusal = (answer: string) => answer === '' || answer.includes('"code":"too_many_connections"')
+
+test('one address holds at most its cap on each listener; the rest are refused (503 first) and others are served', async () => {
   const held = await Promise.all(Array.from({length: PER_ADDRESS + 5}, () => rawConnect(host.publicUrl, '127.0.0.3')))
   const answers = await Promise.all(held.map((connection) => connection.closed))
-  const refusals = answers.filter((text) => text.includes('"code":"too_many_connections"'))
+  const refusals = answers.filter(isRefusal)
   expect(refusals).toHaveLength(5)
-  expect(statusLine(refusals[0]!)).toBe('HTTP/1.1 503 Service Unavailable')
+  expect(statusLine(refusals.find((answer) => answer !== '') ?? '')).toBe('HTTP/1.1 503 Service Unavailable')
   // The ones held were closed only by the header timeout.
   expect(answers.filter((text) => statusLine(text) === 'HTTP/1.1 408 Request Timeout')).toHaveLength(PER_ADDRESS)
 }, 30_000)
@@ -127,7 +133,7 @@ test("an address's refused connections, reopened in waves, never reset another c
         Promise.all(refused.map((connection) => connection.closed)),
         client.request({path: `/${name}/`, method: 'GET'}),
       ])
-      expect(answers.every((text) => text.includes('too_many_connections'))).toBe(true)
+      expect(answers.every(isRefusal)).toBe(true)
       expect(response.statusCode).toBe(200)
       expect(await response.body.text()).toBe('served')
     }
@@ -138,3 +144,28 @@ test("an address's refused connections, reopened in waves, never reset another c
     for (const connection of held) connection.socket.destroy()
   }
 }, 30_000)
+
+/** The host's count of client connections held, from its /metrics. */
+async function openConnections(each: TestHost): Promise<number> {
+  const text = await (await fetch(`${each.adminUrl}/metrics`)).text()
+  return Number(/^edgeworkers_host_connections_open (\d+)/m.exec(text)?.[1])
+}
+
+test("a flood from a capped address is refused mostly unanswered; after it the host is back to its baseline and has collected the flood's garbage", async () => {
+  const baseline = await openConnections(roomy)
+  const held = await Promise.all(Array.from({length: PER_ADDRESS}, () => rawConnect(roomy.publicUrl, '127.0.0.14')))
+  const answers: string[] = []
+  // 2,500 connections in waves: at least 1,000 of them within one of the host's 5 s sweeps.
+  for (let wave = 0; wave < 10; wave++) {
+    const refused = await Promise.all(Array.from({length: 250}, () => rawConnect(roomy.publicUrl, '127.0.0.14')))
+    answers.push(...(await Promise.all(refused.map((connection) => connection.closed))))
+  }
+  expect(answers.every(isRefusal)).toBe(true)
+  const answered = answers.filter((answer) => answer !== '').length
+  expect(answered).toBeGreaterThan(0)
+  // One answer a second at most: the rest were closed before they became sockets.
+  expect(answered).toBeLessThan(answers.length / 10)
+  for (const connection of held) connection.socket.destroy()
+  await expect.poll(() => openConnections(roomy), {timeout: 10_000}).toBeLessThanOrEqual(baseline)
+  await expect.poll(() => roomyLog.some((entry) => entry.msg === 'connection flood over; heap collected'), {timeout: 30_000}).toBe(true)
+}, 90_000)

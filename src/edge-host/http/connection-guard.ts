@@ -5,7 +5,8 @@
 //     connection or of the previous answer's end, the whole request within request_timeout_ms,
 //     an idle keep-alive connection closed after idle_timeout_ms;
 //   - one client address (an IPv6 /64) holds at most max_connections_per_address per listener;
-//     more are refused (503 too_many_connections, then closed);
+//     more are refused: answered 503 too_many_connections and closed, and past one such answer a
+//     second, closed as they are accepted (refuseBeforeSockets);
 //   - both listeners share one budget of connections sized from the fd limit (./fd-limit.ts): a
 //     connection arriving when it is spent closes the connection idle the longest — no request in
 //     flight: a keep-alive one between requests, or one that has not finished its head — and is
@@ -33,6 +34,15 @@ interface Tracked {
   upgraded: boolean
 }
 
+/** The listening socket's native handle, and the connections it accepts (Node's TCP wraps). */
+interface ListeningHandle {
+  onconnection?: (status: number, client?: AcceptedHandle) => void
+}
+interface AcceptedHandle {
+  getpeername?: (out: {address?: string}) => number
+  close?: () => void
+}
+
 /** Descriptors kept for everything but client connections: the state, logs, workerd's pipes and sockets. */
 const RESERVED_FDS = 256
 const MIN_BUDGET = 64
@@ -46,22 +56,27 @@ export function connectionBudget(fdLimit: number): number {
 }
 
 const REFUSAL_BODY = JSON.stringify({code: 'too_many_connections', message: 'Too many connections; try again shortly'})
-const REFUSAL = [
-  'HTTP/1.1 503 Service Unavailable',
-  'content-type: application/json',
-  `content-length: ${Buffer.byteLength(REFUSAL_BODY)}`,
-  'cache-control: no-store',
-  'retry-after: 1',
-  'connection: close',
-  '',
-  REFUSAL_BODY,
-].join('\r\n')
+const REFUSAL = Buffer.from(
+  [
+    'HTTP/1.1 503 Service Unavailable',
+    'content-type: application/json',
+    `content-length: ${Buffer.byteLength(REFUSAL_BODY)}`,
+    'cache-control: no-store',
+    'retry-after: 1',
+    'connection: close',
+    '',
+    REFUSAL_BODY,
+  ].join('\r\n'),
+)
 
 export class ConnectionGuard {
   private readonly connections = new Map<Socket, Tracked>()
   /** Connections with no request in flight, the one idle the longest first (re-added when it goes idle). */
   private readonly idle = new Set<Socket>()
   private readonly perKey = new Map<string, number>()
+  /** When each capped address (key) was last refused with an answer. */
+  private readonly answeredRefusal = new Map<string, number>()
+  private arrivalCount = 0
 
   constructor(
     private readonly limits: {budget: number; perAddress: number},
@@ -70,6 +85,11 @@ export class ConnectionGuard {
 
   get openConnections(): number {
     return this.connections.size
+  }
+
+  /** Connections that have arrived on the guarded listeners so far, admitted or refused. */
+  get arrivals(): number {
+    return this.arrivalCount
   }
 
   /**
@@ -84,22 +104,54 @@ export class ConnectionGuard {
     server.removeAllListeners('request')
     server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => this.request(request, response, handlers))
     // The HTTP server's own connection listener too: a refused connection is closed before it
-    // gets a parser, timers and listeners — a reconnecting attacker's thousands a second then cost
-    // the one event loop (and the heap) next to nothing.
+    // gets a parser, timers and listeners.
     const connectionHandlers = server.listeners('connection') as Array<(socket: Socket) => void>
     server.removeAllListeners('connection')
     server.on('connection', (socket: Socket) => {
       if (!this.admit(socket, listener)) return
       for (const handler of connectionHandlers) handler.call(server, socket)
     })
+    server.once('listening', () => this.refuseBeforeSockets(server, listener))
     server.prependListener('upgrade', (_request: http.IncomingMessage, socket: Duplex) => this.upgraded(socket as Socket))
+  }
+
+  /**
+   * An address past its cap that was answered 503 in the last second has its further connections
+   * closed as they are accepted, before Node makes a socket of them: a socket, its stream state
+   * and listeners are most of what each of an attacker's thousands of reconnects a second costs
+   * the event loop and the heap (a refusal costs about half as much CPU without one, and leaves
+   * nothing to collect). The one 503 a second says why to a client that reads it (a proxy's log).
+   * This wraps Node's accept callback, the listening handle's `onconnection` (net.js, not a public
+   * API): where it is missing, admit() refuses them all, each through a socket.
+   */
+  private refuseBeforeSockets(server: http.Server, listener: string): void {
+    const handle = (server as unknown as {_handle?: ListeningHandle | null})._handle
+    const accept = handle?.onconnection
+    if (!handle || typeof accept !== 'function') return
+    const guard = this
+    handle.onconnection = function (this: ListeningHandle, status: number, client?: AcceptedHandle) {
+      if (status === 0 && typeof client?.getpeername === 'function' && typeof client.close === 'function') {
+        const peer: {address?: string} = {}
+        client.getpeername(peer)
+        const key = `${listener} ${addressKey(peer.address ?? '')}`
+        if ((guard.perKey.get(key) ?? 0) >= guard.limits.perAddress && Date.now() - (guard.answeredRefusal.get(key) ?? 0) < 1_000) {
+          guard.arrivalCount++
+          guard.metrics.connectionsShed.inc({listener, reason: 'address_cap'})
+          client.close()
+          return
+        }
+      }
+      accept.call(this, status, client)
+    }
   }
 
   /** Whether `socket` may be served; if not, it was refused. */
   private admit(socket: Socket, listener: string): boolean {
+    this.arrivalCount++
     const key = `${listener} ${addressKey(socket.remoteAddress ?? '')}`
     const held = this.perKey.get(key) ?? 0
     if (held >= this.limits.perAddress) {
+      this.answeredRefusal.set(key, Date.now())
       this.refuse(socket, listener, 'address_cap')
       return false
     }
@@ -134,8 +186,10 @@ export class ConnectionGuard {
     this.connections.delete(socket)
     this.idle.delete(socket)
     const held = (this.perKey.get(tracked.key) ?? 1) - 1
-    if (held === 0) this.perKey.delete(tracked.key)
-    else this.perKey.set(tracked.key, held)
+    if (held === 0) {
+      this.perKey.delete(tracked.key)
+      this.answeredRefusal.delete(tracked.key)
+    } else this.perKey.set(tracked.key, held)
   }
 
   private request(
