@@ -33,6 +33,7 @@ function renderTailEvent(event: TailEvent, color: boolean): string {
     paint(failed ? 'red' : 'green', event.status === null ? '-' : String(event.status)),
     paint(failed ? 'red' : 'green', event.outcome),
     paint('gray', `${Math.round(event.durationMs)}ms`),
+    ...(event.asset ? [paint('cyan', '(asset)')] : []),
   ].join(' ')
   const lines = [head]
   for (const line of event.logs) lines.push(`  ${paint(LEVEL_STYLE[line.level], `[${line.level}]`)} ${line.message}`)

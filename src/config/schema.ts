@@ -249,6 +249,12 @@ export const settingsSchema = z.strictObject({
        */
       tail_max_events_per_second: count(100, 1, 100_000),
       /**
+       * Static asset files no release of a served script names are removed after each upload and
+       * retirement, once this long has passed since they were sent or a deploy asked about them (a
+       * deploy sends its files before the upload that names them).
+       */
+      asset_unreferenced_grace_seconds: count(3600, 0, 30 * 86_400),
+      /**
        * How a deploy reaches a running shard. "loader": Workers without Durable Objects run through
        * workerd's Worker Loader, and a deploy loads the new code into the running process (its
        * neighbours untouched); Workers with Durable Objects, and every Worker under "restart", are

@@ -6,6 +6,7 @@
 // running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
 // runtime/snapshots/ (data snapshots being streamed, see services/snapshot.ts).
 import {AssetFiles} from './assets/files.js'
+import {AssetCollector} from './assets/management.js'
 import {AssetServer} from './assets/serve.js'
 import {existsSync} from 'node:fs'
 import {readFile, rm, writeFile} from 'node:fs/promises'
@@ -184,6 +185,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       dataDir,
       state,
       assets: assetFiles,
+      assetCollector: new AssetCollector(assetFiles, state, log, settings.asset_unreferenced_grace_seconds * 1000),
       runtime,
       identity,
       settings,
@@ -209,7 +211,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       maxSignedBodyBytes: settings.max_signed_request_body_bytes,
       bodyBudget,
       metrics,
-      assets: new AssetServer(state, assetFiles, metrics),
+      assets: new AssetServer(state, assetFiles, metrics, (script, request) => tails.assetServed(script, request)),
       workerServed: (script: string, durationMs: number, status: number | null) => tails.served(script, durationMs, status),
       ready,
       readinessDetail,

@@ -204,6 +204,12 @@ class WorkerCounter<Label extends string> extends WorkerSeries<Label, Counter<La
   inc(labels: LabelValues<Label>, value?: number): void {
     this.metric.inc(this.labelled(labels), value)
   }
+
+  /** Removes every series of `script`, whatever its other labels (an open set, like statuses). */
+  async removeScript(script: string): Promise<void> {
+    const {values} = await this.metric.get()
+    for (const {labels} of values) if ((labels as Record<string, unknown>).script === script) this.metric.remove(labels as LabelValues<Label | 'department'>)
+  }
 }
 
 class WorkerHistogram<Label extends string> extends WorkerSeries<Label, Histogram<Label | 'department'>> {

@@ -108,6 +108,8 @@ export class TailHub {
   /** Traces sampled out per tailed script since the last notice. */
   private readonly sampledOut = new Map<string, number>()
   private sampledNoticeTimer: NodeJS.Timeout | null = null
+  /** Asset events a script's tails got in the current second (the tail Worker budgets the others). */
+  private readonly assetEventsThisSecond = new Map<string, {second: number; count: number}>()
 
   constructor(private readonly options: TailHubOptions) {}
 
@@ -176,6 +178,44 @@ export class TailHub {
     if (samples.length >= 2 * MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
   }
 
+  /**
+   * A request the data plane answered from the script's static assets, the Worker not run: an event
+   * marked `asset` for its tails (within the same per-second budget) and the Worker log file.
+   */
+  assetServed(script: string, request: {method: string; path: string; status: number; startedAt: number}): void {
+    const subscribers = this.subscribers.get(script)
+    if (!subscribers && !this.options.logFile) return
+    const now = Date.now()
+    const event: TailEvent = {
+      time: new Date(request.startedAt).toISOString(),
+      script,
+      method: request.method,
+      path: request.path,
+      status: request.status,
+      outcome: 'ok',
+      durationMs: Math.max(0, now - request.startedAt),
+      logs: [],
+      exceptions: [],
+      truncated: false,
+      asset: true,
+    }
+    const line = JSON.stringify(event)
+    this.options.logFile?.append([line])
+    if (!subscribers) return
+    const second = Math.floor(now / 1000)
+    const budget = this.assetEventsThisSecond.get(script)
+    const sent = budget?.second === second ? budget : {second, count: 0}
+    this.assetEventsThisSecond.set(script, sent)
+    if (sent.count >= this.options.maxEventsPerSecond) {
+      this.countSampled(script, 1)
+      return
+    }
+    sent.count++
+    for (const subscriber of subscribers) {
+      if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
+    }
+  }
+
   private isServed(script: unknown): script is string {
     return typeof script === 'string' && SCRIPT_NAME_PATTERN.test(script) && this.options.isServed(script)
   }
@@ -240,8 +280,10 @@ export class TailHub {
     metrics.workerSubrequests.remove({script, kind: 'service_binding'})
     for (const outcome of tailOutcomes) metrics.workerOutcomes.remove({script, outcome})
     for (const statusClass of STATUS_CLASSES) metrics.workerResponses.remove({script, status_class: statusClass})
+    void metrics.assetResponses.removeScript(script)
     this.samples.delete(script)
     this.lastErrors.delete(script)
+    this.assetEventsThisSecond.delete(script)
   }
 
   private tally(script: string, summary: PostedSummary, redact: (text: string) => string): void {

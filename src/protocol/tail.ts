@@ -1,6 +1,7 @@
 // Worker events, as the host's tail stream (`GET /v1/scripts/:name/tail`, NDJSON) and its Worker log
 // file carry them, and the activity summary `status` reads (`GET /v1/workers/activity`). One event
-// per finished invocation of a Worker (a request, or a WebSocket upgrade), built from workerd's trace.
+// per finished invocation of a Worker (a request, or a WebSocket upgrade), built from workerd's trace,
+// and one per request the host answered from the Worker's static assets alone (`asset: true`).
 // Under volume the tail stream also carries `sampled` notices: how many events the host left out.
 import {z} from 'zod'
 
@@ -26,6 +27,8 @@ export const tailEventSchema = z.strictObject({
   exceptions: z.array(z.strictObject({time: z.string(), name: z.string(), message: z.string(), stack: z.string()})),
   /** workerd cut the logs of this invocation short (too many or too large). */
   truncated: z.boolean(),
+  /** Present and true on a request the host answered from the Worker's static assets, the Worker not run. */
+  asset: z.literal(true).optional(),
 })
 export type TailEvent = z.infer<typeof tailEventSchema>
 

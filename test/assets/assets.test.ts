@@ -2,18 +2,23 @@
 // _headers and _redirects, html_handling, SPA fallback, run_worker_first, the assets binding,
 // ETag/304, Range, HEAD and compression, a tampered asset caught by the integrity check, a deploy
 // of one changed file sending only that file, and retirement answering 404 for an asset URL.
-// The oracle is Cloudflare's documented behaviour (Workers static assets: routing, headers,
-// redirects); wrangler is not among the dependencies to compare with `wrangler dev`.
-import {readdirSync, writeFileSync} from 'node:fs'
+// What `wrangler dev` does not show (compression, Range, metrics, the integrity check, retirement)
+// is checked here; wrangler-dev.test.ts compares the answers with `wrangler dev` as the oracle.
+import {spawn} from 'node:child_process'
+import {createHash} from 'node:crypto'
+import {existsSync, readdirSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {request} from 'undici'
 import {expect, test} from 'vitest'
+import {CLI_BIN, runCli} from '../support/cli.js'
 import {kitWithHost} from '../support/cli-kit.js'
+import {startTestHost} from '../support/host.js'
 
 const received: Array<{files: number; bytes: number}> = []
 const kit = kitWithHost('assets', {
-  settings: {shards: 1},
+  // Unreferenced asset files go at once, so the test sees them go.
+  settings: {shards: 1, asset_unreferenced_grace_seconds: 0},
   onLog: (entry) => {
     if (entry.msg === 'asset files received') received.push({files: entry.files as number, bytes: entry.bytes as number})
   },
@@ -56,11 +61,11 @@ test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEA
     'public/secret.txt': 'ignored',
     'public/.assetsignore': 'secret.txt\n',
     'public/_headers': '/*\n  X-Site: demo\n/docs/*\n  X-Docs: :splat\n',
-    'public/_redirects': '/old /about 301\n/blog/:slug /posts/:slug\n/rewrite /about.html 200\n',
+    'public/_redirects': '/old /about 301\n/blog/:slug /posts/:slug\n/rewrite /about 200\n',
   })
   const plan = await cli('deploy', dir, '--dry-run', '--json')
   expect(JSON.parse(plan.stdout).assets).toEqual({files: 5, bytes: expect.any(Number), binding: 'ASSETS'})
-  const {url} = await deploy(dir)
+  const {url, department} = await deploy(dir)
   const at = (pathname: string) => new URL(pathname.slice(1), url).toString()
 
   const home = await get(at('/'))
@@ -105,6 +110,34 @@ test('a wrangler site: html_handling, _headers, _redirects, ETag/304, Range, HEA
   expect(zipped.body.length).toBeLessThan(LARGE_CSS.length / 10)
   expect((await get(at('/style.css'), {'accept-encoding': 'gzip', 'if-none-match': zipped.headers.etag!})).status).toBe(304)
 
+  // tail: an asset-only request is an event marked `asset`; a request the Worker ran is not.
+  const tail = spawn(process.execPath, [CLI_BIN, 'tail', department, '--format', 'json', '--data-dir', kit.dataDir], {
+    env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_CONFIG: undefined},
+  })
+  let tailed = ''
+  tail.stdout.on('data', (chunk: Buffer) => (tailed += chunk.toString()))
+  const tailEvents = () =>
+    tailed
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as {path: string; status: number; asset?: boolean})
+  try {
+    // Each poll sends both requests again: the tail may connect after the first ones.
+    await expect
+      .poll(
+        async () => {
+          await get(at('/about'))
+          await get(at('/nothing'))
+          const events = tailEvents()
+          return [events.find((event) => event.path === '/about'), events.find((event) => event.path === '/nothing')]
+        },
+        {timeout: 30_000},
+      )
+      .toEqual([expect.objectContaining({status: 200, asset: true}), expect.not.objectContaining({asset: true})])
+  } finally {
+    tail.kill('SIGINT')
+  }
+
   const metrics = (await get(`${kit.host.adminUrl}/metrics`)).body.toString()
   expect(metrics).toMatch(/edgeworkers_host_asset_responses_total\{script="dw-[0-9a-f]{48}",department="d\d+",status="200",via="direct"\} \d+/)
 })
@@ -124,7 +157,7 @@ test('an assets-only SPA: index.html for unknown paths, 404.html handling, and a
   expect(firstSent).toBe(51)
   const spa = await get(new URL('settings/profile', url).toString())
   expect([spa.status, spa.body.toString()]).toEqual([200, '<div id="app"></div>'])
-  expect((await get(new URL('chunk-3.js', url).toString())).headers['content-type']).toBe('application/javascript; charset=utf-8')
+  expect((await get(new URL('chunk-3.js', url).toString())).headers['content-type']).toBe('text/javascript; charset=utf-8')
 
   // One file changed: only its bytes go to the host.
   const changed = 'export const chunk = "changed";\n'
@@ -146,15 +179,93 @@ test('an assets-only SPA: index.html for unknown paths, 404.html handling, and a
   expect(await get(new URL('elsewhere', nf.url).toString()).then((r) => [r.status, r.body.toString()])).toEqual([404, 'top 404'])
 })
 
+test('a backup restores the host with its asset files; files no served release names leave the host', {timeout: 180_000}, async () => {
+  const hostFile = (content: string) => {
+    const sha256 = createHash('sha256').update(content).digest('hex')
+    return path.join(kit.host.dataDir, 'assets', sha256.slice(0, 2), sha256)
+  }
+  const dir = project('kept', {
+    'wrangler.toml': 'name = "kept"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
+    'public/keep.txt': 'kept across versions',
+    'public/version.txt': 'version 1',
+  })
+  const {url, department} = await deploy(dir)
+
+  // backup create → restore into a new host data dir → a host started there serves the assets.
+  const backup = path.join(kit.root, 'backup')
+  const created = await cli('backup', 'create', backup, '--json')
+  expect(created.code, created.stderr).toBe(0)
+  const restoredHostDir = path.join(kit.root, 'restored-host')
+  const restored = await runCli(['backup', 'restore', backup, '--host-data-dir', restoredHostDir, '--json', '--data-dir', path.join(kit.root, 'restored-kit')])
+  expect(restored.code, restored.stderr).toBe(7) // restored; verification waits for the host to start
+  const restoredHost = await startTestHost({dataDir: restoredHostDir, settings: {shards: 1}})
+  try {
+    const script = new URL(url).pathname.split('/')[1]
+    const served = await get(`${restoredHost.publicUrl}/${script}/keep.txt`)
+    expect([served.status, served.body.toString()]).toEqual([200, 'kept across versions'])
+  } finally {
+    await restoredHost.stop()
+  }
+
+  // The host keeps the files of the release it serves and the one before; older ones go.
+  for (const version of [2, 3]) {
+    writeFileSync(path.join(dir, 'public', 'version.txt'), `version ${version}`)
+    await deploy(dir, department)
+  }
+  await expect.poll(() => existsSync(hostFile('version 1'))).toBe(false)
+  expect(['kept across versions', 'version 2', 'version 3'].map((content) => existsSync(hostFile(content)))).toEqual([true, true, true])
+  expect((await get(new URL('version.txt', url).toString())).body.toString()).toBe('version 3')
+  // Retired: none of its files is served any more, so none is kept.
+  expect((await cli('retire', department, '--yes', '--json')).code).toBe(0)
+  await expect.poll(() => ['kept across versions', 'version 2', 'version 3'].some((content) => existsSync(hostFile(content)))).toBe(false)
+})
+
+test('asset limits and bad rule files are refused with one line naming the cause, and nothing is written', {timeout: 120_000}, async () => {
+  const dir = project('limits', {
+    'wrangler.toml': 'name = "limits"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
+    'public/a.txt': 'a'.repeat(10),
+    'public/big.bin': 'b'.repeat(3000),
+    'public/bigger.bin': 'c'.repeat(5000),
+  })
+  const refusal = async (env: Record<string, string>) => {
+    const result = await runCli(['deploy', dir, '--department', 'limits', '--data-dir', kit.dataDir], env)
+    return {
+      code: result.code,
+      lines: result.stderr
+        .trimEnd()
+        .split('\n')
+        .filter((line) => line.startsWith('error:')),
+    }
+  }
+  expect(await refusal({EDGEWORKERS_DEPLOY__ASSETS_MAX_FILES: '2'})).toEqual({
+    code: 2,
+    lines: [
+      `error: assets directory ${path.join(dir, 'public')} holds 3 files; at most 2 per version (deploy.assets_max_files; .assetsignore leaves files out)`,
+    ],
+  })
+  // The refusal names the largest files first.
+  expect(await refusal({EDGEWORKERS_DEPLOY__ASSET_MAX_BYTES: '2048'})).toEqual({
+    code: 2,
+    lines: [
+      `error: assets directory ${path.join(dir, 'public')}: 2 files are over 2 KiB per file (deploy.asset_max_bytes): bigger.bin (4.9 KiB), big.bin (2.9 KiB)`,
+    ],
+  })
+  writeFileSync(path.join(dir, 'public', '_redirects'), '/from /to 304\n')
+  expect(await refusal({})).toEqual({code: 2, lines: [expect.stringMatching(/_redirects line 1: status 304 is not one of 200, 301, 302, 303, 307, 308/)]})
+  // Nothing was stored: no version of a Worker for this department.
+  expect((await cli('worker', 'list', '--json')).stdout).not.toContain('"limits"')
+})
+
+// Last: it damages every asset file in the kit's artifact store.
 test('a tampered asset fails the deploy integrity check; retirement answers an asset URL with the exact 404', {timeout: 180_000}, async () => {
   const dir = project('tamper', {
     'wrangler.toml': 'name = "tamper"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
     'public/index.html': 'tamper-proof',
     'public/logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
   })
-  const {url, department} = await deploy(dir)
+  const {url, department, script} = await deploy(dir)
   const logo = new URL('logo.svg', url).toString()
-  expect((await get(logo)).headers['content-type']).toBe('image/svg+xml; charset=utf-8')
+  expect((await get(logo)).headers['content-type']).toBe('image/svg+xml')
 
   // A new version whose stored asset file is then altered in the kit's artifact store.
   writeFileSync(path.join(dir, 'public', 'index.html'), 'tamper-proof v2')
@@ -170,10 +281,14 @@ test('a tampered asset fails the deploy integrity check; retirement answers an a
   expect((await get(new URL('index.html', url).toString().replace(/index\.html$/, ''))).body.toString()).toBe('tamper-proof')
 
   const notFound = await get(`${kit.host.publicUrl}/no-such-worker/logo.svg`)
+  const metrics = async () => (await get(`${kit.host.adminUrl}/metrics`)).body.toString()
+  expect(await metrics()).toContain(`edgeworkers_host_asset_responses_total{script="${script}"`)
   const retired = await cli('retire', department, '--yes', '--json')
   expect(retired.code, retired.stderr).toBe(0)
   const after = await get(logo)
   expect(after.status).toBe(404)
   expect(JSON.parse(after.body.toString()).code).toBe(JSON.parse(notFound.body.toString()).code)
   expect(JSON.parse(after.body.toString()).message).toBe('Worker not found')
+  // Its asset series leave the metrics with it.
+  await expect.poll(metrics).not.toContain(`edgeworkers_host_asset_responses_total{script="${script}"`)
 })

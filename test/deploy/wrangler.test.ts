@@ -194,6 +194,7 @@ export default {
 
 test('init writes a project deploy accepts at once, for every template, and never overwrites a file', {timeout: 180_000}, async () => {
   const served: Record<string, {status: number; body: string}> = {}
+  const urls: Record<string, string> = {}
   for (const template of TEMPLATES) {
     const dir = path.join(root, 'projects', `init-${template}`)
     const written = await cli('init', dir, '--template', template, '--json')
@@ -201,11 +202,17 @@ test('init writes a project deploy accepts at once, for every template, and neve
     const {url} = await deploy(dir)
     const {status, body} = await get(url)
     served[template] = {status, body}
+    urls[template] = url
   }
   expect(served.hello).toEqual({status: 200, body: 'Hello from init-hello! (GET /)\n'})
   expect(served['durable-object']).toEqual({status: 200, body: '{"name":"default","value":1}'})
   expect(served.websocket).toEqual({status: 200, body: 'Connect a WebSocket here; every message comes back.\n'})
   expect(served.hono).toEqual({status: 200, body: 'Hello from init-hono (Hono)!\n'})
+  // The assets template: the host serves public/, the Worker /api/*, the site's 404 page the rest.
+  expect(served.assets).toEqual({status: 200, body: expect.stringContaining('<title>init-assets</title>')})
+  const assetsUrl = urls.assets!
+  expect(await get(`${assetsUrl}api/hello`)).toMatchObject({status: 200, body: '{"message":"Hello from init-assets!","path":"/api/hello"}'})
+  expect(await get(`${assetsUrl}no-such-page`)).toMatchObject({status: 404, body: expect.stringContaining('<h1>Not found</h1>')})
 
   const badDepartment = await cli('init', path.join(root, 'projects', 'init-bad'), '--department', 'sales dept')
   expect({code: badDepartment.code, stderr: badDepartment.stderr}).toEqual({

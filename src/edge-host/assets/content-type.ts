@@ -1,12 +1,13 @@
-// Content types by extension, as Cloudflare's asset worker sends them: text types with
-// `charset=utf-8`, anything unknown as application/octet-stream.
+// Content types by extension, as wrangler's asset manifest gives them (the `mime` package's
+// standard types): `text/*` with `; charset=utf-8`, and no content-type at all for an extension
+// it does not know. test/assets/wrangler-dev.test.ts checks every extension here against it.
 const TYPES: Readonly<Record<string, string>> = {
   html: 'text/html',
   htm: 'text/html',
   css: 'text/css',
-  js: 'application/javascript',
-  mjs: 'application/javascript',
-  cjs: 'application/javascript',
+  js: 'text/javascript',
+  mjs: 'text/javascript',
+  cjs: 'application/node',
   json: 'application/json',
   map: 'application/json',
   webmanifest: 'application/manifest+json',
@@ -21,7 +22,7 @@ const TYPES: Readonly<Record<string, string>> = {
   gif: 'image/gif',
   webp: 'image/webp',
   avif: 'image/avif',
-  ico: 'image/x-icon',
+  ico: 'image/vnd.microsoft.icon',
   bmp: 'image/bmp',
   woff: 'font/woff',
   woff2: 'font/woff2',
@@ -39,22 +40,21 @@ const TYPES: Readonly<Record<string, string>> = {
   webm: 'video/webm',
 }
 
-export function contentTypeOf(path: string): string {
+/** The content-type of an asset at `path`; undefined for an unknown extension (sent without one). */
+export function contentTypeOf(path: string): string | undefined {
   const name = path.slice(path.lastIndexOf('/') + 1)
   const dot = name.lastIndexOf('.')
   const type = dot === -1 ? undefined : TYPES[name.slice(dot + 1).toLowerCase()]
-  if (type === undefined) return 'application/octet-stream'
-  return isTextual(type) ? `${type}; charset=utf-8` : type
+  return type?.startsWith('text/') ? `${type}; charset=utf-8` : type
 }
 
-function isTextual(type: string): boolean {
-  return (
-    type.startsWith('text/') || ['application/javascript', 'application/json', 'application/manifest+json', 'application/xml', 'image/svg+xml'].includes(type)
-  )
-}
-
-/** Worth compressing: text, scripts, JSON, SVG, wasm; not images, fonts already compressed, archives or media. */
-export function isCompressible(contentType: string): boolean {
+/** Worth compressing: text, scripts, JSON, XML, SVG, wasm, icons, uncompressed fonts; not images, archives or media. */
+export function isCompressible(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
   const type = contentType.split(';')[0]!
-  return isTextual(type) || type === 'application/wasm' || type === 'image/x-icon' || type === 'font/ttf' || type === 'font/otf'
+  return (
+    type.startsWith('text/') ||
+    ['application/json', 'application/manifest+json', 'application/xml', 'application/node', 'image/svg+xml', 'application/wasm'].includes(type) ||
+    ['image/vnd.microsoft.icon', 'font/ttf', 'font/otf'].includes(type)
+  )
 }

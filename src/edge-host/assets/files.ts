@@ -3,14 +3,15 @@
 // read through a bounded in-memory cache of small files (the data plane's hot path), larger ones
 // from disk each time.
 import {mkdirSync} from 'node:fs'
-import {readdir, readFile, stat, unlink} from 'node:fs/promises'
+import {readdir, readFile, stat, unlink, utimes} from 'node:fs/promises'
 import path from 'node:path'
 import {sha256Hex} from '../../canonical-json.js'
 import {writeFileAtomically} from '../../util/atomic-file.js'
 import {HostError} from '../errors.js'
 
 export const ASSETS_DIR = 'assets'
-const INCOMING_DIR = '.incoming'
+/** Where files are written before their atomic rename; never part of a snapshot. */
+export const INCOMING_DIR = '.incoming'
 /** Files up to this size are kept in memory once read; at most CACHE_BYTES of them. */
 const CACHED_FILE_MAX_BYTES = 1024 * 1024
 const CACHE_BYTES = 64 * 1024 * 1024
@@ -36,9 +37,21 @@ export class AssetFiles {
     )
   }
 
+  /**
+   * The hashes the host lacks. The ones it holds are touched: a deploy about to name them keeps
+   * them from the collection of unreferenced files for its grace period.
+   */
   async missing(hashes: readonly string[]): Promise<string[]> {
     const unique = [...new Set(hashes)]
-    const held = await Promise.all(unique.map((hash) => this.has(hash)))
+    const now = new Date()
+    const held = await Promise.all(
+      unique.map((hash) =>
+        utimes(this.fileOf(hash), now, now).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    )
     return unique.filter((_, index) => !held[index])
   }
 
@@ -70,13 +83,22 @@ export class AssetFiles {
     return bytes
   }
 
-  /** Removes the files no release names; returns how many went. */
-  async removeUnreferenced(referenced: ReadonlySet<string>): Promise<number> {
+  /**
+   * Removes the files no release names that were not written or asked about within `graceMs` (a
+   * deploy sends its files before the upload that names them); returns how many went.
+   */
+  async removeUnreferenced(referenced: ReadonlySet<string>, graceMs: number): Promise<number> {
     let removed = 0
+    const cutoff = Date.now() - graceMs
     for (const shard of await readdir(this.root)) {
       if (shard === INCOMING_DIR) continue
       for (const name of await readdir(path.join(this.root, shard))) {
         if (referenced.has(name)) continue
+        const modified = await stat(path.join(this.root, shard, name)).then(
+          (stats) => stats.mtimeMs,
+          () => 0,
+        )
+        if (modified > cutoff) continue
         await unlink(path.join(this.root, shard, name)).catch(() => undefined)
         this.cache.delete(name)
         removed++

@@ -25,21 +25,33 @@ type Encoding = 'br' | 'gzip'
 const compressed = new Map<string, Buffer>()
 let compressedBytes = 0
 
-export async function writeAsset(request: http.IncomingMessage, response: http.ServerResponse, asset: AssetBody, headers: Map<string, string>): Promise<void> {
+/** What the `_headers` rules do to a response (protocol/assets/rules.ts headersFor). */
+export interface HeaderChanges {
+  set: ReadonlyMap<string, string>
+  unset: ReadonlySet<string>
+}
+
+/** Applies `_headers` changes; wrangler's asset worker applies them to every response it makes, redirects too. */
+export function applyHeaderChanges(response: http.ServerResponse, changes: HeaderChanges): void {
+  for (const name of changes.unset) response.removeHeader(name)
+  for (const [name, value] of changes.set) response.setHeader(name, value)
+}
+
+export async function writeAsset(request: http.IncomingMessage, response: http.ServerResponse, asset: AssetBody, changes: HeaderChanges): Promise<void> {
   const type = contentTypeOf(asset.path)
   const etag = `"${asset.sha256.slice(0, 32)}"`
   const range = asset.status === 200 ? request.headers.range : undefined
   const encoding = range === undefined && isCompressible(type) && asset.bytes.length >= COMPRESS_MIN_BYTES ? acceptedEncoding(request) : null
   const variantTag = encoding === null ? etag : `W/"${asset.sha256.slice(0, 32)}-${encoding}"`
-  response.setHeader('content-type', type)
+  if (type !== undefined) response.setHeader('content-type', type)
   response.setHeader('etag', variantTag)
-  response.setHeader('cache-control', 'public, max-age=0, must-revalidate')
+  // As the asset worker: a response to a request with credentials or a range is not for shared caches' reuse.
+  if (request.headers.authorization === undefined && range === undefined) response.setHeader('cache-control', 'public, max-age=0, must-revalidate')
   if (isCompressible(type)) response.setHeader('vary', 'Accept-Encoding')
-  for (const [name, value] of headers) response.setHeader(name, value)
+  applyHeaderChanges(response, changes)
   const head = request.method === 'HEAD'
 
   if (asset.status === 200 && matchesIfNoneMatch(request.headers['if-none-match'], asset.sha256)) {
-    response.removeHeader('content-type')
     response.writeHead(304).end()
     return
   }

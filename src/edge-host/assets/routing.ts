@@ -5,7 +5,11 @@
 // asset answers (the Worker does, if there is one).
 import type {AssetConfig, HtmlHandling} from '../../protocol/management-api.js'
 
-export type Resolution = {kind: 'asset'; path: string; status: 200 | 404} | {kind: 'redirect'; location: string; status: number}
+export type Resolution =
+  | {kind: 'asset'; path: string; status: 200 | 404}
+  | {kind: 'redirect'; location: string; status: number}
+  /** An answer with no body: a rewrite to a path no asset answers. */
+  | {kind: 'empty'; status: 404}
 
 type Exists = (path: string) => boolean
 

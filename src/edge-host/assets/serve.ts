@@ -9,8 +9,8 @@ import {headersFor, matchRedirect, parseHeaders, parseRedirects, type HeaderRule
 import type {HostMetrics} from '../metrics.js'
 import type {HostState} from '../state/host-state.js'
 import type {AssetFiles} from './files.js'
-import {writeAsset} from './respond.js'
-import {resolveAsset, runsWorkerFirst} from './routing.js'
+import {applyHeaderChanges, writeAsset} from './respond.js'
+import {type Resolution, resolveAsset, runsWorkerFirst} from './routing.js'
 
 interface CompiledAssets {
   release: ReleaseAssets
@@ -28,6 +28,8 @@ export class AssetServer {
     private readonly state: HostState,
     private readonly files: AssetFiles,
     private readonly metrics: HostMetrics,
+    /** A request answered from the assets alone, the Worker not run (its tails hear of it). */
+    private readonly onServed: (script: string, request: {method: string; path: string; status: number; startedAt: number}) => void,
   ) {}
 
   /**
@@ -46,7 +48,10 @@ export class AssetServer {
     if (assets === null || (request.method !== 'GET' && request.method !== 'HEAD')) return false
     const url = parseTarget(target)
     if (url === null || runsWorkerFirst(assets.release.config, url.pathname)) return false
-    return this.answer(script, assets, url, request, response, requestId, 'direct')
+    const startedAt = Date.now()
+    if (!(await this.answer(script, assets, url, request, response, requestId, 'direct'))) return false
+    this.onServed(script, {method: request.method, path: `${url.pathname}${url.search}`, status: response.statusCode, startedAt})
+    return true
   }
 
   /** Answers a call of the Worker's assets binding; always answers. */
@@ -80,19 +85,29 @@ export class AssetServer {
     const pathname = decodePath(url.pathname)
     if (pathname === null) return false
     const exists = (path: string) => assets.byPath.has(path)
-    let resolution = resolveAsset(pathname, assets.release.config, exists)
     const redirect = matchRedirect(assets.redirects, pathname)
-    if (redirect && redirect.status === 200) {
-      // A rewrite serves the file it names (or what that path resolves to), under the requested URL.
-      const destination = decodePath(redirect.destination.split('?')[0]!) ?? ''
-      resolution = exists(destination) ? {kind: 'asset', path: destination, status: 200} : resolveAsset(destination, assets.release.config, exists)
-    } else if (redirect) resolution = {kind: 'redirect', location: redirect.destination, status: redirect.status}
+    let resolution: Resolution | null
+    if (redirect && redirect.status !== 200) resolution = {kind: 'redirect', location: redirect.destination, status: redirect.status}
+    else if (redirect) {
+      // A 200 rewrite resolves its destination as if requested (html_handling may redirect it);
+      // a destination no asset answers is a 404, never the Worker — as wrangler's asset worker does.
+      const destination = decodePath(new URL(redirect.destination, url).pathname)
+      resolution = (destination === null ? null : resolveAsset(destination, assets.release.config, exists)) ?? {kind: 'empty', status: 404}
+    } else resolution = resolveAsset(pathname, assets.release.config, exists)
     if (resolution === null) return false
     response.setHeader('x-request-id', requestId)
-    if (resolution.kind === 'redirect') {
+    const host = String(request.headers.host ?? '')
+      .toLowerCase()
+      .replace(/:\d+$/, '')
+    const changes = headersFor(assets.headers, host, pathname)
+    if (resolution.kind !== 'asset') {
+      applyHeaderChanges(response, changes)
       const {status} = resolution
-      const location = resolution.location.includes('?') || url.search === '' ? resolution.location : `${resolution.location}${url.search}`
-      response.writeHead(status, {location}).end()
+      if (resolution.kind === 'redirect') {
+        const location = resolution.location.includes('?') || url.search === '' ? resolution.location : `${resolution.location}${url.search}`
+        response.setHeader('location', location)
+      }
+      response.writeHead(status).end()
       this.metrics.assetResponses.inc({script, status: String(status), via})
       return true
     }
@@ -100,15 +115,7 @@ export class AssetServer {
     const bytes = await this.files.read(file.sha256)
     // A release is stored only once its files are; a file gone since is the host's damage.
     if (bytes === null) throw new Error(`asset file ${file.sha256} of ${script} is missing from the host`)
-    const host = String(request.headers.host ?? '')
-      .toLowerCase()
-      .replace(/:\d+$/, '')
-    await writeAsset(
-      request,
-      response,
-      {path: resolution.path, sha256: file.sha256, bytes, status: resolution.status},
-      headersFor(assets.headers, host, pathname),
-    )
+    await writeAsset(request, response, {path: resolution.path, sha256: file.sha256, bytes, status: resolution.status}, changes)
     this.metrics.assetResponses.inc({script, status: String(response.statusCode), via})
     return true
   }

@@ -28,7 +28,7 @@ import type {WorkerdRuntime} from '../runtime/runtime.js'
 import {D1Service} from './d1-service.js'
 import {QueueService} from './queue-service.js'
 import {refusalMessage} from '../../workerd/refusal.js'
-import {assertAssetsHeld} from '../assets/management.js'
+import {type AssetCollector, assertAssetsHeld} from '../assets/management.js'
 import type {AssetFiles} from '../assets/files.js'
 import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './common.js'
 import {FenceService, fenceView} from './fence-service.js'
@@ -41,6 +41,8 @@ export interface ServiceOptions {
   dataDir: string
   state: HostState
   assets: AssetFiles
+  /** Removes asset files no served release names; run after an upload and a retirement. */
+  assetCollector: AssetCollector
   runtime: WorkerdRuntime
   identity: HostIdentity
   settings: HostSettings
@@ -127,6 +129,7 @@ export class HostService {
         this.restartInBackground(shard)
         // A new release leaves the shard of its own it was moved to (Scripts.save): that one drops it.
         if (existing?.shard != null && existing.shard !== shard) this.restartInBackground(existing.shard)
+        if (existing?.releaseGeneration) void this.options.assetCollector.collect()
       }
     }
     return this.details(name)
@@ -198,6 +201,7 @@ export class HostService {
       this.options.onRetired?.(name)
       // The data plane answers 404 from now on; the restart just unloads the code.
       if (before.shard !== null) this.restartInBackground(before.shard)
+      void this.options.assetCollector.collect()
     }
     return this.details(name)
   }

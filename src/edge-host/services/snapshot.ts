@@ -1,5 +1,5 @@
 // Data snapshots of a fenced host (GET /v1/snapshot, see ../../protocol/management-api.ts): the state,
-// the identity key and every Durable Object file, staged under runtime/snapshots/<id>/ and streamed
+// the identity key, every Durable Object file and the static asset files (immutable, by content), staged under runtime/snapshots/<id>/ and streamed
 // as a tar. SQLite files go through the online backup API — workerd keeps writing Durable Objects
 // while the data plane serves, and a raw copy of a file being written may be torn. The staging dir
 // is private to the host user (it holds secrets) and removed once the stream ends; one left by a
@@ -13,6 +13,7 @@ import Database from 'better-sqlite3'
 import {create as createTar} from 'tar'
 import {fileDigest} from '../../file-digest.js'
 import {SNAPSHOT_MANIFEST_FILE, type SnapshotManifest} from '../../protocol/management-api.js'
+import {ASSETS_DIR, INCOMING_DIR} from '../assets/files.js'
 import {IDENTITY_KEY_FILE, type HostIdentity} from '../identity.js'
 import {type HostFence, type HostState, sealSnapshotCopy, STATE_FILE} from '../state/host-state.js'
 
@@ -56,6 +57,13 @@ export async function stageSnapshot(source: SnapshotSource): Promise<StagedSnaps
       await mkdir(path.dirname(path.join(dir, file)), {recursive: true, mode: 0o700})
       if (file.endsWith('.sqlite')) await backUpSqlite(path.join(source.dataDir, file), path.join(dir, file))
       else await copyFile(path.join(source.dataDir, file), path.join(dir, file))
+      files.push(file)
+    }
+    // The fence holds uploads back, so no asset file is being written; half-written ones are in .incoming.
+    for (const file of await filesUnder(source.dataDir, ASSETS_DIR)) {
+      if (file.startsWith(path.join(ASSETS_DIR, INCOMING_DIR, path.sep))) continue
+      await mkdir(path.dirname(path.join(dir, file)), {recursive: true, mode: 0o700})
+      await copyFile(path.join(source.dataDir, file), path.join(dir, file))
       files.push(file)
     }
     const manifest: SnapshotManifest = {

@@ -33,10 +33,13 @@ export class ReleaseAssetsRepository {
     else tx.upsert('release_assets', ['script', 'release_generation'], {script, release_generation: releaseGeneration, assets_json: JSON.stringify(assets)}, [])
   }
 
-  /** Every asset SHA-256 a release on this host names (what the asset files must keep). */
+  /** Every asset SHA-256 a release of a script not retired names (what the asset files must keep). */
   referencedHashes(): Set<string> {
     const hashes = new Set<string>()
-    for (const row of this.db.all<{assets_json: string}>('SELECT assets_json FROM release_assets')) {
+    const rows = this.db.all<{assets_json: string}>(
+      'SELECT assets_json FROM release_assets JOIN scripts ON scripts.name = release_assets.script WHERE scripts.retired_at IS NULL',
+    )
+    for (const row of rows) {
       for (const file of (JSON.parse(row.assets_json) as ReleaseAssets).files) hashes.add(file.sha256)
     }
     return hashes

@@ -8,7 +8,7 @@ import {packagePath} from '../../package-root.js'
 import {TENANT_ID_PATTERN} from '../../store/index.js'
 import {WORKERD_VERSION} from '../../util/build-info.js'
 
-export const TEMPLATES = ['hello', 'durable-object', 'websocket', 'hono'] as const
+export const TEMPLATES = ['hello', 'durable-object', 'websocket', 'hono', 'assets'] as const
 export type TemplateName = (typeof TEMPLATES)[number]
 
 const TEMPLATE_ROOT = packagePath('fixtures', 'templates')

@@ -5,7 +5,8 @@
 // _redirects: `source destination [status]` per line, `#` comments; status 301, 302 (default), 303,
 //   307, 308, or 200 (a rewrite to another asset path); a source may hold one `*` splat and `:name`
 //   placeholders (one segment each), which the destination repeats as `:splat` and `:name`. At most
-//   2,000 static and 100 dynamic rules, lines of at most 1,000 characters. The first matching rule wins.
+//   2,000 static and 100 dynamic rules, lines of at most 1,000 characters. A static rule wins over a
+//   dynamic one, else the first matching dynamic rule wins.
 // _headers: a URL pattern on its own line, then indented `Name: value` lines (`! Name` detaches a
 //   header set by an earlier rule); patterns take the same splat and placeholders. At most 100
 //   rules, lines of at most 2,000 characters. Every matching rule applies; repeated names join with ", ".
@@ -89,34 +90,47 @@ export function parseHeaders(text: string): HeaderRule[] {
   return rules
 }
 
-/** The redirect for a pathname (first match), its destination's placeholders filled in, or null. */
+/**
+ * The redirect for a pathname, its destination's placeholders filled in, or null. As wrangler's
+ * asset worker decides: a static rule for the exact path wins over any dynamic one, else the first
+ * dynamic rule that matches; a relative destination has its repeated slashes collapsed.
+ */
 export function matchRedirect(rules: readonly RedirectRule[], pathname: string): {destination: string; status: number} | null {
+  const exact = rules.find((rule) => rule.pattern === null && rule.source === pathname)
+  if (exact) return {destination: exact.destination, status: exact.status}
   for (const rule of rules) {
-    if (rule.pattern === null) {
-      if (rule.source === pathname) return {destination: rule.destination, status: rule.status}
-      continue
-    }
-    const match = rule.pattern.exec(pathname)
-    if (match) return {destination: fillPlaceholders(rule.destination, match.groups ?? {}), status: rule.status}
+    const match = rule.pattern?.exec(pathname)
+    if (!match) continue
+    const destination = fillPlaceholders(rule.destination, match.groups ?? {}).trim()
+    return {destination: /^\w+:\/\//.test(destination) ? destination : destination.replace(/\/+/g, '/'), status: rule.status}
   }
   return null
 }
 
-/** The headers the rules give an asset response at `pathname` on `host`, after detaching. */
-export function headersFor(rules: readonly HeaderRule[], host: string, pathname: string): Map<string, string> {
-  const headers = new Map<string, string>()
+/**
+ * What the rules do to a response at `pathname` on `host`: every matching rule in order detaches
+ * its `! Name` headers (from the response too) and sets its headers, a name set again appended
+ * with ", ". `unset`: names to remove from the response that no later rule set again.
+ */
+export function headersFor(rules: readonly HeaderRule[], host: string, pathname: string): {set: Map<string, string>; unset: Set<string>} {
+  const set = new Map<string, string>()
+  const unset = new Set<string>()
   for (const rule of rules) {
     if (rule.host !== null && rule.host !== host) continue
     const match = rule.pattern.exec(pathname)
     if (!match) continue
-    for (const name of rule.detach) headers.delete(name)
+    for (const name of rule.detach) {
+      set.delete(name)
+      unset.add(name)
+    }
     for (const [name, value] of rule.set) {
       const filled = fillPlaceholders(value, match.groups ?? {})
-      const previous = headers.get(name)
-      headers.set(name, previous === undefined ? filled : `${previous}, ${filled}`)
+      const previous = set.get(name)
+      set.set(name, previous === undefined ? filled : `${previous}, ${filled}`)
+      unset.delete(name)
     }
   }
-  return headers
+  return {set, unset}
 }
 
 function splitUrlPattern(pattern: string, where: string): {host: string | null; path: string} {

@@ -62,9 +62,12 @@ test('run_worker_first: a boolean or route globs, a "!" route excluding', () => 
   expect(['/api/users', '/api/docs/x', '/app.js'].map((path) => runsWorkerFirst(globs, path))).toEqual([true, false, false])
 })
 
-test('_redirects: static and dynamic rules, placeholders and splats, the first match wins, limits', () => {
-  const rules = parseRedirects('# comment\n/home / 301\n/blog/:year/:slug /posts/:slug?y=:year\n/docs/* /documentation/:splat 308\n/a /b\n')
+test('_redirects: static and dynamic rules, placeholders and splats, a static rule before the first dynamic match, limits', () => {
+  const rules = parseRedirects('# comment\n/* /catch-all\n/home / 301\n/blog/:year/:slug /posts/:slug?y=:year\n/docs/* /documentation//:splat 308\n/a /b\n')
+  expect(matchRedirect(rules.slice(1), '/home')).toEqual({destination: '/', status: 301})
   expect(matchRedirect(rules, '/home')).toEqual({destination: '/', status: 301})
+  expect(matchRedirect(rules, '/blog/2026/hi')).toEqual({destination: '/catch-all', status: 302})
+  rules.shift()
   expect(matchRedirect(rules, '/blog/2026/hi')).toEqual({destination: '/posts/hi?y=2026', status: 302})
   expect(matchRedirect(rules, '/docs/a/b')).toEqual({destination: '/documentation/a/b', status: 308})
   expect(matchRedirect(rules, '/none')).toBeNull()
@@ -72,9 +75,15 @@ test('_redirects: static and dynamic rules, placeholders and splats, the first m
   expect(() => parseRedirects(Array.from({length: 101}, (_, index) => `/d${index}/* /x`).join('\n'))).toThrow('more than 100 dynamic redirects')
 })
 
-test('_headers: every matching rule applies, repeated names join, "!" detaches, placeholders fill in', () => {
+test('_headers: every matching rule applies, repeated names join, "!" detaches (from the response too), placeholders fill in', () => {
   const rules = parseHeaders('/*\n  X-Frame-Options: DENY\n  X-Tag: all\n/docs/:page\n  ! X-Frame-Options\n  X-Tag: :page\n')
-  expect(Object.fromEntries(headersFor(rules, 'example.com', '/docs/intro'))).toEqual({'x-tag': 'all, intro'})
-  expect(Object.fromEntries(headersFor(rules, 'example.com', '/'))).toEqual({'x-frame-options': 'DENY', 'x-tag': 'all'})
+  expect(headersFor(rules, 'example.com', '/docs/intro')).toEqual({set: new Map([['x-tag', 'all, intro']]), unset: new Set(['x-frame-options'])})
+  expect(headersFor(rules, 'example.com', '/')).toEqual({
+    set: new Map([
+      ['x-frame-options', 'DENY'],
+      ['x-tag', 'all'],
+    ]),
+    unset: new Set(),
+  })
   expect(() => parseHeaders('  X-Orphan: 1')).toThrow('_headers line 1: a header line must follow a URL pattern')
 })

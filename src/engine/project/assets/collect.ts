@@ -9,6 +9,7 @@ import {formatByteSize} from '../../../artifacts/size.js'
 import {sha256Hex} from '../../../canonical-json.js'
 import {KitError} from '../../../errors.js'
 import {MAX_ASSET_RULES_BYTES, type AssetFile} from '../../../protocol/management-api.js'
+import {STAGED_ASSETS_DIR} from './wrangler.js'
 import {AssetRulesError, parseHeaders, parseRedirects} from '../../../protocol/assets/rules.js'
 import type {ManifestAssets} from './config.js'
 import {ALWAYS_IGNORED, ASSETS_IGNORE_FILE, parseAssetsIgnore, type IgnoreMatcher} from './ignore.js'
@@ -32,11 +33,12 @@ export interface CollectedAssets extends BundleAssets {
 }
 
 export async function collectAssets(root: string, assets: ManifestAssets, limits: AssetLimits): Promise<CollectedAssets> {
-  const named = `assets directory ${assets.directory}`
   const stats = await stat(path.join(root, ...assets.directory.split('/'))).catch(() => null)
-  if (!stats?.isDirectory()) throw new KitError('usage', `${named} ${stats ? 'is not a directory' : 'does not exist'} (in ${root})`)
-  // Real paths: a staged wrangler project links its assets directory (../assets/wrangler.ts).
+  if (!stats?.isDirectory()) throw new KitError('usage', `assets directory ${assets.directory} ${stats ? 'is not a directory' : 'does not exist'} (in ${root})`)
+  // Real paths: a staged wrangler project links its assets directory (../assets/wrangler.ts),
+  // which refusals name by where it really is, not by the link.
   const dir = await realpath(path.join(root, ...assets.directory.split('/')))
+  const named = `assets directory ${assets.directory === STAGED_ASSETS_DIR ? dir : assets.directory}`
   const ignore = await readOptional(path.join(dir, ASSETS_IGNORE_FILE)).then((text) => (text === null ? () => false : parseAssetsIgnore(text)))
   const found = await walk(dir, ignore)
   if (found.length > limits.assets_max_files) {
