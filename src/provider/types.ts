@@ -126,6 +126,8 @@ export interface HostDescription {
   /** Where the data plane listens, e.g. http://127.0.0.1:8787 — a Worker answers under /<script>/. */
   publicUrl: string
   baseDomain: string
+  /** Whether the host runs workerd's experimental mode (flags workerd marks experimental may run). */
+  experimental: boolean
 }
 
 /** What the store records of a pairing with an edge host. */

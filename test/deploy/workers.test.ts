@@ -311,15 +311,17 @@ describeStore('sqlite', 'Workers as people write them', (t) => {
     expect((await get('chat-room')).text).toContain('Chat room v2')
   })
 
-  test('an experimental flag is refused by a host not in experimental mode, and the Worker answers once the host is (under the loader too)', async () => {
+  test('an experimental flag is refused at build for a host not in experimental mode (one line, exit 2, nothing written), and the Worker answers once the host is (under the loader too)', async () => {
     const experimental = project('hello', (manifest) => (manifest.compatibilityFlags = ['experimental']))
-    const refused = await cli('deploy', experimental, '--department', 'acme-idle', '--json')
-    expect(refused.code).toBe(8)
-    const outcome = JSON.parse(refused.stdout) as DeployOutcome
-    expect(outcome).toMatchObject({state: 'failed', code: 'edge_host_script_invalid'})
-    expect(outcome.message).toContain(
-      "workerd refused the script: compatibility flag experimental needs workerd's experimental mode, which this host does not run; start it with --experimental (setting host.experimental = true) to allow it",
+    const [outboxBefore, workersBefore] = [await t.store.outbox.list(), await t.store.workers.list()]
+    const refused = await cli('deploy', experimental, '--department', 'acme-idle')
+    oneLine(
+      refused,
+      2,
+      "error: the Worker does not start under workerd: compatibility flag experimental needs workerd's experimental mode, which this host does not run; start it with --experimental (setting host.experimental = true) to allow it",
     )
+    expect(await t.store.outbox.list()).toEqual(outboxBefore)
+    expect(await t.store.workers.list()).toEqual(workersBefore)
     await host.restart({experimental: true})
     expect((await deploy(experimental, 'acme-idle')).state).toBe('completed')
     const answer = await fetch(`${host.publicUrl}/${scriptNameFor(COMPANY, 'acme-idle')}/x`)

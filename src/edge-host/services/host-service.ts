@@ -89,6 +89,7 @@ export class HostService {
       paired: this.state.pairing.isPaired(),
       publicUrl: this.options.publicUrl(),
       baseDomain: settings.base_domain,
+      experimental: settings.experimental,
     }
   }
 

@@ -48,7 +48,7 @@ export interface VersionNotes {
 
 export async function submitVersion(engine: Engine, input: SubmitInput): Promise<SubmitResult> {
   const {store} = engine
-  const built = await buildProject(input.projectDir, engine.settings.deploy, input.source)
+  const built = await buildProject(input.projectDir, engine.settings.deploy, input.source, {hostExperimental: await hostExperimentalMode(engine)})
   const departmentId = deployDepartment(built.source, input)
   const department = await store.tenants.getDepartment(departmentId)
   if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${departmentId} not found`)
@@ -164,4 +164,19 @@ function deployDepartment(source: ProjectSource, input: SubmitInput): string {
       `--env ${source.env} would replace the production Worker of ${departmentId} (the top level's [edgeworkers] department); deploy the env to its own department (default ${departmentId}-${source.env}) or pass --onto-production`,
     )
   return departmentId
+}
+
+/** How long a deploy waits to learn the host's mode before building without it. */
+const HOST_MODE_TIMEOUT_MS = 3_000
+
+/**
+ * Whether the paired host runs workerd's experimental mode, so the build refuses a flag the host
+ * would. Undefined when no host answers: a host that is down costs waiting, not the deploy, and the
+ * host still judges the upload.
+ */
+async function hostExperimentalMode(engine: Engine): Promise<boolean | undefined> {
+  const resolution = await engine.resolveProvider()
+  if (resolution.status !== 'ready') return undefined
+  const host = await resolution.provider.describeHost(AbortSignal.timeout(HOST_MODE_TIMEOUT_MS)).catch(() => null)
+  return host?.experimental
 }

@@ -39,15 +39,29 @@ export interface BuiltProject extends BuiltVersion {
   source: ProjectSource
 }
 
+/**
+ * `hostExperimental`: whether the host the version is for runs workerd's experimental mode, when
+ * known; the build's start check runs in that mode, so a flag the host would refuse is refused here.
+ * Unknown (no host answered, or a dry run), the check allows experimental flags: the host decides.
+ */
+export interface BuildOptions {
+  hostExperimental?: boolean
+}
+
 /** Builds an edgeworker.json or wrangler project (./source.ts). */
-export async function buildProject(projectDir: string, limits: ArtifactLimits, options: ProjectSourceOptions = {}): Promise<BuiltProject> {
+export async function buildProject(
+  projectDir: string,
+  limits: ArtifactLimits,
+  options: ProjectSourceOptions = {},
+  build: BuildOptions = {},
+): Promise<BuiltProject> {
   return withProjectSource(projectDir, {...options, bundleMaxBytes: limits.bundle_max_bytes}, async (dir, source) => ({
-    ...(await buildVersion(dir, limits)),
+    ...(await buildVersion(dir, limits, build)),
     source,
   }))
 }
 
-export async function buildVersion(projectDir: string, limits: ArtifactLimits): Promise<BuiltVersion> {
+export async function buildVersion(projectDir: string, limits: ArtifactLimits, build: BuildOptions = {}): Promise<BuiltVersion> {
   const project = await loadWorkerProject(projectDir, limits.project_files_max_bytes)
   const {manifest, lock} = project
   const projectArchive = createProjectArchive(project.files)
@@ -55,7 +69,7 @@ export async function buildVersion(projectDir: string, limits: ArtifactLimits): 
   const bundle = encodeBundle(manifest, project.modules, assets)
   const oversize = oversizeArtifactMessage(projectArchive, bundle, limits)
   if (oversize) throw new KitError('usage', oversize)
-  await checkWorkerStarts(manifest, parseBundle(bundle))
+  await checkWorkerStarts(manifest, parseBundle(bundle), {experimental: build.hostExperimental ?? true})
 
   const entries = moduleEntriesOf(manifest)
   // Named as the bundle names them: the integrity check rebuilds the SBOM from the bundle.

@@ -3,7 +3,8 @@
 // Worker behind the check module that insists on a fetch handler), so a syntax or import error, a
 // missing fetch handler or an unknown compatibility flag is a one-line `usage` error here rather than
 // a failed deploy. The installed workerd is the authority on flags: there is no table to go stale.
-// The sandbox runs in experimental mode: whether experimental flags may run is the host's call.
+// The sandbox runs in the paired host's mode (workerd's --experimental or not) when the deploy could
+// ask the host; otherwise in experimental mode, and whether experimental flags may run is the host's call.
 import {randomUUID} from 'node:crypto'
 import {mkdir, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
@@ -24,7 +25,11 @@ const START_TIMEOUT_MS = 30_000
 const SERVICE_WORKER_SYNTAX = /addEventListener\(\s*["'`]fetch["'`]/
 
 /** Throws a one-line KitError('usage') when the Worker does not start. */
-export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainModule: string; modules: readonly BundleModule[]}): Promise<void> {
+export async function checkWorkerStarts(
+  manifest: WorkerManifest,
+  bundle: {mainModule: string; modules: readonly BundleModule[]},
+  options: {experimental: boolean},
+): Promise<void> {
   const dir = path.join(tmpdir(), `edgeworkers-check-${randomUUID()}`)
   // Service targets are resolved at deploy time; the sandbox never calls them.
   const services = new Map((manifest.services ?? []).map((service) => [service.binding, `dw-${'0'.repeat(48)}`]))
@@ -51,7 +56,7 @@ export async function checkWorkerStarts(manifest: WorkerManifest, bundle: {mainM
       serviceBindingAddress: `unix:${path.join(dir, 'services.sock')}`,
       socketAddress,
     })
-  const outcome = await runValidationSandbox(dir, [SCRIPT], render, {startTimeoutMs: START_TIMEOUT_MS, experimental: true})
+  const outcome = await runValidationSandbox(dir, [SCRIPT], render, {startTimeoutMs: START_TIMEOUT_MS, experimental: options.experimental})
   if (outcome.ok) return
   const problems = refusalProblems(outcome.error, SCRIPT)
   const unknownFlag = problems.map((problem) => /^No such compatibility flag: (\S+)/.exec(problem)?.[1]).find(Boolean)

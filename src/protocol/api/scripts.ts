@@ -20,6 +20,8 @@ export const identitySchema = z.strictObject({
   /** Where the data plane answers: Workers are at <publicUrl>/<script>/… and <script>.<baseDomain>. */
   publicUrl: z.string(),
   baseDomain: z.string(),
+  /** host.experimental: workerd runs with --experimental, so Workers may use flags workerd marks experimental. */
+  experimental: z.boolean(),
 })
 export type Identity = z.infer<typeof identitySchema>
 

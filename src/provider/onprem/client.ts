@@ -45,7 +45,7 @@ export class OnPremProvider implements EdgeProvider {
 
   async describeHost(signal?: AbortSignal): Promise<HostDescription> {
     const identity = await this.host.call(endpoints.identity, {}, signal)
-    return {publicUrl: identity.publicUrl, baseDomain: identity.baseDomain}
+    return {publicUrl: identity.publicUrl, baseDomain: identity.baseDomain, experimental: identity.experimental}
   }
 
   async uploadScript(input: UploadScriptInput, signal?: AbortSignal): Promise<ScriptDetails> {

@@ -35,7 +35,7 @@ class InMemoryHost {
       },
       getScript: async (scriptName: string) => this.scripts.get(scriptName) ?? null,
       probeReadiness: async (scriptName: string, releaseGeneration: string) => this.scripts.get(scriptName)?.releaseGeneration === releaseGeneration,
-      describeHost: async () => ({publicUrl: 'http://127.0.0.1:8787', baseDomain: 'workers.localhost'}),
+      describeHost: async () => ({publicUrl: 'http://127.0.0.1:8787', baseDomain: 'workers.localhost', experimental: false}),
     }
   }
 }
