@@ -2,19 +2,17 @@
 // a later run converges — the version is deployed exactly once, the row is terminal, nothing is
 // downgraded and no outbox row is lost.
 import path from 'node:path'
-import {execa} from 'execa'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {createEngine} from '../../src/engine/context.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {runDeployTask} from '../../src/engine/deploy/task.js'
 import type {FaultPoint} from '../../src/engine/faults.js'
-import {openStore, type Store} from '../../src/store/index.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
-import {AdvancedWallClock, describeEachStore} from '../support/stores.js'
+import {describeEachStore} from '../support/stores.js'
+import {runCliKilledAt} from '../support/crash.js'
 import {FIXTURES_DIR} from '../support/worker-fixtures.js'
-import {CLI_BIN as BIN} from '../support/cli.js'
 
 const HELLO = path.join(FIXTURES_DIR, 'hello')
 const LEASE_SECONDS = 1
@@ -44,19 +42,7 @@ describeEachStore('deploy crash safety', (t) => {
       await kit.pair()
       const department = await kit.department()
       const settings = kit.settings({deploy: {lease_seconds: LEASE_SECONDS}})
-      const crashed = await execa('node', [BIN, 'deploy', HELLO, '--department', department, '--json'], {
-        reject: false,
-        env: {
-          EDGEWORKERS_DATA_DIR: settings.data_dir,
-          EDGEWORKERS_STORE__URL: settings.store.url,
-          EDGEWORKERS_DEPLOY__LEASE_SECONDS: String(LEASE_SECONDS),
-          EDGEWORKERS_FAULT: point,
-        },
-      })
-      expect(crashed.signal).toBe('SIGKILL')
-
-      // The later run uses the wall clock, as the crashed process did, but moved past its lease.
-      const store: Store = await openStore(settings, {clock: new AdvancedWallClock(LEASE_SECONDS * 1000 + 200)})
+      const store = await runCliKilledAt(['deploy', HELLO, '--department', department], settings, point)
       try {
         const rowsAfterCrash = await store.outbox.list({limit: 1_000})
         const engine = await createEngine(store, settings, onPremHosts)

@@ -3,7 +3,6 @@
 // then the operator's rerun (or the next run of the row's task) converges: the target's release is
 // served by exactly one deployed version, one copy, one audit row, nothing older than the intent.
 import path from 'node:path'
-import {execa} from 'execa'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {createEngine} from '../../src/engine/context.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
@@ -11,11 +10,10 @@ import {ROLLED_BACK_ACTION, rollbackWorker} from '../../src/engine/deploy/rollba
 import {runDeployTask} from '../../src/engine/deploy/task.js'
 import type {FaultPoint} from '../../src/engine/faults.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
-import {openStore} from '../../src/store/index.js'
-import {CLI_BIN as BIN} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
-import {AdvancedWallClock, describeEachStore} from '../support/stores.js'
+import {describeEachStore} from '../support/stores.js'
+import {runCliKilledAt} from '../support/crash.js'
 import {FIXTURES_DIR} from '../support/worker-fixtures.js'
 
 const HELLO = path.join(FIXTURES_DIR, 'hello')
@@ -52,19 +50,7 @@ describeEachStore('rollback crash safety', (t) => {
       expect([v1.state, v2.state]).toEqual(['completed', 'completed'])
 
       const settings = kit.settings({deploy: {lease_seconds: LEASE_SECONDS}})
-      const crashed = await execa('node', [BIN, 'rollback', department, '--json'], {
-        reject: false,
-        env: {
-          EDGEWORKERS_DATA_DIR: settings.data_dir,
-          EDGEWORKERS_STORE__URL: settings.store.url,
-          EDGEWORKERS_DEPLOY__LEASE_SECONDS: String(LEASE_SECONDS),
-          EDGEWORKERS_FAULT: point,
-        },
-      })
-      expect(crashed.signal).toBe('SIGKILL')
-
-      // The later run uses the wall clock, as the crashed process did, but moved past its lease.
-      const store = await openStore(settings, {clock: new AdvancedWallClock(LEASE_SECONDS * 1000 + 200)})
+      const store = await runCliKilledAt(['rollback', department], settings, point)
       try {
         const later = await createEngine(store, settings, onPremHosts)
         const copyRow = (await store.outbox.list({operation: 'deploy', limit: 1_000})).find(
