@@ -53,34 +53,54 @@ const SERVICE_WORKER_BUNDLE = '(() => {'
 
 /** What wrangler's build of the project in `dir` (a wrangler.toml project) answers to GET of each path. */
 export async function wranglerServes(dir: string, paths: string[]): Promise<Array<{status: number; body: string}>> {
+  const config = parseToml(readFileSync(path.join(dir, 'wrangler.toml'), 'utf8')) as {compatibility_date: string; compatibility_flags?: string[]}
+  const built = await wranglerBuild(dir, {compatibilityDate: config.compatibility_date, compatibilityFlags: config.compatibility_flags ?? []})
+  try {
+    const answers: Array<{status: number; body: string}> = []
+    for (const pathname of paths) {
+      const response = await built.miniflare.dispatchFetch(`http://localhost${pathname}`)
+      answers.push({status: response.status, body: await response.text()})
+    }
+    return answers
+  } finally {
+    await built.dispose()
+  }
+}
+
+/**
+ * wrangler's own build of the project in `dir`, run by miniflare with `options`: the compatibility
+ * date and flags, and the bindings as the project's config names them (`kvNamespaces`, `d1Databases`,
+ * `queueProducers`, …). Dispose it when done.
+ */
+export async function wranglerBuild(
+  dir: string,
+  options: {compatibilityDate: string; compatibilityFlags?: string[]} & Record<string, unknown>,
+): Promise<{miniflare: Miniflare; dispose(): Promise<void>}> {
   const work = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-oracle-'))
   const outdir = path.join(work, 'out')
   try {
     await wranglerDryRun(dir, outdir, path.join(work, 'home'))
-    const config = parseToml(readFileSync(path.join(dir, 'wrangler.toml'), 'utf8')) as {compatibility_date: string; compatibility_flags?: string[]}
     const files = readdirSync(outdir, {recursive: true, encoding: 'utf8'}).filter((file) => MODULE_TYPES[path.extname(file)] !== undefined)
     const modules = ['index.js', ...files.filter((file) => file !== 'index.js').sort()].map((file) => ({
       type: MODULE_TYPES[path.extname(file)]!,
       path: path.join(outdir, file),
     }))
     const main = readFileSync(path.join(outdir, 'index.js'), 'utf8')
-    const compatibility = {compatibilityDate: config.compatibility_date, compatibilityFlags: config.compatibility_flags ?? []}
     // wrangler bundles an entry without a default export (service-worker syntax) as esbuild's IIFE
     // and uploads it as a service-worker script, not a module.
     const miniflare = main.startsWith(SERVICE_WORKER_BUNDLE)
-      ? new Miniflare({script: main, scriptPath: path.join(outdir, 'index.js'), modules: false, ...compatibility})
-      : new Miniflare({modules, modulesRoot: outdir, ...compatibility})
-    try {
-      const answers: Array<{status: number; body: string}> = []
-      for (const pathname of paths) {
-        const response = await miniflare.dispatchFetch(`http://localhost${pathname}`)
-        answers.push({status: response.status, body: await response.text()})
-      }
-      return answers
-    } finally {
-      await miniflare.dispose()
+      ? new Miniflare({script: main, scriptPath: path.join(outdir, 'index.js'), modules: false, ...options})
+      : new Miniflare({modules, modulesRoot: outdir, ...options})
+    await miniflare.ready
+    return {
+      miniflare,
+      async dispose() {
+        await miniflare.dispose()
+        rmSync(work, {recursive: true, force: true})
+      },
     }
-  } finally {
+  } catch (error) {
     rmSync(work, {recursive: true, force: true})
+    throw error
   }
 }
