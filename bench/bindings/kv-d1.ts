@@ -21,7 +21,9 @@ import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {pairHost, startBenchHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
-const {values} = parseArgs({options: {rounds: {type: 'string', default: '5'}, seconds: {type: 'string', default: '3'}, connections: {type: 'string', default: '8'}}})
+const {values} = parseArgs({
+  options: {rounds: {type: 'string', default: '5'}, seconds: {type: 'string', default: '3'}, connections: {type: 'string', default: '8'}},
+})
 const ROUNDS = Number(values.rounds)
 const SECONDS = Number(values.seconds)
 const CONNECTIONS = Number(values.connections)

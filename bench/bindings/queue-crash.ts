@@ -56,7 +56,13 @@ interface RunningHost {
 }
 
 async function startHost(dataDir: string): Promise<RunningHost> {
-  const env = {...process.env, EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__SHARDS: '1', EDGEWORKERS_LOG_LEVEL: 'warn'}
+  const env = {
+    ...process.env,
+    EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0',
+    EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0',
+    EDGEWORKERS_HOST__SHARDS: '1',
+    EDGEWORKERS_LOG_LEVEL: 'warn',
+  }
   const child = spawn(process.execPath, [BIN, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', 'ignore', 'inherit']})
   for (;;) {
     if (child.exitCode !== null) throw new Error(`host serve exited ${child.exitCode}`)

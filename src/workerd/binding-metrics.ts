@@ -61,7 +61,9 @@ export function renderBindingMetricsServices(services: Map<string, BindingServic
     .map((target, index) => ({...target, binding: `SERVICE_${index}`}))
   if (targets.length === 0) return []
   const props = capnpString(JSON.stringify({metrics: true}))
-  const bindings = targets.map(({binding, service}) => `(name = ${capnpString(binding)}, service = (name = ${capnpString(service)}, props = (json = ${props})))`)
+  const bindings = targets.map(
+    ({binding, service}) => `(name = ${capnpString(binding)}, service = (name = ${capnpString(service)}, props = (json = ${props})))`,
+  )
   const described = JSON.stringify(targets.map(({binding, script, type}) => ({binding, script, type})))
   return [
     `(name = "${BINDING_METRICS_SOCKET}", worker = (
@@ -70,5 +72,3 @@ export function renderBindingMetricsServices(services: Map<string, BindingServic
       bindings = [${[...bindings, `(name = "TARGETS", json = ${capnpString(described)})`].join(', ')}]))`,
   ]
 }
-
-

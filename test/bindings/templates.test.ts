@@ -38,14 +38,15 @@ const hostSender = (url: string) => async (call: Call) => {
   return {status: response.statusCode, body: await response.body.text()}
 }
 
-const miniflareSender = (miniflare: {dispatchFetch: (url: string, init?: object) => Promise<{status: number; text(): Promise<string>}>}) => async (call: Call) => {
-  const response = await miniflare.dispatchFetch(`http://localhost${call.path}`, {
-    method: call.method ?? 'GET',
-    body: call.body === undefined ? undefined : JSON.stringify(call.body),
-    headers: call.body === undefined ? {} : {'content-type': 'application/json'},
-  })
-  return {status: response.status, body: await response.text()}
-}
+const miniflareSender =
+  (miniflare: {dispatchFetch: (url: string, init?: object) => Promise<{status: number; text(): Promise<string>}>}) => async (call: Call) => {
+    const response = await miniflare.dispatchFetch(`http://localhost${call.path}`, {
+      method: call.method ?? 'GET',
+      body: call.body === undefined ? undefined : JSON.stringify(call.body),
+      headers: call.body === undefined ? {} : {'content-type': 'application/json'},
+    })
+    return {status: response.status, body: await response.text()}
+  }
 
 const HONO_D1 = {
   'wrangler.jsonc': `{
@@ -240,7 +241,9 @@ describe('template-shaped projects deploy unchanged and answer as under wrangler
     }
     const oracle = await wranglerBuild(dir, {compatibilityDate: COMPATIBILITY_DATE, kvNamespaces: {RUNS: 'runs'}})
     try {
-      await (await oracle.miniflare.getWorker()).scheduled({cron: '*/15 * * * *', scheduledTime: new Date(occurrence)})
+      // miniflare's Fetcher type does not declare scheduled(); workerd's Fetcher has it.
+      const worker = (await oracle.miniflare.getWorker()) as unknown as {scheduled(options: {cron: string; scheduledTime: Date}): Promise<unknown>}
+      await worker.scheduled({cron: '*/15 * * * *', scheduledTime: new Date(occurrence)})
       const expected = await answersOf(miniflareSender(oracle.miniflare), [{path: '/'}, {path: '/runs'}])
       expect(JSON.parse(expected[1]!.body)).toEqual([[`run:${occurrence}`, '*/15 * * * *']])
       expect(await answersOf(host, [{path: '/'}, {path: '/runs'}])).toEqual(expected)
