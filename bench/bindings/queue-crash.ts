@@ -9,8 +9,7 @@
 // twice — which must be 0.
 //
 //   npm run build && node --import tsx bench/bindings/queue-crash.ts [--messages 10000]
-import {spawn, type ChildProcess} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -19,6 +18,7 @@ import {parseArgs} from 'node:util'
 import {request} from 'undici'
 import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {HostClient, pairHost} from '../support/host.js'
+import {pairingCodeOf, serveHost} from '../support/serve.js'
 import {log, machineLoad} from '../support/stats.js'
 
 const {values} = parseArgs({options: {messages: {type: 'string', default: '10000'}}})
@@ -49,49 +49,16 @@ const WORKER = `export default {
   },
 };`
 
-interface RunningHost {
-  child: ChildProcess
-  adminUrl: string
-  publicUrl: string
-}
-
-async function startHost(dataDir: string): Promise<RunningHost> {
-  const env = {
-    ...process.env,
-    EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0',
-    EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0',
-    EDGEWORKERS_HOST__SHARDS: '1',
-    EDGEWORKERS_LOG_LEVEL: 'warn',
-  }
-  const child = spawn(process.execPath, [BIN, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', 'ignore', 'inherit']})
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`host serve exited ${child.exitCode}`)
-    try {
-      const info = JSON.parse(readFileSync(path.join(dataDir, 'host.json'), 'utf8')) as {pid: number; adminUrl: string; publicUrl: string}
-      if (info.pid === child.pid) return {child, adminUrl: info.adminUrl, publicUrl: info.publicUrl}
-    } catch {}
-    await sleep(100)
-  }
-}
-
-function pairingCode(dataDir: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const cli = spawn(process.execPath, [BIN, 'host', 'pairing-code', '--data-dir', dataDir])
-    let out = ''
-    cli.stdout.on('data', (data) => (out += data))
-    cli.on('close', (status) => (status === 0 ? resolve(out.trim().split(/\s+/).at(-1)!) : reject(new Error(`pairing-code exited ${status}`))))
-  })
-}
-
 async function get(url: string): Promise<{status: number; text: string}> {
   const response = await request(url, {headersTimeout: 30_000, bodyTimeout: 30_000})
   return {status: response.statusCode, text: await response.body.text()}
 }
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'ew-bench-queue-crash-'))
-let host = await startHost(dataDir)
+const startHost = () => serveHost(BIN, dataDir, {env: {EDGEWORKERS_HOST__SHARDS: '1'}})
+let host = await startHost()
 try {
-  const secret = await pairHost(host.adminUrl, await pairingCode(dataDir))
+  const secret = await pairHost(host.adminUrl, await pairingCodeOf(BIN, dataDir))
   const script = scriptNameFor('bench-bindings-queue-crash')
   await new HostClient(host.adminUrl, secret).deploy(script, {
     ...moduleUpload(WORKER, [
@@ -125,7 +92,7 @@ try {
   const atKill = performance.now()
   await producing
   log(`killed the host with ${unanswered.length} batch(es) unanswered after ${((atKill - began) / 1000).toFixed(1)} s`)
-  host = await startHost(dataDir)
+  host = await startHost()
   hostUp = true
   unsent.push(...unanswered.splice(0))
   // The restarted host may take a moment to serve the Worker again: retry until each batch is answered.
