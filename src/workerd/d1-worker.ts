@@ -68,12 +68,8 @@ export class ${D1_OBJECT_CLASS} extends DurableObject {
     };
   }
 
-  /**
-   * Every statement or none: one result per statement, or one {success: false, error}. The bookmark
-   * only for a session's call (withSession() sends one; the database's own calls neither send nor
-   * read it): workerd's getCurrentBookmark() waits, and a point read took 2–3× as long with it.
-   */
-  async queries(format, queries, withBookmark) {
+  /** Every statement or none: one result per statement, or one {success: false, error}. */
+  async queries(format, queries) {
     const statements = queries.filter((query) => !isBlank(query.sql));
     if (statements.length === 0) return {answer: {success: false, error: "No SQL statements detected."}};
     let answer;
@@ -82,7 +78,7 @@ export class ${D1_OBJECT_CLASS} extends DurableObject {
     } catch (error) {
       answer = {success: false, error: error instanceof Error ? error.message : String(error)};
     }
-    return {answer, bookmark: withBookmark ? await this.ctx.storage.getCurrentBookmark() : null};
+    return {answer, bookmark: await this.ctx.storage.getCurrentBookmark()};
   }
 }
 
@@ -123,7 +119,7 @@ async function handle(request, env, database, count) {
   const requested = url.searchParams.get("resultsFormat");
   const format = FORMATS.includes(requested) ? requested : "ARRAY_OF_OBJECTS";
   const store = env.DATABASES.get(env.DATABASES.idFromName(database));
-  const {answer, bookmark} = await store.queries(format, queries, request.headers.has(BOOKMARK_HEADER));
+  const {answer, bookmark} = await store.queries(format, queries);
   return reply(answer, {headers: bookmark ? {[BOOKMARK_HEADER]: bookmark} : {}});
 }
 
