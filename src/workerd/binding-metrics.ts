@@ -8,7 +8,7 @@
 // of the shard with props {metrics: true}, which no Worker's own binding has: on a request it asks
 // each service for its counts, which the service hands over and resets, and answers them all. The
 // host reads that socket when /metrics is scraped and before it stops a process
-// (../edge-host/binding-metrics.ts), so the counts are deltas and only a crash loses the last ones.
+// (../edge-host/binding-operations.ts), so the counts are deltas and only a crash loses the last ones.
 // A shard none of whose Workers has such a binding has neither the socket nor the Worker: Workers
 // without bindings pay nothing.
 import {capnpString} from './capnp.js'
