@@ -27,30 +27,46 @@ const zodEnglishOnly = {
 
 const METAFILE = 'node_modules/.cache/edgeworkers/bundle-meta.json'
 
-rmSync('dist', {recursive: true, force: true})
-const result = await build({
-  entryPoints: ['src/main.ts', ...sources('src/commands'), ...sources('src/hooks')],
-  outdir: 'dist',
-  outbase: 'src',
-  chunkNames: 'chunks/[name]-[hash]',
+/** What both builds share. */
+const common = {
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   // Prefer a package's ES module build: jsonc-parser's `main` is UMD, whose require()s esbuild cannot follow.
   mainFields: ['module', 'main'],
   target: 'node20',
   external: EXTERNAL,
-  // Bundled CommonJS packages call require(); an ES module has none of its own.
-  banner: {js: "import {createRequire as __createRequire} from 'node:module'; const require = __createRequire(import.meta.url);"},
   // oclif and our error handling read class names (error.name), which bundling must not rename.
   keepNames: true,
   // Fewer bytes to decode and parse at every start; the source maps keep stack traces readable.
   minify: true,
   sourcemap: true,
-  metafile: true,
   plugins: [zodEnglishOnly],
   logLevel: 'warning',
+}
+
+rmSync('dist', {recursive: true, force: true})
+const result = await build({
+  ...common,
+  entryPoints: ['src/main.ts', ...sources('src/commands'), ...sources('src/hooks')],
+  outdir: 'dist',
+  outbase: 'src',
+  chunkNames: 'chunks/[name]-[hash]',
+  splitting: true,
+  format: 'esm',
+  // Bundled CommonJS packages call require(); an ES module has none of its own.
+  banner: {js: "import {createRequire as __createRequire} from 'node:module'; const require = __createRequire(import.meta.url);"},
+  metafile: true,
+})
+// The hot commands (src/main.ts's HOT_COMMANDS) again, as one CommonJS file with everything they
+// import, dynamic imports included: main.ts compiles it with a V8 code cache (src/code-cache.ts).
+await build({
+  ...common,
+  entryPoints: ['src/hot-commands.ts'],
+  outfile: 'dist/hot-commands.cjs',
+  format: 'cjs',
+  // A CommonJS module has no import.meta: its URL is the bundle's own file.
+  define: {'import.meta.url': '__importMetaUrl'},
+  banner: {js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;"},
 })
 // What each output holds, for bench/start/modules.ts; outside dist/, so it is not shipped.
 mkdirSync(path.dirname(METAFILE), {recursive: true})

@@ -73,7 +73,7 @@ export function statusText(snapshot: StatusSnapshot): string {
       ['STATUS', 'LANE', 'LAST ERROR CODE', 'ROWS', 'LATEST'],
       snapshot.errorGroups.map((group) => [group.status, group.operation, group.last_error_code ?? '-', String(group.count), isoTime(group.latest_at)]),
       'none',
-    )}${snapshot.supersededFailures > 0 ? `\n(${snapshot.supersededFailures} earlier failed or uncertain deploy${snapshot.supersededFailures === 1 ? '' : 's'} replaced by a later completed deploy: history)` : ''}`,
+    )}${snapshot.supersededFailures > 0 ? `\n(${snapshot.supersededFailures} earlier failed or uncertain row${snapshot.supersededFailures === 1 ? '' : 's'} replaced by a later completed one of the same kind: history)` : ''}`,
     `pending retirements: ${snapshot.retirements.pending}; pending orphans: ${snapshot.orphans ? `${snapshot.orphans.pending} (${snapshot.orphans.unsettled} unsettled)` : 'not counted (no scope)'}${
       snapshot.retirements.workers.length + (snapshot.orphans?.workers.length ?? 0) === 0
         ? ''

@@ -11,6 +11,7 @@ import {identifierSchema} from '../protocol/api/common.js'
 import {ProviderError} from '../provider/types.js'
 import type {Engine} from './context.js'
 import {requireProvider} from './provider.js'
+import {workerReadError} from './worker-reads.js'
 import {findWorker} from './workers.js'
 
 export const DEFAULT_MIGRATIONS_DIR = 'migrations'
@@ -136,11 +137,7 @@ function kitErrorOf(error: ProviderError, handle: string, binding: string): KitE
       return new KitError('failed', hostMessage, error.code)
     case 'edge_host_d1_database_not_found':
       return new KitError('not_found', `Worker ${handle} has no D1 database bound as ${binding}`, error.code)
-    case 'edge_host_script_not_found':
-      return new KitError('not_found', `Worker ${handle} is not on the edge host: it was never deployed`, error.code)
-    case 'edge_host_unreachable':
-      return new KitError('host_unreachable', error.message, error.code)
     default:
-      return new KitError('host_error', error.message, error.code)
+      return workerReadError(error, handle)
   }
 }

@@ -19,3 +19,16 @@ export async function resolveIdPrefix(what: string, typed: string, startingWith:
   const more = matches.length > SHOWN_CANDIDATES ? ', …' : ''
   throw new KitError('usage', `${what} id prefix ${typed} is ambiguous: ${shown}${more}; give more characters`)
 }
+
+/** `startingWith` over ids already at hand (a Worker's versions, a department's accounts), in their order. */
+export function idsStartingWith(ids: readonly string[]): (prefix: string, limit: number) => Promise<string[]> {
+  return (prefix, limit) => Promise.resolve(ids.filter((id) => id.toLowerCase().startsWith(prefix)).slice(0, limit))
+}
+
+/** As resolveIdPrefix, but null when no id matches (an ambiguous prefix still throws). */
+export function resolveIdPrefixOrNull(what: string, typed: string, startingWith: (prefix: string, limit: number) => Promise<string[]>): Promise<string | null> {
+  return resolveIdPrefix(what, typed, startingWith).catch((error: unknown) => {
+    if (error instanceof KitError && error.code === 'not_found') return null
+    throw error
+  })
+}

@@ -3,7 +3,7 @@
 import {KitError} from '../errors.js'
 import type {QueueStatus} from '../protocol/api/queues.js'
 import type {Engine} from './context.js'
-import {readEachWorker} from './worker-reads.js'
+import {listEachWorker} from './worker-reads.js'
 
 export type WorkerQueue = {department: string; script: string} & QueueStatus
 
@@ -13,9 +13,8 @@ export interface QueueListing {
 
 /** The queues of the Worker `handle` names, or of every Worker that serves; `signal` bounds the host calls. */
 export async function listQueues(engine: Engine, handle?: string, signal?: AbortSignal): Promise<QueueListing> {
-  const reads = await readEachWorker(engine, handle, 'queues', (provider, worker) => provider.queues(worker.script_name, signal), signal)
   return {
-    queues: reads.flatMap(({worker, result}) => result.queues.map((queue) => ({department: worker.department_id, script: worker.script_name, ...queue}))),
+    queues: await listEachWorker(engine, handle, 'queues', async (provider, worker) => (await provider.queues(worker.script_name, signal)).queues, signal),
   }
 }
 

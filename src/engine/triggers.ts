@@ -2,7 +2,7 @@
 // and how it ended, the next run (UTC).
 import type {CronTriggerStatus} from '../protocol/api/crons.js'
 import type {Engine} from './context.js'
-import {readEachWorker} from './worker-reads.js'
+import {listEachWorker} from './worker-reads.js'
 
 export type WorkerTrigger = {department: string; script: string} & CronTriggerStatus
 
@@ -12,10 +12,13 @@ export interface TriggerListing {
 
 /** The cron triggers of the Worker `handle` names, or of every Worker that serves; `signal` bounds the host calls. */
 export async function listTriggers(engine: Engine, handle?: string, signal?: AbortSignal): Promise<TriggerListing> {
-  const reads = await readEachWorker(engine, handle, 'cron triggers', (provider, worker) => provider.cronTriggers(worker.script_name, signal), signal)
   return {
-    triggers: reads.flatMap(({worker, result}) =>
-      result.triggers.map((trigger) => ({department: worker.department_id, script: worker.script_name, ...trigger})),
+    triggers: await listEachWorker(
+      engine,
+      handle,
+      'cron triggers',
+      async (provider, worker) => (await provider.cronTriggers(worker.script_name, signal)).triggers,
+      signal,
     ),
   }
 }

@@ -8,7 +8,7 @@ import {requireProvider} from './provider.js'
 import {findWorker, listWorkers} from './workers.js'
 
 /** `read` for each Worker in question, with its department: the named one, or every deployed Worker that is not retired. */
-export async function readEachWorker<T>(
+async function readEachWorker<T>(
   engine: Engine,
   handle: string | undefined,
   what: string,
@@ -24,10 +24,22 @@ export async function readEachWorker<T>(
       results.push({worker, result: await read(provider, worker, signal)})
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error
-      throw kitErrorOf(error, handle ?? worker.department_id)
+      throw workerReadError(error, handle ?? worker.department_id)
     }
   }
   return results
+}
+
+/** What `read` lists for each Worker in question (see readEachWorker), each item labelled with its Worker's department and script. */
+export async function listEachWorker<T>(
+  engine: Engine,
+  handle: string | undefined,
+  what: string,
+  read: (provider: EdgeProvider, worker: WorkerRow, signal?: AbortSignal) => Promise<T[]>,
+  signal?: AbortSignal,
+): Promise<Array<{department: string; script: string} & T>> {
+  const reads = await readEachWorker(engine, handle, what, read, signal)
+  return reads.flatMap(({worker, result}) => result.map((item) => ({department: worker.department_id, script: worker.script_name, ...item})))
 }
 
 function serves(worker: WorkerRow): boolean {
@@ -41,7 +53,8 @@ async function namedWorker(engine: Engine, handle: string, what: string): Promis
   return worker
 }
 
-function kitErrorOf(error: ProviderError, handle: string): KitError {
+/** A host's refusal of a read of the Worker `handle` names, as the kit reports it. */
+export function workerReadError(error: ProviderError, handle: string): KitError {
   switch (error.code) {
     case 'edge_host_script_not_found':
       return new KitError('not_found', `Worker ${handle} is not on the edge host: it was never deployed`, error.code)

@@ -3,20 +3,27 @@
 import {KitError} from '../errors.js'
 import {SCRIPT_NAME_PATTERN, type VersionRow, type WorkerRow} from '../store/index.js'
 import type {Engine} from './context.js'
+import {resolveIdPrefixOrNull} from './id-prefix.js'
 
 /** Workers, oldest first, of one company and/or in one status when given. */
 export function listWorkers(engine: Engine, filter: {companyId?: string; status?: string}): Promise<WorkerRow[]> {
   return engine.store.workers.list(filter)
 }
 
-/** The Worker a handle names: a script name (dw-…), a Worker id, or the id of its department. */
+/** The Worker a handle names: a script name (dw-…), a Worker id or a unique prefix of one, or the id of its department. */
 export async function findWorker(engine: Engine, handle: string): Promise<WorkerRow> {
   const {workers} = engine.store
   const worker = SCRIPT_NAME_PATTERN.test(handle)
     ? await workers.getByScriptName(handle)
-    : ((await workers.get(handle)) ?? (await workers.getByDepartment(handle)))
-  if (!worker) throw new KitError('not_found', `Worker ${handle} not found (give a department id, a Worker id or a script name)`)
+    : ((await workers.get(handle)) ?? (await workers.getByDepartment(handle)) ?? (await workerByIdPrefix(engine, handle)))
+  if (!worker) throw new KitError('not_found', `Worker ${handle} not found (give a department id, a Worker id or a unique prefix of one, or a script name)`)
   return worker
+}
+
+/** The Worker a unique prefix of its id names; undefined when none does (an ambiguous prefix throws). */
+async function workerByIdPrefix(engine: Engine, typed: string): Promise<WorkerRow | undefined> {
+  const id = await resolveIdPrefixOrNull('Worker', typed, (prefix, limit) => engine.store.workers.idsWithPrefix(prefix, limit))
+  return id === null ? undefined : engine.store.workers.get(id)
 }
 
 export interface WorkerDetails {

@@ -1,8 +1,11 @@
 // What every repository method runs against: a Kysely handle (the pool, or one open transaction),
 // the backend and the clock. The two helpers below are the only places that
 // decide when a transaction is opened.
-import type {Kysely} from 'kysely'
+import type {Insertable, Kysely, Selectable} from 'kysely'
 import type {Database} from './schema.js'
+
+/** The tables whose rows a transaction locks by their `id`. */
+type LockableTable = 'companies' | 'departments' | 'edge_workers' | 'edge_worker_versions' | 'edge_worker_outbox'
 
 export type Backend = 'sqlite' | 'postgres'
 
@@ -32,6 +35,30 @@ export class StoreContext {
   /** Row locks (`FOR UPDATE`) exist on PostgreSQL; on SQLite the BEGIN IMMEDIATE write lock covers them. */
   get locksRows(): boolean {
     return this.env.backend === 'postgres'
+  }
+
+  /** The row of `table` with this id, locked until the transaction ends (see locksRows). */
+  lockRow<T extends LockableTable>(table: T, id: string): Promise<Selectable<Database[T]> | undefined> {
+    // Every lockable table has a text `id`: the one table the builder is typed for stands for each.
+    const query = this.db
+      .selectFrom(table as 'edge_workers')
+      .selectAll()
+      .where('id', '=', id)
+    return (this.locksRows ? query.forUpdate() : query).executeTakeFirst() as Promise<Selectable<Database[T]> | undefined>
+  }
+
+  /**
+   * Inserts `row` unless a row with one of its unique keys exists; false when one did. The unique
+   * index decides, so of concurrent inserts of one key exactly one is true.
+   */
+  async insertNew<T extends keyof Database>(table: T, row: Insertable<Database[T]>): Promise<boolean> {
+    // Typed for one table, as every table's row is the table's own.
+    const inserted = await this.db
+      .insertInto(table as 'kit_gates')
+      .values(row as Insertable<Database['kit_gates']>)
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst()
+    return inserted.numInsertedOrUpdatedRows !== 0n
   }
 
   /**

@@ -184,6 +184,7 @@ export type {
   SettleOptions,
 } from './outbox/types.js'
 export type {PurgeCounts} from './repositories/tenants.js'
+export {controlAuditDedupeKey} from './repositories/status.js'
 export type {DeploymentSnapshot} from './repositories/deployments.js'
 export {DEPLOY_AUDIT_ACTIONS, DEPLOY_SUPERSEDED} from './repositories/deployments.js'
 export {supersededMessage, type NewerDeploy} from './repositories/deploy-order.js'

@@ -54,6 +54,19 @@ export function wrap(text: string, width: number, maxLines: number): string[] {
   return lines.length === 0 ? [''] : lines
 }
 
+/**
+ * A drill-in line (`key  value`, or a payload line) in lines of at most `width` characters, none
+ * dropped: continuation lines start under the value, so a long error shows whole, down to the part
+ * that says what to do.
+ */
+export function wrapHanging(text: string, width: number): string[] {
+  if (text.length <= width) return [text]
+  const valueAt = /^\S.*?\s{2,}(?=\S)/.exec(text)?.[0].length ?? text.length - text.trimStart().length
+  const indent = Math.min(valueAt, Math.floor(width / 2))
+  const [first = '', ...rest] = wrap(text.slice(indent), width - indent, Number.MAX_SAFE_INTEGER)
+  return [text.slice(0, indent) + first, ...rest.map((line) => ' '.repeat(indent) + line)]
+}
+
 export interface Column {
   header: string
   /** Fixed width, or 'flex': the flexible columns share what the fixed ones leave. */

@@ -19,6 +19,8 @@ export interface ListItem {
   outboxId?: string
   /** t opens the live tail of this script. */
   tailScript?: string
+  /** b rolls back the Worker of this department. */
+  rollbackDepartment?: string
 }
 
 export type OpenTarget = {kind: 'group'; group: ErrorGroupKey} | {kind: 'row'; id: string} | {kind: 'fields'; title: string; lines: string[]}
@@ -108,6 +110,7 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           },
           tone: row.errorRateHigh ? 'red' : (row.errors ?? 0) > 0 ? 'yellow' : undefined,
           tailScript: row.script,
+          rollbackDepartment: row.worker_id === null ? undefined : (row.department_id ?? undefined),
           open: {
             kind: 'fields',
             title: `Worker of ${row.department_id ?? row.script}`,
@@ -116,10 +119,12 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
               ['company', row.company_id ?? '-'],
               ['script', row.script],
               ['worker', row.worker_id ?? '-'],
+              ['version', row.version_id ?? '-'],
               ['requests', window === null ? '- (the edge host did not report activity)' : `${row.requests ?? 0} in the last ${window}`],
               ['errors', `${row.errors ?? 0}${row.errorRateHigh ? ' (error rate needs attention)' : ''}`],
               ['p99', row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)} ms`],
               ['last error', row.lastError ?? '-'],
+              ...(row.worker_id === null ? [] : [['rollback', 'b on the Workers list: back to the version served before (asks first)'] as [string, string]]),
             ]),
           },
         })),

@@ -6,7 +6,7 @@ import type {StatusSnapshot} from '../engine/status/snapshot.js'
 import {LANE_NAMES} from '../engine/pass/lane.js'
 import type {OutboxRowSummary} from '../store/index.js'
 import type {RowFilter} from './filter.js'
-import {clip, wrap} from './format.js'
+import {clip, wrap, wrapHanging} from './format.js'
 import {listLines, rowDetailLines, type ListItem, type PanelList} from './lists.js'
 import {tabsLine, type Line, type PanelName} from './panels.js'
 
@@ -84,8 +84,9 @@ export function screenLines(frame: Frame, shot: StatusSnapshot, room: number): L
   else if (top.detail === undefined) body = ['loading…']
   else if (top.detail === null) body = ['this outbox row no longer exists']
   else body = rowDetailLines(top.detail)
-  const scroll = Math.min(top.scroll, Math.max(0, body.length - (room - 1)))
-  return [title, ...body.slice(scroll, scroll + room - 1).map((text) => ({text: clip(text, columns)}))]
+  const lines = body.flatMap((text) => wrapHanging(text, columns))
+  const scroll = Math.min(top.scroll, Math.max(0, lines.length - (room - 1)))
+  return [title, ...lines.slice(scroll, scroll + room - 1).map((text) => ({text}))]
 }
 
 /** At most this many lines carry one error or message: wrapped, so the part that says what to do shows. */
@@ -120,14 +121,22 @@ export function bottomLines(frame: Frame): Line[] {
  * shorter word (80 columns hold every key); the packed form is cut only below that.
  */
 export function keysLine(frame: Frame): Line {
-  const {overlay, top, columns} = frame
+  const {overlay, top, columns, panel} = frame
   if (overlay?.kind === 'filter') return {text: clip(`filter: ${overlay.text}█`, columns), color: 'cyan', bold: true}
+  // On the Workers panel r and c have no outbox row to act on; b (rollback) takes their place.
+  const rowKeys =
+    !top && panel === 'workers'
+      ? [['b rollback'], ['b:rollback']]
+      : [
+          ['r retry', 'c cancel'],
+          ['r:retry', 'c:cancel'],
+        ]
   const spaced = top
-    ? ['↑↓ move', 'enter open', 'esc back', 'r retry', 'c cancel', 'p pass', '/ filter', '? keys', 'q quit']
-    : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', 'r retry', 'c cancel', 'p pass', '/ filter', '? keys', 'q quit']
+    ? ['↑↓ move', 'enter open', 'esc back', ...rowKeys[0]!, 'p pass', '/ filter', '? keys', 'q quit']
+    : ['tab/←→ panel', '↑↓ row', 'enter open', 't tail', ...rowKeys[0]!, 'p pass', '/ filter', '? keys', 'q quit']
   const packed = top
-    ? ['↑↓:move', '⏎:open', 'esc:back', 'r:retry', 'c:cancel', 'p:pass', '/:filter', '?:keys', 'q:quit']
-    : ['tab/←→:panel', '↑↓:row', '⏎:open', 't:tail', 'r:retry', 'c:cancel', 'p:pass', '/:filter', '?:keys', 'q:quit']
+    ? ['↑↓:move', '⏎:open', 'esc:back', ...rowKeys[1]!, 'p:pass', '/:filter', '?:keys', 'q:quit']
+    : ['tab/←→:panel', '↑↓:row', '⏎:open', 't:tail', ...rowKeys[1]!, 'p:pass', '/:filter', '?:keys', 'q:quit']
   const wide = spaced.join('  ')
   return {text: wide.length <= columns ? wide : clip(packed.join(' '), columns), color: 'gray'}
 }
@@ -138,6 +147,7 @@ const HELP: Array<[string, string]> = [
   ['enter', 'open: a failed/uncertain group lists its rows; a row shows ids, lease, error, payload'],
   ['esc, backspace', 'back'],
   ['t', 'Workers panel: open the live tail of the selected Worker (esc leaves it)'],
+  ['b', 'Workers panel: roll the selected Worker back to the version served before (asks first)'],
   ['r', 'retry the selected outbox row now (asks first; refused while a runner holds its lease)'],
   ['c', 'cancel the selected outbox row (asks first; refused while leased or deploying)'],
   ['p', 'run one pass of a lane (recovery, deferred, artifact_cleanup, control_audit, host_reconcile)'],

@@ -268,7 +268,12 @@ function StatusView({source, intervalMs}: StatusAppProps): ReactNode {
     else if (input === 'p') setOverlay({kind: 'lanes'})
     else if (key.escape || key.backspace || key.delete) back()
     else if (input === 't' && !top && current?.tailScript) openTail(current.tailScript)
-    else if (key.upArrow || input === 'k') move(-1)
+    else if (input === 'b' && !top && current?.rollbackDepartment) {
+      const department = current.rollbackDepartment
+      confirm(`Roll the Worker of ${clip(department, 30)} back to the version served before?`, `rolling back ${clip(department, 30)}…`, () =>
+        source.rollback(department),
+      )
+    } else if (key.upArrow || input === 'k') move(-1)
     else if (key.downArrow || input === 'j') move(1)
     else if (key.pageUp) move(-10)
     else if (key.pageDown) move(10)

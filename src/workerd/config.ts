@@ -33,6 +33,7 @@ import {kvServiceName, renderKvBinding, renderKvServices, usesKvNamespaces} from
 import {d1ServiceName, d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
 import {r2ServiceName, renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
+import {durableObjectStorage} from './storage-service.js'
 import {queueServiceName, queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {BINDING_METRICS_SOCKET, type BindingServices, renderBindingMetricsServices} from './binding-metrics.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
@@ -134,10 +135,7 @@ export function renderShardConfig(
     services.push(
       renderWorker(script, options, storage, {tailed}),
       ...renderServiceBindingTargets(script, options),
-      ...renderKvServices(script, storage),
-      ...renderD1Services(script, storage),
-      ...renderR2Services(script, storage),
-      ...renderQueueServices(script, storage, true),
+      ...renderStorageServices(script, storage, true),
     )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
@@ -193,10 +191,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     return [
       renderWorker(script, options, storage, {checked: true}),
       ...renderServiceBindingTargets(script, options),
-      ...renderKvServices(script, storage),
-      ...renderD1Services(script, storage),
-      ...renderR2Services(script, storage),
-      ...renderQueueServices(script, storage, false),
+      ...renderStorageServices(script, storage, false),
     ]
   })
   return renderConfig(
@@ -204,6 +199,19 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     scripts.map((script) => script.name),
     options.socketAddress,
   )
+}
+
+/**
+ * The service Workers behind the script's KV namespaces, D1 databases, R2 buckets and queues, in its
+ * Durable Object storage (`storage`; null: it has none). `deliver`: its queue consumer is sent messages.
+ */
+function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean): string[] {
+  return [
+    ...renderKvServices(script, storage),
+    ...renderD1Services(script, storage),
+    ...renderR2Services(script, storage),
+    ...renderQueueServices(script, storage, deliver),
+  ]
 }
 
 /** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */
@@ -291,7 +299,7 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
   if (tailed) fields.push(`tails = [(name = "${TAIL_SERVICE}", props = (json = ${capnpString(JSON.stringify({script: script.name}))}))]`)
   if (namespaces.length > 0) {
     fields.push(`durableObjectNamespaces = [${namespaces.join(', ')}]`)
-    fields.push(storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage!)})`)
+    fields.push(durableObjectStorage(storage!))
   }
   return `(name = ${capnpString(script.name)}, worker = (\n      ${fields.join(',\n      ')}))`
 }

@@ -6,6 +6,7 @@
 import type {Binding} from '../protocol/management-api.js'
 import {capnpString} from './capnp.js'
 import {D1_OBJECT_CLASS, D1_WORKER_SOURCE} from './d1-worker.js'
+import {renderStorageService} from './storage-service.js'
 
 type D1Binding = Extract<Binding, {type: 'd1_database'}>
 
@@ -41,14 +42,17 @@ export function renderD1Binding(script: string, binding: D1Binding): string {
 /** The Worker's D1 service, if it has D1 databases. `storage`: its Durable Object disk service, or "memory". */
 export function renderD1Services(script: {name: string; bindings: Binding[]}, storage: string | 'memory' | null): string[] {
   if (!usesD1Databases(script) || storage === null) return []
-  const objectStorage = storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage)})`
   return [
-    `(name = ${capnpString(d1ServiceName(script.name))}, worker = (
-      modules = [(name = "d1.js", esModule = ${capnpString(D1_WORKER_SOURCE)})],
-      compatibilityDate = "2025-06-01",
-      bindings = [(name = "DATABASES", durableObjectNamespace = "${D1_OBJECT_CLASS}")],
-      durableObjectNamespaces = [(className = "${D1_OBJECT_CLASS}", uniqueKey = ${capnpString(d1UniqueKey(script.name))}, enableSql = true)],
-      ${objectStorage},
-      globalOutbound = "egress"))`,
+    renderStorageService(
+      {
+        name: d1ServiceName(script.name),
+        module: 'd1.js',
+        source: D1_WORKER_SOURCE,
+        objectClass: D1_OBJECT_CLASS,
+        uniqueKey: d1UniqueKey(script.name),
+        bindings: [`(name = "DATABASES", durableObjectNamespace = "${D1_OBJECT_CLASS}")`],
+      },
+      storage,
+    ),
   ]
 }

@@ -6,6 +6,7 @@
 import type {Binding} from '../protocol/management-api.js'
 import {capnpString} from './capnp.js'
 import {KV_OBJECT_CLASS, KV_WORKER_SOURCE} from './kv-worker.js'
+import {renderStorageService} from './storage-service.js'
 
 type KvBinding = Extract<Binding, {type: 'kv_namespace'}>
 
@@ -31,14 +32,17 @@ export function renderKvBinding(script: string, binding: KvBinding): string {
 /** The Worker's KV service, if it has KV namespaces. `storage`: its Durable Object disk service, or "memory". */
 export function renderKvServices(script: {name: string; bindings: Binding[]}, storage: string | 'memory' | null): string[] {
   if (!usesKvNamespaces(script) || storage === null) return []
-  const objectStorage = storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage)})`
   return [
-    `(name = ${capnpString(kvServiceName(script.name))}, worker = (
-      modules = [(name = "kv.js", esModule = ${capnpString(KV_WORKER_SOURCE)})],
-      compatibilityDate = "2025-06-01",
-      bindings = [(name = "NAMESPACES", durableObjectNamespace = "${KV_OBJECT_CLASS}")],
-      durableObjectNamespaces = [(className = "${KV_OBJECT_CLASS}", uniqueKey = ${capnpString(kvUniqueKey(script.name))}, enableSql = true)],
-      ${objectStorage},
-      globalOutbound = "egress"))`,
+    renderStorageService(
+      {
+        name: kvServiceName(script.name),
+        module: 'kv.js',
+        source: KV_WORKER_SOURCE,
+        objectClass: KV_OBJECT_CLASS,
+        uniqueKey: kvUniqueKey(script.name),
+        bindings: [`(name = "NAMESPACES", durableObjectNamespace = "${KV_OBJECT_CLASS}")`],
+      },
+      storage,
+    ),
   ]
 }

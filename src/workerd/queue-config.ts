@@ -10,6 +10,7 @@
 import type {Binding, QueueConsumer} from '../protocol/management-api.js'
 import {capnpString} from './capnp.js'
 import {QUEUE_OBJECT_CLASS, QUEUE_WORKER_SOURCE} from './queue-worker.js'
+import {renderStorageService} from './storage-service.js'
 
 type QueueBinding = Extract<Binding, {type: 'queue'}>
 
@@ -52,7 +53,6 @@ export function renderQueueServices(
   deliver: boolean,
 ): string[] {
   if (!usesQueues(script) || storage === null) return []
-  const objectStorage = storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage)})`
   const settings = JSON.stringify({consumers: Object.fromEntries(script.queueConsumers.map((consumer) => [consumer.queue, consumer]))})
   const consumes = deliver && usesQueueConsumers(script)
   const bindings = [
@@ -61,13 +61,17 @@ export function renderQueueServices(
     ...(consumes ? [`(name = "CONSUMER", service = ${capnpString(script.name)})`] : []),
   ]
   return [
-    `(name = ${capnpString(queueServiceName(script.name))}, worker = (
-      modules = [(name = "queues.js", esModule = ${capnpString(QUEUE_WORKER_SOURCE)})],
-      compatibilityDate = "2025-06-01",
-      compatibilityFlags = [${consumes ? '"service_binding_extra_handlers"' : ''}],
-      bindings = [${bindings.join(', ')}],
-      durableObjectNamespaces = [(className = "${QUEUE_OBJECT_CLASS}", uniqueKey = ${capnpString(queueUniqueKey(script.name))}, enableSql = true)],
-      ${objectStorage},
-      globalOutbound = "egress"))`,
+    renderStorageService(
+      {
+        name: queueServiceName(script.name),
+        module: 'queues.js',
+        source: QUEUE_WORKER_SOURCE,
+        objectClass: QUEUE_OBJECT_CLASS,
+        uniqueKey: queueUniqueKey(script.name),
+        bindings,
+        compatibilityFlags: consumes ? ['service_binding_extra_handlers'] : [],
+      },
+      storage,
+    ),
   ]
 }

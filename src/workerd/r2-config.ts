@@ -6,6 +6,7 @@
 import type {Binding} from '../protocol/management-api.js'
 import {capnpString} from './capnp.js'
 import {R2_OBJECT_CLASS, R2_WORKER_SOURCE} from './r2-worker.js'
+import {renderStorageService} from './storage-service.js'
 
 type R2Binding = Extract<Binding, {type: 'r2_bucket'}>
 
@@ -31,14 +32,17 @@ export function renderR2Binding(script: string, binding: R2Binding): string {
 /** The Worker's R2 service, if it has R2 buckets. `storage`: its Durable Object disk service, or "memory". */
 export function renderR2Services(script: {name: string; bindings: Binding[]}, storage: string | 'memory' | null): string[] {
   if (!usesR2Buckets(script) || storage === null) return []
-  const objectStorage = storage === 'memory' ? 'durableObjectStorage = (inMemory = void)' : `durableObjectStorage = (localDisk = ${capnpString(storage)})`
   return [
-    `(name = ${capnpString(r2ServiceName(script.name))}, worker = (
-      modules = [(name = "r2.js", esModule = ${capnpString(R2_WORKER_SOURCE)})],
-      compatibilityDate = "2025-06-01",
-      bindings = [(name = "BUCKETS", durableObjectNamespace = "${R2_OBJECT_CLASS}")],
-      durableObjectNamespaces = [(className = "${R2_OBJECT_CLASS}", uniqueKey = ${capnpString(r2UniqueKey(script.name))}, enableSql = true)],
-      ${objectStorage},
-      globalOutbound = "egress"))`,
+    renderStorageService(
+      {
+        name: r2ServiceName(script.name),
+        module: 'r2.js',
+        source: R2_WORKER_SOURCE,
+        objectClass: R2_OBJECT_CLASS,
+        uniqueKey: r2UniqueKey(script.name),
+        bindings: [`(name = "BUCKETS", durableObjectNamespace = "${R2_OBJECT_CLASS}")`],
+      },
+      storage,
+    ),
   ]
 }

@@ -1,6 +1,6 @@
 // The real CLI: `edgeworkers host serve` as a subprocess — addresses in host.json, JSON logs, the
 // pairing code printed once (and again by `host pairing-code`), serving, a clean SIGTERM, and a
-// Ctrl-C under journald: priorities on every line, and no workerd exit taken for a crash.
+// Ctrl-C under systemd: READY=1 and STOPPING=1 on the notify socket, priorities on every line, and no workerd exit taken for a crash.
 import {execFile, spawn, type ChildProcess} from 'node:child_process'
 import {closeSync, existsSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -104,16 +104,38 @@ test('serves, pairs and stops cleanly on SIGTERM (exit 143, one line)', async ()
   expect(stdout).not.toContain(code)
 }, 120_000)
 
-test('Ctrl-C under journald: each JSON line carries its syslog priority and one pid, and the stop logs no workerd crash', async () => {
+/** A stand-in for systemd's notify socket: a Unix datagram socket (Node has none) whose datagrams it prints, one per line. */
+function notifySocket(socketPath: string): {messages: () => string[]; bound: Promise<void>; close: () => void} {
+  const receiver = spawn(
+    'python3',
+    [
+      '-c',
+      'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint("bound",flush=True)\nwhile True: print(s.recv(4096).decode().replace("\\n"," "),flush=True)',
+      socketPath,
+    ],
+    {stdio: ['ignore', 'pipe', 'inherit']},
+  )
+  let out = ''
+  receiver.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  const bound = new Promise<void>((resolve, reject) => {
+    receiver.stdout!.on('data', () => out.startsWith('bound\n') && resolve())
+    receiver.once('exit', (code) => reject(new Error(`the notify socket stand-in exited ${code}`)))
+  })
+  return {messages: () => out.split('\n').slice(1, -1), bound, close: () => receiver.kill()}
+}
+
+test('Ctrl-C under systemd: READY=1 once it serves and STOPPING=1 (Type=notify); each JSON line carries its syslog priority and one pid; the stop logs no workerd crash', async () => {
   const journalDataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-cli-journal-'))
   // The journal's stream stands in as a file: JOURNAL_STREAM names stdout by device and inode, as systemd does.
   const logFile = path.join(journalDataDir, 'journal.log')
   const out = openSync(logFile, 'w')
   const {dev, ino} = fstatSync(out)
+  const notify = notifySocket(path.join(journalDataDir, 'notify.sock'))
+  await notify.bound
   // Its own process group, signalled as a whole as a terminal's Ctrl-C signals its foreground group.
   const host = spawn(process.execPath, [CLI, 'host', 'serve', '--data-dir', journalDataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], {
     cwd: ROOT,
-    env: {...env, EDGEWORKERS_HOST__SHARDS: '2', JOURNAL_STREAM: `${dev}:${ino}`},
+    env: {...env, EDGEWORKERS_HOST__SHARDS: '2', JOURNAL_STREAM: `${dev}:${ino}`, NOTIFY_SOCKET: path.join(journalDataDir, 'notify.sock')},
     stdio: ['ignore', out, 'ignore'],
     detached: true,
   })
@@ -121,22 +143,20 @@ test('Ctrl-C under journald: each JSON line carries its syslog priority and one 
   const hostExited = new Promise<number | null>((resolve) => host.once('exit', resolve))
   try {
     const deadline = Date.now() + 60_000
-    let ready = false
-    while (!ready) {
-      if (host.exitCode !== null || Date.now() > deadline) throw new Error(`host serve did not become ready: ${readFileSync(logFile, 'utf8')}`)
-      const started = await readHostInfo(journalDataDir)
-      ready =
-        started !== null &&
-        (await fetch(`${started.adminUrl}/readyz`).then(
-          (response) => response.status === 200,
-          () => false,
-        ))
-      if (!ready) await new Promise((resolve) => setTimeout(resolve, 100))
+    while (!notify.messages().some((message) => message.startsWith('READY=1'))) {
+      if (host.exitCode !== null || Date.now() > deadline) throw new Error(`host serve sent no READY=1: ${readFileSync(logFile, 'utf8')}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
     }
+    // Ready means serving: every shard is up by then.
+    const started = (await readHostInfo(journalDataDir))!
+    expect((await fetch(`${started.adminUrl}/readyz`)).status).toBe(200)
+    expect(notify.messages()[0]).toBe(`READY=1 STATUS=serving on ${started.publicUrl}, management on ${started.adminUrl}`)
     process.kill(-host.pid!, 'SIGINT')
     expect(await hostExited).toBe(130)
+    expect(notify.messages().filter((message) => !message.startsWith('BARRIER=1'))).toEqual([expect.stringMatching(/^READY=1 /), 'STOPPING=1'])
   } finally {
     if (host.exitCode === null) process.kill(-host.pid!, 'SIGKILL')
+    notify.close()
   }
 
   const lines = readFileSync(logFile, 'utf8').trim().split('\n')

@@ -82,7 +82,7 @@ export function fenceCommandsSuite(backend: Backend): void {
       oneLine(tooShort, 2, 'fence TTL 4s is out of range: 5–86400 seconds (fence.max_ttl_seconds)')
       oneLine(tooLong, 2, 'fence TTL 999999s is out of range: 5–86400 seconds (fence.max_ttl_seconds)')
       oneLine(noneOpen, 5, `no backup fence is open for ${scope}`)
-      oneLine(unknown, 5, 'no backup fence no-such-fence')
+      oneLine(unknown, 5, 'backup fence no-such-fence not found')
       oneLine(await cli('fence', 'run'), 2, /^error: fence run needs a command after --/)
       expect(await t.store.kit.listFences(scope, 10)).toEqual([])
 

@@ -98,7 +98,7 @@ describeEachStore('backup fences', (t) => {
     expect(await refusal(beginFence(engine, {reason: 'x', ttlSeconds: 601}))).toMatchObject({code: 'usage'})
     expect(await refusal(beginFence(engine, {reason: ' ', ttlSeconds: 60}))).toMatchObject({code: 'usage', message: 'a fence needs a reason (--reason)'})
     expect(await refusal(endFence(engine, {}))).toMatchObject({code: 'not_found', message: `no backup fence is open for ${(await kit.pair(proxy.url)).scope}`})
-    expect(await refusal(endFence(engine, {fenceId: 'no-such-fence'}))).toMatchObject({code: 'not_found', message: 'no backup fence no-such-fence'})
+    expect(await refusal(endFence(engine, {fenceId: 'no-such-fence'}))).toMatchObject({code: 'not_found', message: 'backup fence no-such-fence not found'})
     expect(await t.store.kit.listFences((await kit.pair(proxy.url)).scope, 10)).toEqual([])
     expect((await (await hostProvider()).fenceStatus()).active).toBeNull()
 

@@ -32,8 +32,12 @@ test('npm pack holds the runnable CLI, and the unpacked tarball runs quickstart 
       'fixtures/workers/hello/edgeworker.json',
       // An operator installing from the tarball finds the systemd units and the docs README links to.
       'deploy/systemd/edgeworkers-host.service',
+      'deploy/systemd/edgeworkers-reconcile.service',
       'deploy/systemd/edgeworkers-reconcile.timer',
       'docs/architecture.md',
+      'docs/management-api.md',
+      // The units' Documentation= page.
+      'docs/scheduling.md',
       'README.md',
     ]),
   )

@@ -67,11 +67,19 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
     expect((JSON.parse(json.stdout) as StatusSnapshot).attention).toEqual(['1 failed outbox row', expect.stringMatching(/^edge host unreachable: /)])
   })
 
-  test('a Worker failing most of its requests needs attention, named by its department: exit 13', {timeout: CLI_TIMEOUT_MS}, async () => {
+  test('a Worker is listed before any traffic; failing most of its requests it needs attention, named by its department, with the version it serves: exit 13', {
+    timeout: CLI_TIMEOUT_MS,
+  }, async () => {
     await kit.pair()
     const department = await kit.department()
     const deployed = await deployWorker(await kit.engine(), {projectDir: path.join(FIXTURES_DIR, 'tail-logger'), departmentId: department, wait: true})
     expect(deployed.state).toBe('completed')
+    // Listed before any traffic (so it can be tailed from the view), named by department and company.
+    const quiet = await status('--json')
+    expect(quiet.code, quiet.stderr).toBe(0)
+    expect((JSON.parse(quiet.stdout) as StatusSnapshot).workers.workers).toContainEqual(
+      expect.objectContaining({department_id: department, company_id: expect.any(String), requests: null, errorRateHigh: false}),
+    )
     for (let request = 0; request < 10; request++) expect((await fetch(`${deployed.url}fail`)).status).toBe(503)
     expect((await fetch(deployed.url!)).status).toBe(200)
 
@@ -79,7 +87,12 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
     expect(json.code).toBe(13)
     const snapshot = JSON.parse(json.stdout) as StatusSnapshot
     expect(snapshot.attention).toContainEqual(expect.stringMatching(new RegExp(`^Worker ${department}: 10 of 11 requests failed in \\d+m$`)))
-    expect(snapshot.workers.workers.find((row) => row.department_id === department)).toMatchObject({requests: 11, errors: 10, errorRateHigh: true})
+    expect(snapshot.workers.workers.find((row) => row.department_id === department)).toMatchObject({
+      version_id: deployed.versionId,
+      requests: 11,
+      errors: 10,
+      errorRateHigh: true,
+    })
   })
 
   test('bad input: a store that cannot be reached or is not migrated exits 4 with one line; a bad --interval exits 2', {timeout: CLI_TIMEOUT_MS}, async () => {

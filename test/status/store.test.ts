@@ -2,7 +2,15 @@
 // leased rows, failures by error code, pending orphans) and the operator's retry and cancel, which
 // follow the outbox lease rules.
 import {expect, test} from 'vitest'
-import {ORPHAN_CONFIRMATION_ACTION, scriptNameFor, type OutboxEnqueueInput, type OutboxRow, type Store} from '../../src/store/index.js'
+import {
+  controlAuditDedupeKey,
+  newId,
+  ORPHAN_CONFIRMATION_ACTION,
+  scriptNameFor,
+  type OutboxEnqueueInput,
+  type OutboxRow,
+  type Store,
+} from '../../src/store/index.js'
 import {describeEachStore, type StoreHarness} from '../support/stores.js'
 
 const SCOPE = 'onprem:0123456789ab'
@@ -155,6 +163,32 @@ describeEachStore('status queries', (t) => {
     expect(inGroup.map((member) => member.id)).not.toContain(replacedFailure.id)
     expect(await t.store.status.supersededFailures(SCOPE)).toBe(2)
     expect(await t.store.status.supersededFailures(OTHER_SCOPE)).toBe(0)
+  })
+
+  test('a failed control command is history once the same command on the same secret, key or account of its Worker completed', async () => {
+    const control = (status: OutboxRow['status'], operation: string, target: string | null, workerId = 'w-1') => {
+      const id = newId()
+      return rowIn(t, status, {
+        id,
+        operation: 'control_audit',
+        worker_id: workerId,
+        dedupe_key: controlAuditDedupeKey({operation, target}, id),
+        errorCode: 'edge_host_unreachable',
+      })
+    }
+    await control('failed', 'secrets.put', 'API_TOKEN')
+    const otherSecret = await control('failed', 'secrets.put', 'OTHER')
+    const otherWorker = await control('failed', 'secrets.put', 'API_TOKEN', 'w-2')
+    await control('uncertain', 'access_policy.api_key.rotate', null)
+    t.clock.advance(1_000)
+    await control('completed', 'secrets.put', 'API_TOKEN')
+    await control('completed', 'secrets.delete', 'OTHER')
+    await control('completed', 'access_policy.api_key.rotate', null)
+
+    const failed = await t.store.status.groupRows(SCOPE, {status: 'failed', operation: 'control_audit', last_error_code: 'edge_host_unreachable'}, 10)
+    expect(failed.map((member) => member.id).sort()).toEqual([otherSecret.id, otherWorker.id].sort())
+    expect((await t.store.status.errorGroups(SCOPE)).map(({status, count}) => ({status, count}))).toEqual([{status: 'failed', count: 2}])
+    expect(await t.store.status.supersededFailures(SCOPE)).toBe(2)
   })
 
   test('pending orphans (the one rule the retirement lanes and status share): purged companies, a company id taken again, confirmations and the upload grace', async () => {

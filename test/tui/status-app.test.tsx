@@ -11,7 +11,9 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {createEngine, silentLogger} from '../../src/engine/context.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {engineStatusSource} from '../../src/engine/status/source.js'
-import {openStore, type OutboxRow, type Store} from '../../src/store/index.js'
+import {artifactKeyFor} from '../../src/artifacts/store.js'
+import {sha256Hex} from '../../src/canonical-json.js'
+import {openStore, scriptNameFor, type OutboxRow, type Store} from '../../src/store/index.js'
 import {StatusApp} from '../../src/tui/status-app.js'
 import {describeEachStore, type StoreHarness} from '../support/stores.js'
 import {KEYS, waitForFrame} from './support.js'
@@ -184,6 +186,59 @@ describeEachStore('status view', (t) => {
     stdin.write(KEYS.shiftTab)
     stdin.write(KEYS.shiftTab)
     await waitForFrame(lastFrame, /\[Audit 1\][\s\S]*outbox_row\.retried +outbox_row:/)
+  })
+
+  test('b on a Worker asks first; a rollback target whose artifacts are gone is refused in the view, nothing written', async () => {
+    await t.store.tenants.createCompany({id: 'acme', name: 'Acme'})
+    await t.store.tenants.createDepartment({id: 'acme-sales', company_id: 'acme', name: 'Sales'})
+    const worker = await t.store.workers.create({
+      company_id: 'acme',
+      department_id: 'acme-sales',
+      script_name: scriptNameFor('acme', 'acme-sales'),
+      status: 'active',
+    })
+    const version = (generation: string, state: 'superseded' | 'deployed') =>
+      t.store.workers.createVersion({
+        worker_id: worker.id,
+        release_generation: generation,
+        builder_policy: 'department-worker-project-v2.9',
+        state,
+        project_artifact_key: artifactKeyFor('project', sha256Hex(`project ${generation}`)),
+        project_digest: sha256Hex(`project ${generation}`),
+        bundle_artifact_key: artifactKeyFor('bundle', sha256Hex(`bundle ${generation}`)),
+        bundle_digest: sha256Hex(`bundle ${generation}`),
+        manifest: {},
+        receipt: {},
+      })
+    const before = await version('rg-1', 'superseded')
+    const current = await version('rg-2', 'deployed')
+    await t.exec(`update edge_worker_versions set deployed_at = 1 where worker_id = '${worker.id}'`)
+    await t.exec(`update edge_workers set current_version_id = '${current.id}', serving_scope = '${SCOPE}' where id = '${worker.id}'`)
+
+    const {lastFrame, stdin} = view(t)
+    await waitForFrame(lastFrame, '[Failed/uncertain 2]')
+    stdin.write(KEYS.tab)
+    // On the Workers panel the key hints offer b where r and c (outbox rows) would be.
+    expect(await waitForFrame(lastFrame, '[Workers 1]')).toMatch(/t tail +b rollback +p pass/)
+    stdin.write(KEYS.enter)
+    await waitForFrame(lastFrame, new RegExp(`version +${current.id}`))
+    stdin.write(KEYS.escape)
+    await waitForFrame(lastFrame, '[Workers 1]')
+    stdin.write('b')
+    await waitForFrame(lastFrame, 'Roll the Worker of acme-sales back to the version served before? [y/N]')
+    stdin.write('n')
+    await waitForFrame(lastFrame, 'nothing done')
+    stdin.write('b')
+    await waitForFrame(lastFrame, '[y/N]')
+    stdin.write('y')
+    // The versions' artifact keys name nothing in the artifact store: rollback refuses before writing.
+    const refusal = `version ${before.id} cannot be rolled back to: project artifact ${before.project_artifact_key} is missing`
+    await waitForFrame(lastFrame, (text) => text.replace(/\s+/g, ' ').includes(refusal)) // a long line wraps
+    expect((await t.store.workers.listVersions(worker.id)).map((row) => [row.id, row.state])).toEqual([
+      [before.id, 'superseded'],
+      [current.id, 'deployed'],
+    ])
+    expect(await t.store.audit.list({action: 'edge_worker.rolled_back'})).toEqual([])
   })
 
   test('p runs one pass of the chosen lane after a confirmation', async () => {

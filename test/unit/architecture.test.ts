@@ -31,7 +31,7 @@ interface Layer {
 /** Every top-level entry of src/ belongs to one layer, top of the map first. */
 const LAYERS: Record<string, Layer> = {
   entry: {
-    members: ['main', 'hooks'],
+    members: ['main', 'hooks', 'hot-commands', 'code-cache'],
     forbidden: ['engine', 'store', 'provider', 'edge-host', 'workerd', 'quickstart', 'tui'],
     why: "the process entry and oclif's hooks start commands and do no work",
   },

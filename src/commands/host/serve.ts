@@ -1,6 +1,7 @@
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../cli/base-command.js'
 import {createLogger, resolveLogFormat} from '../../cli/logger.js'
+import {notifySystemd} from '../../cli/systemd-notify.js'
 import {startHost} from '../../edge-host/host.js'
 
 export default class HostServe extends BaseCommand<typeof HostServe> {
@@ -8,7 +9,8 @@ export default class HostServe extends BaseCommand<typeof HostServe> {
 
 Both listeners are loopback by default; port 0 picks a free port. The chosen addresses are logged and
 written to <data-dir>/host.json. The first start creates the host's identity key and prints a one-time
-pairing code (\`host pairing-code\` prints it again). Logs go to stdout: JSON lines, or human lines in a terminal (--log-format). SIGTERM or SIGINT:
+pairing code (\`host pairing-code\` prints it again). Logs go to stdout: JSON lines, or human lines in a terminal (--log-format).
+Under systemd (Type=notify) it sends READY=1 once every shard serves, through systemd-notify. SIGTERM or SIGINT:
 stop accepting, drain in-flight requests, stop workerd, exit 143 (SIGTERM) or 130 (SIGINT).
 
 Settings under [host] (listen, admin_listen, base_domain, shards, max_scripts_per_shard, ...) come from
@@ -52,7 +54,10 @@ under systemd sandboxing: workerd is not a hardened sandbox.`
       // Shown once, here; never logged. `host pairing-code` reads it from the data dir again.
       this.logToStderr(`pairing code: ${host.issuedPairingCode}  (edgeworkers host pair ${host.adminUrl} --code ${host.issuedPairingCode})`)
     }
+    // Every shard serves once startHost returns: what /readyz answers 200 for, and what Type=notify waits for.
+    await notifySystemd({READY: '1', STATUS: `serving on ${host.publicUrl}, management on ${host.adminUrl}`}, logger)
     await this.untilInterrupted()
+    await notifySystemd({STOPPING: '1'}, logger)
     await host.stop()
   }
 

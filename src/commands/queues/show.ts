@@ -9,6 +9,8 @@ export default class QueuesShow extends BaseCommand<typeof QueuesShow> {
 --json prints {department, script, queue, producers, consumer, backlog, inFlight, delayed, deadLettered, oldestMessageAgeMs}; consumer is null for a dead-letter queue nothing consumes.
 
 Exit codes: 0 shown; 5 unknown department, never deployed, or no such queue; 6 retired Worker or no paired host; 10 host unreachable.`
+  // wrangler's name for the same view.
+  static override aliases = ['queues:info']
   static override examples = ['<%= config.bin %> queues show acme-sales orders', '<%= config.bin %> queues show acme-sales orders --json']
   static override args = {
     department: Args.string({required: true, description: 'Department id, Worker id or script name (dw-…)'}),

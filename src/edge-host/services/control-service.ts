@@ -10,6 +10,7 @@ import type {
   OperationSettings,
   Purge,
   PutRuntimeConfig,
+  ReceiptOperation,
   ReplaceAccessPolicy,
   ReplaceOperationSettings,
   RevisionOnly,
@@ -25,7 +26,7 @@ import type {
   ServiceAccountList,
 } from '../../protocol/management-api.js'
 import {assertScriptName, iso, operationSettingsView, policyView, requireScript} from './common.js'
-import type {HostState} from '../state/host-state.js'
+import type {FencedTx, HostState} from '../state/host-state.js'
 
 export class ControlService {
   constructor(
@@ -76,13 +77,10 @@ export class ControlService {
   }
 
   putRuntimeConfig(name: string, key: string, body: PutRuntimeConfig): ControlResult<RuntimeConfigEntry> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'runtime_config.replace', body, (tx) => {
+    return this.changeEnv(name, 'runtime_config.replace', body, (tx) => {
       const stored = this.state.controlConfig.putRuntimeConfig(tx, name, key, body)
       return {conflict: false as const, current: {key, valueJson: stored.valueJson, sha256: stored.sha256, revision: stored.revision, updated_at: iso(tx.now)}}
     })
-    this.refresh(name)
-    return result
   }
 
   deleteRuntimeConfig(name: string, key: string, body: RevisionOnly): ControlResult<RuntimeConfigEntry> {
@@ -104,23 +102,23 @@ export class ControlService {
   }
 
   replaceOperationSettings(name: string, body: ReplaceOperationSettings): ControlResult<OperationSettings> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'operation_settings.replace', body, (tx) => ({
+    return this.changeEnv(name, 'operation_settings.replace', body, (tx) => ({
       conflict: false as const,
       current: operationSettingsView(this.state.controlConfig.replaceOperationSettings(tx, name, body)),
     }))
-    this.refresh(name)
-    return result
   }
 
   revokeOperationSettings(name: string, body: RevisionOnly): RevokeResult<OperationSettings> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'operation_settings.revoke', body, (tx) => {
-      const {revoked, settings} = this.state.controlConfig.revokeOperationSettings(tx, name, body.baseRevision)
-      return {conflict: false as const, revoked, current: operationSettingsView(settings)}
-    })
-    if (result.revoked) this.refresh(name)
-    return result
+    return this.changeEnv(
+      name,
+      'operation_settings.revoke',
+      body,
+      (tx) => {
+        const {revoked, settings} = this.state.controlConfig.revokeOperationSettings(tx, name, body.baseRevision)
+        return {conflict: false as const, revoked, current: operationSettingsView(settings)}
+      },
+      (result) => result.revoked,
+    )
   }
 
   secrets(name: string): SecretList {
@@ -130,33 +128,33 @@ export class ControlService {
   }
 
   putSecret(name: string, secretName: string, body: {value: string} & ControlMeta): ControlResult<SecretInfo> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'secrets.put', body, (tx) => {
+    return this.changeEnv(name, 'secrets.put', body, (tx) => {
       const {sha256} = this.state.credentials.putSecret(tx, name, secretName, body.value)
       return {conflict: false as const, current: {name: secretName, sha256, updated_at: iso(tx.now)}}
     })
-    this.refresh(name)
-    return result
   }
 
   deleteSecret(name: string, secretName: string, meta: ControlMeta): DeleteResult<SecretDeletion> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'secrets.delete', meta, (tx) => {
-      const deleted = this.state.credentials.deleteSecret(tx, name, secretName)
-      return {conflict: false as const, deleted, current: {name: secretName, deleted, updated_at: iso(tx.now)}}
-    })
-    if (result.deleted) this.refresh(name)
-    return result
+    return this.changeEnv(
+      name,
+      'secrets.delete',
+      meta,
+      (tx) => {
+        const deleted = this.state.credentials.deleteSecret(tx, name, secretName)
+        return {conflict: false as const, deleted, current: {name: secretName, deleted, updated_at: iso(tx.now)}}
+      },
+      deletedSome,
+    )
   }
 
   purgeSecrets(name: string, meta: ControlMeta): ControlResult<Purge> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'secrets.purge', meta, (tx) => ({
-      conflict: false as const,
-      current: {purged: this.state.credentials.purgeSecrets(tx, name), updated_at: iso(tx.now)},
-    }))
-    if (result.current.purged.length > 0) this.refresh(name)
-    return result
+    return this.changeEnv(
+      name,
+      'secrets.purge',
+      meta,
+      (tx) => ({conflict: false as const, current: {purged: this.state.credentials.purgeSecrets(tx, name), updated_at: iso(tx.now)}}),
+      purgedSome,
+    )
   }
 
   serviceAccounts(name: string): ServiceAccountList {
@@ -173,32 +171,53 @@ export class ControlService {
   }
 
   putServiceAccount(name: string, id: string, body: {username: string; password: string} & ControlMeta): ControlResult<ServiceAccountInfo> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.put', body, (tx) => {
+    return this.changeEnv(name, 'service_accounts.credentials.put', body, (tx) => {
       const {passwordSha256} = this.state.credentials.putServiceAccount(tx, name, id, body)
       return {conflict: false as const, current: {serviceAccountId: id, username: body.username, passwordDigest: passwordSha256, updated_at: iso(tx.now)}}
     })
-    this.refresh(name)
-    return result
   }
 
   deleteServiceAccount(name: string, id: string, meta: ControlMeta): DeleteResult<ServiceAccountDeletion> {
-    assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.delete', meta, (tx) => {
-      const deleted = this.state.credentials.deleteServiceAccount(tx, name, id)
-      return {conflict: false as const, deleted, current: {serviceAccountId: id, deleted, updated_at: iso(tx.now)}}
-    })
-    if (result.deleted) this.refresh(name)
-    return result
+    return this.changeEnv(
+      name,
+      'service_accounts.credentials.delete',
+      meta,
+      (tx) => {
+        const deleted = this.state.credentials.deleteServiceAccount(tx, name, id)
+        return {conflict: false as const, deleted, current: {serviceAccountId: id, deleted, updated_at: iso(tx.now)}}
+      },
+      deletedSome,
+    )
   }
 
   purgeServiceAccounts(name: string, meta: ControlMeta): ControlResult<Purge> {
+    return this.changeEnv(
+      name,
+      'service_accounts.credentials.purge',
+      meta,
+      (tx) => ({conflict: false as const, current: {purged: this.state.credentials.purgeServiceAccounts(tx, name), updated_at: iso(tx.now)}}),
+      purgedSome,
+    )
+  }
+
+  /**
+   * A mutation of the script's env (runtime config, operation settings, secrets, service accounts)
+   * in its control transaction; the script's shard picks it up when `changed` says the result —
+   * the stored one, for a replayed mutation — changed something.
+   */
+  private changeEnv<T extends Record<string, unknown>>(
+    name: string,
+    operation: ReceiptOperation,
+    meta: ControlMeta,
+    apply: (tx: FencedTx) => T,
+    changed: (result: T) => boolean = () => true,
+  ): T {
     assertScriptName(name)
-    const result = this.state.control(name, 'service_accounts.credentials.purge', meta, (tx) => ({
-      conflict: false as const,
-      current: {purged: this.state.credentials.purgeServiceAccounts(tx, name), updated_at: iso(tx.now)},
-    }))
-    if (result.current.purged.length > 0) this.refresh(name)
+    const result = this.state.control(name, operation, meta, apply)
+    if (changed(result)) this.refresh(name)
     return result
   }
 }
+
+const deletedSome = (result: {deleted: boolean}) => result.deleted
+const purgedSome = (result: {current: Purge}) => result.current.purged.length > 0

@@ -8,6 +8,7 @@ import type {D1QueryResult, d1QueryRequestSchema, ValidUploadScript} from '../..
 import {d1ServiceName} from '../../workerd/d1-config.js'
 import {D1_DATABASE_HEADER} from '../../workerd/d1-worker.js'
 import {HostError} from '../errors.js'
+import {requireLiveScript, withScriptShard} from './common.js'
 import type {WorkerdRuntime} from '../runtime/runtime.js'
 import type {HostState} from '../state/host-state.js'
 
@@ -27,20 +28,13 @@ export class D1Service {
   ) {}
 
   async query(scriptName: string, query: D1Query): Promise<D1QueryResult> {
-    const script = this.state.scripts.get(scriptName)
-    if (!script) throw new HostError('script_not_found', `no script ${scriptName} on this host`)
-    if (script.retiredAt !== null) throw new HostError('edge_host_script_retired', `script ${scriptName} is retired; its D1 databases stay on disk`)
+    const script = requireLiveScript(this.state, scriptName, 'D1 databases')
     const binding = script.bindings.find(
       (candidate): candidate is Extract<Binding, {type: 'd1_database'}> => candidate.type === 'd1_database' && candidate.name === query.binding,
     )
     if (!binding) throw new HostError('d1_database_not_found', `script ${scriptName} has no D1 binding ${query.binding}`)
-    const shard = script.shard === null ? undefined : this.runtime.shard(script.shard)
-    const lease = shard && (await shard.acquire(this.holdTimeoutMs, scriptName))
-    if (!lease) throw new HostError('host_busy', `the shard of script ${scriptName} does not serve yet; retry shortly`)
-    let failed = false
-    try {
-      if (shard!.routeOf(scriptName) === undefined) throw new HostError('host_busy', `script ${scriptName} is not running yet; retry shortly`)
-      const response = await lease.dispatcher.request({
+    return withScriptShard(this.runtime, this.holdTimeoutMs, script, async (dispatcher) => {
+      const response = await dispatcher.request({
         origin: `http://${d1ServiceName(scriptName)}`,
         path: '/query?resultsFormat=ROWS_AND_COLUMNS',
         method: 'POST',
@@ -50,11 +44,6 @@ export class D1Service {
       const answer = (await response.body.json()) as ServiceAnswer
       if (!Array.isArray(answer)) throw new HostError('d1_error', `D1_ERROR: ${answer.error}`)
       return {results: answer.map((result) => ({columns: result.results.columns, rows: result.results.rows, meta: result.meta}))}
-    } catch (error) {
-      failed = !(error instanceof HostError)
-      throw error
-    } finally {
-      lease.release(failed)
-    }
+    })
   }
 }

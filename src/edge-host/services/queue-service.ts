@@ -4,9 +4,9 @@
 // service's socket (../../workerd/queue-config.ts) in the shard that runs the script.
 import type {QueueList, QueueStatus, ValidUploadScript} from '../../protocol/management-api.js'
 import {queueServiceName} from '../../workerd/queue-config.js'
-import {HostError} from '../errors.js'
 import type {WorkerdRuntime} from '../runtime/runtime.js'
-import type {HostState} from '../state/host-state.js'
+import type {HostState, ScriptRecord} from '../state/host-state.js'
+import {requireLiveScript, withScriptShard} from './common.js'
 
 type Binding = ValidUploadScript['bindings'][number]
 type Counts = Omit<QueueStatus, 'queue' | 'producers' | 'consumer'>
@@ -19,9 +19,7 @@ export class QueueService {
   ) {}
 
   async list(scriptName: string): Promise<QueueList> {
-    const script = this.state.scripts.get(scriptName)
-    if (!script) throw new HostError('script_not_found', `no script ${scriptName} on this host`)
-    if (script.retiredAt !== null) throw new HostError('edge_host_script_retired', `script ${scriptName} is retired; its queues stay on disk`)
+    const script = requireLiveScript(this.state, scriptName, 'queues')
     const producers = script.bindings.filter((binding): binding is Extract<Binding, {type: 'queue'}> => binding.type === 'queue')
     const names = [
       ...new Set([
@@ -30,7 +28,7 @@ export class QueueService {
       ]),
     ].sort()
     if (names.length === 0) return {queues: []}
-    const counts = await this.counts(scriptName, script.shard, names)
+    const counts = await this.counts(script, names)
     return {
       queues: names.map((queue, index) => ({
         queue,
@@ -41,15 +39,10 @@ export class QueueService {
     }
   }
 
-  private async counts(scriptName: string, shardIndex: number | null, queues: string[]): Promise<Counts[]> {
-    const shard = shardIndex === null ? undefined : this.runtime.shard(shardIndex)
-    const lease = shard && (await shard.acquire(this.holdTimeoutMs, scriptName))
-    if (!lease) throw new HostError('host_busy', `the shard of script ${scriptName} does not serve yet; retry shortly`)
-    let failed = false
-    try {
-      if (shard!.routeOf(scriptName) === undefined) throw new HostError('host_busy', `script ${scriptName} is not running yet; retry shortly`)
-      const response = await lease.dispatcher.request({
-        origin: `http://${queueServiceName(scriptName)}`,
+  private counts(script: ScriptRecord, queues: string[]): Promise<Counts[]> {
+    return withScriptShard(this.runtime, this.holdTimeoutMs, script, async (dispatcher) => {
+      const response = await dispatcher.request({
+        origin: `http://${queueServiceName(script.name)}`,
         path: '/status',
         method: 'POST',
         headers: {'content-type': 'application/json'},
@@ -57,11 +50,6 @@ export class QueueService {
       })
       if (response.statusCode !== 200) throw new Error(`the queue service answered ${response.statusCode}: ${await response.body.text()}`)
       return (await response.body.json()) as Counts[]
-    } catch (error) {
-      failed = !(error instanceof HostError)
-      throw error
-    } finally {
-      lease.release(failed)
-    }
+    })
   }
 }

@@ -8,10 +8,11 @@ import {canonicalJson, sha256Hex} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import {EDGE_HOST_FENCED, identifierSchema, MAX_SECRET_VALUE_LENGTH} from '../../protocol/management-api.js'
 import {ProviderError, type AccessPolicyMode, type ControlMutation, type ControlState, type RevisionedControl} from '../../provider/types.js'
-import {newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
+import {controlAuditDedupeKey, newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
 import {capabilitiesOf} from '../capabilities.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
+import {idsStartingWith, resolveIdPrefixOrNull} from '../id-prefix.js'
 import {askedHost} from '../retry.js'
 import {executionGate} from '../gates.js'
 import {requireProvider} from '../provider.js'
@@ -76,10 +77,9 @@ export async function applyControl(
   engine: Engine,
   input: {departmentId: string; request: ControlRequest; actor: AuditActor},
 ): Promise<{outcome: ControlOutcome; apiKey?: string}> {
-  const {request} = input
-  assertRequestShape(request)
+  assertRequestShape(input.request)
   const target = await controlTarget(engine, input.departmentId)
-  await assertCapable(engine, target, request)
+  const request = await capableRequest(engine, target, input.request)
   const {provider, scope} = await requireProvider(engine, `run ${request.operation}`)
   const gate = await executionGate(engine, {status: 'ready', provider, scope})
   if (gate.closed) throw new KitError('gate_closed', `cannot run ${request.operation}: ${gate.message}`, EDGE_HOST_FENCED)
@@ -104,7 +104,7 @@ export async function applyControl(
   await store.outbox.enqueue({
     id,
     operation: 'control_audit',
-    dedupe_key: `control_audit:${id}`,
+    dedupe_key: controlAuditDedupeKey({operation: request.operation, target: commandTarget(request)}, id),
     dispatch_namespace: scope,
     company_id: target.worker.company_id,
     department_id: target.worker.department_id,
@@ -234,25 +234,36 @@ function assertJsonObject(value: unknown, what: string): void {
   if (!check.success) throw new KitError('usage', `${what} ${check.error.issues[0]!.message}`)
 }
 
-/** Secrets need a v2.6+ release, credentials v2.9+ and a live service account of the department. */
-async function assertCapable(engine: Engine, target: ControlTarget, request: ControlRequest): Promise<void> {
+/**
+ * Secrets need a v2.6+ release, credentials v2.9+ and a live service account of the department, named
+ * by its id, its name or a unique prefix of its id: the request, with the account's id.
+ */
+async function capableRequest(engine: Engine, target: ControlTarget, request: ControlRequest): Promise<ControlRequest> {
   const can = capabilitiesOf(target.version.builder_policy)
   if (request.operation.startsWith('secrets.') && !can.workerSecrets) {
     throw new KitError('conflict', `the deployed release is built with ${target.version.builder_policy}, which has no Worker secrets (v2.6 or newer)`)
   }
-  if (request.operation.startsWith('service_accounts.')) {
-    if (!can.serviceAccountCredentials) {
-      throw new KitError(
-        'conflict',
-        `the deployed release is built with ${target.version.builder_policy}, which has no service-account credentials (v2.9 or newer)`,
-      )
-    }
-    const id = (request as {serviceAccountId: string}).serviceAccountId
-    const account = (await engine.store.tenants.listServiceAccounts(target.departmentId)).find(
-      (candidate) => candidate.id === id && candidate.deleted_at === null,
+  if (request.operation !== 'service_accounts.credentials.put' && request.operation !== 'service_accounts.credentials.delete') return request
+  if (!can.serviceAccountCredentials) {
+    throw new KitError(
+      'conflict',
+      `the deployed release is built with ${target.version.builder_policy}, which has no service-account credentials (v2.9 or newer)`,
     )
-    if (!account) throw new KitError('not_found', `service account ${id} not found in department ${target.departmentId}`)
   }
+  const typed = request.serviceAccountId
+  const live = (await engine.store.tenants.listServiceAccounts(target.departmentId)).filter((account) => account.deleted_at === null)
+  const named = live.find((account) => account.id === typed) ?? live.find((account) => account.name === typed)
+  const id = named?.id ?? (await resolveIdPrefixOrNull('service account', typed, idsStartingWith(live.map((account) => account.id))))
+  if (id === null) throw new KitError('not_found', `service account ${typed} not found in department ${target.departmentId} (give its name or id)`)
+  return {...request, serviceAccountId: id}
+}
+
+/** What a control command acts on (a secret, a runtime-config key, an account), or null: with the operation, its kind. */
+function commandTarget(request: ControlRequest): string | null {
+  if ('name' in request) return request.name
+  if ('key' in request) return request.key
+  if ('serviceAccountId' in request) return request.serviceAccountId
+  return null
 }
 
 /** Which revision an operation's baseRevision is; null for the four operations without one. */

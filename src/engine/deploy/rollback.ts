@@ -12,6 +12,7 @@ import {verifyStoredVersion} from '../project/integrity.js'
 import {assertHostKnowsPairing, requireProvider} from '../provider.js'
 import {enqueueAndRun, type DeployRun, type DeployStageOptions} from './deploy-worker.js'
 import {storedVersionOf} from './task.js'
+import {namedVersion} from '../versions/names.js'
 
 export const ROLLED_BACK_ACTION = 'edge_worker.rolled_back'
 
@@ -66,19 +67,6 @@ function previousDeployed(versions: VersionRow[], current: VersionRow | undefine
     .sort((a, b) => b.deployed_at! - a.deployed_at!)
   if (!served[0]) throw new KitError('not_found', 'no earlier deployed version to roll back to')
   return served[0]
-}
-
-/** A version by id, unique id prefix (git's rule), or tag (the newest version carrying it). */
-export function namedVersion(versions: VersionRow[], name: string): VersionRow {
-  const typed = name.trim().toLowerCase()
-  const exact = versions.find((version) => version.id === typed)
-  if (exact) return exact
-  const tagged = versions.filter((version) => version.tag === name)
-  if (tagged.length > 0) return tagged.at(-1)!
-  const matches = typed.length >= 4 ? versions.filter((version) => version.id.startsWith(typed)) : []
-  if (matches.length === 1) return matches[0]!
-  if (matches.length > 1) throw new KitError('usage', `version ${name} is ambiguous: ${matches.map((version) => version.id).join(', ')}; give more characters`)
-  throw new KitError('not_found', `version ${name} not found (give a version id, a unique prefix of at least 4 characters, or a tag)`)
 }
 
 async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow, request: RollbackRequest): Promise<VersionRow> {

@@ -12,6 +12,7 @@ import {runPass, type LaneSummary, type PassOptions} from '../pass/index.js'
 import {confirmFences} from './confirm.js'
 import {FENCE_ACTIONS, fenceAuditEntry, fenceView, hostCallError, isFenceUnknownToHost, type FenceView} from './fence.js'
 import {ProviderError} from '../../provider/types.js'
+import {resolveIdPrefix} from '../id-prefix.js'
 import {requireProvider} from '../provider.js'
 
 export const MIN_FENCE_TTL_SECONDS = 5
@@ -94,8 +95,12 @@ export interface EndFenceResult {
 
 export async function endFence(engine: Engine, input: EndFenceInput = {}): Promise<EndFenceResult> {
   const {provider, scope} = await requireProvider(engine, 'end a backup fence')
-  const row = input.fenceId ? await engine.store.kit.getFence(input.fenceId) : await engine.store.kit.openFence(scope)
-  if (!row) throw new KitError('not_found', input.fenceId ? `no backup fence ${input.fenceId}` : `no backup fence is open for ${scope}`)
+  const row = input.fenceId
+    ? await engine.store.kit.getFence(
+        await resolveIdPrefix('backup fence', input.fenceId, (prefix, limit) => engine.store.kit.fenceIdsWithPrefix(prefix, limit)),
+      )
+    : await engine.store.kit.openFence(scope)
+  if (!row) throw new KitError('not_found', `no backup fence is open for ${scope}`)
   if (row.ended_at !== null) {
     throw new KitError(
       'conflict',

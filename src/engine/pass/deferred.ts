@@ -3,7 +3,7 @@
 // at once, oldest first (no batch cap: a backup can defer more than a batch, and all of it is due
 // together), which accepts its dispatch and clears the code; one the lane does not get to goes back
 // to `deferred` with it.
-import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
+import {EDGE_HOST_FENCED} from '../../protocol/api/common.js'
 import {dispatchDeploys} from './deploy-dispatch.js'
 import type {Lane} from './lane.js'
 

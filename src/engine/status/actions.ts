@@ -10,7 +10,8 @@ import {runPass} from '../pass/index.js'
 import {LANE_LABELS, type LaneName} from '../pass/lane.js'
 import {redactSecrets} from '../../util/redact.js'
 import {formatDuration} from './snapshot.js'
-import {resolveIdPrefix} from '../id-prefix.js'
+import {resolveIdPrefix, resolveIdPrefixOrNull} from '../id-prefix.js'
+import {rollbackWorker} from '../deploy/rollback.js'
 
 export const OUTBOX_ACTIONS = {
   retried: 'outbox_row.retried',
@@ -42,10 +43,7 @@ export function outboxRowId(engine: Engine, typed: string): Promise<string> {
 
 /** The row `typed` (an id or a unique prefix) names, or null when none does; an ambiguous prefix throws. */
 export async function outboxRowDetail(engine: Engine, typed: string): Promise<OutboxRowDetail | null> {
-  const id = await outboxRowId(engine, typed).catch((error: unknown) => {
-    if (error instanceof KitError && error.code === 'not_found') return null
-    throw error
-  })
+  const id = await resolveIdPrefixOrNull('outbox row', typed, (prefix, limit) => engine.store.outbox.idsWithPrefix(prefix, limit))
   const row = id === null ? undefined : await engine.store.outbox.get(id)
   if (!row) return null
   const {lease_token: _token, ...visible} = row
@@ -172,4 +170,11 @@ function refusal(id: string, verb: 'retry' | 'cancel', result: Exclude<OperatorA
         `cannot cancel outbox row ${id}: its version is deploying and may already be on the host; retry it so a pass can settle it`,
       )
   }
+}
+
+/** `status`'s rollback of a Worker: `rollback <department>` with its default target, waiting for the deploy task. */
+export async function rollbackFromStatus(engine: Engine, departmentId: string, actor: AuditActor): Promise<ActionDone> {
+  const outcome = await rollbackWorker(engine, {departmentId, wait: true, actor})
+  const detail = outcome.state === 'completed' ? '' : ` (${outcome.code ?? outcome.message ?? 'see outbox row'})`
+  return {message: `Worker of ${departmentId} rolled back to ${outcome.rolledBackTo}: ${outcome.state}${detail}`}
 }

@@ -82,9 +82,9 @@ export interface StatusSnapshot {
   leased: LeasedRow[]
   /** Rows put back to wait — host unavailable, fenced, their Worker busy (../retry.ts) — next due first, with the time until then. */
   waiting: WaitingRow[]
-  /** Failed and uncertain rows that wait for an operator, grouped (deploys a later completed deploy replaced are left out). */
+  /** Failed and uncertain rows that wait for an operator, grouped (rows a later completed one of the same kind replaced are left out). */
   errorGroups: ErrorGroup[]
-  /** Failed or uncertain deploys a later completed deploy of the same Worker replaced: history, not attention. */
+  /** Failed or uncertain rows a later completed one of the same kind on the same Worker replaced (a deploy, or the same control command on the same target): history, not attention. */
   supersededFailures: number
   retirements: {pending: number; workers: Array<{worker_id: string; script_name: string; department_id: string; status: string; since: number}>}
   /** null without a scope: orphans are per scope. */

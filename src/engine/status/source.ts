@@ -4,7 +4,16 @@
 import type {AuditActor, ErrorGroup, OutboxRowSummary} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import type {LaneName} from '../pass/lane.js'
-import {cancelOutboxRow, operatorScope, outboxRowDetail, retryOutboxRow, runLaneOnce, type ActionDone, type OutboxRowDetail} from './actions.js'
+import {
+  cancelOutboxRow,
+  operatorScope,
+  outboxRowDetail,
+  retryOutboxRow,
+  rollbackFromStatus,
+  runLaneOnce,
+  type ActionDone,
+  type OutboxRowDetail,
+} from './actions.js'
 import type {TailLine} from '../../protocol/tail.js'
 import {tailWorker, type TailNotice} from '../tail.js'
 import {SNAPSHOT_LIST_LIMIT, takeSnapshot, type StatusSnapshot} from './snapshot.js'
@@ -18,6 +27,8 @@ export interface StatusSource {
   outboxRow(id: string): Promise<OutboxRowDetail | null>
   retry(id: string): Promise<ActionDone>
   cancel(id: string): Promise<ActionDone>
+  /** Rolls the Worker of a department back to the version served before the current one. */
+  rollback(departmentId: string): Promise<ActionDone>
   /** `signal` stops the pass between rows (the view quits). */
   runLane(lane: LaneName, signal?: AbortSignal): Promise<ActionDone>
   /** The live tail of a Worker (by script name), every line (event or notice) to `onLine`, until `signal` aborts. */
@@ -36,6 +47,7 @@ export function engineStatusSource(connect: () => Promise<Engine>, actor: AuditA
     outboxRow: async (id) => outboxRowDetail(await engine(), id),
     retry: async (id) => retryOutboxRow(await engine(), id, actor),
     cancel: async (id) => cancelOutboxRow(await engine(), id, actor),
+    rollback: async (departmentId) => rollbackFromStatus(await engine(), departmentId, actor),
     runLane: async (lane, signal) => runLaneOnce(await engine(), lane, signal),
     tail: async (script, signal, onLine, onNotice) => {
       for await (const line of tailWorker(await engine(), script, {filters: {methods: [], samplingRate: 1}, signal, onNotice})) onLine(line)

@@ -16,6 +16,8 @@ export interface WorkerActivityRow {
   department_id: string | null
   company_id: string | null
   worker_id: string | null
+  /** The version it serves (its current version); null for a script this store does not own. */
+  version_id: string | null
   /** null when the host reported no requests of it over the window (or did not answer). */
   requests: number | null
   errors: number | null
@@ -56,13 +58,17 @@ export function errorRateReason(row: WorkerActivityRow, windowSeconds: number): 
 export async function workersPanel(engine: Engine, scope: string | null, options: {timeoutMs?: number; threshold: ErrorRateThreshold}): Promise<WorkersPanel> {
   const [live, activity] = await Promise.all([engine.store.workers.live(scope, WORKERS_PANEL_LIMIT), hostActivity(engine, options.timeoutMs)])
   const traffic = new Map((activity?.workers ?? []).map((row) => [row.script, row]))
-  const rowOf = (script: string, worker: {id: string; department_id: string; company_id: string} | null): WorkerActivityRow => {
+  const rowOf = (
+    script: string,
+    worker: {id: string; department_id: string; company_id: string; current_version_id: string | null} | null,
+  ): WorkerActivityRow => {
     const seen = traffic.get(script)
     return {
       script,
       department_id: worker?.department_id ?? null,
       company_id: worker?.company_id ?? null,
       worker_id: worker?.id ?? null,
+      version_id: worker?.current_version_id ?? null,
       requests: seen?.requests ?? null,
       errors: seen?.errors ?? null,
       p99Ms: seen?.p99Ms ?? null,

@@ -3,6 +3,7 @@
 // operator's row actions. The statements and the lease rules: ./statements.ts.
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
+import {idsWithPrefix} from '../repositories/id-prefix.js'
 import {holdsLiveLease, isFinished, isSettled} from '../outbox-states.js'
 import type {OutboxRow, OutboxTable} from '../schema.js'
 import {cancelRow, claimLeases, insertRow, leaseRowById, makeDueNow, renewLeases, retryLeaseLater, settleLease, toOutboxRow} from './statements.js'
@@ -98,12 +99,7 @@ export class OutboxRepository {
     return this.operatorAction(id, options.scope, async (row, tx) => {
       if (isFinished(row.status)) return 'terminal'
       if (row.operation === 'deploy' && row.version_id !== null) {
-        const version = await tx.db
-          .selectFrom('edge_worker_versions')
-          .select('state')
-          .where('id', '=', row.version_id)
-          .$if(this.ctx.locksRows, (q) => q.forUpdate())
-          .executeTakeFirst()
+        const version = await tx.lockRow('edge_worker_versions', row.version_id)
         if (version?.state === 'deploying') return 'deploying'
       }
       await cancelRow(tx, id)
@@ -118,12 +114,7 @@ export class OutboxRepository {
     act: (row: OutboxTable, tx: StoreContext) => Promise<'done' | 'terminal' | 'deploying'>,
   ): Promise<OperatorActionResult> {
     return this.ctx.atomic(async (tx) => {
-      const row = await tx.db
-        .selectFrom('edge_worker_outbox')
-        .selectAll()
-        .where('id', '=', id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
+      const row = await tx.lockRow('edge_worker_outbox', id)
       if (!row) return {outcome: 'missing', row: null}
       const before = toOutboxRow(row)
       if (scope !== null && row.dispatch_namespace !== scope) return {outcome: 'wrong_scope', row: before}
@@ -140,11 +131,9 @@ export class OutboxRepository {
     return row && toOutboxRow(row)
   }
 
-  /** Up to `limit` ids starting with `prefix` (lowercase hex and dashes only), in id order: what a short id may mean. */
-  async idsWithPrefix(prefix: string, limit: number): Promise<string[]> {
-    if (!/^[0-9a-f-]+$/.test(prefix)) return []
-    const rows = await this.ctx.db.selectFrom('edge_worker_outbox').select('id').where('id', 'like', `${prefix}%`).orderBy('id').limit(limit).execute()
-    return rows.map((row) => row.id)
+  /** Up to `limit` ids starting with `prefix`, in id order: what a short id may mean. */
+  idsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    return idsWithPrefix(this.ctx.db, 'edge_worker_outbox', prefix, limit)
   }
 
   async list(filter: OutboxListFilter = {}): Promise<OutboxRow[]> {

@@ -54,7 +54,7 @@ export class DeploymentRepository {
     return this.ctx.atomic(async (tx) => {
       const outbox = await this.lockOutbox(tx, outboxId, leaseToken)
       if (!outbox) return undefined
-      const worker = outbox.worker_id ? await this.lockWorker(tx, outbox.worker_id) : undefined
+      const worker = outbox.worker_id ? await tx.lockRow('edge_workers', outbox.worker_id) : undefined
       const version = outbox.version_id ? await this.lockVersion(tx, outbox.version_id) : undefined
       const current =
         worker?.current_version_id && worker.current_version_id !== version?.id
@@ -76,7 +76,7 @@ export class DeploymentRepository {
   async beginDeploying(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string}): Promise<BeginDeployingOutcome> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return {outcome: 'lease_lost'}
-      await this.lockWorker(tx, ids.workerId)
+      await tx.lockRow('edge_workers', ids.workerId)
       const version = await this.lockVersion(tx, ids.versionId)
       const newer = version ? await newerDeployOf(tx, version) : undefined
       if (newer) return {outcome: 'superseded', newer}
@@ -121,7 +121,7 @@ export class DeploymentRepository {
     const lease = {id: ids.outboxId, token: ids.leaseToken}
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return {outcome: 'lease_lost'}
-      const worker = await this.lockWorker(tx, ids.workerId)
+      const worker = await tx.lockRow('edge_workers', ids.workerId)
       const version = await this.lockVersion(tx, ids.versionId)
       const previous =
         worker?.current_version_id && worker.current_version_id !== ids.versionId ? await this.lockVersion(tx, worker.current_version_id) : undefined
@@ -169,7 +169,7 @@ export class DeploymentRepository {
   async supersede(ids: {outboxId: string; leaseToken: string; workerId: string; versionId: string; newer: NewerDeploy; attempted: boolean}): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
-      const worker = await this.lockWorker(tx, ids.workerId)
+      const worker = await tx.lockRow('edge_workers', ids.workerId)
       const version = await this.lockVersion(tx, ids.versionId)
       const lease = {id: ids.outboxId, token: ids.leaseToken}
       if (worker && version) await this.settleSuperseded(tx, {lease, worker, version, newer: ids.newer, attempted: ids.attempted})
@@ -199,7 +199,7 @@ export class DeploymentRepository {
   }): Promise<boolean> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return false
-      if (ids.workerId) await this.lockWorker(tx, ids.workerId)
+      if (ids.workerId) await tx.lockRow('edge_workers', ids.workerId)
       const now = this.ctx.now()
       await settleLease(
         tx,
@@ -229,7 +229,7 @@ export class DeploymentRepository {
   ): Promise<'rescheduled' | 'failed' | 'lease_lost'> {
     return this.ctx.atomic(async (tx) => {
       if (!(await this.lockOutbox(tx, ids.outboxId, ids.leaseToken))) return 'lease_lost'
-      if (ids.workerId) await this.lockWorker(tx, ids.workerId)
+      if (ids.workerId) await tx.lockRow('edge_workers', ids.workerId)
       const {outboxId, leaseToken, workerId: _worker, versionId: _version, keepDeploying: _keep, ...retry} = ids
       const outcome = await retryLeaseLater(tx, {id: outboxId, token: leaseToken}, retry)
       if (outcome.outcome === 'lease_lost') return 'lease_lost'
@@ -364,22 +364,8 @@ export class DeploymentRepository {
       .executeTakeFirst()
   }
 
-  private async lockWorker(tx: StoreContext, id: string): Promise<WorkerRow | undefined> {
-    return tx.db
-      .selectFrom('edge_workers')
-      .selectAll()
-      .where('id', '=', id)
-      .$if(this.ctx.locksRows, (q) => q.forUpdate())
-      .executeTakeFirst()
-  }
-
   private async lockVersion(tx: StoreContext, id: string): Promise<VersionRow | undefined> {
-    const row = await tx.db
-      .selectFrom('edge_worker_versions')
-      .selectAll()
-      .where('id', '=', id)
-      .$if(this.ctx.locksRows, (q) => q.forUpdate())
-      .executeTakeFirst()
+    const row = await tx.lockRow('edge_worker_versions', id)
     return row && toVersionRow(row)
   }
 }

@@ -5,6 +5,7 @@ import type {Kysely} from 'kysely'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
+import {idsWithPrefix} from './id-prefix.js'
 import {moveUnfinishedRows} from '../outbox/statements.js'
 import type {Database, FenceRow, GateRow, KitGatesTable, PairingRow} from '../schema.js'
 
@@ -102,7 +103,8 @@ export class KitRepository {
     hostAckedAt?: number
   }): Promise<FenceRow> {
     type Outcome = {row: FenceRow; conflict?: undefined} | {row?: undefined; conflict: FenceRow | undefined}
-    const outcome = await this.ctx.write(async ({db}): Promise<Outcome> => {
+    const outcome = await this.ctx.write(async (tx): Promise<Outcome> => {
+      const {db} = tx
       const now = this.ctx.now()
       const open = await openFenceQuery(db, input.scope).executeTakeFirst()
       if (open) return {conflict: open}
@@ -119,13 +121,7 @@ export class KitRepository {
         ended_at: null,
         end_reason: null,
       }
-      const inserted = await db
-        .insertInto('kit_fences')
-        .values(row)
-        .onConflict((oc) => oc.doNothing())
-        .returning('id')
-        .executeTakeFirst()
-      return inserted ? {row} : {conflict: await openFenceQuery(db, input.scope).executeTakeFirst()}
+      return (await tx.insertNew('kit_fences', row)) ? {row} : {conflict: await openFenceQuery(db, input.scope).executeTakeFirst()}
     })
     if (outcome.row) return outcome.row
     const open = outcome.conflict
@@ -140,6 +136,11 @@ export class KitRepository {
 
   async getFence(id: string): Promise<FenceRow | undefined> {
     return this.ctx.db.selectFrom('kit_fences').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  /** Up to `limit` fence ids starting with `prefix`, in id order: what a short id may mean. */
+  fenceIdsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    return idsWithPrefix(this.ctx.db, 'kit_fences', prefix, limit)
   }
 
   /** The scope's fences, newest first. */
@@ -186,14 +187,11 @@ export class KitRepository {
 
   /** Closes (reason given) or opens (null) one gate of the scope. */
   async setGate(scope: string, gate: GateName, reason: string | null): Promise<GateRow> {
-    return this.ctx.atomic(async ({db}) => {
+    return this.ctx.atomic(async (tx) => {
+      const {db} = tx
       const now = this.ctx.now()
       // Make sure the row exists, then lock it: two gates changed at once must not lose a reason.
-      await db
-        .insertInto('kit_gates')
-        .values({scope, maintenance: 0, restore_pending: 0, reasons: '{}', updated_at: now})
-        .onConflict((oc) => oc.doNothing())
-        .execute()
+      await tx.insertNew('kit_gates', {scope, maintenance: 0, restore_pending: 0, reasons: '{}', updated_at: now})
       const current = await db
         .selectFrom('kit_gates')
         .selectAll()

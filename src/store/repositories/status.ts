@@ -6,8 +6,9 @@
 //   (completed, cancelled) over a recent window, since counting all of history would read every row.
 // - Due work and expired leases are what the sweeps would take (the predicates of ../outbox-states.ts).
 // - `scope` null means every scope (a store not paired yet).
-// - A failed or uncertain deploy is history, not attention, once a later deploy of the same Worker
-//   completed: what it tried to ship has been replaced by what now serves.
+// - A failed or uncertain row is history, not attention, once a later one of the same kind on the same
+//   Worker completed: a deploy, what it tried to ship replaced by what now serves; a control command,
+//   the same command on the same secret, key or account (its dedupe key's kind, controlAuditDedupeKey).
 import {sql, type ExpressionBuilder, type SelectQueryBuilder} from 'kysely'
 import type {StoreContext} from '../context.js'
 import {
@@ -121,15 +122,14 @@ export class StatusRepository {
     return pairs.map((pair, index) => ({...pair, count: Number(counts[`c${index}`] ?? 0)}))
   }
 
-  /** Failed and uncertain deploys a later completed deploy of the same Worker has replaced. */
+  /** Failed and uncertain rows a later completed row of the same kind on the same Worker has replaced. */
   async supersededFailures(scope: string | null): Promise<number> {
     const row = await this.ctx.db
       .selectFrom('edge_worker_outbox')
       .select((eb) => eb.fn.countAll<number | string>().as('count'))
       .$call(inScope(scope))
       .where('status', 'in', [...ATTENTION_OUTBOX_STATUSES])
-      .where('operation', '=', 'deploy')
-      .where((eb) => supersededByCompletedDeploy(eb))
+      .where((eb) => supersededByLaterSuccess(eb))
       .executeTakeFirstOrThrow()
     return Number(row.count)
   }
@@ -216,7 +216,7 @@ export class StatusRepository {
       ])
       .$call(inScope(scope))
       .where('status', 'in', [...ATTENTION_OUTBOX_STATUSES])
-      .where((eb) => eb.not(supersededByCompletedDeploy(eb)))
+      .where((eb) => eb.not(supersededByLaterSuccess(eb)))
       .groupBy(['status', 'operation', 'last_error_code'])
       .execute()
     return rows
@@ -244,7 +244,7 @@ export class StatusRepository {
       .where('status', '=', group.status)
       .where('operation', '=', group.operation)
       .where('last_error_code', group.last_error_code === null ? 'is' : '=', group.last_error_code)
-      .where((eb) => eb.not(supersededByCompletedDeploy(eb)))
+      .where((eb) => eb.not(supersededByLaterSuccess(eb)))
       .orderBy('updated_at', 'desc')
       .orderBy('id', 'desc')
       .limit(limit)
@@ -257,18 +257,34 @@ export class StatusRepository {
 }
 
 /** The row is a deploy, and a deploy of the same Worker enqueued after it has completed (a seek on outbox(worker_id, created_at)). */
-function supersededByCompletedDeploy(eb: ExpressionBuilder<Database, 'edge_worker_outbox'>) {
-  return eb.and([
-    eb('edge_worker_outbox.operation', '=', 'deploy'),
-    eb.exists(
-      eb
-        .selectFrom('edge_worker_outbox as later')
-        .select(sql<number>`1`.as('one'))
-        .whereRef('later.worker_id', '=', 'edge_worker_outbox.worker_id')
-        .whereRef('later.created_at', '>', 'edge_worker_outbox.created_at')
-        .where('later.operation', '=', 'deploy')
-        .where('later.status', '=', 'completed'),
-    ),
+/**
+ * The dedupe key of a control_audit row: its kind (operation and target — a secret name, a
+ * runtime-config key, an account — or none), then the row's own id, which keeps every key unique.
+ * Rows of one kind share everything but the id.
+ */
+export function controlAuditDedupeKey(kind: {operation: string; target: string | null}, rowId: string): string {
+  return `control_audit:${kind.operation}:${kind.target ?? ''}:${rowId}`
+}
+
+/** The kind part of a control_audit dedupe key: all but the trailing row id (a UUID, 36 characters). */
+const dedupeKind = (column: string) => sql`substr(${sql.ref(column)}, 1, length(${sql.ref(column)}) - 36)`
+
+/** A failed or uncertain row that a later completed row of the same kind on the same Worker replaced. */
+function supersededByLaterSuccess(eb: ExpressionBuilder<Database, 'edge_worker_outbox'>) {
+  const laterCompleted = (operation: 'deploy' | 'control_audit') =>
+    eb
+      .selectFrom('edge_worker_outbox as later')
+      .select(sql<number>`1`.as('one'))
+      .whereRef('later.worker_id', '=', 'edge_worker_outbox.worker_id')
+      .whereRef('later.created_at', '>', 'edge_worker_outbox.created_at')
+      .where('later.operation', '=', operation)
+      .where('later.status', '=', 'completed')
+  return eb.or([
+    eb.and([eb('edge_worker_outbox.operation', '=', 'deploy'), eb.exists(laterCompleted('deploy'))]),
+    eb.and([
+      eb('edge_worker_outbox.operation', '=', 'control_audit'),
+      eb.exists(laterCompleted('control_audit').where(sql<boolean>`${dedupeKind('later.dedupe_key')} = ${dedupeKind('edge_worker_outbox.dedupe_key')}`)),
+    ]),
   ])
 }
 

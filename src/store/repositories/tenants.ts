@@ -21,13 +21,8 @@ export class TenantRepository {
     const id = checkedId(input.id, 'company')
     const now = this.ctx.now()
     const row: CompanyRow = {id, name: checkedName(input.name, 'company'), created_at: now, updated_at: now}
-    return this.ctx.write(async ({db}) => {
-      const inserted = await db
-        .insertInto('companies')
-        .values(row)
-        .onConflict((oc) => oc.doNothing())
-        .executeTakeFirst()
-      if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `company ${id} already exists`)
+    return this.ctx.write(async (tx) => {
+      if (!(await tx.insertNew('companies', row))) throw new KitError('conflict', `company ${id} already exists`)
       return row
     })
   }
@@ -38,13 +33,9 @@ export class TenantRepository {
 
   /** Hard-deletes a company and everything that cascades from it; undefined when it does not exist. */
   async purgeCompany(id: string): Promise<PurgeCounts | undefined> {
-    return this.ctx.atomic(async ({db}) => {
-      const company = await db
-        .selectFrom('companies')
-        .select('id')
-        .where('id', '=', id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
+    return this.ctx.atomic(async (tx) => {
+      const {db} = tx
+      const company = await tx.lockRow('companies', id)
       if (!company) return undefined
       const {rows} = await sql<PurgeCounts>`
         select
@@ -62,17 +53,12 @@ export class TenantRepository {
   async createDepartment(input: {id?: string; company_id: string; name: string}): Promise<DepartmentRow> {
     const id = checkedId(input.id, 'department')
     const name = checkedName(input.name, 'department')
-    return this.ctx.atomic(async ({db}) => {
-      const company = await db.selectFrom('companies').select('id').where('id', '=', input.company_id).executeTakeFirst()
+    return this.ctx.atomic(async (tx) => {
+      const company = await tx.db.selectFrom('companies').select('id').where('id', '=', input.company_id).executeTakeFirst()
       if (!company) throw new KitError('not_found', `company ${input.company_id} not found`)
       const now = this.ctx.now()
       const row: DepartmentRow = {id, company_id: input.company_id, name, created_at: now, updated_at: now, deleted_at: null}
-      const inserted = await db
-        .insertInto('departments')
-        .values(row)
-        .onConflict((oc) => oc.doNothing())
-        .executeTakeFirst()
-      if (inserted.numInsertedOrUpdatedRows === 0n) throw new KitError('conflict', `department ${id} already exists`)
+      if (!(await tx.insertNew('departments', row))) throw new KitError('conflict', `department ${id} already exists`)
       return row
     })
   }
@@ -84,18 +70,13 @@ export class TenantRepository {
   async createServiceAccount(input: {id?: string; department_id: string; name: string}): Promise<ServiceAccountRow> {
     const id = checkedId(input.id, 'service account')
     const name = checkedName(input.name, 'service account')
-    return this.ctx.atomic(async ({db}) => {
-      const department = await db.selectFrom('departments').select('deleted_at').where('id', '=', input.department_id).executeTakeFirst()
+    return this.ctx.atomic(async (tx) => {
+      const department = await tx.db.selectFrom('departments').select('deleted_at').where('id', '=', input.department_id).executeTakeFirst()
       if (!department || department.deleted_at !== null) throw new KitError('not_found', `department ${input.department_id} not found`)
       const now = this.ctx.now()
       const row: ServiceAccountRow = {id, department_id: input.department_id, name, created_at: now, updated_at: now, deleted_at: null}
       // Both the id and the live (department, name) pair are unique.
-      const inserted = await db
-        .insertInto('service_accounts')
-        .values(row)
-        .onConflict((oc) => oc.doNothing())
-        .executeTakeFirst()
-      if (inserted.numInsertedOrUpdatedRows === 0n)
+      if (!(await tx.insertNew('service_accounts', row)))
         throw new KitError('conflict', `service account ${name} already exists in department ${input.department_id}`)
       return row
     })

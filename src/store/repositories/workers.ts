@@ -3,6 +3,7 @@ import {canonicalJson} from '../../canonical-json.js'
 import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId, SCRIPT_NAME_PATTERN} from '../ids.js'
+import {idsWithPrefix} from './id-prefix.js'
 import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
 
 export interface WorkerCreateInput {
@@ -42,8 +43,8 @@ export class WorkerRepository {
     if (!SCRIPT_NAME_PATTERN.test(input.script_name)) {
       throw new KitError('usage', `script name ${JSON.stringify(input.script_name)} is invalid: it must match ${SCRIPT_NAME_PATTERN.source}`)
     }
-    return this.ctx.atomic(async ({db}) => {
-      const department = await db.selectFrom('departments').select(['company_id', 'deleted_at']).where('id', '=', input.department_id).executeTakeFirst()
+    return this.ctx.atomic(async (tx) => {
+      const department = await tx.db.selectFrom('departments').select(['company_id', 'deleted_at']).where('id', '=', input.department_id).executeTakeFirst()
       if (!department || department.deleted_at !== null || department.company_id !== input.company_id) {
         throw new KitError('not_found', `department ${input.department_id} of company ${input.company_id} not found`)
       }
@@ -62,12 +63,7 @@ export class WorkerRepository {
         retired_at: null,
       }
       // id, department (one Worker each) and script name (never reused) are all unique.
-      const inserted = await db
-        .insertInto('edge_workers')
-        .values(row)
-        .onConflict((oc) => oc.doNothing())
-        .executeTakeFirst()
-      if (inserted.numInsertedOrUpdatedRows === 0n) {
+      if (!(await tx.insertNew('edge_workers', row))) {
         throw new KitError('conflict', `a Worker already exists for department ${input.department_id} or script ${input.script_name}`)
       }
       return row
@@ -76,6 +72,11 @@ export class WorkerRepository {
 
   async get(id: string): Promise<WorkerRow | undefined> {
     return this.ctx.db.selectFrom('edge_workers').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  /** Up to `limit` Worker ids starting with `prefix`, in id order: what a short id may mean. */
+  idsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    return idsWithPrefix(this.ctx.db, 'edge_workers', prefix, limit)
   }
 
   async getByScriptName(scriptName: string): Promise<WorkerRow | undefined> {
@@ -133,13 +134,9 @@ export class WorkerRepository {
    * are ordered too.
    */
   async createVersion(input: VersionCreateInput): Promise<VersionRow> {
-    return this.ctx.atomic(async ({db}) => {
-      await db
-        .selectFrom('edge_workers')
-        .select('id')
-        .where('id', '=', input.worker_id)
-        .$if(this.ctx.locksRows, (q) => q.forUpdate())
-        .executeTakeFirst()
+    return this.ctx.atomic(async (tx) => {
+      const {db} = tx
+      await tx.lockRow('edge_workers', input.worker_id)
       const latest = await db
         .selectFrom('edge_worker_versions')
         .select((eb) => eb.fn.max('created_at').as('created_at'))
