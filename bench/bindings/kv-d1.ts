@@ -144,7 +144,8 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     // Interleaved, the order alternating, so drift in the machine's load falls on both alike.
     const order = round % 2 === 1 ? (['host', 'miniflare'] as const) : (['miniflare', 'host'] as const)
-    for (const operation of operations) for (const target of order) record(`${target} ${operation}`, await measure(`${bases[target]}/${operation}`, `${target} ${operation}`))
+    for (const operation of operations)
+      for (const target of order) record(`${target} ${operation}`, await measure(`${bases[target]}/${operation}`, `${target} ${operation}`))
     record('node-http kv/get', await measure(nodeUrl, 'node-http kv/get'))
     record('node-raw kv/get', rawSqliteRead(sqlite))
     log(`round ${round}: ${[...figures].map(([key, list]) => `${key} ${list.at(-1)!.rps.toFixed(0)}/s ${list.at(-1)!.p50Ms.toFixed(3)} ms`).join(', ')}`)
