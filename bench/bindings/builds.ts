@@ -4,7 +4,6 @@
 // the first. Shows whether binding-operation counting (or any change) costs the Worker anything.
 //
 //   npm run build && node --import tsx bench/bindings/builds.ts --bin bin/run.js --bin ../main/bin/run.js [--rounds 5] [--seconds 3]
-import {spawn} from 'node:child_process'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
@@ -13,6 +12,7 @@ import {parseArgs} from 'node:util'
 import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {HostClient, pairHost} from '../support/host.js'
 import {pairingCodeOf, serveHost} from '../support/serve.js'
+import {runLoad} from '../support/load-run.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values} = parseArgs({
@@ -27,7 +27,6 @@ const ROUNDS = Number(values.rounds)
 const SECONDS = Number(values.seconds)
 const CONNECTIONS = Number(values.connections)
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const LOAD = fileURLToPath(new URL('../host/load.ts', import.meta.url))
 const WORKERS = {
   'no binding': {source: 'export default { fetch() { return new Response("v".repeat(100)) } }', bindings: []},
   'KV get': {
@@ -36,14 +35,7 @@ const WORKERS = {
   },
 }
 
-function load(url: string, connections: number): Promise<{rps: number; p50Ms: number; failures: number}> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', LOAD, url, String(connections), String(SECONDS)], {stdio: ['ignore', 'pipe', 'inherit']})
-    let out = ''
-    child.stdout.on('data', (chunk) => (out += chunk))
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load exited ${code}`))))
-  })
-}
+const load = (url: string, connections: number) => runLoad(url, connections, SECONDS)
 
 /** One round of one build: a fresh host serving both Workers; each measured for p50 (1 connection) and ops/s. */
 async function round(bin: string): Promise<Record<string, {rps: number; p50Ms: number}>> {

@@ -7,18 +7,17 @@
 // The load generator is ../host/load.ts (its own process, keep-alive connections).
 //
 //   npm run build && node --import tsx bench/bindings/kv-d1.ts [--rounds 5] [--seconds 3] [--connections 8]
-import {spawn} from 'node:child_process'
 import {mkdtempSync, rmSync} from 'node:fs'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import Database from 'better-sqlite3'
 import {Miniflare} from 'miniflare'
 import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {pairHost, startBenchHost} from '../support/host.js'
+import {runLoad} from '../support/load-run.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values} = parseArgs({
@@ -27,7 +26,6 @@ const {values} = parseArgs({
 const ROUNDS = Number(values.rounds)
 const SECONDS = Number(values.seconds)
 const CONNECTIONS = Number(values.connections)
-const LOAD = fileURLToPath(new URL('../host/load.ts', import.meta.url))
 const VALUE = 'v'.repeat(100)
 
 const WORKER = `const VALUE = ${JSON.stringify(VALUE)};
@@ -56,20 +54,7 @@ export default {
   },
 };`
 
-interface LoadResult {
-  rps: number
-  p50Ms: number
-  failures: number
-}
-
-function load(url: string, connections: number): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', LOAD, url, String(connections), String(SECONDS)], {stdio: ['ignore', 'pipe', 'inherit']})
-    let out = ''
-    child.stdout.on('data', (chunk) => (out += chunk))
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as LoadResult) : reject(new Error(`load exited ${code}`))))
-  })
-}
+const load = (url: string, connections: number) => runLoad(url, connections, SECONDS)
 
 /** Requests that did not answer 200, per target and operation: printed with the figures. */
 const failed = new Map<string, number>()
