@@ -9,7 +9,6 @@
 //      that did not answer at once to its next answer), and the incident that quarantined each.
 //
 //   node --import tsx bench/isolation/run.ts [--connections 1000] [--incidents 3]
-import {spawn} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
@@ -22,6 +21,7 @@ import {startHost} from '../../src/edge-host/host.js'
 import type {UploadScript} from '../../src/protocol/management-api.js'
 import {paths} from '../support/paths.js'
 import {HostClient, pairHost} from '../support/host.js'
+import {pairingCodeOf, serveHost} from '../support/serve.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const {values: options} = parseArgs({options: {connections: {type: 'string', default: '1000'}, incidents: {type: 'string', default: '3'}}})
@@ -59,29 +59,9 @@ function hold(url: string, target: string, headers: Record<string, string>): net
 
 async function heldConnections(): Promise<string> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ew-bench-iso-'))
-  const env = {
-    ...process.env,
-    EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0',
-    EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0',
-    EDGEWORKERS_HOST__SHARDS: '1',
-    EDGEWORKERS_LOG_LEVEL: 'warn',
-  }
-  const child = spawn(process.execPath, [BIN, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', 'ignore', 'inherit']})
+  const {child, adminUrl, publicUrl} = await serveHost(BIN, dataDir, {env: {EDGEWORKERS_HOST__SHARDS: '1'}})
   try {
-    let info: {adminUrl: string; publicUrl: string} | null = null
-    while (!info) {
-      await sleep(100)
-      try {
-        info = JSON.parse(readFileSync(path.join(dataDir, 'host.json'), 'utf8'))
-      } catch {}
-    }
-    const {adminUrl, publicUrl} = info
-    const pairingCode = await new Promise<string>((resolve, reject) => {
-      const cli = spawn(process.execPath, [BIN, 'host', 'pairing-code', '--data-dir', dataDir], {env})
-      let out = ''
-      cli.stdout.on('data', (data) => (out += data))
-      cli.on('close', (status) => (status === 0 ? resolve(out.trim().split(/\s+/).at(-1)!) : reject(new Error(`pairing-code exited ${status}`))))
-    })
+    const pairingCode = await pairingCodeOf(BIN, dataDir)
     const secret = await pairHost(adminUrl, pairingCode)
     const worker = `dw-${'b'.repeat(48)}`
     await deploy(adminUrl, secret, worker, 'export default { fetch() { return new Response("public") } }')

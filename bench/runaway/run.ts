@@ -8,8 +8,7 @@
 // before each incident. Several `--bin` builds (e.g. main's) are run in turn, round by round.
 //
 //   npm run build && node --import tsx bench/runaway/run.ts [--rounds 2] [--clients 4] [--bin bin/run.js --bin …] [--host-log file]
-import {spawn} from 'node:child_process'
-import {mkdtempSync, openSync, readFileSync, rmSync} from 'node:fs'
+import {mkdtempSync, openSync, rmSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -17,6 +16,7 @@ import {parseArgs} from 'node:util'
 import {request} from 'undici'
 import type {UploadScript} from '../../src/protocol/management-api.js'
 import {HostClient, pairHost} from '../support/host.js'
+import {pairingCodeOf, serveHost} from '../support/serve.js'
 import {log, machineLoad, median} from '../support/stats.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -103,25 +103,11 @@ interface Figures {
 
 async function round(bin: string): Promise<Figures> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ew-bench-runaway-'))
-  const env = {...process.env, EDGEWORKERS_HOST__LISTEN: '127.0.0.1:0', EDGEWORKERS_HOST__ADMIN_LISTEN: '127.0.0.1:0', EDGEWORKERS_LOG_LEVEL: 'warn'}
   // --host-log: the host's warnings (the watchdog's verdicts, with their timings) go to that file.
   const hostLog = options['host-log'] ? openSync(options['host-log'], 'a') : 'ignore'
-  const child = spawn(process.execPath, [bin, 'host', 'serve', '--data-dir', dataDir], {env, stdio: ['ignore', hostLog, hostLog]})
+  const {child, adminUrl, publicUrl} = await serveHost(bin, dataDir, {stdio: ['ignore', hostLog, hostLog]})
   try {
-    let info: {adminUrl: string; publicUrl: string} | null = null
-    while (!info) {
-      await sleep(100)
-      try {
-        info = JSON.parse(readFileSync(path.join(dataDir, 'host.json'), 'utf8'))
-      } catch {}
-    }
-    const {adminUrl, publicUrl} = info
-    const code = await new Promise<string>((resolve, reject) => {
-      const cli = spawn(process.execPath, [bin, 'host', 'pairing-code', '--data-dir', dataDir], {env})
-      let out = ''
-      cli.stdout.on('data', (data) => (out += data))
-      cli.on('close', (status) => (status === 0 ? resolve(out.trim().split(/\s+/).at(-1)!) : reject(new Error(`pairing-code exited ${status}`))))
-    })
+    const code = await pairingCodeOf(bin, dataDir)
     const secret = await pairHost(adminUrl, code)
     // Least-loaded placement, lowest index first: a→0, b→1, c→2, d→3, spin→0, bomb→1.
     for (const key of ['a', 'b', 'c', 'd'] as const) await deploy(adminUrl, secret, WORKERS[key], answering(key))

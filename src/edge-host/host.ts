@@ -27,9 +27,11 @@ import {closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, t
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './http/management-server.js'
 import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
+import {BindingOperations} from './binding-operations.js'
 import {PairingLimiter} from './http/pairing-limiter.js'
 import {isSameLiveProcess, processStartTime} from '../workerd/process-identity.js'
 import {serviceBindingSocketPath, tailSocketPath, WorkerdRuntime} from './runtime/runtime.js'
+import type {Shard} from './runtime/shard.js'
 import {HostService, type HostSettings} from './services/host-service.js'
 import {clearSnapshotLeftovers} from './services/snapshot.js'
 import {HostState, STATE_FILE} from './state/host-state.js'
@@ -116,7 +118,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       quarantinedCount: () => state.quarantine.scripts().length,
       openConnections: (): number => guard.openConnections,
       departmentOf: (script) => state.scripts.route(script)?.department ?? null,
+      readBindingOperations: (): Promise<void> => bindingOperations.readAll(runtime.shards.map((shard: Shard) => shard.servingAgent)),
     })
+    const bindingOperations = new BindingOperations(metrics)
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
     const ownShards = state.scripts.placeAtStart(settings.shards, settings.isolation_shards)
     const runtime = new WorkerdRuntime({
@@ -144,6 +148,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       cpuLimitMs: settings.request_cpu_limit_ms,
       memoryLimitBytes: settings.shard_memory_limit_mb * 1024 * 1024,
       spareProcess: settings.spare_process,
+      beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
       onIncident: (index, kind, script) => {
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
@@ -192,7 +197,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       maxFenceTtlSeconds,
       publicUrl: () => publicUrl,
       cronClock: options.cronClock ?? Date.now,
-      onRetired: (name) => tails.forget(name),
+      onRetired: (name) => {
+        tails.forget(name)
+        bindingOperations.forget(name)
+      },
       log,
     })
     const ready = () => runtime.ready()

@@ -16,6 +16,8 @@ export interface MetricSources {
   openConnections(): number
   /** The department the script's current release was uploaded for, null when the upload named none. */
   departmentOf(script: string): string | null
+  /** Counts the binding operations the shards have counted since the last read (./binding-operations.ts). */
+  readBindingOperations(): Promise<void>
 }
 
 /**
@@ -120,6 +122,15 @@ export class HostMetrics {
     ['script'],
   )
 
+  // Counted by each binding service Worker and read from the shards at each scrape (and before a
+  // process is stopped): see ../workerd/binding-metrics.ts.
+  readonly bindingOperations = this.workerCounter(
+    'edgeworkers_host_worker_binding_operations_total',
+    'Calls a Worker made on its KV, D1, R2 and queue bindings, by script, binding type (kv, d1, r2, queue), binding name, operation (get, put, query, execute, batch, send, …) and outcome (ok; error: refused or failed — a missing key or object is ok).',
+    ['script', 'type', 'binding', 'operation', 'outcome'],
+    () => this.sources.readBindingOperations(),
+  )
+
   readonly assetResponses = this.workerCounter(
     'edgeworkers_host_asset_responses_total',
     'Requests answered from a Worker\'s static assets without running it (or through its assets binding, via="binding"), by script and status.',
@@ -168,14 +179,20 @@ export class HostMetrics {
   }
 
   /** A counter on this host's registry, labelled by `labelNames`. */
-  private counter<Label extends string>(name: string, help: string, labelNames: readonly Label[]): Counter<Label> {
-    return new Counter({name, help, labelNames, registers: [this.registry]})
+  /** `collect`: brings the counter up to date before each scrape reads it. */
+  private counter<Label extends string>(name: string, help: string, labelNames: readonly Label[], collect?: () => Promise<void>): Counter<Label> {
+    return new Counter({name, help, labelNames, registers: [this.registry], ...(collect ? {collect} : {})})
   }
 
   /** A per-Worker counter: `labelNames` start with `script`, and `department` follows it. */
-  private workerCounter<Label extends string>(name: string, help: string, labelNames: readonly ['script', ...Label[]]): WorkerCounter<Label | 'script'> {
+  private workerCounter<Label extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly ['script', ...Label[]],
+    collect?: () => Promise<void>,
+  ): WorkerCounter<Label | 'script'> {
     const [, ...rest] = labelNames
-    return new WorkerCounter(this.counter(name, help, ['script', 'department', ...rest]), (labels) => this.withDepartment(labels))
+    return new WorkerCounter(this.counter(name, help, ['script', 'department', ...rest], collect), (labels) => this.withDepartment(labels))
   }
 
   private withDepartment<Label extends string>(labels: LabelValues<Label>): LabelValues<Label | 'department'> {

@@ -13,7 +13,11 @@ export async function writeConfig(dir: string, text: string): Promise<string> {
 }
 
 export function unixAddressOf(socketPaths: ReadonlyMap<string, string>): (service: string) => string {
-  return (service) => `unix:${socketPaths.get(service)!}`
+  return (service) => {
+    const socketPath = socketPaths.get(service)
+    if (socketPath === undefined) throw new Error(`no socket path for ${service}`)
+    return `unix:${socketPath}`
+  }
 }
 
 /** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */

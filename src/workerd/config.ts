@@ -29,12 +29,13 @@
 import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../protocol/management-api.js'
 import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
-import {renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
-import {d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
-import {renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
+import {kvServiceName, renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
+import {d1ServiceName, d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
+import {r2ServiceName, renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
 import {durableObjectStorage} from './storage-service.js'
-import {queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
+import {queueServiceName, queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
+import {BINDING_METRICS_SOCKET, type BindingServices, renderBindingMetricsServices} from './binding-metrics.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
 
@@ -143,11 +144,13 @@ export function renderShardConfig(
   const loaded = options.loaderCodeAddress !== null
   if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, {tailed, experimental: options.experimental}))
   const cron = renderCronServices(scripts)
-  services.push(...cron, renderEgress(options.egressAllow))
+  const bindingMetrics = renderBindingMetricsServices(new Map(scripts.map((script) => [script.name, bindingServicesOf(script)])))
+  services.push(...cron, ...bindingMetrics, renderEgress(options.egressAllow))
   const sockets = [
     HEALTH_SOCKET,
     ...(loaded ? [LOADER_SOCKET] : []),
     ...(cron.length > 0 ? [CRON_SOCKET] : []),
+    ...(bindingMetrics.length > 0 ? [BINDING_METRICS_SOCKET] : []),
     ...scripts.map((script) => script.name),
     ...d1Sockets(scripts),
     ...queueSockets(scripts),
@@ -227,6 +230,16 @@ export function usesDurableObjects(script: RunnableScript): boolean {
     usesR2Buckets(script) ||
     usesQueues(script)
   )
+}
+
+/** The binding services a script has in its shard (./binding-metrics.ts reads their counts). */
+function bindingServicesOf(script: RunnableScript): BindingServices {
+  return [
+    ...(usesKvNamespaces(script) ? [{service: kvServiceName(script.name), type: 'kv' as const}] : []),
+    ...(usesD1Databases(script) ? [{service: d1ServiceName(script.name), type: 'd1' as const}] : []),
+    ...(usesR2Buckets(script) ? [{service: r2ServiceName(script.name), type: 'r2' as const}] : []),
+    ...(usesQueues(script) ? [{service: queueServiceName(script.name), type: 'queue' as const}] : []),
+  ]
 }
 
 /** Each socket is named after the service it serves. */

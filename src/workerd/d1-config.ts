@@ -34,7 +34,7 @@ export function d1Sockets(scripts: Array<{name: string; bindings: Binding[]}>): 
 }
 
 export function renderD1Binding(script: string, binding: D1Binding): string {
-  const props = JSON.stringify({database: binding.databaseId})
+  const props = JSON.stringify({database: binding.databaseId, binding: binding.name})
   const fetcher = `(name = "fetcher", service = (name = ${capnpString(d1ServiceName(script))}, props = (json = ${capnpString(props)})))`
   return `(name = ${capnpString(binding.name)}, wrapped = (moduleName = "${D1_CLIENT_MODULE}", innerBindings = [${fetcher}]))`
 }

@@ -12,6 +12,7 @@
 //
 // The host reaches the same service (`edgeworkers d1 execute`) through a socket of its own, naming
 // the database in the D1_DATABASE_HEADER header instead of props.
+import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
 
 /** The Durable Object class in the D1 service that holds one database. */
 export const D1_OBJECT_CLASS = 'D1DatabaseObject'
@@ -19,6 +20,7 @@ export const D1_OBJECT_CLASS = 'D1DatabaseObject'
 export const D1_DATABASE_HEADER = 'x-edgeworkers-d1-database'
 
 export const D1_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
+${BINDING_COUNTS_SOURCE}
 const SERVED_BY = "edgeworkers.db";
 const BOOKMARK_HEADER = "x-cf-d1-session-commit-token";
 const FORMATS = ["ARRAY_OF_OBJECTS", "ROWS_AND_COLUMNS", "NONE"];
@@ -86,31 +88,48 @@ function queriesOf(body) {
   return valid ? queries : null;
 }
 
-async function handle(request, env, database) {
+// A call as the metrics name it: run() and exec() post to /execute, first(), all() and raw() one
+// statement to /query, batch() an array of them.
+function operationOf(url, body) {
+  if (url.pathname === "/execute") return "execute";
+  if (url.pathname === "/dump") return "dump";
+  return Array.isArray(body) ? "batch" : "query";
+}
+
+// \`count(operation, failed)\` is told what each call was and whether D1 refused it.
+async function handle(request, env, database, count) {
   const url = new URL(request.url);
-  if (request.method !== "POST") return Response.json({success: false, error: "Method Not Allowed"}, {status: 405});
-  if (url.pathname === "/dump") return Response.json({success: false, error: "dump() is not supported for this database; use the SQL of exec() or 'edgeworkers d1 execute' instead"}, {status: 400});
-  if (url.pathname !== "/query" && url.pathname !== "/execute") return Response.json({success: false, error: "Not Found"}, {status: 404});
+  let operation = operationOf(url, null);
+  const reply = (answer, init) => {
+    count(operation, answer.success === false);
+    return Response.json(answer, init);
+  };
+  if (request.method !== "POST") return reply({success: false, error: "Method Not Allowed"}, {status: 405});
+  if (url.pathname === "/dump") return reply({success: false, error: "dump() is not supported for this database; use the SQL of exec() or 'edgeworkers d1 execute' instead"}, {status: 400});
+  if (url.pathname !== "/query" && url.pathname !== "/execute") return reply({success: false, error: "Not Found"}, {status: 404});
   let body;
   try {
     body = await request.json();
   } catch {
-    return Response.json({success: false, error: "the request body is not JSON"});
+    return reply({success: false, error: "the request body is not JSON"});
   }
+  operation = operationOf(url, body);
   const queries = queriesOf(body);
-  if (queries === null) return Response.json({success: false, error: "each query must be {sql, params?}"});
+  if (queries === null) return reply({success: false, error: "each query must be {sql, params?}"});
   const requested = url.searchParams.get("resultsFormat");
   const format = FORMATS.includes(requested) ? requested : "ARRAY_OF_OBJECTS";
   const store = env.DATABASES.get(env.DATABASES.idFromName(database));
   const {answer, bookmark} = await store.queries(format, queries);
-  return Response.json(answer, {headers: bookmark ? {[BOOKMARK_HEADER]: bookmark} : {}});
+  return reply(answer, {headers: bookmark ? {[BOOKMARK_HEADER]: bookmark} : {}});
 }
 
 export default {
   async fetch(request, env, ctx) {
+    if (ctx.props?.metrics) return takeOperationCounts();
     const database = ctx.props?.database ?? request.headers.get("${D1_DATABASE_HEADER}");
     if (!database) return Response.json({success: false, error: "no database named"}, {status: 400});
-    return handle(request, env, database);
+    // The host's own calls (d1 execute) name no binding and are not counted.
+    return handle(request, env, database, (operation, failed) => countOperation(ctx.props?.binding, operation, failed));
   },
 };
 `

@@ -20,12 +20,12 @@ export function kvUniqueKey(script: string): string {
   return `${script}:kv-namespaces`
 }
 
-function kvServiceName(script: string): string {
+export function kvServiceName(script: string): string {
   return `kv:${script}`
 }
 
 export function renderKvBinding(script: string, binding: KvBinding): string {
-  const props = JSON.stringify({namespace: binding.namespaceId})
+  const props = JSON.stringify({namespace: binding.namespaceId, binding: binding.name})
   return `(name = ${capnpString(binding.name)}, kvNamespace = (name = ${capnpString(kvServiceName(script))}, props = (json = ${capnpString(props)})))`
 }
 

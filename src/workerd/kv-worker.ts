@@ -13,6 +13,7 @@
 //   entries(key, value, expiration, metadata, chunks)    value: the first KV_CHUNK_BYTES bytes
 //   value_chunks(key, seq, data)                         the rest of a longer value, seq from 1
 // (workerd's SQLite refuses one blob of Cloudflare's largest value, hence the chunks).
+import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
 
 /** Cloudflare's KV limits, in UTF-8 bytes. workerd itself refuses longer keys before calling. */
 export const KV_LIMITS = {
@@ -35,6 +36,7 @@ export const KV_OBJECT_CLASS = 'KvNamespaceObject'
 export const KV_CHUNK_BYTES = 1024 * 1024
 
 export const KV_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
+${BINDING_COUNTS_SOURCE}
 const LIMITS = ${JSON.stringify(KV_LIMITS)};
 const CHUNK = ${KV_CHUNK_BYTES};
 const EXPIRED_SWEEP = 100;
@@ -252,8 +254,14 @@ async function bulkGet(store, request) {
   return Response.json(answer);
 }
 
-async function handle(request, env, namespace) {
-  const url = new URL(request.url);
+// The KV method a call is, as the metrics name it: get(keys[]) is a get.
+function operationOf(request, url) {
+  if (request.method === "GET") return url.pathname === "/" ? "list" : "get";
+  if (request.method === "POST") return "get";
+  return request.method === "PUT" ? "put" : request.method === "DELETE" ? "delete" : "unknown";
+}
+
+async function handle(request, url, env, namespace) {
   const store = env.NAMESPACES.get(env.NAMESPACES.idFromName(namespace));
   if (request.method === "GET" && url.pathname === "/") return list(store, url);
   if (request.method === "POST" && url.pathname === "/bulk/get") return bulkGet(store, request);
@@ -281,11 +289,18 @@ async function handle(request, env, namespace) {
 
 export default {
   async fetch(request, env, ctx) {
+    if (ctx.props.metrics) return takeOperationCounts();
+    const url = new URL(request.url);
+    let failed = true;
     try {
-      return await handle(request, env, ctx.props.namespace);
+      const response = await handle(request, url, env, ctx.props.namespace);
+      failed = false;
+      return response;
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
       return new Response(null, {status: error.status, statusText: error.message});
+    } finally {
+      countOperation(ctx.props.binding, operationOf(request, url), failed);
     }
   },
 };

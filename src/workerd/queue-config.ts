@@ -39,7 +39,7 @@ export function queueSockets(scripts: Array<{name: string; bindings: Binding[]; 
 }
 
 export function renderQueueBinding(script: string, binding: QueueBinding): string {
-  const props = JSON.stringify({queue: binding.queue, deliveryDelay: binding.deliveryDelay})
+  const props = JSON.stringify({queue: binding.queue, deliveryDelay: binding.deliveryDelay, binding: binding.name})
   return `(name = ${capnpString(binding.name)}, queue = (name = ${capnpString(queueServiceName(script))}, props = (json = ${capnpString(props)})))`
 }
 

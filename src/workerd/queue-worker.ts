@@ -23,11 +23,13 @@
 // The host reads each queue's counts (`edgeworkers queues list|show`) with POST /status {queues} on
 // the service's own socket, which only the host reaches (no Worker binding sends that path).
 import {QUEUE_LIMITS} from '../protocol/api/queues.js'
+import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
 
 /** The Durable Object class in the queue service that holds one queue. */
 export const QUEUE_OBJECT_CLASS = 'QueueObject'
 
 export const QUEUE_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
+${BINDING_COUNTS_SOURCE}
 const LIMITS = ${JSON.stringify(QUEUE_LIMITS)};
 const FORMATS = ["text", "json", "bytes", "v8"];
 // The alarm set while a delivery runs: if the process dies mid-delivery, it fires again after this.
@@ -247,22 +249,28 @@ async function batchOfMessages(request, deliveryDelay) {
 
 export default {
   async fetch(request, env, ctx) {
+    if (ctx.props?.metrics) return takeOperationCounts();
+    const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname === "/status" && ctx.props?.queue === undefined) {
+      const {queues} = await request.json();
+      return Response.json(await Promise.all(queues.map((queue) => env.QUEUES.get(env.QUEUES.idFromName(queue)).status())));
+    }
+    const operation = url.pathname === "/batch" ? "sendBatch" : url.pathname === "/message" ? "send" : "unknown";
+    let failed = true;
     try {
-      const url = new URL(request.url);
-      if (request.method === "POST" && url.pathname === "/status" && ctx.props?.queue === undefined) {
-        const {queues} = await request.json();
-        return Response.json(await Promise.all(queues.map((queue) => env.QUEUES.get(env.QUEUES.idFromName(queue)).status())));
-      }
       const {queue, deliveryDelay} = ctx.props;
       let messages;
-      if (request.method === "POST" && url.pathname === "/message") messages = [await oneMessage(request, deliveryDelay)];
-      else if (request.method === "POST" && url.pathname === "/batch") messages = await batchOfMessages(request, deliveryDelay);
+      if (request.method === "POST" && operation === "send") messages = [await oneMessage(request, deliveryDelay)];
+      else if (request.method === "POST" && operation === "sendBatch") messages = await batchOfMessages(request, deliveryDelay);
       else throw new Refusal(404, "Not Found");
       const metrics = await env.QUEUES.get(env.QUEUES.idFromName(queue)).enqueue(queue, messages);
+      failed = false;
       return Response.json({metadata: {metrics}});
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
       return new Response(error.message, {status: error.status, statusText: error.message});
+    } finally {
+      countOperation(ctx.props?.binding, operation, failed);
     }
   },
 };

@@ -20,12 +20,12 @@ export function r2UniqueKey(script: string): string {
   return `${script}:r2-buckets`
 }
 
-function r2ServiceName(script: string): string {
+export function r2ServiceName(script: string): string {
   return `r2:${script}`
 }
 
 export function renderR2Binding(script: string, binding: R2Binding): string {
-  const props = JSON.stringify({bucket: binding.bucketName})
+  const props = JSON.stringify({bucket: binding.bucketName, binding: binding.name})
   return `(name = ${capnpString(binding.name)}, r2Bucket = (name = ${capnpString(r2ServiceName(script))}, props = (json = ${capnpString(props)})))`
 }
 

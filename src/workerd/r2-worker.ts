@@ -16,15 +16,21 @@
 // a put is all or nothing, and a reader of the old bytes finishes before they are deleted.
 import {R2_MULTIPART_SOURCE} from './r2-multipart.js'
 import {R2_WIRE_SOURCE} from './r2-wire.js'
+import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
 
 /** The Durable Object class in the R2 service that holds one bucket. */
 export const R2_OBJECT_CLASS = 'R2BucketObject'
 /** Bytes of an object stored per row (a multipart object keeps its parts' rows, the last one shorter). */
 export const R2_CHUNK_BYTES = 1024 * 1024
 const BUCKET_HEADER = 'x-edgeworkers-r2-bucket'
+/** The binding a call came through (for its count), from the service to the bucket's object. */
+const BINDING_HEADER = 'x-edgeworkers-r2-binding'
 
 export const R2_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
 ${R2_WIRE_SOURCE}
+${BINDING_COUNTS_SOURCE}
+// Refusals that are answers, not failures: no such object (get and head answer null) and a precondition that did not hold.
+const ANSWERED_REFUSALS = new Set([10007, 10031]);
 const CHUNK = ${R2_CHUNK_BYTES};
 const UPLOAD = {inProgress: 0, completed: 1, aborted: 2};
 const HASHES = [["md5", "MD5"], ["sha1", "SHA-1"], ["sha256", "SHA-256"], ["sha384", "SHA-384"], ["sha512", "SHA-512"]];
@@ -63,17 +69,27 @@ export class ${R2_OBJECT_CLASS} extends DurableObject {
   }
 
   async fetch(request) {
+    // The service Worker and its objects share one isolate, and so the counts.
+    const seen = {operation: "unknown"};
+    let failed = true;
     try {
-      return await this.answer(request);
+      const response = await this.answer(request, seen);
+      failed = false;
+      return response;
     } catch (error) {
       if (!(error instanceof R2Refusal)) throw error;
+      failed = !ANSWERED_REFUSALS.has(error.v4code);
       return refusalResponse(error, error.object);
+    } finally {
+      countOperation(request.headers.get("${BINDING_HEADER}"), seen.operation, failed);
     }
   }
 
-  async answer(request) {
+  // \`seen.operation\`: the R2 method of the call, once it is read.
+  async answer(request, seen) {
     if (request.method === "GET") {
       const call = JSON.parse(request.headers.get("cf-r2-request") ?? "null");
+      seen.operation = String(call?.method);
       if (call?.method === "head") return this.head(call);
       if (call?.method === "get") return this.get(call);
       if (call?.method === "list") return resultWithMetadata(this.list(call));
@@ -82,6 +98,7 @@ export class ${R2_OBJECT_CLASS} extends DurableObject {
     if (request.method !== "PUT") throw refuse.internal();
     const bucket = request.headers.get("${BUCKET_HEADER}");
     const {request: call, value} = await splitBody(request);
+    seen.operation = String(call.method);
     switch (call.method) {
       case "put":
         return this.put(bucket, call, value);
@@ -342,9 +359,11 @@ function resultWithMetadata(result) {
 
 export default {
   async fetch(request, env, ctx) {
+    if (ctx.props.metrics) return takeOperationCounts();
     const bucket = ctx.props.bucket;
     const forwarded = new Request(request);
     forwarded.headers.set("${BUCKET_HEADER}", bucket);
+    forwarded.headers.set("${BINDING_HEADER}", ctx.props.binding);
     return env.BUCKETS.get(env.BUCKETS.idFromName(bucket)).fetch(forwarded);
   },
 };

@@ -59,6 +59,28 @@ export async function wranglerServes(dir: string, paths: string[]): Promise<Arra
  * wrangler dev gives them (local, empty at start).
  */
 export async function wranglerAnswers(dir: string, requests: WorkerRequest[], headerNames: string[]): Promise<WorkerAnswer[]> {
+  const built = await wranglerBuild(dir)
+  try {
+    const answers: WorkerAnswer[] = []
+    for (const request of requests) {
+      const {path: pathname, ...init} = requestInit(request)
+      const response = await built.miniflare.dispatchFetch(`http://localhost${pathname}`, {...init, redirect: 'manual'})
+      const answer: WorkerAnswer = {status: response.status, body: await response.text()}
+      if (headerNames.length > 0) answer.headers = Object.fromEntries(headerNames.map((name) => [name, response.headers.get(name)]))
+      answers.push(answer)
+    }
+    return answers
+  } finally {
+    await built.dispose()
+  }
+}
+
+/**
+ * wrangler's own build of the project in `dir`, run by miniflare with the config's compatibility
+ * date, flags, vars, KV namespaces and Durable Objects, and `options` over them (miniflare's names:
+ * `d1Databases`, `queueProducers`, …). Dispose it when done.
+ */
+export async function wranglerBuild(dir: string, options: Record<string, unknown> = {}): Promise<{miniflare: Miniflare; dispose(): Promise<void>}> {
   const work = mkdtempSync(path.join(tmpdir(), 'edgeworkers-wrangler-oracle-'))
   const outdir = path.join(work, 'out')
   try {
@@ -79,26 +101,23 @@ export async function wranglerAnswers(dir: string, requests: WorkerRequest[], he
       bindings: config.vars ?? {},
       kvNamespaces: (config.kv_namespaces ?? []).map((namespace) => namespace.binding),
       durableObjects: Object.fromEntries((config.durable_objects?.bindings ?? []).map((binding) => [binding.name, binding.class_name])),
+      ...options,
     }
     // wrangler bundles an entry without a default export (service-worker syntax) as esbuild's IIFE
     // and uploads it as a service-worker script, not a module.
     const miniflare = main.startsWith(SERVICE_WORKER_BUNDLE)
       ? new Miniflare({script: main, scriptPath: path.join(outdir, mainFile), modules: false, ...worker})
       : new Miniflare({modules, modulesRoot: outdir, ...worker})
-    try {
-      const answers: WorkerAnswer[] = []
-      for (const request of requests) {
-        const {path: pathname, ...init} = requestInit(request)
-        const response = await miniflare.dispatchFetch(`http://localhost${pathname}`, {...init, redirect: 'manual'})
-        const answer: WorkerAnswer = {status: response.status, body: await response.text()}
-        if (headerNames.length > 0) answer.headers = Object.fromEntries(headerNames.map((name) => [name, response.headers.get(name)]))
-        answers.push(answer)
-      }
-      return answers
-    } finally {
-      await miniflare.dispose()
+    await miniflare.ready
+    return {
+      miniflare,
+      async dispose() {
+        await miniflare.dispose()
+        rmSync(work, {recursive: true, force: true})
+      },
     }
-  } finally {
+  } catch (error) {
     rmSync(work, {recursive: true, force: true})
+    throw error
   }
 }

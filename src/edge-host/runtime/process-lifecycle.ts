@@ -78,8 +78,17 @@ export async function startProcess(
  */
 const QUIET_STOP_GRACE_MS = 1_000
 
-/** Stops a process no request uses any more (`drained`), or, after a drain timeout, cuts the ones still inside. */
-export async function stopProcess(process: WorkerdProcess | null, agent: Agent | null, drained: boolean): Promise<void> {
+/**
+ * Stops a process no request uses any more (`drained`), or, after a drain timeout, cuts the ones
+ * still inside. A drained process is first given to `beforeStop` (reads of what it counted).
+ */
+export async function stopProcess(
+  process: WorkerdProcess | null,
+  agent: Agent | null,
+  drained: boolean,
+  beforeStop?: (agent: Agent) => Promise<void>,
+): Promise<void> {
+  if (drained && agent && beforeStop) await beforeStop(agent)
   await (drained ? agent?.close() : agent?.destroy())
   await process?.stop(drained ? QUIET_STOP_GRACE_MS : undefined)
 }

@@ -20,6 +20,7 @@ import type http from 'node:http'
 import {mkdir, readdir, rm} from 'node:fs/promises'
 import path from 'node:path'
 import type {Logger} from 'pino'
+import type {Agent} from 'undici'
 import {writeFileAtomically} from '../../util/atomic-file.js'
 import {listenOnPrivateSocket} from '../http/common.js'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -35,6 +36,7 @@ import {socketPathsIn, unixAddressOf, writeConfig} from '../../workerd/config-fi
 import {killRecordedLeftovers} from '../../workerd/process.js'
 import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
 import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
+import {BINDING_METRICS_SOCKET} from '../../workerd/binding-metrics.js'
 import {d1Sockets} from '../../workerd/d1-config.js'
 import {queueSockets} from '../../workerd/queue-config.js'
 import {usesQueueConsumers} from '../../workerd/queue-config.js'
@@ -78,6 +80,8 @@ export interface RuntimeOptions {
   /** host.spare_process: under the loader, keep a workerd started for the next runaway's or crash's replacement. */
   spareProcess: boolean
   onSpareReady?(ready: boolean): void
+  /** A shard's drained process is about to be stopped (see ShardOptions.beforeStop). */
+  beforeStop?(agent: Agent): Promise<void>
 }
 
 export class WorkerdRuntime {
@@ -157,6 +161,7 @@ export class WorkerdRuntime {
         for (const wake of this.swapWaiters) wake()
       },
       onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
+      beforeStop: options.beforeStop,
     })
     this.shardsByIndex.set(index, shard)
     if (this.started) shard.start().catch((error: unknown) => options.log.error({shard: index, err: error}, 'shard failed to start'))
@@ -301,6 +306,7 @@ export class WorkerdRuntime {
       HEALTH_SOCKET,
       LOADER_SOCKET,
       CRON_SOCKET,
+      BINDING_METRICS_SOCKET,
       ...scripts.map((script) => script.name),
       ...d1Sockets(scripts),
       ...queueSockets(scripts),

@@ -43,6 +43,8 @@ export interface ShardOptions {
   onSwapped?(event: SwapEvent): void
   /** The process died on its own; `suspect` is the script whose request was oldest inside it, if any. */
   onCrash?(suspect: string | null): void
+  /** A drained process is about to be stopped (a swap in `hold` mode, or the host's stop): last reads of it. */
+  beforeStop?(agent: Agent): Promise<void>
 }
 
 export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle'

@@ -105,18 +105,14 @@ export class Shard {
     return this.loaded.size
   }
 
-  private isUp(): boolean {
-    return this.gate.open
-  }
-
   /** The release generation of `script` that the running process serves, if any. */
   liveGeneration(script: string): string | undefined {
-    return this.isUp() ? this.loaded.get(script)?.releaseGeneration : undefined
+    return this.gate.open ? this.loaded.get(script)?.releaseGeneration : undefined
   }
 
   /** Where the running process serves `script` (see unixConnector), if it does. */
   routeOf(script: string): ScriptRoute | undefined {
-    const entry = this.isUp() ? this.loaded.get(script) : undefined
+    const entry = this.gate.open ? this.loaded.get(script) : undefined
     return entry && {origin: `http://${entry.socket}`, loadId: entry.loadId}
   }
 
@@ -136,7 +132,7 @@ export class Shard {
    * takes a swap. Resolves when what the shard serves reflects the scripts read.
    */
   refresh(): Promise<void> {
-    if (!this.options.codeLoading || this.restartQueue.busy || !this.isUp()) return this.requestRestart('deploy')
+    if (!this.options.codeLoading || this.restartQueue.busy || !this.gate.open) return this.requestRestart('deploy')
     const loaded = this.loading.then(() => this.loadInPlace())
     this.loading = loaded.catch(() => {})
     return loaded
@@ -157,10 +153,7 @@ export class Shard {
     return this.restartQueue.request(reason)
   }
 
-  /**
-   * Waits until the process serves (held during a start or swap) and takes a lease on it; null when
-   * it does not serve within `holdTimeoutMs`.
-   */
+  /** Waits until the process serves (held in a start or swap) and takes a lease on it; null if not within `holdTimeoutMs`. */
   async acquire(holdTimeoutMs: number, script: string): Promise<ShardLease | null> {
     if (!(await this.gate.passed(holdTimeoutMs, () => this.stopping))) return null
     this.inFlight.enter()
@@ -201,16 +194,21 @@ export class Shard {
     return this.requests.answered
   }
 
+  /** Connections to the running process's sockets while it serves, for reads that are no Worker's request (binding counts). */
+  get servingAgent(): Agent | null {
+    return this.gate.open ? this.agent : null
+  }
+
   /** The pid of the running process, if it serves. */
   get pid(): number | null {
-    return this.isUp() ? (this.process?.pid ?? null) : null
+    return this.gate.open ? (this.process?.pid ?? null) : null
   }
 
   /** Asks the running process's health socket; resolves true when it answered. */
   async probe(): Promise<boolean> {
     const agent = this.agent
     const requests = this.requests
-    if (!this.isUp() || !agent) return false
+    if (!this.gate.open || !agent) return false
     const status = await probeHealth(agent)
     if (status !== null) requests.answered++
     return status === 200
@@ -266,7 +264,7 @@ export class Shard {
 
   private async loadInPlace(): Promise<void> {
     const process = this.process
-    if (this.restartQueue.busy || !this.isUp() || !process) return this.requestRestart('deploy')
+    if (this.restartQueue.busy || !this.gate.open || !process) return this.requestRestart('deploy')
     const began = performance.now()
     const plan = planInPlaceLoad(this.loaded, this.options.loadScripts(), this.options.codeLoading!.runsInLoader)
     if (plan === 'swap') return this.requestRestart('deploy')
@@ -281,7 +279,7 @@ export class Shard {
       this.options.log.warn({shard: this.index, err: error}, 'loading into the running process failed; swapping it')
       return this.requestRestart('deploy')
     }
-    if (this.process !== process || !this.isUp()) return // replaced meanwhile: the new process read the scripts itself
+    if (this.process !== process || !this.gate.open) return // replaced meanwhile: the new process read the scripts itself
     for (const {script, loadId} of loads) {
       if (this.loaded.has(script.name)) this.staleLoads++
       this.loaded.set(script.name, loadedEntry(script, loadId))
@@ -395,6 +393,6 @@ export class Shard {
     this.agent = null
     this.loads = null
     this.loaded = new Map()
-    await stopProcess(process, agent, this.inFlight.count === 0)
+    await stopProcess(process, agent, this.inFlight.count === 0, this.options.beforeStop)
   }
 }

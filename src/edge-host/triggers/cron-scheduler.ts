@@ -16,6 +16,8 @@ import type {CronTrigger} from '../state/cron-runs.js'
 import {CRON_SOCKET} from '../../workerd/cron-config.js'
 
 const TICK_MS = 1000
+/** Ticks run this long after a whole second of the clock: a timer may fire a little early, and a tick before the second would wait a whole one. */
+const TICK_MARGIN_MS = 2
 
 export interface CronSchedulerOptions {
   state: HostState
@@ -29,18 +31,29 @@ export interface CronSchedulerOptions {
 
 export class CronScheduler {
   private timer: NodeJS.Timeout | null = null
+  private stopped = false
   /** Ticks run one after another, each reading the clock when it starts. */
   private ticks: Promise<void> = Promise.resolve()
 
   constructor(private readonly options: CronSchedulerOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.tick(), TICK_MS)
+    // Each tick is timed to a whole second of the clock, where every cron occurrence falls: a
+    // trigger runs milliseconds after its minute starts, not anywhere up to a second later.
+    if (this.stopped) return
+    this.timer = setTimeout(
+      () => {
+        this.start()
+        void this.tick()
+      },
+      TICK_MS - (this.options.now() % TICK_MS) + TICK_MARGIN_MS,
+    )
     this.timer.unref()
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer)
+    this.stopped = true
+    if (this.timer) clearTimeout(this.timer)
     this.timer = null
     await this.ticks
   }

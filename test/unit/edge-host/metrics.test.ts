@@ -17,6 +17,7 @@ function hostMetrics(): HostMetrics {
     openConnections: () => 0,
     // LEGACY was uploaded by a kit that named no department.
     departmentOf: (script) => (script === SALES ? 'acme-sales' : null),
+    readBindingOperations: async () => {},
   })
 }
 
