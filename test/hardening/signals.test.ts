@@ -59,6 +59,9 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       }, async () => {
         const {scope} = await kit.pair()
         // A deploy another runner holds keeps the backup waiting inside its fence (it drains in-flight deploys first).
+        // The CLI reads that lease on the wall clock: the store's test clock is moved there first, or the
+        // lease would have run out long ago and the backup would finish before the signal lands.
+        t.clock.advance(Date.now() - t.clock.now())
         const {row} = await t.store.outbox.enqueue({
           operation: 'deploy',
           dedupe_key: `signals:${signal}:${Math.random()}`,
