@@ -2,9 +2,8 @@
 // the management listener. `edgeworkers host serve` is a thin wrapper around startHost(); tests run
 // hosts in-process through it too.
 //
-// Data dir layout: host.sqlite (state), identity.key (Ed25519, 0600), host.json (addresses of the
-// running host), host.lock (pid and start time of the running host), runtime/ and do/ (see runtime/runtime.ts),
-// runtime/snapshots/ (data snapshots being streamed, see services/snapshot.ts).
+// Data dir layout: host.sqlite (state), identity.key (Ed25519, 0600), host.json and host.lock (the running
+// host's addresses; its pid and start time), runtime/ and do/ (runtime/runtime.ts), runtime/snapshots/ (services/snapshot.ts).
 import {AssetFiles} from './assets/files.js'
 import {AssetCollector} from './assets/management.js'
 import {AssetServer} from './assets/serve.js'
