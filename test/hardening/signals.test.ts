@@ -88,28 +88,32 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       })
     }
 
-    test('a waiting deploy stopped by SIGINT while it uploads exits 130 and says its row stays queued for a pass', {timeout: 120_000}, async () => {
-      let releaseUpload!: () => void
-      const uploadHeld = new Promise<void>((resolve) => (releaseUpload = resolve))
-      const proxy = await new FaultProxy(() => host.adminUrl).start()
-      try {
-        proxy.rule = ({method}) => (method === 'PUT' ? {kind: 'before_forward', run: () => uploadHeld} : {kind: 'forward'})
-        await kit.pair(proxy.url)
-        const department = await kit.department()
-        const deploy = spawnCli(['deploy', path.join(FIXTURES_DIR, 'hello'), '--department', department], env())
-        await until('the upload to reach the host', () => proxy.seen.some(({method}) => method === 'PUT'))
-        deploy.child.kill('SIGINT')
-        expect(await deploy.exited).toEqual({code: 130, signal: null})
-        const [row] = await t.store.outbox.list({operation: 'deploy', status: 'leased'})
-        expect(row).toBeDefined()
-        expect(deploy.stderr.trimEnd().split('\n')).toEqual([
-          `interrupted by SIGINT: outbox row ${row!.id} stays queued: its lease runs out at ${new Date(row!.lease_expires_at!).toISOString()}, then the next reconcile pass completes the deploy (\`edgeworkers outbox cancel ${row!.id}\` cancels it)`,
-        ])
-      } finally {
-        releaseUpload()
-        await proxy.stop()
-        await kit.pair()
-      }
-    })
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      test(`a waiting deploy stopped by ${signal} while it uploads exits ${EXIT_CODES[signal]} and says its row stays queued for a pass`, {
+        timeout: 120_000,
+      }, async () => {
+        let releaseUpload!: () => void
+        const uploadHeld = new Promise<void>((resolve) => (releaseUpload = resolve))
+        const proxy = await new FaultProxy(() => host.adminUrl).start()
+        try {
+          proxy.rule = ({method}) => (method === 'PUT' ? {kind: 'before_forward', run: () => uploadHeld} : {kind: 'forward'})
+          await kit.pair(proxy.url)
+          const department = await kit.department()
+          const deploy = spawnCli(['deploy', path.join(FIXTURES_DIR, 'hello'), '--department', department], env())
+          await until('the upload to reach the host', () => proxy.seen.some(({method}) => method === 'PUT'))
+          deploy.child.kill(signal)
+          expect(await deploy.exited).toEqual({code: EXIT_CODES[signal], signal: null})
+          const [row] = await t.store.outbox.list({operation: 'deploy', status: 'leased'})
+          expect(row).toBeDefined()
+          expect(deploy.stderr.trimEnd().split('\n')).toEqual([
+            `interrupted by ${signal}: outbox row ${row!.id} stays queued: its lease runs out at ${new Date(row!.lease_expires_at!).toISOString()}, then the next reconcile pass completes the deploy (\`edgeworkers outbox cancel ${row!.id}\` cancels it)`,
+          ])
+        } finally {
+          releaseUpload()
+          await proxy.stop()
+          await kit.pair()
+        }
+      })
+    }
   })
 }
