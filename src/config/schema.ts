@@ -90,6 +90,16 @@ export const settingsSchema = z.strictObject({
     })
     .prefault({}),
 
+  hosts: z
+    .strictObject({
+      /**
+       * Many hosts per kit (docs/many-hosts.md): a host that has not answered for this long no longer
+       * holds up a change the kit's other hosts take; it is marked behind and catches up on return.
+       */
+      unreachable_grace_seconds: seconds(30, 0, 86_400),
+    })
+    .prefault({}),
+
   reconcile: z
     .strictObject({
       /** `reconcile --watch` cadence: 60 s between rounds, the specified loop period. */
@@ -161,6 +171,11 @@ export const settingsSchema = z.strictObject({
         .regex(/^[a-z0-9.-]+$/, 'must be a DNS name')
         .default('workers.localhost'),
       shards: count(4, 1, 256),
+      /**
+       * One of several hosts of a kit behind a load balancer (docs/many-hosts.md): after every start
+       * `/readyz` answers 503 until the kit has brought the host current and confirmed it.
+       */
+      await_kit_confirmation: z.boolean().default(false),
       max_scripts_per_shard: count(500, 1, 10_000),
       /** Deploys arriving within this window share one shard restart. */
       coalesce_window_ms: count(50, 0, 10_000),

@@ -19,6 +19,7 @@ import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './http/body-limits.js'
 import {ConnectionGuard, connectionBudget} from './http/connection-guard.js'
+import {KitReadinessState} from './kit-readiness.js'
 import {HeapReclaim} from './http/heap-reclaim.js'
 import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
 import {readFdLimit} from './http/fd-limit.js'
@@ -202,8 +203,14 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       },
       log,
     })
-    const ready = () => runtime.ready()
-    const readinessDetail = () => ({ready: ready(), shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state}))})
+    const kitReadiness = new KitReadinessState(settings.await_kit_confirmation, log)
+    // What /readyz answers: the shards serve, and the kit admits this host (./kit-readiness.ts).
+    const ready = () => runtime.ready() && kitReadiness.admits()
+    const readinessDetail = () => ({
+      ready: ready(),
+      shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state})),
+      kit: kitReadiness.view(),
+    })
     // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script
     // somewhat over it gets the precise script_too_large rather than request_too_large.
     const maxBodyBytes = 2 * settings.max_script_bytes + 1024 * 1024
@@ -241,6 +248,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       pairingLimiter: new PairingLimiter({maxFailures: settings.pairing_max_failures, windowSeconds: settings.pairing_failure_window_seconds, log}),
       ready,
       readinessDetail,
+      kitReadiness,
       log,
     })
     const servers: http.Server[] = [dataPlane, serviceBindings, tailSink, management]
@@ -308,7 +316,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       fingerprint: identity.fingerprint,
       scope: identity.scope,
       issuedPairingCode,
-      ready,
+      ready: () => runtime.ready(),
       runDueCronTriggers: () => crons.tick(),
       stop: () => {
         stopping ??= (async () => {

@@ -36,7 +36,7 @@ import {
   serviceAccountListSchema,
 } from './api/control.js'
 import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, putAssetsSchema} from './api/assets.js'
-import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, readinessSchema} from './api/host.js'
+import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, kitReadinessSchema, readinessSchema, setKitReadinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
 import {d1QueryRequestSchema, d1QueryResultSchema} from './api/d1.js'
@@ -64,7 +64,7 @@ export const endpoints = {
     health: true,
     response: readinessSchema,
     answer: 'json',
-    summary: 'Every shard serves: 200, else 503 (also on the data plane listener).',
+    summary: 'Every shard serves and the kit neither drained the host nor is still to confirm it current: 200, else 503 (also on the data plane listener).',
   },
   metrics: {
     method: 'GET',
@@ -91,6 +91,15 @@ export const endpoints = {
     response: pairResponseSchema,
     answer: 'json',
     summary: 'Exchanges the one-time code for the shared secret, with the host key’s proof.',
+  },
+  kitReadiness: {
+    method: 'PUT',
+    path: '/v1/readiness',
+    signed,
+    request: setKitReadinessSchema,
+    response: kitReadinessSchema,
+    answer: 'json',
+    summary: 'The kit confirms the host current (`serving: true`, /readyz may say ready) or drains it (`false`); held until the host stops.',
   },
   inventory: {
     method: 'GET',

@@ -195,6 +195,8 @@ export interface EdgeProvider {
   /** The active fence, if any, and the most recently lifted ones (newest first). */
   fenceStatus(signal?: AbortSignal): Promise<{active: HostFence | null; recent: HostFence[]}>
   inventory(signal?: AbortSignal): Promise<HostInventory>
+  /** Confirms the host current (`serving`: its /readyz may say ready) or drains it, until it restarts (docs/many-hosts.md). */
+  setKitReadiness(serving: boolean, signal?: AbortSignal): Promise<void>
   /**
    * Streams the host's data snapshot (a tar, see the protocol) into `file` (created, mode 0600) while
    * fence `fenceId` is active. A cut or refused download leaves no file behind.

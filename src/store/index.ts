@@ -14,6 +14,7 @@ import {AuditRepository} from './repositories/audit.js'
 import {ControlAuditRepository} from './repositories/control-audits.js'
 import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
+import {HostsRepository} from './repositories/hosts.js'
 import {OutboxRepository} from './outbox/repository.js'
 import {RetirementRepository} from './repositories/retirements.js'
 import {StatusRepository} from './repositories/status.js'
@@ -29,6 +30,7 @@ export interface Repositories {
   outbox: OutboxRepository
   audit: AuditRepository
   kit: KitRepository
+  hosts: HostsRepository
   deployments: DeploymentRepository
   sweeps: SweepRepository
   retirements: RetirementRepository
@@ -102,6 +104,7 @@ class KyselyStore implements Store {
   readonly outbox: OutboxRepository
   readonly audit: AuditRepository
   readonly kit: KitRepository
+  readonly hosts: HostsRepository
   readonly deployments: DeploymentRepository
   readonly sweeps: SweepRepository
   readonly retirements: RetirementRepository
@@ -119,6 +122,7 @@ class KyselyStore implements Store {
     this.outbox = repositories.outbox
     this.audit = repositories.audit
     this.kit = repositories.kit
+    this.hosts = repositories.hosts
     this.deployments = repositories.deployments
     this.sweeps = repositories.sweeps
     this.retirements = repositories.retirements
@@ -158,6 +162,7 @@ export function repositoriesFor(ctx: StoreContext): Repositories {
     outbox: new OutboxRepository(ctx),
     audit: new AuditRepository(ctx),
     kit: new KitRepository(ctx),
+    hosts: new HostsRepository(ctx),
     deployments: new DeploymentRepository(ctx),
     sweeps: new SweepRepository(ctx),
     retirements: new RetirementRepository(ctx),
@@ -172,6 +177,7 @@ export type {SchemaStatus} from './migrator.js'
 export {deterministicId, newId, scriptNameFor, SCRIPT_NAME_PATTERN, TENANT_ID_PATTERN} from './ids.js'
 export {AUDIT_ID_CONFLICT, auditEntry, SYSTEM_ACTOR, type AuditActor, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
 export type {GateName, PairingInput} from './repositories/kit.js'
+export type {HostRelease} from './repositories/hosts.js'
 export type {
   ClaimOptions,
   EnqueueResult,
@@ -220,6 +226,7 @@ export type {
   OutboxRepository,
   AuditRepository,
   KitRepository,
+  HostsRepository,
   DeploymentRepository,
   SweepRepository,
   RetirementRepository,

@@ -179,6 +179,38 @@ export interface KitGatesTable {
   updated_at: number
 }
 
+/** One edge host of a kit (docs/many-hosts.md). */
+export interface KitHostsTable {
+  /** The host's own `onprem:<12 hex>`; the kit's first host has the kit scope itself. */
+  host_scope: string
+  /** The kit scope the host belongs to. */
+  scope: string
+  host_url: string
+  host_fingerprint: string
+  host_public_key: string
+  /** Never leaves the store except through HostsRepository.memberSecrets. */
+  shared_secret: string
+  /** The data plane's address as the host described it (what a load balancer targets). */
+  public_url: string | null
+  state: HostMemberState
+  added_at: number
+  removed_at: number | null
+  unreachable_since: number | null
+  /** Since when the host missed a change the others took; null when current. */
+  behind_since: number | null
+  confirmed_at: number | null
+  checked_at: number | null
+}
+
+export type HostMemberState = 'active' | 'draining'
+
+export interface KitHostReleasesTable {
+  host_scope: string
+  script_name: string
+  release_generation: string
+  ready_at: number
+}
+
 export interface Database {
   companies: CompaniesTable
   departments: DepartmentsTable
@@ -190,6 +222,8 @@ export interface Database {
   kit_pairings: KitPairingsTable
   kit_fences: KitFencesTable
   kit_gates: KitGatesTable
+  kit_hosts: KitHostsTable
+  kit_host_releases: KitHostReleasesTable
 }
 
 export type CompanyRow = Selectable<CompaniesTable>
@@ -206,6 +240,8 @@ export type AuditRow = Omit<Selectable<AuditLogsTable>, 'facts'> & {facts: JsonO
 /** A pairing as every caller sees it: the shared secret is left out. */
 export type PairingRow = Omit<Selectable<KitPairingsTable>, 'shared_secret'>
 export type FenceRow = Selectable<KitFencesTable>
+/** A kit's host as every caller sees it: the shared secret is left out. */
+export type HostMemberRow = Omit<Selectable<KitHostsTable>, 'shared_secret'>
 export interface GateRow {
   scope: string
   maintenance: boolean

@@ -77,6 +77,7 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     metrics: async () => ({contentType: options.metrics.registry.contentType, text: await options.metrics.registry.metrics()}),
     identity: () => ok(service.identity()),
     pair: ({body, source}) => ok(pair(body.code, source)),
+    kitReadiness: ({body}) => ok(options.kitReadiness.set(body.serving)),
     inventory: () => ok(service.inventory()),
     listScripts: ({query}) => ok(service.list(query.limit, query.cursor)),
     uploadScript: async ({params, body}) => ok(await service.upload(params.name, body)),

@@ -23,6 +23,7 @@ import type {HostMetrics} from '../metrics.js'
 import type {AssetFiles} from '../assets/files.js'
 import type {HostService} from '../services/host-service.js'
 import type {HostState} from '../state/host-state.js'
+import type {KitReadinessState} from '../kit-readiness.js'
 import type {TailHub} from '../tail-hub.js'
 
 export interface ManagementServerOptions {
@@ -42,9 +43,11 @@ export interface ManagementServerOptions {
   /** Held request bodies, shared with the data plane. */
   bodyBudget: BodyBudget
   pairingLimiter: PairingLimiter
-  /** True when every shard serves. */
+  /** True when every shard serves and the kit admits the host. */
   ready(): boolean
   readinessDetail(): Readiness
+  /** What the kit said of this host since it started (PUT /v1/readiness). */
+  kitReadiness: KitReadinessState
   log: Logger
 }
 

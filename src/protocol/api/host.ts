@@ -49,8 +49,24 @@ export type FenceStatus = z.infer<typeof fenceStatusSchema>
 
 export const shardStates = ['stopped', 'starting', 'up', 'swapping', 'down'] as const
 
-/** `/readyz`: ready when every shard serves. */
-export const readinessSchema = z.strictObject({ready: z.boolean(), shards: z.array(z.strictObject({index: z.number().int(), state: z.enum(shardStates)}))})
+/** What the kit said of this host since it started (docs/many-hosts.md): whether it may take traffic. */
+export const kitReadinessSchema = z.strictObject({
+  /** host.await_kit_confirmation is on and the kit has not yet confirmed this host current since it started. */
+  awaitingKit: z.boolean(),
+  /** The kit drained the host: it answers not ready while it keeps serving what reaches it. */
+  drained: z.boolean(),
+})
+export type KitReadiness = z.infer<typeof kitReadinessSchema>
+
+/** `/readyz`: ready when every shard serves and the kit neither drained the host nor is still to confirm it. */
+export const readinessSchema = z.strictObject({
+  ready: z.boolean(),
+  shards: z.array(z.strictObject({index: z.number().int(), state: z.enum(shardStates)})),
+  kit: kitReadinessSchema,
+})
+
+/** `PUT /v1/readiness`: the kit confirms the host current (serving) or drains it (not serving). */
+export const setKitReadinessSchema = z.strictObject({serving: z.boolean()})
 export type Readiness = z.infer<typeof readinessSchema>
 
 export const inventorySchema = z.strictObject({

@@ -178,6 +178,10 @@ export class OnPremProvider implements EdgeProvider {
     return {active: status.active && fenceOf(status.active), recent: status.recent.map(fenceOf)}
   }
 
+  async setKitReadiness(serving: boolean, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.kitReadiness, {body: {serving}}, signal)
+  }
+
   async inventory(signal?: AbortSignal): Promise<HostInventory> {
     const inventory = await this.host.call(endpoints.inventory, {}, signal)
     return {

@@ -7,6 +7,7 @@ import type {StoreContext} from '../context.js'
 import {newId} from '../ids.js'
 import {idsWithPrefix} from './id-prefix.js'
 import {moveUnfinishedRows} from '../outbox/statements.js'
+import {upsertMember} from './hosts.js'
 import type {Database, FenceRow, GateRow, KitGatesTable, PairingRow} from '../schema.js'
 
 export interface PairingInput {
@@ -24,15 +25,16 @@ const pairingColumns = ['scope', 'host_url', 'host_fingerprint', 'host_public_ke
 export class KitRepository {
   constructor(private readonly ctx: StoreContext) {}
 
-  /** Records (or replaces) the scope's pairing. */
-  async savePairing(input: PairingInput): Promise<PairingRow> {
-    return this.ctx.write(async ({db}) => {
-      const row = {...input, paired_at: this.ctx.now(), unpaired_at: null}
-      await db
+  /** Records (or replaces) the scope's pairing; the host is the kit's first member (docs/many-hosts.md). */
+  async savePairing(input: PairingInput, publicUrl: string | null = null): Promise<PairingRow> {
+    return this.ctx.atomic(async (ctx) => {
+      const row = {...input, paired_at: ctx.now(), unpaired_at: null}
+      await ctx.db
         .insertInto('kit_pairings')
         .values(row)
         .onConflict((oc) => oc.column('scope').doUpdateSet(row))
         .execute()
+      await upsertMember(ctx, input.scope, input, publicUrl)
       const {shared_secret: _secret, ...pairing} = row
       return pairing
     })
@@ -58,15 +60,13 @@ export class KitRepository {
     return row?.shared_secret
   }
 
-  /** false when the scope was not paired. */
+  /** false when the scope was not paired. Every host of the kit leaves it too. */
   async unpair(scope: string): Promise<boolean> {
-    return this.ctx.write(async ({db}) => {
-      const result = await db
-        .updateTable('kit_pairings')
-        .set({unpaired_at: this.ctx.now()})
-        .where('scope', '=', scope)
-        .where('unpaired_at', 'is', null)
-        .executeTakeFirst()
+    return this.ctx.atomic(async (ctx) => {
+      const {db} = ctx
+      const at = ctx.now()
+      const result = await db.updateTable('kit_pairings').set({unpaired_at: at}).where('scope', '=', scope).where('unpaired_at', 'is', null).executeTakeFirst()
+      await db.updateTable('kit_hosts').set({removed_at: at}).where('scope', '=', scope).where('removed_at', 'is', null).execute()
       return result.numUpdatedRows > 0n
     })
   }
@@ -81,6 +81,9 @@ export class KitRepository {
     return this.ctx.atomic(async (ctx) => {
       const pairing = await new KitRepository(ctx).savePairing(input)
       await ctx.db.updateTable('kit_pairings').set({unpaired_at: ctx.now()}).where('scope', '=', from).where('unpaired_at', 'is', null).execute()
+      // The replaced host leaves; the kit's other hosts follow its Workers to the new scope.
+      await ctx.db.updateTable('kit_hosts').set({removed_at: ctx.now()}).where('host_scope', '=', from).where('removed_at', 'is', null).execute()
+      await ctx.db.updateTable('kit_hosts').set({scope: input.scope}).where('scope', '=', from).where('removed_at', 'is', null).execute()
       const workers = await ctx.db.updateTable('edge_workers').set({serving_scope: input.scope}).where('serving_scope', '=', from).executeTakeFirst()
       const rows = await moveUnfinishedRows(ctx, from, input.scope)
       await new KitRepository(ctx).setGate(input.scope, 'restore_pending', reason)
