@@ -2,6 +2,7 @@
 // pipes (`--json` prints the snapshot itself).
 import {formatDuration, formatWindow, type StatusSnapshot} from '../engine/status/snapshot.js'
 import {fields, isoTime, table} from './table.js'
+import {hostLine as kitHostLine} from './hosts-render.js'
 
 export function statusText(snapshot: StatusSnapshot): string {
   const {host} = snapshot
@@ -22,6 +23,8 @@ export function statusText(snapshot: StatusSnapshot): string {
       ['store', `${snapshot.store.backend} ${snapshot.store.location}`],
       ['taken at', snapshot.takenAt],
       ['host', hostLine],
+      // A kit of several hosts: each with its health and lag (docs/many-hosts.md).
+      ...host.hosts.filter(() => host.hosts.length > 1).map((member): [string, string] => ['  member', kitHostLine(member)]),
       ['fence', fenceLine],
       ['maintenance', snapshot.maintenance.on ? `on (${snapshot.maintenance.reason ?? 'no reason given'})` : 'off'],
       ['restore', snapshot.restorePending.on ? `pending (${snapshot.restorePending.reason ?? 'a pass verifies it'})` : 'not pending'],

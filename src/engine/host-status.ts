@@ -3,6 +3,7 @@
 import type {Engine} from './context.js'
 import {pairingRefused, type HostInventory, type ProviderError} from '../provider/types.js'
 import {pairingRefusedMessage} from './provider.js'
+import {listKitHosts, type HostView} from './hosts/manage.js'
 import type {PairingRow} from '../store/index.js'
 
 export interface HostStatus {
@@ -19,6 +20,8 @@ export interface HostStatus {
   /** Scripts the host quarantined after runaway incidents (refused with 503 until their next deploy). */
   quarantined: HostInventory['quarantined'] | null
   error: string | null
+  /** Every host of the kit with its health and lag (docs/many-hosts.md); the fields above describe the first that answers. */
+  hosts: HostView[]
 }
 
 /** `timeoutMs` bounds the host calls (the live view must not wait on a hung host); the provider's own timeouts otherwise. */
@@ -36,10 +39,12 @@ export async function hostStatus(engine: Engine, options: {timeoutMs?: number} =
       fence: null,
       quarantined: null,
       error: null,
+      hosts: [],
     }
   }
   const pairing = (await engine.store.kit.getPairing(resolution.scope)) ?? null
-  const base = {paired: true, pairing, problem: null}
+  const {hosts} = await listKitHosts(engine, {live: 'several', timeoutMs: options.timeoutMs})
+  const base = {paired: true, pairing, problem: null, hosts}
   const signal = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs)
   try {
     const [host, inventory] = await Promise.all([resolution.provider.describeHost(signal), resolution.provider.inventory(signal)])

@@ -6,6 +6,7 @@ import {pairingRefused, type EdgeProvider, type HostConnector, type ProviderErro
 import {KitError} from '../errors.js'
 import type {Store} from '../store/index.js'
 import type {Engine} from './context.js'
+import {kitProvider} from './hosts/members.js'
 
 export type ProviderResolution =
   | {status: 'ready'; provider: EdgeProvider; scope: string}
@@ -30,19 +31,9 @@ export async function resolveProvider(store: Store, settings: Settings, hosts: H
     return {status: 'invalid', code: 'edge_workers_provider_invalid', message: `the store has several pairings (${scopes}); set provider.scope`}
   }
   const pairing = candidates[0]!
-  const secret = await store.kit.pairingSecret(pairing.scope)
-  if (!secret) return {status: 'unavailable', code: 'edge_host_unpaired', message: `scope ${pairing.scope} lost its pairing`}
-  return {
-    status: 'ready',
-    scope: pairing.scope,
-    provider: await hosts.connect({
-      baseUrl: pairing.host_url,
-      scope: pairing.scope,
-      secret,
-      connectTimeoutMs: settings.provider.connect_timeout_ms,
-      readTimeoutMs: settings.provider.read_timeout_ms,
-    }),
-  }
+  const provider = await kitProvider(store, settings, hosts, pairing.scope)
+  if (!provider) return {status: 'unavailable', code: 'edge_host_unpaired', message: `scope ${pairing.scope} lost its pairing`}
+  return {status: 'ready', scope: pairing.scope, provider}
 }
 
 /** The paired host of this kit for a command that needs one, or the one-line refusal saying why not. */

@@ -177,7 +177,7 @@ export type {SchemaStatus} from './migrator.js'
 export {deterministicId, newId, scriptNameFor, SCRIPT_NAME_PATTERN, TENANT_ID_PATTERN} from './ids.js'
 export {AUDIT_ID_CONFLICT, auditEntry, SYSTEM_ACTOR, type AuditActor, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
 export type {GateName, PairingInput} from './repositories/kit.js'
-export type {HostRelease} from './repositories/hosts.js'
+export type {CurrentRelease, HostRelease} from './repositories/hosts.js'
 export type {
   ClaimOptions,
   EnqueueResult,

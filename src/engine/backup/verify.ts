@@ -166,18 +166,23 @@ async function differencesOf(engine: Engine, scope: string, listed: ListedScript
  * enqueueDeploy on purpose: its restore-pending gate refuses every deploy while this runs.
  */
 async function redeploy(engine: Engine, scope: string, worker: WorkerRow, version: VersionRow): Promise<DeployTaskResult> {
+  return redeployVersion(engine, scope, worker, version, RESTORE_REDEPLOY_KEY_PREFIX)
+}
+
+/** The same, under dedupe keys starting with `keyPrefix` (a restore's, or a returning host's catch-up: ../hosts/catch-up.ts). */
+export async function redeployVersion(engine: Engine, scope: string, worker: WorkerRow, version: VersionRow, keyPrefix: string): Promise<DeployTaskResult> {
   const {store} = engine
   const unfinished = [
     ...(await store.outbox.list({workerId: worker.id, operation: 'deploy', status: 'pending'})),
     ...(await store.outbox.list({workerId: worker.id, operation: 'deploy', status: 'leased'})),
   ]
-  const earlier = unfinished.find((row) => row.version_id === version.id && row.dedupe_key.startsWith(RESTORE_REDEPLOY_KEY_PREFIX))
+  const earlier = unfinished.find((row) => row.version_id === version.id && row.dedupe_key.startsWith(keyPrefix))
   const row =
     earlier ??
     (
       await store.outbox.enqueue({
         operation: 'deploy',
-        dedupe_key: `${RESTORE_REDEPLOY_KEY_PREFIX}${worker.id}:${version.id}:${randomUUID()}`,
+        dedupe_key: `${keyPrefix}${worker.id}:${version.id}:${randomUUID()}`,
         dispatch_namespace: scope,
         company_id: worker.company_id,
         department_id: worker.department_id,
@@ -188,6 +193,6 @@ async function redeploy(engine: Engine, scope: string, worker: WorkerRow, versio
         reserved_by: engine.owner,
       })
     ).row
-  engine.log.info({scope, scriptName: worker.script_name, versionId: version.id, outboxId: row.id}, 'Edge Worker restore: redeploying a release the host lacks')
+  engine.log.info({scope, scriptName: worker.script_name, versionId: version.id, outboxId: row.id, why: keyPrefix}, 'Edge Worker redeploy: a release the host lacks')
   return runDeployTask(engine, {outboxId: row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: row.id})
 }

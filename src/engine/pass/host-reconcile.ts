@@ -7,7 +7,9 @@
 import {deployRowResult} from '../deploy/row-result.js'
 import {runHostReconcile, type ScriptOutcome} from '../retire/host-reconcile.js'
 import {DONE, type RowResult} from '../row-result.js'
-import {tally, type Lane} from './lane.js'
+import {catchUpHosts} from '../hosts/catch-up.js'
+import type {DeployTaskResult} from '../deploy/task.js'
+import {tally, type Lane, type LaneRun} from './lane.js'
 
 /** A script the lane attempted, as a row's result: a retirement still pending is retried by a later pass; one out of time or protected by a Worker row is left. */
 function scriptResult(script: ScriptOutcome): RowResult {
@@ -43,5 +45,18 @@ export const hostReconcileLane: Lane = async (run) => {
   for (const script of result.scripts) {
     run.counts.claimed++
     tally(run, scriptResult(script))
+  }
+  if (run.scope) await catchUpKitHosts(run, run.scope)
+}
+
+/** A kit of several hosts: each is brought current and confirmed (../hosts/catch-up.ts); what is left is noted. */
+async function catchUpKitHosts(run: LaneRun, scope: string): Promise<void> {
+  const onRedeployed = (result: DeployTaskResult) => {
+    run.counts.claimed++
+    tally(run, deployRowResult(result))
+  }
+  for (const host of await catchUpHosts(run.engine, scope, {shouldStop: run.shouldStop, onRedeployed})) {
+    if (host.state === 'unreachable') run.note(`host ${host.host} did not answer (${host.error}); it is brought current when it does`)
+    else if (host.state === 'behind') run.note(`host ${host.host} still lacks ${host.lacking} release(s); it stays not ready`)
   }
 }

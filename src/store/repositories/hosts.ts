@@ -23,6 +23,13 @@ const memberColumns = [
   'checked_at',
 ] as const
 
+export interface CurrentRelease {
+  worker_id: string
+  version_id: string
+  script_name: string
+  release_generation: string
+}
+
 export interface HostRelease {
   host_scope: string
   script_name: string
@@ -167,6 +174,37 @@ export class HostsRepository {
       .orderBy('r.host_scope')
       .orderBy('r.script_name')
       .execute()
+  }
+
+  /** The release every Worker the kit serves should be serving on each of its hosts (retiring ones aside). */
+  async currentReleases(scope: string): Promise<CurrentRelease[]> {
+    return this.ctx.db
+      .selectFrom('edge_workers as w')
+      .innerJoin('edge_worker_versions as v', 'v.id', 'w.current_version_id')
+      .select(['w.id as worker_id', 'v.id as version_id', 'w.script_name', 'v.release_generation'])
+      .where('w.serving_scope', '=', scope)
+      .where('w.retired_at', 'is', null)
+      .where('w.status', '<>', 'retired')
+      .where('v.state', '=', 'deployed')
+      .orderBy('w.script_name')
+      .execute()
+  }
+
+  /** Of `scriptNames`, those of the kit's Workers that are retired (a host that was down may still serve them). */
+  async retiredScripts(scope: string, scriptNames: string[]): Promise<string[]> {
+    if (scriptNames.length === 0) return []
+    const rows = await this.ctx.db
+      .selectFrom('edge_workers')
+      .select('script_name')
+      .where('serving_scope', '=', scope)
+      .where('script_name', 'in', scriptNames)
+      .where((eb) => eb.or([eb('status', '=', 'retired'), eb('retired_at', 'is not', null)]))
+      .execute()
+    return rows.map((row) => row.script_name)
+  }
+
+  async setPublicUrl(hostScope: string, publicUrl: string): Promise<void> {
+    await this.update(hostScope, {public_url: publicUrl})
   }
 
   private async update(hostScope: string, values: Record<string, unknown>): Promise<boolean> {

@@ -1,0 +1,101 @@
+// Bringing each host of a multi-host kit current, once per pass (docs/many-hosts.md): the host
+// reconcile lane lists every host's scripts, redeploys the current release of every Worker the host
+// lacks (the deploy task aimed at that host alone), retires there what the store retired, and only
+// when nothing differs confirms the host current — its /readyz may then say ready — and records what
+// it serves. A host that restarted after missing deploys therefore takes no traffic for stale code.
+import {KitError} from '../../errors.js'
+import {ProviderError} from '../../provider/types.js'
+import type {CurrentRelease} from '../../store/index.js'
+import type {Engine} from '../context.js'
+import {redeployVersion} from '../backup/verify.js'
+import type {DeployTaskResult} from '../deploy/task.js'
+import {listHostScripts, type ListedScript} from '../retire/host-listing.js'
+import {connectMembers} from './members.js'
+import {hostDown, type FanoutMember} from './fanout.js'
+
+/** Dedupe keys of the deploy rows a catch-up enqueues. */
+export const HOST_CATCH_UP_KEY_PREFIX = 'host-catchup:'
+
+export interface HostCatchUp {
+  host: string
+  /** `current`: confirmed this pass; `behind`: still lacks releases; `unreachable`: did not answer the listing. */
+  state: 'current' | 'behind' | 'unreachable'
+  redeployed: Array<{scriptName: string; releaseGeneration: string; outcome: DeployTaskResult['outcome']}>
+  retired: string[]
+  /** Scripts still differing from the store after this pass. */
+  lacking: number
+  error: string | null
+}
+
+export interface CatchUpOptions {
+  shouldStop?: () => boolean
+  onRedeployed?: (result: DeployTaskResult) => void
+}
+
+/** Does nothing for a kit of one host: that host is the store's view, as it always was. */
+export async function catchUpHosts(engine: Engine, scope: string, options: CatchUpOptions = {}): Promise<HostCatchUp[]> {
+  const members = await connectMembers(engine.store, engine.settings, engine.hosts, scope)
+  if (members.length <= 1) return []
+  const results: HostCatchUp[] = []
+  for (const member of members) {
+    if (options.shouldStop?.()) break
+    results.push(await catchUpHost(engine, scope, member, options))
+  }
+  return results
+}
+
+async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, options: CatchUpOptions): Promise<HostCatchUp> {
+  const {store, settings, log} = engine
+  const host = member.row.host_scope
+  const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], lacking: 0, error: null}
+  const list = () => listHostScripts(member.provider, settings.host_reconcile.listing_max_pages, AbortSignal.timeout(settings.host_reconcile.pass_timeout_seconds * 1000))
+  let listed: ListedScript[]
+  try {
+    listed = await list()
+    const described = await member.provider.describeHost()
+    if (described.publicUrl !== member.row.public_url) await store.hosts.setPublicUrl(host, described.publicUrl)
+    await store.hosts.markReached(host)
+  } catch (error) {
+    if (!(error instanceof KitError) && !(error instanceof ProviderError)) throw error
+    // Down, or answering but refusing (unpaired): either way it cannot be brought current now.
+    if (hostDown(error) || (error instanceof KitError && error.code === 'host_unreachable')) await store.hosts.markUnreachable(host)
+    return {...result, state: 'unreachable', error: error.message}
+  }
+
+  const expected = await store.hosts.currentReleases(scope)
+  // The deploy task, its provider this one host: the rest of the kit already serves these releases.
+  const hostEngine: Engine = {...engine, resolveProvider: async () => ({status: 'ready', provider: member.provider, scope})}
+  for (const release of lacking(expected, listed)) {
+    if (options.shouldStop?.()) break
+    const [worker, version] = await Promise.all([store.workers.get(release.worker_id), store.workers.getVersion(release.version_id)])
+    if (!worker || !version) continue
+    const outcome = await redeployVersion(hostEngine, scope, worker, version, `${HOST_CATCH_UP_KEY_PREFIX}${host}:`)
+    options.onRedeployed?.(outcome)
+    result.redeployed.push({scriptName: release.script_name, releaseGeneration: release.release_generation, outcome: outcome.outcome})
+  }
+  const serving = listed.filter((script) => script.state !== 'retired').map((script) => script.scriptName)
+  for (const scriptName of await store.hosts.retiredScripts(scope, serving)) {
+    await member.provider.retireScript(scriptName)
+    result.retired.push(scriptName)
+  }
+
+  if (result.redeployed.length > 0) listed = await list()
+  const current = await store.hosts.currentReleases(scope)
+  const stillLacking = lacking(current, listed)
+  result.lacking = stillLacking.length
+  if (stillLacking.length > 0) {
+    await store.hosts.markBehind(host)
+    log.warn({host, lacking: stillLacking.length}, `edge host ${host} still lacks ${stillLacking.length} release(s); it stays not ready`)
+    return result
+  }
+  // A draining host is kept current but stays out of the balancer.
+  if (member.row.state === 'active') await member.provider.setKitReadiness(true)
+  await store.hosts.confirmCurrent(host, current)
+  return {...result, state: 'current'}
+}
+
+/** The current releases the host's listing does not show it serving. */
+function lacking(expected: CurrentRelease[], listed: ListedScript[]): CurrentRelease[] {
+  const served = new Map(listed.filter((script) => script.state !== 'retired').map((script) => [script.scriptName, script.releaseGeneration]))
+  return expected.filter((release) => served.get(release.script_name) !== release.release_generation)
+}

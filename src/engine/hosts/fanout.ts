@@ -1,0 +1,172 @@
+// The provider of a kit with several edge hosts (docs/many-hosts.md): one EdgeProvider over the
+// providers of the kit's hosts, so the deploy task, control mutations, retirements and fences reach
+// every host without knowing how many there are.
+// - A write goes to every host at once. A host that does not answer, and has not answered for at
+//   least hosts.unreachable_grace_seconds (a draining host: at once), is skipped — marked behind, the
+//   host reconcile lane catches it up — and the write succeeds on the others. Any other failure is
+//   the write's failure (the caller retries; hosts take a repeated write idempotently).
+// - Readiness is true only when every host counted serves the release; each that does is recorded.
+// - A read of one host goes to the first that answers.
+import type {HostMemberRow} from '../../store/index.js'
+import {canonicalJson} from '../../canonical-json.js'
+import type {TailLine} from '../../protocol/tail.js'
+import {ProviderError, type EdgeProvider, type ScriptDetails} from '../../provider/types.js'
+
+export interface FanoutMember {
+  row: HostMemberRow
+  provider: EdgeProvider
+}
+
+/** What the fan-out tells the store about the hosts as it meets them. */
+export interface FanoutRecorder {
+  unreachable(hostScope: string): Promise<void>
+  reached(hostScope: string): Promise<void>
+  behind(hostScope: string): Promise<void>
+  ready(hostScope: string, scriptName: string, releaseGeneration: string): Promise<void>
+}
+
+/** The answers that mean the host is down (nothing reached it, or it died answering). */
+const HOST_DOWN_CODES = new Set(['edge_host_unreachable', 'edge_host_no_answer'])
+
+export function hostDown(error: unknown): boolean {
+  return error instanceof ProviderError && HOST_DOWN_CODES.has(error.code)
+}
+
+type Answer<T> = {member: FanoutMember; value: T}
+
+export class FanoutProvider implements EdgeProvider {
+  constructor(
+    readonly scope: string,
+    private readonly members: readonly FanoutMember[],
+    private readonly graceMs: number,
+    private readonly now: () => number,
+    private readonly record: FanoutRecorder,
+  ) {}
+
+  /** Runs `call` on every host; the answers of those that answered, in member order (see the header for skips). */
+  private async each<T>(call: (provider: EdgeProvider) => Promise<T>): Promise<Array<Answer<T>>> {
+    const settled = await Promise.allSettled(this.members.map((member) => call(member.provider)))
+    const answers: Array<Answer<T>> = []
+    let failure: unknown = null
+    for (const [index, outcome] of settled.entries()) {
+      const member = this.members[index]!
+      if (outcome.status === 'fulfilled') {
+        await this.reached(member)
+        answers.push({member, value: outcome.value})
+        continue
+      }
+      if (hostDown(outcome.reason)) {
+        const since = await this.unreachable(member)
+        if (member.row.state === 'draining' || this.now() - since >= this.graceMs) {
+          await this.record.behind(member.row.host_scope)
+          continue
+        }
+      }
+      failure ??= outcome.reason
+    }
+    if (failure !== null) throw failure
+    if (answers.length === 0) throw settled.map((outcome) => (outcome as PromiseRejectedResult).reason)[0]
+    return answers
+  }
+
+  /** Writes whose every answer is alike: the first host's. */
+  private async all<T>(call: (provider: EdgeProvider) => Promise<T>): Promise<T> {
+    return (await this.each(call))[0]!.value
+  }
+
+  /** Asks the hosts in order until one answers; a host that is down is passed over. */
+  private async first<T>(call: (provider: EdgeProvider) => Promise<T>): Promise<T> {
+    let failure: unknown = null
+    for (const member of this.members) {
+      try {
+        const value = await call(member.provider)
+        await this.reached(member)
+        return value
+      } catch (error) {
+        if (!hostDown(error)) throw error
+        await this.unreachable(member)
+        failure ??= error
+      }
+    }
+    throw failure
+  }
+
+  private async reached(member: FanoutMember): Promise<void> {
+    if (member.row.unreachable_since === null) return
+    member.row.unreachable_since = null
+    await this.record.reached(member.row.host_scope)
+  }
+
+  /** Since when the host has been down (now, the first time). */
+  private async unreachable(member: FanoutMember): Promise<number> {
+    if (member.row.unreachable_since === null) {
+      member.row.unreachable_since = this.now()
+      await this.record.unreachable(member.row.host_scope)
+    }
+    return member.row.unreachable_since
+  }
+
+  describeHost: EdgeProvider['describeHost'] = (signal) => this.first((p) => p.describeHost(signal))
+  uploadScript: EdgeProvider['uploadScript'] = (input, signal) => this.all((p) => p.uploadScript(input, signal))
+  putAssets: EdgeProvider['putAssets'] = (files, signal) => this.all((p) => p.putAssets(files, signal))
+  lockdownScript: EdgeProvider['lockdownScript'] = (name, signal) => this.all((p) => p.lockdownScript(name, signal))
+  controlMutation: EdgeProvider['controlMutation'] = (name, mutation, meta, signal) => this.all((p) => p.controlMutation(name, mutation, meta, signal))
+  acknowledgeReceipt: EdgeProvider['acknowledgeReceipt'] = (id, signal) => this.all((p) => p.acknowledgeReceipt(id, signal))
+  replaceAccessPolicy: EdgeProvider['replaceAccessPolicy'] = (name, policy, signal) => this.all((p) => p.replaceAccessPolicy(name, policy, signal))
+  purgeSecrets: EdgeProvider['purgeSecrets'] = (name, signal) => this.all((p) => p.purgeSecrets(name, signal))
+  purgeCredentials: EdgeProvider['purgeCredentials'] = (name, signal) => this.all((p) => p.purgeCredentials(name, signal))
+  retireScript: EdgeProvider['retireScript'] = (name, signal) => this.all((p) => p.retireScript(name, signal))
+  beginFence: EdgeProvider['beginFence'] = (input, signal) => this.all((p) => p.beginFence(input, signal))
+  endFence: EdgeProvider['endFence'] = (id, signal) => this.all((p) => p.endFence(id, signal))
+  setKitReadiness: EdgeProvider['setKitReadiness'] = (serving, signal) => this.all((p) => p.setKitReadiness(serving, signal))
+
+  async missingAssets(hashes: string[], signal?: AbortSignal): Promise<string[]> {
+    const answers = await this.each((p) => p.missingAssets(hashes, signal))
+    return [...new Set(answers.flatMap((answer) => answer.value))]
+  }
+
+  /** The hosts' copy when they all hold the same; null when they differ (an upload then makes them alike). */
+  async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
+    const answers = await this.each((p) => p.getScript(scriptName, signal))
+    const [head, ...rest] = answers.map((answer) => answer.value)
+    return rest.every((details) => sameScript(head ?? null, details)) ? (head ?? null) : null
+  }
+
+  async probeReadiness(scriptName: string, releaseGeneration: string, options?: {waitMs?: number; signal?: AbortSignal}): Promise<boolean> {
+    const answers = await this.each((p) => p.probeReadiness(scriptName, releaseGeneration, options))
+    for (const answer of answers) if (answer.value) await this.record.ready(answer.member.row.host_scope, scriptName, releaseGeneration)
+    return answers.every((answer) => answer.value)
+  }
+
+  /** A receipt any host holds: the mutation was applied there (a host that was skipped catches up separately). */
+  async getReceipt(...args: Parameters<EdgeProvider['getReceipt']>): Promise<unknown> {
+    const answers = await this.each((p) => p.getReceipt(...args))
+    return answers.find((answer) => answer.value !== null)?.value ?? null
+  }
+
+  async fenceStatus(signal?: AbortSignal): ReturnType<EdgeProvider['fenceStatus']> {
+    const answers = await this.each((p) => p.fenceStatus(signal))
+    return {active: answers.find((answer) => answer.value.active)?.value.active ?? null, recent: answers[0]!.value.recent}
+  }
+
+  getFence: EdgeProvider['getFence'] = (id, signal) => this.first((p) => p.getFence(id, signal))
+  listScripts: EdgeProvider['listScripts'] = (cursor, signal) => this.first((p) => p.listScripts(cursor, signal))
+  controlState: EdgeProvider['controlState'] = (name, signal) => this.first((p) => p.controlState(name, signal))
+  controlRevision: EdgeProvider['controlRevision'] = (name, part, signal) => this.first((p) => p.controlRevision(name, part, signal))
+  inventory: EdgeProvider['inventory'] = (signal) => this.first((p) => p.inventory(signal))
+  downloadSnapshot: EdgeProvider['downloadSnapshot'] = (id, file, signal) => this.first((p) => p.downloadSnapshot(id, file, signal))
+  workerActivity: EdgeProvider['workerActivity'] = (signal) => this.first((p) => p.workerActivity(signal))
+  d1Query: EdgeProvider['d1Query'] = (name, request, signal) => this.first((p) => p.d1Query(name, request, signal))
+  queues: EdgeProvider['queues'] = (name, signal) => this.first((p) => p.queues(name, signal))
+  cronTriggers: EdgeProvider['cronTriggers'] = (name, signal) => this.first((p) => p.cronTriggers(name, signal))
+
+  /** The events of the first host only: one host's view of the Worker. */
+  tail(scriptName: string, signal: AbortSignal): AsyncIterable<TailLine> {
+    return this.members[0]!.provider.tail(scriptName, signal)
+  }
+}
+
+function sameScript(a: ScriptDetails | null, b: ScriptDetails | null): boolean {
+  if (a === null || b === null) return a === b
+  return a.releaseGeneration === b.releaseGeneration && a.state === b.state && canonicalJson(a.moduleDigests) === canonicalJson(b.moduleDigests)
+}
