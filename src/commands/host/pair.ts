@@ -25,10 +25,7 @@ Exit codes: 0 paired, 2 bad URL or --add with --replace, 6 code refused, already
   static override enableJsonFlag = true
   static override flags = {
     code: Flags.string({required: true, description: 'One-time pairing code (edgeworkers host pairing-code on the host prints it)'}),
-    replace: Flags.boolean({
-      description: 'Replace the host the store is paired with: its Workers are redeployed to this one by the next reconcile pass',
-      exclusive: ['add'],
-    }),
+    replace: Flags.boolean({description: 'Replace the host the store is paired with: its Workers are redeployed to this one by the next reconcile pass'}),
     add: Flags.boolean({description: "Add this host to the kit's hosts: the next reconcile pass deploys every Worker to it"}),
   }
 
