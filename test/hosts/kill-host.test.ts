@@ -10,7 +10,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {Agent, request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {CLI_BIN, runCli, type CliResult} from '../support/cli.js'
-import {freePort, startHaproxy, type RunningHaproxy} from '../support/haproxy.js'
+import {freePort, startHaproxy, type RunningHaproxy} from '../../bench/support/haproxy.js'
 
 interface ServedHost {
   child: ChildProcess

@@ -9,7 +9,7 @@ import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {runCli, writeProject, type CliResult} from '../support/cli.js'
-import {freePort, startHaproxy, type RunningHaproxy} from '../support/haproxy.js'
+import {freePort, startHaproxy, type RunningHaproxy} from '../../bench/support/haproxy.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 
 const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-many-hosts-'))

@@ -1,5 +1,5 @@
-// A real HAProxy (Debian's /usr/sbin/haproxy) in front of test hosts: started in the foreground on a
-// configuration `lb config --haproxy` wrote, with a stats socket added so a test can wait until
+// A real HAProxy (Debian's /usr/sbin/haproxy) in front of edge hosts, for benchmarks and tests: started in the foreground on a
+// configuration `lb config --haproxy` wrote, with a stats socket added so a caller can wait until
 // HAProxy itself marks a server up or down (never a fixed sleep).
 import {spawn, type ChildProcess} from 'node:child_process'
 import {writeFileSync} from 'node:fs'
