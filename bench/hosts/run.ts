@@ -23,7 +23,9 @@ import {pairingCodeOf, serveHost, type ServedHost} from '../support/serve.js'
 import {log, machineLoad, median} from '../support/stats.js'
 import {fileURLToPath} from 'node:url'
 
-const {values: options} = parseArgs({options: {rounds: {type: 'string', default: '5'}, seconds: {type: 'string', default: '12'}, connections: {type: 'string', default: '16'}}})
+const {values: options} = parseArgs({
+  options: {rounds: {type: 'string', default: '5'}, seconds: {type: 'string', default: '12'}, connections: {type: 'string', default: '16'}},
+})
 const ROUNDS = Number(options.rounds)
 const SECONDS = Number(options.seconds)
 const CONNECTIONS = Number(options.connections)
@@ -47,7 +49,15 @@ async function cli(kit: Kit | string, ...args: string[]): Promise<string> {
 function project(body: string): string {
   const dir = path.join(root, 'projects', body.replace(/\W+/g, '-'))
   mkdirSync(dir, {recursive: true})
-  const manifest = {name: 'bench', main: 'index.js', modules: ['index.js'], compatibilityDate: '2026-11-01', builderPolicy: 'department-worker-project-v2.9', staticData: {}, dependencies: {}}
+  const manifest = {
+    name: 'bench',
+    main: 'index.js',
+    modules: ['index.js'],
+    compatibilityDate: '2026-11-01',
+    builderPolicy: 'department-worker-project-v2.9',
+    staticData: {},
+    dependencies: {},
+  }
   writeFileSync(path.join(dir, 'edgeworker.json'), JSON.stringify(manifest))
   writeFileSync(path.join(dir, 'index.js'), `export default {fetch: () => new Response(${JSON.stringify(body)})}\n`)
   return dir
@@ -62,7 +72,8 @@ async function startKit(name: string, hostCount: number): Promise<Kit> {
     }),
   )
   await cli(dir, 'db', 'migrate')
-  for (const [index, host] of hosts.entries()) await cli(dir, 'host', 'pair', host.adminUrl, '--code', await pairingCodeOf(BIN, host.dataDir), ...(index ? ['--add'] : []))
+  for (const [index, host] of hosts.entries())
+    await cli(dir, 'host', 'pair', host.adminUrl, '--code', await pairingCodeOf(BIN, host.dataDir), ...(index ? ['--add'] : []))
   await cli(dir, 'company', 'create', 'Bench', '--id', 'bench')
   await cli(dir, 'department', 'create', 'bench', 'Load', '--id', 'load')
   const deployed = JSON.parse(await cli(dir, 'deploy', project('round 0'), '--department', 'load', '--json')) as {url: string}
@@ -83,7 +94,9 @@ async function deployReach(kit: Kit, body: string): Promise<number> {
 /** HAProxy in front of the kit, on the configuration `lb config --haproxy` writes; resolves once all its hosts are UP. */
 async function startLoadBalancer(kit: Kit): Promise<RunningHaproxy> {
   const port = await freePort()
-  const {text} = JSON.parse(await cli(kit, 'lb', 'config', '--haproxy', '--bind', `127.0.0.1:${port}`, '--check-interval-ms', '200', '--json')) as {text: string}
+  const {text} = JSON.parse(await cli(kit, 'lb', 'config', '--haproxy', '--bind', `127.0.0.1:${port}`, '--check-interval-ms', '200', '--json')) as {
+    text: string
+  }
   const lb = await startHaproxy(text, `http://127.0.0.1:${port}`, root)
   await lb.waitFor((states) => [...states.values()].filter((state) => state === 'UP').length === kit.hosts.length, 'every host UP', 120_000)
   return lb
@@ -151,7 +164,15 @@ try {
   kits.push(one, three)
   const reach: {one: number[]; three: number[]} = {one: [], three: []}
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const [name, kit] of round % 2 ? ([['one', one], ['three', three]] as const) : ([['three', three], ['one', one]] as const)) {
+    for (const [name, kit] of round % 2
+      ? ([
+          ['one', one],
+          ['three', three],
+        ] as const)
+      : ([
+          ['three', three],
+          ['one', one],
+        ] as const)) {
       reach[name].push(await deployReach(kit, `round ${round}`))
     }
     log(`deploy reach round ${round}: 1 host ${reach.one.at(-1)!.toFixed(0)} ms, 3 hosts ${reach.three.at(-1)!.toFixed(0)} ms`)
@@ -174,9 +195,13 @@ try {
   console.log(`| figure | value |\n|---|---|`)
   console.log(`| deploy → served on every host, 1-host kit (baseline), median of ${ROUNDS} | ${oneMs.toFixed(0)} ms |`)
   console.log(`| deploy → served on every host, 3-host kit, median of ${ROUNDS} | ${threeMs.toFixed(0)} ms (${(threeMs / oneMs).toFixed(2)}×) |`)
-  console.log(`| kill -9 of 1 of 3 hosts under load through HAProxy, ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections | ${failed} of ${requests} requests failed (${((failed / requests) * 100).toFixed(3)} %), ${afterDown} after HAProxy marked it DOWN |`)
+  console.log(
+    `| kill -9 of 1 of 3 hosts under load through HAProxy, ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections | ${failed} of ${requests} requests failed (${((failed / requests) * 100).toFixed(3)} %), ${afterDown} after HAProxy marked it DOWN |`,
+  )
   console.log(`| kill → HAProxy marks the host DOWN (check every 200 ms, fall 2), median | ${median(rounds.map((round) => round.markDownMs)).toFixed(0)} ms |`)
-  console.log(`| throughput after the kill / before it (same round), median | ${median(rounds.map((round) => round.rpsAfter / round.rpsBefore)).toFixed(2)} (before: ${median(rounds.map((round) => round.rpsBefore)).toFixed(0)} req/s) |`)
+  console.log(
+    `| throughput after the kill / before it (same round), median | ${median(rounds.map((round) => round.rpsAfter / round.rpsBefore)).toFixed(2)} (before: ${median(rounds.map((round) => round.rpsBefore)).toFixed(0)} req/s) |`,
+  )
   console.log(`\nload: ${machineLoad()}`)
 } finally {
   await haproxy?.stop()

@@ -22,7 +22,8 @@ export async function pairKit(engine: Engine, managementUrl: string, code: strin
   if (options.replace && options.add) throw new KitError('usage', '--add and --replace exclude each other: a host either joins the kit or replaces its host')
   const active = await store.kit.listActivePairings()
   const others = (scope: string) => active.filter((pairing) => pairing.scope !== scope)
-  if (options.add && active.length > 1) throw new KitError('conflict', `the store has several kits (${active.map((row) => row.scope).join(', ')}); --add needs one`)
+  if (options.add && active.length > 1)
+    throw new KitError('conflict', `the store has several kits (${active.map((row) => row.scope).join(', ')}); --add needs one`)
   const kit = options.add ? active[0] : undefined
   const pairing = await engine.hosts.pair(managementUrl, code, provider.connect_timeout_ms + provider.read_timeout_ms, async (scope) => {
     if (kit) return assertMayJoin(engine, kit.scope, scope)

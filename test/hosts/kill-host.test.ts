@@ -28,7 +28,13 @@ let lb: RunningHaproxy | undefined
 async function serve(name: string): Promise<ServedHost> {
   const dataDir = path.join(root, name)
   const child = spawn(process.execPath, [CLI_BIN, 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], {
-    env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_HOST__SHARDS: '1', EDGEWORKERS_HOST__AWAIT_KIT_CONFIRMATION: 'true', EDGEWORKERS_LOG_LEVEL: 'warn'},
+    env: {
+      ...process.env,
+      EDGEWORKERS_DATA_DIR: undefined,
+      EDGEWORKERS_HOST__SHARDS: '1',
+      EDGEWORKERS_HOST__AWAIT_KIT_CONFIRMATION: 'true',
+      EDGEWORKERS_LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'ignore'],
   })
   const deadline = Date.now() + 60_000
@@ -69,7 +75,9 @@ test('kill -9 of one host under load: in-flight requests are retried elsewhere, 
   const script = new URL(deployed.url).pathname.split('/')[1]!
   await ok('reconcile')
   const port = await freePort()
-  const {text} = JSON.parse((await ok('lb', 'config', '--haproxy', '--bind', `127.0.0.1:${port}`, '--check-interval-ms', '200', '--json')).stdout) as {text: string}
+  const {text} = JSON.parse((await ok('lb', 'config', '--haproxy', '--bind', `127.0.0.1:${port}`, '--check-interval-ms', '200', '--json')).stdout) as {
+    text: string
+  }
   lb = await startHaproxy(text, `http://127.0.0.1:${port}`, root)
   await lb.waitFor((states) => [...states.values()].filter((state) => state === 'UP').length === 3, 'all three hosts up')
 

@@ -60,7 +60,9 @@ afterAll(async () => {
   rmSync(root, {recursive: true, force: true})
 })
 
-test('a deploy with one host down completes on the others; the host returns not ready until current, and the LB never serves the old body', {timeout: 600_000}, async () => {
+test('a deploy with one host down completes on the others; the host returns not ready until current, and the LB never serves the old body', {
+  timeout: 600_000,
+}, async () => {
   // Started with await_kit_confirmation, no host takes traffic before the kit confirmed it.
   for (const host of hosts) expect(await readyz(host)).toMatchObject({status: 503, body: {kit: {awaitingKit: true, drained: false}}})
   const v1 = JSON.parse((await ok('deploy', project('release one'), '--department', 'sales', '--json')).stdout) as {state: string; url: string}

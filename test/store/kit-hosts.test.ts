@@ -120,7 +120,9 @@ describeEachStore('kit hosts', (t) => {
     const workers = []
     for (const name of ['a', 'b', 'c', 'd']) {
       await t.store.tenants.createDepartment({id: name, company_id: 'acme', name})
-      workers.push(await t.store.workers.create({id: `w-${name}`, company_id: 'acme', department_id: name, script_name: scriptNameFor('acme', name), status: 'active'}))
+      workers.push(
+        await t.store.workers.create({id: `w-${name}`, company_id: 'acme', department_id: name, script_name: scriptNameFor('acme', name), status: 'active'}),
+      )
     }
     await t.store.workers.createVersion(version('w-a', 'a1', 'superseded'))
     await t.store.workers.createVersion(version('w-a', 'a2', 'deployed'))

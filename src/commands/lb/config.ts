@@ -25,12 +25,16 @@ Exit codes: 0 written, 2 bad flags, 5 no active host with a known address, 6 not
   }
 
   async run() {
-    if (!/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.*-]+):\d{1,5}$/.test(this.flags.bind)) throw new KitError('usage', `--bind ${JSON.stringify(this.flags.bind)} is not HOST:PORT`)
+    if (!/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.*-]+):\d{1,5}$/.test(this.flags.bind))
+      throw new KitError('usage', `--bind ${JSON.stringify(this.flags.bind)} is not HOST:PORT`)
     const config = await haproxyConfig(await this.engine(), {bind: this.flags.bind, checkIntervalMs: this.flags['check-interval-ms']})
     if (this.flags.out) await writeFileAtomically(this.flags.out, config.text)
     return this.respond({...config, file: this.flags.out ?? null}, () =>
       this.flags.out
-        ? [`wrote ${this.flags.out}: ${config.servers.length} host(s) of kit ${config.kit}`, ...config.skipped.map((host) => `skipped ${host}: data-plane address unknown`)].join('\n')
+        ? [
+            `wrote ${this.flags.out}: ${config.servers.length} host(s) of kit ${config.kit}`,
+            ...config.skipped.map((host) => `skipped ${host}: data-plane address unknown`),
+          ].join('\n')
         : config.text.trimEnd(),
     )
   }

@@ -193,6 +193,9 @@ export async function redeployVersion(engine: Engine, scope: string, worker: Wor
         reserved_by: engine.owner,
       })
     ).row
-  engine.log.info({scope, scriptName: worker.script_name, versionId: version.id, outboxId: row.id, why: keyPrefix}, 'Edge Worker redeploy: a release the host lacks')
+  engine.log.info(
+    {scope, scriptName: worker.script_name, versionId: version.id, outboxId: row.id, why: keyPrefix},
+    'Edge Worker redeploy: a release the host lacks',
+  )
   return runDeployTask(engine, {outboxId: row.id, companyId: worker.company_id, departmentId: worker.department_id, messageId: row.id})
 }

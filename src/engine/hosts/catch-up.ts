@@ -48,7 +48,8 @@ async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, 
   const {store, settings, log} = engine
   const host = member.row.host_scope
   const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], lacking: 0, error: null}
-  const list = () => listHostScripts(member.provider, settings.host_reconcile.listing_max_pages, AbortSignal.timeout(settings.host_reconcile.pass_timeout_seconds * 1000))
+  const list = () =>
+    listHostScripts(member.provider, settings.host_reconcile.listing_max_pages, AbortSignal.timeout(settings.host_reconcile.pass_timeout_seconds * 1000))
   let listed: ListedScript[]
   try {
     listed = await list()

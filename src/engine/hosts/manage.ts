@@ -94,7 +94,8 @@ export async function drainHost(engine: Engine, name: string): Promise<{host: Ho
 export async function removeHost(engine: Engine, name: string): Promise<{host: HostView; told: boolean; error: string | null}> {
   const {scope, row, rows} = await findHost(engine, name)
   if (rows.length === 1) throw new KitError('conflict', `host ${row.host_scope} is the kit's only host; \`edgeworkers host unpair\` ends the pairing instead`)
-  if (row.state !== 'draining') throw new KitError('conflict', `host ${row.host_scope} still takes traffic; drain it first: \`edgeworkers host drain ${row.host_scope}\``)
+  if (row.state !== 'draining')
+    throw new KitError('conflict', `host ${row.host_scope} still takes traffic; drain it first: \`edgeworkers host drain ${row.host_scope}\``)
   const view = (await viewOf(engine, row.host_scope))!
   const told = await tellHost(engine, scope, row.host_scope)
   await engine.store.hosts.removeMember(row.host_scope)
@@ -117,7 +118,7 @@ async function viewOf(engine: Engine, hostScope: string): Promise<HostView | und
 }
 
 async function kitScope(engine: Engine): Promise<{scope: string}> {
-  const {scope} = await requireProvider(engine, 'manage the kit\'s hosts')
+  const {scope} = await requireProvider(engine, "manage the kit's hosts")
   return {scope}
 }
 
@@ -127,6 +128,7 @@ async function findHost(engine: Engine, name: string): Promise<{scope: string; r
   const rows = await engine.store.hosts.listMembers(scope)
   const wanted = name.trim().replace(/\/+$/, '')
   const row = rows.find((candidate) => candidate.host_scope === wanted || candidate.host_scope === `onprem:${wanted}` || candidate.host_url === wanted)
-  if (!row) throw new KitError('not_found', `no host ${JSON.stringify(name)} in kit ${scope} (hosts: ${rows.map((candidate) => candidate.host_scope).join(', ')})`)
+  if (!row)
+    throw new KitError('not_found', `no host ${JSON.stringify(name)} in kit ${scope} (hosts: ${rows.map((candidate) => candidate.host_scope).join(', ')})`)
   return {scope, row, rows}
 }
