@@ -141,7 +141,9 @@ async function killRound(kit: Kit, lb: RunningHaproxy, victimIndex: number, body
   const ended = Date.now()
   await dispatcher.close()
   // Back for the next round: started again, confirmed current by a pass, and marked UP.
-  kit.hosts[victimIndex] = {...(await serveHost(BIN, victim.dataDir, {env: HOST_ENV})), dataDir: victim.dataDir}
+  // On its own addresses again: the balancer and the kit know it there.
+  const env = {...HOST_ENV, EDGEWORKERS_HOST__LISTEN: new URL(victim.publicUrl).host, EDGEWORKERS_HOST__ADMIN_LISTEN: new URL(victim.adminUrl).host}
+  kit.hosts[victimIndex] = {...(await serveHost(BIN, victim.dataDir, {env})), dataDir: victim.dataDir}
   await cli(kit, 'reconcile')
   await lb.waitFor((states) => states.get(victimServer) === 'UP', 'the restarted host UP', 120_000)
   const total = (phaseCounts: {ok: number; failed: number}) => phaseCounts.ok + phaseCounts.failed
