@@ -119,6 +119,9 @@ test('kill -9 of one host under load: in-flight requests are retried elsewhere, 
   // The operator sees which host does not answer.
   const status = JSON.parse((await ok('host', 'status', '--json')).stdout) as {hosts: Array<{live: {reachable: boolean}}>}
   expect(status.hosts.map((host) => host.live.reachable)).toEqual([true, false, true])
+  const snapshot = await cli('status', '--json')
+  expect(snapshot.code).toBe(13)
+  expect((JSON.parse(snapshot.stdout) as {attention: string[]}).attention).toContain(`edge host ${(await hostScopes())[1]} does not answer`)
 })
 
 async function hostScopes(): Promise<string[]> {

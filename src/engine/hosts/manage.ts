@@ -58,6 +58,15 @@ export async function listKitHosts(engine: Engine, options: {live?: 'always' | '
   return {kit: scope, hosts}
 }
 
+/** What needs an operator in a kit of several hosts: a host down or behind (a kit of one is judged by its own reachability). */
+export function hostsReasons(hosts: HostView[]): string[] {
+  if (hosts.length < 2) return []
+  return hosts.flatMap((host) => {
+    if (host.health === 'unreachable' || host.live?.reachable === false) return [`edge host ${host.host} does not answer`]
+    return host.health === 'behind' ? [`edge host ${host.host} is behind by ${host.lag} release(s); a reconcile pass catches it up`] : []
+  })
+}
+
 function healthOf(row: HostMemberRow, single: boolean): HostHealth {
   if (row.unreachable_since !== null) return 'unreachable'
   if (row.behind_since !== null) return 'behind'

@@ -16,6 +16,7 @@ import {
 import type {Engine} from '../context.js'
 import {fenceView, type FenceView} from '../fence/fence.js'
 import {hostStatus, type HostStatus} from '../host-status.js'
+import {hostsReasons} from '../hosts/manage.js'
 import {redactSecrets} from '../../util/redact.js'
 import {formatDuration} from './format.js'
 import {errorRateReason, errorRateThreshold, workersPanel, type WorkersPanel} from './workers.js'
@@ -221,6 +222,7 @@ export function attentionReasons(snapshot: Pick<StatusSnapshot, 'errorGroups' | 
   if (uncertain > 0) reasons.push(`${uncertain} uncertain outbox row${uncertain === 1 ? '' : 's'}`)
   if (!snapshot.host.paired) reasons.push(`no usable edge host: ${snapshot.host.problem}`)
   else if (!snapshot.host.reachable) reasons.push(`edge host unreachable: ${snapshot.host.error}`)
+  reasons.push(...hostsReasons(snapshot.host.hosts))
   if (snapshot.fence?.overdue)
     reasons.push(`backup fence ${snapshot.fence.id} is overdue: still open ${formatDuration(-snapshot.fence.timeLeftMs)} past its TTL`)
   const {windowSeconds} = snapshot.workers
