@@ -52,6 +52,8 @@ defaults
     timeout connect 2s
     timeout client 60s
     timeout server 60s
+    # A busy host may take a while to answer /readyz: slow is not down (a dead one refuses at once).
+    timeout check 2s
     # WebSocket: an upgraded connection may stay open and quiet this long.
     timeout tunnel 1h
     option http-keep-alive
