@@ -19,7 +19,7 @@ import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './http/body-limits.js'
 import {ConnectionGuard, connectionBudget} from './http/connection-guard.js'
-import {KitReadinessState} from './kit-readiness.js'
+import {hostReadiness} from './kit-readiness.js'
 import {HeapReclaim} from './http/heap-reclaim.js'
 import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
 import {readFdLimit} from './http/fd-limit.js'
@@ -203,14 +203,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       },
       log,
     })
-    const kitReadiness = new KitReadinessState(settings.await_kit_confirmation, log)
-    // What /readyz answers: the shards serve, and the kit admits this host (./kit-readiness.ts).
-    const ready = () => runtime.ready() && kitReadiness.admits()
-    const readinessDetail = () => ({
-      ready: ready(),
-      shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state})),
-      kit: kitReadiness.view(),
-    })
+    const readiness = hostReadiness(runtime, settings.await_kit_confirmation, log)
     // An upload is base64 (4/3 of the bytes) inside JSON. Room for more than the limit, so a script
     // somewhat over it gets the precise script_too_large rather than request_too_large.
     const maxBodyBytes = 2 * settings.max_script_bytes + 1024 * 1024
@@ -227,8 +220,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       metrics,
       assets: new AssetServer(state, assetFiles, metrics, (script, request) => tails.assetServed(script, request)),
       workerServed: (script: string, durationMs: number, status: number | null) => tails.served(script, durationMs, status),
-      ready,
-      readinessDetail,
+      ...readiness,
       log,
     }
     const dataPlane = createDataPlaneServer(routing)
@@ -246,9 +238,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       maxAssetBytes: settings.max_asset_bytes,
       bodyBudget,
       pairingLimiter: new PairingLimiter({maxFailures: settings.pairing_max_failures, windowSeconds: settings.pairing_failure_window_seconds, log}),
-      ready,
-      readinessDetail,
-      kitReadiness,
+      ...readiness,
       log,
     })
     const servers: http.Server[] = [dataPlane, serviceBindings, tailSink, management]

@@ -4,7 +4,20 @@
 // current and said so, so the balancer never sends it a request for stale code. The kit also drains a
 // host this way. Held in memory on purpose: a restart forgets the confirmation and waits for a new one.
 import type {Logger} from 'pino'
-import type {KitReadiness} from '../protocol/management-api.js'
+import type {KitReadiness, Readiness} from '../protocol/management-api.js'
+import type {WorkerdRuntime} from './runtime/runtime.js'
+
+/** What /readyz answers (both listeners): the shards serve, and the kit admits this host. */
+export function hostReadiness(runtime: Pick<WorkerdRuntime, 'ready' | 'shards'>, awaitKit: boolean, log: Logger) {
+  const kitReadiness = new KitReadinessState(awaitKit, log)
+  const ready = () => runtime.ready() && kitReadiness.admits()
+  const readinessDetail = (): Readiness => ({
+    ready: ready(),
+    shards: runtime.shards.map((shard) => ({index: shard.index, state: shard.state})),
+    kit: kitReadiness.view(),
+  })
+  return {ready, readinessDetail, kitReadiness}
+}
 
 export class KitReadinessState {
   /** null until the kit said anything since this start. */

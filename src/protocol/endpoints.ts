@@ -36,7 +36,7 @@ import {
   serviceAccountListSchema,
 } from './api/control.js'
 import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, putAssetsSchema} from './api/assets.js'
-import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, kitReadinessSchema, readinessSchema, setKitReadinessSchema} from './api/host.js'
+import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, kitReadinessCall, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
 import {d1QueryRequestSchema, d1QueryResultSchema} from './api/d1.js'
@@ -92,15 +92,7 @@ export const endpoints = {
     answer: 'json',
     summary: 'Exchanges the one-time code for the shared secret, with the host key’s proof.',
   },
-  kitReadiness: {
-    method: 'PUT',
-    path: '/v1/readiness',
-    signed,
-    request: setKitReadinessSchema,
-    response: kitReadinessSchema,
-    answer: 'json',
-    summary: 'The kit confirms the host current (`serving: true`, /readyz may say ready) or drains it (`false`); held until the host stops.',
-  },
+  kitReadiness: {...kitReadinessCall, signed, summary: 'The kit confirms the host current (`serving: true`) or drains it, until it stops.'},
   inventory: {
     method: 'GET',
     path: '/v1/inventory',

@@ -67,6 +67,9 @@ export const readinessSchema = z.strictObject({
 
 /** `PUT /v1/readiness`: the kit confirms the host current (serving) or drains it (not serving). */
 export const setKitReadinessSchema = z.strictObject({serving: z.boolean()})
+
+/** The endpoint's method, path and bodies (../endpoints.ts lists it as `kitReadiness`, with its summary). */
+export const kitReadinessCall = {method: 'PUT', path: '/v1/readiness', request: setKitReadinessSchema, response: kitReadinessSchema, answer: 'json'} as const
 export type Readiness = z.infer<typeof readinessSchema>
 
 export const inventorySchema = z.strictObject({
