@@ -32,6 +32,8 @@ export function hostDown(error: unknown): boolean {
   return error instanceof ProviderError && HOST_DOWN_CODES.has(error.code)
 }
 
+const RECEIPT_NOT_FOUND = 'edge_host_receipt_not_found'
+
 type Answer<T> = {member: FanoutMember; value: T}
 
 export class FanoutProvider implements EdgeProvider {
@@ -111,7 +113,6 @@ export class FanoutProvider implements EdgeProvider {
   putAssets: EdgeProvider['putAssets'] = (files, signal) => this.all((p) => p.putAssets(files, signal))
   lockdownScript: EdgeProvider['lockdownScript'] = (name, signal) => this.all((p) => p.lockdownScript(name, signal))
   controlMutation: EdgeProvider['controlMutation'] = (name, mutation, meta, signal) => this.all((p) => p.controlMutation(name, mutation, meta, signal))
-  acknowledgeReceipt: EdgeProvider['acknowledgeReceipt'] = (id, signal) => this.all((p) => p.acknowledgeReceipt(id, signal))
   replaceAccessPolicy: EdgeProvider['replaceAccessPolicy'] = (name, policy, signal) => this.all((p) => p.replaceAccessPolicy(name, policy, signal))
   purgeSecrets: EdgeProvider['purgeSecrets'] = (name, signal) => this.all((p) => p.purgeSecrets(name, signal))
   purgeCredentials: EdgeProvider['purgeCredentials'] = (name, signal) => this.all((p) => p.purgeCredentials(name, signal))
@@ -142,6 +143,20 @@ export class FanoutProvider implements EdgeProvider {
   async getReceipt(...args: Parameters<EdgeProvider['getReceipt']>): Promise<unknown> {
     const answers = await this.each((p) => p.getReceipt(...args))
     return answers.find((answer) => answer.value !== null)?.value ?? null
+  }
+
+  /** Acknowledged on every host that holds the receipt: a host skipped by the mutation has none, and that is no failure. */
+  async acknowledgeReceipt(mutationId: string, signal?: AbortSignal): Promise<unknown> {
+    const missing = Symbol('no receipt')
+    const answers = await this.each((p) =>
+      p.acknowledgeReceipt(mutationId, signal).catch((error: unknown) => {
+        if (error instanceof ProviderError && error.code === RECEIPT_NOT_FOUND) return missing
+        throw error
+      }),
+    )
+    const held = answers.find((answer) => answer.value !== missing)
+    if (held) return held.value
+    throw new ProviderError('terminal', RECEIPT_NOT_FOUND, `no host of the kit holds a receipt for mutation ${mutationId}`, 404)
   }
 
   async fenceStatus(signal?: AbortSignal): ReturnType<EdgeProvider['fenceStatus']> {
