@@ -102,8 +102,8 @@ test('many short pauses of the host (each under two intervals) do not add up to 
 /** The default limit, and a hold like those the host's judgement was fooled by: ~110 ms of CPU, stretched past the limit. */
 const DEFAULT_CPU_LIMIT_MS = 500
 const HOLD_CPU_MS = 110
-/** Hogs sharing the one CPU the held process is pinned to: it gets about an eighth of it, so each hold lasts ~900 ms. */
-const HOGS = 7
+/** Hogs sharing the one CPU the held process is pinned to: it gets about a tenth of it, so each hold lasts ~1.1 s or more. */
+const HOGS = 9
 
 /** A starved CPU: HOGS spinning processes pinned to CPU 0. The command prefix that pins a process beside them. */
 function starvedCpu(): string[] {
@@ -130,8 +130,8 @@ test('a thread held briefly (a GC) on a starved CPU, answering after each hold, 
     held.shard.answered += holds.length
   })
   try {
-    // Several holds, each far past the limit on the wall clock without an answer.
-    await expect.poll(() => wallMs.filter((ms) => ms > 2 * DEFAULT_CPU_LIMIT_MS).length, {timeout: 90_000, interval: 100}).toBeGreaterThanOrEqual(4)
+    // Several holds, each past the limit on the wall clock without an answer.
+    await expect.poll(() => wallMs.filter((ms) => ms > DEFAULT_CPU_LIMIT_MS).length, {timeout: 90_000, interval: 100}).toBeGreaterThanOrEqual(4)
     expect(held.incidents).toEqual([])
   } finally {
     held.watchdog.stop()
