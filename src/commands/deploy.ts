@@ -61,6 +61,11 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
     wait: Flags.boolean({default: true, allowNo: true, description: 'Run the deploy task now and wait for it (--no-wait leaves it to the next pass)'}),
     message: Flags.string({description: 'What this version is, recorded on it (versions list|show), with you as its author'}),
     tag: Flags.string({description: 'A tag recorded on the version (e.g. a release name)'}),
+    percentage: Flags.integer({
+      min: 0,
+      max: 100,
+      description: "A gradual deployment: the new version serves this share of requests beside the version served now (wrangler versions deploy's <version>@<percentage>)",
+    }),
     'operation-settings-digest': Flags.string({description: 'SHA-256 (64 hex) of the operation settings this deploy carries'}),
   }
 
@@ -102,6 +107,7 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
             ontoProduction: this.flags['onto-production'],
             source,
             notes: {message: this.flags.message, tag: this.flags.tag, author: this.operator.id},
+            percentage: this.flags.percentage,
           },
           {onStage: report, onEnqueued: (outboxId) => (this.outboxId = outboxId)},
         ),

@@ -176,6 +176,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         const route = state.scripts.route(script)
         return route !== null && !route.retired
       },
+      versionOf: (script, split) => {
+        const route = state.scripts.route(script)
+        return (split ? route?.split?.versionIds[0] : route?.versionIds[0]) ?? null
+      },
       secretValues: (script) => state.credentials.secretValues(script),
       sourceMaps: new SourceMaps(state.scripts),
       logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,

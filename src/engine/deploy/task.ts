@@ -150,7 +150,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (reconcileMode) {
     // GET-only first: a previous attempt may have uploaded before it died.
     try {
-      uploaded = await ask(readBack(provider, worker, verified))
+      uploaded = await ask(readBack(provider, worker, version, verified))
     } catch (error) {
       if (error instanceof ProviderError) return retry(retryCauseOf(error), error.code, error.message, true)
       throw error
@@ -188,7 +188,8 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
           const sent = await ask(sendMissingAssets(provider, engine.artifacts, assets, settings.deploy.asset_max_bytes))
           log.info({outboxId: args.outboxId, assetFiles: sent.files, assetBytes: sent.bytes}, 'asset files the host lacked were sent')
         }
-        return ask(provider.uploadScript(uploadInputOf(worker, version, verified, services)))
+        const beside = version.split ? await store.workers.getVersion(version.split.beside.version_id) : undefined
+        return ask(provider.uploadScript(uploadInputOf(worker, version, beside, verified, services)))
       })
       faultPoint('deploy.after_upload')
     } catch (error) {
@@ -205,7 +206,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
 
     stage('readback')
     try {
-      uploaded = await ask(readBack(provider, worker, verified))
+      uploaded = await ask(readBack(provider, worker, version, verified))
     } catch (error) {
       if (error instanceof ProviderError) return retry(retryCauseOf(error), error.code, error.message, true)
       throw error
@@ -247,10 +248,16 @@ export async function leaseDeployRow(engine: Engine, args: DeployTaskArgs, scope
   return engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: engine.settings.deploy.lease_seconds})
 }
 
-/** The host's copy of the script when it is exactly this release (generation and module digests), else null. */
-async function readBack(provider: EdgeProvider, worker: WorkerRow, verified: VerifiedVersion): Promise<ScriptDetails | null> {
+/**
+ * The host's copy of the script when it is exactly this release (generation and module digests) with
+ * the version's split (the release kept beside it, and the shares), else null.
+ */
+async function readBack(provider: EdgeProvider, worker: WorkerRow, version: VersionRow, verified: VerifiedVersion): Promise<ScriptDetails | null> {
   const details = await provider.getScript(worker.script_name)
   if (!details || details.releaseGeneration !== verified.receipt.releaseGeneration) return null
+  const split = version.split
+  if ((details.split?.releaseGeneration ?? null) !== (split?.beside.release_generation ?? null)) return null
+  if (split && details.split?.percentage !== split.beside.percentage) return null
   for (const module of verified.bundle.modules) {
     if (details.moduleDigests[module.name] !== sha256Hex(module.content)) return null
   }
@@ -348,7 +355,14 @@ export function storedVersionOf(version: VersionRow) {
   }
 }
 
-function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: VerifiedVersion, services: ReadonlyMap<string, string>): UploadScriptInput {
+function uploadInputOf(
+  worker: WorkerRow,
+  version: VersionRow,
+  beside: VersionRow | undefined,
+  verified: VerifiedVersion,
+  services: ReadonlyMap<string, string>,
+): UploadScriptInput {
+  const split = version.split
   return {
     scriptName: worker.script_name,
     mainModule: verified.bundle.mainModule,
@@ -363,7 +377,18 @@ function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: Verifie
     assets: verified.manifest.assets && verified.bundle.assets ? {config: assetConfigOf(verified.manifest.assets), ...verified.bundle.assets} : null,
     crons: verified.manifest.crons ?? [],
     queueConsumers: queueConsumersOf(verified.manifest),
+    versionIds: versionIdsOf(version),
+    split: split && {
+      releaseGeneration: split.beside.release_generation,
+      versionIds: beside ? versionIdsOf(beside) : [split.beside.version_id],
+      percentage: split.beside.percentage,
+    },
   }
+}
+
+/** The ids that name a version's release: its own, and the version a rollback's copy was made of. */
+function versionIdsOf(version: Pick<VersionRow, 'id' | 'rollback_of'>): string[] {
+  return version.rollback_of ? [version.id, version.rollback_of] : [version.id]
 }
 
 /** Runs `work` while renewing the row's lease every third of its length (a lost lease is noticed at the next fenced write). */

@@ -4,7 +4,7 @@ import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId, SCRIPT_NAME_PATTERN} from '../ids.js'
 import {idsWithPrefix} from './id-prefix.js'
-import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
+import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type VersionRow, type VersionSplit, type VersionState, type WorkerRow} from '../schema.js'
 
 export interface WorkerCreateInput {
   id?: string
@@ -34,6 +34,7 @@ export interface VersionCreateInput {
   source?: JsonObject | null
   size_bytes?: number | null
   rollback_of?: string | null
+  split?: VersionSplit | null
 }
 
 export class WorkerRepository {
@@ -152,6 +153,7 @@ export class WorkerRepository {
           manifest: canonicalJson(input.manifest),
           receipt: canonicalJson(input.receipt),
           source: input.source ? canonicalJson(input.source) : null,
+          split: input.split ? JSON.stringify(input.split) : null,
           created_at: now,
           updated_at: now,
         })
@@ -192,6 +194,7 @@ export function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {
     manifest: parseJsonObject(row.manifest),
     receipt: parseJsonObject(row.receipt),
     source: row.source === null ? null : parseJsonObject(row.source),
+    split: row.split === null ? null : (JSON.parse(row.split) as VersionSplit),
   }
 }
 
