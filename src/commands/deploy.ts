@@ -64,7 +64,8 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
     percentage: Flags.integer({
       min: 0,
       max: 100,
-      description: "A gradual deployment: the new version serves this share of requests beside the version served now (wrangler versions deploy's <version>@<percentage>)",
+      description:
+        "A gradual deployment: the new version serves this share of requests beside the version served now (wrangler versions deploy's <version>@<percentage>)",
     }),
     'operation-settings-digest': Flags.string({description: 'SHA-256 (64 hex) of the operation settings this deploy carries'}),
   }

@@ -172,14 +172,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     cleanups.push(() => runtime.stop())
     const tails = new TailHub({
       metrics,
-      isServed: (script) => {
-        const route = state.scripts.route(script)
-        return route !== null && !route.retired
-      },
-      versionOf: (script, split) => {
-        const route = state.scripts.route(script)
-        return (split ? route?.split?.versionIds[0] : route?.versionIds[0]) ?? null
-      },
+      route: (script) => state.scripts.route(script),
       secretValues: (script) => state.credentials.secretValues(script),
       sourceMaps: new SourceMaps(state.scripts),
       logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,

@@ -99,7 +99,7 @@ export class HostMetrics {
 
   readonly workerVersionResponses = this.workerCounter(
     'edgeworkers_host_worker_version_responses_total',
-    'Worker responses by script, version (the kit\'s version id; two under a gradual deployment) and status class.',
+    "Worker responses by script, version (the kit's version id; two under a gradual deployment) and status class.",
     ['script', 'version', 'status_class'],
   )
 

@@ -28,13 +28,12 @@ import type {HostMetrics} from './metrics.js'
 import type {SourceMaps, StackMapper} from './source-maps.js'
 import type {WorkerLogFile} from './worker-log-file.js'
 import {scriptOfService, splitServiceName} from './state/script-splits.js'
+import type {RouteRecord} from './state/scripts.js'
 
 export interface TailHubOptions {
   metrics: HostMetrics
-  /** True while the host serves the script (deployed, not retired). */
-  isServed(script: string): boolean
-  /** The kit's id of the version serving as the script's current release (split false) or its split release; null: unknown. */
-  versionOf(script: string, split: boolean): string | null
+  /** The script as the data plane routes it: served while not retired; the kit's version ids of its release(s). */
+  route(script: string): Pick<RouteRecord, 'retired' | 'versionIds' | 'split'> | null
   /** The values of the script's secrets, to keep them out of every event. */
   secretValues(script: string): string[]
   sourceMaps: SourceMaps
@@ -129,7 +128,7 @@ export class TailHub {
     for (const [service, summary] of Object.entries(summaries ?? {})) {
       const {script, split} = scriptOfService(service)
       if (!this.isServed(script)) continue
-      this.tally(script, summary, redactorOf(script), this.options.versionOf(script, split))
+      this.tally(script, summary, redactorOf(script), this.versionOf(script, split))
       if (isCount(summary.sampled) && summary.sampled > 0) this.countSampled(script, summary.sampled)
     }
     const mappers = new Map<string, StackMapper | null>()
@@ -141,7 +140,7 @@ export class TailHub {
       if (!subscribers && !this.options.logFile) continue
       if (!mappers.has(script)) mappers.set(script, this.options.sourceMaps.mapperOf(script))
       // Serialized once for every reader.
-      const line = JSON.stringify(eventOf({...item, script}, this.options.versionOf(script, split), redactorOf(script), mappers.get(script) ?? null))
+      const line = JSON.stringify(eventOf({...item, script}, this.versionOf(script, split), redactorOf(script), mappers.get(script) ?? null))
       for (const subscriber of subscribers ?? []) {
         if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
       }
@@ -222,8 +221,16 @@ export class TailHub {
     }
   }
 
+  /** The kit's id of the version serving as the script's current release or its split release; null: unknown. */
+  private versionOf(script: string, split: boolean): string | null {
+    const route = this.options.route(script)
+    return (split ? route?.split?.versionIds[0] : route?.versionIds[0]) ?? null
+  }
+
   private isServed(script: unknown): script is string {
-    return typeof script === 'string' && SCRIPT_NAME_PATTERN.test(script) && this.options.isServed(script)
+    if (typeof script !== 'string' || !SCRIPT_NAME_PATTERN.test(script)) return false
+    const route = this.options.route(script)
+    return route !== null && !route.retired
   }
 
   /** A live NDJSON stream of the script's events, until `dispose` or close(). */

@@ -64,7 +64,12 @@ describeEachStore('percentage change crash safety', (t) => {
           (row) => row.department_id === department && row.version_id !== v1.versionId && row.version_id !== v2.versionId,
         )
         if (changeRow) {
-          const result = await runDeployTask(later, {outboxId: changeRow.id, companyId: changeRow.company_id!, departmentId: department, messageId: changeRow.id})
+          const result = await runDeployTask(later, {
+            outboxId: changeRow.id,
+            companyId: changeRow.company_id!,
+            departmentId: department,
+            messageId: changeRow.id,
+          })
           expect(result.outcome).toBe('completed')
         } else {
           // Killed before the deploy was queued: the operator runs the change again, which deploys the version left behind.

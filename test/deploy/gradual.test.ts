@@ -9,6 +9,7 @@ import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {rollbackWorker} from '../../src/engine/deploy/rollback.js'
 import {deploymentStatus} from '../../src/engine/versions/deployments.js'
+import {errorRateThreshold, workersPanel} from '../../src/engine/status/workers.js'
 import {DEPLOYMENT_CHANGED_ACTION, deployVersions, promoteSplit} from '../../src/engine/versions/deploy-versions.js'
 import {runCli} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
@@ -72,6 +73,12 @@ describeEachStore('gradual deployments', (t) => {
     ])
     const versions = await t.store.workers.listVersions(v1.workerId)
     expect(versions.map((v) => v.state)).toEqual(['deployed', 'deployed'])
+    // `status --json` and the TUI's Workers list carry the split.
+    const panel = await workersPanel(engine, null, {threshold: errorRateThreshold(engine.settings)})
+    expect(panel.workers.find((row) => row.department_id === department)?.deployment).toEqual([
+      {version_id: v2.versionId, percentage: 10},
+      {version_id: v1.versionId, percentage: 90},
+    ])
 
     const drawn = await answers(script, REQUESTS)
     expect(new Set(drawn)).toEqual(new Set([V1, V2]))
@@ -83,7 +90,7 @@ describeEachStore('gradual deployments', (t) => {
     const keyOf = (i: number) => `session-${i % 200}`
     const keyed = await answers(script, 2_000, (i) => ({'Cloudflare-Workers-Version-Key': keyOf(i)}))
     const versionOfKey = new Map<string, Set<string>>()
-    keyed.forEach((text, i) => versionOfKey.set(keyOf(i), (versionOfKey.get(keyOf(i)) ?? new Set()).add(text)))
+    for (const [i, text] of keyed.entries()) versionOfKey.set(keyOf(i), (versionOfKey.get(keyOf(i)) ?? new Set()).add(text))
     expect([...versionOfKey.values()].every((seen) => seen.size === 1)).toBe(true)
     const onV2 = [...versionOfKey].filter(([, seen]) => seen.has(V2)).map(([key]) => key)
     expect(onV2.length).toBeGreaterThan(0)

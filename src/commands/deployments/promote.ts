@@ -14,7 +14,10 @@ edge_worker.deployment_changed. To go back to the old version instead, run rollb
 
 Exit codes: as deploy — 0 completed, 7 deferred or left to a later pass, 8 failed, 9 uncertain, 6
 superseded or refused by a gate; 2 no split is live; 5 unknown department.`
-  static override examples = ['<%= config.bin %> deployments promote acme-sales', '<%= config.bin %> deployments promote acme-sales --message "10 % looked fine" --json']
+  static override examples = [
+    '<%= config.bin %> deployments promote acme-sales',
+    '<%= config.bin %> deployments promote acme-sales --message "10 % looked fine" --json',
+  ]
   static override args = {department: Args.string({required: true, description: 'Department id whose Worker to promote'})}
   static override enableJsonFlag = true
   static override flags = {

@@ -79,10 +79,13 @@ export class ScriptSplits {
       this.drop(tx, script)
       return
     }
-    const current = this.db.one<{release_generation: string | null; main_module: string; compatibility_date: string; compatibility_flags: string; bindings: string}>(
-      'SELECT release_generation, main_module, compatibility_date, compatibility_flags, bindings FROM scripts WHERE name = ?',
-      script,
-    )
+    const current = this.db.one<{
+      release_generation: string | null
+      main_module: string
+      compatibility_date: string
+      compatibility_flags: string
+      bindings: string
+    }>('SELECT release_generation, main_module, compatibility_date, compatibility_flags, bindings FROM scripts WHERE name = ?', script)
     const kept = this.get(script)
     if (current?.release_generation === split.releaseGeneration) {
       this.drop(tx, script)

@@ -10,6 +10,7 @@ import type {HostDatabase} from './database.js'
 import type {FencedTx} from './fences.js'
 import {QUARANTINED} from './quarantine.js'
 import {dropUnusedBlob, ScriptSplits} from './script-splits.js'
+import {leastLoadedShard} from './shard-placement.js'
 import type {RunnableScript} from '../../workerd/script.js'
 
 export interface ScriptRecord {
@@ -372,16 +373,6 @@ export class Scripts {
     })
     for (const digest of previous) dropUnusedBlob(tx, digest)
   }
-}
-
-/** Least-loaded shard with room (lowest index on ties), or null when all are full. */
-function leastLoadedShard(loads: Map<number, number>, shardCount: number, maxPerShard: number): number | null {
-  let best: number | null = null
-  for (let shard = 0; shard < shardCount; shard++) {
-    const load = loads.get(shard) ?? 0
-    if (load < maxPerShard && (best === null || load < (loads.get(best) ?? 0))) best = shard
-  }
-  return best
 }
 
 function scriptFromRow(row: ScriptRow): ScriptRecord {

@@ -11,14 +11,13 @@ import {auditEntry, deterministicId, SYSTEM_ACTOR, type DEPLOY_SUPERSEDED} from 
 import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
-import {pairingRefused, ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
+import {pairingRefused, ProviderError, type EdgeProvider, type ScriptDetails} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
 import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js'
 import type {VersionDigests} from '../project/version-digests.js'
 import {moduleTupleOf, type WorkerManifest} from '../project/manifest.js'
-import {queueConsumersOf, scriptModulesOf, workerBindingsOf} from '../project/worker-config.js'
-import {assetConfigOf} from '../project/assets/config.js'
 import {sendMissingAssets} from './assets-upload.js'
+import {uploadInputOf} from './upload-input.js'
 import {resolveServiceBindings, SERVICE_BINDING_INVALID} from './service-bindings.js'
 import {sha256Hex} from '../../canonical-json.js'
 import type {Engine} from '../context.js'
@@ -54,7 +53,6 @@ export interface DeployTaskOptions {
   onStage?: (stage: DeployStage) => void
 }
 
-const TAGS = ['edgeworkers-kit']
 /** Another deploy of the same Worker holds the upload; this row retries on the backoff ladder. */
 export const WORKER_DEPLOY_BUSY = 'worker_deploy_busy'
 
@@ -353,42 +351,6 @@ export function storedVersionOf(version: VersionRow) {
     projectKey: version.project_artifact_key,
     bundleKey: version.bundle_artifact_key,
   }
-}
-
-function uploadInputOf(
-  worker: WorkerRow,
-  version: VersionRow,
-  beside: VersionRow | undefined,
-  verified: VerifiedVersion,
-  services: ReadonlyMap<string, string>,
-): UploadScriptInput {
-  const split = version.split
-  return {
-    scriptName: worker.script_name,
-    mainModule: verified.bundle.mainModule,
-    compatibilityDate: verified.bundle.compatibilityDate,
-    compatibilityFlags: verified.manifest.compatibilityFlags ?? [],
-    releaseGeneration: version.release_generation,
-    builderPolicy: version.builder_policy,
-    modules: scriptModulesOf(verified.manifest, verified.bundle.modules),
-    bindings: workerBindingsOf(verified.manifest, services),
-    tags: TAGS,
-    department: worker.department_id,
-    assets: verified.manifest.assets && verified.bundle.assets ? {config: assetConfigOf(verified.manifest.assets), ...verified.bundle.assets} : null,
-    crons: verified.manifest.crons ?? [],
-    queueConsumers: queueConsumersOf(verified.manifest),
-    versionIds: versionIdsOf(version),
-    split: split && {
-      releaseGeneration: split.beside.release_generation,
-      versionIds: beside ? versionIdsOf(beside) : [split.beside.version_id],
-      percentage: split.beside.percentage,
-    },
-  }
-}
-
-/** The ids that name a version's release: its own, and the version a rollback's copy was made of. */
-function versionIdsOf(version: Pick<VersionRow, 'id' | 'rollback_of'>): string[] {
-  return version.rollback_of ? [version.id, version.rollback_of] : [version.id]
 }
 
 /** Runs `work` while renewing the row's lease every third of its length (a lost lease is noticed at the next fenced write). */

@@ -43,7 +43,10 @@ export function planDeployment(shares: DeploymentShare[], versions: VersionRow[]
   const servedAs = (share: DeploymentShare) => served.find((version) => version.release_generation === share.version.release_generation)
   const [uploaded, kept] = servedAs(second) ? [first!, second] : servedAs(first!) ? [second, first!] : [undefined, undefined]
   if (!uploaded || !kept) {
-    throw new KitError('usage', `a split keeps a version the Worker serves now (${served.map((version) => version.id).join(', ') || 'none'}): name it as one of the two`)
+    throw new KitError(
+      'usage',
+      `a split keeps a version the Worker serves now (${served.map((version) => version.id).join(', ') || 'none'}): name it as one of the two`,
+    )
   }
   const beside = servedAs(kept)!
   return {

@@ -57,7 +57,16 @@ function deploymentOf(worker: WorkerRow, version: VersionRow, served: VersionRow
     deployedAt: Number(version.deployed_at),
     versions: [
       {versionId: version.id, percentage: split?.percentage ?? 100, tag: version.tag, releaseGeneration: version.release_generation},
-      ...(split ? [{versionId: split.beside.version_id, percentage: split.beside.percentage, tag: beside?.tag ?? null, releaseGeneration: split.beside.release_generation}] : []),
+      ...(split
+        ? [
+            {
+              versionId: split.beside.version_id,
+              percentage: split.beside.percentage,
+              tag: beside?.tag ?? null,
+              releaseGeneration: split.beside.release_generation,
+            },
+          ]
+        : []),
     ],
     kind: version.rollback_of === null ? 'deploy' : 'rollback',
     rollbackOf: version.rollback_of,
