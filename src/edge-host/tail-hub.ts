@@ -294,6 +294,7 @@ export class TailHub {
     for (const outcome of tailOutcomes) metrics.workerOutcomes.remove({script, outcome})
     for (const statusClass of STATUS_CLASSES) metrics.workerResponses.remove({script, status_class: statusClass})
     void metrics.assetResponses.removeScript(script)
+    void metrics.workerVersionResponses.removeScript(script)
     this.samples.delete(script)
     this.lastErrors.delete(script)
     this.assetEventsThisSecond.delete(script)
