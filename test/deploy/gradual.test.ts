@@ -4,6 +4,8 @@
 // Cloudflare-Workers-Version-Overrides header reaches a named one, `deployments promote` and
 // `rollback` end a split, the tail and the metrics name the version that answered, and bad asks are
 // refused with one line, exit 2, nothing written.
+import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
@@ -22,6 +24,8 @@ const HELLO_V2 = path.join(FIXTURES_DIR, 'hello-v2')
 const COUNTER = path.join(FIXTURES_DIR, 'counter')
 const V1 = 'Hello from an Edge Worker! (GET /)\n'
 const V2 = 'Hello from Edge Workers, version 2!\n'
+const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-gradual-'))
+afterAll(() => rmSync(root, {recursive: true, force: true}))
 const REQUESTS = 10_000
 const CONCURRENCY = 32
 
@@ -31,7 +35,7 @@ describeEachStore('gradual deployments', (t) => {
   const actor = {type: 'operator', id: 'alice'}
 
   beforeAll(async () => {
-    host = await startTestHost()
+    host = await startTestHost({settings: {worker_log_file: path.join(root, `${t.backend}.log`)}})
   })
   afterAll(async () => {
     await host?.stop()
@@ -125,6 +129,8 @@ describeEachStore('gradual deployments', (t) => {
     await answers(script, 400)
     const byVersion = await versionResponses(script)
     expect(Object.keys(byVersion).sort()).toEqual([v1.versionId, v2.versionId].sort())
+    // Every tail event (here, the host's Worker log file) names the version that ran.
+    expect(await tailedVersions(script)).toEqual(new Set([v1.versionId, v2.versionId]))
 
     const rolledBack = await rollbackWorker(engine, {departmentId: department, wait: true, actor})
     expect(rolledBack).toMatchObject({state: 'completed', rolledBackTo: v1.versionId})
@@ -165,6 +171,19 @@ describeEachStore('gradual deployments', (t) => {
     const refused = await cli('deploy', HELLO, '--department', durable, '--percentage', '10')
     expect([refused.code, refused.stderr.trim()]).toEqual([2, 'error: a Worker with Durable Objects keeps one version: deploy it at 100 %'])
   })
+
+  /** The version ids of the script's events in the Worker log file, once it holds 400 of them. */
+  async function tailedVersions(script: string): Promise<Set<string | null | undefined>> {
+    const file = path.join(root, `${t.backend}.log`)
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      const lines = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : []
+      const events = lines.filter((line) => line !== '').map((line) => JSON.parse(line) as {script: string; versionId?: string | null})
+      const mine = events.filter((event) => event.script === script)
+      if (mine.length >= 400 || Date.now() > deadline) return new Set(mine.map((event) => event.versionId))
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
 
   /** The host's per-version response counts of the script (edgeworkers_host_worker_version_responses_total), once the tail Worker posted them. */
   async function versionResponses(script: string): Promise<Record<string, number>> {
