@@ -19,10 +19,11 @@ edgeworker.json wins when both exist): TypeScript, JSX and npm dependencies are 
 [env.<name>] sections apply with --env, keys with no meaning on-prem are listed in one warning and
 bindings the host cannot provide (KV, R2, D1, queues, …) are refused. The Worker must start in a
 throwaway workerd before anything is written. --dry-run builds and prints what would be deployed
-without touching the store or the host.
+without touching the store or the host. --percentage P starts a gradual deployment: the new version
+serves P % of requests beside the version served now (see versions deploy; deployments promote ends it).
 
 Exit codes: 0 completed (or planned, with --dry-run), 7 deferred or left to a later pass, 8 failed,
-9 uncertain, 2 bad project (manifest, module or flag), 5 unknown department, 6 refused by a gate or a
+9 uncertain, 2 bad project (manifest, module or flag) or a split refused, 5 unknown department, 6 refused by a gate or a
 service binding, or superseded (a newer deploy of the same Worker wins); 130 SIGINT, 143 SIGTERM: the line
 says whether its outbox row stays queued (a reconcile pass completes it) or was not queued at all.`
   static override examples = [
