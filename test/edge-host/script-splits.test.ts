@@ -9,7 +9,7 @@ import {afterEach, beforeEach, expect, test} from 'vitest'
 import {sha256Hex} from '../../src/canonical-json.js'
 import {HostError} from '../../src/edge-host/errors.js'
 import {HostState, type ScriptUpload} from '../../src/edge-host/state/host-state.js'
-import {splitServiceName} from '../../src/edge-host/state/script-splits.js'
+import {scriptOfService, splitServiceName} from '../../src/edge-host/state/script-splits.js'
 import {scriptNameFor} from '../support/worker-fixtures.js'
 
 let dataDir: string
@@ -89,4 +89,9 @@ test('a split naming a release the script does not hold is refused, and nothing 
   expect(() => state.saveUpload(name, upload('two', V2, missing), shards)).toThrow(/holds no release not-held/)
   expect(state.scripts.get(name)).toEqual(before)
   expect(state.scripts.route(name)?.split).toBeNull()
+})
+
+test("a split release's workerd name maps back to its script (tail events, metrics and incidents count against the Worker)", () => {
+  expect(scriptOfService(splitServiceName(name))).toEqual({script: name, split: true})
+  expect(scriptOfService(name)).toEqual({script: name, split: false})
 })
