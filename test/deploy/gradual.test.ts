@@ -28,6 +28,8 @@ const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-gradual-'))
 afterAll(() => rmSync(root, {recursive: true, force: true}))
 const REQUESTS = 10_000
 const CONCURRENCY = 32
+/** 10,000 requests and several CLI runs: minutes on a loaded 2-vCPU machine. */
+const SLOW = {timeout: 300_000}
 
 describeEachStore('gradual deployments', (t) => {
   let host: TestHost
@@ -68,7 +70,7 @@ describeEachStore('gradual deployments', (t) => {
     return {engine, department, v1, v2, script: v1.scriptName}
   }
 
-  test('deploy --percentage 10: 10 ± 1 % of 10,000 requests, a key on one version, overrides by version id', async () => {
+  test('deploy --percentage 10: 10 ± 1 % of 10,000 requests, a key on one version, overrides by version id', SLOW, async () => {
     const {engine, department, v1, v2, script} = await split()
     const status = await deploymentStatus(engine, department)
     expect(status.deployment?.versions.map((v) => [v.versionId, v.percentage])).toEqual([
@@ -124,7 +126,7 @@ describeEachStore('gradual deployments', (t) => {
     expect((await t.store.workers.getVersion(v1.versionId))?.state).toBe('superseded')
   })
 
-  test('rollback while a split is live serves the old version alone; the metrics and the tail name each version', async () => {
+  test('rollback while a split is live serves the old version alone; the metrics and the tail name each version', SLOW, async () => {
     const {engine, department, v1, v2, script} = await split()
     await answers(script, 400)
     const byVersion = await versionResponses(script)
@@ -139,7 +141,7 @@ describeEachStore('gradual deployments', (t) => {
     expect(status.deployment?.versions).toEqual([expect.objectContaining({versionId: rolledBack.versionId, percentage: 100})])
   })
 
-  test('bad asks are refused with one line and exit 2, and nothing is written', async () => {
+  test('bad asks are refused with one line and exit 2, and nothing is written', SLOW, async () => {
     const engine = await kit.engine()
     const department = await kit.department()
     const settings = kit.settings()
