@@ -2,7 +2,7 @@
 // versions by the deployment rule of ./deployment-spec.ts, without a rebuild, through rollback's path
 // (a new newest version carrying the split, its audit row, the deploy task). A split keeps one of the
 // versions served now and uploads the other (docs/gradual-deployments.md); `deployments promote`
-// is the newer version of a live split at 100.
+// serves the uploaded one — the Worker's current version — alone.
 import {KitError} from '../../errors.js'
 import type {AuditActor, VersionRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
@@ -30,12 +30,12 @@ export async function deployVersions(engine: Engine, request: DeployVersionsRequ
   )
 }
 
-/** `deployments promote <worker>`: the newer version of the live split at 100 %. */
+/** `deployments promote <worker>`: the live split's current version (the one it rolls out) at 100 %. */
 export async function promoteSplit(engine: Engine, request: Omit<DeployVersionsRequest, 'specs'>, options: DeployStageOptions = {}): Promise<RollbackOutcome> {
   const choose = (versions: VersionRow[], current: VersionRow | undefined) => {
     const served = servedVersions(versions, current)
     if (served.length < 2) throw new KitError('usage', 'no split is live: nothing to promote')
-    // The current version is the one the split uploaded: the newer release, the one being rolled out.
+    // The current version is the one the split uploaded: the one being rolled out.
     return {target: served[0]!, split: null}
   }
   return redeployStoredVersion(

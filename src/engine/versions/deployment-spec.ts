@@ -81,11 +81,6 @@ export function servedVersions(versions: VersionRow[], current: VersionRow | und
   return beside ? [current, beside] : [current]
 }
 
-/** How a deployment reads: `<id>@<percentage>`, the uploaded version first. */
-export function describeDeployment(target: Pick<VersionRow, 'id'>, split: VersionSplit | null): string {
-  return split ? `${target.id}@${split.percentage} ${split.beside.version_id}@${split.beside.percentage}` : `${target.id}@100`
-}
-
 function checkedDeployment<V extends ShareVersion>(shares: DeploymentShare<V>[]): DeploymentShare<V>[] {
   if (shares.some((share) => !Number.isInteger(share.percentage) || share.percentage < 0 || share.percentage > 100)) {
     throw new KitError('usage', 'a percentage is a whole number from 0 to 100')
