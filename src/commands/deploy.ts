@@ -19,10 +19,11 @@ edgeworker.json wins when both exist): TypeScript, JSX and npm dependencies are 
 [env.<name>] sections apply with --env, keys with no meaning on-prem are listed in one warning and
 bindings the host cannot provide (KV, R2, D1, queues, …) are refused. The Worker must start in a
 throwaway workerd before anything is written. --dry-run builds and prints what would be deployed
-without touching the store or the host.
+without touching the store or the host. --percentage P starts a gradual deployment: the new version
+serves P % of requests beside the version served now (see versions deploy; deployments promote ends it).
 
 Exit codes: 0 completed (or planned, with --dry-run), 7 deferred or left to a later pass, 8 failed,
-9 uncertain, 2 bad project (manifest, module or flag), 5 unknown department, 6 refused by a gate or a
+9 uncertain, 2 bad project (manifest, module or flag) or a split refused, 5 unknown department, 6 refused by a gate or a
 service binding, or superseded (a newer deploy of the same Worker wins); 130 SIGINT, 143 SIGTERM: the line
 says whether its outbox row stays queued (a reconcile pass completes it) or was not queued at all.`
   static override examples = [
@@ -61,6 +62,12 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
     wait: Flags.boolean({default: true, allowNo: true, description: 'Run the deploy task now and wait for it (--no-wait leaves it to the next pass)'}),
     message: Flags.string({description: 'What this version is, recorded on it (versions list|show), with you as its author'}),
     tag: Flags.string({description: 'A tag recorded on the version (e.g. a release name)'}),
+    percentage: Flags.integer({
+      min: 0,
+      max: 100,
+      description:
+        "A gradual deployment: the new version serves this share of requests beside the version served now (wrangler versions deploy's <version>@<percentage>)",
+    }),
     'operation-settings-digest': Flags.string({description: 'SHA-256 (64 hex) of the operation settings this deploy carries'}),
   }
 
@@ -102,6 +109,7 @@ says whether its outbox row stays queued (a reconcile pass completes it) or was 
             ontoProduction: this.flags['onto-production'],
             source,
             notes: {message: this.flags.message, tag: this.flags.tag, author: this.operator.id},
+            percentage: this.flags.percentage,
           },
           {onStage: report, onEnqueued: (outboxId) => (this.outboxId = outboxId)},
         ),

@@ -10,7 +10,8 @@ export default class Rollback extends BaseCommand<typeof Rollback> {
   static override description = `Deploy a stored version of a Worker again, without rebuilding (wrangler's rollback).
 
 The rollback is a new version, the newest, carrying the target's artifacts: it wins over anything older
-and runs through the same deploy task as deploy. Default target: the version deployed before the current one.
+and runs through the same deploy task as deploy. Default target: the version deployed before the current one;
+while a gradual deployment is live, the version it keeps beside the current one (the old one, at 100 %).
 
 Exit codes: as deploy — 0 completed, 7 deferred or left to a later pass, 8 failed, 9 uncertain, 6
 superseded, refused by a gate, the Worker retired or the target's artifacts missing; 2 target already

@@ -227,7 +227,7 @@ export const settingsSchema = z.strictObject({
       pairing_failure_window_seconds: seconds(60, 1, 86_400),
       /** How often the watchdog probes each shard and samples its memory. */
       watchdog_interval_ms: count(100, 50, 60_000),
-      /** A shard whose process answered nothing (health probe included) for this long, while a request was inside and it ran on the CPU, is stalled (a Worker holds its thread, e.g. a loop): it is replaced at once. Effectively the per-request CPU time limit; every Worker of the shard waits that long. */
+      /** A shard whose process answered nothing (health probe included) for this long, while a request was inside and its thread ran on the CPU for 40 % of this (more than a legitimate hold, e.g. a garbage collection, takes), is stalled (a Worker holds its thread, e.g. a loop): it is replaced at once. Effectively the per-request CPU time limit; every Worker of the shard waits that long. */
       request_cpu_limit_ms: count(500, 100, 600_000),
       /** Resident memory one shard's workerd may use; past it the shard is restarted at once. */
       // Sized for a full shard: max_scripts_per_shard (500) loaded Workers at ~2.4 MiB, plus the

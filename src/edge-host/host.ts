@@ -35,6 +35,7 @@ import type {Shard} from './runtime/shard.js'
 import {HostService, type HostSettings} from './services/host-service.js'
 import {clearSnapshotLeftovers} from './services/snapshot.js'
 import {HostState, STATE_FILE} from './state/host-state.js'
+import {scriptOfService} from './state/script-splits.js'
 import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
 import {CronScheduler} from './triggers/cron-scheduler.js'
@@ -150,7 +151,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       spareProcess: settings.spare_process,
       beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
-      onIncident: (index, kind, script) => {
+      onIncident: (index, kind, service) => {
+        // A split release's incident counts against its Worker (./state/script-splits.ts).
+        const script = service === null ? null : scriptOfService(service).script
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return
         const {incidents, quarantined} = state.quarantine.recordIncident(script, kind, settings.quarantine_after_incidents)
@@ -173,10 +176,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     cleanups.push(() => runtime.stop())
     const tails = new TailHub({
       metrics,
-      isServed: (script) => {
-        const route = state.scripts.route(script)
-        return route !== null && !route.retired
-      },
+      route: (script) => state.scripts.route(script),
       secretValues: (script) => state.credentials.secretValues(script),
       sourceMaps: new SourceMaps(state.scripts),
       logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,

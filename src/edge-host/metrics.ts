@@ -97,6 +97,12 @@ export class HostMetrics {
     ['script', 'status_class'],
   )
 
+  readonly workerVersionResponses = this.workerCounter(
+    'edgeworkers_host_worker_version_responses_total',
+    "Worker responses by script, version (the kit's version id; two under a gradual deployment) and status class.",
+    ['script', 'version', 'status_class'],
+  )
+
   readonly workerExceptions = this.workerCounter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'])
 
   readonly workerWallSeconds = new WorkerHistogram(

@@ -27,11 +27,13 @@ import {readBoundedBody, type BodyBudget} from './http/body-limits.js'
 import type {HostMetrics} from './metrics.js'
 import type {SourceMaps, StackMapper} from './source-maps.js'
 import type {WorkerLogFile} from './worker-log-file.js'
+import {scriptOfService, splitServiceName} from './state/script-splits.js'
+import type {RouteRecord} from './state/scripts.js'
 
 export interface TailHubOptions {
   metrics: HostMetrics
-  /** True while the host serves the script (deployed, not retired). */
-  isServed(script: string): boolean
+  /** The script as the data plane routes it: served while not retired; the kit's version ids of its release(s). */
+  route(script: string): Pick<RouteRecord, 'retired' | 'versionIds' | 'split'> | null
   /** The values of the script's secrets, to keep them out of every event. */
   secretValues(script: string): string[]
   sourceMaps: SourceMaps
@@ -122,28 +124,31 @@ export class TailHub {
       if (!redact) redactors.set(script, (redact = secretRedactor(this.options.secretValues(script))))
       return redact
     }
-    for (const [script, summary] of Object.entries(summaries ?? {})) {
+    // A split release's traces come under its workerd name (./state/script-splits.ts): the script's, with its own version.
+    for (const [service, summary] of Object.entries(summaries ?? {})) {
+      const {script, split} = scriptOfService(service)
       if (!this.isServed(script)) continue
-      this.tally(script, summary, redactorOf(script))
+      this.tally(script, summary, redactorOf(script), this.versionOf(script, split))
       if (isCount(summary.sampled) && summary.sampled > 0) this.countSampled(script, summary.sampled)
     }
     const mappers = new Map<string, StackMapper | null>()
     const logLines: string[] = []
     for (const item of Array.isArray(traces) ? traces : []) {
-      const script = item?.script
+      const {script, split} = scriptOfService(String(item?.script))
       if (!this.isServed(script)) continue
       const subscribers = this.subscribers.get(script)
       if (!subscribers && !this.options.logFile) continue
       if (!mappers.has(script)) mappers.set(script, this.options.sourceMaps.mapperOf(script))
       // Serialized once for every reader.
-      const line = JSON.stringify(eventOf(item, redactorOf(script), mappers.get(script) ?? null))
+      const line = JSON.stringify(eventOf({...item, script}, this.versionOf(script, split), redactorOf(script), mappers.get(script) ?? null))
       for (const subscriber of subscribers ?? []) {
         if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
       }
       logLines.push(line)
     }
     if (logLines.length > 0) this.options.logFile?.append(logLines)
-    return {forward: this.options.logFile ? '*' : [...this.subscribers.keys()], maxEventsPerSecond: this.options.maxEventsPerSecond}
+    const forward = [...this.subscribers.keys()].flatMap((script) => [script, splitServiceName(script)])
+    return {forward: this.options.logFile ? '*' : forward, maxEventsPerSecond: this.options.maxEventsPerSecond}
   }
 
   private countSampled(script: string, count: number): void {
@@ -216,8 +221,16 @@ export class TailHub {
     }
   }
 
+  /** The kit's id of the version serving as the script's current release or its split release; null: unknown. */
+  private versionOf(script: string, split: boolean): string | null {
+    const route = this.options.route(script)
+    return (split ? route?.split?.versionIds[0] : route?.versionIds[0]) ?? null
+  }
+
   private isServed(script: unknown): script is string {
-    return typeof script === 'string' && SCRIPT_NAME_PATTERN.test(script) && this.options.isServed(script)
+    if (typeof script !== 'string' || !SCRIPT_NAME_PATTERN.test(script)) return false
+    const route = this.options.route(script)
+    return route !== null && !route.retired
   }
 
   /** A live NDJSON stream of the script's events, until `dispose` or close(). */
@@ -281,19 +294,23 @@ export class TailHub {
     for (const outcome of tailOutcomes) metrics.workerOutcomes.remove({script, outcome})
     for (const statusClass of STATUS_CLASSES) metrics.workerResponses.remove({script, status_class: statusClass})
     void metrics.assetResponses.removeScript(script)
+    void metrics.workerVersionResponses.removeScript(script)
     this.samples.delete(script)
     this.lastErrors.delete(script)
     this.assetEventsThisSecond.delete(script)
   }
 
-  private tally(script: string, summary: PostedSummary, redact: (text: string) => string): void {
+  private tally(script: string, summary: PostedSummary, redact: (text: string) => string, version: string | null): void {
     const {metrics} = this.options
     for (const [outcome, count] of Object.entries(summary.outcomes ?? {})) {
       const known = (tailOutcomes as readonly string[]).includes(outcome) ? (outcome as TailOutcome) : 'unknown'
       if (isCount(count)) metrics.workerOutcomes.inc({script, outcome: known}, count)
     }
     for (const [status, count] of Object.entries(summary.statuses ?? {})) {
-      if (isCount(count)) metrics.workerResponses.inc({script, status_class: statusClassOf(status === 'none' ? null : Number(status))}, count)
+      if (!isCount(count)) continue
+      const statusClass = statusClassOf(status === 'none' ? null : Number(status))
+      metrics.workerResponses.inc({script, status_class: statusClass}, count)
+      if (version !== null) metrics.workerVersionResponses.inc({script, version, status_class: statusClass}, count)
     }
     if (isCount(summary.exceptions) && summary.exceptions > 0) metrics.workerExceptions.inc({script}, summary.exceptions)
     if (typeof summary.lastError === 'string') this.lastErrors.set(script, redact(summary.lastError))
@@ -304,7 +321,7 @@ function isCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0
 }
 
-function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) => string, mapStack: StackMapper | null): TailEvent {
+function eventOf({script, endedAt, trace}: PostedTrace, versionId: string | null, redact: (text: string) => string, mapStack: StackMapper | null): TailEvent {
   const mapped = mapStack ?? ((text: string) => text)
   const startedAt = typeof trace.eventTimestamp === 'number' ? trace.eventTimestamp : endedAt
   const request = trace.event?.request
@@ -315,6 +332,7 @@ function eventOf({script, endedAt, trace}: PostedTrace, redact: (text: string) =
   return {
     time: new Date(startedAt).toISOString(),
     script,
+    versionId,
     // A cron run shows as SCHEDULED <cron expression>, a queue batch as QUEUE <queue name>.
     method: typeof request?.method === 'string' ? request.method : (invoked?.method ?? ''),
     path: invoked !== null && request?.url === undefined ? invoked.path : redact(pathOf(request?.url)),

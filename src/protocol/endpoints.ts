@@ -118,7 +118,8 @@ export const endpoints = {
     response: scriptDetailsSchema,
     answer: 'json',
     summary:
-      'Validated alone first; goes live shortly after (see the readiness probe). `department` (optional): the kit’s department id, the `department` label of the script’s metrics.',
+      'Validated alone first; goes live shortly after (see the readiness probe). `department` (optional): the kit’s department id, the `department` label of the script’s metrics. ' +
+      '`versionIds`: the kit’s ids of the version (tail events and the version-override header name it). `split` (optional, a gradual deployment): the release kept serving beside this one — the script’s current release or the one its split keeps, else 409 split_release_missing — and its percentage; the data plane splits requests by the shares. An upload without `split` drops a kept release.',
   },
   missingAssets: {
     method: 'POST',

@@ -15,6 +15,8 @@ export const tailEventSchema = z.strictObject({
   /** The invocation's start, ISO 8601. */
   time: z.string(),
   script: z.string(),
+  /** The kit's id of the version that ran (two serve at once under a gradual deployment); null: the host does not know it. */
+  versionId: z.string().nullable().optional(),
   method: z.string(),
   /** Path and query as the Worker saw them. */
   path: z.string(),

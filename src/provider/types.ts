@@ -49,6 +49,17 @@ export interface UploadScriptInput {
   crons: string[]
   /** The queues the Worker's queue() handler consumes. */
   queueConsumers: QueueConsumer[]
+  /** The kit's ids of the version this release is (tail events carry them; the override header names them). */
+  versionIds: string[]
+  /** A gradual deployment: the release kept serving beside this one, and its share; null serves this one alone. */
+  split: ReleaseSplit | null
+}
+
+/** The other release of a gradual deployment, as the host keeps it. */
+export interface ReleaseSplit {
+  releaseGeneration: string
+  versionIds: string[]
+  percentage: number
 }
 
 export interface ScriptDetails {
@@ -59,6 +70,7 @@ export interface ScriptDetails {
   /** Module name → SHA-256 hex of its bytes, as the host stored them. */
   moduleDigests: Record<string, string>
   tags: string[]
+  split: ReleaseSplit | null
 }
 
 export interface ScriptListPage {

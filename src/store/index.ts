@@ -178,17 +178,8 @@ export {deterministicId, newId, scriptNameFor, SCRIPT_NAME_PATTERN, TENANT_ID_PA
 export {AUDIT_ID_CONFLICT, auditEntry, SYSTEM_ACTOR, type AuditActor, type AuditEntryInput, type AuditListFilter} from './repositories/audit.js'
 export type {GateName, PairingInput} from './repositories/kit.js'
 export type {CurrentRelease, HostRelease} from './repositories/hosts.js'
-export type {
-  ClaimOptions,
-  EnqueueResult,
-  LeaseByIdResult,
-  LeaseDisposition,
-  OperatorActionResult,
-  OutboxEnqueueInput,
-  OutboxListFilter,
-  RetryOutcome,
-  SettleOptions,
-} from './outbox/types.js'
+// The outbox's types are the store's: its lanes and the engine name them.
+export type * from './outbox/types.js'
 export type {PurgeCounts} from './repositories/tenants.js'
 export {controlAuditDedupeKey} from './repositories/status.js'
 export type {DeploymentSnapshot} from './repositories/deployments.js'
@@ -197,7 +188,6 @@ export {supersededMessage, type NewerDeploy} from './repositories/deploy-order.j
 export type {SupersededRow} from './repositories/supersede.js'
 export {ORPHAN_CONFIRMATION_ACTION, type DepartmentDeletion, type OrphanCandidate} from './repositories/retirements.js'
 export type {HandBack} from './repositories/sweeps.js'
-export type {HeldLease} from './outbox/types.js'
 export type {VersionCreateInput, WorkerCreateInput} from './repositories/workers.js'
 export type {ControlClaimOptions} from './repositories/control-audits.js'
 export {

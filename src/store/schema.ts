@@ -87,6 +87,8 @@ export interface EdgeWorkerVersionsTable {
   rollback_of: string | null
   /** When its deploy completed (it served from then on); null: never served. */
   deployed_at: number | null
+  /** JSON VersionSplit: a gradual deployment's shares; null = this version alone at 100 %. */
+  split: string | null
 }
 
 export interface OutboxTable {
@@ -230,10 +232,17 @@ export type CompanyRow = Selectable<CompaniesTable>
 export type DepartmentRow = Selectable<DepartmentsTable>
 export type ServiceAccountRow = Selectable<ServiceAccountsTable>
 export type WorkerRow = Selectable<EdgeWorkersTable>
-export type VersionRow = Omit<Selectable<EdgeWorkerVersionsTable>, 'manifest' | 'receipt' | 'source'> & {
+export type VersionRow = Omit<Selectable<EdgeWorkerVersionsTable>, 'manifest' | 'receipt' | 'source' | 'split'> & {
   manifest: JsonObject
   receipt: JsonObject
   source: JsonObject | null
+  split: VersionSplit | null
+}
+
+/** A version deployed beside another (a gradual deployment): its share, and the other's. The shares add up to 100. */
+export interface VersionSplit {
+  percentage: number
+  beside: {version_id: string; release_generation: string; percentage: number}
 }
 export type OutboxRow = Omit<Selectable<OutboxTable>, 'payload'> & {payload: JsonObject}
 export type AuditRow = Omit<Selectable<AuditLogsTable>, 'facts'> & {facts: JsonObject}

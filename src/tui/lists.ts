@@ -92,6 +92,7 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
           {header: 'REQ', width: 6, align: 'right'},
           {header: 'ERR', width: 6, align: 'right'},
           {header: 'P99', width: 7, align: 'right'},
+          {header: 'SPLIT', width: 7, align: 'right'},
           {header: 'LAST ERROR', width: 'flex'},
         ],
         items: snapshot.workers.workers.map((row) => ({
@@ -101,6 +102,8 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
             figure(row.requests),
             figure(row.errors),
             row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)}ms`,
+            // A gradual deployment: the current version's share / the other's.
+            row.deployment.length === 2 ? row.deployment.map((share) => share.percentage).join('/') : '',
             row.lastError ?? '',
           ],
           filterable: {
@@ -120,6 +123,7 @@ export function panelList(panel: PanelName, snapshot: StatusSnapshot): PanelList
               ['script', row.script],
               ['worker', row.worker_id ?? '-'],
               ['version', row.version_id ?? '-'],
+              ['deployment', row.deployment.map((share) => `${share.version_id} ${share.percentage} %`).join(', ') || '-'],
               ['requests', window === null ? '- (the edge host did not report activity)' : `${row.requests ?? 0} in the last ${window}`],
               ['errors', `${row.errors ?? 0}${row.errorRateHigh ? ' (error rate needs attention)' : ''}`],
               ['p99', row.p99Ms === null ? '-' : `${Math.round(row.p99Ms)} ms`],

@@ -87,7 +87,7 @@ describe('versions and deployments commands', {timeout: 300_000}, () => {
     })
     expect(JSON.parse((await kit.cli('versions', 'list', department, '--json')).stdout)).toEqual(list)
   })
-  test('versions deploy <version>@100 serves a stored version again (exit 0); a split is refused with one line, exit 6', async () => {
+  test('versions deploy serves a stored version again or a split of two (exit 0), deployments promote ends the split; a bad split is refused with one line, exit 2', async () => {
     const department = await kit.newDepartment()
     for (const [dir, tag] of [
       [HELLO, 'v1'],
@@ -96,23 +96,25 @@ describe('versions and deployments commands', {timeout: 300_000}, () => {
       expect((await kit.cli('deploy', dir!, '--department', department, '--tag', tag!)).code).toBe(0)
     }
     const before = JSON.parse((await kit.cli('versions', 'list', department, '--json')).stdout) as VersionList
-    const split = await kit.cli('versions', 'deploy', department, 'v1@90%', 'v2@10%')
-    expect({code: split.code, stdout: split.stdout, stderr: split.stderr}).toEqual({
-      code: 6,
-      stdout: '',
-      stderr: 'error: this edge host serves one version of a Worker at a time; a percentage split is not supported yet: deploy one version at 100\n',
-    })
+    const [v1, v2] = [before.versions[0]!.id, before.versions[1]!.id]
     const badSum = await kit.cli('versions', 'deploy', department, 'v1@90', 'v2@20')
     expect({code: badSum.code, stderr: badSum.stderr}).toEqual({code: 2, stderr: 'error: the percentages add up to 110; they must add up to 100\n'})
     expect(JSON.parse((await kit.cli('versions', 'list', department, '--json')).stdout)).toEqual(before)
 
-    const back = await kit.cli('versions', 'deploy', department, 'v1@100', '--message', 'v2 breaks checkout')
-    expect(back.code).toBe(0)
-    const v1 = before.versions[0]!.id
-    expect(back.stdout).toMatch(new RegExp(`^version +\\S+ \\(deploy of ${v1}\\)$`, 'm'))
-    expect(back.stdout).toMatch(/^state +completed$/m)
+    // v2 is served: the split uploads v1 (as a new version) at 90 % and keeps v2 beside it at 10 %.
+    const split = JSON.parse((await kit.cli('versions', 'deploy', department, 'v1@90%', 'v2@10%', '--json')).stdout) as RollbackOutcome
+    expect(split).toMatchObject({state: 'completed', rolledBackTo: v1})
+    const splitStatus = JSON.parse((await kit.cli('deployments', 'status', department, '--json')).stdout)
+    expect(splitStatus.deployment.versions.map((v: {versionId: string; percentage: number}) => [v.versionId, v.percentage])).toEqual([
+      [split.versionId, 90],
+      [v2, 10],
+    ])
+    const promote = await kit.cli('deployments', 'promote', department, '--message', 'v2 breaks checkout')
+    expect(promote.code).toBe(0)
+    expect(promote.stdout).toMatch(new RegExp(`^version +\\S+ \\(promote of ${split.versionId}\\)$`, 'm'))
+    expect(promote.stdout).toMatch(/^state +completed$/m)
     const promoted = JSON.parse((await kit.cli('versions', 'deploy', department, 'v2@100', '--json')).stdout) as RollbackOutcome
-    expect(promoted).toMatchObject({state: 'completed', rolledBackTo: before.versions[1]!.id})
+    expect(promoted).toMatchObject({state: 'completed', rolledBackTo: v2})
     const status = JSON.parse((await kit.cli('deployments', 'status', department, '--json')).stdout)
     expect(status).toMatchObject({deployment: {versions: [{versionId: promoted.versionId, percentage: 100}]}})
   })

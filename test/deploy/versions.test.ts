@@ -8,7 +8,7 @@ import type {KitError} from '../../src/errors.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {rollbackWorker} from '../../src/engine/deploy/rollback.js'
 import {deploymentStatus, listDeployments} from '../../src/engine/versions/deployments.js'
-import {DEPLOYMENT_CHANGED_ACTION, deployVersions, GRADUAL_SPLIT_UNSUPPORTED} from '../../src/engine/versions/deploy-versions.js'
+import {DEPLOYMENT_CHANGED_ACTION, deployVersions} from '../../src/engine/versions/deploy-versions.js'
 import {diffWorkerVersions} from '../../src/engine/versions/diff.js'
 import {listWorkerVersions, showWorkerVersion} from '../../src/engine/versions/queries.js'
 import {scriptNameFor} from '../../src/store/index.js'
@@ -53,20 +53,6 @@ const SHOP_B = writeProject(root, 'shop-b', {
   'public/a.html': '<p>a, again</p>\n',
   'public/c.txt': 'c\n',
 })
-
-/** Two stateless versions: nothing keeps them to one version but the host. */
-const PLAIN = [1, 2].map((n) =>
-  writeProject(root, `plain-${n}`, {
-    'edgeworker.json': JSON.stringify({
-      name: 'plain',
-      main: 'index.js',
-      modules: ['index.js'],
-      compatibilityDate: '2026-11-01',
-      builderPolicy: 'department-worker-project-v2.9',
-    }),
-    'index.js': `export default {fetch() {return new Response('plain ${n}')}}\n`,
-  }),
-)
 
 const served = async (url: string) => (await (await fetch(new URL('page', url))).text()).trim()
 
@@ -213,10 +199,8 @@ describeEachStore('versions', (t) => {
     await expect(deployVersions(engine, {departmentId: department, specs: ['v2@100'], wait: true, actor})).rejects.toMatchObject({code: 'usage'})
   })
 
-  test('versions deploy A@90 B@10 is refused with one line, and nothing is written', async () => {
+  test('versions deploy A@90 B@10 of a stateful Worker, or not adding up to 100, is refused with one line, and nothing is written', async () => {
     const {engine, department, a} = await twoVersions()
-    const plainDepartment = await kit.department()
-    for (const projectDir of PLAIN) expect((await deployWorker(engine, {projectDir, departmentId: plainDepartment, wait: true})).state).toBe('completed')
     const before = {versions: await t.store.workers.listVersions(a.workerId), outbox: await t.store.outbox.list(), audit: await t.store.audit.list({})}
     const refusal = (departmentId: string, specs: string[]) =>
       deployVersions(engine, {departmentId, specs, wait: true, actor}).catch((caught: unknown) => caught as KitError)
@@ -226,10 +210,6 @@ describeEachStore('versions', (t) => {
       code: 'usage',
       message: 'a Worker with KV namespaces (kept in its Durable Object storage) keeps one version: deploy it at 100 %',
     })
-    const plainVersions = await t.store.workers.listVersions((await t.store.workers.getByDepartment(plainDepartment))!.id)
-    const split = await refusal(plainDepartment, [`${plainVersions[0]!.id}@90`, `${plainVersions[1]!.id}@10`])
-    expect(split).toMatchObject({code: 'conflict', reason: GRADUAL_SPLIT_UNSUPPORTED})
-    expect((split as KitError).message).not.toContain('\n')
     expect(await refusal(department, ['v1@90', 'v2@20'])).toMatchObject({code: 'usage', message: 'the percentages add up to 110; they must add up to 100'})
     expect(await t.store.workers.listVersions(a.workerId)).toEqual(before.versions)
     expect(await t.store.outbox.list()).toEqual(before.outbox)

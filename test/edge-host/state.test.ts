@@ -44,6 +44,8 @@ function upload(text: string): ScriptUpload {
     crons: [],
     queueConsumers: [],
     assets: null,
+    versionIds: [],
+    split: null,
   }
 }
 

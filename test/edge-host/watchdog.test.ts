@@ -1,8 +1,12 @@
-// The watchdog tells the host's own pause from a stalled process: while the host did not run (a
-// loaded machine, a long GC) it could not read the process's answers, so that time does not count
-// toward a stall window; a real stall is still caught once the host runs again. The process is a
-// real one spinning on the CPU; the shard in front of it answers nothing, as a held thread does.
-// Many short pauses count as much as one long one (before, only lateness past two intervals did).
+// The watchdog tells a held thread from a slow process. The host's own pause: while the host did not
+// run (a loaded machine, a long GC) it could not read the process's answers, so that time does not
+// count toward a stall window; a real stall is still caught once the host runs again. Many short
+// pauses count as much as one long one (before, only lateness past two intervals did). The
+// process's own slowness: stopped, or starved of the CPU while its thread is held legitimately for
+// a while (a garbage collection stretched by a busy machine: 100–150 ms of CPU over 600 ms without
+// an answer was judged a stall and its shard killed), it is left alone; a spinning one starved the
+// same way is still caught. The processes are real ones; the shard in front of them answers
+// nothing, as a held thread does.
 import {spawn} from 'node:child_process'
 import {setTimeout as sleep} from 'node:timers/promises'
 import pino from 'pino'
@@ -18,13 +22,29 @@ afterEach(() => {
 })
 
 /** A watchdog over one shard in front of a real spinning process that answers nothing, as a held thread does. */
-function watchSpinner(): {incidents: Array<{kind: string; script: string | null}>; watchdog: Watchdog} {
-  const spinner = spawn(process.execPath, ['-e', 'for (;;) {}'], {stdio: 'ignore'})
-  children.push(spinner)
+function watchSpinner(): Watched {
+  return watch(spawnChild(['-e', 'for (;;) {}']), CPU_LIMIT_MS)
+}
+
+function spawnChild(args: string[], command: string[] = [process.execPath]): ReturnType<typeof spawn> {
+  const child = spawn(command[0]!, [...command.slice(1), ...args], {stdio: ['ignore', 'pipe', 'ignore']})
+  children.push(child)
+  return child
+}
+
+interface Watched {
+  incidents: Array<{kind: string; script: string | null}>
+  watchdog: Watchdog
+  /** The shard in front of the process: its `answered` grows when the test says the process answered. */
+  shard: {answered: number}
+}
+
+/** A watchdog (limit `cpuLimitMs`) over one shard in front of `child`; the shard's probe is never answered. */
+function watch(child: ReturnType<typeof spawn>, cpuLimitMs: number): Watched {
   const incidents: Array<{kind: string; script: string | null}> = []
   const shard = {
     index: 0,
-    pid: spinner.pid!,
+    pid: child.pid!,
     answered: 0,
     compiling: false,
     suspect: () => 'spinner',
@@ -35,14 +55,14 @@ function watchSpinner(): {incidents: Array<{kind: string; script: string | null}
   const watchdog = new Watchdog({
     shards: () => [shard as unknown as Shard],
     intervalMs: 100,
-    cpuLimitMs: CPU_LIMIT_MS,
+    cpuLimitMs,
     memoryLimitBytes: Number.MAX_SAFE_INTEGER,
     recycleMemoryBytes: null,
     onIncident: (_index, kind, script) => incidents.push({kind, script}),
     log: pino({level: 'silent'}),
   })
   watchdog.start()
-  return {incidents, watchdog}
+  return {incidents, watchdog, shard}
 }
 
 test("the host's own pause does not count toward a stall window, and the stall is caught after it", async () => {
@@ -73,6 +93,68 @@ test('many short pauses of the host (each under two intervals) do not add up to 
       await sleep(1)
     }
     expect(incidents).toEqual([])
+    await expect.poll(() => incidents, {timeout: 30_000}).toEqual([{kind: 'stall', script: 'spinner'}])
+  } finally {
+    watchdog.stop()
+  }
+})
+
+/** The default limit, and a hold like those the host's judgement was fooled by: ~110 ms of CPU, stretched past the limit. */
+const DEFAULT_CPU_LIMIT_MS = 500
+const HOLD_CPU_MS = 110
+/** Hogs sharing the one CPU the held process is pinned to: it gets about a tenth of it, so each hold lasts ~1.1 s or more. */
+const HOGS = 9
+
+/** A starved CPU: HOGS spinning processes pinned to CPU 0. The command prefix that pins a process beside them. */
+function starvedCpu(): string[] {
+  const pinned = ['taskset', '-c', '0', process.execPath]
+  for (let hog = 0; hog < HOGS; hog++) spawnChild(['-e', 'for (;;) {}'], pinned)
+  return pinned
+}
+
+test('a thread held briefly (a GC) on a starved CPU, answering after each hold, is not a stall; a spinning one there is', {timeout: 120_000}, async () => {
+  const pinned = starvedCpu()
+  // Holds its thread for HOLD_CPU_MS of CPU, answers (prints the hold's wall-clock ms), sleeps a little, again.
+  const holder = spawnChild(
+    [
+      '-e',
+      `const hold = () => { const start = process.cpuUsage(); const began = Date.now(); for (;;) { const used = process.cpuUsage(start); if (used.user + used.system >= ${HOLD_CPU_MS * 1000}) break }; console.log(Date.now() - began); setTimeout(hold, 20) }; hold()`,
+    ],
+    pinned,
+  )
+  const held = watch(holder, DEFAULT_CPU_LIMIT_MS)
+  const wallMs: number[] = []
+  holder.stdout!.on('data', (chunk: Buffer) => {
+    const holds = chunk.toString().trim().split('\n').map(Number)
+    wallMs.push(...holds)
+    held.shard.answered += holds.length
+  })
+  try {
+    // Several holds, each past the limit on the wall clock without an answer.
+    await expect.poll(() => wallMs.filter((ms) => ms > DEFAULT_CPU_LIMIT_MS).length, {timeout: 90_000, interval: 100}).toBeGreaterThanOrEqual(4)
+    expect(held.incidents).toEqual([])
+  } finally {
+    held.watchdog.stop()
+  }
+
+  const spinning = watch(spawnChild(['-e', 'for (;;) {}'], pinned), DEFAULT_CPU_LIMIT_MS)
+  try {
+    await expect.poll(() => spinning.incidents, {timeout: 60_000}).toEqual([{kind: 'stall', script: 'spinner'}])
+  } finally {
+    spinning.watchdog.stop()
+  }
+})
+
+test('a stopped process is not a stall however long it is stopped; spinning once continued, it is', {timeout: 60_000}, async () => {
+  const child = spawnChild(['-e', 'for (;;) {}'])
+  child.kill('SIGSTOP')
+  const {incidents, watchdog} = watch(child, DEFAULT_CPU_LIMIT_MS)
+  try {
+    // Stopped for ten times the limit: the probe goes unanswered all along.
+    const stoppedUntil = Date.now() + 10 * DEFAULT_CPU_LIMIT_MS
+    await expect.poll(() => Date.now() >= stoppedUntil, {timeout: 30_000}).toBe(true)
+    expect(incidents).toEqual([])
+    child.kill('SIGCONT')
     await expect.poll(() => incidents, {timeout: 30_000}).toEqual([{kind: 'stall', script: 'spinner'}])
   } finally {
     watchdog.stop()

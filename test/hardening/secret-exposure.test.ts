@@ -4,14 +4,18 @@
 // host's data dir, the backup and the restored host dir is read byte for byte, and every output
 // stream (each CLI run's stdout and stderr, the tail's, the host process's): the value is found only
 // in host.sqlite (the kit's store never holds it: the outbox and the audit keep digests) and in the
-// backup's copy of it, each 0600; and every file and directory there is 0600 / 0700.
+// backup's copy of it, each 0600; and every file and directory there is 0600 / 0700. Once with the
+// kit's SQLite store (a file in its data dir, searched with the rest) and once with a PostgreSQL
+// store, whose every table is dumped and searched too (outbox payloads, audit rows, …).
 import {randomUUID} from 'node:crypto'
 import {lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
+import pg from 'pg'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {runCli, type CliResult} from '../support/cli.js'
 import {spawnCli, type WatchedProcess} from '../support/process.js'
+import {describeStore} from '../support/stores.js'
 import {FIXTURES_DIR} from '../support/worker-fixtures.js'
 
 const SECRET = `Planted-${randomUUID()}`
@@ -61,13 +65,54 @@ function filesHolding(dir: string, needle: Buffer): string[] {
     .filter((file) => readFileSync(file).includes(needle))
 }
 
-test('a secret a Worker logs is found only in host.sqlite, every created file is 0600 and every directory 0700', {timeout: 300_000}, async () => {
-  const kitDir = path.join(root, 'kit')
-  const hostDir = path.join(root, 'host')
-  const backupDir = path.join(root, 'backup')
-  const restoredHostDir = path.join(root, 'host-restored')
-  const inputDir = path.join(root, 'input') // the operator's own file with the value: not searched
-  mkdirSync(inputDir)
+/** Every row of every table of a PostgreSQL database, as JSON text. */
+async function dumpTables(url: string): Promise<Record<string, string>> {
+  const client = new pg.Client({connectionString: url})
+  await client.connect()
+  try {
+    const tables = (await client.query<{name: string}>(`select tablename as name from pg_tables where schemaname = 'public'`)).rows.map((row) => row.name)
+    const dump: Record<string, string> = {}
+    for (const table of tables) dump[table] = JSON.stringify((await client.query(`select * from "${table}"`)).rows)
+    return dump
+  } finally {
+    await client.end()
+  }
+}
+
+test('a secret a Worker logs is found only in host.sqlite, every created file is 0600 and every directory 0700 (SQLite store)', {
+  timeout: 300_000,
+}, async () => {
+  await plantAndSearch('sqlite', {})
+})
+
+describeStore('postgres', 'a planted secret', (t) => {
+  test('a secret a Worker logs is found only in host.sqlite, not in any table of the PostgreSQL store; every created file 0600, directory 0700', {
+    timeout: 300_000,
+  }, async () => {
+    await plantAndSearch('postgres', {EDGEWORKERS_STORE__URL: t.url})
+    const dump = await dumpTables(t.url)
+    // The store did hold the work: the outbox rows and the audit of the secret put.
+    expect(dump.edge_worker_outbox).toContain('secrets.put')
+    expect(dump.edge_worker_audit_logs).toContain('secrets.put')
+    expect(
+      Object.entries(dump)
+        .filter(([, rows]) => rows.includes(SECRET))
+        .map(([table]) => table),
+    ).toEqual([])
+  })
+})
+
+/**
+ * The run under `label` (its own dirs), with `storeEnv` given to every kit command (none: the
+ * default SQLite store in the kit's data dir), and the search of every file and stream.
+ */
+async function plantAndSearch(label: string, storeEnv: Record<string, string>): Promise<void> {
+  const kitDir = path.join(root, label, 'kit')
+  const hostDir = path.join(root, label, 'host')
+  const backupDir = path.join(root, label, 'backup')
+  const restoredHostDir = path.join(root, label, 'host-restored')
+  const inputDir = path.join(root, label, 'input') // the operator's own file with the value: not searched
+  mkdirSync(inputDir, {recursive: true})
   const secretFile = path.join(inputDir, 'token.txt')
   writeFileSync(secretFile, SECRET)
 
@@ -84,7 +129,7 @@ test('a secret a Worker logs is found only in host.sqlite, every created file is
 
   const runs: CliResult[] = []
   const kit = async (args: string[], expectedCode = 0) => {
-    const result = await runCli(args, {EDGEWORKERS_DATA_DIR: kitDir})
+    const result = await runCli(args, {EDGEWORKERS_DATA_DIR: kitDir, ...storeEnv})
     runs.push(result)
     expect({args, code: result.code, stderr: result.stderr}).toEqual({args, code: expectedCode, stderr: expect.any(String)})
     return result
@@ -98,7 +143,7 @@ test('a secret a Worker logs is found only in host.sqlite, every created file is
   const url = (JSON.parse((await kit(['worker', 'show', 'acme-sales', '--json'])).stdout) as {url: string}).url
 
   // The Worker logs `token <value>` (the fixture's /secret) once its shard restarted with the secret.
-  const tail = spawnCli(['tail', 'acme-sales'], {EDGEWORKERS_DATA_DIR: kitDir})
+  const tail = spawnCli(['tail', 'acme-sales'], {EDGEWORKERS_DATA_DIR: kitDir, ...storeEnv})
   await tail.waitFor(({stderr}) => stderr.includes('tailing'), 'the tail to open')
   const logged = () => tail.stdout.includes('token [redacted]') && host!.stdout.includes('"msg":"token [redacted]"')
   for (let sent = 0; !logged(); sent++) {
@@ -127,4 +172,4 @@ test('a secret a Worker logs is found only in host.sqlite, every created file is
   expect(filesHolding(backupDir, needle)).toEqual([path.join(backupDir, 'host', 'snapshot.tar')])
   for (const dir of [kitDir, hostDir, restoredHostDir, backupDir]) expect(openModes(dir)).toEqual([])
   expect(readFileSync(path.join(hostDir, 'logs', 'workers.log'), 'utf8')).toContain('token [redacted]')
-})
+}

@@ -89,6 +89,7 @@ describeEachStore('edgeworkers status (snapshot)', (t) => {
     expect(snapshot.attention).toContainEqual(expect.stringMatching(new RegExp(`^Worker ${department}: 10 of 11 requests failed in \\d+m$`)))
     expect(snapshot.workers.workers.find((row) => row.department_id === department)).toMatchObject({
       version_id: deployed.versionId,
+      deployment: [{version_id: deployed.versionId, percentage: 100}],
       requests: 11,
       errors: 10,
       errorRateHigh: true,

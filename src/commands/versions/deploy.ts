@@ -7,20 +7,24 @@ import {redeployLines} from '../../cli/versions-render.js'
 import {deployVersions} from '../../engine/versions/deploy-versions.js'
 
 export default class VersionsDeploy extends BaseCommand<typeof VersionsDeploy> {
-  static override description = `Serve a stored version of a Worker (wrangler versions deploy <version>@<percentage>).
+  static override description = `Serve stored versions of a Worker (wrangler versions deploy <version>@<percentage>…).
 
-Name each version by id, unique prefix or tag, with its percentage (the % optional). One version at 100
-is deployed again without rebuilding, as a new version through the same deploy task as rollback; the
-audit row is edge_worker.deployment_changed. A split of two versions (A@90 B@10) is checked by
-Cloudflare's rules — a Worker with Durable Objects, or KV, D1, R2 or queues (kept in its Durable Object
-storage), keeps one version — and then refused: this host serves one version of a Worker at a time.
+Name each version by id, unique prefix or tag, with its percentage (the % optional); one or two
+versions, adding up to 100. Nothing is rebuilt: a new version carrying the deployment goes through the
+same deploy task as deploy and rollback; the audit row is edge_worker.deployment_changed. A split (a
+gradual deployment, A@90 B@10) keeps one of the versions the Worker serves now and uploads the other;
+the host splits requests by the percentages, keeps a Cloudflare-Workers-Version-Key on one version and
+honours Cloudflare-Workers-Version-Overrides. A Worker with Durable Objects, or KV, D1, R2 or queues
+(kept in its Durable Object storage), or static assets, keeps one version (Cloudflare's rule).
 
 Exit codes: as deploy — 0 completed, 7 deferred or left to a later pass, 8 failed, 9 uncertain, 6
-superseded, refused by a gate, a split, the Worker retired or the version's artifacts missing; 2 bad
-<version>@<percentage>, the version already current or an ambiguous name; 5 unknown department or version.`
+superseded, refused by a gate, the Worker retired or the version's artifacts missing; 2 bad
+<version>@<percentage>, percentages not adding up to 100, a split refused, the deployment already
+current or an ambiguous name; 5 unknown department or version.`
   static override examples = [
     '<%= config.bin %> versions deploy acme-sales v1.1@100',
     '<%= config.bin %> versions deploy acme-sales 3f2b9c1e@100% --message "back to the March build" --json',
+    '<%= config.bin %> versions deploy acme-sales v1.1@90 v1.2@10',
   ]
   static override strict = false
   static override args = {department: Args.string({required: true, description: 'Department id whose Worker to deploy'})}

@@ -35,6 +35,7 @@ import {ASSETS_TARGET_PREFIX, SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from
 import type {AssetServer} from '../assets/serve.js'
 import type {AccessPolicyRecord, HostState} from '../state/host-state.js'
 import {hasBody, proxy, safeToRetry, tunnel, type UpgradeRequest} from './worker-forwarding.js'
+import {splitService} from './version-split.js'
 
 export interface DataPlaneOptions {
   state: HostState
@@ -166,18 +167,20 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       await options.assets.serveBinding(name, generation, path, request, response, requestId)
       return name
     }
+    // Under a gradual deployment, the release this request goes to (workerd's name for it).
+    const service = route.split ? splitService(name, {...route, split: route.split}, request.headers) : name
     const forwardBody = upgrade ? undefined : (body ?? (hasBody(request) ? request : undefined))
     const deadline = Date.now() + options.holdTimeoutMs
     for (let attempt = 1; ; attempt++) {
       let failed = false
-      const lease = await shard.acquire(Math.max(0, deadline - Date.now()), name)
+      const lease = await shard.acquire(Math.max(0, deadline - Date.now()), service)
       if (!lease) {
         sendJson(response, 503, {code: 'worker_unavailable', message: 'Worker unavailable'}, {'x-request-id': requestId})
         return name
       }
       try {
         // Uploaded but its shard has not picked it up yet: not served, so not found.
-        const route = await loadedRoute(shard, name)
+        const route = await loadedRoute(shard, service)
         if (route === undefined) {
           // Moved to a shard of its own while held (an incident it caused): go there.
           const moved = state.route(name)?.shard

@@ -3,15 +3,19 @@
 // at every serving shard each `intervalMs`:
 // - stall: a Worker holds the thread (an infinite loop, or a request over its CPU time). Seen from
 //   outside, a process whose thread is held answers nothing — not its health probe, not any
-//   request — while it runs on the CPU. A process that is merely slow looks the same on the wall
-//   clock: stopped, it runs not at all; busy with many short tasks (a burst of first loads under
-//   the loader), it keeps answering some. So a stall is: the health probe unanswered and no answer
-//   at all from the process over one window of at least `cpuLimitMs`, the process on the CPU
-//   (/proc/<pid>/stat) for a twentieth of that window or `cpuLimitMs` (RUNNING_SHARE: on a busy
-//   machine a spinning thread gets only its share), and a request inside since before the window began, to
-//   blame. Any answer starts the window again, and the host's own pauses (however much later
-//   than its interval a tick runs) do not count: the host could not read answers then. Without /proc the CPU
-//   condition is not checked.
+//   request — while its thread runs on the CPU. A process that is merely slow looks the same on the
+//   wall clock: stopped, it runs not at all; busy with many short tasks, it keeps answering some.
+//   But the thread of an innocent process is also held legitimately for a while (a garbage
+//   collection, a compile), and on a busy machine that while is stretched: at load 10–41 on 2 cores
+//   such holds of 100–150 ms of CPU took ~600–740 ms of wall clock without an answer, and were
+//   judged stalls. A spinning thread at load ~18 got 100–280 ms of CPU in 600 ms. So a stall is:
+//   the health probe unanswered and no answer at all from the process over one window of at
+//   least `cpuLimitMs`; its main thread (the one every Worker runs on, /proc/<pid>/task/<pid>/stat)
+//   on the CPU for HELD_CPU_SHARE of the limit in that window (more than any legitimate hold; a
+//   spinning thread gets there at the limit on a machine with CPU to spare, later on one without);
+//   and a request inside since before the window began, to blame. Any answer starts the window
+//   again, and the host's own pauses (however much later than its interval a tick runs) do not
+//   count: the host could not read answers then. Without /proc the CPU condition is not checked.
 //   Every Worker of the shard waits while its thread is held, so the limit is short (500 ms).
 // - memory: the process's resident memory passed `memoryLimitBytes` (read from /proc; without
 //   /proc this check does nothing, and only workerd's own heap limit — a crash — stops a bomb).
@@ -44,7 +48,7 @@ interface Probe {
   pid: number
   /** The probe was sent, or the process last answered something: whichever came later. */
   since: number
-  /** The process's CPU time then, ms; null without /proc. */
+  /** The CPU time of its main thread then, ms; null without /proc. */
   cpuMs: number | null
   /** Shard.answered then. */
   answered: number
@@ -96,7 +100,7 @@ export class Watchdog {
     const pid = shard.pid
     if (pid === null || this.probes.get(shard.index)?.pid !== pid) this.probes.delete(shard.index) // not serving, or a new process: start over
     if (pid === null) return
-    const [cpuMs, rss] = await Promise.all([cpuTimeMs(pid), residentBytes(pid)])
+    const [cpuMs, rss] = await Promise.all([mainThreadCpuMs(pid), residentBytes(pid)])
     if (shard.pid !== pid) return
     const pending = this.probes.get(shard.index)
     // A request inside since before the process last answered holds its thread: that one, if any.
@@ -106,11 +110,10 @@ export class Watchdog {
     if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, answered: shard.answered})
     if (pending && now - pending.since > this.options.cpuLimitMs) {
       const burnedMs = cpuMs === null || pending.cpuMs === null ? null : cpuMs - pending.cpuMs
-      // Stopped (no CPU at all): keep watching the same window. A held thread on a busy machine gets
-      // only its share of the CPU, so a share of the window (or the limit itself) is enough — but
-      // a burst of first loads compiling looks the same, so while one is on its way the whole limit is.
-      const needed = shard.compiling ? this.options.cpuLimitMs : Math.min(this.options.cpuLimitMs, (now - pending.since) * RUNNING_SHARE)
-      if (burnedMs !== null && burnedMs < needed) return
+      // Stopped, starved, or held no longer than a legitimate hold: keep watching the same window.
+      // A burst of first loads compiling holds the thread legitimately for longer: while one is on
+      // its way, the whole limit.
+      if (burnedMs !== null && burnedMs < this.options.cpuLimitMs * (shard.compiling ? 1 : HELD_CPU_SHARE)) return
       // Only a request inside since before the window can be what holds the thread; without one the
       // process is left alone and probed afresh.
       // An answer the host has received but not yet read (timers run before I/O callbacks) is one.
@@ -140,19 +143,20 @@ export class Watchdog {
 }
 
 /**
- * The share of a stall window a held process must have run on the CPU: a stopped one runs none; a
- * spinning one on a 2-core machine at load average 23 still gets about 9 %. Answering the probe
- * takes well under a millisecond of CPU: a process that ran 25 ms of a 500 ms window without
- * answering it had its thread held.
+ * The CPU a held thread must have run in one window without answering, as a share of the limit:
+ * 200 ms of the default 500, above the longest legitimate hold measured (150 ms).
  */
-const RUNNING_SHARE = 0.05
+const HELD_CPU_SHARE = 0.4
 
 /** Clock ticks per second of /proc/<pid>/stat: USER_HZ, 100 on every Linux ABI Node runs on. */
 const USER_HZ = 100
 
-/** User plus system CPU time of a process (all its threads) in ms, or null where /proc does not tell. */
-async function cpuTimeMs(pid: number): Promise<number | null> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
+/**
+ * User plus system CPU time of a process's main thread in ms, or null where /proc does not tell:
+ * the thread a held Worker holds, not V8's helper threads, which work for any process.
+ */
+async function mainThreadCpuMs(pid: number): Promise<number | null> {
+  const stat = await readFile(`/proc/${pid}/task/${pid}/stat`, 'utf8').catch(() => '')
   // Fields after the command name (which may hold spaces), from field 3 (state): utime and stime are 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   const ticks = Number(fields[11]) + Number(fields[12])

@@ -15,6 +15,7 @@ import {
   type Lockdown,
   type PairResponse,
   type Receipt,
+  type ReleaseSplit,
   type ScriptDetails,
   type ScriptList,
   type ScriptState,
@@ -168,6 +169,8 @@ export class HostService {
       createdAt: iso(script.createdAt),
       updatedAt: iso(script.updatedAt),
       lockedDownAt: isoOrNull(script.lockedDownAt),
+      versionIds: script.versionIds,
+      split: splitOf(this.state.scripts.splits.get(name)),
       retiredAt: isoOrNull(script.retiredAt),
     }
   }
@@ -327,6 +330,10 @@ export class HostService {
   private restartInBackground(shard: number): void {
     this.runtime.refreshShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
   }
+}
+
+function splitOf(split: ReleaseSplit | null): ReleaseSplit | null {
+  return split && {releaseGeneration: split.releaseGeneration, versionIds: split.versionIds, percentage: split.percentage}
 }
 
 function countByState(scripts: ScriptRecord[]): Record<ScriptState, number> {

@@ -162,4 +162,32 @@ CREATE TABLE cron_runs (
     name: 'cron outcomes',
     sql: 'ALTER TABLE cron_runs ADD COLUMN outcome TEXT; ALTER TABLE cron_runs ADD COLUMN outcome_scheduled_at INTEGER;',
   },
+  {
+    // Gradual deployments: the kit's version ids of each script's release, and the second release a
+    // split keeps serving beside it, with its own modules (blobs shared by content) and share.
+    name: 'gradual deployments',
+    sql: `
+ALTER TABLE scripts ADD COLUMN version_ids TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE script_splits (
+  script TEXT PRIMARY KEY REFERENCES scripts(name),
+  release_generation TEXT NOT NULL,
+  main_module TEXT NOT NULL,
+  compatibility_date TEXT NOT NULL,
+  compatibility_flags TEXT NOT NULL,
+  bindings TEXT NOT NULL,
+  version_ids TEXT NOT NULL,
+  percentage INTEGER NOT NULL
+) STRICT;
+CREATE TABLE split_modules (
+  script TEXT NOT NULL REFERENCES scripts(name),
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  type TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  PRIMARY KEY (script, position)
+) STRICT;
+CREATE INDEX split_modules_by_sha256 ON split_modules (sha256);
+`,
+  },
 ]

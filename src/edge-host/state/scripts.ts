@@ -1,7 +1,7 @@
 // Scripts and their releases: metadata, modules (blobs shared by content), shard assignment,
 // lockdown and retirement, and the route the data plane reads for every request.
 import {canonicalDigest, sha256Hex} from '../../canonical-json.js'
-import type {Binding, ModuleInfo, ModuleType, QueueConsumer, ReleaseAssets, ScriptState} from '../../protocol/management-api.js'
+import type {Binding, ModuleInfo, ModuleType, QueueConsumer, ReleaseAssets, ReleaseSplit, ScriptState} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {ControlConfig, PolicyColumns} from './control-config.js'
 import {type AccessPolicyRecord, POLICY_COLUMNS, policyFromRow} from './control-config.js'
@@ -9,6 +9,8 @@ import type {Credentials} from './credentials.js'
 import type {HostDatabase} from './database.js'
 import type {FencedTx} from './fences.js'
 import {QUARANTINED} from './quarantine.js'
+import {dropUnusedBlob, ScriptSplits} from './script-splits.js'
+import {leastLoadedShard} from './shard-placement.js'
 import type {RunnableScript} from '../../workerd/script.js'
 
 export interface ScriptRecord {
@@ -23,6 +25,8 @@ export interface ScriptRecord {
   bindings: Binding[]
   crons: string[]
   queueConsumers: QueueConsumer[]
+  /** The kit's ids of the version the release is. */
+  versionIds: string[]
   lockedDownAt: number | null
   retiredAt: number | null
   createdAt: number
@@ -39,6 +43,10 @@ export interface RouteRecord {
   policy: AccessPolicyRecord
   /** The department the current release was uploaded for (metrics label), if the upload named one. */
   department: string | null
+  /** The kit's ids of the version the current release is. */
+  versionIds: string[]
+  /** A gradual deployment: the release served beside the current one (../http/version-split.ts chooses). */
+  split: ReleaseSplit | null
 }
 
 export function scriptStateOf(script: Pick<ScriptRecord, 'retiredAt' | 'lockedDownAt'>): ScriptState {
@@ -65,6 +73,9 @@ export interface ScriptUpload {
   queueConsumers: QueueConsumer[]
   /** The release's static assets (../state/release-assets.ts stores them), or null. */
   assets: ReleaseAssets | null
+  versionIds: string[]
+  /** The release kept serving beside this one (./script-splits.ts), or null. */
+  split: ReleaseSplit | null
 }
 
 /** The columns of `scripts` a ScriptRecord is read from. */
@@ -80,6 +91,7 @@ interface ScriptRow extends PolicyColumns {
   bindings: string
   crons: string
   queue_consumers: string
+  version_ids: string
   locked_down_at: number | null
   retired_at: number | null
   created_at: number
@@ -89,6 +101,10 @@ interface ScriptRow extends PolicyColumns {
 interface RouteRow extends PolicyColumns {
   shard: number | null
   department: string | null
+  version_ids: string
+  split_generation: string | null
+  split_version_ids: string | null
+  split_percentage: number | null
   retired_at: number | null
   locked_down_at: number | null
   quarantined: 0 | 1
@@ -105,6 +121,7 @@ export function uploadDigest(upload: ScriptUpload): string {
 export class Scripts {
   /** Routes read by the data plane, kept until the next write (this process is the only writer of scripts). */
   private readonly routes = new Map<string, RouteRecord | null>()
+  readonly splits: ScriptSplits
 
   constructor(
     private readonly db: HostDatabase,
@@ -112,6 +129,7 @@ export class Scripts {
     private readonly controlConfig: ControlConfig,
   ) {
     db.onWrite(() => this.routes.clear())
+    this.splits = new ScriptSplits(db)
   }
 
   // ── Reads ───────────────────────────────────────────────────────────────────────────────────
@@ -135,8 +153,9 @@ export class Scripts {
     const cached = this.routes.get(name)
     if (cached !== undefined) return cached
     const row = this.db.one<RouteRow>(
-      `SELECT shard, department, retired_at, locked_down_at, ${POLICY_COLUMNS}, ${QUARANTINED} AS quarantined
-       FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name WHERE s.name = ?`,
+      `SELECT shard, department, retired_at, locked_down_at, ${POLICY_COLUMNS}, ${QUARANTINED} AS quarantined, s.version_ids,
+         p.release_generation AS split_generation, p.version_ids AS split_version_ids, p.percentage AS split_percentage
+       FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name LEFT JOIN script_splits p ON p.script = s.name WHERE s.name = ?`,
       name,
     )
     const route = row
@@ -147,6 +166,11 @@ export class Scripts {
           quarantined: row.quarantined === 1,
           policy: policyFromRow(row),
           department: row.department,
+          versionIds: JSON.parse(row.version_ids),
+          split:
+            row.split_generation === null
+              ? null
+              : {releaseGeneration: row.split_generation, versionIds: JSON.parse(row.split_version_ids!), percentage: row.split_percentage!},
         }
       : null
     // Unknown names are not cached: anyone can ask for any number of them.
@@ -171,7 +195,11 @@ export class Scripts {
        WHERE s.shard = ? AND s.retired_at IS NULL AND NOT ${QUARANTINED} ORDER BY s.name`,
       shard,
     )
-    return rows.map((row) => this.runnable(scriptFromRow(row)))
+    return rows.flatMap((row) => {
+      const runnable = this.runnable(scriptFromRow(row))
+      const split = this.splits.runnable(runnable)
+      return split ? [runnable, split] : [runnable]
+    })
   }
 
   runnable(script: ScriptRecord): RunnableScript {
@@ -217,6 +245,8 @@ export class Scripts {
     this.assertNotRetired(name)
     if (this.holdsUpload(name, upload)) return null
     this.credentials.assertNoSecretShadowed(name, upload.bindings)
+    // Before the current release is replaced: a split may keep it.
+    this.splits.keep(tx, name, upload.split, {bindings: upload.bindings, hasAssets: upload.assets !== null})
     let shard = this.get(name)?.shard ?? null
     if (shard === null || shard >= shards.count) {
       shard = leastLoadedShard(this.shardLoads(shards.count), shards.count, shards.maxScriptsPerShard)
@@ -240,6 +270,7 @@ export class Scripts {
         bindings: JSON.stringify(upload.bindings),
         crons: JSON.stringify(upload.crons),
         queue_consumers: JSON.stringify(upload.queueConsumers),
+        version_ids: JSON.stringify(upload.versionIds),
         content_digest: uploadDigest(upload),
         created_at: tx.now,
         updated_at: tx.now,
@@ -340,21 +371,8 @@ export class Scripts {
         module.content.length,
       )
     })
-    // Blobs are shared by content: drop the old ones no script uses any more.
-    for (const digest of previous) {
-      tx.run('DELETE FROM module_blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM script_modules WHERE sha256 = ?)', digest, digest)
-    }
+    for (const digest of previous) dropUnusedBlob(tx, digest)
   }
-}
-
-/** Least-loaded shard with room (lowest index on ties), or null when all are full. */
-function leastLoadedShard(loads: Map<number, number>, shardCount: number, maxPerShard: number): number | null {
-  let best: number | null = null
-  for (let shard = 0; shard < shardCount; shard++) {
-    const load = loads.get(shard) ?? 0
-    if (load < maxPerShard && (best === null || load < (loads.get(best) ?? 0))) best = shard
-  }
-  return best
 }
 
 function scriptFromRow(row: ScriptRow): ScriptRecord {
@@ -370,6 +388,7 @@ function scriptFromRow(row: ScriptRow): ScriptRecord {
     bindings: JSON.parse(row.bindings),
     crons: JSON.parse(row.crons),
     queueConsumers: JSON.parse(row.queue_consumers),
+    versionIds: JSON.parse(row.version_ids),
     lockedDownAt: row.locked_down_at,
     retiredAt: row.retired_at,
     createdAt: row.created_at,

@@ -5,7 +5,7 @@ import {canonicalJson} from '../../canonical-json.js'
 import {ProviderError, type EdgeProvider} from '../../provider/types.js'
 import {AUDIT_ID_CONFLICT, auditEntry, type AuditEntryInput, type ClaimStamp, type OutboxRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
-import {askedHost, retryCauseOf, retryPlan, type RetryCause} from '../retry.js'
+import {askedHost, EDGE_HOST_UNREACHABLE, retryCauseOf, retryPlan, type RetryCause} from '../retry.js'
 import {messageOf} from '../../errors.js'
 import {controlPayloadProblem, validateReceipt, type ControlPayload, type ValidReceipt} from './operations.js'
 
@@ -36,7 +36,7 @@ export function controlPayloadOf(row: OutboxRow): ControlPayload | {problem: str
  * Reads the receipt of a leased row's mutation by {mutationId: row id, commandDigest} and settles the
  * row: valid → `completed` with its audit row (id = the row id); none → `failed`
  * control_receipt_not_found; invalid → `failed` control_receipt_invalid; unreadable → retried
- * control_receipt_unavailable on the backoff ladder.
+ * control_receipt_unavailable on the backoff ladder (edge_host_unreachable when the host was not reached).
  */
 export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, row: OutboxRow, payload: ControlPayload): Promise<ReceiptSettlement> {
   const token = row.lease_token!
@@ -59,7 +59,8 @@ export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, 
     const attempted = askedHost(error)
     const cause = error instanceof ProviderError ? retryCauseOf(error) : 'failed_attempt'
     const plan = retryPlan(engine.settings.backoff, cause, {attempts: row.attempts + (attempted ? 1 : 0), waits: row.waits}, engine.store.clock.now())
-    const retried = await engine.store.outbox.retryLater(row.id, token, {errorCode: CONTROL_CODES.receiptUnavailable, error: message, ...plan, attempted})
+    const errorCode = waitReason(CONTROL_CODES.receiptUnavailable, attempted)
+    const retried = await engine.store.outbox.retryLater(row.id, token, {errorCode, error: message, ...plan, attempted})
     if (retried.outcome === 'lease_lost') return {outcome: 'lease_lost'}
     engine.log.warn({outboxId: row.id, code: CONTROL_CODES.receiptUnavailable}, `Edge Worker control audit will retry: ${message}`)
     return {outcome: retried.outcome === 'failed' ? 'failed' : 'retried', code: CONTROL_CODES.receiptUnavailable, message}
@@ -77,6 +78,15 @@ export async function settleFromReceipt(engine: Engine, provider: EdgeProvider, 
     if (messageOf(error) === AUDIT_ID_CONFLICT) return fail(CONTROL_CODES.auditConflict, AUDIT_ID_CONFLICT)
     throw error
   }
+}
+
+/**
+ * The reason a retried control row records: `code`, or — when the host was never reached —
+ * edge_host_unreachable, as a deploy's row does, so that the first pass to find the host answering
+ * again makes it due at once (../pass/host-wake.ts) instead of at the end of its ladder's step.
+ */
+function waitReason(code: string, attempted: boolean): string {
+  return attempted ? code : EDGE_HOST_UNREACHABLE
 }
 
 /** A completed control row's attempts and waits so far: the ladder of its acknowledgement's retries. */
@@ -110,7 +120,12 @@ export async function acknowledgeReceipt(
   }
   const message = `the control receipt acknowledgement failed: ${problem}`
   const plan = retryPlan(engine.settings.backoff, cause, {attempts: row.attempts + (attempted ? 1 : 0), waits: row.waits}, engine.store.clock.now())
-  const outcome = await engine.store.controlAudits.retryAck(stamp, {errorCode: CONTROL_CODES.ackFailed, error: message, ...plan, attempted})
+  const outcome = await engine.store.controlAudits.retryAck(stamp, {
+    errorCode: waitReason(CONTROL_CODES.ackFailed, attempted),
+    error: message,
+    ...plan,
+    attempted,
+  })
   if (outcome !== 'lost')
     engine.log.warn(
       {outboxId: stamp.id, code: CONTROL_CODES.ackFailed},

@@ -59,6 +59,8 @@ export interface DeployRequest {
   ontoProduction?: boolean
   /** --message, --tag and the operator, recorded on the version. */
   notes?: VersionNotes
+  /** --percentage: the new version serves this share beside the version served now. */
+  percentage?: number
 }
 
 export async function deployWorker(engine: Engine, request: DeployRequest, options: DeployStageOptions = {}): Promise<DeployOutcome> {
@@ -74,6 +76,7 @@ export async function deployWorker(engine: Engine, request: DeployRequest, optio
     source: request.source,
     ontoProduction: request.ontoProduction,
     notes: request.notes,
+    percentage: request.percentage,
   })
   const run = await enqueueAndRun(
     engine,

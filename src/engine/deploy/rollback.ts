@@ -5,7 +5,7 @@
 // (`edge_worker.rolled_back`, or `edge_worker.deployment_changed`) in one transaction, then deployed by
 // the same task as `deploy`: every crash-safety rule holds unchanged. Every refusal comes before anything is written.
 import {KitError} from '../../errors.js'
-import {auditEntry, deterministicId, newId, type AuditActor, type VersionRow, type WorkerRow} from '../../store/index.js'
+import {auditEntry, deterministicId, newId, type AuditActor, type VersionRow, type VersionSplit, type WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {faultPoint} from '../faults.js'
 import {assertEnqueueGatesOpen} from '../gates.js'
@@ -14,6 +14,7 @@ import {assertHostKnowsPairing, requireProvider} from '../provider.js'
 import {enqueueAndRun, type DeployRun, type DeployStageOptions} from './deploy-worker.js'
 import {storedVersionOf} from './task.js'
 import {namedVersion} from '../versions/names.js'
+import {isServedNow, servedVersions, type DeploymentPlan} from '../versions/deployment-spec.js'
 
 export const ROLLED_BACK_ACTION = 'edge_worker.rolled_back'
 
@@ -34,8 +35,10 @@ export interface RollbackOutcome extends DeployRun {
 }
 
 export async function rollbackWorker(engine: Engine, request: RollbackRequest, options: DeployStageOptions = {}): Promise<RollbackOutcome> {
-  const choose = (versions: VersionRow[], current: VersionRow | undefined) =>
-    request.to === undefined ? previousDeployed(versions, current) : namedVersion(versions, request.to)
+  const choose = (versions: VersionRow[], current: VersionRow | undefined): DeploymentPlan => ({
+    target: request.to === undefined ? previousDeployed(versions, current) : namedVersion(versions, request.to),
+    split: null,
+  })
   return redeployStoredVersion(
     engine,
     {...request, choose, action: ROLLED_BACK_ACTION, verb: 'rolled back to', defaultMessage: (target) => `rollback to ${target.id}`},
@@ -45,8 +48,8 @@ export async function rollbackWorker(engine: Engine, request: RollbackRequest, o
 
 export interface RedeployRequest {
   departmentId: string
-  /** Picks the stored version to serve (refusing with one line); called before anything is written. */
-  choose(versions: VersionRow[], current: VersionRow | undefined): VersionRow
+  /** Picks the stored version to serve, and any split (refusing with one line); called before anything is written. */
+  choose(versions: VersionRow[], current: VersionRow | undefined): DeploymentPlan
   /** The audit action committed with the copy. */
   action: string
   message?: string
@@ -73,24 +76,33 @@ export async function redeployStoredVersion(engine: Engine, request: RedeployReq
   }
   const versions = await store.workers.listVersions(worker.id)
   const current = versions.find((version) => version.id === worker.current_version_id)
-  const target = request.choose(versions, current)
-  if (current?.release_generation === target.release_generation) {
-    throw new KitError('usage', `version ${target.id} is already current (release ${target.release_generation})`)
+  const {target, split} = request.choose(versions, current)
+  if (isServedNow(current, target, split)) {
+    throw new KitError('usage', `version ${target.id} is already current (release ${target.release_generation}${split ? ` at ${split.percentage} %` : ''})`)
   }
   const verified = await verifyStoredVersion(engine.artifacts, storedVersionOf(target), engine.settings.deploy)
   if (!verified.ok) throw new KitError('conflict', `version ${target.id} cannot be ${request.verb}: ${verified.reason}`, verified.code)
 
   // A redeploy killed before its deploy was queued left its copy as the newest version: deploy that one.
   const newest = versions.at(-1)
-  const leftOver = newest?.rollback_of !== null && newest?.release_generation === target.release_generation && ['built', 'deploying'].includes(newest.state)
-  const copy = leftOver ? newest : await commitCopy(engine, worker, target, request)
+  const leftOver =
+    newest?.rollback_of !== null &&
+    newest?.release_generation === target.release_generation &&
+    ['built', 'deploying'].includes(newest.state) &&
+    JSON.stringify(newest.split) === JSON.stringify(split)
+  const copy = leftOver ? newest : await commitCopy(engine, worker, target, split, request)
   faultPoint('rollback.after_commit')
   const run = await enqueueAndRun(engine, {worker, version: copy, scope: resolution.scope, wait: request.wait}, options)
   return {...run, rolledBackTo: target.id, reused: leftOver}
 }
 
-/** The most recent version other than the current one that served, with another release. */
+/**
+ * The most recent version other than the current one that served, with another release; while a
+ * split is live, the version it keeps beside the current one (the old one, at 100 again).
+ */
 function previousDeployed(versions: VersionRow[], current: VersionRow | undefined): VersionRow {
+  const beside = servedVersions(versions, current)[1]
+  if (beside) return beside
   const served = versions
     .filter((version) => version.deployed_at !== null && version.id !== current?.id && version.release_generation !== current?.release_generation)
     .sort((a, b) => b.deployed_at! - a.deployed_at!)
@@ -98,7 +110,7 @@ function previousDeployed(versions: VersionRow[], current: VersionRow | undefine
   return served[0]
 }
 
-async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow, request: RedeployRequest): Promise<VersionRow> {
+async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow, split: VersionSplit | null, request: RedeployRequest): Promise<VersionRow> {
   const id = newId()
   return engine.store.transaction(async (tx) => {
     const copy = await tx.workers.createVersion({
@@ -117,6 +129,7 @@ async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow,
       source: target.source,
       size_bytes: target.size_bytes,
       rollback_of: target.id,
+      split,
     })
     const facts = {
       script_name: worker.script_name,
@@ -124,6 +137,7 @@ async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow,
       rollback_of: target.id,
       release_generation: target.release_generation,
       previous_version_id: worker.current_version_id,
+      ...(split ? {percentage: split.percentage, beside: {...split.beside}} : {}),
     }
     await tx.audit.append(
       auditEntry({

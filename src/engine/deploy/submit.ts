@@ -3,7 +3,7 @@
 // after it; the version commit adopts (cancels) them in the same transaction.
 import path from 'node:path'
 import {KitError} from '../../errors.js'
-import {newId, scriptNameFor, type VersionRow, type WorkerRow} from '../../store/index.js'
+import {newId, scriptNameFor, type VersionRow, type VersionSplit, type WorkerRow} from '../../store/index.js'
 import type {ArtifactKind} from '../../artifacts/store.js'
 import {artifactKeyFor} from '../../artifacts/store.js'
 import type {Engine} from '../context.js'
@@ -12,6 +12,7 @@ import {buildProject, type BuiltProject, type BuiltVersion} from '../project/bui
 import type {ProjectSource, ProjectSourceOptions} from '../project/source.js'
 import {storeAssets} from '../project/assets/store.js'
 import {resolveServiceBindings} from './service-bindings.js'
+import {percentageSplit} from '../versions/deployment-spec.js'
 
 export interface SubmitResult {
   worker: WorkerRow
@@ -36,6 +37,8 @@ export interface SubmitInput {
   ontoProduction?: boolean
   /** Recorded on a new version (a reused one keeps its own). */
   notes?: VersionNotes
+  /** `deploy --percentage P`: the new version serves P % beside the version served now (a gradual deployment). */
+  percentage?: number
 }
 
 /** What the operator says about a version: `deploy --message/--tag`, and who they are. */
@@ -58,6 +61,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
   if (existingWorker?.status === 'retired') {
     throw new KitError('conflict', `the Worker of department ${department.id} is retired; retirement is permanent`, 'edge_host_script_retired')
   }
+  const split = await splitOf(engine, existingWorker, built, input.percentage)
   if (existingWorker) {
     // The same release again is the same version while it is the Worker's newest and serves or is on
     // its way. Otherwise it gets a new version — the newest, which wins (docs/scheduling.md): deploying
@@ -66,7 +70,8 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
     const live =
       newest?.release_generation === built.releaseGeneration &&
       (newest.id === existingWorker.current_version_id || newest.state === 'built' || newest.state === 'deploying')
-    if (live) return {worker: existingWorker, version: newest, reused: true, source: built.source}
+    // …at the same percentages: another split of it is a new version, which wins as the newest.
+    if (live && JSON.stringify(newest.split) === JSON.stringify(split)) return {worker: existingWorker, version: newest, reused: true, source: built.source}
   }
 
   const versionId = newId()
@@ -112,7 +117,7 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
     const version = await store.deployments.commitVersion({
       worker,
       createWorker: !existingWorker,
-      version: {...versionInputOf(versionId, workerId, built), ...notesOf(input, built)},
+      version: {...versionInputOf(versionId, workerId, built), ...notesOf(input, built), split},
       intentDedupeKeys: intentKeys,
     })
     return {worker: (await store.workers.get(workerId)) ?? worker, version, reused: false, source: built.source}
@@ -120,6 +125,16 @@ export async function submitVersion(engine: Engine, input: SubmitInput): Promise
     await store.deployments.makeIntentsDue(intentKeys).catch(() => 0)
     throw error
   }
+}
+
+/** The split a `--percentage` deploy asks for (null: the build alone at 100 %); refused with one line before anything is written. */
+async function splitOf(engine: Engine, worker: WorkerRow | undefined, built: BuiltProject, percentage: number | undefined): Promise<VersionSplit | null> {
+  if (percentage === undefined || percentage === 100) return null
+  if (!worker) throw new KitError('usage', 'the first deploy of a Worker serves 100 %: there is no version to split with')
+  const versions = await engine.store.workers.listVersions(worker.id)
+  const current = versions.find((version) => version.id === worker.current_version_id)
+  const candidate = {id: 'the new build', release_generation: built.releaseGeneration, manifest: built.manifest as never, created_at: Number.MAX_SAFE_INTEGER}
+  return percentageSplit(candidate, versions, current, percentage)
 }
 
 export function versionInputOf(id: string, workerId: string, built: BuiltVersion) {

@@ -11,14 +11,13 @@ import {auditEntry, deterministicId, SYSTEM_ACTOR, type DEPLOY_SUPERSEDED} from 
 import type {LeaseByIdResult, LeaseDisposition, NewerDeploy, OutboxRow, VersionRow, WorkerRow} from '../../store/index.js'
 import {KitError} from '../../errors.js'
 import {EDGE_HOST_FENCED} from '../../protocol/management-api.js'
-import {pairingRefused, ProviderError, type EdgeProvider, type ScriptDetails, type UploadScriptInput} from '../../provider/types.js'
+import {pairingRefused, ProviderError, type EdgeProvider, type ScriptDetails} from '../../provider/types.js'
 import {legacySecretPurgeBeforeDeploy} from '../capabilities.js'
 import {verifyStoredVersion, type VerifiedVersion} from '../project/integrity.js'
 import type {VersionDigests} from '../project/version-digests.js'
 import {moduleTupleOf, type WorkerManifest} from '../project/manifest.js'
-import {queueConsumersOf, scriptModulesOf, workerBindingsOf} from '../project/worker-config.js'
-import {assetConfigOf} from '../project/assets/config.js'
 import {sendMissingAssets} from './assets-upload.js'
+import {uploadInputOf} from './upload-input.js'
 import {resolveServiceBindings, SERVICE_BINDING_INVALID} from './service-bindings.js'
 import {sha256Hex} from '../../canonical-json.js'
 import type {Engine} from '../context.js'
@@ -54,7 +53,6 @@ export interface DeployTaskOptions {
   onStage?: (stage: DeployStage) => void
 }
 
-const TAGS = ['edgeworkers-kit']
 /** Another deploy of the same Worker holds the upload; this row retries on the backoff ladder. */
 export const WORKER_DEPLOY_BUSY = 'worker_deploy_busy'
 
@@ -150,7 +148,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
   if (reconcileMode) {
     // GET-only first: a previous attempt may have uploaded before it died.
     try {
-      uploaded = await ask(readBack(provider, worker, verified))
+      uploaded = await ask(readBack(provider, worker, version, verified))
     } catch (error) {
       if (error instanceof ProviderError) return retry(retryCauseOf(error), error.code, error.message, true)
       throw error
@@ -188,7 +186,8 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
           const sent = await ask(sendMissingAssets(provider, engine.artifacts, assets, settings.deploy.asset_max_bytes))
           log.info({outboxId: args.outboxId, assetFiles: sent.files, assetBytes: sent.bytes}, 'asset files the host lacked were sent')
         }
-        return ask(provider.uploadScript(uploadInputOf(worker, version, verified, services)))
+        const beside = version.split ? await store.workers.getVersion(version.split.beside.version_id) : undefined
+        return ask(provider.uploadScript(uploadInputOf(worker, version, beside, verified, services)))
       })
       faultPoint('deploy.after_upload')
     } catch (error) {
@@ -205,7 +204,7 @@ export async function runDeployTask(engine: Engine, args: DeployTaskArgs, option
 
     stage('readback')
     try {
-      uploaded = await ask(readBack(provider, worker, verified))
+      uploaded = await ask(readBack(provider, worker, version, verified))
     } catch (error) {
       if (error instanceof ProviderError) return retry(retryCauseOf(error), error.code, error.message, true)
       throw error
@@ -247,10 +246,16 @@ export async function leaseDeployRow(engine: Engine, args: DeployTaskArgs, scope
   return engine.store.outbox.leaseById(args.outboxId, {scope, owner: engine.owner, leaseSeconds: engine.settings.deploy.lease_seconds})
 }
 
-/** The host's copy of the script when it is exactly this release (generation and module digests), else null. */
-async function readBack(provider: EdgeProvider, worker: WorkerRow, verified: VerifiedVersion): Promise<ScriptDetails | null> {
+/**
+ * The host's copy of the script when it is exactly this release (generation and module digests) with
+ * the version's split (the release kept beside it, and the shares), else null.
+ */
+async function readBack(provider: EdgeProvider, worker: WorkerRow, version: VersionRow, verified: VerifiedVersion): Promise<ScriptDetails | null> {
   const details = await provider.getScript(worker.script_name)
   if (!details || details.releaseGeneration !== verified.receipt.releaseGeneration) return null
+  const split = version.split
+  if ((details.split?.releaseGeneration ?? null) !== (split?.beside.release_generation ?? null)) return null
+  if (split && details.split?.percentage !== split.beside.percentage) return null
   for (const module of verified.bundle.modules) {
     if (details.moduleDigests[module.name] !== sha256Hex(module.content)) return null
   }
@@ -345,24 +350,6 @@ export function storedVersionOf(version: VersionRow) {
     releaseGeneration: version.release_generation,
     projectKey: version.project_artifact_key,
     bundleKey: version.bundle_artifact_key,
-  }
-}
-
-function uploadInputOf(worker: WorkerRow, version: VersionRow, verified: VerifiedVersion, services: ReadonlyMap<string, string>): UploadScriptInput {
-  return {
-    scriptName: worker.script_name,
-    mainModule: verified.bundle.mainModule,
-    compatibilityDate: verified.bundle.compatibilityDate,
-    compatibilityFlags: verified.manifest.compatibilityFlags ?? [],
-    releaseGeneration: version.release_generation,
-    builderPolicy: version.builder_policy,
-    modules: scriptModulesOf(verified.manifest, verified.bundle.modules),
-    bindings: workerBindingsOf(verified.manifest, services),
-    tags: TAGS,
-    department: worker.department_id,
-    assets: verified.manifest.assets && verified.bundle.assets ? {config: assetConfigOf(verified.manifest.assets), ...verified.bundle.assets} : null,
-    crons: verified.manifest.crons ?? [],
-    queueConsumers: queueConsumersOf(verified.manifest),
   }
 }
 

@@ -5,6 +5,7 @@
 // host's account: a host that does not answer leaves only the traffic figures out.
 import type {Engine} from '../context.js'
 import type {WorkerActivity} from '../../protocol/tail.js'
+import type {VersionSplit} from '../../store/index.js'
 import {formatWindow} from './format.js'
 
 /** How many Workers the panel lists at most (the filter finds one among them; `total` counts them all). */
@@ -18,6 +19,8 @@ export interface WorkerActivityRow {
   worker_id: string | null
   /** The version it serves (its current version); null for a script this store does not own. */
   version_id: string | null
+  /** Its deployment: the current version and, under a gradual deployment, the one beside it, with their shares; [] for a script this store does not own. */
+  deployment: Array<{version_id: string; percentage: number}>
   /** null when the host reported no requests of it over the window (or did not answer). */
   requests: number | null
   errors: number | null
@@ -60,7 +63,7 @@ export async function workersPanel(engine: Engine, scope: string | null, options
   const traffic = new Map((activity?.workers ?? []).map((row) => [row.script, row]))
   const rowOf = (
     script: string,
-    worker: {id: string; department_id: string; company_id: string; current_version_id: string | null} | null,
+    worker: {id: string; department_id: string; company_id: string; current_version_id: string | null; split?: VersionSplit | null} | null,
   ): WorkerActivityRow => {
     const seen = traffic.get(script)
     return {
@@ -69,6 +72,7 @@ export async function workersPanel(engine: Engine, scope: string | null, options
       company_id: worker?.company_id ?? null,
       worker_id: worker?.id ?? null,
       version_id: worker?.current_version_id ?? null,
+      deployment: deploymentOf(worker?.current_version_id ?? null, worker?.split ?? null),
       requests: seen?.requests ?? null,
       errors: seen?.errors ?? null,
       p99Ms: seen?.p99Ms ?? null,
@@ -99,6 +103,15 @@ export async function workersPanel(engine: Engine, scope: string | null, options
     total: live.total + unowned,
     workers: rows.sort(byConcern).slice(0, WORKERS_PANEL_LIMIT),
   }
+}
+
+function deploymentOf(versionId: string | null, split: VersionSplit | null): WorkerActivityRow['deployment'] {
+  if (versionId === null) return []
+  if (!split) return [{version_id: versionId, percentage: 100}]
+  return [
+    {version_id: versionId, percentage: split.percentage},
+    {version_id: split.beside.version_id, percentage: split.beside.percentage},
+  ]
 }
 
 async function hostActivity(engine: Engine, timeoutMs: number | undefined): Promise<WorkerActivity | null> {

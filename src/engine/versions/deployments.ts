@@ -1,6 +1,6 @@
 // `deployments list|status`: which versions served a Worker, and since when (wrangler's deployments
-// list|status). A deployment here is one version at 100 % — the shape keeps a list of versions with
-// their percentages so a split fits it — read from the versions whose deploy completed.
+// list|status). A deployment is one version at 100 %, or two with their percentages (a gradual
+// deployment: the version row's split), read from the versions whose deploy completed.
 import type {VersionRow, WorkerRow} from '../../store/index.js'
 import type {Engine} from '../context.js'
 import {findWorker} from '../workers.js'
@@ -36,7 +36,7 @@ export async function listDeployments(engine: Engine, handle: string): Promise<W
     // Newest deploy first; on a tie of clocks, the later version (listVersions is in deploy order; the sort is stable).
     deployments: served
       .toReversed()
-      .map((version) => deploymentOf(worker, version))
+      .map((version) => deploymentOf(worker, version, served))
       .sort((a, b) => b.deployedAt - a.deployedAt),
   }
 }
@@ -50,10 +50,24 @@ export async function deploymentStatus(
   return {...worker, deployment: deployments.find((deployment) => deployment.current) ?? null}
 }
 
-function deploymentOf(worker: WorkerRow, version: VersionRow): DeploymentRecord {
+function deploymentOf(worker: WorkerRow, version: VersionRow, served: VersionRow[]): DeploymentRecord {
+  const {split} = version
+  const beside = split && served.find((other) => other.id === split.beside.version_id)
   return {
     deployedAt: Number(version.deployed_at),
-    versions: [{versionId: version.id, percentage: 100, tag: version.tag, releaseGeneration: version.release_generation}],
+    versions: [
+      {versionId: version.id, percentage: split?.percentage ?? 100, tag: version.tag, releaseGeneration: version.release_generation},
+      ...(split
+        ? [
+            {
+              versionId: split.beside.version_id,
+              percentage: split.beside.percentage,
+              tag: beside?.tag ?? null,
+              releaseGeneration: split.beside.release_generation,
+            },
+          ]
+        : []),
+    ],
     kind: version.rollback_of === null ? 'deploy' : 'rollback',
     rollbackOf: version.rollback_of,
     author: version.author,

@@ -93,6 +93,20 @@ export const bindingSchema = z.discriminatedUnion('type', [
 ])
 export type Binding = z.infer<typeof bindingSchema>
 
+/** A version id as the kit names it (a UUID): what the `Cloudflare-Workers-Version-Overrides` header names. */
+const versionIdSchema = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, {error: 'must be a version id'})
+
+/** A gradual deployment's other release: the one kept serving beside the uploaded release, and its share. */
+export const releaseSplitSchema = z.strictObject({
+  /** The script's current release, or the one its split keeps already; any other is refused (409 split_release_missing). */
+  releaseGeneration: releaseGenerationSchema,
+  /** The kit's ids of the version it is (the override header reaches it by any of them). */
+  versionIds: z.array(versionIdSchema).max(4),
+  /** Its share of the requests; the uploaded release serves the rest. */
+  percentage: z.number().int().min(0).max(100),
+})
+export type ReleaseSplit = z.infer<typeof releaseSplitSchema>
+
 export const uploadScriptSchema = z
   .strictObject({
     releaseGeneration: releaseGenerationSchema,
@@ -121,8 +135,14 @@ export const uploadScriptSchema = z
     crons: cronListSchema.default([]),
     /** The script's queue() handler consumes these queues of its own (./queues.ts). */
     queueConsumers: z.array(queueConsumerSchema).max(64).default([]),
+    /** The kit's ids of the version this release is: tail events and the override header name it by them. */
+    versionIds: z.array(versionIdSchema).max(4).default([]),
+    /** A gradual deployment: the release kept serving beside this one, and its share; null serves this one alone. */
+    split: releaseSplitSchema.nullable().default(null),
   })
   .superRefine((upload, context) => {
+    if (upload.split?.releaseGeneration === upload.releaseGeneration)
+      context.addIssue({code: 'custom', path: ['split', 'releaseGeneration'], message: 'a split keeps another release beside the uploaded one'})
     const moduleNames = upload.modules.map((module) => module.name)
     const main = upload.modules.find((module) => module.name === upload.mainModule)
     if (!main) context.addIssue({code: 'custom', path: ['mainModule'], message: `${upload.mainModule} is not among the modules`})
@@ -178,6 +198,10 @@ export const scriptDetailsSchema = z.strictObject({
   updatedAt: isoTime,
   lockedDownAt: isoTime.nullable(),
   retiredAt: isoTime.nullable(),
+  /** The kit's ids of the version the stored release is. */
+  versionIds: z.array(z.string()),
+  /** The release kept serving beside it (a gradual deployment), or null. */
+  split: releaseSplitSchema.nullable(),
 })
 export type ScriptDetails = z.infer<typeof scriptDetailsSchema>
 

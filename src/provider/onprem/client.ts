@@ -62,6 +62,8 @@ export class OnPremProvider implements EdgeProvider {
       assets: input.assets,
       crons: input.crons,
       queueConsumers: input.queueConsumers,
+      versionIds: input.versionIds,
+      split: input.split,
     }
     return detailsOf(await this.host.call(endpoints.uploadScript, {params: {name: input.scriptName}, body}, signal))
   }

@@ -66,6 +66,7 @@ export function detailsOf(wire: WireScriptDetails): ScriptDetails {
     state: wire.state,
     moduleDigests: Object.fromEntries(wire.modules.map((module) => [module.name, module.sha256])),
     tags: wire.tags,
+    split: wire.split,
   }
 }
 

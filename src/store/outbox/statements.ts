@@ -266,9 +266,10 @@ export async function makeIntentsDue(tx: StoreContext, dedupeKeys: readonly stri
   return Number(result.numUpdatedRows)
 }
 
-/** Pending rows of one operation and scope, not yet due, waiting for a host they could not reach (their last error code). */
+/** Pending rows (and completed control rows whose receipt acknowledgement waits) of one operation and scope, not yet due, waiting for a host they could not reach (their last error code). */
 export function waitingForHostRows(wait: HostWait, now: number) {
-  return sql<boolean>`(operation = ${wait.operation} and dispatch_namespace = ${wait.scope} and status = 'pending'
+  // completed: a control row whose receipt acknowledgement waits.
+  return sql<boolean>`(operation = ${wait.operation} and dispatch_namespace = ${wait.scope} and status in ('pending', 'completed')
     and next_attempt_at > ${now} and waits > 0 and last_error_code = ${wait.errorCode})`
 }
 

@@ -106,7 +106,7 @@ export class DeploymentRepository {
 
   /**
    * Settles the deploy `completed`: the version becomes the Worker's deployed one, the previous
-   * deployed version `superseded`, the Worker `active` on this scope, and an `edge_worker.deployed`
+   * deployed version `superseded` (unless a split keeps it beside this one), the Worker `active` on this scope, and an `edge_worker.deployed`
    * audit row records version, release generation and the version it replaced. A Worker already
    * serving a newer version is never moved back: the row settles superseded instead.
    */
@@ -132,12 +132,14 @@ export class DeploymentRepository {
       }
       const now = this.ctx.now()
       await settleLease(tx, lease, {status: 'completed', errorCode: null, error: null, attempted: ids.attempted})
+      // A gradual deployment's other version keeps serving beside this one: it stays `deployed`.
+      const serving = [ids.versionId, ...(version?.split ? [version.split.beside.version_id] : [])]
       await tx.db
         .updateTable('edge_worker_versions')
         .set({state: 'superseded', updated_at: now})
         .where('worker_id', '=', ids.workerId)
         .where('state', '=', 'deployed')
-        .where('id', '!=', ids.versionId)
+        .where('id', 'not in', serving)
         .execute()
       await tx.db.updateTable('edge_worker_versions').set({state: 'deployed', deployed_at: now, updated_at: now}).where('id', '=', ids.versionId).execute()
       await tx.db
@@ -154,6 +156,7 @@ export class DeploymentRepository {
           release_generation: version.release_generation,
           previous_version_id: previous?.id ?? null,
           previous_release_generation: previous?.release_generation ?? null,
+          ...(version.split ? {percentage: version.split.percentage, beside: version.split.beside} : {}),
         }
         await new AuditRepository(tx).append(deployAuditEntry(DEPLOY_AUDIT_ACTIONS.deployed, worker.id, facts, 'success'))
       }

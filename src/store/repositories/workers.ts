@@ -4,7 +4,15 @@ import {KitError} from '../../errors.js'
 import type {StoreContext} from '../context.js'
 import {newId, SCRIPT_NAME_PATTERN} from '../ids.js'
 import {idsWithPrefix} from './id-prefix.js'
-import {parseJsonObject, type EdgeWorkerVersionsTable, type JsonObject, type VersionRow, type VersionState, type WorkerRow} from '../schema.js'
+import {
+  parseJsonObject,
+  type EdgeWorkerVersionsTable,
+  type JsonObject,
+  type VersionRow,
+  type VersionSplit,
+  type VersionState,
+  type WorkerRow,
+} from '../schema.js'
 
 export interface WorkerCreateInput {
   id?: string
@@ -34,6 +42,7 @@ export interface VersionCreateInput {
   source?: JsonObject | null
   size_bytes?: number | null
   rollback_of?: string | null
+  split?: VersionSplit | null
 }
 
 export class WorkerRepository {
@@ -106,17 +115,25 @@ export class WorkerRepository {
   }
 
   /** Workers serving a deployed version (not retired), of `scope` when given, by department; at most `limit`, with how many there are. */
-  async live(scope: string | null, limit: number): Promise<{total: number; workers: WorkerRow[]}> {
+  /** Live Workers, each with its current version's split (a gradual deployment; null: the version alone). */
+  async live(scope: string | null, limit: number): Promise<{total: number; workers: Array<WorkerRow & {split: VersionSplit | null}>}> {
     const query = this.ctx.db
-      .selectFrom('edge_workers')
-      .where('retired_at', 'is', null)
-      .where('current_version_id', 'is not', null)
-      .$if(scope !== null, (q) => q.where('serving_scope', '=', scope!))
+      .selectFrom('edge_workers as w')
+      .where('w.retired_at', 'is', null)
+      .where('w.current_version_id', 'is not', null)
+      .$if(scope !== null, (q) => q.where('w.serving_scope', '=', scope!))
     const [workers, counted] = await Promise.all([
-      query.selectAll().orderBy('department_id').orderBy('id').limit(limit).execute(),
+      query
+        .leftJoin('edge_worker_versions as v', 'v.id', 'w.current_version_id')
+        .selectAll('w')
+        .select('v.split')
+        .orderBy('w.department_id')
+        .orderBy('w.id')
+        .limit(limit)
+        .execute(),
       query.select((eb) => eb.fn.countAll<number | string | bigint>().as('count')).executeTakeFirstOrThrow(),
     ])
-    return {total: Number(counted.count), workers}
+    return {total: Number(counted.count), workers: workers.map((row) => ({...row, split: row.split ? (JSON.parse(row.split) as VersionSplit) : null}))}
   }
 
   /** false when the Worker no longer exists. */
@@ -152,6 +169,7 @@ export class WorkerRepository {
           manifest: canonicalJson(input.manifest),
           receipt: canonicalJson(input.receipt),
           source: input.source ? canonicalJson(input.source) : null,
+          split: input.split ? JSON.stringify(input.split) : null,
           created_at: now,
           updated_at: now,
         })
@@ -192,6 +210,7 @@ export function toVersionRow(row: EdgeWorkerVersionsTable): VersionRow {
     manifest: parseJsonObject(row.manifest),
     receipt: parseJsonObject(row.receipt),
     source: row.source === null ? null : parseJsonObject(row.source),
+    split: row.split === null ? null : (JSON.parse(row.split) as VersionSplit),
   }
 }
 

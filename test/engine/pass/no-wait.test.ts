@@ -28,6 +28,7 @@ class InMemoryHost {
           builderPolicy: input.builderPolicy,
           state: 'active',
           moduleDigests: Object.fromEntries(input.modules.map((module) => [module.name, sha256Hex(module.content)])),
+          split: input.split,
           tags: input.tags,
         }
         this.scripts.set(input.scriptName, details)

@@ -2,7 +2,7 @@
 // adding up to 100, two different releases, no split for a Worker with Durable Objects.
 import {describe, expect, test} from 'vitest'
 import type {KitError} from '../../../src/errors.js'
-import {parseDeploymentSpec} from '../../../src/engine/versions/deployment-spec.js'
+import {isServedNow, parseDeploymentSpec, percentageSplit, planDeployment} from '../../../src/engine/versions/deployment-spec.js'
 import type {JsonObject, VersionRow} from '../../../src/store/index.js'
 
 const version = (id: string, createdAt: number, fields: Partial<VersionRow> = {}): VersionRow =>
@@ -62,5 +62,51 @@ describe('parseDeploymentSpec', () => {
         `usage: a Worker with ${named} (kept in its Durable Object storage) keeps one version: deploy it at 100 %`,
       )
     }
+  })
+})
+
+describe('planDeployment', () => {
+  const THIRD = version('cccc3333-0000-4000-8000-000000000000', 3, {tag: 'v3'})
+  const ALL = [OLD, NEW, THIRD]
+  const plan = (current: VersionRow | undefined, specs: string[]) => planDeployment(parseDeploymentSpec(ALL, specs), ALL, current)
+
+  test('one version at 100 is served alone', () => {
+    expect(plan(OLD, ['v2@100'])).toEqual({target: NEW, split: null})
+  })
+
+  test('a split uploads the version not served now and keeps the served one beside it', () => {
+    expect(plan(OLD, ['v1@90', 'v2@10'])).toEqual({
+      target: NEW,
+      split: {percentage: 10, beside: {version_id: OLD.id, release_generation: OLD.release_generation, percentage: 90}},
+    })
+    // The served one may be the newer: the older is then uploaded.
+    expect(plan(NEW, ['v1@30', 'v2@70']).target).toBe(OLD)
+  })
+
+  test('while a split is live, a change keeps both served versions and uploads the newer', () => {
+    const live = {...NEW, split: {percentage: 10, beside: {version_id: OLD.id, release_generation: OLD.release_generation, percentage: 90}}}
+    expect(plan(live, ['v1@50', 'v2@50'])).toEqual({
+      target: NEW,
+      split: {percentage: 50, beside: {version_id: OLD.id, release_generation: OLD.release_generation, percentage: 50}},
+    })
+    expect(isServedNow(live, NEW, live.split)).toBe(true)
+    expect(isServedNow(live, NEW, null)).toBe(false)
+  })
+
+  test('a split of two versions neither of which is served is refused', () => {
+    expect(refusal(() => plan(THIRD, ['v1@50', 'v2@50']))).toBe(`usage: a split keeps a version the Worker serves now (${THIRD.id}): name it as one of the two`)
+  })
+})
+
+describe('percentageSplit', () => {
+  test('the new build at P beside the version served now; 100 is a plain deploy', () => {
+    expect(percentageSplit(NEW, VERSIONS, OLD, 10)).toEqual({
+      percentage: 10,
+      beside: {version_id: OLD.id, release_generation: OLD.release_generation, percentage: 90},
+    })
+    expect(percentageSplit(NEW, VERSIONS, OLD, 100)).toBeNull()
+    expect(refusal(() => percentageSplit(NEW, VERSIONS, NEW, 10))).toBe(
+      'usage: a split needs a version the Worker serves now with another release: deploy this one at 100 first',
+    )
   })
 })
