@@ -117,6 +117,7 @@ async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow,
       source: target.source,
       size_bytes: target.size_bytes,
       rollback_of: target.id,
+      asset_digests: {sameAs: target.id},
     })
     const facts = {
       script_name: worker.script_name,

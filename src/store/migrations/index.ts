@@ -8,6 +8,7 @@ import * as outboxStateColumns from './0004_outbox_state_columns.js'
 import * as workIndexes from './0005_work_indexes.js'
 import * as outboxWaits from './0006_outbox_waits.js'
 import * as versionNotes from './0007_version_notes.js'
+import * as versionAssets from './0008_version_assets.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '0005_work_indexes': workIndexes,
   '0006_outbox_waits': outboxWaits,
   '0007_version_notes': versionNotes,
+  '0008_version_assets': versionAssets,
 }

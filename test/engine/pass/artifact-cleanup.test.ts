@@ -219,6 +219,8 @@ function withDelete(artifacts: ArtifactStore, remove: ArtifactStore['delete']): 
     put: (kind, bytes) => artifacts.put(kind, bytes),
     get: (key, maxBytes) => artifacts.get(key, maxBytes),
     has: (key) => artifacts.has(key),
+    list: (kind) => artifacts.list(kind),
+    deleteIfUnputSince: (key, cutoff) => artifacts.deleteIfUnputSince(key, cutoff),
     delete: remove,
   }
 }
