@@ -35,7 +35,7 @@ import {
   serviceAccountInfoSchema,
   serviceAccountListSchema,
 } from './api/control.js'
-import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, putAssetsSchema} from './api/assets.js'
+import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, putAssetsSchema, unreferencedAssetsSchema} from './api/assets.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
@@ -136,6 +136,14 @@ export const endpoints = {
     response: putAssetsResultSchema,
     answer: 'json',
     summary: 'Stores asset files by content (each checked against its SHA-256); an upload may then name them.',
+  },
+  unreferencedAssets: {
+    method: 'GET',
+    path: '/v1/assets/unreferenced',
+    signed,
+    response: unreferencedAssetsSchema,
+    answer: 'json',
+    summary: 'The SHA-256s of the asset files the host stores that no release names (the orphan report), sorted.',
   },
   script: {method: 'GET', path: '/v1/scripts/:name', signed, response: scriptDetailsSchema, answer: 'json', summary: 'One script’s details.'},
   retire: {

@@ -51,4 +51,6 @@ export const putAssetsSchema = z.strictObject({
     .min(1)
     .max(1_000),
 })
+/** The asset files the host stores that no release of its names: removed once past host.asset_unreferenced_grace_seconds. */
+export const unreferencedAssetsSchema = z.strictObject({unreferenced: z.array(hex64)})
 export const putAssetsResultSchema = z.strictObject({stored: z.number().int()})
