@@ -74,7 +74,7 @@ export interface ArtifactStore {
    * Removes the artifact unless it was put after `cutoff` (ms since the epoch): a submission puts
    * the objects its version will name before it commits. true when it is gone (or was missing).
    */
-  deleteIfUnputSince(key: ArtifactKey, cutoff: number): Promise<boolean>
+  deleteIfNotPutSince(key: ArtifactKey, cutoff: number): Promise<boolean>
 }
 
 export interface StoredArtifact {
@@ -182,7 +182,7 @@ export class FileArtifactStore implements ArtifactStore {
     }
   }
 
-  async deleteIfUnputSince(key: ArtifactKey, cutoff: number): Promise<boolean> {
+  async deleteIfNotPutSince(key: ArtifactKey, cutoff: number): Promise<boolean> {
     const modifiedAt = await this.modifiedAt(key)
     if (modifiedAt !== null && modifiedAt > cutoff) return false
     await this.delete(key)

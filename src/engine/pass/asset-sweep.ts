@@ -7,7 +7,7 @@ import {parseArtifactKey, type ArtifactStore, type StoredArtifact} from '../../a
 import {faultPoint} from '../faults.js'
 import type {LaneRun} from './lane.js'
 
-/** Deletes the unreferenced asset objects past the grace; returns how many went. */
+/** Deletes the unreferenced asset objects not put within the grace; returns how many went. */
 export async function sweepAssetObjects(run: LaneRun, artifacts: ArtifactStore): Promise<number> {
   const {settings} = run.engine
   // Object times are the file system's: the wall clock, not the store's.
@@ -32,7 +32,7 @@ async function deleteUnreferenced(run: LaneRun, artifacts: ArtifactStore, batch:
   let deleted = 0
   for (const [index, object] of batch.entries()) {
     if (run.shouldStop()) break
-    if (references.has(digests[index]!) || !(await artifacts.deleteIfUnputSince(object.key, cutoff))) continue
+    if (references.has(digests[index]!) || !(await artifacts.deleteIfNotPutSince(object.key, cutoff))) continue
     deleted++
     run.engine.log.debug({key: object.key}, 'Edge Worker artifact cleanup deleted an unreferenced asset object')
     faultPoint('cleanup.after_asset_delete')

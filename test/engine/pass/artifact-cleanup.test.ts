@@ -220,7 +220,7 @@ function withDelete(artifacts: ArtifactStore, remove: ArtifactStore['delete']): 
     get: (key, maxBytes) => artifacts.get(key, maxBytes),
     has: (key) => artifacts.has(key),
     list: (kind) => artifacts.list(kind),
-    deleteIfUnputSince: (key, cutoff) => artifacts.deleteIfUnputSince(key, cutoff),
+    deleteIfNotPutSince: (key, cutoff) => artifacts.deleteIfNotPutSince(key, cutoff),
     delete: remove,
   }
 }

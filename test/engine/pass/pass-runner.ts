@@ -22,7 +22,7 @@ const artifacts: ArtifactStore = {
   get: (key, maxBytes) => files.get(key, maxBytes),
   has: (key) => files.has(key),
   list: (kind) => files.list(kind),
-  deleteIfUnputSince: (key, cutoff) => files.deleteIfUnputSince(key, cutoff),
+  deleteIfNotPutSince: (key, cutoff) => files.deleteIfNotPutSince(key, cutoff),
   delete: async (key) => {
     deleted.push(key)
     await files.delete(key)
