@@ -23,7 +23,9 @@ async function answer(url: string, headers: Record<string, string> = {}) {
   return {status: response.statusCode, type: response.headers['content-type'], body}
 }
 
-test('an asset URL answers as the Worker does under an access policy that refuses the client, a lockdown, and after retirement', {timeout: 180_000}, async () => {
+test('an asset URL answers as the Worker does under an access policy that refuses the client, a lockdown, and after retirement', {
+  timeout: 180_000,
+}, async () => {
   const dir = project('guarded', {
     'wrangler.toml': 'name = "guarded"\nmain = "worker.js"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
     'worker.js': 'export default {fetch: (request) => new Response("worker " + new URL(request.url).pathname)}',

@@ -47,7 +47,9 @@ describeEachStore('asset object cleanup crash safety', (t) => {
     const unserved = ['c: only the killed deploy had it', 'd: only the killed deploy had it too', 'e: and a third']
 
     const engine = await createEngine(t.store, settings, onPremHosts)
-    expect((await deployWorker(engine, {projectDir: site({'a.txt': served[0]!, 'b.txt': served[1]!}), departmentId: department, wait: true})).state).toBe('completed')
+    expect((await deployWorker(engine, {projectDir: site({'a.txt': served[0]!, 'b.txt': served[1]!}), departmentId: department, wait: true})).state).toBe(
+      'completed',
+    )
     const killedDeploy = site({'b.txt': served[1]!, 'c.txt': unserved[0]!, 'd.txt': unserved[1]!, 'e.txt': unserved[2]!})
     await (await runCliKilledAt(['deploy', killedDeploy, '--department', department], settings, 'submit.after_artifacts', env)).close()
     // Every object put a minute ago: past the grace, so only the references decide.

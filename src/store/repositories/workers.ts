@@ -223,7 +223,12 @@ async function recordVersionAssets(tx: StoreContext, versionId: string, digests:
     await tx.db
       .insertInto('edge_worker_version_assets')
       .columns(['version_id', 'asset_digest'])
-      .expression((eb) => eb.selectFrom('edge_worker_version_assets').select([eb.val(versionId).as('version_id'), 'asset_digest']).where('version_id', '=', sameAs))
+      .expression((eb) =>
+        eb
+          .selectFrom('edge_worker_version_assets')
+          .select([eb.val(versionId).as('version_id'), 'asset_digest'])
+          .where('version_id', '=', sameAs),
+      )
       .execute()
     return
   }
