@@ -1,7 +1,7 @@
 // Retirement and orphans end to end on both store backends, against a real edge host running real
 // workerd: `retire` (lockdown and purges before the host's retire, the byte-exact 404 after it,
 // pending when the host cannot be told), the host reconcile rules, and the orphan report.
-import {mkdirSync, mkdtempSync, readdirSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readdirSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
@@ -15,6 +15,7 @@ import {orphanReport} from '../../src/engine/retire/orphan-report.js'
 import {retireDepartment} from '../../src/engine/retire/retire-department.js'
 import {deterministicId} from '../../src/store/index.js'
 import {recordingLogger} from '../engine/pass/support.js'
+import {writeAssetsSite} from '../support/cli.js'
 import {FaultProxy} from '../support/fault-proxy.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness, type SettingsOverrides} from '../support/kit.js'
@@ -173,11 +174,10 @@ describeEachStore('retirement', (t) => {
   test('the orphan report lists the asset objects no version serves and the host asset files no release names, and nothing served', async () => {
     const engine = await recordingEngine()
     const department = await kit.department()
+    const sites = mkdtempSync(path.join(tmpdir(), 'edgeworkers-orphan-assets-'))
+    let deploys = 0
     const deploySite = async (files: Record<string, string>) => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-orphan-assets-'))
-      mkdirSync(path.join(dir, 'public'))
-      writeFileSync(path.join(dir, 'wrangler.toml'), 'name = "site"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n')
-      for (const [name, content] of Object.entries(files)) writeFileSync(path.join(dir, 'public', name), content)
+      const dir = writeAssetsSite(sites, `release-${++deploys}`, files)
       expect((await deployWorker(engine, {projectDir: dir, departmentId: department, wait: true})).state).toBe('completed')
     }
     // The host keeps a script's release and the one before: after the third, a.txt is named by no
