@@ -3,7 +3,8 @@
 // (`npm run docs:endpoints`; a unit test fails when the two differ). Each entry says the method, the
 // path with its parameters, the query parameters, the request and response bodies, and whether the
 // call is signed (./signing.ts). Every endpoint answers errors as {code, message} (see errorStatus).
-// The shape of an entry and the path helpers: ./endpoint.ts.
+// The shape of an entry and the path helpers: ./endpoint.ts. The asset endpoints sit beside their
+// schemas (./api/assets.ts).
 import {z} from 'zod'
 import type {Endpoint} from './endpoint.js'
 import {fenceIdSchema, identifierSchema, mutationIdSchema, READINESS_WAIT_MAX_MS, serviceAccountIdSchema} from './api/common.js'
@@ -35,7 +36,7 @@ import {
   serviceAccountInfoSchema,
   serviceAccountListSchema,
 } from './api/control.js'
-import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, putAssetsSchema, unreferencedAssetsSchema} from './api/assets.js'
+import {assetEndpoints} from './api/assets.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
@@ -119,32 +120,7 @@ export const endpoints = {
     summary:
       'Validated alone first; goes live shortly after (see the readiness probe). `department` (optional): the kit’s department id, the `department` label of the script’s metrics.',
   },
-  missingAssets: {
-    method: 'POST',
-    path: '/v1/assets/missing',
-    signed,
-    request: missingAssetsRequestSchema,
-    response: missingAssetsSchema,
-    answer: 'json',
-    summary: 'Which of these asset SHA-256s the host does not hold: the kit sends only those before an upload.',
-  },
-  putAssets: {
-    method: 'POST',
-    path: '/v1/assets',
-    signed,
-    request: putAssetsSchema,
-    response: putAssetsResultSchema,
-    answer: 'json',
-    summary: 'Stores asset files by content (each checked against its SHA-256); an upload may then name them.',
-  },
-  unreferencedAssets: {
-    method: 'GET',
-    path: '/v1/assets/unreferenced',
-    signed,
-    response: unreferencedAssetsSchema,
-    answer: 'json',
-    summary: 'The SHA-256s of the asset files the host stores that no release names (the orphan report), sorted.',
-  },
+  ...assetEndpoints,
   script: {method: 'GET', path: '/v1/scripts/:name', signed, response: scriptDetailsSchema, answer: 'json', summary: 'One script’s details.'},
   retire: {
     method: 'POST',
