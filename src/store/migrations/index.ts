@@ -9,6 +9,7 @@ import * as workIndexes from './0005_work_indexes.js'
 import * as outboxWaits from './0006_outbox_waits.js'
 import * as versionNotes from './0007_version_notes.js'
 import * as versionSplit from './0008_version_split.js'
+import * as versionAssets from './0009_version_assets.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '0006_outbox_waits': outboxWaits,
   '0007_version_notes': versionNotes,
   '0008_version_split': versionSplit,
+  '0009_version_assets': versionAssets,
 }
