@@ -1,8 +1,9 @@
 // Static assets: requests/s of a 10 KiB asset served by the edge host's data plane (an assets-only
 // wrangler site deployed through the CLI), by `wrangler dev` (wrangler from npm, offline) running the
 // same project, and by nginx (Debian's package) serving the same directory — in one run,
-// interleaved (the order rotating each round), ROUNDS rounds of SECONDS each; medians and the
-// host's ratios to each. The load generator is ../host/load.ts (its own process, keep-alive connections).
+// interleaved (the order rotating each round), ROUNDS rounds of SECONDS each after one unmeasured
+// warm-up round (a cold host's first seconds run before V8 has optimised its hot path); medians and
+// the host's ratios to each. The load generator is ../host/load.ts (its own process, keep-alive connections).
 //
 //   node --import tsx bench/assets/run.ts [--seconds 5] [--connections 16] [--rounds 5]
 import {spawn, spawnSync} from 'node:child_process'
@@ -90,6 +91,7 @@ const rps: Record<Subject, number[]> = {host: [], wrangler: [], nginx: []}
 const toWrangler: number[] = []
 const toNginx: number[] = []
 try {
+  for (const which of SUBJECTS) await load(URLS[which])
   for (let round = 1; round <= ROUNDS; round++) {
     // Interleaved, the order rotating, so drift in the machine's load falls on all alike.
     const order = SUBJECTS.map((_, index) => SUBJECTS[(index + round) % SUBJECTS.length]!)

@@ -5,7 +5,7 @@
 // Layout under <data_dir>/artifacts/: `<kind>/sha256/<first 2 hex>/<64 hex>`, plus `.incoming/`
 // for writes in flight (a crash can leave a temp file there; it is never read as an artifact).
 import {constants as fsConstants} from 'node:fs'
-import {access, mkdir, open, stat, unlink, type FileHandle} from 'node:fs/promises'
+import {access, mkdir, open, readdir, stat, unlink, utimes, type FileHandle} from 'node:fs/promises'
 import path from 'node:path'
 import {sha256Hex} from '../canonical-json.js'
 import {KitError} from '../errors.js'
@@ -55,7 +55,10 @@ export class ArtifactError extends KitError {
 
 /** What the engine needs from artifact storage; tests substitute failing implementations. */
 export interface ArtifactStore {
-  /** Stores the bytes (atomically; a no-op if an intact copy is there) and returns their key. */
+  /**
+   * Stores the bytes (atomically; if an intact copy is there, only its modification time is renewed)
+   * and returns their key.
+   */
   put(kind: ArtifactKind, bytes: Uint8Array): Promise<ArtifactKey>
   /**
    * The bytes under `key`, verified against the key's SHA-256. Throws ArtifactError when the key is
@@ -65,6 +68,18 @@ export interface ArtifactStore {
   has(key: ArtifactKey): Promise<boolean>
   /** Removes the artifact; removing a missing one succeeds. */
   delete(key: ArtifactKey): Promise<void>
+  /** Every stored artifact of the kind, with when it was last put (ms since the epoch). */
+  list(kind: ArtifactKind): AsyncIterable<StoredArtifact>
+  /**
+   * Removes the artifact unless it was put after `cutoff` (ms since the epoch): a submission puts
+   * the objects its version will name before it commits. true when it is gone (or was missing).
+   */
+  deleteIfNotPutSince(key: ArtifactKey, cutoff: number): Promise<boolean>
+}
+
+export interface StoredArtifact {
+  key: ArtifactKey
+  modifiedAt: number
 }
 
 /** Where the file artifact store of a data dir lives. */
@@ -92,7 +107,12 @@ export class FileArtifactStore implements ArtifactStore {
     const sha256 = sha256Hex(bytes)
     const key = artifactKeyFor(kind, sha256)
     const file = this.fileOf(key)
-    if (await this.holdsIntactCopy(file, sha256, bytes.byteLength)) return key
+    if (await this.holdsIntactCopy(file, sha256, bytes.byteLength)) {
+      // Renewed so cleanup, which spares recently put objects, keeps it until the version naming it commits.
+      const now = new Date()
+      await utimes(file, now, now)
+      return key
+    }
     const directory = path.dirname(file)
     const firstCreated = await mkdir(directory, {recursive: true, mode: 0o700})
     // Readers see the whole artifact or none; the temp file sits in `.incoming/`, never read as one.
@@ -150,6 +170,34 @@ export class FileArtifactStore implements ArtifactStore {
     }
   }
 
+  async *list(kind: ArtifactKind): AsyncIterable<StoredArtifact> {
+    const kindDir = path.join(this.root, kind, 'sha256')
+    for (const shard of (await readdirIfAny(kindDir)).sort()) {
+      for (const name of (await readdirIfAny(path.join(kindDir, shard))).sort()) {
+        const key = `${kind}/sha256/${shard}/${name}`
+        if (!parseArtifactKey(key)) continue // not ours (an editor's backup file, say): never listed, never deleted
+        const modifiedAt = await this.modifiedAt(key)
+        if (modifiedAt !== null) yield {key, modifiedAt}
+      }
+    }
+  }
+
+  async deleteIfNotPutSince(key: ArtifactKey, cutoff: number): Promise<boolean> {
+    const modifiedAt = await this.modifiedAt(key)
+    if (modifiedAt !== null && modifiedAt > cutoff) return false
+    await this.delete(key)
+    return true
+  }
+
+  private async modifiedAt(key: ArtifactKey): Promise<number | null> {
+    try {
+      return (await stat(this.fileOf(key))).mtimeMs
+    } catch (error) {
+      if (isMissing(error)) return null
+      throw error
+    }
+  }
+
   private fileOf(key: ArtifactKey): string {
     return path.join(this.root, ...key.split('/'))
   }
@@ -188,6 +236,15 @@ async function readExactly(handle: FileHandle, size: number): Promise<Buffer> {
   }
   // A file that shrank under us is simply a shorter (and therefore wrong-hashing) artifact.
   return buffer.subarray(0, offset)
+}
+
+async function readdirIfAny(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir)
+  } catch (error) {
+    if (isMissing(error)) return []
+    throw error
+  }
 }
 
 function isMissing(error: unknown): boolean {

@@ -8,9 +8,13 @@ export default class OrphanReport extends BaseCommand<typeof OrphanReport> {
   static override description = `Count what the edge host still serves that the store no longer owns. Read-only.
 
 Lists the paired host's scripts (at most host_reconcile.listing_max_pages pages) and prints one JSON
-object with sorted keys: listed, namespace, orphans_pending, orphans_unsettled, stored_name_differs,
-unowned, unowned_serving_code, worker_rows. After a company purge, orphans_pending falls to 0 as
-reconcile passes retire the orphans, and unowned_serving_code should be 0.
+object with sorted keys: asset_objects_unreferenced, host_asset_files_unreferenced, listed, namespace,
+orphans_pending, orphans_unsettled, stored_name_differs, unowned, unowned_serving_code, worker_rows.
+After a company purge, orphans_pending falls to 0 as reconcile passes retire the orphans, and
+unowned_serving_code should be 0. asset_objects_unreferenced lists the static asset objects of the
+artifact store no version serves (the artifact_cleanup lane deletes them once past
+artifact_cleanup.grace_seconds); host_asset_files_unreferenced the SHA-256s of the host's asset files
+no release names (the host removes them after host.asset_unreferenced_grace_seconds).
 
 Exit codes: 0 reported, 6 not paired with a host, 10 the listing failed ("edge host script listing
 answered <status>") or did not end within the page cap.`
@@ -26,7 +30,7 @@ answered <status>") or did not end within the page cap.`
       this.flags.table
         ? table(
             ['KEY', 'VALUE'],
-            Object.entries(report).map(([key, value]) => [key, String(value)]),
+            Object.entries(report).map(([key, value]) => [key, Array.isArray(value) ? value.join(' ') || '-' : String(value)]),
             '',
           )
         : canonicalJson(report),

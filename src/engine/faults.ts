@@ -11,6 +11,7 @@ export type FaultPoint =
   | 'submit.after_artifacts'
   | 'control.after_mutation'
   | 'rollback.after_commit'
+  | 'cleanup.after_asset_delete'
 
 export function faultPoint(point: FaultPoint): void {
   if (process.env.EDGEWORKERS_FAULT === point) process.kill(process.pid, 'SIGKILL')

@@ -3,7 +3,8 @@
 // (`npm run docs:endpoints`; a unit test fails when the two differ). Each entry says the method, the
 // path with its parameters, the query parameters, the request and response bodies, and whether the
 // call is signed (./signing.ts). Every endpoint answers errors as {code, message} (see errorStatus).
-// The shape of an entry and the path helpers: ./endpoint.ts.
+// The shape of an entry and the path helpers: ./endpoint.ts. The asset endpoints sit beside their
+// schemas (./api/assets.ts).
 import {z} from 'zod'
 import type {Endpoint} from './endpoint.js'
 import {fenceIdSchema, identifierSchema, mutationIdSchema, READINESS_WAIT_MAX_MS, serviceAccountIdSchema} from './api/common.js'
@@ -35,7 +36,7 @@ import {
   serviceAccountInfoSchema,
   serviceAccountListSchema,
 } from './api/control.js'
-import {missingAssetsRequestSchema, missingAssetsSchema, putAssetsResultSchema, putAssetsSchema} from './api/assets.js'
+import {assetEndpoints} from './api/assets.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, kitReadinessCall, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
@@ -121,24 +122,7 @@ export const endpoints = {
       'Validated alone first; goes live shortly after (see the readiness probe). `department` (optional): the kit’s department id, the `department` label of the script’s metrics. ' +
       '`versionIds`: the kit’s ids of the version (tail events and the version-override header name it). `split` (optional, a gradual deployment): the release kept serving beside this one — the script’s current release or the one its split keeps, else 409 split_release_missing — and its percentage; the data plane splits requests by the shares. An upload without `split` drops a kept release.',
   },
-  missingAssets: {
-    method: 'POST',
-    path: '/v1/assets/missing',
-    signed,
-    request: missingAssetsRequestSchema,
-    response: missingAssetsSchema,
-    answer: 'json',
-    summary: 'Which of these asset SHA-256s the host does not hold: the kit sends only those before an upload.',
-  },
-  putAssets: {
-    method: 'POST',
-    path: '/v1/assets',
-    signed,
-    request: putAssetsSchema,
-    response: putAssetsResultSchema,
-    answer: 'json',
-    summary: 'Stores asset files by content (each checked against its SHA-256); an upload may then name them.',
-  },
+  ...assetEndpoints,
   script: {method: 'GET', path: '/v1/scripts/:name', signed, response: scriptDetailsSchema, answer: 'json', summary: 'One script’s details.'},
   retire: {
     method: 'POST',

@@ -178,6 +178,8 @@ export interface EdgeProvider {
   missingAssets(hashes: string[], signal?: AbortSignal): Promise<string[]>
   /** Sends asset files (one request; the caller batches). */
   putAssets(files: Array<{sha256: string; content: Uint8Array}>, signal?: AbortSignal): Promise<void>
+  /** The SHA-256s of the asset files the host stores that no release names, sorted. */
+  unreferencedAssets(signal?: AbortSignal): Promise<string[]>
   /** null when the host has never had the script. */
   getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null>
   /**

@@ -213,12 +213,20 @@ export interface KitHostReleasesTable {
   ready_at: number
 }
 
+/** One row per version and asset object it serves (migration 0009); `*` = every one (a version older than the table). */
+export interface EdgeWorkerVersionAssetsTable {
+  version_id: string
+  /** The asset's SHA-256, or `*`. */
+  asset_digest: string
+}
+
 export interface Database {
   companies: CompaniesTable
   departments: DepartmentsTable
   service_accounts: ServiceAccountsTable
   edge_workers: EdgeWorkersTable
   edge_worker_versions: EdgeWorkerVersionsTable
+  edge_worker_version_assets: EdgeWorkerVersionAssetsTable
   edge_worker_outbox: OutboxTable
   edge_worker_audit_logs: AuditLogsTable
   kit_pairings: KitPairingsTable

@@ -1,5 +1,5 @@
 import {randomBytes} from 'node:crypto'
-import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterEach, describe, expect, test} from 'vitest'
@@ -81,13 +81,37 @@ describe('FileArtifactStore', () => {
     expect(incoming(store)).toEqual([])
   })
 
-  test('putting the same bytes again is a no-op that returns the same key', async () => {
+  test('putting the same bytes again returns the same key without rewriting them, and renews their time', async () => {
     const store = await openStore()
     const bytes = Buffer.from('same bytes')
     const key = await store.put('bundle', bytes)
     const inode = statSync(fileOf(store, key)).ino
+    const hourAgo = new Date(Date.now() - 3_600_000)
+    utimesSync(fileOf(store, key), hourAgo, hourAgo)
     expect(await store.put('bundle', Buffer.from('same bytes'))).toBe(key)
     expect(statSync(fileOf(store, key)).ino).toBe(inode) // not rewritten
+    expect(statSync(fileOf(store, key)).mtimeMs).toBeGreaterThan(hourAgo.getTime() + 1_800_000)
+  })
+
+  test('list yields the artifacts of one kind, sorted, with their times; a file that is no artifact is never listed', async () => {
+    const store = await openStore()
+    const keys = [await store.put('asset', Buffer.from('one')), await store.put('asset', Buffer.from('two'))].sort()
+    await store.put('bundle', Buffer.from('not an asset'))
+    writeFileSync(`${fileOf(store, keys[0]!)}~`, 'an editor backup')
+    const listed = []
+    for await (const artifact of store.list('asset')) listed.push(artifact)
+    expect(listed).toEqual(keys.map((key) => ({key, modifiedAt: statSync(fileOf(store, key)).mtimeMs})))
+  })
+
+  test('deleteIfNotPutSince keeps an artifact put after the cutoff and deletes one put before it', async () => {
+    const store = await openStore()
+    const key = await store.put('asset', Buffer.from('timed'))
+    const putAt = statSync(fileOf(store, key)).mtimeMs
+    expect(await store.deleteIfNotPutSince(key, putAt - 1)).toBe(false)
+    expect(await store.has(key)).toBe(true)
+    expect(await store.deleteIfNotPutSince(key, putAt)).toBe(true)
+    expect(await store.has(key)).toBe(false)
+    expect(await store.deleteIfNotPutSince(key, putAt)).toBe(true)
   })
 
   test('concurrent puts of the same bytes all succeed and leave one intact copy', async () => {

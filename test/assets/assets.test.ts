@@ -1,16 +1,22 @@
 // Static assets through the CLI against a real edge host and real workerd: a wrangler site with
 // _headers and _redirects, html_handling, SPA fallback, run_worker_first, the assets binding,
 // ETag/304, Range, HEAD and compression, a tampered asset caught by the integrity check, a deploy
-// of one changed file sending only that file, and retirement answering 404 for an asset URL.
+// of one changed file sending only that file, an asset URL answering exactly as the Worker's under
+// a refusing access policy and a lockdown, and retirement answering 404 for an asset URL.
 // What `wrangler dev` does not show (compression, Range, metrics, the integrity check, retirement)
 // is checked here; wrangler-dev.test.ts compares the answers with `wrangler dev` as the oracle.
 import {spawn} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {existsSync, readdirSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {request} from 'undici'
 import {expect, test} from 'vitest'
+import {settingsSchema} from '../../src/config/schema.js'
+import {createEngine} from '../../src/engine/context.js'
+import {requireProvider} from '../../src/engine/provider.js'
+import {onPremHosts} from '../../src/provider/onprem/hosts.js'
+import {openStore} from '../../src/store/index.js'
 import {CLI_BIN, runCli} from '../support/cli.js'
 import {kitWithHost} from '../support/cli-kit.js'
 import {startTestHost} from '../support/host.js'
@@ -254,6 +260,63 @@ test('asset limits and bad rule files are refused with one line naming the cause
   expect(await refusal({})).toEqual({code: 2, lines: [expect.stringMatching(/_redirects line 1: status 304 is not one of 200, 301, 302, 303, 307, 308/)]})
   // Nothing was stored: no version of a Worker for this department.
   expect((await cli('worker', 'list', '--json')).stdout).not.toContain('"limits"')
+})
+
+/** What a client can tell two answers apart by; the request id is each request's own. */
+async function answerOf(url: string, headers: Record<string, string> = {}) {
+  const response = await request(url, {headers})
+  const body = (await response.body.text()).replace(/"requestId":"[0-9a-f-]{36}"/, '"requestId":"…"')
+  return {status: response.statusCode, type: response.headers['content-type'], body}
+}
+
+test('an asset URL answers as the Worker does under an access policy that refuses the client, a lockdown, and after retirement', {
+  timeout: 180_000,
+}, async () => {
+  const dir = project('guarded', {
+    'wrangler.toml': 'name = "guarded"\nmain = "worker.js"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n',
+    'worker.js': 'export default {fetch: (request) => new Response("worker " + new URL(request.url).pathname)}',
+    'public/logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
+  })
+  const {url, department, script} = await deploy(dir)
+  const asset = new URL('logo.svg', url).toString()
+  const code = new URL('api/x', url).toString()
+  expect(await answerOf(asset)).toMatchObject({status: 200, type: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg"/>'})
+  expect(await answerOf(code)).toMatchObject({status: 200, body: 'worker /api/x'})
+
+  // teamsync_internal with no allowed address: nobody gets in.
+  expect((await cli('access-policy', 'set', department, '--mode', 'teamsync_internal', '--json')).code).toBe(0)
+  const deniedByAddress = await answerOf(code)
+  expect(deniedByAddress).toEqual({status: 403, type: 'application/json', body: '{"code":"access_denied","message":"Forbidden"}'})
+  expect(await answerOf(asset)).toEqual(deniedByAddress)
+
+  // api_key: without the key refused as the Worker is; with it the asset is served.
+  const keyFile = path.join(kit.root, 'api-key')
+  expect((await cli('api-key', 'rotate', department, '--key-file', keyFile, '--json')).code).toBe(0)
+  const apiKey = readFileSync(keyFile, 'utf8').trim()
+  expect(await answerOf(asset)).toEqual(await answerOf(code))
+  expect(await answerOf(asset, {'x-api-key': 'wrong'})).toEqual(deniedByAddress)
+  expect(await answerOf(asset, {'x-api-key': apiKey})).toMatchObject({status: 200, type: 'image/svg+xml'})
+
+  // Lockdown (retirement's first step), told to the host through the provider as retire tells it.
+  const settings = settingsSchema.parse({data_dir: kit.dataDir})
+  const store = await openStore(settings)
+  try {
+    const engine = await createEngine(store, settings, onPremHosts)
+    await (await requireProvider(engine, 'lock the Worker down')).provider.lockdownScript(script)
+  } finally {
+    await store.close()
+  }
+  const locked = await answerOf(code, {'x-api-key': apiKey})
+  expect(locked).toEqual({status: 403, type: 'application/json', body: '{"code":"worker_retired","message":"Forbidden"}'})
+  expect(await answerOf(asset, {'x-api-key': apiKey})).toEqual(locked)
+  expect(await answerOf(asset)).toEqual(locked)
+
+  // Retired: the exact 404 of a Worker that never existed.
+  expect((await cli('retire', department, '--yes', '--json')).code).toBe(0)
+  const never = await answerOf(`${kit.host.publicUrl}/dw-${'0'.repeat(48)}/logo.svg`)
+  expect(never).toEqual({status: 404, type: 'application/json', body: '{"code":"worker_not_found","message":"Worker not found","requestId":"…"}'})
+  expect(await answerOf(asset, {'x-api-key': apiKey})).toEqual(never)
+  expect(await answerOf(code)).toEqual(never)
 })
 
 // Last: it damages every asset file in the kit's artifact store.

@@ -1,10 +1,11 @@
 // Retirement and orphans end to end on both store backends, against a real edge host running real
 // workerd: `retire` (lockdown and purges before the host's retire, the byte-exact 404 after it,
 // pending when the host cannot be told), the host reconcile rules, and the orphan report.
-import {readdirSync} from 'node:fs'
+import {mkdtempSync, readdirSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
-import {canonicalDigest} from '../../src/canonical-json.js'
+import {canonicalDigest, sha256Hex} from '../../src/canonical-json.js'
 import {createEngine, type Engine} from '../../src/engine/context.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
@@ -14,6 +15,7 @@ import {orphanReport} from '../../src/engine/retire/orphan-report.js'
 import {retireDepartment} from '../../src/engine/retire/retire-department.js'
 import {deterministicId} from '../../src/store/index.js'
 import {recordingLogger} from '../engine/pass/support.js'
+import {writeAssetsSite} from '../support/cli.js'
 import {FaultProxy} from '../support/fault-proxy.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness, type SettingsOverrides} from '../support/kit.js'
@@ -167,6 +169,28 @@ describeEachStore('retirement', (t) => {
     expect(engine.log.messages('info')).toContain(`edge_worker_onprem_orphan_retired: ${first.outcome.scriptName}`)
     expect((await fetchText(first.url)).body).toMatch(NOT_FOUND_BODY)
     expect(await orphanReport(engine)).toMatchObject({orphans_pending: 0, orphans_unsettled: 0, unowned_serving_code: 0})
+  })
+
+  test('the orphan report lists the asset objects no version serves and the host asset files no release names, and nothing served', async () => {
+    const engine = await recordingEngine()
+    const department = await kit.department()
+    const sites = mkdtempSync(path.join(tmpdir(), 'edgeworkers-orphan-assets-'))
+    let deploys = 0
+    const deploySite = async (files: Record<string, string>) => {
+      const dir = writeAssetsSite(sites, `release-${++deploys}`, files)
+      expect((await deployWorker(engine, {projectDir: dir, departmentId: department, wait: true})).state).toBe('completed')
+    }
+    // The host keeps a script's release and the one before: after the third, a.txt is named by no
+    // release there, but the first version, kept in the store, still serves it.
+    await deploySite({'a.txt': 'only in the first release', 'b.txt': 'in the first two'})
+    await deploySite({'b.txt': 'in the first two', 'c.txt': 'in the last two'})
+    await deploySite({'c.txt': 'in the last two', 'd.txt': 'only in the third'})
+    const stray = await engine.artifacts.put('asset', Buffer.from('put by a deploy that never committed'))
+
+    const report = await orphanReport(engine)
+    expect(report.asset_objects_unreferenced).toEqual([stray])
+    expect(report.host_asset_files_unreferenced).toEqual([sha256Hex('only in the first release')])
+    expect(Object.keys(report)).toEqual([...Object.keys(report)].sort())
   })
 
   test('an unpaired store retires nothing', async () => {

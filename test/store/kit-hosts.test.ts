@@ -1,6 +1,6 @@
 // The hosts of a kit (docs/many-hosts.md) on both stores: membership, one kit per host (two kits
 // sharing one database never claim each other's hosts), health as the kit saw it, what each host
-// serves, and migration 0009 making every existing pairing its kit's first member.
+// serves, and migration 0010 making every existing pairing its kit's first member.
 import {Migrator} from 'kysely'
 import {expect, test} from 'vitest'
 import {KitError} from '../../src/errors.js'
@@ -143,13 +143,13 @@ describeEachStore('kit hosts', (t) => {
   })
 })
 
-describeEachStore('migration 0009: existing pairings become their kit first host', (t) => {
+describeEachStore('migration 0010: existing pairings become their kit first host', (t) => {
   test('an active pairing is its kit first, active member with its secret; an ended one is not', async () => {
     const url = await t.freshUrl()
     const settings = t.settings({store: {url}})
     const db = t.backend === 'sqlite' ? openSqlite(url, settings) : await openPostgres(url, settings)
     try {
-      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0009'))
+      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0010'))
       const {error} = await new Migrator({db, provider: {getMigrations: async () => before}}).migrateToLatest()
       if (error) throw error
     } finally {
@@ -161,7 +161,7 @@ describeEachStore('migration 0009: existing pairings become their kit first host
     await t.exec(`${insert(KIT_A, 'null')} ${insert(KIT_B, '2000')}`, url)
 
     const store = await t.open(settings)
-    expect(await store.migrate()).toContain('0009_kit_hosts')
+    expect(await store.migrate()).toContain('0010_kit_hosts')
     expect(await store.hosts.listMembers(KIT_A)).toEqual([
       expect.objectContaining({host_scope: KIT_A, scope: KIT_A, host_url: `http://h/${KIT_A}`, state: 'active', added_at: 1000, removed_at: null}),
     ])

@@ -4,9 +4,24 @@ import {KitError} from '../../src/errors.js'
 import {migrations} from '../../src/store/migrations/index.js'
 import {openPostgres} from '../../src/store/postgres/open.js'
 import {openSqlite} from '../../src/store/sqlite/open.js'
-import {describeEachStore, TestClock} from '../support/stores.js'
+import {describeEachStore, TestClock, type StoreHarness} from '../support/stores.js'
 
 const ALL = Object.keys(migrations)
+
+/** A new database as the build before `migration` left it: every migration before it applied. Its URL. */
+async function databaseBefore(t: StoreHarness, migration: string): Promise<string> {
+  const url = await t.freshUrl()
+  const settings = t.settings({store: {url}})
+  const db = t.backend === 'sqlite' ? openSqlite(url, settings) : await openPostgres(url, settings)
+  try {
+    const earlier = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < migration))
+    const {error} = await new Migrator({db, provider: {getMigrations: async () => earlier}}).migrateToLatest()
+    if (error) throw error
+  } finally {
+    await db.destroy()
+  }
+  return url
+}
 
 describeEachStore('migrations', (t) => {
   test('a fresh database has every migration pending; migrate applies them once', async () => {
@@ -46,22 +61,6 @@ describeEachStore('migrations', (t) => {
 describeEachStore('migration 0004: the outbox state columns', (t) => {
   const SCOPE = 'onprem:0123456789ab'
   const T = TestClock.START
-  const BEFORE_0004 = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0004'))
-
-  /** A database at schema version 3, as the build before 0004 left it. */
-  async function storeAtVersion3(): Promise<string> {
-    const url = await t.freshUrl()
-    const settings = t.settings({store: {url}})
-    const db = t.backend === 'sqlite' ? openSqlite(url, settings) : await openPostgres(url, settings)
-    try {
-      const {error} = await new Migrator({db, provider: {getMigrations: async () => BEFORE_0004}}).migrateToLatest()
-      if (error) throw error
-    } finally {
-      await db.destroy()
-    }
-    return url
-  }
-
   /** One outbox row in the old encoding (the columns of version 3). */
   function oldRow(
     id: string,
@@ -75,7 +74,7 @@ describeEachStore('migration 0004: the outbox state columns', (t) => {
   }
 
   test('converts every old-shape row, and the sweeps then take each when they took it before', async () => {
-    const url = await storeAtVersion3()
+    const url = await databaseBefore(t, '0004')
     await t.exec(
       [
         // A sweep stamped a retried row: (lease_owner, next_attempt_at) = (the sweep, its cooldown deadline).
@@ -135,5 +134,32 @@ describeEachStore('migration 0004: the outbox state columns', (t) => {
     expect(await recover()).toEqual(['leased'])
     t.clock.advance(1)
     expect(await recover()).toEqual(['reserved'])
+  })
+})
+
+describeEachStore('migration 0009: the asset objects each version serves', (t) => {
+  // A version from before it names its asset files only inside its bundle: recorded as serving every one (`*`).
+  test('a version with assets from before it keeps every asset object; one without keeps none', async () => {
+    const url = await databaseBefore(t, '0009')
+    const T = TestClock.START
+    const version = (id: string, manifest: string) =>
+      `insert into edge_worker_versions (id, worker_id, release_generation, builder_policy, state, project_artifact_key, project_digest,
+        bundle_artifact_key, bundle_digest, manifest, receipt, created_at, updated_at) values ('${id}', 'w1', 'rg-${id}', 'p', 'deployed', 'k', 'd', 'k', 'd',
+        '${manifest}', '{}', ${T}, ${T});`
+    await t.exec(
+      [
+        `insert into companies (id, name, created_at, updated_at) values ('co', 'Co', ${T}, ${T});`,
+        `insert into departments (id, company_id, name, created_at, updated_at) values ('dept', 'co', 'Dept', ${T}, ${T});`,
+        `insert into edge_workers (id, company_id, department_id, script_name, status, created_at, updated_at) values ('w1', 'co', 'dept', 'dw-1', 'active', ${T}, ${T});`,
+        version('with-assets', '{"assets":{"directory":"public"},"main":"index.js"}'),
+        version('code-only', '{"main":"index.js"}'),
+      ].join('\n'),
+      url,
+    )
+
+    const store = await t.open(t.settings({store: {url}}))
+    expect(await store.migrate()).toEqual(['0009_version_assets'])
+    const digest = 'a'.repeat(64)
+    expect(await store.sweeps.assetReferences([digest])).toEqual(new Map([[digest, ['with-assets']]]))
   })
 })

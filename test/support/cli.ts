@@ -36,6 +36,13 @@ export function writeProject(root: string, name: string, files: Record<string, s
   return dir
 }
 
+/** An assets-only wrangler site (`public/` holding these files) under `root`; returns its directory. */
+export function writeAssetsSite(root: string, name: string, files: Record<string, string>): string {
+  const publicFiles = Object.fromEntries(Object.entries(files).map(([file, content]) => [`public/${file}`, content]))
+  const toml = 'name = "site"\ncompatibility_date = "2026-11-01"\n[assets]\ndirectory = "public"\n'
+  return writeProject(root, name, {'wrangler.toml': toml, ...publicFiles})
+}
+
 /** Through the CLI: migrates the kit's store, pairs it with the host and creates company `acme`, then runs `more`; each must exit 0. */
 export async function setUpKit(
   cli: (...args: string[]) => Promise<CliResult>,

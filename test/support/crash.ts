@@ -8,8 +8,11 @@ import {openStore, type Store} from '../../src/store/index.js'
 import {CLI_BIN} from './cli.js'
 import {AdvancedWallClock} from './stores.js'
 
-/** Runs `edgeworkers <args> --json` until it is killed at `point`; the store, opened past its lease. */
-export async function runCliKilledAt(args: string[], settings: Settings, point: FaultPoint): Promise<Store> {
+/**
+ * Runs `edgeworkers <args> --json` until it is killed at `point`; the store, opened past its lease.
+ * `env`: further settings for the run (`EDGEWORKERS_<SECTION>__<KEY>`).
+ */
+export async function runCliKilledAt(args: string[], settings: Settings, point: FaultPoint, env: Record<string, string> = {}): Promise<Store> {
   const crashed = await execa('node', [CLI_BIN, ...args, '--json'], {
     reject: false,
     env: {
@@ -17,6 +20,7 @@ export async function runCliKilledAt(args: string[], settings: Settings, point: 
       EDGEWORKERS_STORE__URL: settings.store.url,
       EDGEWORKERS_DEPLOY__LEASE_SECONDS: String(settings.deploy.lease_seconds),
       EDGEWORKERS_FAULT: point,
+      ...env,
     },
   })
   expect(crashed.signal, crashed.stderr).toBe('SIGKILL')

@@ -83,6 +83,13 @@ export class AssetFiles {
     return bytes
   }
 
+  /** The stored files' SHA-256s that no release names, sorted (the orphan report's host side). */
+  async unreferenced(referenced: ReadonlySet<string>): Promise<string[]> {
+    const found: string[] = []
+    for await (const {sha256} of this.stored()) if (!referenced.has(sha256)) found.push(sha256)
+    return found.sort()
+  }
+
   /**
    * Removes the files no release names that were not written or asked about within `graceMs` (a
    * deploy sends its files before the upload that names them); returns how many went.
@@ -90,21 +97,25 @@ export class AssetFiles {
   async removeUnreferenced(referenced: ReadonlySet<string>, graceMs: number): Promise<number> {
     let removed = 0
     const cutoff = Date.now() - graceMs
-    for (const shard of await readdir(this.root)) {
-      if (shard === INCOMING_DIR) continue
-      for (const name of await readdir(path.join(this.root, shard))) {
-        if (referenced.has(name)) continue
-        const modified = await stat(path.join(this.root, shard, name)).then(
-          (stats) => stats.mtimeMs,
-          () => 0,
-        )
-        if (modified > cutoff) continue
-        await unlink(path.join(this.root, shard, name)).catch(() => undefined)
-        this.cache.delete(name)
-        removed++
-      }
+    for await (const {sha256, file} of this.stored()) {
+      if (referenced.has(sha256)) continue
+      const modified = await stat(file).then(
+        (stats) => stats.mtimeMs,
+        () => 0,
+      )
+      if (modified > cutoff) continue
+      await unlink(file).catch(() => undefined)
+      this.cache.delete(sha256)
+      removed++
     }
     return removed
+  }
+
+  private async *stored(): AsyncIterable<{sha256: string; file: string}> {
+    for (const shard of await readdir(this.root)) {
+      if (shard === INCOMING_DIR) continue
+      for (const name of await readdir(path.join(this.root, shard))) yield {sha256: name, file: path.join(this.root, shard, name)}
+    }
   }
 
   private clearCache(): void {

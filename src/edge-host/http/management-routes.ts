@@ -83,6 +83,7 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     uploadScript: async ({params, body}) => ok(await service.upload(params.name, body)),
     missingAssets: async ({body}) => ok({missing: await options.assetFiles.missing(body.hashes)}),
     putAssets: async ({body}) => ok({stored: await putAssets(options.assetFiles, body.files, options.maxAssetBytes, options.log)}),
+    unreferencedAssets: async () => ok({unreferenced: await options.assetFiles.unreferenced(options.state.releaseAssets.referencedHashes())}),
     script: ({params}) => ok(service.details(params.name)),
     retire: ({params}) => ok(service.retire(params.name)),
     lockdown: ({params, body}) => ok(service.lockdown(params.name, body)),

@@ -130,6 +130,7 @@ async function commitCopy(engine: Engine, worker: WorkerRow, target: VersionRow,
       size_bytes: target.size_bytes,
       rollback_of: target.id,
       split,
+      asset_digests: {sameAs: target.id},
     })
     const facts = {
       script_name: worker.script_name,

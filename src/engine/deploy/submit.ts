@@ -149,6 +149,7 @@ export function versionInputOf(id: string, workerId: string, built: BuiltVersion
     bundle_digest: built.digests.bundleDigest,
     manifest: built.manifest as never,
     receipt: built.receipt as never,
+    asset_digests: built.assets?.files.map((file) => file.sha256) ?? [],
   }
 }
 

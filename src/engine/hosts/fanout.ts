@@ -126,6 +126,12 @@ export class FanoutProvider implements EdgeProvider {
     return [...new Set(answers.flatMap((answer) => answer.value))]
   }
 
+  /** The asset files any host stores that no release there names (sorted). */
+  async unreferencedAssets(signal?: AbortSignal): Promise<string[]> {
+    const answers = await this.each((p) => p.unreferencedAssets(signal))
+    return [...new Set(answers.flatMap((answer) => answer.value))].sort()
+  }
+
   /** The hosts' copy when they all hold the same; null when they differ (an upload then makes them alike). */
   async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
     const answers = await this.each((p) => p.getScript(scriptName, signal))

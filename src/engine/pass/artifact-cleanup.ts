@@ -1,14 +1,15 @@
 // The artifact cleanup lane: intents a submission recorded before writing its
 // artifacts, that its version commit did not adopt. Each claimed intent is validated, kept when any
 // version still references its artifact, else its artifact is deleted (idempotently). Every settle is
-// fenced by the lease token.
+// fenced by the lease token. Then the asset objects no retained version serves (./asset-sweep.ts).
 import {z} from 'zod'
-import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactStore} from '../../artifacts/store.js'
+import {ARTIFACT_KINDS, parseArtifactKey, type ArtifactKind, type ArtifactStore} from '../../artifacts/store.js'
 import type {OutboxRow} from '../../store/index.js'
 import {DONE, type RowResult} from '../row-result.js'
 import {tally, type Lane, type LaneRun} from './lane.js'
 import {requeueRow, settleRow} from './row-writes.js'
 import {messageOf} from '../../errors.js'
+import {sweepAssetObjects} from './asset-sweep.js'
 
 export const CLEANUP_PAYLOAD_INVALID = 'cleanup_payload_invalid'
 export const ARTIFACT_REFERENCED = 'artifact_referenced'
@@ -30,16 +31,26 @@ const cleanupPayload = z
     {message: 'is not the key of this kind and digest', path: ['object_key']},
   )
 
-/** The artifact key an intent asks to remove, or why the intent is invalid. */
-export function cleanupTarget(row: OutboxRow): {key: string} | {problem: string} {
+type CleanupTarget = {kind: ArtifactKind; key: string; digest: string}
+
+/** The artifact an intent asks to remove, or why the intent is invalid. */
+export function cleanupTarget(row: OutboxRow): CleanupTarget | {problem: string} {
   const payload = cleanupPayload.safeParse(row.payload)
-  if (payload.success) return {key: payload.data.object_key}
+  if (payload.success) return {kind: payload.data.kind, key: payload.data.object_key, digest: payload.data.digest}
   const issue = payload.error.issues[0]!
   return {problem: `the cleanup payload is invalid: ${issue.path.join('.') || '(payload)'}: ${issue.message}`}
 }
 
 export const artifactCleanupLane: Lane = async (run) => {
   if (run.gate.closed) return run.skip(run.gate.message)
+  const artifacts = await cleanIntents(run)
+  if (run.shouldStop()) return
+  const deleted = await sweepAssetObjects(run, artifacts ?? (await run.openArtifactStore()))
+  if (deleted > 0) run.note(`${deleted} unreferenced asset object${deleted === 1 ? '' : 's'} deleted`)
+}
+
+/** Works the due intents; returns the artifact store if it opened one. */
+async function cleanIntents(run: LaneRun): Promise<ArtifactStore | undefined> {
   const {store, owner, settings} = run.engine
   let artifacts: ArtifactStore | undefined
   while (!run.shouldStop()) {
@@ -50,7 +61,7 @@ export const artifactCleanupLane: Lane = async (run) => {
       limit: settings.artifact_cleanup.batch_size,
       leaseSeconds: settings.artifact_cleanup.lease_seconds,
     })
-    if (claimed.length === 0) return
+    if (claimed.length === 0) return artifacts
     run.counts.claimed += claimed.length
     const fresh = claimed.filter((row) => run.firstVisit(row.id))
     const handBack = claimed.filter((row) => !fresh.includes(row))
@@ -74,12 +85,13 @@ export const artifactCleanupLane: Lane = async (run) => {
         run.counts.skipped++
       }
     }
-    if (handBack.length > 0) return
+    if (handBack.length > 0) return artifacts
   }
+  return artifacts
 }
 
 async function cleanOne(run: LaneRun, artifacts: ArtifactStore, row: OutboxRow): Promise<RowResult> {
-  const {store, log} = run.engine
+  const {log} = run.engine
   const target = cleanupTarget(row)
   if ('problem' in target) {
     const result = await settleRow(run, row, {outcome: 'terminal', code: CLEANUP_PAYLOAD_INVALID, message: target.problem})
@@ -87,7 +99,7 @@ async function cleanOne(run: LaneRun, artifacts: ArtifactStore, row: OutboxRow):
     return result
   }
   // Checked per row, right before deleting, to keep the window for a version committing meanwhile small.
-  const owners = (await store.sweeps.artifactReferences([target.key])).get(target.key)
+  const owners = await referencingVersions(run, target)
   if (owners) {
     // In use: keep it, and point at the owner. Several owners (however they came about) keep it too.
     return settleRow(run, row, {outcome: 'done', code: ARTIFACT_REFERENCED, message: `artifact ${target.key} is referenced by version ${owners.join(', ')}`})
@@ -101,6 +113,13 @@ async function cleanOne(run: LaneRun, artifacts: ArtifactStore, row: OutboxRow):
   const result = await settleRow(run, row, DONE, true)
   if (result.outcome === 'done') log.debug({outboxId: row.id, key: target.key}, 'Edge Worker artifact cleanup deleted an orphaned artifact')
   return result
+}
+
+/** The versions that reference the artifact: as project or bundle archive, or as a served asset. */
+async function referencingVersions(run: LaneRun, target: CleanupTarget): Promise<string[] | undefined> {
+  const {sweeps} = run.engine.store
+  if (target.kind === 'asset') return (await sweeps.assetReferences([target.digest])).get(target.digest)
+  return (await sweeps.artifactReferences([target.key])).get(target.key)
 }
 
 async function burnAttempt(run: LaneRun, row: OutboxRow, error: unknown): Promise<RowResult> {

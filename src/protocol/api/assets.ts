@@ -3,6 +3,7 @@
 // the assets directory, `_headers` and `_redirects` (their text; ../assets/rules.ts parses them on
 // both sides). Asset bytes travel separately, content-addressed: the kit asks which the host lacks.
 import {z} from 'zod'
+import type {Endpoint} from '../endpoint.js'
 import {hex64} from './common.js'
 
 export const HTML_HANDLING = ['auto-trailing-slash', 'force-trailing-slash', 'drop-trailing-slash', 'none'] as const
@@ -51,4 +52,38 @@ export const putAssetsSchema = z.strictObject({
     .min(1)
     .max(1_000),
 })
+/** The asset files the host stores that no release of its names: removed once past host.asset_unreferenced_grace_seconds. */
+export const unreferencedAssetsSchema = z.strictObject({unreferenced: z.array(hex64)})
 export const putAssetsResultSchema = z.strictObject({stored: z.number().int()})
+
+const signed = true
+
+/** The asset rows of the endpoint table (../endpoints.ts). */
+export const assetEndpoints = {
+  missingAssets: {
+    method: 'POST',
+    path: '/v1/assets/missing',
+    signed,
+    request: missingAssetsRequestSchema,
+    response: missingAssetsSchema,
+    answer: 'json',
+    summary: 'Which of these asset SHA-256s the host does not hold: the kit sends only those before an upload.',
+  },
+  putAssets: {
+    method: 'POST',
+    path: '/v1/assets',
+    signed,
+    request: putAssetsSchema,
+    response: putAssetsResultSchema,
+    answer: 'json',
+    summary: 'Stores asset files by content (each checked against its SHA-256); an upload may then name them.',
+  },
+  unreferencedAssets: {
+    method: 'GET',
+    path: '/v1/assets/unreferenced',
+    signed,
+    response: unreferencedAssetsSchema,
+    answer: 'json',
+    summary: 'The SHA-256s of the asset files the host stores that no release names (the orphan report), sorted.',
+  },
+} as const satisfies Record<string, Endpoint>

@@ -77,6 +77,10 @@ export class OnPremProvider implements EdgeProvider {
     await this.host.call(endpoints.putAssets, {body}, signal)
   }
 
+  async unreferencedAssets(signal?: AbortSignal): Promise<string[]> {
+    return (await this.host.call(endpoints.unreferencedAssets, {}, signal)).unreferenced
+  }
+
   async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
     const details = await this.host.find(endpoints.script, {params: {name: scriptName}}, 'script_not_found', signal)
     return details && detailsOf(details)

@@ -9,7 +9,8 @@ import * as workIndexes from './0005_work_indexes.js'
 import * as outboxWaits from './0006_outbox_waits.js'
 import * as versionNotes from './0007_version_notes.js'
 import * as versionSplit from './0008_version_split.js'
-import * as kitHosts from './0009_kit_hosts.js'
+import * as versionAssets from './0009_version_assets.js'
+import * as kitHosts from './0010_kit_hosts.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
@@ -20,5 +21,6 @@ export const migrations: Record<string, Migration> = {
   '0006_outbox_waits': outboxWaits,
   '0007_version_notes': versionNotes,
   '0008_version_split': versionSplit,
-  '0009_kit_hosts': kitHosts,
+  '0009_version_assets': versionAssets,
+  '0010_kit_hosts': kitHosts,
 }

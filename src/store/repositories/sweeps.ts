@@ -19,6 +19,8 @@ import {supersedeLeased, type SupersededRow} from './supersede.js'
 
 /** Leases renewed per statement. */
 const RENEWAL_SLICE = 500
+/** Digests looked up per statement. */
+const REFERENCE_SLICE = 500
 
 export interface RecoverableClaimOptions {
   scope: string
@@ -140,6 +142,28 @@ export class SweepRepository {
         if (unique.includes(key)) references.set(key, [...(references.get(key) ?? []), row.id])
       }
     }
+    return references
+  }
+
+  /**
+   * Asset SHA-256 → the ids of every version serving it, sorted; a version recorded as serving every
+   * asset object (`*`, committed before edge_worker_version_assets) is counted for each digest.
+   */
+  async assetReferences(digests: readonly string[]): Promise<Map<string, string[]>> {
+    const references = new Map<string, string[]>()
+    const unique = [...new Set(digests)]
+    if (unique.length === 0) return references
+    const every = await this.ctx.db.selectFrom('edge_worker_version_assets').select('version_id').where('asset_digest', '=', '*').execute()
+    for (let start = 0; start < unique.length; start += REFERENCE_SLICE) {
+      const rows = await this.ctx.db
+        .selectFrom('edge_worker_version_assets')
+        .select(['version_id', 'asset_digest'])
+        .where('asset_digest', 'in', unique.slice(start, start + REFERENCE_SLICE))
+        .execute()
+      for (const row of rows) references.set(row.asset_digest, [...(references.get(row.asset_digest) ?? []), row.version_id])
+    }
+    if (every.length > 0) for (const digest of unique) references.set(digest, [...(references.get(digest) ?? []), ...every.map((row) => row.version_id)])
+    for (const owners of references.values()) owners.sort()
     return references
   }
 

@@ -43,6 +43,11 @@ export interface VersionCreateInput {
   size_bytes?: number | null
   rollback_of?: string | null
   split?: VersionSplit | null
+  /**
+   * The SHA-256s of the asset objects it serves (recorded in edge_worker_version_assets with the
+   * version, for artifact cleanup), or `{sameAs}`: those of an existing version (a rollback's copy).
+   */
+  asset_digests?: readonly string[] | {sameAs: string}
 }
 
 export class WorkerRepository {
@@ -150,7 +155,7 @@ export class WorkerRepository {
    * machines that commit them say — taken under the Worker row's lock, so two commits of one Worker
    * are ordered too.
    */
-  async createVersion(input: VersionCreateInput): Promise<VersionRow> {
+  async createVersion({asset_digests: assetDigests = [], ...input}: VersionCreateInput): Promise<VersionRow> {
     return this.ctx.atomic(async (tx) => {
       const {db} = tx
       await tx.lockRow('edge_workers', input.worker_id)
@@ -175,6 +180,7 @@ export class WorkerRepository {
         })
         .returningAll()
         .executeTakeFirstOrThrow()
+      await recordVersionAssets(tx, row.id, assetDigests)
       return toVersionRow(row)
     })
   }
@@ -225,4 +231,32 @@ export async function settleUnfinishedVersion(tx: StoreContext, versionId: strin
     .where('id', '=', versionId)
     .where('state', 'in', ['built', 'deploying'])
     .execute()
+}
+
+/** Rows per INSERT of asset digests: bounded statement parameters whatever the site's size. */
+const ASSET_ROWS_PER_INSERT = 500
+
+async function recordVersionAssets(tx: StoreContext, versionId: string, digests: readonly string[] | {sameAs: string}): Promise<void> {
+  if ('sameAs' in digests) {
+    const {sameAs} = digests
+    await tx.db
+      .insertInto('edge_worker_version_assets')
+      .columns(['version_id', 'asset_digest'])
+      .expression((eb) =>
+        eb
+          .selectFrom('edge_worker_version_assets')
+          .select([eb.val(versionId).as('version_id'), 'asset_digest'])
+          .where('version_id', '=', sameAs),
+      )
+      .execute()
+    return
+  }
+  const unique = [...new Set(digests)]
+  for (let start = 0; start < unique.length; start += ASSET_ROWS_PER_INSERT) {
+    const slice = unique.slice(start, start + ASSET_ROWS_PER_INSERT)
+    await tx.db
+      .insertInto('edge_worker_version_assets')
+      .values(slice.map((digest) => ({version_id: versionId, asset_digest: digest})))
+      .execute()
+  }
 }

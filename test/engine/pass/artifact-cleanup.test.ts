@@ -219,6 +219,8 @@ function withDelete(artifacts: ArtifactStore, remove: ArtifactStore['delete']): 
     put: (kind, bytes) => artifacts.put(kind, bytes),
     get: (key, maxBytes) => artifacts.get(key, maxBytes),
     has: (key) => artifacts.has(key),
+    list: (kind) => artifacts.list(kind),
+    deleteIfNotPutSince: (key, cutoff) => artifacts.deleteIfNotPutSince(key, cutoff),
     delete: remove,
   }
 }

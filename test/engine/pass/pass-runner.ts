@@ -21,6 +21,8 @@ const artifacts: ArtifactStore = {
   put: (kind, bytes) => files.put(kind, bytes),
   get: (key, maxBytes) => files.get(key, maxBytes),
   has: (key) => files.has(key),
+  list: (kind) => files.list(kind),
+  deleteIfNotPutSince: (key, cutoff) => files.deleteIfNotPutSince(key, cutoff),
   delete: async (key) => {
     deleted.push(key)
     await files.delete(key)
