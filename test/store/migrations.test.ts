@@ -158,7 +158,7 @@ describeEachStore('migration 0009: the asset objects each version serves', (t) =
     )
 
     const store = await t.open(t.settings({store: {url}}))
-    expect(await store.migrate()).toEqual(['0009_version_assets'])
+    expect(await store.migrate()).toEqual(ALL.filter((name) => name >= '0009'))
     const digest = 'a'.repeat(64)
     expect(await store.sweeps.assetReferences([digest])).toEqual(new Map([[digest, ['with-assets']]]))
   })
