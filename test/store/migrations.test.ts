@@ -94,7 +94,14 @@ describeEachStore('migration 0004: the outbox state columns', (t) => {
       url,
     )
     const store = await t.open(t.settings({store: {url}}))
-    expect(await store.migrate()).toEqual(['0004_outbox_state_columns', '0005_work_indexes', '0006_outbox_waits', '0007_version_notes', '0008_version_split', '0009_version_assets'])
+    expect(await store.migrate()).toEqual([
+      '0004_outbox_state_columns',
+      '0005_work_indexes',
+      '0006_outbox_waits',
+      '0007_version_notes',
+      '0008_version_split',
+      '0009_version_assets',
+    ])
 
     const get = async (id: string) => (await store.outbox.get(id))!
     const none = {claimed_by: null, claim_expires_at: null, reserved_by: null}
