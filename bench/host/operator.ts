@@ -3,9 +3,10 @@
 // fixtures/workers/hello, against the same script on a bare `workerd serve`. A separate closed-loop
 // load generator (./load.ts, CONNECTIONS keep-alive connections) runs SECONDS against each in turn,
 // ROUNDS interleaved rounds; for each run the CPU time per request of every process (the load
-// generator, the host, its shard's workerd, the bare workerd) is read from /proc.
+// generator, the host, its shard's workerd, the bare workerd) is read from /proc. Then p99 latency at
+// the same offered load: an open loop at half of bare's median req/s against each, ROUNDS rounds.
 //
-//   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …]
+//   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …] [--node-option=--cpu-prof …]
 import {spawn} from 'node:child_process'
 import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import os from 'node:os'
@@ -16,7 +17,7 @@ import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {HostClient, pairHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 import {cpuMs, load, startBareWorkerdWith, type LoadResult} from './support.js'
-import {EXTRA_ENV, HELLO, ROUNDS, SECONDS, workDir} from './options.js'
+import {EXTRA_ENV, HELLO, HOST_NODE_OPTIONS, ROUNDS, SECONDS, workDir} from './options.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -26,7 +27,7 @@ async function startHostServe(dataDir: string): Promise<{pid: number; info: Host
   const extra = Object.fromEntries(EXTRA_ENV.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]))
   const child = spawn(
     process.execPath,
-    [path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
+    [...HOST_NODE_OPTIONS, path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
     {
       env: {
         ...process.env,
@@ -77,6 +78,11 @@ try {
     }
     const runs: Record<keyof typeof targets, Run[]> = {bare: [], host: []}
     for (const target of Object.values(targets)) await load(target.url, 1)
+    // What the host and its shard spend with no request at all (timers, probes, the tail Worker's posts).
+    const idleBefore = {host: cpuMs(host.pid), workerd: cpuMs(shardPid(dataDir)), at: performance.now()}
+    await sleep(SECONDS * 1000)
+    const idleSeconds = (performance.now() - idleBefore.at) / 1000
+    const idle = {host: (cpuMs(host.pid) - idleBefore.host) / idleSeconds, workerd: (cpuMs(shardPid(dataDir)) - idleBefore.workerd) / idleSeconds}
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [key, target] of Object.entries(targets) as Array<[keyof typeof targets, (typeof targets)['bare']]>) {
         const workerd = target.workerd()
@@ -90,6 +96,14 @@ try {
         })
       }
       log(`# round ${round}: bare ${runs.bare.at(-1)!.rps.toFixed(0)} req/s, host ${runs.host.at(-1)!.rps.toFixed(0)} req/s (${machineLoad()})`)
+    }
+    // p99 at the same offered load: an open loop at half of bare's capacity, against each in turn.
+    const rate = Math.round(median(runs.bare.map((run) => run.rps)) / 2)
+    const open: Record<keyof typeof targets, LoadResult[]> = {bare: [], host: []}
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [key, target] of Object.entries(targets) as Array<[keyof typeof targets, (typeof targets)['bare']]>)
+        open[key].push(await load(target.url, SECONDS, rate))
+      log(`# open loop round ${round} at ${rate} req/s: p99 bare ${open.bare.at(-1)!.p99Ms.toFixed(2)} ms, host ${open.host.at(-1)!.p99Ms.toFixed(2)} ms`)
     }
     await bare.process.stop()
     const m = (target: keyof typeof targets, field: keyof Run) => median(runs[target].map((run) => run[field] as number))
@@ -105,9 +119,15 @@ try {
         row('bare `workerd serve`', 'bare'),
         row('`host serve`', 'host'),
         '',
+        `Idle (no requests, ${SECONDS} s): host ${idle.host.toFixed(1)} ms CPU/s, its workerd ${idle.workerd.toFixed(1)} ms CPU/s.`,
+        '',
         `Per round, host ÷ bare (medians): req/s **${perRound((round) => runs.host[round]!.rps / runs.bare[round]!.rps).toFixed(2)}×**; ` +
           `workerd CPU/req ${perRound((round) => runs.host[round]!.workerdUs / runs.bare[round]!.workerdUs).toFixed(2)}×; ` +
           `host CPU/req ÷ bare workerd's ${perRound((round) => runs.host[round]!.hostUs / runs.bare[round]!.workerdUs).toFixed(2)}×`,
+        '',
+        `Open loop at ${rate} req/s (half of bare's median req/s), ${ROUNDS} interleaved rounds: p99 bare ${median(open.bare.map((run) => run.p99Ms)).toFixed(2)} ms, ` +
+          `host ${median(open.host.map((run) => run.p99Ms)).toFixed(2)} ms (failed ${open.host.reduce((sum, run) => sum + run.failures, 0)}); ` +
+          `host ÷ bare p99, median per round: **${median(open.host.map((run, round) => run.p99Ms / open.bare[round]!.p99Ms)).toFixed(2)}×**`,
       ].join('\n'),
     )
   } finally {
