@@ -5,23 +5,40 @@
 //   node --import tsx bench/host/node-proxy.ts <undici|http> <upstream socket>
 import {randomUUID} from 'node:crypto'
 import http from 'node:http'
-import {Pool, type Dispatcher} from 'undici'
+import {Agent, type Dispatcher} from 'undici'
 
 const [mode, socketPath] = process.argv.slice(2)
 if ((mode !== 'undici' && mode !== 'http') || !socketPath) throw new Error('usage: node-proxy.ts <undici|http> <upstream socket>')
-const pool = new Pool('http://shard', {connections: 64, socketPath})
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-connection'])
+const pool = new Agent({connections: 64, connect: {socketPath}})
 const agent = new http.Agent({keepAlive: true, maxSockets: 64})
 
 function viaUndici(request: http.IncomingMessage, response: http.ServerResponse, requestId: string): void {
-  const headers = [...request.rawHeaders, 'x-request-id', requestId]
+  // Hop-by-hop headers are the proxy's own (undici refuses them).
+  const headers: string[] = []
+  const raw = request.rawHeaders
+  for (let index = 0; index < raw.length; index += 2) if (!HOP_BY_HOP.has(raw[index]!.toLowerCase())) headers.push(raw[index]!, raw[index + 1]!)
+  headers.push('x-request-id', requestId)
   pool.dispatch(
-    {path: request.url ?? '/', method: request.method as Dispatcher.HttpMethod, headers, body: request.method === 'GET' ? undefined : request},
     {
+      origin: 'http://shard',
+      path: request.url ?? '/',
+      method: request.method as Dispatcher.HttpMethod,
+      headers,
+      body: request.method === 'GET' ? undefined : request,
+    },
+    {
+      onRequestStart(controller) {
+        response.once('close', () => response.writableFinished || controller.abort(new Error('the client went away')))
+      },
       onResponseStart(_controller, statusCode, upstreamHeaders) {
         response.writeHead(statusCode, {...upstreamHeaders, 'x-request-id': requestId} as http.OutgoingHttpHeaders)
       },
-      onResponseData(_controller, chunk) {
-        response.write(chunk)
+      onResponseData(controller, chunk) {
+        if (!response.write(chunk)) {
+          controller.pause()
+          response.once('drain', () => controller.resume())
+        }
       },
       onResponseEnd() {
         response.end()
@@ -46,6 +63,9 @@ function viaHttp(request: http.IncomingMessage, response: http.ServerResponse, r
 }
 
 const forward = mode === 'undici' ? viaUndici : viaHttp
-const server = http.createServer((request, response) => forward(request, response, randomUUID()))
+const server = http.createServer((request, response) => {
+  response.on('error', () => {})
+  forward(request, response, randomUUID())
+})
 server.listen(0, '127.0.0.1', () => process.stdout.write(`${(server.address() as {port: number}).port}\n`))
 process.once('SIGTERM', () => process.exit(0))

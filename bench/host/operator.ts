@@ -7,6 +7,7 @@
 // the same offered load: an open loop at half of bare's median req/s against each, ROUNDS rounds.
 //
 //   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …] [--node-option=--cpu-prof …]
+//     [--restart-after-deploy]
 import {spawn} from 'node:child_process'
 import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import os from 'node:os'
@@ -17,13 +18,13 @@ import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {HostClient, pairHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 import {cpuMs, load, startBareWorkerdWith, type LoadResult} from './support.js'
-import {EXTRA_ENV, HELLO, HOST_NODE_OPTIONS, ROUNDS, SECONDS, workDir} from './options.js'
+import {EXTRA_ENV, HELLO, HOST_NODE_OPTIONS, RESTART_AFTER_DEPLOY, ROUNDS, SECONDS, workDir} from './options.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** `host serve` on a fresh data dir, one shard unless --env says otherwise. */
-async function startHostServe(dataDir: string): Promise<{pid: number; info: HostInfo; stderr: () => string; stop(): Promise<void>}> {
+/** `host serve` on `dataDir` (fresh, or `paired` already), one shard unless --env says otherwise. */
+async function startHostServe(dataDir: string, paired = false): Promise<{pid: number; info: HostInfo; stderr: () => string; stop(): Promise<void>}> {
   const extra = Object.fromEntries(EXTRA_ENV.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]))
   const child = spawn(
     process.execPath,
@@ -45,7 +46,7 @@ async function startHostServe(dataDir: string): Promise<{pid: number; info: Host
   const exited = new Promise((resolve) => child.once('exit', resolve))
   for (let waited = 0; waited < 60_000; waited += 100) {
     const info = await readHostInfo(dataDir)
-    if (info && stderr.includes('pairing code')) {
+    if (info && (paired || stderr.includes('pairing code'))) {
       return {pid: child.pid!, info, stderr: () => stderr, stop: async () => void (child.kill('SIGTERM'), await exited)}
     }
     await sleep(100)
@@ -66,11 +67,15 @@ const dataDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-operator-'
 try {
   log(`# ${machineLoad()}`)
   const source = readFileSync(HELLO, 'utf8')
-  const host = await startHostServe(dataDir)
+  let host = await startHostServe(dataDir)
   const name = scriptNameFor('bench/hello')
   try {
     const secret = await pairHost(host.info.adminUrl, /pairing code: (\S+)/.exec(host.stderr())![1]!)
     await new HostClient(host.info.adminUrl, secret).deploy(name, moduleUpload(source))
+    if (RESTART_AFTER_DEPLOY) {
+      await host.stop()
+      host = await startHostServe(dataDir, true)
+    }
     const bare = await startBareWorkerdWith([{name: 'hello', source}], 'bare')
     const targets = {
       bare: {url: `http://127.0.0.1:${bare.process.ports.get('hello')}/`, hop: null as number | null, workerd: () => bare.process.pid},
@@ -112,7 +117,7 @@ try {
       `| ${label} | ${m(target, 'rps').toFixed(0)} | ${m(target, 'p50Ms').toFixed(2)} | ${m(target, 'p99Ms').toFixed(2)} | ${runs[target].reduce((sum, run) => sum + run.failures, 0)} | ${m(target, 'loadUs').toFixed(0)} | ${target === 'host' ? m(target, 'hostUs').toFixed(0) : '–'} | ${m(target, 'workerdUs').toFixed(0)} |`
     console.log(
       [
-        `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
+        `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${RESTART_AFTER_DEPLOY ? ', host restarted after the deploy' : ''}${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
         '',
         '| target | req/s | p50 ms | p99 ms | failed | load generator CPU µs/req | host CPU µs/req | workerd CPU µs/req |',
         '|---|---|---|---|---|---|---|---|',
