@@ -275,7 +275,7 @@ describe('the loader after a start: every Worker on its own socket', () => {
     await host?.stop()
   })
 
-  test('deployed into a running process they go through its loader; after a restart each has its own socket; a redeploy loads without a swap', async () => {
+  test('deployed into a running process they go through its loader; after a restart each has its own socket; a redeploy loads and a retirement unroutes without a swap', async () => {
     // health and the loader's socket: the two Workers were loaded into the process.
     expect(listeningSockets(shardPid(host))).toBe(2)
     await host.restart()
@@ -287,6 +287,13 @@ describe('the loader after a start: every Worker on its own socket', () => {
     expect(await (await fetch(`${host.publicUrl}/${names[1]}/`)).text()).toBe(`${names[1]} 1`)
     expect(shardPid(host)).toBe(pid)
     expect(await swapCount(host, 'load')).toBe(1)
+    // Retiring a Worker the process started with takes its route, not the process.
+    await client.call('POST', paths.retire(names[1]!))
+    const retired = await fetch(`${host.publicUrl}/${names[1]}/`)
+    expect(retired.status).toBe(404)
+    expect(await retired.json()).toMatchObject({code: 'worker_not_found'})
+    expect(shardPid(host)).toBe(pid)
+    expect((await swapCount(host, 'overlap')) + (await swapCount(host, 'hold'))).toBe(0)
   }, 120_000)
 })
 
