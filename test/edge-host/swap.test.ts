@@ -299,7 +299,15 @@ describe('the loader after a start: every Worker on its own socket', () => {
 
 /** Unix sockets the process listens on (its health, loader and Worker sockets). */
 function listeningSockets(pid: number): number {
-  const inodes = new Set(readdirSync(`/proc/${pid}/fd`).map((fd) => /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1]))
+  // A connection's descriptor may close between the listing and the read: it is no listener anyway.
+  const link = (fd: string) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`)
+    } catch {
+      return ''
+    }
+  }
+  const inodes = new Set(readdirSync(`/proc/${pid}/fd`).map((fd) => /^socket:\[(\d+)\]$/.exec(link(fd))?.[1]))
   // /proc/net/unix: Num RefCount Protocol Flags Type St Inode Path; Flags 00010000 is a listening socket.
   return readFileSync('/proc/net/unix', 'utf8')
     .split('\n')
