@@ -114,8 +114,7 @@ export function queueConsumersProblem(
       }
   }
   const unconsumed = produced.find((queue) => !consumed.includes(queue))
-  if (unconsumed !== undefined)
-    return {index: null, message: `queue "${unconsumed}" has no consumer in this Worker: ${OWN_QUEUES_ONLY}`}
+  if (unconsumed !== undefined) return {index: null, message: `queue "${unconsumed}" has no consumer in this Worker: ${OWN_QUEUES_ONLY}`}
   return null
 }
 
