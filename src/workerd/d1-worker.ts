@@ -13,6 +13,7 @@
 // The host reaches the same service (`edgeworkers d1 execute`) through a socket of its own, naming
 // the database in the D1_DATABASE_HEADER header instead of props.
 import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
+import {IO_TURN_SOURCE} from './io-turn.js'
 
 /** The Durable Object class in the D1 service that holds one database. */
 export const D1_OBJECT_CLASS = 'D1DatabaseObject'
@@ -21,6 +22,7 @@ export const D1_DATABASE_HEADER = 'x-edgeworkers-d1-database'
 
 export const D1_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
 ${BINDING_COUNTS_SOURCE}
+${IO_TURN_SOURCE}
 const SERVED_BY = "edgeworkers.db";
 const BOOKMARK_HEADER = "x-cf-d1-session-commit-token";
 const FORMATS = ["ARRAY_OF_OBJECTS", "ROWS_AND_COLUMNS", "NONE"];
@@ -133,6 +135,7 @@ async function handle(request, env, database, count) {
 
 export default {
   async fetch(request, env, ctx) {
+    await yieldToIo();
     if (ctx.props?.metrics) return takeOperationCounts();
     const database = ctx.props?.database ?? request.headers.get("${D1_DATABASE_HEADER}");
     if (!database) return Response.json({success: false, error: "no database named"}, {status: 400});

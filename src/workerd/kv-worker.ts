@@ -14,6 +14,7 @@
 //   value_chunks(key, seq, data)                         the rest of a longer value, seq from 1
 // (workerd's SQLite refuses one blob of Cloudflare's largest value, hence the chunks).
 import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
+import {IO_TURN_SOURCE} from './io-turn.js'
 
 /** Cloudflare's KV limits, in UTF-8 bytes. workerd itself refuses longer keys before calling. */
 export const KV_LIMITS = {
@@ -39,6 +40,7 @@ export const KV_READ_CACHE_BYTES = 16 * 1024 * 1024
 
 export const KV_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
 ${BINDING_COUNTS_SOURCE}
+${IO_TURN_SOURCE}
 const LIMITS = ${JSON.stringify(KV_LIMITS)};
 const CHUNK = ${KV_CHUNK_BYTES};
 const EXPIRED_SWEEP = 100;
@@ -360,6 +362,7 @@ async function handle(request, url, env, namespace) {
 
 export default {
   async fetch(request, env, ctx) {
+    await yieldToIo();
     if (ctx.props.metrics) return takeOperationCounts();
     const url = new URL(request.url);
     let failed = true;

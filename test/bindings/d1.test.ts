@@ -89,6 +89,11 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     const before = databaseFiles(kit.host.dataDir, script)
     for (const op of ['first', 'all', 'raw'] as const) await run(url, {op, sql: 'SELECT name FROM users WHERE id = ?', params: [1]})
     expect(databaseFiles(kit.host.dataDir, script)).toEqual(before)
+
+    // Thousands of queries one after another in one request: binding calls never leave workerd, and
+    // the shard still answers the host's health probe meanwhile, so it is not taken for stalled.
+    const times = 5000
+    expect(await run(url, {op: 'repeat', times, sql: 'SELECT name FROM users WHERE id = ?', params: [1]})).toEqual({result: {row: {name: 'ada'}, times}})
   })
 
   test("a database is its Worker's own; data outlives a redeploy, a host restart and retirement", {timeout: 240_000}, async () => {
