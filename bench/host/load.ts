@@ -2,12 +2,16 @@
 // with the server it measures: CONNECTIONS keep-alive connections each send GET PATH back to back
 // for SECONDS (or until SIGTERM), and it prints one JSON line
 // {requests, seconds, rps, p50Ms, p99Ms, maxMs, failures, slow, loadUs} (slow: requests over SLOW_MS;
-// loadUs: its own CPU time per request, µs).
+// loadUs: its own CPU time per request, µs). With RATE it is an open loop instead: RATE requests a
+// second are started on schedule whether or not earlier ones have answered (queued for a free
+// connection when all are busy), each timed from when it was due, so a server that falls behind
+// shows it in the latencies rather than in fewer requests sent.
 //
-//   node --import tsx bench/host/load.ts <url> <connections> <seconds> [host header] [slow ms]
+//   node --import tsx bench/host/load.ts <url> <connections> <seconds> [host header] [slow ms] [rate]
+import {setTimeout as sleep} from 'node:timers/promises'
 import {Pool} from 'undici'
 
-const [url, connectionsText, secondsText, hostHeader, slowText] = process.argv.slice(2)
+const [url, connectionsText, secondsText, hostHeader, slowText, rateText] = process.argv.slice(2)
 if (!url || !connectionsText || !secondsText) throw new Error('usage: load.ts <url> <connections> <seconds>')
 const target = new URL(url)
 const connections = Number(connectionsText)
@@ -19,18 +23,33 @@ const latencies: number[] = []
 let failures = 0
 let running = true
 
-async function loop(): Promise<void> {
-  while (running) {
-    const began = performance.now()
-    try {
-      const response = await pool.request({path: `${target.pathname}${target.search}`, method: 'GET', headers: hostHeader ? {host: hostHeader} : {}})
-      await response.body.dump()
-      if (response.statusCode !== 200) failures++
-    } catch {
-      failures++
-    }
-    latencies.push(performance.now() - began)
+/** One request, timed from `due`. */
+async function send(due: number): Promise<void> {
+  try {
+    const response = await pool.request({path: `${target.pathname}${target.search}`, method: 'GET', headers: hostHeader ? {host: hostHeader} : {}})
+    await response.body.dump()
+    if (response.statusCode !== 200) failures++
+  } catch {
+    failures++
   }
+  latencies.push(performance.now() - due)
+}
+
+async function loop(): Promise<void> {
+  while (running) await send(performance.now())
+}
+
+async function openLoop(rate: number): Promise<void> {
+  const sent = new Set<Promise<void>>()
+  let due = performance.now()
+  while (running) {
+    for (const now = performance.now(); due <= now; due += 1000 / rate) {
+      const request = send(due).finally(() => sent.delete(request))
+      sent.add(request)
+    }
+    await sleep(1)
+  }
+  await Promise.all(sent)
 }
 
 const began = performance.now()
@@ -40,7 +59,7 @@ process.once('SIGTERM', () => {
   clearTimeout(timer)
   running = false
 })
-await Promise.all(Array.from({length: connections}, loop))
+await (rateText ? openLoop(Number(rateText)) : Promise.all(Array.from({length: connections}, loop)))
 const elapsed = (performance.now() - began) / 1000
 const cpu = process.cpuUsage(cpuBefore)
 await pool.close()

@@ -3,9 +3,11 @@
 // fixtures/workers/hello, against the same script on a bare `workerd serve`. A separate closed-loop
 // load generator (./load.ts, CONNECTIONS keep-alive connections) runs SECONDS against each in turn,
 // ROUNDS interleaved rounds; for each run the CPU time per request of every process (the load
-// generator, the host, its shard's workerd, the bare workerd) is read from /proc.
+// generator, the host, its shard's workerd, the bare workerd) is read from /proc. Then p99 latency at
+// the same offered load: an open loop at half of bare's median req/s against each, ROUNDS rounds.
 //
-//   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …]
+//   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …] [--node-option=--cpu-prof …]
+//     [--restart-after-deploy]
 import {spawn} from 'node:child_process'
 import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import os from 'node:os'
@@ -16,17 +18,17 @@ import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {HostClient, pairHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 import {cpuMs, load, startBareWorkerdWith, type LoadResult} from './support.js'
-import {EXTRA_ENV, HELLO, ROUNDS, SECONDS, workDir} from './options.js'
+import {EXTRA_ENV, HELLO, HOST_NODE_OPTIONS, RESTART_AFTER_DEPLOY, ROUNDS, SECONDS, workDir} from './options.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** `host serve` on a fresh data dir, one shard unless --env says otherwise. */
-async function startHostServe(dataDir: string): Promise<{pid: number; info: HostInfo; stderr: () => string; stop(): Promise<void>}> {
+/** `host serve` on `dataDir` (fresh, or `paired` already), one shard unless --env says otherwise. */
+async function startHostServe(dataDir: string, paired = false): Promise<{pid: number; info: HostInfo; stderr: () => string; stop(): Promise<void>}> {
   const extra = Object.fromEntries(EXTRA_ENV.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]))
   const child = spawn(
     process.execPath,
-    [path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
+    [...HOST_NODE_OPTIONS, path.join(ROOT, 'bin/run.js'), 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'],
     {
       env: {
         ...process.env,
@@ -44,7 +46,7 @@ async function startHostServe(dataDir: string): Promise<{pid: number; info: Host
   const exited = new Promise((resolve) => child.once('exit', resolve))
   for (let waited = 0; waited < 60_000; waited += 100) {
     const info = await readHostInfo(dataDir)
-    if (info && stderr.includes('pairing code')) {
+    if (info && (paired || stderr.includes('pairing code'))) {
       return {pid: child.pid!, info, stderr: () => stderr, stop: async () => void (child.kill('SIGTERM'), await exited)}
     }
     await sleep(100)
@@ -65,11 +67,15 @@ const dataDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-operator-'
 try {
   log(`# ${machineLoad()}`)
   const source = readFileSync(HELLO, 'utf8')
-  const host = await startHostServe(dataDir)
+  let host = await startHostServe(dataDir)
   const name = scriptNameFor('bench/hello')
   try {
     const secret = await pairHost(host.info.adminUrl, /pairing code: (\S+)/.exec(host.stderr())![1]!)
     await new HostClient(host.info.adminUrl, secret).deploy(name, moduleUpload(source))
+    if (RESTART_AFTER_DEPLOY) {
+      await host.stop()
+      host = await startHostServe(dataDir, true)
+    }
     const bare = await startBareWorkerdWith([{name: 'hello', source}], 'bare')
     const targets = {
       bare: {url: `http://127.0.0.1:${bare.process.ports.get('hello')}/`, hop: null as number | null, workerd: () => bare.process.pid},
@@ -77,6 +83,11 @@ try {
     }
     const runs: Record<keyof typeof targets, Run[]> = {bare: [], host: []}
     for (const target of Object.values(targets)) await load(target.url, 1)
+    // What the host and its shard spend with no request at all (timers, probes, the tail Worker's posts).
+    const idleBefore = {host: cpuMs(host.pid), workerd: cpuMs(shardPid(dataDir)), at: performance.now()}
+    await sleep(SECONDS * 1000)
+    const idleSeconds = (performance.now() - idleBefore.at) / 1000
+    const idle = {host: (cpuMs(host.pid) - idleBefore.host) / idleSeconds, workerd: (cpuMs(shardPid(dataDir)) - idleBefore.workerd) / idleSeconds}
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [key, target] of Object.entries(targets) as Array<[keyof typeof targets, (typeof targets)['bare']]>) {
         const workerd = target.workerd()
@@ -91,6 +102,14 @@ try {
       }
       log(`# round ${round}: bare ${runs.bare.at(-1)!.rps.toFixed(0)} req/s, host ${runs.host.at(-1)!.rps.toFixed(0)} req/s (${machineLoad()})`)
     }
+    // p99 at the same offered load: an open loop at half of bare's capacity, against each in turn.
+    const rate = Math.round(median(runs.bare.map((run) => run.rps)) / 2)
+    const open: Record<keyof typeof targets, LoadResult[]> = {bare: [], host: []}
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [key, target] of Object.entries(targets) as Array<[keyof typeof targets, (typeof targets)['bare']]>)
+        open[key].push(await load(target.url, SECONDS, rate))
+      log(`# open loop round ${round} at ${rate} req/s: p99 bare ${open.bare.at(-1)!.p99Ms.toFixed(2)} ms, host ${open.host.at(-1)!.p99Ms.toFixed(2)} ms`)
+    }
     await bare.process.stop()
     const m = (target: keyof typeof targets, field: keyof Run) => median(runs[target].map((run) => run[field] as number))
     const perRound = (of: (round: number) => number) => median(runs.bare.map((_, round) => of(round)))
@@ -98,16 +117,22 @@ try {
       `| ${label} | ${m(target, 'rps').toFixed(0)} | ${m(target, 'p50Ms').toFixed(2)} | ${m(target, 'p99Ms').toFixed(2)} | ${runs[target].reduce((sum, run) => sum + run.failures, 0)} | ${m(target, 'loadUs').toFixed(0)} | ${target === 'host' ? m(target, 'hostUs').toFixed(0) : '–'} | ${m(target, 'workerdUs').toFixed(0)} |`
     console.log(
       [
-        `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
+        `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${RESTART_AFTER_DEPLOY ? ', host restarted after the deploy' : ''}${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
         '',
         '| target | req/s | p50 ms | p99 ms | failed | load generator CPU µs/req | host CPU µs/req | workerd CPU µs/req |',
         '|---|---|---|---|---|---|---|---|',
         row('bare `workerd serve`', 'bare'),
         row('`host serve`', 'host'),
         '',
+        `Idle (no requests, ${SECONDS} s): host ${idle.host.toFixed(1)} ms CPU/s, its workerd ${idle.workerd.toFixed(1)} ms CPU/s.`,
+        '',
         `Per round, host ÷ bare (medians): req/s **${perRound((round) => runs.host[round]!.rps / runs.bare[round]!.rps).toFixed(2)}×**; ` +
           `workerd CPU/req ${perRound((round) => runs.host[round]!.workerdUs / runs.bare[round]!.workerdUs).toFixed(2)}×; ` +
           `host CPU/req ÷ bare workerd's ${perRound((round) => runs.host[round]!.hostUs / runs.bare[round]!.workerdUs).toFixed(2)}×`,
+        '',
+        `Open loop at ${rate} req/s (half of bare's median req/s), ${ROUNDS} interleaved rounds: p99 bare ${median(open.bare.map((run) => run.p99Ms)).toFixed(2)} ms, ` +
+          `host ${median(open.host.map((run) => run.p99Ms)).toFixed(2)} ms (failed ${open.host.reduce((sum, run) => sum + run.failures, 0)}); ` +
+          `host ÷ bare p99, median per round: **${median(open.host.map((run, round) => run.p99Ms / open.bare[round]!.p99Ms)).toFixed(2)}×**`,
       ].join('\n'),
     )
   } finally {

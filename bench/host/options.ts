@@ -19,6 +19,10 @@ const {values: options} = parseArgs({
     sections: {type: 'string', default: 'plane,neighbours,many'},
     /** ./operator.ts: environment settings for `host serve`, KEY=VALUE (repeatable). */
     env: {type: 'string', multiple: true, default: []},
+    /** ./operator.ts: restart `host serve` after the deploy, so the Worker is served as after any start of the host. */
+    'restart-after-deploy': {type: 'boolean', default: false},
+    /** ./operator.ts: a Node option for the `host serve` process (repeatable), e.g. --cpu-prof. */
+    'node-option': {type: 'string', multiple: true, default: []},
   },
 })
 export const SECONDS = Number(options.seconds)
@@ -28,6 +32,8 @@ export const SWAPS = Number(options.swaps)
 export const DEPLOYS = Number(options.deploys)
 export const WORKERS = Number(options.workers)
 export const EXTRA_ENV = options.env
+export const HOST_NODE_OPTIONS = options['node-option']
+export const RESTART_AFTER_DEPLOY = options['restart-after-deploy']
 export const SECTIONS = new Set(options.sections.split(','))
 export const HELLO = fileURLToPath(new URL('../../fixtures/workers/hello/index.js', import.meta.url))
 export const COUNTER = fileURLToPath(new URL('../../fixtures/workers/counter/index.js', import.meta.url))

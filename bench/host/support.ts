@@ -98,13 +98,14 @@ export async function startBareWorkerdWith(sources: Array<{name: string; source:
   return {process: outcome.process}
 }
 
-export async function load(url: string, seconds: number): Promise<LoadResult> {
-  return startLoad(url, seconds).result
+/** Closed-loop load on `url`; with `rate`, an open loop of that many requests a second (see ./load.ts). */
+export async function load(url: string, seconds: number, rate?: number): Promise<LoadResult> {
+  return startLoad(url, seconds, Infinity, rate).result
 }
 
 /** The load generator on `url` for up to `seconds`; stop() ends it early. Requests over `slowMs` count as slow. */
-export function startLoad(url: string, seconds: number, slowMs = Infinity): {result: Promise<LoadResult>; stop(): void} {
-  const args = [LOAD, url, String(CONNECTIONS), String(seconds), '', String(slowMs)]
+export function startLoad(url: string, seconds: number, slowMs = Infinity, rate?: number): {result: Promise<LoadResult>; stop(): void} {
+  const args = [LOAD, url, String(CONNECTIONS), String(seconds), '', String(slowMs), ...(rate === undefined ? [] : [String(rate)])]
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {stdio: ['ignore', 'pipe', 'inherit']})
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))

@@ -270,10 +270,11 @@ export const settingsSchema = z.strictObject({
        */
       asset_unreferenced_grace_seconds: count(3600, 0, 30 * 86_400),
       /**
-       * How a deploy reaches a running shard. "loader": Workers without Durable Objects run through
-       * workerd's Worker Loader, and a deploy loads the new code into the running process (its
-       * neighbours untouched); Workers with Durable Objects, and every Worker under "restart", are
-       * picked up by replacing the shard's process.
+       * How a deploy reaches a running shard. "loader": a deploy of a Worker without Durable Objects
+       * loads the new code into the running process through workerd's Worker Loader (its neighbours
+       * untouched; each process the host starts has every Worker on its own socket again); Workers
+       * with Durable Objects, and every Worker under "restart", are picked up by replacing the
+       * shard's process.
        */
       code_loading: z.enum(['restart', 'loader']).default('loader'),
       /** Replaced Worker versions a shard may hold loaded (workerd never unloads them) before its process is recycled. */

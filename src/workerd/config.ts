@@ -5,8 +5,8 @@
 //   proxies straight to it), plus a `health` socket so a shard without scripts still reports that it
 //   listens (and the watchdog can probe it); Durable Objects on disk under <data dir>/do/<script>/.
 //   Under host.code_loading = "loader" it also has the loader Worker on a `loader` socket, which
-//   runs the shard's other scripts (./loader-worker.ts): only Workers with Durable Objects are in
-//   the config then.
+//   runs the scripts deployed to the shard after its process started (./loader-worker.ts), and
+//   those a process replacing a runaway left to it.
 //
 // The host gives every socket a Unix address in a directory of its 0700 runtime dir (see
 // RenderOptions socketAddress): only the host's user can reach a Worker directly, around its policy.

@@ -14,6 +14,7 @@
 //   value_chunks(key, seq, data)                         the rest of a longer value, seq from 1
 // (workerd's SQLite refuses one blob of Cloudflare's largest value, hence the chunks).
 import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
+import {IO_TURN_SOURCE} from './io-turn.js'
 
 /** Cloudflare's KV limits, in UTF-8 bytes. workerd itself refuses longer keys before calling. */
 export const KV_LIMITS = {
@@ -34,9 +35,12 @@ export const KV_LIMITS = {
 export const KV_OBJECT_CLASS = 'KvNamespaceObject'
 /** Bytes of a value stored per row. */
 export const KV_CHUNK_BYTES = 1024 * 1024
+/** Bytes of values the KV service keeps in memory for gets (its read cache; values of one chunk only). */
+export const KV_READ_CACHE_BYTES = 16 * 1024 * 1024
 
 export const KV_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
 ${BINDING_COUNTS_SOURCE}
+${IO_TURN_SOURCE}
 const LIMITS = ${JSON.stringify(KV_LIMITS)};
 const CHUNK = ${KV_CHUNK_BYTES};
 const EXPIRED_SWEEP = 100;
@@ -51,6 +55,51 @@ class Refusal extends Error {
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const utf8 = new TextEncoder();
 const utf8Decoder = new TextDecoder();
+
+// Entries read recently, so that a get of a hot key skips the hop to its namespace's Durable Object
+// (most of what a get costs). Every call of every namespace of this Worker passes through this one
+// isolate, in the one process that holds their files, so the cache can be exact: a write takes the
+// key out before it starts and again once it is answered, and bumps the generation; a get fills the
+// cache only if no write began since it asked, so no get answers older than the last answered write.
+// Fills come from answers the object sent, which its output gate released only once on disk.
+const readCache = {
+  entries: new Map(),
+  bytes: 0,
+  generation: 0,
+  get(cacheKey) {
+    const entry = this.entries.get(cacheKey);
+    if (entry === undefined) return null;
+    if (entry.expiration !== null && entry.expiration <= nowSeconds()) {
+      this.drop(cacheKey);
+      return null;
+    }
+    this.entries.delete(cacheKey); // to the back: the least recently read leave first
+    this.entries.set(cacheKey, entry);
+    return entry;
+  },
+  fill(cacheKey, entry, generation) {
+    if (generation !== this.generation || entry.chunks.length !== 1) return;
+    this.drop(cacheKey);
+    this.entries.set(cacheKey, entry);
+    this.bytes += entry.chunks[0].byteLength;
+    for (const [oldest, old] of this.entries) {
+      if (this.bytes <= ${KV_READ_CACHE_BYTES}) break;
+      this.entries.delete(oldest);
+      this.bytes -= old.chunks[0].byteLength;
+    }
+  },
+  drop(cacheKey) {
+    const entry = this.entries.get(cacheKey);
+    if (entry === undefined) return;
+    this.entries.delete(cacheKey);
+    this.bytes -= entry.chunks[0].byteLength;
+  },
+  // Around every write of the key: before it starts and once it is answered.
+  writing(cacheKey) {
+    this.generation++;
+    this.drop(cacheKey);
+  },
+};
 
 export class ${KV_OBJECT_CLASS} extends DurableObject {
   constructor(ctx, env) {
@@ -70,7 +119,7 @@ export class ${KV_OBJECT_CLASS} extends DurableObject {
       return null;
     }
     const rest = row.chunks === 0 ? [] : this.sql.exec("SELECT data FROM value_chunks WHERE key = ? ORDER BY seq", key).toArray().map((chunk) => chunk.data);
-    return {chunks: [row.value, ...rest], metadata: row.metadata};
+    return {chunks: [row.value, ...rest], metadata: row.metadata, expiration: row.expiration};
   }
 
   readMany(keys) {
@@ -162,22 +211,28 @@ function expirationOf(url) {
 
 // The value in CHUNK-byte ArrayBuffers, cut as it streams in: a large value is copied once here.
 // The whole body is read even when it is refused: workerd drops a call answered mid-upload.
+// Chunks are sized to the length the call declares where it declares one: most values are far
+// shorter than a chunk, and a chunk-sized buffer per put costs more than the rest of it.
 async function chunksOf(request) {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  let left = Number.isSafeInteger(declared) ? declared : 0;
+  const nextChunk = () => new Uint8Array(left > 0 ? Math.min(CHUNK, left) : CHUNK);
   const chunks = [];
-  let chunk = new Uint8Array(CHUNK);
+  let chunk = nextChunk();
   let filled = 0;
   let length = 0;
   for await (const part of request.body ?? []) {
     length += part.byteLength;
     if (length > LIMITS.valueBytes) continue;
     for (let offset = 0; offset < part.byteLength; ) {
-      const taken = Math.min(CHUNK - filled, part.byteLength - offset);
+      const taken = Math.min(chunk.byteLength - filled, part.byteLength - offset);
       chunk.set(part.subarray(offset, offset + taken), filled);
       filled += taken;
       offset += taken;
-      if (filled === CHUNK) {
+      if (filled === chunk.byteLength) {
         chunks.push(chunk.buffer);
-        chunk = new Uint8Array(CHUNK);
+        left -= filled;
+        chunk = nextChunk();
         filled = 0;
       }
     }
@@ -266,21 +321,39 @@ async function handle(request, url, env, namespace) {
   if (request.method === "GET" && url.pathname === "/") return list(store, url);
   if (request.method === "POST" && url.pathname === "/bulk/get") return bulkGet(store, request);
   const key = keyOf(url);
+  const cacheKey = namespace + "\\0" + key;
   switch (request.method) {
     case "GET": {
       checkCacheTtl(url);
-      const entry = await store.read(key);
-      if (!entry) return new Response(null, {status: 404, statusText: "Not Found"});
+      let entry = readCache.get(cacheKey);
+      if (entry === null) {
+        const generation = readCache.generation;
+        entry = await store.read(key);
+        if (!entry) return new Response(null, {status: 404, statusText: "Not Found"});
+        readCache.fill(cacheKey, entry, generation);
+      }
       const headers = entry.metadata === null ? {} : {"cf-kv-metadata": entry.metadata};
-      return new Response(new Blob(entry.chunks), {headers});
+      return new Response(entry.chunks.length === 1 ? entry.chunks[0] : new Blob(entry.chunks), {headers});
     }
     case "PUT": {
       const chunks = await chunksOf(request);
-      await store.write(namespace, key, chunks, expirationOf(url), metadataOf(request));
+      const expiration = expirationOf(url);
+      const metadata = metadataOf(request);
+      readCache.writing(cacheKey);
+      try {
+        await store.write(namespace, key, chunks, expiration, metadata);
+      } finally {
+        readCache.writing(cacheKey);
+      }
       return new Response(null);
     }
     case "DELETE":
-      await store.remove(key);
+      readCache.writing(cacheKey);
+      try {
+        await store.remove(key);
+      } finally {
+        readCache.writing(cacheKey);
+      }
       return new Response(null);
     default:
       throw new Refusal(405, "Method Not Allowed");
@@ -289,6 +362,7 @@ async function handle(request, url, env, namespace) {
 
 export default {
   async fetch(request, env, ctx) {
+    await yieldToIo();
     if (ctx.props.metrics) return takeOperationCounts();
     const url = new URL(request.url);
     let failed = true;

@@ -1,6 +1,7 @@
 // The loader Worker (host.code_loading = "loader"): one per shard, on the shard's `loader` socket. It
-// runs every Worker of the shard that has no Durable Objects through workerd's Worker Loader, so a
-// deploy loads the new code into the running process instead of restarting it (and its neighbours).
+// runs the Workers without Durable Objects deployed after the shard's process started through
+// workerd's Worker Loader, so a deploy loads the new code into the running process instead of
+// restarting it (and its neighbours); the process's next start puts them on their own sockets.
 //
 // The data plane sends each request with the load id it pinned (LOAD_HEADER, `<script>:<release
 // generation>:<n>`, a new n for every change of code or env). The first request for an id makes

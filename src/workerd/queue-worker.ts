@@ -24,12 +24,14 @@
 // the service's own socket, which only the host reaches (no Worker binding sends that path).
 import {QUEUE_LIMITS} from '../protocol/api/queues.js'
 import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
+import {IO_TURN_SOURCE} from './io-turn.js'
 
 /** The Durable Object class in the queue service that holds one queue. */
 export const QUEUE_OBJECT_CLASS = 'QueueObject'
 
 export const QUEUE_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
 ${BINDING_COUNTS_SOURCE}
+${IO_TURN_SOURCE}
 const LIMITS = ${JSON.stringify(QUEUE_LIMITS)};
 const FORMATS = ["text", "json", "bytes", "v8"];
 // The alarm set while a delivery runs: if the process dies mid-delivery, it fires again after this.
@@ -249,6 +251,7 @@ async function batchOfMessages(request, deliveryDelay) {
 
 export default {
   async fetch(request, env, ctx) {
+    await yieldToIo();
     if (ctx.props?.metrics) return takeOperationCounts();
     const url = new URL(request.url);
     if (request.method === "POST" && url.pathname === "/status" && ctx.props?.queue === undefined) {

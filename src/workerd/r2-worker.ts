@@ -17,6 +17,7 @@
 import {R2_MULTIPART_SOURCE} from './r2-multipart.js'
 import {R2_WIRE_SOURCE} from './r2-wire.js'
 import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
+import {IO_TURN_SOURCE} from './io-turn.js'
 
 /** The Durable Object class in the R2 service that holds one bucket. */
 export const R2_OBJECT_CLASS = 'R2BucketObject'
@@ -29,6 +30,7 @@ const BINDING_HEADER = 'x-edgeworkers-r2-binding'
 export const R2_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
 ${R2_WIRE_SOURCE}
 ${BINDING_COUNTS_SOURCE}
+${IO_TURN_SOURCE}
 // Refusals that are answers, not failures: no such object (get and head answer null) and a precondition that did not hold.
 const ANSWERED_REFUSALS = new Set([10007, 10031]);
 const CHUNK = ${R2_CHUNK_BYTES};
@@ -359,6 +361,7 @@ function resultWithMetadata(result) {
 
 export default {
   async fetch(request, env, ctx) {
+    await yieldToIo();
     if (ctx.props.metrics) return takeOperationCounts();
     const bucket = ctx.props.bucket;
     const forwarded = new Request(request);

@@ -3,13 +3,13 @@
 // The same Worker runs on the edge host and under miniflare (the oracle); answers are JSON, so they
 // compare as data.
 
-/** The Worker: POST {binding?, op, sql?, params?, column?, columnNames?, statements?} → {result} or {error}. */
+/** The Worker: POST {binding?, op, sql?, params?, column?, columnNames?, statements?, times?} → {result} or {error}. */
 export const D1_WORKER = `
 // Blobs arrive as {bytes: [...]} and leave as arrays of byte values (what D1 answers).
 const paramOf = (value) => (value !== null && typeof value === "object" && value.bytes ? new Uint8Array(value.bytes) : value);
 export default {
   async fetch(request, env) {
-    const {binding = "DB", op, sql, params = [], column, columnNames, statements} = await request.json();
+    const {binding = "DB", op, sql, params = [], column, columnNames, statements, times} = await request.json();
     const db = env[binding];
     const statement = () => db.prepare(sql).bind(...params.map(paramOf));
     try {
@@ -26,6 +26,11 @@ export default {
           return Response.json({result: answer.results, bookmark: typeof session.getBookmark()});
         }
         case "dump": return Response.json({result: (await db.dump()).byteLength});
+        case "repeat": {
+          let row;
+          for (let time = 0; time < times; time++) row = await statement().first();
+          return Response.json({result: {row, times}});
+        }
       }
       return Response.json({error: "unknown op " + op});
     } catch (error) {
@@ -37,7 +42,9 @@ export default {
 
 export interface D1Step {
   binding?: string
-  op: 'first' | 'all' | 'run' | 'raw' | 'batch' | 'exec' | 'session' | 'dump'
+  op: 'first' | 'all' | 'run' | 'raw' | 'batch' | 'exec' | 'session' | 'dump' | 'repeat'
+  /** repeat: how many times the statement's first() runs, one after another. */
+  times?: number
   sql?: string
   params?: unknown[]
   column?: string

@@ -3,7 +3,7 @@
 // oracle: same request sequence, answers compared as data), a database reachable only by its own
 // Worker, data kept across a redeploy, a host restart and a host snapshot restored into a fresh host,
 // `d1 execute` and `d1 migrations apply`, and bad d1_databases refused in one line.
-import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {Miniflare} from 'miniflare'
@@ -78,11 +78,22 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       {binding: 'DB', id: DATABASE_ID},
       {binding: 'OTHER', id: 'other'},
     ])
-    const {url} = await deploy(dir)
+    const {url, script} = await deploy(dir)
     const answers: unknown[] = []
     for (const step of D1_STEPS) answers.push(comparable(await run(url, step)))
     // Step by step, so a difference names its step.
     expect(D1_STEPS.map((step, index) => ({step, answer: answers[index]}))).toEqual(D1_STEPS.map((step, index) => ({step, answer: oracleAnswers[index]})))
+
+    // A read is not a write: plain reads leave the database's files as they were (workerd's local
+    // bookmark, which a withSession() call asks for, is a row written in the database).
+    const before = databaseFiles(kit.host.dataDir, script)
+    for (const op of ['first', 'all', 'raw'] as const) await run(url, {op, sql: 'SELECT name FROM users WHERE id = ?', params: [1]})
+    expect(databaseFiles(kit.host.dataDir, script)).toEqual(before)
+
+    // Thousands of queries one after another in one request: binding calls never leave workerd, and
+    // the shard still answers the host's health probe meanwhile, so it is not taken for stalled.
+    const times = 5000
+    expect(await run(url, {op: 'repeat', times, sql: 'SELECT name FROM users WHERE id = ?', params: [1]})).toEqual({result: {row: {name: 'ada'}, times}})
   })
 
   test("a database is its Worker's own; data outlives a redeploy, a host restart and retirement", {timeout: 240_000}, async () => {
@@ -275,6 +286,17 @@ function tablesOnDisk(hostDataDir: string, script: string): string[] {
     }
   }
   return tables.sort()
+}
+
+/** Size and modification time of each of the Worker's D1 files (SQLite's -shm, which readers write, aside). */
+function databaseFiles(hostDataDir: string, script: string): Record<string, string> {
+  const dir = path.join(hostDataDir, 'do', script, `${script}:d1-databases`)
+  const files: Record<string, string> = {}
+  for (const file of readdirSync(dir).filter((name) => !name.endsWith('-shm'))) {
+    const stat = statSync(path.join(dir, file))
+    files[file] = `${stat.size} bytes, modified ${stat.mtimeMs}`
+  }
+  return files
 }
 
 function findFile(dir: string, matches: (file: string) => boolean): string {

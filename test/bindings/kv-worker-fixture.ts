@@ -34,6 +34,13 @@ export default {
           return Response.json({result: {...answer, value: await shown(answer.value)}});
         }
         case "delete": return Response.json({result: await kv.delete(key) ?? null});
+        // Gets in flight while the key is written, then one after: it answers the write.
+        case "putWhileReading": {
+          const during = Array.from({length: 20}, () => kv.get(key));
+          await kv.put(key, valueOf(value));
+          const read = await Promise.all(during);
+          return Response.json({result: {after: await kv.get(key), during: read.length}});
+        }
         case "list": return Response.json({result: await kv.list(options)});
         case "listAll": {
           const names = [];
@@ -56,7 +63,7 @@ export default {
 
 export interface KvStep {
   binding?: string
-  op: 'put' | 'get' | 'getWithMetadata' | 'delete' | 'list' | 'listAll'
+  op: 'put' | 'get' | 'getWithMetadata' | 'delete' | 'list' | 'listAll' | 'putWhileReading'
   key?: string
   keys?: string[]
   value?: unknown
@@ -90,6 +97,12 @@ export const KV_STEPS: KvStep[] = [
   {op: 'getWithMetadata', key: 'missing'},
   {op: 'put', key: 'meta', value: 'replaced'},
   {op: 'getWithMetadata', key: 'meta'},
+  // The same key read again and again across writes: each read answers the last write.
+  {op: 'get', key: 'meta', options: 'arrayBuffer'},
+  {op: 'get', key: 'meta', options: 'arrayBuffer'},
+  {op: 'putWhileReading', key: 'meta', value: 'written while read'},
+  {op: 'putWhileReading', key: 'meta', value: {bytes: [1, 2, 3]}},
+  {op: 'get', key: 'meta', options: 'arrayBuffer'},
   {op: 'put', key: 'far', value: 'until 2100', options: {expiration: FAR_EXPIRATION, metadata: 'a string'}},
   {op: 'put', key: 'ttl', value: 'an hour', options: {expirationTtl: 3600}},
   {op: 'get', key: 'ttl'},

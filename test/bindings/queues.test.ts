@@ -211,8 +211,17 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       const department = await kit.newDepartment()
       const producer = {binding: 'JOBS', queue: 'jobs'}
       const refusals: Array<[string, {producers: object[]; consumers: object[]}, string]> = [
-        ['unconsumed', {producers: [producer], consumers: []}, 'queue "jobs" has no consumer in this Worker'],
-        ['unknown', {producers: [producer], consumers: [{queue: 'jobs'}, {queue: 'elsewhere'}]}, 'queue "elsewhere" is neither produced by this Worker'],
+        // A producer here and its consumer in another Worker (Cloudflare allows it): refused, the queue being this Worker's data.
+        [
+          'unconsumed',
+          {producers: [producer], consumers: []},
+          'queue "jobs" has no consumer in this Worker: a queue belongs to the Worker that produces it, and only that Worker consumes it',
+        ],
+        [
+          'unknown',
+          {producers: [producer], consumers: [{queue: 'jobs'}, {queue: 'elsewhere'}]},
+          'queue "elsewhere" is neither produced by this Worker nor one of its dead-letter queues: a queue belongs to the Worker that produces it',
+        ],
         ['twice', {producers: [producer], consumers: [{queue: 'jobs'}, {queue: 'jobs'}]}, 'queue "jobs" has more than one consumer'],
         ['own-dlq', {producers: [producer], consumers: [{queue: 'jobs', dead_letter_queue: 'jobs'}]}, 'cannot be its own dead-letter queue'],
         ['batch', {producers: [producer], consumers: [{queue: 'jobs', max_batch_size: 101}]}, 'key "queues.consumers[0].max_batch_size" must be at most 100'],

@@ -4,9 +4,10 @@
 // requests wait. Under the loader (code_loading = loader) a deploy of a Worker without Durable
 // Objects loads it into the running process: no swap, its neighbours' WebSockets stay open, and the
 // process is recycled once it holds too many replaced loads, and a burst of first loads after a
-// start fails nothing. The swap tests pin code_loading to "restart" (the loader is the default),
+// start fails nothing; a process the host starts has each Worker on its own socket, and a redeploy
+// then loads the new release into it all the same. The swap tests pin code_loading to "restart" (the loader is the default),
 // the path Workers with Durable Objects take in either mode.
-import {readdirSync} from 'node:fs'
+import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import path from 'node:path'
 import {request, WebSocket} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
@@ -257,3 +258,59 @@ describe('the loader after a start: a burst of first requests', () => {
     }
   }, 120_000)
 })
+
+describe('the loader after a start: every Worker on its own socket', () => {
+  let host: TestHost
+  let client: HostClient
+  const names = [scriptNameFor('loader/own-socket-a'), scriptNameFor('loader/own-socket-b')]
+
+  beforeAll(async () => {
+    host = await startTestHost({settings: {shards: 1, code_loading: 'loader'}})
+    await host.pair()
+    client = host.client()
+    for (const name of names) await client.deploy(name, textWorker(`${name} 1`))
+  }, 60_000)
+
+  afterAll(async () => {
+    await host?.stop()
+  })
+
+  test('deployed into a running process they go through its loader; after a restart each has its own socket; a redeploy loads and a retirement unroutes without a swap', async () => {
+    // health and the loader's socket: the two Workers were loaded into the process.
+    expect(listeningSockets(shardPid(host))).toBe(2)
+    await host.restart()
+    expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
+    const pid = shardPid(host)
+    expect(listeningSockets(pid)).toBe(2 + names.length)
+    await client.deploy(names[0]!, textWorker(`${names[0]} 2`))
+    expect(await (await fetch(`${host.publicUrl}/${names[0]}/`)).text()).toBe(`${names[0]} 2`)
+    expect(await (await fetch(`${host.publicUrl}/${names[1]}/`)).text()).toBe(`${names[1]} 1`)
+    expect(shardPid(host)).toBe(pid)
+    expect(await swapCount(host, 'load')).toBe(1)
+    // Retiring a Worker the process started with takes its route, not the process.
+    await client.call('POST', paths.retire(names[1]!))
+    const retired = await fetch(`${host.publicUrl}/${names[1]}/`)
+    expect(retired.status).toBe(404)
+    expect(await retired.json()).toMatchObject({code: 'worker_not_found'})
+    expect(shardPid(host)).toBe(pid)
+    expect((await swapCount(host, 'overlap')) + (await swapCount(host, 'hold'))).toBe(0)
+  }, 120_000)
+})
+
+/** Unix sockets the process listens on (its health, loader and Worker sockets). */
+function listeningSockets(pid: number): number {
+  // A connection's descriptor may close between the listing and the read: it is no listener anyway.
+  const link = (fd: string) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`)
+    } catch {
+      return ''
+    }
+  }
+  const inodes = new Set(readdirSync(`/proc/${pid}/fd`).map((fd) => /^socket:\[(\d+)\]$/.exec(link(fd))?.[1]))
+  // /proc/net/unix: Num RefCount Protocol Flags Type St Inode Path; Flags 00010000 is a listening socket.
+  return readFileSync('/proc/net/unix', 'utf8')
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[3] === '00010000' && inodes.has(fields[6])).length
+}

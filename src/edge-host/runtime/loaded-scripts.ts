@@ -12,25 +12,30 @@ export interface LoadedScript {
   /** Its load id in the loader Worker; null on its own socket. */
   loadId: string | null
   usesDurableObjects: boolean
+  /** Nothing of it runs in the process but requests routed to it: its route can go without a swap. */
+  requestsOnly: boolean
   /** Of everything the process was given for it (code and env): a change needs a new load or a swap. */
   fingerprint: string
 }
 
-export function loadedEntry(script: RunnableScript, loadId: string | null): LoadedScript {
+/** `requestsOnly`: the script could run in the loader (see LoadedScript.requestsOnly). */
+export function loadedEntry(script: RunnableScript, loadId: string | null, requestsOnly: boolean): LoadedScript {
   return {
     releaseGeneration: script.releaseGeneration,
     socket: loadId === null ? script.name : LOADER_SOCKET,
     loadId,
     usesDurableObjects: usesDurableObjects(script),
+    requestsOnly,
     fingerprint: fingerprintOf(script),
   }
 }
 
 /**
- * `swap` when only a new process can serve `scripts` (a script on its own socket changed, appeared
- * or went — a Worker with Durable Objects retired would keep running its alarms in this process);
- * otherwise the scripts the loader must load anew (new, changed, or moved off their own socket) and
- * the ones no longer served.
+ * `swap` when only a new process can serve `scripts` (a script the loader cannot run changed,
+ * appeared or went — a Worker with Durable Objects or crons retired would keep running its alarms or
+ * crons in this process); otherwise the scripts the loader must load anew (new or changed) and the
+ * ones no longer served. A script the process started with on its own socket (see Shard.swap) stays
+ * there until it changes.
  */
 export function planInPlaceLoad(
   loaded: ReadonlyMap<string, LoadedScript>,
@@ -43,12 +48,24 @@ export function planInPlaceLoad(
     const current = entry !== undefined && entry.fingerprint === fingerprintOf(script)
     if (!runsInLoader(script)) {
       if (!current || entry.loadId !== null) return 'swap'
-    } else if (!current || entry.loadId === null) load.push(script)
+    } else if (!current) load.push(script)
   }
   const wanted = new Set(scripts.map((script) => script.name))
   const removed = [...loaded].filter(([name]) => !wanted.has(name))
-  if (removed.some(([, entry]) => entry.loadId === null)) return 'swap'
+  if (removed.some(([, entry]) => !entry.requestsOnly)) return 'swap'
   return {load, removed: removed.map(([name]) => name)}
+}
+
+/**
+ * What a new process of a shard leaves to its loader Worker (`codeLoading`: null without one). A
+ * process started for the host's start, a deploy's swap or a recycle runs every script on its own
+ * socket: a request then costs one invocation in workerd, not the loader's and the Worker's; only
+ * Workers loaded into it later go through the loader (until the next recycle). One replacing a
+ * runaway or a crash (`urgent`) leaves to the loader all it can run, so that the spare process,
+ * which has no scripts of its own, can take over at once.
+ */
+export function loaderAtStart(urgent: boolean, codeLoading: {runsInLoader(script: RunnableScript): boolean} | null): (script: RunnableScript) => boolean {
+  return urgent && codeLoading ? (script) => codeLoading.runsInLoader(script) : () => false
 }
 
 /**

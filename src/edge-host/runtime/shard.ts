@@ -9,9 +9,9 @@
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
 //
-// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a Worker without
-// Durable Objects runs in the shard's loader Worker instead, under a load id: a deploy of it (or any
-// change of its env) gives it a new id, loads that into the running process and switches its route —
+// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a deploy of a
+// Worker without Durable Objects (or any change of its env) gives it a load id and loads it into the
+// shard's loader Worker in the running process, switching its route (see loaderAtStart) —
 // no swap, the neighbours untouched (refresh). What the loader cannot run (Durable Objects: their
 // storage and alarms belong to a configured namespace) stays on the swap path. workerd never unloads
 // a loaded Worker, so after `maxStaleLoads` replaced loads (or past the watchdog's recycle memory)
@@ -23,7 +23,7 @@
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
-import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, planInPlaceLoad} from './loaded-scripts.js'
+import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
@@ -282,7 +282,7 @@ export class Shard {
     if (this.process !== process || !this.gate.open) return // replaced meanwhile: the new process read the scripts itself
     for (const {script, loadId} of loads) {
       if (this.loaded.has(script.name)) this.staleLoads++
-      this.loaded.set(script.name, loadedEntry(script, loadId))
+      this.loaded.set(script.name, loadedEntry(script, loadId, true))
     }
     for (const name of plan.removed) if (this.loaded.delete(name)) this.staleLoads++
     this.options.onSwapped?.({reason: 'deploy', mode: 'load', seconds: (performance.now() - began) / 1000, scripts: loads.length})
@@ -293,7 +293,7 @@ export class Shard {
 
   private async swap(reason: RestartReason): Promise<void> {
     const scripts = this.options.loadScripts()
-    const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)
+    const runsInLoader = loaderAtStart(URGENT.has(reason), this.options.codeLoading)
     const onSwapPath = scripts.filter((script) => !runsInLoader(script))
     const began = performance.now()
     const running = this.process
@@ -327,7 +327,7 @@ export class Shard {
     const {process: started, socketPaths} = outcome.started
     // A runaway kill (restartNow) while this process started has already taken the old one down.
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
-    this.adopt(started, scripts, socketPaths)
+    this.adopt(started, scripts, socketPaths, runsInLoader)
     this.outputRedaction = redaction
     if (replaced) this.retire(replaced)
     this.restarts++
@@ -344,7 +344,12 @@ export class Shard {
     void retiring.finally(() => this.retiring.delete(retiring))
   }
 
-  private adopt(process: WorkerdProcess, scripts: RunnableScript[], socketPaths: ReadonlyMap<string, string>): void {
+  private adopt(
+    process: WorkerdProcess,
+    scripts: RunnableScript[],
+    socketPaths: ReadonlyMap<string, string>,
+    runsInLoader: (script: RunnableScript) => boolean,
+  ): void {
     this.process = process
     this.processRetired = waiter()
     this.startedAt = Date.now()
@@ -355,9 +360,11 @@ export class Shard {
     this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs, () => requests.answered++) : null
     this.loadIds.newProcess()
     this.staleLoads = 0
-    const runsInLoader = this.options.codeLoading?.runsInLoader ?? (() => false)
+    const requestsOnly = this.options.codeLoading?.runsInLoader ?? (() => false)
     // Loaded Workers are loaded by their first request: a start does not compile them all.
-    this.loaded = new Map(scripts.map((script) => [script.name, loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null)]))
+    this.loaded = new Map(
+      scripts.map((script) => [script.name, loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script))]),
+    )
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)

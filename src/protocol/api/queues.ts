@@ -86,8 +86,15 @@ export function queueConsumerOf(settings: QueueConsumerSettings): QueueConsumer 
 }
 
 /**
+ * Why a queue's consumer is in its producer's Worker: the messages are that Worker's data, kept in
+ * its storage like a KV namespace's, and no Worker reaches another's (another department's, even
+ * in the same company: a service binding is how departments call each other). README "Queues".
+ */
+const OWN_QUEUES_ONLY = 'a queue belongs to the Worker that produces it, and only that Worker consumes it'
+
+/**
  * Why a Worker's queues do not hold together, or null: every queue it produces has its consumer
- * here (a consumer in another Worker is not supported on-prem), every consumer reads a queue the
+ * here (never in another Worker: OWN_QUEUES_ONLY), every consumer reads a queue the
  * Worker produces or a dead-letter queue of its own, a queue has one consumer, and no consumer
  * dead-letters into its own queue. `index`: the consumer at fault, null for a producer's queue.
  */
@@ -103,12 +110,11 @@ export function queueConsumersProblem(
     if (!produced.includes(consumer.queue) && !deadLetters.has(consumer.queue))
       return {
         index,
-        message: `queue "${consumer.queue}" is neither produced by this Worker nor one of its dead-letter queues; a Worker consumes only its own queues`,
+        message: `queue "${consumer.queue}" is neither produced by this Worker nor one of its dead-letter queues: ${OWN_QUEUES_ONLY}`,
       }
   }
   const unconsumed = produced.find((queue) => !consumed.includes(queue))
-  if (unconsumed !== undefined)
-    return {index: null, message: `queue "${unconsumed}" has no consumer in this Worker; add one (consumers in another Worker are not supported on-prem)`}
+  if (unconsumed !== undefined) return {index: null, message: `queue "${unconsumed}" has no consumer in this Worker: ${OWN_QUEUES_ONLY}`}
   return null
 }
 
