@@ -12,12 +12,13 @@
 //       HAProxy marks it UP before the next round.
 //
 //   npm run build && node --import tsx bench/hosts/run.ts [--rounds 5] [--seconds 12] [--connections 16]
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {parseArgs} from 'node:util'
 import {Agent, request} from 'undici'
 import {runCli} from '../support/cli.js'
+import {project as textProjectIn} from '../support/deploy-backlog.js'
 import {freePort, startHaproxy, type RunningHaproxy} from '../support/haproxy.js'
 import {pairingCodeOf, serveHost, type ServedHost} from '../support/serve.js'
 import {log, machineLoad, median} from '../support/stats.js'
@@ -46,22 +47,7 @@ async function cli(kit: Kit | string, ...args: string[]): Promise<string> {
   return result.stdout
 }
 
-function project(body: string): string {
-  const dir = path.join(root, 'projects', body.replace(/\W+/g, '-'))
-  mkdirSync(dir, {recursive: true})
-  const manifest = {
-    name: 'bench',
-    main: 'index.js',
-    modules: ['index.js'],
-    compatibilityDate: '2026-11-01',
-    builderPolicy: 'department-worker-project-v2.9',
-    staticData: {},
-    dependencies: {},
-  }
-  writeFileSync(path.join(dir, 'edgeworker.json'), JSON.stringify(manifest))
-  writeFileSync(path.join(dir, 'index.js'), `export default {fetch: () => new Response(${JSON.stringify(body)})}\n`)
-  return dir
-}
+const project = (body: string) => textProjectIn(root, body)
 
 async function startKit(name: string, hostCount: number): Promise<Kit> {
   const dir = path.join(root, name)

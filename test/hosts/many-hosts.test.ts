@@ -8,7 +8,7 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
-import {runCli, writeProject, type CliResult} from '../support/cli.js'
+import {runCli, textProject, type CliResult} from '../support/cli.js'
 import {freePort, startHaproxy, type RunningHaproxy} from '../../bench/support/haproxy.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 
@@ -19,19 +19,7 @@ const cli = (...args: string[]): Promise<CliResult> => runCli([...args, '--data-
 let hosts: TestHost[] = []
 let lb: RunningHaproxy | undefined
 
-const project = (body: string) =>
-  writeProject(root, body, {
-    'edgeworker.json': JSON.stringify({
-      name: 'multi',
-      main: 'index.js',
-      modules: ['index.js'],
-      compatibilityDate: '2026-11-01',
-      builderPolicy: 'department-worker-project-v2.9',
-      staticData: {},
-      dependencies: {},
-    }),
-    'index.js': `export default {fetch: () => new Response(${JSON.stringify(body)})}\n`,
-  })
+const project = (body: string) => textProject(root, body)
 
 async function ok(...args: string[]): Promise<CliResult> {
   const result = await cli(...args)

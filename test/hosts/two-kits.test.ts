@@ -1,7 +1,7 @@
 // Two kits of two real edge hosts each sharing one database (docs/many-hosts.md), on both stores:
 // each kit's deploy reaches both of its hosts and none of the other kit's, every row is stamped with
 // its own kit's scope, and a reconcile pass of one kit confirms only its own hosts.
-import {mkdtempSync, mkdirSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {request} from 'undici'
@@ -14,6 +14,7 @@ import {runPass} from '../../src/engine/pass/index.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import type {PairingResult} from '../../src/provider/types.js'
+import {textProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {describeEachStore, type StoreHarness} from '../support/stores.js'
 
@@ -30,22 +31,7 @@ afterAll(async () => {
   rmSync(root, {recursive: true, force: true})
 })
 
-function project(body: string): string {
-  const dir = path.join(root, body.replace(/\W+/g, '-'))
-  mkdirSync(dir, {recursive: true})
-  const manifest = {
-    name: 'kits',
-    main: 'index.js',
-    modules: ['index.js'],
-    compatibilityDate: '2026-11-01',
-    builderPolicy: 'department-worker-project-v2.9',
-    staticData: {},
-    dependencies: {},
-  }
-  writeFileSync(path.join(dir, 'edgeworker.json'), JSON.stringify(manifest))
-  writeFileSync(path.join(dir, 'index.js'), `export default {fetch: () => new Response(${JSON.stringify(body)})}\n`)
-  return dir
-}
+const project = (body: string) => textProject(root, body)
 
 async function kitEngine(t: StoreHarness, scope: string): Promise<Engine> {
   const settings = settingsSchema.parse({...t.settings(), provider: {...t.settings().provider, scope}})

@@ -26,6 +26,23 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
   })
 }
 
+/** A one-module edgeworker.json project under `<root>/projects/` whose Worker answers `text`. */
+export function textProject(root: string, text: string): string {
+  const manifest = {
+    name: 'text',
+    main: 'index.js',
+    modules: ['index.js'],
+    compatibilityDate: '2026-11-01',
+    builderPolicy: 'department-worker-project-v2.9',
+    staticData: {},
+    dependencies: {},
+  }
+  return writeProject(root, text.replace(/\W+/g, '-'), {
+    'edgeworker.json': JSON.stringify(manifest),
+    'index.js': `export default {fetch: () => new Response(${JSON.stringify(text)})}\n`,
+  })
+}
+
 /** Writes a project's files under `<root>/projects/<name>` (directories made as needed); returns its directory. */
 export function writeProject(root: string, name: string, files: Record<string, string | Buffer>): string {
   const dir = path.join(root, 'projects', name)
