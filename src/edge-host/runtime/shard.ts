@@ -8,18 +8,14 @@
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-//
-// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a deploy of a
-// Worker without Durable Objects (or any change of its env) gives it a load id and loads it into the
-// shard's loader Worker in the running process, switching its route (see loaderAtStart) —
-// no swap, the neighbours untouched (refresh). What the loader cannot run (Durable Objects: their
-// storage and alarms belong to a configured namespace) stays on the swap path. workerd never unloads
-// a loaded Worker, so after `maxStaleLoads` replaced loads (or past the watchdog's recycle memory)
-// the shard swaps its process to drop them: a recycle, which overlaps like any swap without Durable
-// Objects.
-// A process that dies on its own is restarted with backoff (at once when a script is suspected of
-// it), the gate closed meanwhile; the watchdog (./watchdog.ts) replaces a runaway by restartNow().
-// Both take the spare process when one is ready (./process-lifecycle.ts).
+// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a deploy of a Worker without Durable
+// Objects (or any change of its env) gives it a load id and loads it into the shard's loader Worker in the running process,
+// switching its route (see loaderAtStart) — no swap, the neighbours untouched (refresh). What the loader cannot run (Durable
+// Objects: their storage and alarms belong to a configured namespace) stays on the swap path. workerd never unloads a loaded
+// Worker, so after `maxStaleLoads` replaced loads (or past the watchdog's recycle memory) the shard swaps its process to drop
+// them: a recycle, which overlaps like any swap without Durable Objects. A process that dies on its own is restarted with
+// backoff (at once when a script is suspected of it), the gate closed meanwhile; the watchdog (./watchdog.ts) replaces a runaway
+// by restartNow(). Both take the spare process when one is ready (./process-lifecycle.ts).
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -360,11 +356,10 @@ export class Shard {
     this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs, () => requests.answered++) : null
     this.loadIds.newProcess()
     this.staleLoads = 0
-    const requestsOnly = this.options.codeLoading?.runsInLoader ?? (() => false)
+    const requestsOnly = (script: RunnableScript) => this.options.codeLoading?.runsInLoader(script) ?? false
     // Loaded Workers are loaded by their first request: a start does not compile them all.
-    this.loaded = new Map(
-      scripts.map((script) => [script.name, loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script))]),
-    )
+    const entry = (script: RunnableScript) => loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script))
+    this.loaded = new Map(scripts.map((script) => [script.name, entry(script)]))
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)
