@@ -215,10 +215,7 @@ const STORAGE_KINDS = [KV_STORAGE, D1_STORAGE, R2_STORAGE]
  * Durable Object storage (`storage`; null: it has none). `deliver`: its queue consumer is sent messages.
  */
 function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean): string[] {
-  return [
-    ...STORAGE_KINDS.flatMap((kind) => renderStorageKindServices(kind, script, storage)),
-    ...renderQueueServices(script, storage, deliver),
-  ]
+  return [...STORAGE_KINDS.flatMap((kind) => renderStorageKindServices(kind, script, storage)), ...renderQueueServices(script, storage, deliver)]
 }
 
 /** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */

@@ -56,11 +56,7 @@ export function usesStorageKind(kind: StorageBindingKind, script: {bindings: Bin
 }
 
 /** The Worker's storage service of this kind, if it has such bindings. `storage`: its Durable Object disk service, or "memory". */
-export function renderStorageKindServices(
-  kind: StorageBindingKind,
-  script: {name: string; bindings: Binding[]},
-  storage: string | 'memory' | null,
-): string[] {
+export function renderStorageKindServices(kind: StorageBindingKind, script: {name: string; bindings: Binding[]}, storage: string | 'memory' | null): string[] {
   if (!usesStorageKind(kind, script) || storage === null) return []
   return [
     renderStorageService(
