@@ -9,13 +9,13 @@
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
 // With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a deploy of a Worker without Durable
-// Objects (or any change of its env) gives it a load id and loads it into the shard's loader Worker in the running process,
-// switching its route (see loaderAtStart) — no swap, the neighbours untouched (refresh). What the loader cannot run (Durable
-// Objects: their storage and alarms belong to a configured namespace) stays on the swap path. workerd never unloads a loaded
-// Worker, so after `maxStaleLoads` replaced loads (or past the watchdog's recycle memory) the shard swaps its process to drop
-// them: a recycle, which overlaps like any swap without Durable Objects. A process that dies on its own is restarted with
-// backoff (at once when a script is suspected of it), the gate closed meanwhile; the watchdog (./watchdog.ts) replaces a runaway
-// by restartNow(). Both take the spare process when one is ready (./process-lifecycle.ts).
+// Objects (or any change of its env) loads it into the shard's loader Worker in the running process under a new load id,
+// switching its route (loaderAtStart) — no swap, the neighbours untouched (refresh). Durable Objects (storage and alarms belong
+// to a configured namespace) stay on the swap path. A loaded Worker costs a second JavaScript invocation per request, so once
+// loads settled (`settleMs`) the shard swaps to a process running it on its own socket (overlap only); workerd never unloads a
+// loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A process
+// that dies is restarted with backoff (at once when a script is suspected), the gate closed meanwhile; the watchdog
+// (./watchdog.ts) replaces a runaway by restartNow(). Both take the spare process when one is ready (./process-lifecycle.ts).
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -34,11 +34,8 @@ import {ProcessOutput, retireProcess, startProcess, stopProcess} from './process
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
-/**
- * A crash is blamed on a request only if it had run this long: a process killed from outside (or a
- * deploy racing a request) should not count against whichever request happened to be inside, while
- * what crashes workerd from a Worker (a memory bomb) takes far longer than this to do it.
- */
+/** A crash is blamed on a request only if it had run this long: a process killed from outside (or a deploy racing a
+ * request) should not count against whichever request was inside; what crashes workerd from a Worker takes far longer. */
 const CRASH_SUSPECT_MIN_AGE_MS = 100
 
 /** A process that ran this long before dying resets the crash backoff. */
@@ -285,6 +282,7 @@ export class Shard {
     if (loads.length > 0)
       this.options.log.info({shard: this.index, loaded: loads.map(({loadId}) => loadId), staleLoads: this.staleLoads}, 'loaded into the running process')
     if (this.staleLoads >= this.options.codeLoading!.maxStaleLoads) void this.requestRestart('recycle')
+    else this.restartQueue.requestLater('settle', this.options.codeLoading!.settleMs, () => this.gate.open && !anyUsesDurableObjects(this.loaded))
   }
 
   private async swap(reason: RestartReason): Promise<void> {
