@@ -150,7 +150,11 @@ export class WorkerdRuntime {
       spare: this.spare,
       codeLoading:
         options.codeLoading === 'loader'
-          ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads, settleMs: options.loaderSettleMs}
+          ? {
+              runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script),
+              maxStaleLoads: options.maxStaleLoads,
+              settleMs: options.loaderSettleMs,
+            }
           : null,
       pidDir: this.pidDir,
       coalesceWindowMs: options.coalesceWindowMs,
