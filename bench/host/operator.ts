@@ -7,7 +7,7 @@
 // the same offered load: an open loop at half of bare's median req/s against each, ROUNDS rounds.
 // The Worker is deployed into the running host; the rounds start once the shard's settle swap put it
 // on its own socket (host.loader_settle_seconds, 5 s here instead of the default's 300 s: the state
-// the default reaches), or at once with --loaded (the loader's transient).
+// the default reaches), or at once with --loaded (the loader's transient; no settle swap then).
 //
 //   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …] [--node-option=--cpu-prof …]
 //     [--restart-after-deploy | --loaded]
@@ -39,7 +39,7 @@ async function startHostServe(dataDir: string, paired = false): Promise<{pid: nu
         EDGEWORKERS_CONFIG: undefined,
         EDGEWORKERS_DATA_DIR: undefined,
         EDGEWORKERS_HOST__SHARDS: '1',
-        EDGEWORKERS_HOST__LOADER_SETTLE_SECONDS: '5',
+        EDGEWORKERS_HOST__LOADER_SETTLE_SECONDS: MEASURE_LOADED ? '0' : '5',
         ...extra,
       },
       stdio: ['ignore', 'ignore', 'pipe'],
