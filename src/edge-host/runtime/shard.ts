@@ -19,7 +19,7 @@
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
-import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad} from './loaded-scripts.js'
+import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, worthSettling} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
@@ -282,7 +282,7 @@ export class Shard {
     if (loads.length > 0)
       this.options.log.info({shard: this.index, loaded: loads.map(({loadId}) => loadId), staleLoads: this.staleLoads}, 'loaded into the running process')
     if (this.staleLoads >= this.options.codeLoading!.maxStaleLoads) void this.requestRestart('recycle')
-    else this.restartQueue.requestLater('settle', this.options.codeLoading!.settleMs, () => this.gate.open && !anyUsesDurableObjects(this.loaded))
+    else this.restartQueue.requestLater('settle', this.options.codeLoading!.settleMs, () => this.gate.open && worthSettling(this.loaded, this.staleLoads))
   }
 
   private async swap(reason: RestartReason): Promise<void> {
