@@ -313,7 +313,7 @@ describe('the loader: once deploys settle, the Workers get their own sockets', (
     await host?.stop()
   })
 
-  test('Workers deployed into a running process go through its loader, then a swap with nothing held puts each on its own socket', async () => {
+  test('Workers deployed into a running process go through its loader, then a swap with nothing held puts each on its own socket; so after a crash', async () => {
     const started = shardPid(host)
     for (const name of names) await client.deploy(name, textWorker(`${name} 1`))
     expect(await swapCount(host, 'load')).toBe(names.length)
@@ -326,6 +326,13 @@ describe('the loader: once deploys settle, the Workers get their own sockets', (
     expect(listeningSockets(pid)).toBe(2 + names.length)
     expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
     expect(await swapCount(host, 'hold', 'settle')).toBe(0)
+
+    // A crash's replacement (the spare process, which has no Worker of its own) leaves them to its loader; they settle again.
+    process.kill(pid, 'SIGKILL')
+    expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(2)
+    await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
+    expect(listeningSockets(shardPid(host))).toBe(2 + names.length)
   }, 120_000)
 })
 

@@ -8,14 +8,13 @@
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a deploy of a Worker without Durable
-// Objects (or any change of its env) loads it into the shard's loader Worker in the running process under a new load id,
-// switching its route (loaderAtStart) — no swap, the neighbours untouched (refresh). Durable Objects (storage and alarms belong
-// to a configured namespace) stay on the swap path. A loaded Worker costs a second JavaScript invocation per request, so once
-// loads settled (`settleMs`) the shard swaps to a process running it on its own socket (overlap only); workerd never unloads a
-// loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A process
-// that dies is restarted with backoff (at once when a script is suspected), the gate closed meanwhile; the watchdog
-// (./watchdog.ts) replaces a runaway by restartNow(). Both take the spare process when one is ready (./process-lifecycle.ts).
+// With the Worker Loader (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects
+// (or a change of its env) loads it into the running process's loader Worker under a new load id and switches its route
+// (refresh) — no swap, neighbours untouched. A loaded Worker costs a second invocation per request, so once nothing changed for
+// `settleMs` the shard swaps (overlap only) to a process running it on its own socket; workerd never unloads a loaded Worker, so
+// past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A dead process is restarted
+// with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow(); both take
+// the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader (loaderAtStart) until the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -169,10 +168,7 @@ export class Shard {
     }
   }
 
-  /**
-   * The script of the oldest request inside the running process (or failed in it) that has run at
-   * least `minAgeMs`, or null.
-   */
+  /** The script of the oldest request inside the running process (or failed in it) that has run at least `minAgeMs`, or null. */
   suspect(minAgeMs = 0): string | null {
     return this.requests.suspect(minAgeMs)
   }
@@ -282,7 +278,12 @@ export class Shard {
     if (loads.length > 0)
       this.options.log.info({shard: this.index, loaded: loads.map(({loadId}) => loadId), staleLoads: this.staleLoads}, 'loaded into the running process')
     if (this.staleLoads >= this.options.codeLoading!.maxStaleLoads) void this.requestRestart('recycle')
-    else this.restartQueue.requestLater('settle', this.options.codeLoading!.settleMs, () => this.gate.open && worthSettling(this.loaded, this.staleLoads))
+    else this.settleLater()
+  }
+
+  /** Once nothing changed for codeLoading.settleMs, a swap takes the Workers out of the loader if that is worth it (worthSettling). */
+  private settleLater(): void {
+    this.restartQueue.requestLater('settle', this.options.codeLoading?.settleMs ?? 0, () => this.gate.open && worthSettling(this.loaded, this.staleLoads))
   }
 
   private async swap(reason: RestartReason): Promise<void> {
@@ -358,6 +359,7 @@ export class Shard {
     // Loaded Workers are loaded by their first request: a start does not compile them all.
     const entry = (script: RunnableScript) => loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script))
     this.loaded = new Map(scripts.map((script) => [script.name, entry(script)]))
+    this.settleLater() // a runaway's or a crash's replacement left its Workers to the loader
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)
