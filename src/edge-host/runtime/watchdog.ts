@@ -171,8 +171,8 @@ function residentBytes(pid: number): number | null {
 
 /**
  * A /proc file's text, '' once the process is gone. Read synchronously: procfs answers from memory,
- * and fs/promises' open, stat, read and close through the thread pool cost the host more per tick
- * than the read itself (~8 % of its CPU under load at 10 ticks a second, BENCHMARKS.md).
+ * and fs/promises' open, stat, read and close through the thread pool cost ~7× the CPU (a tick's two
+ * files: ~200 µs against ~25 µs, about 2 ms of the host's CPU per second per shard; BENCHMARKS.md).
  */
 function procFile(file: string): string {
   try {
