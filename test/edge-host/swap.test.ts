@@ -297,7 +297,6 @@ describe('the loader after a start: every Worker on its own socket', () => {
   }, 120_000)
 })
 
-/** Unix sockets the process listens on (its health, loader and Worker sockets). */
 describe('the loader: once deploys settle, the Workers get their own sockets', () => {
   let host: TestHost
   let client: HostClient
@@ -334,8 +333,31 @@ describe('the loader: once deploys settle, the Workers get their own sockets', (
     await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
     expect(listeningSockets(shardPid(host))).toBe(2 + names.length)
   }, 120_000)
+
+  test('no settle while a WebSocket is open (the swap would cut it); once it closes, the shard settles', async () => {
+    const echo = scriptNameFor('loader/settled-echo')
+    await client.deploy(echo, echoWorker('echo'))
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(3)
+    const socket = new WebSocket(`${host.publicUrl.replace('http', 'ws')}/${echo}/`)
+    const echoes: string[] = []
+    socket.addEventListener('message', (event) => echoes.push(String(event.data)))
+    await new Promise((resolve, reject) => {
+      socket.addEventListener('open', resolve)
+      socket.addEventListener('error', reject)
+    })
+    await client.deploy(names[0]!, textWorker(`${names[0]} 2`))
+    // Four settle periods: each asks again and finds the WebSocket, older than a second, inside.
+    await new Promise((resolve) => setTimeout(resolve, 4_000))
+    expect(await swapCount(host, 'overlap', 'settle')).toBe(3)
+    socket.send('still open')
+    await expect.poll(() => echoes).toEqual(['still open'])
+    socket.close()
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(4)
+    expect(await (await fetch(`${host.publicUrl}/${names[0]}/`)).text()).toBe(`${names[0]} 2`)
+  }, 120_000)
 })
 
+/** Unix sockets the process listens on (its health, loader and Worker sockets). */
 function listeningSockets(pid: number): number {
   // A connection's descriptor may close between the listing and the read: it is no listener anyway.
   const link = (fd: string) => {

@@ -110,15 +110,15 @@ export function proxy(
 
 /**
  * Forwards an upgrade request to the script's socket. On 101 the client gets workerd's answer head
- * and the two connections are spliced until either closes, or until `retired` (the process is being
- * replaced). Any other answer is relayed as an ordinary response. Resolves once either happened.
+ * and the two connections are spliced until either closes, or until the lease's process retires (it
+ * is being replaced). Any other answer is relayed as an ordinary response. Resolves once either happened.
  */
 export function tunnel(
   request: http.IncomingMessage,
   response: http.ServerResponse,
   client: UpgradeRequest,
   forward: ScriptRoute & {socketPath: string | undefined; path: string; host: string; requestId: string},
-  retired: Promise<void>,
+  lease: {retired: Promise<void>; tunnelOpened(): () => void},
   tunnels: Set<Duplex>,
 ): Promise<void> {
   const headers: Record<string, string> = {}
@@ -150,7 +150,9 @@ export function tunnel(
       socket.write(`${lines.join('\r\n')}\r\n\r\n`)
       if (upstreamHead.length > 0) socket.write(upstreamHead)
       if (client.head.length > 0) upstreamSocket.write(client.head)
+      const closed = lease.tunnelOpened()
       const close = () => {
+        closed()
         tunnels.delete(socket)
         tunnels.delete(upstreamSocket)
         socket.destroy()
@@ -162,7 +164,7 @@ export function tunnel(
         end.once('close', close)
         end.on('error', close)
       }
-      void retired.then(close)
+      void lease.retired.then(close)
       if (socket.destroyed) close() // the client left while the upgrade was on its way
       upstreamSocket.pipe(socket)
       socket.pipe(upstreamSocket)

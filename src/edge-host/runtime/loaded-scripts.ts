@@ -98,16 +98,26 @@ function fingerprintOf(script: RunnableScript): string {
   return createHash('sha256').update(JSON.stringify(script)).digest('base64')
 }
 
-/** Some script the process serves keeps Durable Objects: no second process may open their files. */
+/** A settle swap waits while a request older than this is inside: a stream, say, which the swap's drain would end. */
+const SETTLE_SPARES_MS = 1_000
+
 /**
- * Whether a swap would take Workers out of the loader, or drop replaced loads (`staleLoads`), without
- * holding requests (no Durable Objects): what a settle swap is for (see Shard).
+ * Whether a settle swap (see Shard) should run: `never` unless it would take Workers out of the
+ * loader or drop replaced loads (`staleLoads`) without holding requests (no Durable Objects);
+ * `later` while a WebSocket or a long-lived request is open (the swap would cut it).
  */
-export function worthSettling(loaded: ReadonlyMap<string, LoadedScript>, staleLoads: number): boolean {
+export function settleDecision(
+  loaded: ReadonlyMap<string, LoadedScript>,
+  staleLoads: number,
+  inside: {suspect(minAgeMs: number): string | null; openTunnels: number},
+): 'now' | 'later' | 'never' {
   const entries = [...loaded.values()]
-  return (staleLoads > 0 || entries.some((entry) => entry.loadId !== null)) && !entries.some((entry) => entry.usesDurableObjects)
+  const worth = (staleLoads > 0 || entries.some((entry) => entry.loadId !== null)) && !entries.some((entry) => entry.usesDurableObjects)
+  if (!worth) return 'never'
+  return inside.openTunnels === 0 && inside.suspect(SETTLE_SPARES_MS) === null ? 'now' : 'later'
 }
 
+/** Some script the process serves keeps Durable Objects: no second process may open their files. */
 export function anyUsesDurableObjects(loaded: ReadonlyMap<string, LoadedScript>): boolean {
   return [...loaded.values()].some((entry) => entry.usesDurableObjects)
 }

@@ -20,6 +20,8 @@ export class ProcessRequests {
   answered = 0
   /** The script blamed when the process was replaced as a runaway; null while it was not. */
   runawayBlamed: string | null = null
+  /** WebSockets spliced to the process (they hold no lease; a swap closes them). */
+  openTunnels = 0
 
   constructor(private readonly exited: Promise<unknown>) {}
 
@@ -55,6 +57,16 @@ export class ProcessRequests {
       if (!best || rank < best.rank || (rank === best.rank && entry.startedAt < best.entry.startedAt)) best = {entry, rank}
     }
     return best?.entry.script ?? null
+  }
+
+  /** A WebSocket to the process is spliced; the returned function says it closed (more than once is harmless). */
+  tunnelOpened(): () => void {
+    this.openTunnels++
+    let open = true
+    return () => {
+      if (open) this.openTunnels--
+      open = false
+    }
   }
 
   /** A request of `script` that failed in the process may be sent again: a runaway another script caused killed it. */

@@ -40,15 +40,20 @@ export class RestartQueue {
   }
 
   /**
-   * Asks for a swap `delayMs` from now (0: never) if `wanted()` still holds then and no swap is asked
-   * for or running; a later call moves the time (the last of a burst of deploys counts).
+   * Asks for a swap `delayMs` from now (0: never) if `wanted()` says `now` then and no swap is asked
+   * for or running (`later`: asks it again after another `delayMs`); a later call moves the time
+   * (the last of a burst of deploys counts).
    */
-  requestLater(reason: RestartReason, delayMs: number, wanted: () => boolean): void {
+  requestLater(reason: RestartReason, delayMs: number, wanted: () => 'now' | 'later' | 'never'): void {
     if (this.laterTimer) clearTimeout(this.laterTimer)
     if (delayMs === 0) return
     this.laterTimer = setTimeout(() => {
       this.laterTimer = null
-      if (!this.stopping() && !this.busy && wanted()) void this.request(reason).catch(() => {}) // a failed swap is retried as a crash
+      if (this.stopping() || this.busy) return
+      const decision = wanted()
+      if (decision === 'now')
+        void this.request(reason).catch(() => {}) // a failed swap is retried as a crash
+      else if (decision === 'later') this.requestLater(reason, delayMs, wanted)
     }, delayMs).unref()
   }
 

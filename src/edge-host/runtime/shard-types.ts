@@ -79,6 +79,8 @@ export interface ShardLease {
   retired: Promise<void>
   /** The Unix socket of the lease's script in that process (for connections undici does not make: upgrades). */
   socketPath: string | undefined
+  /** A WebSocket was spliced to that process: no settle swap while it is open; the returned function says it closed. */
+  tunnelOpened(): () => void
   /**
    * The process was killed as a runaway another script caused: a request of this lease that failed
    * in it may be sent again if it is idempotent (it cannot have caused the incident).

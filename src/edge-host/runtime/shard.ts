@@ -8,17 +8,17 @@
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
 //   as soon as it listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-// With the Worker Loader (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects
-// (or a change of its env) loads it into the running process's loader Worker under a new load id and switches its route
-// (refresh) — no swap, neighbours untouched. A loaded Worker costs a second invocation per request, so once nothing changed for
-// `settleMs` the shard swaps (overlap only) to a process running it on its own socket; workerd never unloads a loaded Worker, so
-// past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A dead process is restarted
-// with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow(); both take
-// the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader (loaderAtStart) until the settle.
+// With the Worker Loader (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a
+// change of its env) loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap,
+// neighbours untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the shard swaps
+// (overlap only) to a process running it on its own socket, unless a WebSocket or long stream is open (settleDecision); workerd never
+// unloads a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A dead
+// process is restarted with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by
+// restartNow(); both take the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader until the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
-import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, worthSettling} from './loaded-scripts.js'
+import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, settleDecision} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
@@ -151,14 +151,14 @@ export class Shard {
     this.inFlight.enter()
     const requests = this.requests
     const left = requests.enter(script)
-    const exited = this.process!.exited
     let released = false
     return {
       dispatcher: this.agent!,
-      exited,
+      exited: this.process!.exited,
       retired: this.processRetired.promise,
       socketPath: this.socketPaths.get(this.loaded.get(script)?.socket ?? script),
       replayable: () => requests.replayable(script),
+      tunnelOpened: () => requests.tunnelOpened(),
       release: (failed = false) => {
         if (released) return
         released = true
@@ -281,9 +281,9 @@ export class Shard {
     else this.settleLater()
   }
 
-  /** Once nothing changed for codeLoading.settleMs, a swap takes the Workers out of the loader if that is worth it (worthSettling). */
   private settleLater(): void {
-    this.restartQueue.requestLater('settle', this.options.codeLoading?.settleMs ?? 0, () => this.gate.open && worthSettling(this.loaded, this.staleLoads))
+    const decide = () => (this.gate.open ? settleDecision(this.loaded, this.staleLoads, this.requests) : 'never')
+    this.restartQueue.requestLater('settle', this.options.codeLoading?.settleMs ?? 0, decide)
   }
 
   private async swap(reason: RestartReason): Promise<void> {
