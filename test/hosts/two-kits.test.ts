@@ -44,7 +44,12 @@ describeEachStore('two kits of three hosts on one database', (t) => {
     // Each host joins a moment after the one before: `host list` shows them in the order they joined.
     await t.store.kit.savePairing(a1)
     await t.store.kit.savePairing(b1)
-    for (const [anchor, member] of [[a1, a2], [b1, b2], [a1, a3], [b1, b3]] as const) {
+    for (const [anchor, member] of [
+      [a1, a2],
+      [b1, b2],
+      [a1, a3],
+      [b1, b3],
+    ] as const) {
       t.clock.advance(1_000)
       await t.store.hosts.addMember(anchor.scope, member, null)
     }
