@@ -19,6 +19,7 @@ import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {haproxyConfig} from '../../src/engine/hosts/haproxy.js'
 import {listKitHosts} from '../../src/engine/hosts/manage.js'
 import {runPass} from '../../src/engine/pass/index.js'
+import {orphanReport} from '../../src/engine/retire/orphan-report.js'
 import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import type {PairingResult} from '../../src/provider/types.js'
@@ -149,6 +150,13 @@ describeEachStore('control state reaches a host that was down', (t) => {
         changedAt = Date.now()
         const listed = await listKitHosts(engine)
         expect(listed.hosts.find((host) => host.host === returning.host.scope)).toMatchObject({health: 'unreachable'})
+        // The orphan report lists host by host, and names the one that does not answer.
+        const report = await orphanReport(engine)
+        // (The hosts also serve the Worker of the other store's run, which this store does not own.)
+        const unownedHere = t.backend === 'sqlite' ? 0 : 1
+        expect(report.hosts?.[first.scope]).toMatchObject({error: null, listed: 1 + unownedHere, unowned: unownedHere})
+        expect(report.hosts?.[second.scope]).toMatchObject({error: expect.stringContaining('edge host script listing failed'), listed: 0})
+        expect(report).toMatchObject({namespace: first.scope, listed: 1 + unownedHere, unowned: unownedHere})
       })
       // Back with the old policy and the old secret on disk: it would serve them, but it is not ready.
       expect(await readyz(returning)).toBe(503)
