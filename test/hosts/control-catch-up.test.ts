@@ -4,7 +4,8 @@
 // secret on disk, says not ready, and one reconcile pass copies it the kit's control state before
 // confirming it; a revisioned mutation it refuses meanwhile (its revision is behind) completes on
 // the other host instead of wedging. No request through the balancer after the mutations ever meets the old policy or
-// the old secret, and the secret's value is in no row, log line or error on the way.
+// the old secret, and the secret's value is in no row, log line or error on the way. A backup takes
+// every host's snapshot under one fence, and with a host down holds the others and names it.
 import {randomUUID} from 'node:crypto'
 import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -13,7 +14,10 @@ import pg from 'pg'
 import {request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {settingsSchema} from '../../src/config/schema.js'
-import {createEngine, type Engine, type EngineLogger} from '../../src/engine/context.js'
+import {createBackup, type BackupResult} from '../../src/engine/backup/create.js'
+import {readSnapshotManifest} from '../../src/engine/backup/host-snapshot.js'
+import {restoreBackup} from '../../src/engine/backup/restore.js'
+import {createEngine, silentLogger, type Engine, type EngineLogger} from '../../src/engine/context.js'
 import {applyControl, type ControlRequest} from '../../src/engine/control/apply.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {haproxyConfig} from '../../src/engine/hosts/haproxy.js'
@@ -195,5 +199,44 @@ describeEachStore('control state reaches a host that was down', (t) => {
     } finally {
       await lb.stop()
     }
+  })
+
+  test('a backup covers every host under one fence; with a host down it holds the others and names the missing one', {timeout: 600_000}, async () => {
+    const [first, second] = pairings as [PairingResult, PairingResult]
+    const [, other] = hosts as [TestHost, TestHost]
+    await t.store.kit.savePairing(first)
+    t.clock.advance(1_000)
+    await t.store.hosts.addMember(first.scope, second, null)
+    const settings = settingsSchema.parse({...t.settings(), provider: {...t.settings().provider, scope: first.scope}, hosts: {unreachable_grace_seconds: 0}})
+    const engine = await createEngine(t.store, settings, onPremHosts)
+    const whole = await createBackup(engine, {dir: path.join(root, `backup-${t.backend}-whole`)})
+    expect(whole.hosts.map((host) => [host.host, host.snapshot])).toEqual([
+      [first.scope, 'host/snapshot.tar'],
+      [second.scope, `hosts/${second.scope.slice('onprem:'.length)}.tar`],
+    ])
+    expect(whole.hostsMissing).toEqual([])
+    for (const host of whole.hosts) expect((await readSnapshotManifest(path.join(whole.dir, host.snapshot))).fingerprint).toBe(host.fingerprint)
+    expect(JSON.parse(readFileSync(whole.manifest, 'utf8'))).toMatchObject({
+      hosts: whole.hosts.map(({host, fingerprint, snapshot}) => ({host, fingerprint, snapshot})),
+    })
+
+    let partial: BackupResult | undefined
+    await other.restart(undefined, async () => {
+      partial = await createBackup(engine, {dir: path.join(root, `backup-${t.backend}-partial`)})
+    })
+    expect(partial!.hosts.map((host) => host.host)).toEqual([first.scope])
+    expect(partial!.hostsMissing).toEqual([{host: second.scope, error: expect.stringContaining('edge host unreachable')}])
+    expect(JSON.parse(readFileSync(partial!.manifest, 'utf8'))).toMatchObject({hostsMissing: [{host: second.scope}]})
+    // The fence was lifted on the host that answered; the one that was down never held it.
+    expect(await t.store.kit.openFence(first.scope)).toBeUndefined()
+    // Restoring the missing host's data from that backup is refused before anything changes.
+    const restore = (dir: string, host: string) =>
+      restoreBackup(settings, {dir, hostDataDir: path.join(root, `restored-${t.backend}-${host}`), host}, {log: silentLogger, hosts: onPremHosts})
+    await expect(restore(partial!.dir, second.scope)).rejects.toThrow(
+      `host ${second.scope} did not answer when the backup was taken; the backup holds no snapshot of it`,
+    )
+    await expect(restore(whole.dir, 'onprem:000000000000')).rejects.toThrow(
+      `the backup holds no snapshot of host onprem:000000000000 (it holds: ${first.scope}, ${second.scope})`,
+    )
   })
 })
