@@ -10,6 +10,10 @@ export default class OrphanReport extends BaseCommand<typeof OrphanReport> {
 Lists the paired host's scripts (at most host_reconcile.listing_max_pages pages) and prints one JSON
 object with sorted keys: asset_objects_unreferenced, host_asset_files_unreferenced, listed, namespace,
 orphans_pending, orphans_unsettled, stored_name_differs, unowned, unowned_serving_code, worker_rows.
+A kit of several hosts lists each host: \`hosts\` holds, under each host's scope, its own error (null
+when it answered), host_asset_files_unreferenced, listed, unowned and unowned_serving_code; the
+kit-wide counts are over every host that answered. A host that does not answer is named there; the
+report fails only when no host answers.
 After a company purge, orphans_pending falls to 0 as reconcile passes retire the orphans, and
 unowned_serving_code should be 0. asset_objects_unreferenced lists the static asset objects of the
 artifact store no version serves (the artifact_cleanup lane deletes them once past
@@ -30,7 +34,11 @@ answered <status>") or did not end within the page cap.`
       this.flags.table
         ? table(
             ['KEY', 'VALUE'],
-            Object.entries(report).map(([key, value]) => [key, Array.isArray(value) ? value.join(' ') || '-' : String(value)]),
+            Object.entries(report).flatMap(([key, value]) =>
+              key === 'hosts'
+                ? Object.entries(report.hosts ?? {}).map(([host, counts]) => [`hosts ${host}`, canonicalJson(counts)])
+                : [[key, Array.isArray(value) ? value.join(' ') || '-' : String(value)]],
+            ),
             '',
           )
         : canonicalJson(report),

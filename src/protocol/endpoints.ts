@@ -36,6 +36,7 @@ import {
   serviceAccountInfoSchema,
   serviceAccountListSchema,
 } from './api/control.js'
+import {controlCopySchema, controlCopyWrittenSchema} from './api/control-copy.js'
 import {assetEndpoints} from './api/assets.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, kitReadinessCall, readinessSchema} from './api/host.js'
 import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
@@ -323,8 +324,21 @@ export const endpoints = {
     summary: 'The stored result of a control call; 409 mutation_conflict under another commandDigest.',
   },
   // biome-ignore format: one entry, kept on few lines (the table stays under 400)
-  receiptAck: {method: 'POST', path: '/v1/receipts/:mutationId/ack', params: mutationIdParam, signed, response: receiptAckSchema, answer: 'json',
-    summary: 'The kit recorded the receipt.'},
+  // biome-ignore format: one entry, kept on few lines (the table stays under 400)
+  controlCopy: {method: 'GET', path: '/v1/scripts/:name/control-copy', signed, response: controlCopySchema, answer: 'json',
+    summary: 'The whole control state with secret values (docs/many-hosts.md: copied to a host that missed mutations).'},
+  // biome-ignore format: one entry, kept on few lines (the table stays under 400)
+  putControlCopy: {method: 'PUT', path: '/v1/scripts/:name/control-copy', signed, request: controlCopySchema, response: controlCopyWrittenSchema,
+    answer: 'json', summary: 'Replaces the whole control state, revisions included, in one fenced transaction.'},
+  receiptAck: {
+    method: 'POST',
+    path: '/v1/receipts/:mutationId/ack',
+    params: mutationIdParam,
+    signed,
+    response: receiptAckSchema,
+    answer: 'json',
+    summary: 'The kit recorded the receipt.',
+  },
   tail: {
     method: 'GET',
     path: '/v1/scripts/:name/tail',

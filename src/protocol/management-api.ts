@@ -6,6 +6,7 @@
 // and changes nothing. docs/management-api.md lists the endpoints, generated from the table.
 export * from './api/common.js'
 export * from './api/control.js'
+export * from './api/control-copy.js'
 export * from './api/host.js'
 export * from './api/scripts.js'
 export * from './api/assets.js'

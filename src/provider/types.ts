@@ -9,6 +9,7 @@ import type {WorkerBinding} from '../protocol/worker-bindings.js'
 import type {
   AccessPolicy as WireAccessPolicy,
   AccessPolicyMode,
+  ControlCopy,
   ControlMutationOperation,
   HostFence,
   ModuleType,
@@ -21,7 +22,7 @@ import type {
   ServiceAccountList,
 } from '../protocol/management-api.js'
 
-export type {AccessPolicyMode, ModuleType, ScriptState}
+export type {AccessPolicyMode, ControlCopy, ModuleType, ScriptState}
 
 export interface ScriptModule {
   /** The specifier other modules import it by. */
@@ -200,6 +201,13 @@ export interface EdgeProvider {
   /** The current revision of one revisioned part of a script's control state (what a mutation's baseRevision must be). */
   controlRevision(scriptName: string, part: RevisionedControl, signal?: AbortSignal): Promise<number>
   replaceAccessPolicy(scriptName: string, policy: AccessPolicy, signal?: AbortSignal): Promise<void>
+  /**
+   * A script's whole control state, secret values and passwords included: read only to write it to
+   * another host of the kit (docs/many-hosts.md), held in memory, never logged or stored.
+   */
+  controlCopy(scriptName: string, signal?: AbortSignal): Promise<ControlCopy>
+  /** Makes a script's control state exactly `copy`, revisions included; true when anything changed. */
+  writeControlCopy(scriptName: string, copy: ControlCopy, signal?: AbortSignal): Promise<boolean>
   purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void>
   purgeCredentials(scriptName: string, signal?: AbortSignal): Promise<void>
   retireScript(scriptName: string, signal?: AbortSignal): Promise<void>

@@ -3,6 +3,8 @@
 // ./lists.ts). Building text here, sized to the terminal, keeps the Ink components trivial and the
 // layout testable.
 import type {StatusSnapshot} from '../engine/status/snapshot.js'
+import type {HostView} from '../engine/hosts/manage.js'
+import {hostLine} from '../cli/hosts-render.js'
 import type {RowFilter} from './filter.js'
 import {clip, columnWidths, formatCount, formatDuration, formatInterval, formatWindow, shortId, tableLine, wrap, type Column} from './format.js'
 
@@ -35,7 +37,7 @@ export function headerLine(snapshot: StatusSnapshot | null, intervalMs: number, 
   return {text: clip(`${text.padEnd(Math.max(text.length, width - right.length - 1))} ${right}`, width), bold: true}
 }
 
-/** Two lines: the host's health, then the fence and the gates. */
+/** The host's health (for a kit of several hosts, then one line per host: health and lag), then the fence and the gates. */
 export function hostLines(snapshot: StatusSnapshot, width: number): Line[] {
   const {host} = snapshot
   let health: Line
@@ -69,10 +71,15 @@ export function hostLines(snapshot: StatusSnapshot, width: number): Line[] {
   parts.push(snapshot.maintenance.on ? `maintenance ON (${snapshot.maintenance.reason ?? 'no reason'})` : 'maintenance off')
   if (snapshot.restorePending.on) parts.push(`restore PENDING (${snapshot.restorePending.reason ?? 'verify with a pass'})`)
   if (snapshot.maintenance.on || snapshot.restorePending.on) tone ??= 'yellow'
-  return [
-    {...health, text: clip(health.text, width)},
-    {text: clip(`gates ${parts.join('  ')}`, width), color: tone},
-  ]
+  return [{...health, text: clip(health.text, width)}, ...memberLines(host.hosts, width), {text: clip(`gates ${parts.join('  ')}`, width), color: tone}]
+}
+
+const HEALTH_COLORS: Record<HostView['health'], Line['color']> = {current: 'green', unconfirmed: 'yellow', behind: 'yellow', unreachable: 'red'}
+
+/** Each host of a kit of several: the line `host list` prints, colored by its health. */
+function memberLines(hosts: HostView[], width: number): Line[] {
+  if (hosts.length < 2) return []
+  return hosts.map((member) => ({text: clip(`  ${hostLine(member)}`, width), color: HEALTH_COLORS[member.health]}))
 }
 
 /** At most this many lines say what needs attention; the Failed/uncertain and Workers panels list the rest. */

@@ -141,3 +141,31 @@ test('metrics: requests by script and status, shard restarts, swap time, fence s
   expect(text).toMatch(/^edgeworkers_build_info\{version="[^"]+",node_version="[^"]+",workerd_version="1\.\d{8}\.\d+"\} 1$/m)
   expect(text).toMatch(/^process_resident_memory_bytes \d+$/m)
 })
+
+describe('control copy (docs/many-hosts.md)', () => {
+  test('the whole state out, values included; written back exactly, revisions included, the Worker sees it when the PUT answers; refusals change nothing', async () => {
+    const copy = {
+      accessPolicy: {mode: 'public', apiKeySha256: null, apiKeyLastFour: null, ipAllowlist: [], revision: 7},
+      runtimeConfig: {revision: 3, entries: [{key: 'limits', valueJson: '{"max":5}'}]},
+      operationSettings: {settingsJson: null, releaseGeneration: null, revision: 2},
+      secrets: [{name: 'TOKEN', value: 'copied-value'}],
+      serviceAccounts: [{id: 'sa-9', username: 'robot', password: 'copied-password'}],
+    }
+    expect(await client.call('PUT', paths.controlCopy(name), copy)).toMatchObject({status: 200, body: {changed: true}})
+    // Answered only once the shard serves the new env: no wait here.
+    expect(await env()).toMatchObject({token: 'copied-value', accounts: {'sa-9': {username: 'robot', password: 'copied-password'}}})
+    expect((await client.call('GET', paths.controlCopy(name))).body).toEqual(copy)
+    expect((await client.call('GET', paths.accessPolicy(name))).body).toMatchObject({mode: 'public', revision: 7})
+    expect(await client.call('PUT', paths.controlCopy(name), copy)).toMatchObject({status: 200, body: {changed: false}})
+
+    expect((await client.call('PUT', paths.controlCopy(name), {...copy, secrets: 'x'})).status).toBe(400)
+    expect((await client.call('PUT', paths.controlCopy(scriptNameFor('control/none')), copy)).body).toMatchObject({code: 'script_not_found'})
+    const fence = await client.call('POST', paths.fence, {fenceId: 'copy-fence', ttlSeconds: 60})
+    expect(fence.status).toBe(201)
+    const fenced = await client.call('PUT', paths.controlCopy(name), {...copy, secrets: []})
+    await client.call('POST', paths.fenceEnd('copy-fence'))
+    expect(fenced.status).toBe(423)
+    expect((await client.call('GET', paths.controlCopy(name))).body).toEqual(copy)
+    await client.call('PUT', paths.controlCopy(name), {...copy, secrets: [], serviceAccounts: []})
+  })
+})

@@ -119,6 +119,7 @@ describe('the fence rule', () => {
           putServiceAccount: (tx) => state.credentials.putServiceAccount(tx, name, 'sa-1', {username: 'u', password: 'p'}),
           deleteServiceAccount: (tx) => state.credentials.deleteServiceAccount(tx, name, 'sa-1'),
           purgeServiceAccounts: (tx) => state.credentials.purgeServiceAccounts(tx, name),
+          replaceAll: (tx) => state.credentials.replaceAll(tx, name, {secrets: [{name: 'COPIED', value: 'x'}], serviceAccounts: []}),
         },
         controlConfig: {
           replacePolicy: (tx) =>
@@ -143,6 +144,12 @@ describe('the fence rule', () => {
               baseRevision: state.controlConfig.operationSettings(name).revision,
             }),
           revokeOperationSettings: (tx) => state.controlConfig.revokeOperationSettings(tx, name, state.controlConfig.operationSettings(name).revision),
+          replaceAll: (tx) =>
+            state.controlConfig.replaceAll(tx, name, {
+              accessPolicy: {mode: 'public', apiKeySha256: null, apiKeyLastFour: null, ipAllowlist: [], revision: 9},
+              runtimeConfig: {revision: 9, entries: [{key: 'copied', valueJson: '{}'}]},
+              operationSettings: {settingsJson: null, releaseGeneration: null, revision: 9},
+            }),
         },
         receipts: {
           record: (tx) =>

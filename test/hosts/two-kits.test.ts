@@ -1,5 +1,5 @@
-// Two kits of two real edge hosts each sharing one database (docs/many-hosts.md), on both stores:
-// each kit's deploy reaches both of its hosts and none of the other kit's, every row is stamped with
+// Two kits of three real edge hosts each sharing one database (docs/many-hosts.md), on both stores:
+// each kit's deploy reaches its three hosts and none of the other kit's, every row is stamped with
 // its own kit's scope, and a reconcile pass of one kit confirms only its own hosts.
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -23,7 +23,7 @@ let hosts: TestHost[] = []
 let pairings: PairingResult[] = []
 
 beforeAll(async () => {
-  hosts = await Promise.all([1, 2, 3, 4].map(() => startTestHost({settings: {shards: 1}})))
+  hosts = await Promise.all([1, 2, 3, 4, 5, 6].map(() => startTestHost({settings: {shards: 1}})))
   pairings = await Promise.all(hosts.map((host) => pairWithHost(host.adminUrl, host.pairingCode!, 10_000)))
 }, 300_000)
 afterAll(async () => {
@@ -38,18 +38,24 @@ async function kitEngine(t: StoreHarness, scope: string): Promise<Engine> {
   return createEngine(t.store, settings, onPremHosts)
 }
 
-describeEachStore('two kits of two hosts on one database', (t) => {
+describeEachStore('two kits of three hosts on one database', (t) => {
   test("each kit's deploys reach its own hosts only, stamped with its own scope; a pass confirms only its own hosts", {timeout: 600_000}, async () => {
-    const [a1, a2, b1, b2] = pairings as [PairingResult, PairingResult, PairingResult, PairingResult]
-    // Each host joins a moment after the first: `host list` shows them in the order they joined.
+    const [a1, a2, a3, b1, b2, b3] = pairings as PairingResult[] as [PairingResult, PairingResult, PairingResult, PairingResult, PairingResult, PairingResult]
+    // Each host joins a moment after the one before: `host list` shows them in the order they joined.
     await t.store.kit.savePairing(a1)
     await t.store.kit.savePairing(b1)
-    t.clock.advance(1_000)
-    await t.store.hosts.addMember(a1.scope, a2, null)
-    await t.store.hosts.addMember(b1.scope, b2, null)
+    for (const [anchor, member] of [
+      [a1, a2],
+      [b1, b2],
+      [a1, a3],
+      [b1, b3],
+    ] as const) {
+      t.clock.advance(1_000)
+      await t.store.hosts.addMember(anchor.scope, member, null)
+    }
     const kits = [
-      {scope: a1.scope, engine: await kitEngine(t, a1.scope), hosts: hosts.slice(0, 2), department: `a-${t.backend}`},
-      {scope: b1.scope, engine: await kitEngine(t, b1.scope), hosts: hosts.slice(2), department: `b-${t.backend}`},
+      {scope: a1.scope, engine: await kitEngine(t, a1.scope), hosts: hosts.slice(0, 3), department: `a-${t.backend}`},
+      {scope: b1.scope, engine: await kitEngine(t, b1.scope), hosts: hosts.slice(3), department: `b-${t.backend}`},
     ]
     await t.store.tenants.createCompany({id: 'acme', name: 'Acme'})
 
@@ -61,6 +67,10 @@ describeEachStore('two kits of two hosts on one database', (t) => {
       scripts.push(outcome.scriptName)
     }
 
+    // Both kits' passes at once on the one database: each claims only its own rows and hosts.
+    const passes = await Promise.all(kits.map((kit) => runPass(kit.engine)))
+    for (const pass of passes) expect(pass.lanes.filter((lane) => lane.error)).toEqual([])
+
     for (const [index, kit] of kits.entries()) {
       const other = kits[1 - index]!
       for (const host of kit.hosts) {
@@ -71,13 +81,14 @@ describeEachStore('two kits of two hosts on one database', (t) => {
       expect(rows.filter((row) => row.script_name === scripts[index]).map((row) => row.dispatch_namespace)).toEqual([kit.scope])
       expect((await t.store.workers.getByDepartment(kit.department))?.serving_scope).toBe(kit.scope)
 
-      const pass = await runPass(kit.engine)
-      expect(pass.lanes.filter((lane) => lane.error)).toEqual([])
       const listed = await listKitHosts(kit.engine)
       expect(listed.hosts.map((host) => [host.host, host.kit, host.health, host.lag])).toEqual(
         kit.hosts.map((host) => [host.host.scope, kit.scope, 'current', 0]),
       )
-      // The other kit's hosts were not confirmed by this kit's pass.
+      // What the kit recorded as served names only its own hosts and its own Worker.
+      const served = await t.store.hosts.releasesOf(kit.scope)
+      expect(new Set(served.map((release) => release.host_scope))).toEqual(new Set(kit.hosts.map((host) => host.host.scope)))
+      expect(new Set(served.map((release) => release.script_name))).toEqual(new Set([scripts[index]]))
       for (const host of other.hosts) expect((await t.store.hosts.getMember(host.host.scope))?.scope).toBe(other.scope)
     }
   })

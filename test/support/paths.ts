@@ -18,6 +18,7 @@ export const paths = {
   secret: (name: string, secret: string) => pathOf(e.putSecret, {name, secret}),
   serviceAccounts: (name: string) => pathOf(e.serviceAccounts, {name}),
   serviceAccount: (name: string, id: string) => pathOf(e.putServiceAccount, {name, id}),
+  controlCopy: (name: string) => pathOf(e.controlCopy, {name}),
   receipt: (mutationId: string, commandDigest: string) => pathOf(e.receipt, {mutationId}, {commandDigest}),
   receiptAck: (mutationId: string) => pathOf(e.receiptAck, {mutationId}),
   fence: pathOf(e.fence, {}),

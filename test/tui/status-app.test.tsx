@@ -126,6 +126,55 @@ describeEachStore('status view', (t) => {
     await waitForFrame(lastFrame, '[Audit 0]')
   })
 
+  test('a kit of several hosts: one line per host with its health and its lag behind the store', async () => {
+    await t.store.tenants.createCompany({id: 'acme', name: 'Acme'})
+    await t.store.tenants.createDepartment({id: 'acme-sales', company_id: 'acme', name: 'Sales'})
+    const worker = await t.store.workers.create({
+      company_id: 'acme',
+      department_id: 'acme-sales',
+      script_name: scriptNameFor('acme', 'acme-sales'),
+      status: 'active',
+    })
+    const current = await t.store.workers.createVersion({
+      worker_id: worker.id,
+      release_generation: 'rg-1',
+      builder_policy: 'department-worker-project-v2.9',
+      state: 'deployed',
+      project_artifact_key: artifactKeyFor('project', sha256Hex('project')),
+      project_digest: sha256Hex('project'),
+      bundle_artifact_key: artifactKeyFor('bundle', sha256Hex('bundle')),
+      bundle_digest: sha256Hex('bundle'),
+      manifest: {},
+      receipt: {},
+    })
+    await t.exec(`update edge_workers set current_version_id = '${current.id}', serving_scope = '${SCOPE}' where id = '${worker.id}'`)
+    const member = async (hex: string) => {
+      const pairing = {
+        scope: `onprem:${hex}`,
+        host_url: await refusingUrl(),
+        host_fingerprint: hex.padEnd(64, '0'),
+        host_public_key: 'unused',
+        shared_secret: 'b'.repeat(64),
+      }
+      t.clock.advance(1_000)
+      await t.store.hosts.addMember(SCOPE, pairing, null)
+      return pairing.scope
+    }
+    const [behind, down] = [await member('bbbbbbbbbbbb'), await member('cccccccccccc')]
+    // The first host served the release; the other two missed it. None answers (the view marks them so as it reads).
+    await t.store.hosts.confirmCurrent(SCOPE, [{script_name: worker.script_name, release_generation: 'rg-1'}])
+    await t.store.hosts.markBehind(behind)
+    await t.store.hosts.markBehind(down)
+
+    const {lastFrame, stdout} = view(t)
+    resize(stdout, 160, 40)
+    const frame = await waitForFrame(lastFrame, (text) => [SCOPE, behind, down].every((host) => text.includes(`  ${host}  active    unreachable since`)))
+    const lag = (host: string) =>
+      new RegExp(`  ${host}  active    unreachable since 2026-01-01T\\S+, lag (\\d+), does not answer now \\(GET /v1/identity`).exec(frame)?.[1]
+    expect([SCOPE, behind, down].map(lag)).toEqual(['0', '1', '1'])
+    expect(frame).toContain(`edge host ${behind} does not answer`)
+  })
+
   test('enter drills into a failed group, then into a row: ids, script, attempts, error, timestamps, payload with secrets redacted; esc goes back', async () => {
     const {lastFrame, stdin, stdout} = view(t)
     // Tall enough for the whole row; at 24 lines the payload is a scroll away.

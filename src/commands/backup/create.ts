@@ -13,6 +13,9 @@ begins one and always lifts it. Deploys that arrive meanwhile are deferred; the 
 serving. Writes store/ (SQLite: an online-backup copy; PostgreSQL: every table as NDJSON from one
 snapshot transaction), artifacts/, host/snapshot.tar and, last, manifest.json with a SHA-256 for
 every file. The directory holds secrets (the pairing secret, Worker secrets): it is created 0700.
+A kit of several hosts: every host's snapshot, the first in host/snapshot.tar, the others in
+hosts/<12 hex>.tar; a host that does not answer is not waited for — it is named (\`hostsMissing\` in
+the manifest and the result, a \`missing\` line here) and the backup holds the others (exit 0).
 Exit codes: 0 written; 2 the directory is not new or empty (nothing written), bad --ttl/--reason;
 6 unpaired, or another fence is in the way; 7 a deploy stayed in flight (deploy.lease_seconds) after
 the fence began — try again; 8 the artifact store lacks an artifact a version needs;
@@ -67,7 +70,8 @@ it lifts the fence it began and removes the partial backup first, and says so.`
         `fence        ${result.fenceId} (${result.scope})`,
         `store        ${result.store.backend}, ${result.store.tables.length} tables, ${result.store.tables.reduce((sum, table) => sum + table.rows, 0)} rows`,
         `artifacts    ${result.artifacts}`,
-        `host         ${result.hostFingerprint.slice(0, 12)}, snapshot ${result.hostSnapshotBytes} bytes`,
+        ...result.hosts.map((host) => `host         ${host.host} (${host.fingerprint.slice(0, 12)}), ${host.snapshot} ${host.bytes} bytes`),
+        ...result.hostsMissing.map((host) => `missing      ${host.host} did not answer; it is not in this backup (${host.error})`),
         `files        ${result.files} (${result.bytes} bytes), digests in ${result.manifest}`,
       ].join('\n'),
     )

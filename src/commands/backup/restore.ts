@@ -10,14 +10,15 @@ export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
 
 First every file is checked against manifest.json; any mismatch refuses the restore with nothing
 changed. Then the artifacts are added to the artifact store, the host snapshot is extracted into
---host-data-dir (new or empty; start \`host serve --data-dir\` on it afterwards), and the store is
+--host-data-dir (new or empty; start \`host serve --data-dir\` on it afterwards; a backup of a kit of
+several hosts holds each host's snapshot: --host names which, by default the first), and the store is
 replaced whole — every scope in it — with the restore gate of the backup's scope closed: deploys
 answer 409 edge_workers_restore_pending until the host has been verified against the store (the host
 lacks a deployed release → redeployed; it serves a script the store does not own → retired). That
 verification runs at once when the host is up, else in the next \`edgeworkers reconcile\`.
 Stop every other edgeworkers process using the store first (cron/timer passes, the TUI).
 Exit codes: 0 restored and verified; 2 not a backup, a digest mismatch, a store of the other backend
-or schema, --host-data-dir not empty (nothing changed); 4 the store is unavailable or at another
+or schema, --host-data-dir not empty, --host not in the backup (nothing changed); 4 the store is unavailable or at another
 schema; 6 the SQLite store is open in another process; 7 restored, verification pending (the host
 was restored into a new data dir, or still differs); 10 restored, the host did not answer.`
   static override examples = [
@@ -30,6 +31,10 @@ was restored into a new data dir, or still differs); 10 restored, the host did n
   static override enableJsonFlag = true
   static override flags = {
     'host-data-dir': Flags.string({description: "Extract the edge host's data snapshot here (a new or empty directory)"}),
+    host: Flags.string({
+      dependsOn: ['host-data-dir'],
+      description: "A backup of a kit of several hosts: whose snapshot to extract (the host's scope or 12 hex; default the first)",
+    }),
   }
 
   async run() {
@@ -37,7 +42,11 @@ was restored into a new data dir, or still differs); 10 restored, the host did n
     // Not this.engine(): the store is about to be replaced, so this process must not hold it open.
     const log = await this.logger({interactive: !json})
     const result = await withProgress('Restore', json, (report) =>
-      restoreBackup(this.settings, {dir: this.args.dir, hostDataDir: this.flags['host-data-dir']}, {log, hosts: this.hosts, onStage: report}),
+      restoreBackup(
+        this.settings,
+        {dir: this.args.dir, hostDataDir: this.flags['host-data-dir'], host: this.flags.host},
+        {log, hosts: this.hosts, onStage: report},
+      ),
     )
     const {verification} = result
     const exitCode =

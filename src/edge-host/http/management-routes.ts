@@ -112,6 +112,8 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     purgeServiceAccounts: ({params, body}) => ok(service.control.purgeServiceAccounts(params.name, body)),
     putServiceAccount: ({params, body}) => ok(service.control.putServiceAccount(params.name, params.id, body)),
     deleteServiceAccount: ({params, body}) => ok(service.control.deleteServiceAccount(params.name, params.id, body)),
+    controlCopy: ({params}) => ok(service.control.copy(params.name)),
+    putControlCopy: async ({params, body}) => ok(await service.control.writeCopy(params.name, body)),
     receipt: ({params, query}) => ok(service.receipt(params.mutationId, query.commandDigest)),
     receiptAck: ({params}) => ok(service.acknowledgeReceipt(params.mutationId)),
     tail: ({params}) => {

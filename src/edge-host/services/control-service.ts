@@ -2,8 +2,10 @@
 // settings, secrets and service accounts. Every mutation is one fence-checked state transaction that
 // also keeps its receipt (HostState.control); one that changes the Worker's env has the script's
 // shard pick it up (`refresh`). Answers are the protocol's wire shapes.
+import {canonicalJson} from '../../canonical-json.js'
 import type {
   AccessPolicy,
+  ControlCopy,
   ControlMeta,
   ControlResult,
   DeleteResult,
@@ -31,8 +33,8 @@ import type {FencedTx, HostState} from '../state/host-state.js'
 export class ControlService {
   constructor(
     private readonly state: HostState,
-    /** The script's env changed: its shard must pick the change up. */
-    private readonly refresh: (name: string) => void,
+    /** The script's env changed: its shard must pick the change up (resolves once it has). */
+    private readonly refresh: (name: string) => Promise<void>,
   ) {}
 
   replaceAccessPolicy(name: string, body: ReplaceAccessPolicy): ControlResult<AccessPolicy> {
@@ -91,7 +93,7 @@ export class ControlService {
       deleted = outcome.deleted
       return {conflict: false as const, current: {key, valueJson: null, sha256: null, revision: outcome.revision, updated_at: iso(tx.now)}}
     })
-    if (deleted) this.refresh(name)
+    if (deleted) void this.refresh(name)
     return result
   }
 
@@ -200,6 +202,47 @@ export class ControlService {
     )
   }
 
+  /** The whole control state, secret values and passwords included: for the kit to copy to another host of the kit. */
+  copy(name: string): ControlCopy {
+    assertScriptName(name)
+    requireScript(this.state, name)
+    const {controlConfig: config, credentials} = this.state
+    const policy = config.policy(name)
+    const settings = config.operationSettings(name)
+    return {
+      accessPolicy: {
+        mode: policy.mode,
+        apiKeySha256: policy.apiKeySha256,
+        apiKeyLastFour: policy.apiKeyLastFour,
+        ipAllowlist: policy.ipAllowlist,
+        revision: policy.revision,
+      },
+      runtimeConfig: {
+        revision: config.runtimeConfigRevision(name).revision,
+        entries: config.runtimeConfig(name).map((entry) => ({key: entry.key, valueJson: entry.valueJson})),
+      },
+      operationSettings: {settingsJson: settings.settingsJson, releaseGeneration: settings.releaseGeneration, revision: settings.revision},
+      secrets: credentials.secretValuesByName(name),
+      serviceAccounts: credentials.serviceAccountLogins(name),
+    }
+  }
+
+  /**
+   * Makes the script's control state exactly `copy`; when anything changed, answers once the shard
+   * serves the new env (the kit confirms the host ready right after: its Worker must see the secrets).
+   */
+  async writeCopy(name: string, copy: ControlCopy): Promise<{changed: boolean}> {
+    assertScriptName(name)
+    requireScript(this.state, name)
+    if (canonicalJson(this.copy(name)) === canonicalJson(copy)) return {changed: false}
+    this.state.replaceControl(name, (tx) => {
+      this.state.controlConfig.replaceAll(tx, name, copy)
+      this.state.credentials.replaceAll(tx, name, copy)
+    })
+    await this.refresh(name)
+    return {changed: true}
+  }
+
   /**
    * A mutation of the script's env (runtime config, operation settings, secrets, service accounts)
    * in its control transaction; the script's shard picks it up when `changed` says the result —
@@ -214,7 +257,7 @@ export class ControlService {
   ): T {
     assertScriptName(name)
     const result = this.state.control(name, operation, meta, apply)
-    if (changed(result)) this.refresh(name)
+    if (changed(result)) void this.refresh(name)
     return result
   }
 }

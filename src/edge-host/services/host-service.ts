@@ -128,9 +128,9 @@ export class HostService {
       const shard = this.state.saveUpload(name, upload, {count: this.options.settings.shards, maxScriptsPerShard: this.options.settings.max_scripts_per_shard})
       if (shard !== null) {
         this.options.log.info({script: name, releaseGeneration: upload.releaseGeneration, shard}, 'script uploaded')
-        this.restartInBackground(shard)
+        void this.restartInBackground(shard)
         // A new release leaves the shard of its own it was moved to (Scripts.save): that one drops it.
-        if (existing?.shard != null && existing.shard !== shard) this.restartInBackground(existing.shard)
+        if (existing?.shard != null && existing.shard !== shard) void this.restartInBackground(existing.shard)
         if (existing?.releaseGeneration) void this.options.assetCollector.collect()
       }
     }
@@ -204,7 +204,7 @@ export class HostService {
       this.options.log.info({script: name}, 'script retired')
       this.options.onRetired?.(name)
       // The data plane answers 404 from now on; the restart just unloads the code.
-      if (before.shard !== null) this.restartInBackground(before.shard)
+      if (before.shard !== null) void this.restartInBackground(before.shard)
       void this.options.assetCollector.collect()
     }
     return this.details(name)
@@ -321,14 +321,15 @@ export class HostService {
     return {...body, modules}
   }
 
-  private restartScriptShard(name: string): void {
+  /** Resolves once the swap is done (or failed: logged, and retried by the shard); most callers do not wait. */
+  private restartScriptShard(name: string): Promise<void> {
     const shard = this.state.scripts.get(name)?.shard
-    if (shard !== null && shard !== undefined) this.restartInBackground(shard)
+    return shard !== null && shard !== undefined ? this.restartInBackground(shard) : Promise.resolve()
   }
 
-  /** Nobody waits for the swap here: callers wait on the readiness probe. Failures are retried by the shard. */
-  private restartInBackground(shard: number): void {
-    this.runtime.refreshShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
+  /** Callers of a release wait on the readiness probe instead; a control copy waits for the swap itself. Failures are retried by the shard. */
+  private restartInBackground(shard: number): Promise<void> {
+    return this.runtime.refreshShard(shard).catch((error: unknown) => this.options.log.error({shard, err: error}, 'shard restart failed'))
   }
 }
 

@@ -3,7 +3,7 @@
 // change names the revision it was based on and is refused when that moved meanwhile. JSON values
 // are stored canonical (keys sorted, no whitespace), so a stored digest is the value's.
 import {canonicalJson, sha256Hex} from '../../canonical-json.js'
-import type {AccessPolicyMode} from '../../protocol/management-api.js'
+import type {AccessPolicyMode, ControlCopy} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {HostDatabase} from './database.js'
 import type {FencedTx} from './fences.js'
@@ -54,6 +54,9 @@ export interface OperationSettingsRecord {
   revision: number
   updatedAt: number
 }
+
+/** The parts of a control copy this repository holds. */
+export type ControlConfigCopy = Pick<ControlCopy, 'accessPolicy' | 'runtimeConfig' | 'operationSettings'>
 
 export interface PolicyChange {
   mode: AccessPolicyMode
@@ -120,6 +123,38 @@ export class ControlConfig {
       script,
     )
     return {revoked: true, policy: this.policy(script)}
+  }
+
+  /**
+   * Sets the script's whole control configuration to a copy taken from another host of its kit,
+   * revisions included (the next mutation the kit sends names the same base revision on every host).
+   */
+  replaceAll(tx: FencedTx, script: string, copy: ControlConfigCopy): void {
+    const {accessPolicy: policy, runtimeConfig, operationSettings: settings} = copy
+    tx.run(
+      `UPDATE scripts SET policy_mode = ?, policy_api_key_sha256 = ?, policy_api_key_last_four = ?, policy_ip_allowlist = ?, policy_revision = ?,
+         policy_updated_at = ?, runtime_config_revision = ?, runtime_config_updated_at = ?, operation_settings_json = ?, operation_settings_sha256 = ?,
+         operation_settings_release = ?, operation_settings_revision = ?, operation_settings_updated_at = ? WHERE name = ?`,
+      policy.mode,
+      policy.apiKeySha256,
+      policy.apiKeyLastFour,
+      JSON.stringify(policy.ipAllowlist),
+      policy.revision,
+      tx.now,
+      runtimeConfig.revision,
+      tx.now,
+      settings.settingsJson === null ? null : canonicalJson(JSON.parse(settings.settingsJson)),
+      settings.settingsJson === null ? null : sha256Hex(canonicalJson(JSON.parse(settings.settingsJson))),
+      settings.releaseGeneration,
+      settings.revision,
+      tx.now,
+      script,
+    )
+    tx.run('DELETE FROM runtime_config WHERE script = ?', script)
+    for (const entry of runtimeConfig.entries) {
+      const canonical = canonicalJson(JSON.parse(entry.valueJson))
+      tx.upsert('runtime_config', ['script', 'key'], {script, key: entry.key, value_json: canonical, sha256: sha256Hex(canonical), updated_at: tx.now})
+    }
   }
 
   // ── Runtime config ──────────────────────────────────────────────────────────────────────────

@@ -2,7 +2,7 @@
 // answered back (only their SHA-256 digests). A secret and a binding of one script never share a
 // name — the secret would shadow the binding — whichever of the two comes second is refused.
 import {sha256Hex} from '../../canonical-json.js'
-import type {Binding} from '../../protocol/management-api.js'
+import type {Binding, ControlCopy} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {HostDatabase} from './database.js'
 import type {FencedTx} from './fences.js'
@@ -61,6 +61,14 @@ export class Credentials {
     const names = this.secrets(script).map((secret) => secret.name)
     tx.run('DELETE FROM secrets WHERE script = ?', script)
     return names
+  }
+
+  /** Sets the script's secrets and service accounts to exactly these (a copy from another host of its kit). */
+  replaceAll(tx: FencedTx, script: string, copy: Pick<ControlCopy, 'secrets' | 'serviceAccounts'>): void {
+    tx.run('DELETE FROM secrets WHERE script = ?', script)
+    tx.run('DELETE FROM service_accounts WHERE script = ?', script)
+    for (const secret of copy.secrets) this.putSecret(tx, script, secret.name, secret.value)
+    for (const account of copy.serviceAccounts) this.putServiceAccount(tx, script, account.id, account)
   }
 
   /** An upload's bindings may not take a name a secret already holds. */

@@ -134,6 +134,15 @@ export class HostState {
     })
   }
 
+  /** Replaces a live script's whole control state (a copy from another host of its kit): fenced, no receipt. */
+  replaceControl(name: string, apply: (tx: FencedTx) => void): void {
+    this.fencedWrite((tx) => {
+      if (!this.scripts.get(name)) throw new HostError('script_not_found', `script ${name} does not exist on this host`)
+      this.scripts.assertNotRetired(name)
+      apply(tx)
+    })
+  }
+
   private fencedWrite<T>(work: (tx: FencedTx) => T): T {
     return this.db.write((tx) => work(this.fences.guard(tx)))
   }

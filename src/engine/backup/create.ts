@@ -3,20 +3,20 @@
 // manifest with a digest for every file. Order: deploys already in flight settle first; then the
 // store; then the artifacts — an artifact is always written before the version that references it
 // commits, so every version in the dump finds its artifacts in the copy; then the host, whose state
-// the fence keeps frozen throughout.
+// the fence keeps frozen throughout — every host of the kit (./host-snapshots.ts: a host that does
+// not answer is named in the manifest and the result, not waited for).
 import {existsSync} from 'node:fs'
 import {chmod, copyFile, mkdir} from 'node:fs/promises'
 import path from 'node:path'
 import {artifactsDirOf, parseArtifactKey} from '../../artifacts/store.js'
 import {Interrupted, KitError} from '../../errors.js'
-import {ProviderError} from '../../provider/types.js'
 import {openStoreBackup, type StoreDumpInfo} from '../../store/backup/index.js'
 import type {Engine} from '../context.js'
-import {hostCallError, type FenceView} from '../fence/fence.js'
+import type {FenceView} from '../fence/fence.js'
 import {withFence} from '../fence/lifecycle.js'
 import type {AuditActor} from '../../store/index.js'
 import {createPrivateDirectory, discardDirectory, filesUnder, freshDirectory, type FreshDirectory} from './directories.js'
-import {readSnapshotManifest} from './host-snapshot.js'
+import {snapshotHosts, type HostSnapshot} from './host-snapshots.js'
 import {ARTIFACTS_DIR, describeFiles, HOST_SNAPSHOT_FILE, MANIFEST_FILE, STORE_DIR, writeManifest, type BackupManifest} from './manifest.js'
 import {requireProvider} from '../provider.js'
 
@@ -48,6 +48,10 @@ export interface BackupResult {
   store: StoreDumpInfo & {location: string}
   artifacts: number
   hostSnapshotBytes: number
+  /** Every host snapshotted (one for a kit of one host; the first is host/snapshot.tar). */
+  hosts: HostSnapshot[]
+  /** Hosts of the kit that did not answer: not in this backup. */
+  hostsMissing: Array<{host: string; error: string}>
   files: number
   bytes: number
 }
@@ -55,7 +59,7 @@ export interface BackupResult {
 export async function createBackup(engine: Engine, input: BackupInput, options: {onStage?: (stage: BackupStage) => void} = {}): Promise<BackupResult> {
   const stage = options.onStage ?? (() => {})
   const target = await freshDirectory(input.dir, 'backup directory')
-  const {provider, scope} = await requireProvider(engine, 'take a backup')
+  const {scope} = await requireProvider(engine, 'take a backup')
   const pairing = await engine.store.kit.getPairing(scope)
   if (!pairing) throw new KitError('unpaired', `cannot take a backup: scope ${scope} has no pairing`)
   const signal = input.signal
@@ -91,21 +95,10 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
           throw new KitError('failed', `artifact ${lost}, which a stored version references, is missing from ${artifactRoot}; the backup would not restore`)
 
         step('host')
-        await mkdir(path.dirname(path.join(dir, HOST_SNAPSHOT_FILE)), {mode: 0o700})
-        let snapshot: {size: number; sha256: string}
-        try {
-          snapshot = await provider.downloadSnapshot(fence.id, path.join(dir, HOST_SNAPSHOT_FILE), signal)
-        } catch (error) {
-          if (error instanceof ProviderError) throw hostCallError(error, 'the edge host data snapshot failed', 'nothing was kept')
-          throw error
-        }
-        const hostManifest = await readSnapshotManifest(path.join(dir, HOST_SNAPSHOT_FILE))
-        if (hostManifest.fingerprint !== pairing.host_fingerprint || hostManifest.fenceId !== fence.id) {
-          throw new KitError(
-            'host_error',
-            `the host snapshot is of host ${hostManifest.fingerprint.slice(0, 12)} under fence ${hostManifest.fenceId}, not of the paired host ${pairing.host_fingerprint.slice(0, 12)} under fence ${fence.id}`,
-          )
-        }
+        const snapshots = await snapshotHosts(engine, scope, dir, fence.id, signal)
+        const primary = snapshots.taken[0]!
+        if (snapshots.missing.length > 0)
+          engine.log.warn({missing: snapshots.missing.map((host) => host.host)}, 'edge hosts that did not answer are not in this backup')
 
         step('manifest')
         const files = await describeFiles(dir, await filesUnder(dir))
@@ -123,7 +116,13 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
           createdAt: new Date().toISOString(),
           fenceId: fence.id,
           scope,
-          host: {fingerprint: pairing.host_fingerprint, snapshot: HOST_SNAPSHOT_FILE},
+          host: {fingerprint: primary.fingerprint, snapshot: HOST_SNAPSHOT_FILE},
+          ...(snapshots.taken.length + snapshots.missing.length > 1
+            ? {
+                hosts: snapshots.taken.map(({host, fingerprint, snapshot}) => ({host, fingerprint, snapshot})),
+                hostsMissing: snapshots.missing,
+              }
+            : {}),
           store: {backend: dump.backend, migrations: dump.migrations, tables: dump.tables},
           files,
         }
@@ -135,10 +134,12 @@ export async function createBackup(engine: Engine, input: BackupInput, options: 
           createdAt: manifest.createdAt,
           fenceId: fence.id,
           scope,
-          hostFingerprint: pairing.host_fingerprint,
+          hostFingerprint: primary.fingerprint,
           store: {...manifest.store, location: storeBackup.location},
           artifacts: artifacts.length,
-          hostSnapshotBytes: snapshot.size,
+          hostSnapshotBytes: primary.bytes,
+          hosts: snapshots.taken,
+          hostsMissing: snapshots.missing,
           files: files.length,
           bytes: files.reduce((sum, file) => sum + file.size, 0),
         }

@@ -4,6 +4,7 @@
 //   store/                     the store dump (SQLite: edgeworkers.sqlite; PostgreSQL: <table>.ndjson)
 //   artifacts/<kind>/sha256/…  the artifact store, same layout as <data_dir>/artifacts
 //   host/snapshot.tar          the edge host's data snapshot (see the protocol's "Data snapshot")
+//   hosts/<12 hex>.tar         a kit of several hosts: each other host's snapshot (./host-snapshots.ts)
 //
 // The manifest lists every other file with its size and SHA-256; a restore checks them all before
 // it changes anything. It holds no secret — but the store dump and the host snapshot do (the pairing
@@ -21,6 +22,12 @@ export const MANIFEST_FILE = 'manifest.json'
 export const STORE_DIR = 'store'
 export const ARTIFACTS_DIR = 'artifacts'
 export const HOST_SNAPSHOT_FILE = 'host/snapshot.tar'
+const OTHER_HOST_SNAPSHOT = /^hosts\/[0-9a-f]{12}\.tar$/
+
+/** Where the snapshot of a kit's host other than the first goes. */
+export function hostSnapshotFileOf(hostScope: string): string {
+  return `hosts/${hostScope.replace(/^onprem:/, '')}.tar`
+}
 const FORMAT = 'edgeworkers-backup'
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/)
@@ -38,6 +45,17 @@ export const backupManifestSchema = z.strictObject({
     fingerprint: hex64,
     snapshot: z.literal(HOST_SNAPSHOT_FILE),
   }),
+  /** A kit of several hosts: every host snapshotted (the first is `host`'s), and those that did not answer. */
+  hosts: z
+    .array(
+      z.strictObject({
+        host: z.string().regex(/^onprem:[0-9a-f]{12}$/),
+        fingerprint: hex64,
+        snapshot: z.union([z.literal(HOST_SNAPSHOT_FILE), z.string().regex(OTHER_HOST_SNAPSHOT)]),
+      }),
+    )
+    .optional(),
+  hostsMissing: z.array(z.strictObject({host: z.string().regex(/^onprem:[0-9a-f]{12}$/), error: z.string()})).optional(),
   store: z.strictObject({
     backend: z.enum(['sqlite', 'postgres']),
     migrations: z.array(z.string()),
@@ -89,7 +107,7 @@ export async function readVerifiedManifest(dir: string): Promise<BackupManifest>
   const manifest = parsed.data
   const listed = new Set(manifest.files.map((file) => file.path))
   if (listed.size !== manifest.files.length) throw new KitError('usage', `${where} is malformed: a file is listed twice`)
-  for (const required of [HOST_SNAPSHOT_FILE, ...storeFilesOf(manifest)]) {
+  for (const required of [HOST_SNAPSHOT_FILE, ...(manifest.hosts ?? []).map((host) => host.snapshot), ...storeFilesOf(manifest)]) {
     if (!listed.has(required)) throw new KitError('usage', `${where} is malformed: it does not list ${required}`)
   }
   for (const file of manifest.files) {

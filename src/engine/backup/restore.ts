@@ -18,7 +18,7 @@ import {openStore, storeTarget} from '../../store/index.js'
 import {createEngine, type EngineLogger} from '../context.js'
 import {createPrivateDirectory, discardDirectory, freshDirectory, type FreshDirectory} from './directories.js'
 import {extractSnapshot, readSnapshotManifest} from './host-snapshot.js'
-import {ARTIFACTS_DIR, HOST_SNAPSHOT_FILE, readVerifiedManifest, STORE_DIR} from './manifest.js'
+import {ARTIFACTS_DIR, readVerifiedManifest, STORE_DIR, type BackupManifest} from './manifest.js'
 import {verifyRestore, type RestoreVerification} from './verify.js'
 
 export type RestoreStage = 'artifacts' | 'host' | 'store' | 'verify'
@@ -32,6 +32,8 @@ export interface RestoreInput {
   dir: string
   /** Extract the host snapshot here (new or empty; no host may run on it). */
   hostDataDir?: string
+  /** A kit of several hosts: whose snapshot to extract (its scope or 12 hex; default the backup's first host). */
+  host?: string
 }
 
 export interface RestoreResult {
@@ -61,12 +63,13 @@ export async function restoreBackup(
       `the backup holds a ${manifest.store.backend} store and the configured store (${target.location}) is ${target.backend}; restore into a ${manifest.store.backend} store`,
     )
   }
-  const hostSnapshot = path.join(dir, HOST_SNAPSHOT_FILE)
+  const chosen = chosenSnapshot(manifest, input.host)
+  const hostSnapshot = path.join(dir, chosen.snapshot)
   const snapshotManifest = await readSnapshotManifest(hostSnapshot)
-  if (snapshotManifest.fingerprint !== manifest.host.fingerprint) {
+  if (snapshotManifest.fingerprint !== chosen.fingerprint) {
     throw new KitError(
       'usage',
-      `the backup's host snapshot is of host ${snapshotManifest.fingerprint.slice(0, 12)}, its manifest names ${manifest.host.fingerprint.slice(0, 12)}`,
+      `the backup's host snapshot is of host ${snapshotManifest.fingerprint.slice(0, 12)}, its manifest names ${chosen.fingerprint.slice(0, 12)}`,
     )
   }
   const hostDir: FreshDirectory | null = input.hostDataDir === undefined ? null : await freshDirectory(input.hostDataDir, 'host data dir')
@@ -122,7 +125,7 @@ export async function restoreBackup(
       backupCreatedAt: manifest.createdAt,
       fenceId: manifest.fenceId,
       scope: manifest.scope,
-      hostFingerprint: manifest.host.fingerprint,
+      hostFingerprint: chosen.fingerprint,
       store: {
         backend: manifest.store.backend,
         location: storeBackup.location,
@@ -158,4 +161,16 @@ function waitingForHost(scope: string, hostDataDir: string): RestoreVerification
     retired: [],
     differences: [],
   }
+}
+
+/** The snapshot to extract: the backup's first host's, or the named host's of a kit of several (a usage error when the backup lacks it). */
+function chosenSnapshot(manifest: BackupManifest, host: string | undefined): {fingerprint: string; snapshot: string} {
+  if (host === undefined) return manifest.host
+  const wanted = host.startsWith('onprem:') ? host : `onprem:${host}`
+  const found = manifest.hosts?.find((entry) => entry.host === wanted)
+  if (found) return found
+  const missing = manifest.hostsMissing?.find((entry) => entry.host === wanted)
+  if (missing) throw new KitError('usage', `host ${wanted} did not answer when the backup was taken; the backup holds no snapshot of it`)
+  const held = manifest.hosts?.map((entry) => entry.host).join(', ') ?? 'only the one host of a single-host kit'
+  throw new KitError('usage', `the backup holds no snapshot of host ${wanted} (it holds: ${held})`)
 }

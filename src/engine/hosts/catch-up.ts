@@ -3,6 +3,9 @@
 // lacks (the deploy task aimed at that host alone), retires there what the store retired, and only
 // when nothing differs confirms the host current — its /readyz may then say ready — and records what
 // it serves. A host that restarted after missing deploys therefore takes no traffic for stale code.
+// Before the host is confirmed, its fence is brought to the kit's and each Worker's control state
+// (policy, keys, secrets, …) is copied from a host that took every control write
+// (./control-catch-up.ts): it never serves under a policy or with secrets the kit has replaced.
 import {KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
 import type {CurrentRelease} from '../../store/index.js'
@@ -12,6 +15,7 @@ import type {DeployTaskResult} from '../deploy/task.js'
 import {listHostScripts, type ListedScript} from '../retire/host-listing.js'
 import {connectMembers} from './members.js'
 import {hostDown, type FanoutMember} from './fanout.js'
+import {alignFence, copyControlState, copySources} from './control-catch-up.js'
 
 /** Dedupe keys of the deploy rows a catch-up enqueues. */
 export const HOST_CATCH_UP_KEY_PREFIX = 'host-catchup:'
@@ -22,6 +26,8 @@ export interface HostCatchUp {
   state: 'current' | 'behind' | 'unreachable'
   redeployed: Array<{scriptName: string; releaseGeneration: string; outcome: DeployTaskResult['outcome']}>
   retired: string[]
+  /** Workers whose control state was copied to the host from a current one. */
+  controlCopied: string[]
   /** Scripts still differing from the store after this pass. */
   lacking: number
   error: string | null
@@ -39,15 +45,15 @@ export async function catchUpHosts(engine: Engine, scope: string, options: Catch
   const results: HostCatchUp[] = []
   for (const member of members) {
     if (options.shouldStop?.()) break
-    results.push(await catchUpHost(engine, scope, member, options))
+    results.push(await catchUpHost(engine, scope, members, member, options))
   }
   return results
 }
 
-async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, options: CatchUpOptions): Promise<HostCatchUp> {
-  const {store, settings, log} = engine
+async function catchUpHost(engine: Engine, scope: string, members: FanoutMember[], member: FanoutMember, options: CatchUpOptions): Promise<HostCatchUp> {
+  const {store, settings} = engine
   const host = member.row.host_scope
-  const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], lacking: 0, error: null}
+  const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], controlCopied: [], lacking: 0, error: null}
   const list = () =>
     listHostScripts(member.provider, settings.host_reconcile.listing_max_pages, AbortSignal.timeout(settings.host_reconcile.pass_timeout_seconds * 1000))
   let listed: ListedScript[]
@@ -62,6 +68,30 @@ async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, 
     if (hostDown(error) || (error instanceof KitError && error.code === 'host_unreachable')) await store.hosts.markUnreachable(host)
     return {...result, state: 'unreachable', error: error.message}
   }
+  try {
+    return await bringCurrent(engine, scope, members, member, {listed, list, result}, options)
+  } catch (error) {
+    // A refusal on the way (a copy the host would not take, no current host to copy from): not ready yet.
+    if (!(error instanceof KitError) && !(error instanceof ProviderError)) throw error
+    await store.hosts.markBehind(host)
+    return {...result, error: error.message}
+  }
+}
+
+async function bringCurrent(
+  engine: Engine,
+  scope: string,
+  members: FanoutMember[],
+  member: FanoutMember,
+  pass: {listed: ListedScript[]; list: () => Promise<ListedScript[]>; result: HostCatchUp},
+  options: CatchUpOptions,
+): Promise<HostCatchUp> {
+  const {store, log} = engine
+  const {list, result} = pass
+  const host = member.row.host_scope
+  let listed = pass.listed
+  const fence = await alignFence(store, scope, member.provider)
+  if (fence !== null) throw new KitError('gate_closed', `the kit is inside backup fence ${fence}; the host catches up once it ends`)
 
   const expected = await store.hosts.currentReleases(scope)
   // The deploy task, its provider this one host: the rest of the kit already serves these releases.
@@ -83,10 +113,12 @@ async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, 
   if (result.redeployed.length > 0) listed = await list()
   const current = await store.hosts.currentReleases(scope)
   const stillLacking = lacking(current, listed)
-  result.lacking = stillLacking.length
-  if (stillLacking.length > 0) {
+  const control = stillLacking.length > 0 ? {copied: [], differing: []} : await copyControlState(member, copySources(members, member), current)
+  result.controlCopied = control.copied
+  result.lacking = stillLacking.length + control.differing.length
+  if (result.lacking > 0) {
     await store.hosts.markBehind(host)
-    log.warn({host, lacking: stillLacking.length}, `edge host ${host} still lacks ${stillLacking.length} release(s); it stays not ready`)
+    log.warn({host, lacking: result.lacking}, `edge host ${host} still lacks ${result.lacking} release(s) or control state(s); it stays not ready`)
     return result
   }
   // A draining host is kept current but stays out of the balancer.

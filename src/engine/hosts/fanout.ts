@@ -6,7 +6,11 @@
 //   host reconcile lane catches it up — and the write succeeds on the others. Any other failure is
 //   the write's failure (the caller retries; hosts take a repeated write idempotently).
 // - Readiness is true only when every host counted serves the release; each that does is recorded.
-// - A read of one host goes to the first that answers.
+// - A host the kit marked behind (it missed a write while down) that refuses a control mutation — a
+//   revision it has not caught up to, a release it lacks — is skipped like a host that is down: the
+//   host reconcile lane copies it the whole control state from a current host before it is ready. So
+//   drift on one host never wedges a row.
+// - A read of one host goes to the first that answers; control state is read from a current host first.
 import type {HostMemberRow} from '../../store/index.js'
 import {canonicalJson} from '../../canonical-json.js'
 import type {TailLine} from '../../protocol/tail.js'
@@ -34,6 +38,17 @@ export function hostDown(error: unknown): boolean {
 
 const RECEIPT_NOT_FOUND = 'edge_host_receipt_not_found'
 
+/** A refusal for good (not down, not fenced, not a transient 5xx): what a behind host answers a mutation it cannot apply yet. */
+function refused(error: unknown): boolean {
+  return error instanceof ProviderError && error.kind === 'terminal' && error.status !== undefined
+}
+
+/** 0: confirmed and took every write since; 1: not confirmed yet; 2: missed a write. Control state is read from the lowest first. */
+export function currencyOf(member: FanoutMember): number {
+  if (member.row.behind_since !== null) return 2
+  return member.row.confirmed_at === null ? 1 : 0
+}
+
 type Answer<T> = {member: FanoutMember; value: T}
 
 export class FanoutProvider implements EdgeProvider {
@@ -46,7 +61,7 @@ export class FanoutProvider implements EdgeProvider {
   ) {}
 
   /** Runs `call` on every host; the answers of those that answered, in member order (see the header for skips). */
-  private async each<T>(call: (provider: EdgeProvider) => Promise<T>): Promise<Array<Answer<T>>> {
+  private async each<T>(call: (provider: EdgeProvider) => Promise<T>, options: {skipRefusalsOfBehind?: boolean} = {}): Promise<Array<Answer<T>>> {
     const settled = await Promise.allSettled(this.members.map((member) => call(member.provider)))
     const answers: Array<Answer<T>> = []
     let failure: unknown = null
@@ -60,9 +75,13 @@ export class FanoutProvider implements EdgeProvider {
       if (hostDown(outcome.reason)) {
         const since = await this.unreachable(member)
         if (member.row.state === 'draining' || this.now() - since >= this.graceMs) {
-          await this.record.behind(member.row.host_scope)
+          await this.behind(member)
           continue
         }
+      }
+      if (options.skipRefusalsOfBehind && member.row.behind_since !== null && refused(outcome.reason)) {
+        await this.behind(member)
+        continue
       }
       failure ??= outcome.reason
     }
@@ -76,10 +95,16 @@ export class FanoutProvider implements EdgeProvider {
     return (await this.each(call))[0]!.value
   }
 
-  /** Asks the hosts in order until one answers; a host that is down is passed over. */
-  private async first<T>(call: (provider: EdgeProvider) => Promise<T>): Promise<T> {
+  private async behind(member: FanoutMember): Promise<void> {
+    member.row.behind_since ??= this.now()
+    await this.record.behind(member.row.host_scope)
+  }
+
+  /** Asks the hosts in order (control reads: current hosts first) until one answers; a host that is down is passed over. */
+  private async first<T>(call: (provider: EdgeProvider) => Promise<T>, order: 'members' | 'currency' = 'members'): Promise<T> {
     let failure: unknown = null
-    for (const member of this.members) {
+    const members = order === 'members' ? this.members : [...this.members].sort((a, b) => currencyOf(a) - currencyOf(b))
+    for (const member of members) {
       try {
         const value = await call(member.provider)
         await this.reached(member)
@@ -112,7 +137,10 @@ export class FanoutProvider implements EdgeProvider {
   uploadScript: EdgeProvider['uploadScript'] = (input, signal) => this.all((p) => p.uploadScript(input, signal))
   putAssets: EdgeProvider['putAssets'] = (files, signal) => this.all((p) => p.putAssets(files, signal))
   lockdownScript: EdgeProvider['lockdownScript'] = (name, signal) => this.all((p) => p.lockdownScript(name, signal))
-  controlMutation: EdgeProvider['controlMutation'] = (name, mutation, meta, signal) => this.all((p) => p.controlMutation(name, mutation, meta, signal))
+  controlMutation: EdgeProvider['controlMutation'] = async (name, mutation, meta, signal) =>
+    (await this.each((p) => p.controlMutation(name, mutation, meta, signal), {skipRefusalsOfBehind: true}))[0]!.value
+  writeControlCopy: EdgeProvider['writeControlCopy'] = async (name, copy, signal) =>
+    (await this.each((p) => p.writeControlCopy(name, copy, signal))).some((answer) => answer.value)
   replaceAccessPolicy: EdgeProvider['replaceAccessPolicy'] = (name, policy, signal) => this.all((p) => p.replaceAccessPolicy(name, policy, signal))
   purgeSecrets: EdgeProvider['purgeSecrets'] = (name, signal) => this.all((p) => p.purgeSecrets(name, signal))
   purgeCredentials: EdgeProvider['purgeCredentials'] = (name, signal) => this.all((p) => p.purgeCredentials(name, signal))
@@ -172,8 +200,9 @@ export class FanoutProvider implements EdgeProvider {
 
   getFence: EdgeProvider['getFence'] = (id, signal) => this.first((p) => p.getFence(id, signal))
   listScripts: EdgeProvider['listScripts'] = (cursor, signal) => this.first((p) => p.listScripts(cursor, signal))
-  controlState: EdgeProvider['controlState'] = (name, signal) => this.first((p) => p.controlState(name, signal))
-  controlRevision: EdgeProvider['controlRevision'] = (name, part, signal) => this.first((p) => p.controlRevision(name, part, signal))
+  controlState: EdgeProvider['controlState'] = (name, signal) => this.first((p) => p.controlState(name, signal), 'currency')
+  controlRevision: EdgeProvider['controlRevision'] = (name, part, signal) => this.first((p) => p.controlRevision(name, part, signal), 'currency')
+  controlCopy: EdgeProvider['controlCopy'] = (name, signal) => this.first((p) => p.controlCopy(name, signal), 'currency')
   inventory: EdgeProvider['inventory'] = (signal) => this.first((p) => p.inventory(signal))
   downloadSnapshot: EdgeProvider['downloadSnapshot'] = (id, file, signal) => this.first((p) => p.downloadSnapshot(id, file, signal))
   workerActivity: EdgeProvider['workerActivity'] = (signal) => this.first((p) => p.workerActivity(signal))

@@ -57,6 +57,7 @@ async function catchUpKitHosts(run: LaneRun, scope: string): Promise<void> {
   }
   for (const host of await catchUpHosts(run.engine, scope, {shouldStop: run.shouldStop, onRedeployed})) {
     if (host.state === 'unreachable') run.note(`host ${host.host} did not answer (${host.error}); it is brought current when it does`)
-    else if (host.state === 'behind') run.note(`host ${host.host} still lacks ${host.lacking} release(s); it stays not ready`)
+    else if (host.state === 'behind')
+      run.note(`host ${host.host} is not current (${host.error ?? `${host.lacking} release(s) or control state(s) differ`}); it stays not ready`)
   }
 }

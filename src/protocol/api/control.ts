@@ -70,7 +70,7 @@ export type ReplaceAccessPolicy = z.input<typeof replaceAccessPolicySchema>
 
 /** A revision as the kit sends it: a true integer 0…2^53−1. */
 export const revisionSchema = z.number().int().min(0).max(MAX_REVISION)
-const jsonObjectTextSchema = z
+export const jsonObjectTextSchema = z
   .string()
   .refine((text) => Buffer.byteLength(text, 'utf8') <= MAX_CONTROL_JSON_BYTES, {message: `must be at most ${MAX_CONTROL_JSON_BYTES} UTF-8 bytes`})
   .refine(isJsonObjectText, {message: 'must be the JSON text of an object'})

@@ -14,6 +14,7 @@ import type {QueueList} from '../../protocol/api/queues.js'
 import {
   ProviderError,
   type AccessPolicy,
+  type ControlCopy,
   type ControlMutation,
   type ControlState,
   type EdgeProvider,
@@ -140,6 +141,14 @@ export class OnPremProvider implements EdgeProvider {
       this.host.call(endpoints.operationSettings, {params}, signal),
     ])
     return {accessPolicy, secrets: secrets.secrets, serviceAccounts: serviceAccounts.serviceAccounts, runtimeConfig, operationSettings}
+  }
+
+  async controlCopy(scriptName: string, signal?: AbortSignal): Promise<ControlCopy> {
+    return this.host.call(endpoints.controlCopy, {params: {name: scriptName}}, signal)
+  }
+
+  async writeControlCopy(scriptName: string, copy: ControlCopy, signal?: AbortSignal): Promise<boolean> {
+    return (await this.host.call(endpoints.putControlCopy, {params: {name: scriptName}, body: copy}, signal)).changed
   }
 
   async controlRevision(scriptName: string, part: RevisionedControl, signal?: AbortSignal): Promise<number> {
