@@ -65,3 +65,17 @@ export function validationCandidate(release: CandidateRelease, runsWith: RunsWit
     modules: new Map(modules.map(({sha256, content}) => [sha256, Buffer.from(content.buffer, content.byteOffset, content.byteLength)])),
   }
 }
+
+/**
+ * workerd's name for a script's split release (a gradual deployment's second version): no script
+ * name matches it (`@` is not in a script name), so no request reaches it but through the split.
+ */
+export function splitServiceName(script: string): string {
+  return `${script}@split`
+}
+
+/** The script a workerd service name serves (a split release's name, or the script's own). */
+export function scriptOfService(service: string): {script: string; split: boolean} {
+  const split = service.endsWith('@split')
+  return {script: split ? service.slice(0, -'@split'.length) : service, split}
+}

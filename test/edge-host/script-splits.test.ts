@@ -9,7 +9,7 @@ import {afterEach, beforeEach, expect, test} from 'vitest'
 import {sha256Hex} from '../../src/canonical-json.js'
 import {HostError} from '../../src/edge-host/errors.js'
 import {HostState, type ScriptUpload} from '../../src/edge-host/state/host-state.js'
-import {scriptOfService, splitServiceName} from '../../src/edge-host/state/script-splits.js'
+import {scriptOfService, splitServiceName} from '../../src/workerd/script.js'
 import {scriptNameFor} from '../support/worker-fixtures.js'
 
 let dataDir: string
