@@ -285,19 +285,19 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
 
   test('a gradual deployment maps each version\'s stacks through its own source maps', async () => {
     const {engine, department: loggerDepartment} = await deployed()
-    /** A copy of the TypeScript Worker; `lines` lines of code before fail.ts throws (3 in the fixture). */
-    const typescriptProject = (lines: number) => {
+    /** A copy of the TypeScript Worker; moved: fail.ts throws at line 10 (the fixture's line 4), a statement before it on line 9. */
+    const typescriptProject = (moved: boolean) => {
       const dir = mkdtempSync(path.join(root, 'typescript-'))
       cpSync(path.join(FIXTURES_DIR, 'tail-typescript'), dir, {recursive: true})
       const config = path.join(dir, 'wrangler.toml')
       writeFileSync(config, readFileSync(config, 'utf8').replace('LOGGER_DEPARTMENT', loggerDepartment))
-      const extra = Array.from({length: lines - 3}, (_, i) => `  if (reason === 'never-${i}') console.log(reason)\n`).join('')
-      writeFileSync(path.join(dir, 'src', 'fail.ts'), `type Reason = string\n\nexport function fail(reason: Reason): never {\n${extra}  throw new Error(\`fail: \${reason}\`)\n}\n`)
+      const before = `\n\n\n\n\n  if (reason === '') console.log('no reason')\n`
+      if (moved) writeFileSync(path.join(dir, 'src', 'fail.ts'), `type Reason = string\n\nexport function fail(reason: Reason): never {\n${before}  throw new Error(\`fail: \${reason}\`)\n}\n`)
       return dir
     }
     const department = await kit.department()
-    const v1 = await deployWorker(engine, {projectDir: typescriptProject(3), departmentId: department, wait: true})
-    const v2 = await deployWorker(engine, {projectDir: typescriptProject(9), departmentId: department, wait: true, percentage: 50})
+    const v1 = await deployWorker(engine, {projectDir: typescriptProject(false), departmentId: department, wait: true})
+    const v2 = await deployWorker(engine, {projectDir: typescriptProject(true), departmentId: department, wait: true, percentage: 50})
     expect([v1.state, v2.state]).toEqual(['completed', 'completed'])
     const script = v1.scriptName
     const tail = startTail(engine, department)
@@ -309,7 +309,8 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     const thrown = (version: {versionId: string}) => tail.events.find((event) => event.path === '/throw' && event.versionId === version.versionId)
     await until(() => thrown(v1) !== undefined && thrown(v2) !== undefined, 'both versions\' stacks')
     await tail.stop()
-    // v1 (the release kept beside the new one) throws at fail.ts line 4, v2 at line 10: each through its own map.
+    // v1 (the release kept beside the new one) throws at fail.ts line 4, v2 at line 10: each through its own map
+    // (v1's frame through v2's map would name line 9).
     expect(thrown(v1)!.exceptions[0]!.stack).toMatch(/at fail \(fail\.ts:4:\d+\)/)
     expect(thrown(v2)!.exceptions[0]!.stack).toMatch(/at fail \(fail\.ts:10:\d+\)/)
   })
