@@ -66,16 +66,19 @@ export function validationCandidate(release: CandidateRelease, runsWith: RunsWit
   }
 }
 
+const SPLIT_SUFFIX = '.split'
+
 /**
- * workerd's name for a script's split release (a gradual deployment's second version): no script
- * name matches it (`@` is not in a script name), so no request reaches it but through the split.
+ * workerd's name for a script's split release (a gradual deployment's second version). No script
+ * name has a dot, so no request reaches it but through the split; and it is a host name, as the
+ * host's agent needs its sockets' names to be (`http://<socket name>`, ../edge-host/runtime/shard-connections.ts).
  */
 export function splitServiceName(script: string): string {
-  return `${script}@split`
+  return `${script}${SPLIT_SUFFIX}`
 }
 
 /** The script a workerd service name serves (a split release's name, or the script's own). */
 export function scriptOfService(service: string): {script: string; split: boolean} {
-  const split = service.endsWith('@split')
-  return {script: split ? service.slice(0, -'@split'.length) : service, split}
+  const split = service.endsWith(SPLIT_SUFFIX)
+  return {script: split ? service.slice(0, -SPLIT_SUFFIX.length) : service, split}
 }
