@@ -152,7 +152,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
       onIncident: (index, kind, service) => {
-        // A split release's incident counts against its Worker (./state/script-splits.ts).
+        // A split release's incident counts against its Worker (../workerd/script.ts scriptOfService).
         const script = service === null ? null : scriptOfService(service).script
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return
