@@ -35,7 +35,8 @@ export class SourceMaps {
   mapperOf(service: string): StackMapper | null {
     const {script, split} = scriptOfService(service)
     const mapsByModule = new Map<string, string>()
-    for (const module of split ? this.source.splits.modulesOf(script) : this.source.modulesOf(script)) if (module.type === 'sourceMap') mapsByModule.set(module.name.replace(/\.map$/, ''), module.sha256)
+    for (const module of split ? this.source.splits.modulesOf(script) : this.source.modulesOf(script))
+      if (module.type === 'sourceMap') mapsByModule.set(module.name.replace(/\.map$/, ''), module.sha256)
     if (mapsByModule.size === 0) return null
     return (text) => {
       if (!text.includes(' at ')) return text

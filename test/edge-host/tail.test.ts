@@ -283,7 +283,7 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(await metricOf(loggerScript, 'edgeworkers_host_worker_wall_seconds_count', '')).toBe(loggerRequests + 3)
   })
 
-  test('a gradual deployment maps each version\'s stacks through its own source maps', async () => {
+  test("a gradual deployment maps each version's stacks through its own source maps", async () => {
     const {engine, department: loggerDepartment} = await deployed()
     /** A copy of the TypeScript Worker; moved: fail.ts throws at line 10 (the fixture's line 4), a statement before it on line 9. */
     const typescriptProject = (moved: boolean) => {
@@ -292,7 +292,11 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
       const config = path.join(dir, 'wrangler.toml')
       writeFileSync(config, readFileSync(config, 'utf8').replace('LOGGER_DEPARTMENT', loggerDepartment))
       const before = `\n\n\n\n\n  if (reason === '') console.log('no reason')\n`
-      if (moved) writeFileSync(path.join(dir, 'src', 'fail.ts'), `type Reason = string\n\nexport function fail(reason: Reason): never {\n${before}  throw new Error(\`fail: \${reason}\`)\n}\n`)
+      if (moved)
+        writeFileSync(
+          path.join(dir, 'src', 'fail.ts'),
+          `type Reason = string\n\nexport function fail(reason: Reason): never {\n${before}  throw new Error(\`fail: \${reason}\`)\n}\n`,
+        )
       return dir
     }
     const department = await kit.department()
@@ -307,7 +311,7 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
       expect(await send(script, '/throw', {headers})).toBe(500)
     }
     const thrown = (version: {versionId: string}) => tail.events.find((event) => event.path === '/throw' && event.versionId === version.versionId)
-    await until(() => thrown(v1) !== undefined && thrown(v2) !== undefined, 'both versions\' stacks')
+    await until(() => thrown(v1) !== undefined && thrown(v2) !== undefined, "both versions' stacks")
     await tail.stop()
     // v1 (the release kept beside the new one) throws at fail.ts line 4, v2 at line 10: each through its own map
     // (v1's frame through v2's map would name line 9).

@@ -27,7 +27,6 @@ interface SplitRow {
   percentage: number
 }
 
-
 export class ScriptSplits {
   constructor(private readonly db: HostDatabase) {}
 
