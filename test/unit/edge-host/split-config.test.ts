@@ -25,7 +25,7 @@ const current: RunnableScript = {
   name: NAME,
   bindings: [{type: 'kv_namespace', name: 'CACHE', namespaceId: 'cache'}],
   crons: ['* * * * *'],
-  queueConsumers: [{queue: 'jobs', maxBatchSize: 1, maxBatchTimeout: 5, maxRetries: 3, deadLetterQueue: null, retryDelay: 0}],
+  queueConsumers: [{queue: 'jobs', maxBatchSize: 1, maxBatchTimeout: 5, maxRetries: 3, deadLetterQueue: null, retryDelay: 0, maxConcurrency: 1}],
 }
 // The kept release has a D1 database the current one dropped, and sends to the queue.
 const kept: RunnableScript = {
