@@ -35,7 +35,7 @@ import type {Shard} from './runtime/shard.js'
 import {HostService, type HostSettings} from './services/host-service.js'
 import {clearSnapshotLeftovers} from './services/snapshot.js'
 import {HostState, STATE_FILE} from './state/host-state.js'
-import {scriptOfService} from './state/script-splits.js'
+import {scriptOfService} from '../workerd/script.js'
 import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
 import {CronScheduler} from './triggers/cron-scheduler.js'
@@ -153,7 +153,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
       onIncident: (index, kind, service) => {
-        // A split release's incident counts against its Worker (./state/script-splits.ts).
+        // A split release's incident counts against its Worker (../workerd/script.ts scriptOfService).
         const script = service === null ? null : scriptOfService(service).script
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return

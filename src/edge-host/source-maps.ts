@@ -5,6 +5,7 @@
 // they are. Maps are parsed on first use, by digest, and a few are kept.
 import {originalPositionFor, TraceMap} from '@jridgewell/trace-mapping'
 import type {ModuleInfo} from '../protocol/management-api.js'
+import {scriptOfService} from '../workerd/script.js'
 
 /** Parsed maps kept at once: a parse costs milliseconds, a large bundle's parsed map tens of MB. */
 const PARSED_MAPS_KEPT = 8
@@ -17,6 +18,8 @@ export type StackMapper = (text: string) => string
 export interface SourceMapSource {
   modulesOf(script: string): ModuleInfo[]
   moduleContent(sha256: string): Buffer
+  /** A gradual deployment's second release (./state/script-splits.ts). */
+  splits: {modulesOf(script: string): ModuleInfo[]}
 }
 
 export class SourceMaps {
@@ -25,10 +28,15 @@ export class SourceMaps {
 
   constructor(private readonly source: SourceMapSource) {}
 
-  /** The mapper for the script's current release, or null when it carries no source map. */
-  mapperOf(script: string): StackMapper | null {
+  /**
+   * The mapper for the release workerd runs as `service` — a script's current release, or its split
+   * release (splitServiceName), whose frames its own maps map — or null when it carries no source map.
+   */
+  mapperOf(service: string): StackMapper | null {
+    const {script, split} = scriptOfService(service)
     const mapsByModule = new Map<string, string>()
-    for (const module of this.source.modulesOf(script)) if (module.type === 'sourceMap') mapsByModule.set(module.name.replace(/\.map$/, ''), module.sha256)
+    for (const module of split ? this.source.splits.modulesOf(script) : this.source.modulesOf(script))
+      if (module.type === 'sourceMap') mapsByModule.set(module.name.replace(/\.map$/, ''), module.sha256)
     if (mapsByModule.size === 0) return null
     return (text) => {
       if (!text.includes(' at ')) return text

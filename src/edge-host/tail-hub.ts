@@ -27,7 +27,7 @@ import {readBoundedBody, type BodyBudget} from './http/body-limits.js'
 import type {HostMetrics} from './metrics.js'
 import type {SourceMaps, StackMapper} from './source-maps.js'
 import type {WorkerLogFile} from './worker-log-file.js'
-import {scriptOfService, splitServiceName} from './state/script-splits.js'
+import {scriptOfService, splitServiceName} from '../workerd/script.js'
 import type {RouteRecord} from './state/scripts.js'
 
 export interface TailHubOptions {
@@ -134,13 +134,15 @@ export class TailHub {
     const mappers = new Map<string, StackMapper | null>()
     const logLines: string[] = []
     for (const item of Array.isArray(traces) ? traces : []) {
-      const {script, split} = scriptOfService(String(item?.script))
+      const service = String(item?.script)
+      const {script, split} = scriptOfService(service)
       if (!this.isServed(script)) continue
       const subscribers = this.subscribers.get(script)
       if (!subscribers && !this.options.logFile) continue
-      if (!mappers.has(script)) mappers.set(script, this.options.sourceMaps.mapperOf(script))
+      // Each release's frames map through its own source maps.
+      if (!mappers.has(service)) mappers.set(service, this.options.sourceMaps.mapperOf(service))
       // Serialized once for every reader.
-      const line = JSON.stringify(eventOf({...item, script}, this.versionOf(script, split), redactorOf(script), mappers.get(script) ?? null))
+      const line = JSON.stringify(eventOf({...item, script}, this.versionOf(script, split), redactorOf(script), mappers.get(service) ?? null))
       for (const subscriber of subscribers ?? []) {
         if (subscriber.writableLength < SUBSCRIBER_BUFFER_BYTES) subscriber.write(`${line}\n`)
       }

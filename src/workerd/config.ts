@@ -27,7 +27,7 @@
 // cache; text, JSON and secret values are inlined, so a rendered config is written 0600 and deleted
 // once workerd has read it.
 import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../protocol/management-api.js'
-import type {RunnableScript} from './script.js'
+import {type RunnableScript, scriptOfService} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {KV_STORAGE, renderKvBinding} from './kv-config.js'
 import {D1_STORAGE, d1Sockets, renderD1Binding} from './d1-config.js'
@@ -133,18 +133,19 @@ export function renderShardConfig(
   const tailed = options.tailSinkAddress !== null
   const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
   for (const script of scripts) {
-    const storage = usesDurableObjects(script) ? diskServiceName(script.name) : null
-    services.push(
-      renderWorker(script, options, storage, {tailed}),
-      ...renderServiceBindingTargets(script, options),
-      ...renderStorageServices(script, storage, true),
-    )
-    if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
+    const storage = usesDurableObjects(script) ? diskServiceName(scriptOfService(script.name).script) : null
+    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options))
+  }
+  const workers = workersOf(scripts)
+  for (const worker of workers) {
+    const storage = usesDurableObjects(worker) ? diskServiceName(worker.name) : null
+    services.push(...renderStorageServices(worker, storage, true))
+    if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(worker.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
   if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, {tailed, experimental: options.experimental}))
   const cron = renderCronServices(scripts)
-  const bindingMetrics = renderBindingMetricsServices(new Map(scripts.map((script) => [script.name, bindingServicesOf(script)])))
+  const bindingMetrics = renderBindingMetricsServices(new Map(workers.map((worker) => [worker.name, bindingServicesOf(worker)])))
   services.push(...cron, ...bindingMetrics, renderEgress(options.egressAllow))
   const sockets = [
     HEALTH_SOCKET,
@@ -152,8 +153,8 @@ export function renderShardConfig(
     ...(cron.length > 0 ? [CRON_SOCKET] : []),
     ...(bindingMetrics.length > 0 ? [BINDING_METRICS_SOCKET] : []),
     ...scripts.map((script) => script.name),
-    ...d1Sockets(scripts),
-    ...queueSockets(scripts),
+    ...d1Sockets(workers),
+    ...queueSockets(workers),
   ]
   return renderConfig(services, sockets, options.socketAddress)
 }
@@ -209,6 +210,31 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
 }
 
 const STORAGE_KINDS = [KV_STORAGE, D1_STORAGE, R2_STORAGE]
+
+/**
+ * The Workers of a shard's `scripts`, each once, as its storage services serve it: a Worker's data
+ * is one whatever the version (Cloudflare does not version KV, D1, R2 or queue contents), so a split
+ * release (splitServiceName) reaches its Worker's services, which serve the storage bindings of
+ * both releases under the Worker's name. Its queue consumers are the current release's: queue()
+ * and scheduled() run there during a split (README "Gradual deployments").
+ */
+export function workersOf(scripts: readonly RunnableScript[]): RunnableScript[] {
+  const workers = new Map<string, RunnableScript>()
+  for (const script of scripts) {
+    const {script: name, split} = scriptOfService(script.name)
+    const known = workers.get(name)
+    if (!known) workers.set(name, split ? {...script, name, crons: [], queueConsumers: []} : script)
+    else if (split) workers.set(name, {...known, bindings: [...known.bindings, ...script.bindings.filter(isStorageBinding)]})
+    else workers.set(name, {...script, bindings: [...script.bindings, ...known.bindings.filter(isStorageBinding)]})
+  }
+  return [...workers.values()]
+}
+
+const STORAGE_BINDINGS: ReadonlySet<Binding['type']> = new Set(['kv_namespace', 'd1_database', 'r2_bucket', 'queue'])
+
+function isStorageBinding(binding: Binding): boolean {
+  return STORAGE_BINDINGS.has(binding.type)
+}
 
 /**
  * The service Workers behind the script's KV namespaces, D1 databases, R2 buckets and queues, in its
@@ -276,6 +302,8 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       : `(name = ${capnpString(binding.name)}, json = ${capnpString(binding.json)})`,
   )
   const namespaces: string[] = []
+  // A split release reaches its Worker's storage services (workersOf).
+  const worker = scriptOfService(script.name).script
   for (const binding of script.bindings) {
     if (serviceTargetOf(script, binding) !== null)
       bindings.push(`(name = ${capnpString(binding.name)}, service = ${capnpString(serviceBindingTargetName(script.name, binding.name))})`)
@@ -283,10 +311,10 @@ function renderWorker(script: RunnableScript, options: RenderOptions, storage: s
       bindings.push(`(name = ${capnpString(binding.name)}, durableObjectNamespace = (className = ${capnpString(binding.className)}))`)
       // The unique key names the storage directory and derives object ids: it must never change.
       namespaces.push(`(className = ${capnpString(binding.className)}, uniqueKey = ${capnpString(`${script.name}:${binding.className}`)}, enableSql = true)`)
-    } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(script.name, binding))
-    else if (binding.type === 'd1_database') bindings.push(renderD1Binding(script.name, binding))
-    else if (binding.type === 'r2_bucket') bindings.push(renderR2Binding(script.name, binding))
-    else if (binding.type === 'queue') bindings.push(renderQueueBinding(script.name, binding))
+    } else if (binding.type === 'kv_namespace') bindings.push(renderKvBinding(worker, binding))
+    else if (binding.type === 'd1_database') bindings.push(renderD1Binding(worker, binding))
+    else if (binding.type === 'r2_bucket') bindings.push(renderR2Binding(worker, binding))
+    else if (binding.type === 'queue') bindings.push(renderQueueBinding(worker, binding))
   }
 
   const fields = [

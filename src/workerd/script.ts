@@ -65,3 +65,20 @@ export function validationCandidate(release: CandidateRelease, runsWith: RunsWit
     modules: new Map(modules.map(({sha256, content}) => [sha256, Buffer.from(content.buffer, content.byteOffset, content.byteLength)])),
   }
 }
+
+const SPLIT_SUFFIX = '.split'
+
+/**
+ * workerd's name for a script's split release (a gradual deployment's second version). No script
+ * name has a dot, so no request reaches it but through the split; and it is a host name, as the
+ * host's agent needs its sockets' names to be (`http://<socket name>`, ../edge-host/runtime/shard-connections.ts).
+ */
+export function splitServiceName(script: string): string {
+  return `${script}${SPLIT_SUFFIX}`
+}
+
+/** The script a workerd service name serves (a split release's name, or the script's own). */
+export function scriptOfService(service: string): {script: string; split: boolean} {
+  const split = service.endsWith(SPLIT_SUFFIX)
+  return {script: split ? service.slice(0, -SPLIT_SUFFIX.length) : service, split}
+}

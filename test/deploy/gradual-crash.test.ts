@@ -1,9 +1,14 @@
-// Crash safety of a percentage change: the real CLI is SIGKILLed at each stage of `versions deploy
-// A@50 B@50` over a live 90/10 split, and of `deploy --percentage 10` (EDGEWORKERS_FAULT) — after its
-// version is committed (or its artifacts written), and at every stage of the deploy task — then the
-// operator's rerun (or the next run of the row's task) converges on the operator's intent: one new
-// version carrying the split, both versions deployed, the host serving exactly that split, one audit
-// row, nothing older than the intent.
+// Crash safety of a percentage change of a Worker with KV, D1, R2, a queue and static assets: the
+// real CLI is SIGKILLed at each stage of `versions deploy A@50 B@50` over a live 90/10 split, and of
+// `deploy --percentage 10` (EDGEWORKERS_FAULT) — after its version is committed (or its artifacts
+// written), and at every stage of the deploy task — then the operator's rerun (or the next run of the
+// row's task) converges on the operator's intent: one new version carrying the split, both versions
+// deployed, the host serving exactly that split (each version its own assets, both the one data),
+// one audit row, nothing older than the intent.
+import {mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {request} from 'undici'
+
 import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {createEngine} from '../../src/engine/context.js'
@@ -16,10 +21,13 @@ import {startTestHost, type TestHost} from '../support/host.js'
 import {KitHarness} from '../support/kit.js'
 import {describeEachStore} from '../support/stores.js'
 import {runCliKilledAt} from '../support/crash.js'
-import {FIXTURES_DIR} from '../support/worker-fixtures.js'
+import {writeProject} from '../support/cli.js'
+import {splitWorkerFiles} from '../support/split-worker.js'
 
-const HELLO = path.join(FIXTURES_DIR, 'hello')
-const HELLO_V2 = path.join(FIXTURES_DIR, 'hello-v2')
+const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-gradual-crash-'))
+afterAll(() => rmSync(root, {recursive: true, force: true}))
+const V1_PROJECT = writeProject(root, 'v1', splitWorkerFiles('v1', true))
+const V2_PROJECT = writeProject(root, 'v2', splitWorkerFiles('v2', true))
 const LEASE_SECONDS = 1
 const TASK_POINTS: FaultPoint[] = [
   'deploy.after_lease',
@@ -42,14 +50,31 @@ describeEachStore('percentage change crash safety', (t) => {
     await host?.stop()
   })
 
+  /** Each version (by its id, through the overrides header) serves its own assets, and reads what the other wrote to KV. */
+  async function expectOneDataOwnAssets(script: string, versions: {v1: string; v2: string}) {
+    const get = async (pathname: string, version: 'v1' | 'v2') => {
+      const headers = {'cloudflare-workers-version-overrides': `${script}="${versions[version]}"`}
+      const response = await request(`${host.publicUrl}/${script}${pathname}`, {headers})
+      return {status: response.statusCode, text: await response.body.text(), version: response.headers['x-version']}
+    }
+    for (const [writer, reader] of [
+      ['v1', 'v2'],
+      ['v2', 'v1'],
+    ] as const) {
+      expect(await get('/version.txt', writer)).toMatchObject({status: 200, text: `assets of ${writer}`})
+      expect(await get(`/kv/put?key=from-${writer}&value=${writer}`, writer)).toEqual({status: 200, text: 'ok', version: writer})
+      expect(await get(`/kv/get?key=from-${writer}`, reader)).toEqual({status: 200, text: writer, version: reader})
+    }
+  }
+
   for (const point of POINTS) {
     test(`killed at ${point}: a later run serves the 50/50 split, once`, async () => {
       const pairing = await kit.pair()
       const hostScript = async (name: string) => (await host.client(pairing.shared_secret).call('GET', `/v1/scripts/${name}`)).body
       const department = await kit.department()
       const engine = await kit.engine()
-      const v1 = await deployWorker(engine, {projectDir: HELLO, departmentId: department, wait: true})
-      const v2 = await deployWorker(engine, {projectDir: HELLO_V2, departmentId: department, wait: true, percentage: 10})
+      const v1 = await deployWorker(engine, {projectDir: V1_PROJECT, departmentId: department, wait: true})
+      const v2 = await deployWorker(engine, {projectDir: V2_PROJECT, departmentId: department, wait: true, percentage: 10})
       expect([v1.state, v2.state]).toEqual(['completed', 'completed'])
       const specs = [`${v1.versionId}@50`, `${v2.versionId}@50`]
 
@@ -90,6 +115,7 @@ describeEachStore('percentage change crash safety', (t) => {
         const details = await hostScript(worker.script_name)
         expect(details).toMatchObject({releaseGeneration: v2.releaseGeneration, split: {releaseGeneration: v1.releaseGeneration, percentage: 50}})
         expect(details.versionIds).toEqual([changes[0]!.id, v2.versionId])
+        await expectOneDataOwnAssets(worker.script_name, {v1: v1.versionId, v2: changes[0]!.id})
       } finally {
         await store.close()
       }
@@ -101,11 +127,11 @@ describeEachStore('percentage change crash safety', (t) => {
       const pairing = await kit.pair()
       const department = await kit.department()
       const engine = await kit.engine()
-      const v1 = await deployWorker(engine, {projectDir: HELLO, departmentId: department, wait: true})
+      const v1 = await deployWorker(engine, {projectDir: V1_PROJECT, departmentId: department, wait: true})
       expect(v1.state).toBe('completed')
 
       const settings = kit.settings({deploy: {lease_seconds: LEASE_SECONDS}})
-      const store = await runCliKilledAt(['deploy', HELLO_V2, '--department', department, '--percentage', '10'], settings, point)
+      const store = await runCliKilledAt(['deploy', V2_PROJECT, '--department', department, '--percentage', '10'], settings, point)
       try {
         const later = await createEngine(store, settings, onPremHosts)
         const row = (await store.outbox.list({operation: 'deploy', limit: 1_000})).find(
@@ -117,7 +143,7 @@ describeEachStore('percentage change crash safety', (t) => {
         } else {
           // Killed before the version was committed: the operator deploys again.
           expect(point.startsWith('submit.')).toBe(true)
-          expect((await deployWorker(later, {projectDir: HELLO_V2, departmentId: department, wait: true, percentage: 10})).state).toBe('completed')
+          expect((await deployWorker(later, {projectDir: V2_PROJECT, departmentId: department, wait: true, percentage: 10})).state).toBe('completed')
         }
 
         const worker = (await store.workers.get(v1.workerId))!
@@ -129,6 +155,7 @@ describeEachStore('percentage change crash safety', (t) => {
         expect(versions.map((version) => version.state)).toEqual(['deployed', 'deployed'])
         const details = (await host.client(pairing.shared_secret).call('GET', `/v1/scripts/${worker.script_name}`)).body
         expect(details).toMatchObject({releaseGeneration: v2[0]!.release_generation, split: {releaseGeneration: v1.releaseGeneration, percentage: 90}})
+        await expectOneDataOwnAssets(worker.script_name, {v1: v1.versionId, v2: v2[0]!.id})
       } finally {
         await store.close()
       }

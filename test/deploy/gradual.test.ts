@@ -3,12 +3,14 @@
 // over 10,000 requests), a Cloudflare-Workers-Version-Key keeps one version, the
 // Cloudflare-Workers-Version-Overrides header reaches a named one, `deployments promote` and
 // `rollback` end a split, the tail and the metrics name the version that answered, and bad asks are
-// refused with one line, exit 2, nothing written.
+// refused with one line, exit 2, nothing written; a change of split obeys gates, fences and retirement.
 import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
+import {runPass} from '../../src/engine/pass/run-pass.js'
+import {retireDepartment} from '../../src/engine/retire/retire-department.js'
 import {rollbackWorker} from '../../src/engine/deploy/rollback.js'
 import {deploymentStatus} from '../../src/engine/versions/deployments.js'
 import {errorRateThreshold, workersPanel} from '../../src/engine/status/workers.js'
@@ -139,6 +141,44 @@ describeEachStore('gradual deployments', (t) => {
     expect(new Set(await answers(script, 200))).toEqual(new Set([V1]))
     const status = await deploymentStatus(engine, department)
     expect(status.deployment?.versions).toEqual([expect.objectContaining({versionId: rolledBack.versionId, percentage: 100})])
+  })
+
+  test('a change of split obeys the maintenance gate, waits out a fence, and ends with retirement', SLOW, async () => {
+    const {engine, department, v1, v2, script} = await split()
+    const scope = (await kit.pair()).scope
+    const specs = [`${v1.versionId}@50`, `${v2.versionId}@50`]
+    const percentages = async () => (await deploymentStatus(engine, department)).deployment?.versions.map((v) => v.percentage)
+    const written = async () => ({versions: await t.store.workers.listVersions(v1.workerId), audit: await t.store.audit.list({})})
+
+    // Maintenance: a new percentage, a promote and a rollback are each refused; nothing written.
+    const before = await written()
+    await t.store.kit.setGate(scope, 'maintenance', 'disk swap')
+    for (const change of [
+      () => deployVersions(engine, {departmentId: department, specs, wait: true, actor}),
+      () => promoteSplit(engine, {departmentId: department, wait: true, actor}),
+      () => rollbackWorker(engine, {departmentId: department, wait: true, actor}),
+    ]) {
+      await expect(change()).rejects.toMatchObject({reason: 'edge_workers_maintenance'})
+    }
+    await t.store.kit.setGate(scope, 'maintenance', null)
+    expect(await written()).toEqual(before)
+
+    // A fence defers the change: the host keeps serving 90/10 until the fence ends and the row runs.
+    const fence = await t.store.kit.beginFence({scope, reason: 'backup', ttlSeconds: 60})
+    const deferred = await deployVersions(engine, {departmentId: department, specs, wait: true, actor})
+    expect(deferred.state).toBe('deferred')
+    expect(await percentages()).toEqual([10, 90])
+    expect(new Set(await answers(script, 200))).toEqual(new Set([V1, V2]))
+    await t.store.kit.endFence(fence.id, 'done')
+    expect((await runPass(engine, {lanes: ['deferred']})).lanes[0]).toMatchObject({claimed: 1, completed: 1})
+    expect(await percentages()).toEqual([50, 50])
+
+    // Retired: both versions stop answering (the byte-exact 404), and no change of split is taken.
+    expect((await retireDepartment(engine, {departmentId: department})).state).toBe('retired')
+    expect((await fetch(`${host.publicUrl}/${script}/`)).status).toBe(404)
+    const header = {'Cloudflare-Workers-Version-Overrides': `${script}="${v1.versionId}"`}
+    expect((await fetch(`${host.publicUrl}/${script}/`, {headers: header})).status).toBe(404)
+    await expect(promoteSplit(engine, {departmentId: department, wait: true, actor})).rejects.toMatchObject({code: 'conflict'})
   })
 
   test('bad asks are refused with one line and exit 2, and nothing is written', SLOW, async () => {

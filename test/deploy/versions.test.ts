@@ -199,17 +199,12 @@ describeEachStore('versions', (t) => {
     await expect(deployVersions(engine, {departmentId: department, specs: ['v2@100'], wait: true, actor})).rejects.toMatchObject({code: 'usage'})
   })
 
-  test('versions deploy A@90 B@10 of a stateful Worker, or not adding up to 100, is refused with one line, and nothing is written', async () => {
+  test('versions deploy not adding up to 100 is refused with one line, and nothing is written', async () => {
     const {engine, department, a} = await twoVersions()
     const before = {versions: await t.store.workers.listVersions(a.workerId), outbox: await t.store.outbox.list(), audit: await t.store.audit.list({})}
     const refusal = (departmentId: string, specs: string[]) =>
       deployVersions(engine, {departmentId, specs, wait: true, actor}).catch((caught: unknown) => caught as KitError)
 
-    // KV on v1 (and R2 on v2): this host keeps their data in the Worker's Durable Object storage.
-    expect(await refusal(department, ['v1@90', 'v2@10'])).toMatchObject({
-      code: 'usage',
-      message: 'a Worker with KV namespaces (kept in its Durable Object storage) keeps one version: deploy it at 100 %',
-    })
     expect(await refusal(department, ['v1@90', 'v2@20'])).toMatchObject({code: 'usage', message: 'the percentages add up to 110; they must add up to 100'})
     expect(await t.store.workers.listVersions(a.workerId)).toEqual(before.versions)
     expect(await t.store.outbox.list()).toEqual(before.outbox)

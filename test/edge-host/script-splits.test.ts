@@ -9,7 +9,7 @@ import {afterEach, beforeEach, expect, test} from 'vitest'
 import {sha256Hex} from '../../src/canonical-json.js'
 import {HostError} from '../../src/edge-host/errors.js'
 import {HostState, type ScriptUpload} from '../../src/edge-host/state/host-state.js'
-import {scriptOfService, splitServiceName} from '../../src/edge-host/state/script-splits.js'
+import {scriptOfService, splitServiceName} from '../../src/workerd/script.js'
 import {scriptNameFor} from '../support/worker-fixtures.js'
 
 let dataDir: string
@@ -94,4 +94,29 @@ test('a split naming a release the script does not hold is refused, and nothing 
 test("a split release's workerd name maps back to its script (tail events, metrics and incidents count against the Worker)", () => {
   expect(scriptOfService(splitServiceName(name))).toEqual({script: name, split: true})
   expect(scriptOfService(name)).toEqual({script: name, split: false})
+})
+
+test("a split keeps both releases' static assets until a release leaves; a Durable Object binding refuses it, and nothing changes", () => {
+  const assetsOf = (text: string): ScriptUpload['assets'] => ({
+    config: {htmlHandling: 'auto-trailing-slash', notFoundHandling: 'none', runWorkerFirst: false},
+    files: [{path: '/version.txt', sha256: sha256Hex(text), size: text.length}],
+    headers: null,
+    redirects: null,
+  })
+  const [one, two, three] = (['one', 'two', 'three'] as const).map((text, i) => ({...upload(text, [V1, V2, V2][i]!), assets: assetsOf(text)}))
+  state.saveUpload(name, one!, shards)
+  state.saveUpload(name, {...two!, split: {releaseGeneration: one!.releaseGeneration, versionIds: [V1], percentage: 50}}, shards)
+  state.saveUpload(name, {...three!, split: {releaseGeneration: one!.releaseGeneration, versionIds: [V1], percentage: 50}}, shards)
+  // The kept release (one), the uploaded one (three) and the one it replaced (two, serving until the swap).
+  const held = () => [one, two, three].map((release) => state.releaseAssets.of(name, release!.releaseGeneration)?.files[0]?.path ?? null)
+  expect(held()).toEqual(['/version.txt', '/version.txt', '/version.txt'])
+  // A change of share: two, neither kept nor replaced just now, goes.
+  state.saveUpload(name, {...three!, split: {releaseGeneration: one!.releaseGeneration, versionIds: [V1], percentage: 70}}, shards)
+  expect(held()).toEqual(['/version.txt', null, '/version.txt'])
+
+  const before = state.scripts.get(name)
+  const durable = {...upload('four', V1), bindings: [{type: 'durable_object_namespace' as const, name: 'ROOMS', className: 'Room'}]}
+  const split = {releaseGeneration: three!.releaseGeneration, versionIds: [V2], percentage: 50}
+  expect(() => state.saveUpload(name, {...durable, split}, shards)).toThrow('a script with a durable_object_namespace binding serves one release: no split')
+  expect(state.scripts.get(name)).toEqual(before)
 })

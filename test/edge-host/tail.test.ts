@@ -283,6 +283,42 @@ describeStore('sqlite', 'tail and per-Worker metrics', (t) => {
     expect(await metricOf(loggerScript, 'edgeworkers_host_worker_wall_seconds_count', '')).toBe(loggerRequests + 3)
   })
 
+  test("a gradual deployment maps each version's stacks through its own source maps", async () => {
+    const {engine, department: loggerDepartment} = await deployed()
+    /** A copy of the TypeScript Worker; moved: fail.ts throws at line 10 (the fixture's line 4), a statement before it on line 9. */
+    const typescriptProject = (moved: boolean) => {
+      const dir = mkdtempSync(path.join(root, 'typescript-'))
+      cpSync(path.join(FIXTURES_DIR, 'tail-typescript'), dir, {recursive: true})
+      const config = path.join(dir, 'wrangler.toml')
+      writeFileSync(config, readFileSync(config, 'utf8').replace('LOGGER_DEPARTMENT', loggerDepartment))
+      const before = `\n\n\n\n\n  if (reason === '') console.log('no reason')\n`
+      if (moved)
+        writeFileSync(
+          path.join(dir, 'src', 'fail.ts'),
+          `type Reason = string\n\nexport function fail(reason: Reason): never {\n${before}  throw new Error(\`fail: \${reason}\`)\n}\n`,
+        )
+      return dir
+    }
+    const department = await kit.department()
+    const v1 = await deployWorker(engine, {projectDir: typescriptProject(false), departmentId: department, wait: true})
+    const v2 = await deployWorker(engine, {projectDir: typescriptProject(true), departmentId: department, wait: true, percentage: 50})
+    expect([v1.state, v2.state]).toEqual(['completed', 'completed'])
+    const script = v1.scriptName
+    const tail = startTail(engine, department)
+    await attached(script, [tail])
+    for (const version of [v1, v2]) {
+      const headers = {'Cloudflare-Workers-Version-Overrides': `${script}="${version.versionId}"`}
+      expect(await send(script, '/throw', {headers})).toBe(500)
+    }
+    const thrown = (version: {versionId: string}) => tail.events.find((event) => event.path === '/throw' && event.versionId === version.versionId)
+    await until(() => thrown(v1) !== undefined && thrown(v2) !== undefined, "both versions' stacks")
+    await tail.stop()
+    // v1 (the release kept beside the new one) throws at fail.ts line 4, v2 at line 10: each through its own map
+    // (v1's frame through v2's map would name line 9).
+    expect(thrown(v1)!.exceptions[0]!.stack).toMatch(/at fail \(fail\.ts:4:\d+\)/)
+    expect(thrown(v2)!.exceptions[0]!.stack).toMatch(/at fail \(fail\.ts:10:\d+\)/)
+  })
+
   test('the CLI: `tail --format json` prints one event per line, pretty prints lines under the request; SIGINT ends both with exit 130 and one line; bad input is one line with its exit code', {
     timeout: 180_000,
   }, async () => {

@@ -14,8 +14,9 @@ versions, adding up to 100. Nothing is rebuilt: a new version carrying the deplo
 same deploy task as deploy and rollback; the audit row is edge_worker.deployment_changed. A split (a
 gradual deployment, A@90 B@10) keeps one of the versions the Worker serves now and uploads the other;
 the host splits requests by the percentages, keeps a Cloudflare-Workers-Version-Key on one version and
-honours Cloudflare-Workers-Version-Overrides. A Worker with Durable Objects, or KV, D1, R2 or queues
-(kept in its Durable Object storage), or static assets, keeps one version (Cloudflare's rule).
+honours Cloudflare-Workers-Version-Overrides. Both versions reach the Worker's KV, D1, R2 and queues
+(its data, whatever the version); each serves its own static assets; queue() and scheduled() run on the
+uploaded one. A Worker with Durable Objects keeps one version.
 
 Exit codes: as deploy — 0 completed, 7 deferred or left to a later pass, 8 failed, 9 uncertain, 6
 superseded, refused by a gate, the Worker retired or the version's artifacts missing; 2 bad

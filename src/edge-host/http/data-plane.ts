@@ -36,6 +36,7 @@ import type {AssetServer} from '../assets/serve.js'
 import type {AccessPolicyRecord, HostState} from '../state/host-state.js'
 import {hasBody, proxy, safeToRetry, tunnel, type UpgradeRequest} from './worker-forwarding.js'
 import {splitService} from './version-split.js'
+import {scriptOfService} from '../../workerd/script.js'
 
 export interface DataPlaneOptions {
   state: HostState
@@ -71,7 +72,7 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 /** `internal`: a service-binding call (no access policy). */
 type Target =
-  | {kind: 'script'; script: string; path: string; internal?: boolean; assets?: boolean}
+  | {kind: 'script'; script: string; path: string; internal?: boolean; assets?: AssetsCaller}
   | {kind: 'health'; check: 'livez' | 'readyz'}
   | {kind: 'none'}
 
@@ -97,9 +98,9 @@ export function createDataPlaneServer(options: DataPlaneOptions): http.Server {
 export function createServiceBindingServer(options: DataPlaneOptions): http.Server {
   return createRoutingServer(options, (request): Target => {
     const header = request.headers[SERVICE_TARGET_HEADER]
-    // An assets binding names the calling script's own assets.
-    const assets = typeof header === 'string' && header.startsWith(ASSETS_TARGET_PREFIX)
-    const script = assets ? header.slice(ASSETS_TARGET_PREFIX.length) : header
+    // An assets binding names the calling release's own assets: a split release's are its own.
+    const assets = typeof header === 'string' && header.startsWith(ASSETS_TARGET_PREFIX) ? {service: header.slice(ASSETS_TARGET_PREFIX.length)} : undefined
+    const script = assets ? scriptOfService(assets.service).script : header
     if (typeof script !== 'string' || !SCRIPT_NAME_PATTERN.test(script)) return {kind: 'none'}
     return {kind: 'script', script, path: request.url ?? '/', internal: true, assets}
   })
@@ -163,7 +164,7 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
     let shard = runtime.shard(route.shard)!
     if (target.assets) {
       // No lease: the calling Worker holds one on this shard already. Mid-swap, the stored release.
-      const generation = shard.liveGeneration(name) ?? state.scripts.get(name)?.releaseGeneration ?? null
+      const generation = shard.liveGeneration(target.assets.service) ?? storedGeneration(state, target.assets.service)
       await options.assets.serveBinding(name, generation, path, request, response, requestId)
       return name
     }
@@ -192,8 +193,8 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
           workerNotFound(response, requestId)
           return name
         }
-        // A static asset is answered from the release this shard serves, without running the Worker.
-        if (!upgrade && (await options.assets.serve(name, shard.liveGeneration(name), path, request, response, requestId))) return name
+        // A static asset is answered from the release this request goes to (its shard serves it), without running the Worker.
+        if (!upgrade && (await options.assets.serve(name, shard.liveGeneration(service), path, request, response, requestId))) return name
         const forward = {...route, path, host: `${name}${baseSuffix}`, requestId, body: forwardBody}
         if (target.internal) countServiceCall(request)
         // The Worker's wall time, as the host sees it: from forwarding to the last byte (or the 101).
@@ -239,8 +240,10 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
 
   // A service-binding call is a subrequest of the Worker whose binding made it (workerd names it).
   const countServiceCall = (request: http.IncomingMessage) => {
-    const caller = request.headers[SERVICE_CALLER_HEADER]
-    if (typeof caller === 'string' && SCRIPT_NAME_PATTERN.test(caller) && state.route(caller) !== null)
+    const header = request.headers[SERVICE_CALLER_HEADER]
+    // A split release calls as its Worker.
+    const caller = typeof header === 'string' ? scriptOfService(header).script : undefined
+    if (caller !== undefined && SCRIPT_NAME_PATTERN.test(caller) && state.route(caller) !== null)
       metrics.workerSubrequests.inc({script: caller, kind: 'service_binding'})
   }
 
@@ -300,6 +303,17 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
     for (const socket of tunnels) socket.destroy()
   }
   return server
+}
+
+/** The calling release of an assets binding: its workerd service name (the script's, or its split release's). */
+interface AssetsCaller {
+  service: string
+}
+
+/** The stored release generation a workerd service name runs (a split release's, or the script's current one). */
+function storedGeneration(state: HostState, service: string): string | null {
+  const {script, split} = scriptOfService(service)
+  return (split ? state.scripts.splits.get(script)?.releaseGeneration : state.scripts.get(script)?.releaseGeneration) ?? null
 }
 
 /** The answer for every script the data plane does not serve — byte-exact by contract. */

@@ -13,7 +13,7 @@ import {createHash} from 'node:crypto'
 import type http from 'node:http'
 import {parseDictionary} from 'structured-headers'
 import type {ReleaseSplit} from '../../protocol/management-api.js'
-import {splitServiceName} from '../state/script-splits.js'
+import {splitServiceName} from '../../workerd/script.js'
 
 export const VERSION_KEY_HEADER = 'cloudflare-workers-version-key'
 export const VERSION_OVERRIDES_HEADER = 'cloudflare-workers-version-overrides'

@@ -31,7 +31,7 @@ import {Shard, type PreparedConfig, type ShardState, type SwapEvent} from './sha
 import {Validator} from './validator.js'
 import {Watchdog, type IncidentKind} from './watchdog.js'
 import {LOADER_SOCKET} from '../../workerd/loader-worker.js'
-import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, type RenderOptions} from '../../workerd/config.js'
+import {HEALTH_SOCKET, renderShardConfig, renderValidationConfig, usesDurableObjects, workersOf, type RenderOptions} from '../../workerd/config.js'
 import {socketPathsIn, unixAddressOf, writeConfig} from '../../workerd/config-files.js'
 import {killRecordedLeftovers} from '../../workerd/process.js'
 import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
@@ -300,9 +300,11 @@ export class WorkerdRuntime {
 
   /** Writes a config for `scripts` (under the loader, the loader Worker too) in runtime/<dir>/. */
   private async prepareConfig(dir: string, scripts: RunnableScript[]): Promise<PreparedConfig> {
-    for (const script of scripts) {
-      await this.cacheModules(script, (sha256) => this.options.moduleContent(sha256))
-      if (usesDurableObjects(script)) await mkdir(this.durableObjectRoot(script.name), {recursive: true, mode: 0o700})
+    for (const script of scripts) await this.cacheModules(script, (sha256) => this.options.moduleContent(sha256))
+    // A split release keeps its data in its Worker's storage (workersOf).
+    const workers = workersOf(scripts)
+    for (const worker of workers) {
+      if (usesDurableObjects(worker)) await mkdir(this.durableObjectRoot(worker.name), {recursive: true, mode: 0o700})
     }
     const configDir = path.join(this.runtimeDir, dir, randomUUID())
     // The sockets outlive the config: they belong to the process, and go once it exited.
@@ -314,8 +316,8 @@ export class WorkerdRuntime {
       CRON_SOCKET,
       BINDING_METRICS_SOCKET,
       ...scripts.map((script) => script.name),
-      ...d1Sockets(scripts),
-      ...queueSockets(scripts),
+      ...d1Sockets(workers),
+      ...queueSockets(workers),
     ])
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),

@@ -91,7 +91,7 @@ export class HostState {
       const previous = this.scripts.get(name)?.releaseGeneration ?? null
       const shard = this.scripts.save(tx, name, upload, shards)
       // In the upload's transaction: a release is never stored without its assets.
-      if (shard !== null) this.releaseAssets.save(tx, name, upload.releaseGeneration, previous, upload.assets)
+      if (shard !== null) this.releaseAssets.save(tx, name, upload.releaseGeneration, [previous, upload.split?.releaseGeneration ?? null], upload.assets)
       return shard
     })
   }

@@ -19,16 +19,13 @@ export class ReleaseAssetsRepository {
   }
 
   /**
-   * Records the new release's assets (when it has any) and keeps the previous release's, which
-   * serves until the swap; older ones go.
+   * Records the new release's assets (when it has any) and keeps those of `kept`: the previous
+   * release, which serves until the swap, and a gradual deployment's other release, which serves
+   * beside it (./script-splits.ts); older ones go.
    */
-  save(tx: FencedTx, script: string, releaseGeneration: string, previousGeneration: string | null, assets: ReleaseAssets | null): void {
-    tx.run(
-      'DELETE FROM release_assets WHERE script = ? AND release_generation NOT IN (?, ?)',
-      script,
-      releaseGeneration,
-      previousGeneration ?? releaseGeneration,
-    )
+  save(tx: FencedTx, script: string, releaseGeneration: string, kept: ReadonlyArray<string | null>, assets: ReleaseAssets | null): void {
+    const keep = [releaseGeneration, ...kept.filter((generation) => generation !== null)]
+    tx.run(`DELETE FROM release_assets WHERE script = ? AND release_generation NOT IN (${keep.map(() => '?').join(', ')})`, script, ...keep)
     if (assets === null) tx.run('DELETE FROM release_assets WHERE script = ? AND release_generation = ?', script, releaseGeneration)
     else tx.upsert('release_assets', ['script', 'release_generation'], {script, release_generation: releaseGeneration, assets_json: JSON.stringify(assets)}, [])
   }

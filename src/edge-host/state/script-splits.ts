@@ -2,23 +2,13 @@
 // `scripts` row keeps that), with its own modules (blobs shared by content) and its share of the
 // requests. An upload carrying a split keeps the release it names — the script's current one, moved
 // here, or the one kept here already — and one without a split drops it: one fenced transaction,
-// the upload's. The data plane asks ../http/version-split.ts which of the two serves a request.
+// the upload's. The data plane asks ../http/version-split.ts which of the two serves a request, and
+// answers its static assets from that release's (./release-assets.ts keeps both).
 import type {Binding, ModuleInfo, ReleaseSplit} from '../../protocol/management-api.js'
-import type {RunnableScript} from '../../workerd/script.js'
+import {type RunnableScript, splitServiceName} from '../../workerd/script.js'
 import {HostError} from '../errors.js'
 import type {HostDatabase} from './database.js'
 import type {FencedTx} from './fences.js'
-
-/** workerd's name for a script's split release: no script name matches it, so no request reaches it but through the split. */
-export function splitServiceName(script: string): string {
-  return `${script}@split`
-}
-
-/** The script a workerd service name serves (a split release's name, or the script's own). */
-export function scriptOfService(service: string): {script: string; split: boolean} {
-  const split = service.endsWith('@split')
-  return {script: split ? service.slice(0, -'@split'.length) : service, split}
-}
 
 export interface SplitRecord extends ReleaseSplit {
   mainModule: string
@@ -37,9 +27,6 @@ interface SplitRow {
   percentage: number
 }
 
-/** Bindings whose data lives in the script's own Durable Object storage, which one release at a time may open. */
-const ONE_RELEASE_BINDINGS: ReadonlySet<Binding['type']> = new Set(['durable_object_namespace', 'kv_namespace', 'd1_database', 'r2_bucket', 'queue'])
-
 export class ScriptSplits {
   constructor(private readonly db: HostDatabase) {}
 
@@ -52,7 +39,11 @@ export class ScriptSplits {
     return this.db.all<ModuleInfo>('SELECT name, type, sha256, size FROM split_modules WHERE script = ? ORDER BY position', script)
   }
 
-  /** The split release as workerd runs it: the script's own values, under splitServiceName; crons and queues stay with the current release. */
+  /**
+   * The split release as workerd runs it: the script's own values, under splitServiceName; its
+   * storage bindings reach the Worker's data (../../workerd/config.ts workersOf); cron triggers and
+   * queue consumers are the Worker's, run by the current release.
+   */
   runnable(primary: RunnableScript): RunnableScript | null {
     const split = this.get(primary.name)
     if (!split) return null
@@ -74,7 +65,7 @@ export class ScriptSplits {
    * Before an upload replaces the script's current release: keeps the release `split` names (the
    * current one is copied here; the one kept here already stays) or, without a split, drops it.
    */
-  keep(tx: FencedTx, script: string, split: ReleaseSplit | null, upload: {bindings: Binding[]; hasAssets: boolean}): void {
+  keep(tx: FencedTx, script: string, split: ReleaseSplit | null, upload: {bindings: Binding[]}): void {
     if (split === null) {
       this.drop(tx, script)
       return
@@ -107,11 +98,10 @@ export class ScriptSplits {
     } else {
       throw new HostError('split_release_missing', `script ${script} holds no release ${split.releaseGeneration} to keep beside the upload`)
     }
-    const bindings = [...upload.bindings, ...(this.get(script)?.bindings ?? [])]
-    const stateful = bindings.find((binding) => ONE_RELEASE_BINDINGS.has(binding.type))
-    if (stateful || upload.hasAssets) {
-      // Cloudflare's rule for Durable Objects; here also for what the host keeps in them, and for assets (served from one release).
-      throw new HostError('invalid_request', `a script with ${stateful ? `a ${stateful.type} binding` : 'static assets'} serves one release: no split`)
+    // Durable Objects keep one release: their classes' storage is one release's (../../engine/versions/deployment-spec.ts
+    // says why). KV, D1, R2 and queues are the Worker's, which both releases reach (../../workerd/config.ts workersOf).
+    if ([...upload.bindings, ...(this.get(script)?.bindings ?? [])].some((binding) => binding.type === 'durable_object_namespace')) {
+      throw new HostError('invalid_request', 'a script with a durable_object_namespace binding serves one release: no split')
     }
   }
 

@@ -246,7 +246,7 @@ export class Scripts {
     if (this.holdsUpload(name, upload)) return null
     this.credentials.assertNoSecretShadowed(name, upload.bindings)
     // Before the current release is replaced: a split may keep it.
-    this.splits.keep(tx, name, upload.split, {bindings: upload.bindings, hasAssets: upload.assets !== null})
+    this.splits.keep(tx, name, upload.split, {bindings: upload.bindings})
     let shard = this.get(name)?.shard ?? null
     if (shard === null || shard >= shards.count) {
       shard = leastLoadedShard(this.shardLoads(shards.count), shards.count, shards.maxScriptsPerShard)

@@ -91,29 +91,18 @@ function checkedDeployment<V extends ShareVersion>(shares: DeploymentShare<V>[])
   if (second && first!.version.release_generation === second.version.release_generation) {
     throw new KitError('usage', `${first!.version.id} and ${second.version.id} are the same release; name two different versions`)
   }
-  const stateful = second ? shares.map((share) => statefulBindingOf(share.version)).find((kind) => kind !== undefined) : undefined
-  if (stateful) {
-    // Cloudflare's rule: a Worker with Durable Objects runs one version at a time. This host keeps KV,
-    // D1, R2 and queue data in the Worker's own Durable Object storage, so the rule covers those too.
-    throw new KitError('usage', `a Worker with ${stateful} keeps one version: deploy it at 100 %`)
+  if (second && shares.some((share) => hasDurableObjects(share.version))) {
+    // Cloudflare gives each Durable Object of a split one version, chosen by the percentages
+    // (developers.cloudflare.com/workers/versions-and-deployments/gradual-deployments/with-durable-objects/);
+    // this host runs a class in one release only, so a Worker with Durable Objects keeps one version.
+    // KV, D1, R2 and queue data is the Worker's whatever the version (Cloudflare does not version
+    // it), and both releases of a split reach it; each serves its own static assets.
+    throw new KitError('usage', 'a Worker with Durable Objects keeps one version: deploy it at 100 %')
   }
   return shares.toSorted((a, b) => b.version.created_at - a.version.created_at || (a.version.id < b.version.id ? 1 : -1))
 }
 
-const STATEFUL_BINDINGS = [
-  ['durableObjects', 'Durable Objects'],
-  ['kvNamespaces', 'KV namespaces (kept in its Durable Object storage)'],
-  ['d1Databases', 'D1 databases (kept in its Durable Object storage)'],
-  ['r2Buckets', 'R2 buckets (kept in its Durable Object storage)'],
-] as const
-
-/** What makes a version keep one release on this host, named for the refusal. */
-function statefulBindingOf(version: ShareVersion): string | undefined {
-  const manifest = version.manifest as Record<string, unknown> & {queues?: {producers?: unknown[]; consumers?: unknown[]}; assets?: unknown}
-  const named = STATEFUL_BINDINGS.find(([key]) => Array.isArray(manifest[key]) && (manifest[key] as unknown[]).length > 0)
-  if (named) return named[1]
-  const queues = [...(manifest.queues?.producers ?? []), ...(manifest.queues?.consumers ?? [])]
-  if (queues.length > 0) return 'queues (kept in its Durable Object storage)'
-  // The host answers static assets from the release its shard serves, before a version is chosen.
-  return manifest.assets ? 'static assets (served from one release on this host)' : undefined
+function hasDurableObjects(version: ShareVersion): boolean {
+  const {durableObjects} = version.manifest as {durableObjects?: unknown}
+  return Array.isArray(durableObjects) && durableObjects.length > 0
 }

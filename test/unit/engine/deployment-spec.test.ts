@@ -49,18 +49,16 @@ describe('parseDeploymentSpec', () => {
     expect(parseDeploymentSpec([...VERSIONS, withObjects], ['dddd4444@100'])).toHaveLength(1)
   })
 
-  test('so does a Worker with KV, D1, R2 or queues: this host keeps their data in its Durable Object storage', () => {
-    const cases: Array<[JsonObject, string]> = [
-      [{kvNamespaces: [{binding: 'CACHE', id: 'cache'}]}, 'KV namespaces'],
-      [{d1Databases: [{binding: 'DB', databaseName: 'app', id: 'app'}]}, 'D1 databases'],
-      [{r2Buckets: [{binding: 'FILES', bucketName: 'files'}]}, 'R2 buckets'],
-      [{queues: {producers: [{binding: 'JOBS', queue: 'jobs'}]}}, 'queues'],
-    ]
-    for (const [manifest, named] of cases) {
+  test('a Worker with KV, D1, R2, queues or static assets splits: its data is one whatever the version, and each version serves its own assets', () => {
+    for (const manifest of [
+      {kvNamespaces: [{binding: 'CACHE', id: 'cache'}]},
+      {d1Databases: [{binding: 'DB', databaseName: 'app', id: 'app'}]},
+      {r2Buckets: [{binding: 'FILES', bucketName: 'files'}]},
+      {queues: {producers: [{binding: 'JOBS', queue: 'jobs'}], consumers: [{queue: 'jobs'}]}},
+      {assets: {directory: 'public'}},
+    ] as JsonObject[]) {
       const stateful = version('eeee5555-0000-4000-8000-000000000000', 5, {manifest})
-      expect(refusal(() => parseDeploymentSpec([...VERSIONS, stateful], ['eeee5555@10', 'v1@90']))).toBe(
-        `usage: a Worker with ${named} (kept in its Durable Object storage) keeps one version: deploy it at 100 %`,
-      )
+      expect(parseDeploymentSpec([...VERSIONS, stateful], ['eeee5555@10', 'v1@90']).map((share) => share.percentage)).toEqual([10, 90])
     }
   })
 })
