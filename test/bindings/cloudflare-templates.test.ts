@@ -29,6 +29,8 @@ interface Answer {
   body: string
   location: string | null
   contentType: string | null
+  /** The names of the cookies the answer sets (their values go to the sender's cookie jar). */
+  cookies: string[]
 }
 type Send = (call: Call) => Promise<Answer>
 
@@ -36,31 +38,62 @@ type Send = (call: Call) => Promise<Answer>
 const withOrigin = (text: string, origins: string[]) =>
   origins.reduce((replaced, origin) => replaced.replaceAll(origin, 'ORIGIN').replaceAll(encodeURIComponent(origin), encodeURIComponent('ORIGIN')), text)
 
+/** A browser's cookies: what answers set is sent with the next calls. */
+type CookieJar = Map<string, string>
+const withCookies = (call: Call, jar: CookieJar): Record<string, string> =>
+  jar.size === 0 ? (call.headers ?? {}) : {...call.headers, cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; ')}
+/** Keeps each `set-cookie` in `jar`; answers the names set. */
+function keepCookies(setCookies: string[], jar: CookieJar): string[] {
+  const names = setCookies.map((cookie) => {
+    const [name, value] = cookie.split(';')[0]!.split(/=(.*)/s)
+    jar.set(name!, value ?? '')
+    return name!
+  })
+  return names.sort()
+}
+
 /** The host's answers; the Worker sees its requests at `http://<script>.workers.localhost`. */
 const hostSender =
-  (url: string, script: string): Send =>
+  (url: string, script: string, jar: CookieJar = new Map()): Send =>
   async (call) => {
     const origins = [`http://${script}.workers.localhost`, url.replace(/\/$/, '')]
-    const response = await request(new URL(call.path.slice(1), url), {method: (call.method ?? 'GET') as 'GET', body: call.body, headers: call.headers})
+    const response = await request(new URL(call.path.slice(1), url), {
+      method: (call.method ?? 'GET') as 'GET',
+      body: call.body,
+      headers: withCookies(call, jar),
+    })
     const header = (name: string) => {
       const value = response.headers[name]
       return typeof value === 'string' ? withOrigin(value, origins) : null
     }
-    return {status: response.statusCode, body: withOrigin(await response.body.text(), origins), location: header('location'), contentType: header('content-type')}
+    const setCookies = response.headers['set-cookie'] ?? []
+    return {
+      status: response.statusCode,
+      body: withOrigin(await response.body.text(), origins),
+      location: header('location'),
+      contentType: header('content-type'),
+      cookies: keepCookies(typeof setCookies === 'string' ? [setCookies] : setCookies, jar),
+    }
   }
 
 type Oracle = Awaited<ReturnType<typeof wranglerBuild>>
 const miniflareSender =
-  (oracle: Oracle): Send =>
+  (oracle: Oracle, jar: CookieJar = new Map()): Send =>
   async (call) => {
     const response = await oracle.miniflare.dispatchFetch(`http://localhost${call.path}`, {
       method: call.method ?? 'GET',
       body: call.body,
-      headers: call.headers,
+      headers: withCookies(call, jar),
       redirect: 'manual',
     })
     const header = (name: string) => withOrigin(response.headers.get(name) ?? '', ['http://localhost']) || null
-    return {status: response.status, body: withOrigin(await response.text(), ['http://localhost']), location: header('location'), contentType: header('content-type')}
+    return {
+      status: response.status,
+      body: withOrigin(await response.text(), ['http://localhost']),
+      location: header('location'),
+      contentType: header('content-type'),
+      cookies: keepCookies(response.headers.getSetCookie(), jar),
+    }
   }
 
 async function answersOf(send: Send, calls: Call[], comparable: (answer: Answer) => Answer = (answer) => answer): Promise<Answer[]> {
@@ -69,7 +102,23 @@ async function answersOf(send: Send, calls: Call[], comparable: (answer: Answer)
   return answers
 }
 
-const json = (method: string, pathname: string, body: unknown): Call => ({method, path: pathname, body: JSON.stringify(body), headers: {'content-type': 'application/json'}})
+/** miniflare's option that keeps what its Worker prints in `printed`. */
+const printTo = (printed: string[]) => (stdout: NodeJS.ReadableStream) =>
+  stdout.pipe(
+    new Writable({
+      write: (chunk, _encoding, done) => {
+        printed.push(String(chunk))
+        done()
+      },
+    }),
+  )
+
+const json = (method: string, pathname: string, body: unknown): Call => ({
+  method,
+  path: pathname,
+  body: JSON.stringify(body),
+  headers: {'content-type': 'application/json'},
+})
 
 /** The migrations in `dir`/migrations, run on miniflare's database as `wrangler d1 migrations apply --local` runs them. */
 async function migrateOracle(oracle: Oracle, binding: string, dir: string): Promise<void> {
@@ -91,7 +140,11 @@ describe('Cloudflare templates using D1, KV, Queues and crons deploy unchanged a
     cpSync(path.join(TEMPLATES, name), dir, {recursive: true})
     for (const file of ['wrangler.jsonc', 'package.json']) {
       const full = path.join(dir, file)
-      if (existsSync(full)) writeFileSync(full, readFileSync(full, 'utf8').replaceAll('<WORKER_NAME>', name).replaceAll('<PACKAGE_NAME>', name).replaceAll('<COMPATIBILITY_DATE>', '2025-10-08'))
+      if (existsSync(full))
+        writeFileSync(
+          full,
+          readFileSync(full, 'utf8').replaceAll('<WORKER_NAME>', name).replaceAll('<PACKAGE_NAME>', name).replaceAll('<COMPATIBILITY_DATE>', '2025-10-08'),
+        )
     }
     return dir
   }
@@ -181,34 +234,74 @@ describe('Cloudflare templates using D1, KV, Queues and crons deploy unchanged a
     }
   })
 
-  test('openauth-template: the OAuth issuer on KV and D1 redirects, describes itself and serves its sign-in page', {timeout: 180_000}, async () => {
+  test('openauth-template: an OAuth sign-up, sign-in and token exchange on KV and D1', {timeout: 180_000}, async () => {
     const dir = template('openauth-template')
     const {url, script, department} = await kit.deploy(dir)
     expect((await kit.cli('d1', 'migrations', 'apply', department, 'AUTH_DB', '--project', dir)).code).toBe(0)
+    const printed: string[] = []
     const oracle = await wranglerBuild(dir, {
       d1Databases: {AUTH_DB: 'd4dfb2e9-2fd3-4d04-9c83-57b4336a5958'},
       kvNamespaces: {AUTH_STORAGE: 'afec91ff3f7e4b0b9b9323fc6cf5ff85'},
+      handleRuntimeStdio: printTo(printed),
     })
-    // The signing keys openauth makes and keeps in KV are random: their shape is compared.
+    // Keys, codes, tokens and user ids openauth makes are random: the shapes are compared, and the
+    // values flow on as a browser's would (cookies, the emailed code from the Worker's log).
     const comparable = (answer: Answer): Answer => {
-      if (!answer.body.startsWith('{"keys":')) return answer
-      const {keys} = JSON.parse(answer.body) as {keys: Array<Record<string, unknown>>}
-      return {...answer, body: JSON.stringify(keys.map((key) => Object.keys(key).sort()))}
+      const location = answer.location?.replace(/code=[^&]+/, 'code=CODE') ?? null
+      if (answer.contentType !== 'application/json') return {...answer, location}
+      const shape = (value: unknown): unknown =>
+        Array.isArray(value)
+          ? value.map(shape)
+          : value && typeof value === 'object'
+            ? Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, shape(inner)]))
+            : typeof value
+      return {...answer, location, body: JSON.stringify(shape(JSON.parse(answer.body)))}
     }
-    const calls: Call[] = [
-      {path: '/'},
-      {path: '/.well-known/oauth-authorization-server'},
-      {path: '/.well-known/jwks.json'},
-      {path: '/.well-known/jwks.json'},
-      {path: '/callback?code=abc&state=xyz'},
-      {path: '/password/authorize'},
-      {path: '/token', method: 'POST'},
-    ]
+    const form = (pathname: string, fields: Record<string, string>): Call => ({
+      method: 'POST',
+      path: pathname,
+      body: new URLSearchParams(fields).toString(),
+      headers: {'content-type': 'application/x-www-form-urlencoded'},
+    })
+    /** A sign-up, its token exchange and a sign-in, as a browser at the Worker's `origin` makes them. */
+    const signUp = async (send: Send, origin: string, log: () => string): Promise<Answer[]> => {
+      const authorize = `/authorize?${new URLSearchParams({redirect_uri: `${origin}/callback`, client_id: 'your-client-id', response_type: 'code'})}`
+      const answers = await answersOf(send, [
+        {path: '/'},
+        {path: '/.well-known/oauth-authorization-server'},
+        {path: '/.well-known/jwks.json'},
+        {path: authorize},
+        {path: '/password/register'},
+        form('/password/register', {action: 'register', email: 'ada@example.com', password: 'correct horse', repeat: 'another horse'}),
+        form('/password/register', {action: 'register', email: 'ada@example.com', password: 'correct horse', repeat: 'correct horse'}),
+        form('/password/register', {action: 'verify', code: '000000x'}),
+      ])
+      const sentCode = () => /Sending code (\d+) to ada@example.com/.exec(log())?.[1]
+      await expect.poll(sentCode, {timeout: 30_000}).toBeDefined()
+      const code = sentCode()!
+      const verified = await send(form('/password/register', {action: 'verify', code}))
+      const authorizationCode = decodeURIComponent(/[?&]code=([^&]+)/.exec(verified.location ?? '')?.[1] ?? '')
+      const tokens = await send(
+        form('/token', {grant_type: 'authorization_code', code: authorizationCode, redirect_uri: `${origin}/callback`, client_id: 'your-client-id'}),
+      )
+      const signIn = await answersOf(send, [
+        {path: authorize},
+        form('/password/authorize', {email: 'ada@example.com', password: 'wrong'}),
+        form('/password/authorize', {email: 'ada@example.com', password: 'correct horse'}),
+      ])
+      return [...answers, verified, tokens, ...signIn].map(comparable)
+    }
     try {
       await migrateOracle(oracle, 'AUTH_DB', dir)
-      const expected = await answersOf(miniflareSender(oracle), calls, comparable)
-      expect(expected[0]).toMatchObject({status: 302, location: expect.stringContaining('ORIGIN/authorize?')})
-      expect(await answersOf(hostSender(url, script), calls, comparable)).toEqual(expected)
+      const expected = await signUp(miniflareSender(oracle, new Map()), 'http://localhost', () => printed.join(''))
+      expect(expected.map((answer) => answer.status)).toEqual([302, 200, 200, 302, 200, 200, 200, 200, 302, 200, 302, 401, 302])
+      expect(expected[9]!.body).toContain('"access_token":"string"')
+      const hostLog = () =>
+        logLines()
+          .split('\n')
+          .filter((line) => line.includes(script))
+          .join('\n')
+      expect(await signUp(hostSender(url, script, new Map()), `http://${script}.workers.localhost`, hostLog)).toEqual(expected)
     } finally {
       await oracle.dispose()
     }
@@ -221,7 +314,7 @@ describe('Cloudflare templates using D1, KV, Queues and crons deploy unchanged a
     const oracle = await wranglerBuild(dir, {
       queueProducers: {MY_QUEUE: 'my-queue'},
       queueConsumers: ['my-queue'],
-      handleRuntimeStdio: (stdout: NodeJS.ReadableStream) => stdout.pipe(new Writable({write: (chunk, _encoding, done) => done(null, printed.push(String(chunk)))})),
+      handleRuntimeStdio: printTo(printed),
     })
     const calls: Call[] = [{path: '/first'}, {method: 'POST', path: '/second', body: 'x'}, {path: '/third?q=1'}]
     // What the consumer logged, by message: the request's URL and method (the headers are each server's own).
@@ -238,8 +331,14 @@ describe('Cloudflare templates using D1, KV, Queues and crons deploy unchanged a
       expect(expected.map((answer) => answer.body)).toEqual(Array(3).fill('Sent message to the queue'))
       const expectedProcessed = await settled(() => printed.join(''))
       expect(await answersOf(hostSender(url, script), calls)).toEqual(expected)
-      const hostProcessed = await settled(() => logLines().split('\n').filter((line) => line.includes(script) && line.includes('"QUEUE"')).join('\n'))
-      const withoutIds = (messages: Array<{id: string}>) => messages.map(({id: _id, ...rest}) => rest).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
+      const hostProcessed = await settled(() =>
+        logLines()
+          .split('\n')
+          .filter((line) => line.includes(script) && line.includes('"QUEUE"'))
+          .join('\n'),
+      )
+      const withoutIds = (messages: Array<{id: string}>) =>
+        messages.map(({id: _id, ...rest}) => rest).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
       expect(withoutIds(hostProcessed)).toEqual(withoutIds(expectedProcessed))
       expect(new Set(hostProcessed.map((message) => message.id)).size).toBe(calls.length)
     } finally {
