@@ -30,6 +30,7 @@ import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BIN
 import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {kvServiceName, renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
+import {CLOUDFLARE_KV_SIZES, type KvSizeLimits} from './kv-worker.js'
 import {d1ServiceName, d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
 import {r2ServiceName, renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
 import {capnpString} from './capnp.js'
@@ -65,6 +66,8 @@ export interface RenderOptions {
   serviceBindingAddress: string
   /** The workerd address of the socket serving `service`: `unix:<path>` on the host. */
   socketAddress: (service: string) => string
+  /** What Workers' KV namespaces refuse past (host.kv_max_*_bytes); Cloudflare's sizes when absent. */
+  kvSizes?: KvSizeLimits
 }
 
 /** The header carrying a service binding's target script; workerd sets it, the host strips it. */
@@ -137,7 +140,7 @@ export function renderShardConfig(
     services.push(
       renderWorker(script, options, storage, {tailed}),
       ...renderServiceBindingTargets(script, options),
-      ...renderStorageServices(script, storage, true),
+      ...renderStorageServices(script, storage, true, options.kvSizes),
     )
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(script.name))}, writable = true))`)
   }
@@ -198,7 +201,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     return [
       renderWorker(script, options, storage, {checked: true}),
       ...renderServiceBindingTargets(script, options),
-      ...renderStorageServices(script, storage, false),
+      ...renderStorageServices(script, storage, false, options.kvSizes),
     ]
   })
   return renderConfig(
@@ -212,9 +215,9 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
  * The service Workers behind the script's KV namespaces, D1 databases, R2 buckets and queues, in its
  * Durable Object storage (`storage`; null: it has none). `deliver`: its queue consumer is sent messages.
  */
-function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean): string[] {
+function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean, kvSizes = CLOUDFLARE_KV_SIZES): string[] {
   return [
-    ...renderKvServices(script, storage),
+    ...renderKvServices(script, storage, kvSizes),
     ...renderD1Services(script, storage),
     ...renderR2Services(script, storage),
     ...renderQueueServices(script, storage, deliver),

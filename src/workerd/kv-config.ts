@@ -5,7 +5,7 @@
 // counts as one with Durable Objects everywhere storage matters (process swaps, the code loader).
 import type {Binding} from '../protocol/management-api.js'
 import {capnpString} from './capnp.js'
-import {KV_OBJECT_CLASS, KV_WORKER_SOURCE} from './kv-worker.js'
+import {KV_OBJECT_CLASS, type KvSizeLimits, kvWorkerSource} from './kv-worker.js'
 import {renderStorageService} from './storage-service.js'
 
 type KvBinding = Extract<Binding, {type: 'kv_namespace'}>
@@ -29,15 +29,15 @@ export function renderKvBinding(script: string, binding: KvBinding): string {
   return `(name = ${capnpString(binding.name)}, kvNamespace = (name = ${capnpString(kvServiceName(script))}, props = (json = ${capnpString(props)})))`
 }
 
-/** The Worker's KV service, if it has KV namespaces. `storage`: its Durable Object disk service, or "memory". */
-export function renderKvServices(script: {name: string; bindings: Binding[]}, storage: string | 'memory' | null): string[] {
+/** The Worker's KV service, if it has KV namespaces. `storage`: its Durable Object disk service, or "memory"; `sizes`: what it refuses past. */
+export function renderKvServices(script: {name: string; bindings: Binding[]}, storage: string | 'memory' | null, sizes: KvSizeLimits): string[] {
   if (!usesKvNamespaces(script) || storage === null) return []
   return [
     renderStorageService(
       {
         name: kvServiceName(script.name),
         module: 'kv.js',
-        source: KV_WORKER_SOURCE,
+        source: kvWorkerSource(sizes),
         objectClass: KV_OBJECT_CLASS,
         uniqueKey: kvUniqueKey(script.name),
         bindings: [`(name = "NAMESPACES", durableObjectNamespace = "${KV_OBJECT_CLASS}")`],

@@ -38,6 +38,7 @@ import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbo
 import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 import {BINDING_METRICS_SOCKET} from '../../workerd/binding-metrics.js'
 import {d1Sockets} from '../../workerd/d1-config.js'
+import type {KvSizeLimits} from '../../workerd/kv-worker.js'
 import {queueSockets} from '../../workerd/queue-config.js'
 import {usesQueueConsumers} from '../../workerd/queue-config.js'
 
@@ -48,6 +49,8 @@ export interface RuntimeOptions {
   drainTimeoutMs: number
   startTimeoutMs: number
   egressAllow: string[]
+  /** host.kv_max_*_bytes: what Workers' KV namespaces refuse past. */
+  kvSizes: KvSizeLimits
   /** host.experimental: workerd runs with `--experimental`. */
   experimental: boolean
   /** host.worker_events: every Worker's traces go to the shard's tail Worker. */
@@ -288,6 +291,7 @@ export class WorkerdRuntime {
     return {
       modulePath: (sha256) => `../../modules/${sha256}`,
       egressAllow: this.options.egressAllow,
+      kvSizes: this.options.kvSizes,
       serviceBindingAddress: `unix:${serviceBindingSocketPath(this.options.dataDir)}`,
     }
   }
