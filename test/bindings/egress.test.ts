@@ -67,8 +67,6 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     await kit.host.host.runDueCronTriggers()
     now = Date.parse('2030-01-01T00:01:00Z') + 100
     await kit.host.host.runDueCronTriggers()
-    await expect
-      .poll(async () => (await request(url)).body.json(), {timeout: 60_000, interval: 200})
-      .toEqual({queue: 'blocked', scheduled: 'blocked'})
+    await expect.poll(async () => (await request(url)).body.json(), {timeout: 60_000, interval: 200}).toEqual({queue: 'blocked', scheduled: 'blocked'})
   })
 })

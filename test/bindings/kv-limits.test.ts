@@ -25,7 +25,10 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
       [{op: 'get', key: 'k'.repeat(17)}, {error: 'Error: KV GET failed: 414 UTF-8 encoded length of 17 exceeds key length limit of 16.'}],
       // {"m":"…"} is 8 bytes around the text.
       [{op: 'put', key: 'meta', value: 'x', options: {metadata: {m: 'm'.repeat(32)}}}, {result: null}],
-      [{op: 'put', key: 'meta', value: 'x', options: {metadata: {m: 'm'.repeat(33)}}}, {error: 'Error: KV PUT failed: 413 Metadata length of 41 exceeds limit of 40.'}],
+      [
+        {op: 'put', key: 'meta', value: 'x', options: {metadata: {m: 'm'.repeat(33)}}},
+        {error: 'Error: KV PUT failed: 413 Metadata length of 41 exceeds limit of 40.'},
+      ],
       [{op: 'get', key: 'value', options: 'arrayBuffer'}, {result: {arrayBuffer: {bytes: 1000, sha256: expect.any(String)}}}],
       [{op: 'getWithMetadata', key: 'meta'}, {result: {value: 'x', metadata: {m: 'm'.repeat(32)}, cacheStatus: null}}],
     ]
