@@ -13,7 +13,7 @@
 //   runtime/services.sock            the service-binding listener (see ../http/data-plane.ts)
 //   runtime/tail.sock                the tail listener: Workers' traces (see ../tail-hub.ts)
 //   runtime/code.sock                the code listener of the loader Workers (see ./code-server.ts)
-//   do/<script>/                     the script's Durable Object storage (kept forever)
+//   do/<script>/                     the script's Durable Object storage (kept until a company purge)
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync, readFileSync} from 'node:fs'
 import type http from 'node:http'
@@ -337,6 +337,14 @@ export class WorkerdRuntime {
       discard: () => rm(configDir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }
+  }
+
+  /** Deletes a script's Durable Object storage (its KV, D1, R2 and queue data with it); false when it had none. */
+  async removeDurableObjectData(script: string): Promise<boolean> {
+    const root = this.durableObjectRoot(script)
+    if (!existsSync(root)) return false
+    await rm(root, {recursive: true, force: true})
+    return true
   }
 
   private durableObjectRoot(script: string): string {
