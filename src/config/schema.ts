@@ -190,6 +190,12 @@ export const settingsSchema = z.strictObject({
       max_script_bytes: count(5 * 1024 * 1024, 1, 64 * 1024 * 1024),
       /** Largest static asset file the host stores (Cloudflare's 25 MiB per file). */
       max_asset_bytes: count(25 * 1024 * 1024, 1, 512 * 1024 * 1024),
+      /** Largest value a Worker may put in a KV namespace (Cloudflare's 25 MiB); a larger one is refused as Cloudflare refuses it. */
+      kv_max_value_bytes: count(25 * 1024 * 1024, 1, 100 * 1024 * 1024),
+      /** Longest KV key in UTF-8 bytes (Cloudflare's 512, the most: workerd refuses longer keys itself). */
+      kv_max_key_bytes: count(512, 1, 512),
+      /** Largest KV metadata, as JSON in UTF-8 bytes (Cloudflare's 1 KiB). */
+      kv_max_metadata_bytes: count(1024, 1, 64 * 1024),
       /** How long a data-plane request may wait for its shard to (re)start before a 503. */
       request_hold_timeout_ms: count(30_000, 100, 600_000),
       /** How long a swap or shutdown waits for requests inside a shard before stopping it anyway. */

@@ -131,6 +131,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       drainTimeoutMs: settings.drain_timeout_ms,
       startTimeoutMs: settings.start_timeout_ms,
       egressAllow: settings.egress_allow,
+      kvSizes: {keyBytes: settings.kv_max_key_bytes, valueBytes: settings.kv_max_value_bytes, metadataBytes: settings.kv_max_metadata_bytes},
       experimental: settings.experimental,
       workerEvents: settings.worker_events,
       codeLoading: settings.code_loading,

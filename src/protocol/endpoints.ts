@@ -39,7 +39,15 @@ import {
 import {controlCopySchema, controlCopyWrittenSchema} from './api/control-copy.js'
 import {assetEndpoints} from './api/assets.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, kitReadinessCall, readinessSchema} from './api/host.js'
-import {identitySchema, pairRequestSchema, pairResponseSchema, scriptDetailsSchema, scriptListSchema, uploadScriptSchema} from './api/scripts.js'
+import {
+  dataPurgeSchema,
+  identitySchema,
+  pairRequestSchema,
+  pairResponseSchema,
+  scriptDetailsSchema,
+  scriptListSchema,
+  uploadScriptSchema,
+} from './api/scripts.js'
 import {tailLineSchema, workerActivitySchema} from './tail.js'
 import {d1QueryRequestSchema, d1QueryResultSchema} from './api/d1.js'
 import {cronTriggerListSchema} from './api/crons.js'
@@ -133,6 +141,9 @@ export const endpoints = {
     answer: 'json',
     summary: 'Permanent and idempotent; also for names the host never had.',
   },
+  // biome-ignore format: one entry, kept on few lines (the table stays under 400)
+  purgeScriptData: {method: 'POST', path: '/v1/scripts/:name/purge-data', signed, response: dataPurgeSchema, answer: 'json',
+    summary: 'Deletes a retired script’s Durable Object data — its KV, D1, R2 and queue data with it — for good (`company purge`); idempotent. 409 script_not_retired while it runs; refused under a fence.'},
   lockdown: {
     method: 'POST',
     path: '/v1/scripts/:name/lockdown',

@@ -211,6 +211,8 @@ export interface EdgeProvider {
   purgeSecrets(scriptName: string, signal?: AbortSignal): Promise<void>
   purgeCredentials(scriptName: string, signal?: AbortSignal): Promise<void>
   retireScript(scriptName: string, signal?: AbortSignal): Promise<void>
+  /** Deletes a retired script's Durable Object, KV, D1, R2 and queue data on the host, for good (`company purge`). */
+  purgeScriptData(scriptName: string, signal?: AbortSignal): Promise<void>
   beginFence(input: {fenceId: string; ttlSeconds: number; reason: string}, signal?: AbortSignal): Promise<HostFence>
   endFence(fenceId: string, signal?: AbortSignal): Promise<HostFence>
   getFence(fenceId: string, signal?: AbortSignal): Promise<HostFence | null>

@@ -32,6 +32,7 @@ import {CRON_SOCKET, renderCronServices} from './cron-config.js'
 import {KV_STORAGE, renderKvBinding} from './kv-config.js'
 import {D1_STORAGE, d1Sockets, renderD1Binding} from './d1-config.js'
 import {R2_STORAGE, renderR2Binding} from './r2-config.js'
+import {CLOUDFLARE_KV_SIZES, type KvSizeLimits} from './kv-worker.js'
 import {capnpString} from './capnp.js'
 import {durableObjectStorage, renderStorageKindServices, usesStorageKind} from './storage-service.js'
 import {queueServiceName, queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
@@ -65,6 +66,8 @@ export interface RenderOptions {
   serviceBindingAddress: string
   /** The workerd address of the socket serving `service`: `unix:<path>` on the host. */
   socketAddress: (service: string) => string
+  /** What Workers' KV namespaces refuse past (host.kv_max_*_bytes); Cloudflare's sizes when absent. */
+  kvSizes?: KvSizeLimits
 }
 
 /** The header carrying a service binding's target script; workerd sets it, the host strips it. */
@@ -139,7 +142,7 @@ export function renderShardConfig(
   const workers = workersOf(scripts)
   for (const worker of workers) {
     const storage = usesDurableObjects(worker) ? diskServiceName(worker.name) : null
-    services.push(...renderStorageServices(worker, storage, true))
+    services.push(...renderStorageServices(worker, storage, true, options.kvSizes))
     if (storage) services.push(`(name = ${capnpString(storage)}, disk = (path = ${capnpString(options.durableObjectRoot(worker.name))}, writable = true))`)
   }
   const loaded = options.loaderCodeAddress !== null
@@ -199,7 +202,7 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
     return [
       renderWorker(script, options, storage, {checked: true}),
       ...renderServiceBindingTargets(script, options),
-      ...renderStorageServices(script, storage, false),
+      ...renderStorageServices(script, storage, false, options.kvSizes),
     ]
   })
   return renderConfig(
@@ -240,8 +243,8 @@ function isStorageBinding(binding: Binding): boolean {
  * The service Workers behind the script's KV namespaces, D1 databases, R2 buckets and queues, in its
  * Durable Object storage (`storage`; null: it has none). `deliver`: its queue consumer is sent messages.
  */
-function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean): string[] {
-  return [...STORAGE_KINDS.flatMap((kind) => renderStorageKindServices(kind, script, storage)), ...renderQueueServices(script, storage, deliver)]
+function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean, kvSizes = CLOUDFLARE_KV_SIZES): string[] {
+  return [...STORAGE_KINDS.flatMap((kind) => renderStorageKindServices(kind, script, storage, {kvSizes})), ...renderQueueServices(script, storage, deliver)]
 }
 
 /** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */

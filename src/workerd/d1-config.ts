@@ -20,7 +20,7 @@ export const D1_STORAGE: StorageBindingKind = {
   serviceName: (script) => `d1-${script}`,
   uniqueKeySuffix: 'd1-databases',
   module: 'd1.js',
-  source: D1_WORKER_SOURCE,
+  source: () => D1_WORKER_SOURCE,
   objectClass: D1_OBJECT_CLASS,
   namespacesBinding: 'DATABASES',
 }

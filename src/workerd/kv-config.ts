@@ -5,7 +5,7 @@
 // counts as one with Durable Objects everywhere storage matters (process swaps, the code loader).
 import type {Binding} from '../protocol/management-api.js'
 import {capnpString} from './capnp.js'
-import {KV_OBJECT_CLASS, KV_WORKER_SOURCE} from './kv-worker.js'
+import {KV_OBJECT_CLASS, kvWorkerSource} from './kv-worker.js'
 import type {StorageBindingKind} from './storage-service.js'
 
 type KvBinding = Extract<Binding, {type: 'kv_namespace'}>
@@ -16,7 +16,7 @@ export const KV_STORAGE: StorageBindingKind = {
   serviceName: (script) => `kv:${script}`,
   uniqueKeySuffix: 'kv-namespaces',
   module: 'kv.js',
-  source: KV_WORKER_SOURCE,
+  source: ({kvSizes}) => kvWorkerSource(kvSizes),
   objectClass: KV_OBJECT_CLASS,
   namespacesBinding: 'NAMESPACES',
 }

@@ -16,11 +16,19 @@
 import {BINDING_COUNTS_SOURCE} from './binding-metrics.js'
 import {IO_TURN_SOURCE} from './io-turn.js'
 
-/** Cloudflare's KV limits, in UTF-8 bytes. workerd itself refuses longer keys before calling. */
-export const KV_LIMITS = {
-  keyBytes: 512,
-  valueBytes: 25 * 1024 * 1024,
-  metadataBytes: 1024,
+/** The KV limits an operator may set (host.kv_max_*_bytes), in UTF-8 bytes: Cloudflare's by default. */
+export interface KvSizeLimits {
+  /** workerd itself refuses keys longer than Cloudflare's 512 bytes before calling: at most that. */
+  keyBytes: number
+  valueBytes: number
+  metadataBytes: number
+}
+
+/** Cloudflare's KV sizes (KvSizeLimits). */
+export const CLOUDFLARE_KV_SIZES: KvSizeLimits = {keyBytes: 512, valueBytes: 25 * 1024 * 1024, metadataBytes: 1024}
+
+/** The KV limits that stay Cloudflare's. */
+const KV_FIXED_LIMITS = {
   /** Keys one list() answers at most, and its default. */
   listLimit: 1000,
   /** Keys one get(keys[]) reads at most. */
@@ -38,10 +46,11 @@ export const KV_CHUNK_BYTES = 1024 * 1024
 /** Bytes of values the KV service keeps in memory for gets (its read cache; values of one chunk only). */
 export const KV_READ_CACHE_BYTES = 16 * 1024 * 1024
 
-export const KV_WORKER_SOURCE = `import {DurableObject} from "cloudflare:workers";
+/** The KV service's module, refusing what passes `sizes`. */
+export const kvWorkerSource = (sizes: KvSizeLimits): string => `import {DurableObject} from "cloudflare:workers";
 ${BINDING_COUNTS_SOURCE}
 ${IO_TURN_SOURCE}
-const LIMITS = ${JSON.stringify(KV_LIMITS)};
+const LIMITS = ${JSON.stringify({...KV_FIXED_LIMITS, ...sizes})};
 const CHUNK = ${KV_CHUNK_BYTES};
 const EXPIRED_SWEEP = 100;
 
@@ -372,6 +381,9 @@ export default {
       return response;
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
+      // A refusal that leaves the value unread (a put's key too long) reaches the Worker as a lost
+      // connection, not as the refusal: read it to the end first.
+      if (request.body !== null && !request.bodyUsed) for await (const _ of request.body);
       return new Response(null, {status: error.status, statusText: error.message});
     } finally {
       countOperation(ctx.props.binding, operationOf(request, url), failed);

@@ -16,7 +16,7 @@ export const R2_STORAGE: StorageBindingKind = {
   serviceName: (script) => `r2:${script}`,
   uniqueKeySuffix: 'r2-buckets',
   module: 'r2.js',
-  source: R2_WORKER_SOURCE,
+  source: () => R2_WORKER_SOURCE,
   objectClass: R2_OBJECT_CLASS,
   namespacesBinding: 'BUCKETS',
 }

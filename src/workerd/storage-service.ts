@@ -3,6 +3,7 @@
 // Durable Object storage under a unique key that must never change.
 import type {Binding} from '../protocol/management-api.js'
 import type {BindingType} from './binding-metrics.js'
+import type {KvSizeLimits} from './kv-worker.js'
 import {capnpString} from './capnp.js'
 
 /** workerd's `durableObjectStorage` field: a disk service's name, or in memory. */
@@ -45,10 +46,15 @@ export interface StorageBindingKind {
   /** Suffix of the storage directory name and object-id key; must never change. */
   uniqueKeySuffix: string
   module: string
-  source: string
+  source(settings: StorageServiceSettings): string
   objectClass: string
   /** The name the service's Worker binds its Durable Object namespace under. */
   namespacesBinding: string
+}
+
+/** What the host's settings change in the services' sources. */
+export interface StorageServiceSettings {
+  kvSizes: KvSizeLimits
 }
 
 export function usesStorageKind(kind: StorageBindingKind, script: {bindings: Binding[]}): boolean {
@@ -56,14 +62,19 @@ export function usesStorageKind(kind: StorageBindingKind, script: {bindings: Bin
 }
 
 /** The Worker's storage service of this kind, if it has such bindings. `storage`: its Durable Object disk service, or "memory". */
-export function renderStorageKindServices(kind: StorageBindingKind, script: {name: string; bindings: Binding[]}, storage: string | 'memory' | null): string[] {
+export function renderStorageKindServices(
+  kind: StorageBindingKind,
+  script: {name: string; bindings: Binding[]},
+  storage: string | 'memory' | null,
+  settings: StorageServiceSettings,
+): string[] {
   if (!usesStorageKind(kind, script) || storage === null) return []
   return [
     renderStorageService(
       {
         name: kind.serviceName(script.name),
         module: kind.module,
-        source: kind.source,
+        source: kind.source(settings),
         objectClass: kind.objectClass,
         // "-" never appears in a class name, so no Durable Object class of the Worker shares it.
         uniqueKey: `${script.name}:${kind.uniqueKeySuffix}`,

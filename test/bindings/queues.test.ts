@@ -1,8 +1,10 @@
 // Queues (wrangler's queues.producers / queues.consumers) against a real edge host running real
 // workerd, under both host.code_loading modes: one Worker produces on fetch and consumes in queue(),
 // recording each batch it is given in a Durable Object of its own. What it receives — batches,
-// bodies in every format, attempts, retries, a handler that throws, dead letters — is compared with
-// what miniflare (the oracle) delivers to the same Worker. Messages pending across a host restart
+// bodies in every format, attempts, retries (per message, per batch, delayed by retry({delaySeconds})
+// and by retry_delay), sends with delaySeconds, a handler that throws, dead letters — is compared with
+// what miniflare (the oracle) delivers to the same Worker; explicit acks before a throw and ackAll()
+// follow Cloudflare where miniflare differs (CLOUDFLARE_ACKS). Messages pending across a host restart
 // and across a kill -9 of the shard's workerd are all delivered; bad queues are refused in one line.
 import {existsSync, readdirSync, readFileSync} from 'node:fs'
 import path from 'node:path'
@@ -40,15 +42,20 @@ const SENDS: Send[] = [
       {body: 'a default format'},
     ],
   },
+  {binding: 'ACKED', batch: true, messages: [{body: {tag: 'acked', ack: true, throwOnce: true}}, {body: {tag: 'thrown once', throwOnce: true}}]},
+  {binding: 'ACKALL', batch: true, messages: [{body: {tag: 'all acked'}}, {body: {tag: 'also acked'}}]},
+  {binding: 'DELAYED', messages: [{body: {tag: 'sent late'}, delaySeconds: 1}, {body: {tag: 'retried later', retryLater: 2}}]},
 ]
 
-/** Deliveries per queue once everything settled: batched 7, retried 1 + 2 + 3, thrown 2 + 2, formats 5, dead 1. */
-const EXPECTED_DELIVERIES = {batched: 7, retried: 6, thrown: 4, formats: 5, dead: 1}
+/**
+ * Deliveries per queue once everything settled: batched 7, retried 1 + 2 + 3, thrown 2 + 2, formats 5,
+ * dead 1, acked 1 + 2 (retried after retry_delay), ackall 2 (never again), delayed 1 + 2.
+ */
+const EXPECTED_DELIVERIES = {batched: 7, retried: 6, thrown: 4, formats: 5, dead: 1, acked: 3, ackall: 2, delayed: 3}
 
 /**
  * Per queue, each delivered message as the tag (or body) and its attempt, in delivery order, and the
- * batch sizes of `batched`. `thrown` is sorted: its two messages were sent apart, so whether they
- * share a batch depends on the machine's speed.
+ * batch sizes of `batched`.
  */
 function deliveriesOf(batches: Batch[]): Record<string, unknown> {
   const byQueue: Record<string, unknown[]> = {}
@@ -57,8 +64,26 @@ function deliveriesOf(batches: Batch[]): Record<string, unknown> {
       const body = message.body as {tag?: string} | unknown
       ;(byQueue[batch.queue] ??= []).push({what: (body as {tag?: string})?.tag ?? body, attempts: message.attempts})
     }
-  byQueue.thrown?.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
+  // Sorted where messages sent apart (or delayed apart) may or may not share a batch, by the machine's speed.
+  for (const queue of ['thrown', 'delayed']) byQueue[queue]?.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
   return {...byQueue, batchSizes: batches.filter((batch) => batch.queue === 'batched').map((batch) => batch.messages.length)}
+}
+
+/**
+ * Where miniflare differs from Cloudflare (README "Queues"), the host follows Cloudflare: a message
+ * acknowledged before its handler throws, and a batch acknowledged with ackAll(), are not delivered
+ * again (miniflare retries them).
+ */
+const CLOUDFLARE_ACKS = {
+  acked: [
+    {what: 'acked', attempts: 1},
+    {what: 'thrown once', attempts: 1},
+    {what: 'thrown once', attempts: 2},
+  ],
+  ackall: [
+    {what: 'all acked', attempts: 1},
+    {what: 'also acked', attempts: 1},
+  ],
 }
 
 function countOf(batches: Batch[], queue: string): number {
@@ -74,6 +99,7 @@ beforeAll(async () => {
     maxBatchSize: settings.max_batch_size,
     maxBatchTimeout: settings.max_batch_timeout,
     maxRetries: 'max_retries' in settings ? settings.max_retries : 3,
+    ...('retry_delay' in settings ? {retryDelay: settings.retry_delay} : {}),
     ...('dead_letter_queue' in settings ? {deadLetterQueue: settings.dead_letter_queue} : {}),
   })
   const mf = new Miniflare({
@@ -149,7 +175,7 @@ describe.each(['restart', 'loader'] as const)('code_loading = %s', (codeLoading)
     const {url} = await deploy(dir)
     for (const body of SENDS) expect(await send(url, body)).toEqual({sent: body.messages.length})
     const batches = await receivedOnce(url, settled)
-    expect(deliveriesOf(batches)).toEqual(oracle.deliveries)
+    expect(deliveriesOf(batches)).toEqual({...oracle.deliveries, ...CLOUDFLARE_ACKS})
     // A dead letter keeps its id and timestamp; every id is Cloudflare's 32 hex.
     const [dead] = batches.filter((batch) => batch.queue === 'dead').flatMap((batch) => batch.messages)
     const original = batches.flatMap((batch) => batch.messages).find((message) => message !== dead && message.id === dead!.id)

@@ -1,5 +1,7 @@
 // Per-Worker control state: secrets and service-account credentials (bound into the Worker, purged
 // on retirement), receipts that make control calls idempotent, egress limits and metrics.
+import {existsSync} from 'node:fs'
+import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {paths} from '../support/paths.js'
 import {sha256Hex} from '../../src/canonical-json.js'
@@ -111,6 +113,33 @@ describe('receipts', () => {
     const response = await client.call('POST', paths.lockdown(name), {mutationId: 'mutation-2'})
     expect(response.body).toMatchObject({code: 'invalid_request', message: expect.stringContaining('go together')})
   })
+})
+
+test("a retired script's Durable Object data is purged only when asked, never while it runs or under a fence", async () => {
+  const keeper = scriptNameFor('control/data')
+  await client.deploy(
+    keeper,
+    moduleUpload(
+      `import {DurableObject} from "cloudflare:workers";
+      export class Box extends DurableObject { put() { this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS t (v)"); return "stored" } }
+      export default { fetch(request, env) { return env.BOX.get(env.BOX.idFromName("one")).put().then((text) => new Response(text)) } }`,
+      {bindings: [{type: 'durable_object_namespace', name: 'BOX', className: 'Box'}]},
+    ),
+  )
+  expect(await (await fetch(`${host.publicUrl}/${keeper}/`)).text()).toBe('stored')
+  const data = path.join(host.dataDir, 'do', keeper)
+  expect(existsSync(data)).toBe(true)
+  expect((await client.call('POST', paths.purgeScriptData(keeper))).body).toMatchObject({code: 'script_not_retired'})
+  expect((await client.call('POST', paths.retire(keeper))).status).toBe(200)
+  // Retired, the data stays until the purge; under a fence the purge waits for the backup.
+  expect(existsSync(data)).toBe(true)
+  expect((await client.call('POST', paths.fence, {fenceId: 'purge-fence', ttlSeconds: 60})).status).toBe(201)
+  expect((await client.call('POST', paths.purgeScriptData(keeper))).body).toMatchObject({code: 'edge_host_fenced'})
+  expect((await client.call('POST', paths.fenceEnd('purge-fence'))).status).toBe(200)
+  expect(existsSync(data)).toBe(true)
+  expect((await client.call('POST', paths.purgeScriptData(keeper))).body).toEqual({purged: true})
+  expect(existsSync(data)).toBe(false)
+  expect((await client.call('POST', paths.purgeScriptData(keeper))).body).toEqual({purged: false})
 })
 
 test('Workers cannot reach private networks', async () => {

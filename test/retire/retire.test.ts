@@ -1,7 +1,7 @@
 // Retirement and orphans end to end on both store backends, against a real edge host running real
 // workerd: `retire` (lockdown and purges before the host's retire, the byte-exact 404 after it,
 // pending when the host cannot be told), the host reconcile rules, and the orphan report.
-import {mkdtempSync, readdirSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, beforeEach, expect, test} from 'vitest'
@@ -149,10 +149,14 @@ describeEachStore('retirement', (t) => {
     expect(await retireDepartment(engine, {departmentId: department})).toMatchObject({state: 'already_retired'})
   })
 
-  test('a company purge leaves orphans; host reconcile retires them and the report settles at 0', async () => {
+  test('a company purge leaves orphans; host reconcile retires them, purges their data, and the report settles at 0', async () => {
     const engine = await recordingEngine()
     const first = await deployed(engine)
-    await deployed(engine)
+    // A Worker with Durable Object data (KV, D1, R2 and queue data live in the same storage).
+    const counter = await deployed(engine, COUNTER)
+    expect((await fetchText(`${counter.url}?name=visits`, {method: 'POST'})).status).toBe(200)
+    const counterData = path.join(host.dataDir, 'do', counter.outcome.scriptName)
+    expect(existsSync(counterData)).toBe(true)
     await t.store.tenants.purgeCompany(kit.companyId)
 
     const before = await orphanReport(engine)
@@ -168,6 +172,7 @@ describeEachStore('retirement', (t) => {
     expect(pass.lanes[0]!.completed).toBeGreaterThanOrEqual(2)
     expect(engine.log.messages('info')).toContain(`edge_worker_onprem_orphan_retired: ${first.outcome.scriptName}`)
     expect((await fetchText(first.url)).body).toMatch(NOT_FOUND_BODY)
+    expect(existsSync(counterData)).toBe(false)
     expect(await orphanReport(engine)).toMatchObject({orphans_pending: 0, orphans_unsettled: 0, unowned_serving_code: 0})
   })
 

@@ -10,6 +10,7 @@ export const paths = {
   listScripts: (page: {limit?: number; cursor?: string | null} = {}) => pathOf(e.listScripts, {}, page),
   script: (name: string) => pathOf(e.script, {name}),
   retire: (name: string) => pathOf(e.retire, {name}),
+  purgeScriptData: (name: string) => pathOf(e.purgeScriptData, {name}),
   lockdown: (name: string) => pathOf(e.lockdown, {name}),
   accessPolicy: (name: string) => pathOf(e.accessPolicy, {name}),
   readinessProbe: (name: string, releaseGeneration: string, waitMs = 0) =>

@@ -8,7 +8,8 @@ export default class CompanyPurge extends BaseCommand<typeof CompanyPurge> {
   static override description = `Hard-delete a company: its departments, service accounts, Workers and versions go with it.
 
 Outbox and audit rows stay — they are the evidence of what was deployed; the host reconcile lane
-later retires the company's scripts on the edge host. Permanent: needs --yes.`
+later retires the company's scripts on the edge host and deletes their data there (Durable Objects,
+KV, D1, R2, queues). Permanent: needs --yes.`
   static override examples = ['<%= config.bin %> company purge acme --yes', '<%= config.bin %> company purge acme --yes --json']
   static override args = {
     'company-id': Args.string({required: true, description: 'Company id'}),

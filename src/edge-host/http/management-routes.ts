@@ -86,6 +86,7 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     unreferencedAssets: async () => ok({unreferenced: await options.assetFiles.unreferenced(options.state.releaseAssets.referencedHashes())}),
     script: ({params}) => ok(service.details(params.name)),
     retire: ({params}) => ok(service.retire(params.name)),
+    purgeScriptData: async ({params}) => ok(await service.purgeData(params.name)),
     lockdown: ({params, body}) => ok(service.lockdown(params.name, body)),
     accessPolicy: async ({params, query}) => {
       const waitMs = readinessWaitMs(query.waitMs)

@@ -13,7 +13,7 @@
 //   runtime/services.sock            the service-binding listener (see ../http/data-plane.ts)
 //   runtime/tail.sock                the tail listener: Workers' traces (see ../tail-hub.ts)
 //   runtime/code.sock                the code listener of the loader Workers (see ./code-server.ts)
-//   do/<script>/                     the script's Durable Object storage (kept forever)
+//   do/<script>/                     the script's Durable Object storage (kept until a company purge)
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync, readFileSync} from 'node:fs'
 import type http from 'node:http'
@@ -38,6 +38,7 @@ import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbo
 import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 import {BINDING_METRICS_SOCKET} from '../../workerd/binding-metrics.js'
 import {d1Sockets} from '../../workerd/d1-config.js'
+import type {KvSizeLimits} from '../../workerd/kv-worker.js'
 import {queueSockets} from '../../workerd/queue-config.js'
 import {usesQueueConsumers} from '../../workerd/queue-config.js'
 
@@ -48,6 +49,8 @@ export interface RuntimeOptions {
   drainTimeoutMs: number
   startTimeoutMs: number
   egressAllow: string[]
+  /** host.kv_max_*_bytes: what Workers' KV namespaces refuse past. */
+  kvSizes: KvSizeLimits
   /** host.experimental: workerd runs with `--experimental`. */
   experimental: boolean
   /** host.worker_events: every Worker's traces go to the shard's tail Worker. */
@@ -294,6 +297,7 @@ export class WorkerdRuntime {
     return {
       modulePath: (sha256) => `../../modules/${sha256}`,
       egressAllow: this.options.egressAllow,
+      kvSizes: this.options.kvSizes,
       serviceBindingAddress: `unix:${serviceBindingSocketPath(this.options.dataDir)}`,
     }
   }
@@ -341,6 +345,14 @@ export class WorkerdRuntime {
       discard: () => rm(configDir, {recursive: true, force: true}),
       release: () => rm(socketDir, {recursive: true, force: true}),
     }
+  }
+
+  /** Deletes a script's Durable Object storage (its KV, D1, R2 and queue data with it); false when it had none. */
+  async removeDurableObjectData(script: string): Promise<boolean> {
+    const root = this.durableObjectRoot(script)
+    if (!existsSync(root)) return false
+    await rm(root, {recursive: true, force: true})
+    return true
   }
 
   private durableObjectRoot(script: string): string {

@@ -10,6 +10,7 @@ import {
   type ControlMeta,
   type ControlResult,
   type CronTriggerList,
+  type DataPurge,
   type Identity,
   type Inventory,
   type Lockdown,
@@ -319,6 +320,21 @@ export class HostService {
     const limit = this.options.settings.max_script_bytes
     if (total > limit) throw new HostError('script_too_large', `the modules total ${total} bytes; the limit is ${limit} bytes`)
     return {...body, modules}
+  }
+
+  /**
+   * Deletes a retired script's Durable Object data, its KV, D1, R2 and queue data with it: what
+   * `company purge` reaches on the host (the host reconcile lane asks it for the purged company's
+   * scripts). Never for a script that runs, nor under a fence (a backup copies those files).
+   */
+  async purgeData(name: string): Promise<DataPurge> {
+    assertScriptName(name)
+    this.state.fences.assertNotFenced()
+    const script = this.state.scripts.get(name)
+    if (script && script.retiredAt === null) throw new HostError('script_not_retired', `script ${name} is not retired: only a retired script's data is purged`)
+    const purged = await this.runtime.removeDurableObjectData(name)
+    if (purged) this.options.log.info({script: name}, 'script data purged')
+    return {purged}
   }
 
   /** Resolves once the swap is done (or failed: logged, and retried by the shard); most callers do not wait. */

@@ -145,6 +145,7 @@ export class FanoutProvider implements EdgeProvider {
   purgeSecrets: EdgeProvider['purgeSecrets'] = (name, signal) => this.all((p) => p.purgeSecrets(name, signal))
   purgeCredentials: EdgeProvider['purgeCredentials'] = (name, signal) => this.all((p) => p.purgeCredentials(name, signal))
   retireScript: EdgeProvider['retireScript'] = (name, signal) => this.all((p) => p.retireScript(name, signal))
+  purgeScriptData: EdgeProvider['purgeScriptData'] = (name, signal) => this.all((p) => p.purgeScriptData(name, signal))
   beginFence: EdgeProvider['beginFence'] = (input, signal) => this.all((p) => p.beginFence(input, signal))
   endFence: EdgeProvider['endFence'] = (id, signal) => this.all((p) => p.endFence(id, signal))
   setKitReadiness: EdgeProvider['setKitReadiness'] = (serving, signal) => this.all((p) => p.setKitReadiness(serving, signal))

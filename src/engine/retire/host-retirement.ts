@@ -103,6 +103,9 @@ export async function retireOrphanOnHost(
   try {
     if (orphan.workerId) await store.audit.append(workerSystemEntry(RETIREMENT_ACTIONS.scriptDeleted, orphan.workerId, facts, session.scope))
     await hostCall(session, (signal) => session.provider.retireScript(orphan.scriptName, signal))
+    // A Worker the deploy rows name whose row is gone was hard-deleted with its company: its data
+    // (Durable Objects, KV, D1, R2, queues) goes too. A listed script no row ever named keeps it.
+    if (orphan.workerId) await hostCall(session, (signal) => session.provider.purgeScriptData(orphan.scriptName, signal))
     if (orphan.workerId) await store.audit.append(workerSystemEntry(RETIREMENT_ACTIONS.scriptNeutralized, orphan.workerId, facts, session.scope))
     engine.log.info({workerId: orphan.workerId, script: orphan.scriptName}, `edge_worker_onprem_orphan_retired: ${orphan.scriptName}`)
     return {outcome: 'retired', steps: RETIRE_ONLY}

@@ -179,6 +179,10 @@ export const bindingInfoSchema = z.strictObject({
 })
 export type BindingInfo = z.infer<typeof bindingInfoSchema>
 
+/** A retired script's data purge: whether the host held any data of it. */
+export const dataPurgeSchema = z.strictObject({purged: z.boolean()})
+export type DataPurge = z.infer<typeof dataPurgeSchema>
+
 export const scriptDetailsSchema = z.strictObject({
   name: z.string(),
   state: z.enum(scriptStates),

@@ -175,6 +175,10 @@ export class OnPremProvider implements EdgeProvider {
     await this.host.call(endpoints.retire, {params: {name: scriptName}}, signal)
   }
 
+  async purgeScriptData(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.purgeScriptData, {params: {name: scriptName}}, signal)
+  }
+
   async beginFence(input: {fenceId: string; ttlSeconds: number; reason: string}, signal?: AbortSignal): Promise<HostFence> {
     return fenceOf(await this.host.call(endpoints.beginFence, {body: input}, signal))
   }
