@@ -154,7 +154,7 @@ export class Shard {
     if (!(await this.gate.passed(holdTimeoutMs, () => this.stopping))) return null
     this.inFlight.enter()
     const requests = this.requests
-    const left = requests.enter(script)
+    const {left, abandonable} = requests.enter(script)
     const exited = this.process!.exited
     let released = false
     return {
@@ -163,6 +163,7 @@ export class Shard {
       retired: this.processRetired.promise,
       socketPath: this.socketPaths.get(this.loaded.get(script)?.socket ?? script),
       replayable: () => requests.replayable(script),
+      abandonable,
       release: (failed = false) => {
         if (released) return
         released = true
@@ -213,13 +214,12 @@ export class Shard {
   /**
    * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it
    * is stopped (SIGSTOP) and kept while its replacement (the spare, or a start) comes up, requests
-   * waiting at the gate; then it is killed, and requests it never read are replayed on the
-   * replacement. With Durable Objects (one process at a time) it is killed before the replacement.
+   * waiting at the gate; then it is killed. Idempotent requests of other scripts inside it are given up at once
+   * (ProcessRequests.condemn), replayed on the replacement. With Durable Objects it is killed before the replacement.
    */
   restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
-    this.requests.runawayBlamed = blamed
     this.suspected = blamed
     const agent = this.agent!
     this.process = null
@@ -235,6 +235,7 @@ export class Shard {
       process.pause()
       this.condemned = process
     }
+    this.requests.condemn(blamed)
     return this.requestRestart('runaway')
   }
 
