@@ -118,7 +118,7 @@ export class Watchdog {
     // its CPU share: the thread spends its time in page faults, on a busy machine a fraction of it).
     const grownBytes = rss === null || pending?.rssBytes == null ? 0 : rss - pending.rssBytes
     if (pending && grownBytes >= HELD_GROWTH_BYTES && !shard.compiling) return this.ifHeld(shard, pending, now, 'memory', {grownBytes})
-    if (pending && now - pending.since > this.options.cpuLimitMs) {
+    if (pending && now - pending.since >= this.options.cpuLimitMs) {
       const burnedMs = cpuMs === null || pending.cpuMs === null ? null : cpuMs - pending.cpuMs
       // Stopped, starved, or held no longer than a legitimate hold: keep watching the same window.
       // A burst of first loads compiling holds the thread legitimately for longer: while one is on
