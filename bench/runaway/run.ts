@@ -145,7 +145,9 @@ async function round(bin: string): Promise<Figures> {
           baseline,
           offender: Math.round(answered - began),
         })
-        log(`${bin} ${kind} #${incident}: offender sent ${clock(began)}, ${answer} after ${Math.round(answered - began)} ms; ${JSON.stringify(figures.incidents[kind].at(-1))}`)
+        log(
+          `${bin} ${kind} #${incident}: offender sent ${clock(began)}, ${answer} after ${Math.round(answered - began)} ms; ${JSON.stringify(figures.incidents[kind].at(-1))}`,
+        )
       }
     }
     await Promise.all(Object.values(loads).map((l) => l.stop()))

@@ -194,7 +194,10 @@ test('a process growing by hundreds of MB without answering is a memory runaway,
 
 test('a process growing as much while it answers is not', {timeout: 60_000}, async () => {
   // The same 640 MB, one step at a time, answering (a line) after each step.
-  const child = spawnChild(['-e', `const hoard = []; const step = () => { hoard.push(Buffer.alloc(${STEP_MB} << 20, 1)); console.log(hoard.length); if (hoard.length < ${STEPS}) setTimeout(step, 150) }; step(); setInterval(() => hoard.length, 1_000)`])
+  const child = spawnChild([
+    '-e',
+    `const hoard = []; const step = () => { hoard.push(Buffer.alloc(${STEP_MB} << 20, 1)); console.log(hoard.length); if (hoard.length < ${STEPS}) setTimeout(step, 150) }; step(); setInterval(() => hoard.length, 1_000)`,
+  ])
   const watched = watch(child, CPU_LIMIT_MS)
   let steps = 0
   child.stdout!.on('data', (chunk: Buffer) => {
