@@ -5,9 +5,12 @@
 // ROUNDS interleaved rounds; for each run the CPU time per request of every process (the load
 // generator, the host, its shard's workerd, the bare workerd) is read from /proc. Then p99 latency at
 // the same offered load: an open loop at half of bare's median req/s against each, ROUNDS rounds.
+// The Worker is deployed into the running host; the rounds start once the shard's settle swap put it
+// on its own socket (host.loader_settle_seconds, 5 s here instead of the default's 300 s: the state
+// the default reaches), or at once with --loaded (the loader's transient; no settle swap then).
 //
 //   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …] [--node-option=--cpu-prof …]
-//     [--restart-after-deploy]
+//     [--restart-after-deploy | --loaded]
 import {spawn} from 'node:child_process'
 import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
 import os from 'node:os'
@@ -18,7 +21,7 @@ import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {HostClient, pairHost} from '../support/host.js'
 import {log, machineLoad, median} from '../support/stats.js'
 import {cpuMs, load, startBareWorkerdWith, type LoadResult} from './support.js'
-import {EXTRA_ENV, HELLO, HOST_NODE_OPTIONS, RESTART_AFTER_DEPLOY, ROUNDS, SECONDS, workDir} from './options.js'
+import {EXTRA_ENV, HELLO, HOST_NODE_OPTIONS, MEASURE_LOADED, RESTART_AFTER_DEPLOY, ROUNDS, SECONDS, workDir} from './options.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -36,6 +39,7 @@ async function startHostServe(dataDir: string, paired = false): Promise<{pid: nu
         EDGEWORKERS_CONFIG: undefined,
         EDGEWORKERS_DATA_DIR: undefined,
         EDGEWORKERS_HOST__SHARDS: '1',
+        EDGEWORKERS_HOST__LOADER_SETTLE_SECONDS: MEASURE_LOADED ? '0' : '5',
         ...extra,
       },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -62,6 +66,17 @@ function shardPid(dataDir: string): number {
   return Number(pids[0]!.slice(pids[0]!.lastIndexOf('.') + 1))
 }
 
+/** Waits for the shard's settle swap and its old process's exit (the Worker then has its own socket); false if not within `ms`. */
+async function settled(adminUrl: string, ms: number): Promise<boolean> {
+  for (let waited = 0; waited < ms; waited += 500) {
+    const metrics = await (await fetch(`${adminUrl}/metrics`)).text()
+    const processes = readdirSync(path.join(dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-')).length
+    if (/edgeworkers_host_shard_swap_seconds_count\{reason="settle",mode="overlap"\} [1-9]/.test(metrics) && processes === 1) return true
+    await sleep(500)
+  }
+  return false
+}
+
 type Run = LoadResult & {hostUs: number; workerdUs: number}
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-operator-'))
 try {
@@ -75,7 +90,7 @@ try {
     if (RESTART_AFTER_DEPLOY) {
       await host.stop()
       host = await startHostServe(dataDir, true)
-    }
+    } else if (!MEASURE_LOADED) log(`# settle swap: ${(await settled(host.info.adminUrl, 60_000)) ? 'done' : 'none within 60 s'}`)
     const bare = await startBareWorkerdWith([{name: 'hello', source}], 'bare')
     const targets = {
       bare: {url: `http://127.0.0.1:${bare.process.ports.get('hello')}/`, hop: null as number | null, workerd: () => bare.process.pid},
@@ -117,7 +132,7 @@ try {
       `| ${label} | ${m(target, 'rps').toFixed(0)} | ${m(target, 'p50Ms').toFixed(2)} | ${m(target, 'p99Ms').toFixed(2)} | ${runs[target].reduce((sum, run) => sum + run.failures, 0)} | ${m(target, 'loadUs').toFixed(0)} | ${target === 'host' ? m(target, 'hostUs').toFixed(0) : '–'} | ${m(target, 'workerdUs').toFixed(0)} |`
     console.log(
       [
-        `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${RESTART_AFTER_DEPLOY ? ', host restarted after the deploy' : ''}${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
+        `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${RESTART_AFTER_DEPLOY ? ', host restarted after the deploy' : MEASURE_LOADED ? ', through the loader' : ', after the settle swap'}${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
         '',
         '| target | req/s | p50 ms | p99 ms | failed | load generator CPU µs/req | host CPU µs/req | workerd CPU µs/req |',
         '|---|---|---|---|---|---|---|---|',

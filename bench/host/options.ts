@@ -21,6 +21,8 @@ const {values: options} = parseArgs({
     env: {type: 'string', multiple: true, default: []},
     /** ./operator.ts: restart `host serve` after the deploy, so the Worker is served as after any start of the host. */
     'restart-after-deploy': {type: 'boolean', default: false},
+    /** ./operator.ts: measure at once after the deploy, through the shard's loader (else after the settle swap, as an operator gets it). */
+    loaded: {type: 'boolean', default: false},
     /** ./operator.ts: a Node option for the `host serve` process (repeatable), e.g. --cpu-prof. */
     'node-option': {type: 'string', multiple: true, default: []},
   },
@@ -34,6 +36,7 @@ export const WORKERS = Number(options.workers)
 export const EXTRA_ENV = options.env
 export const HOST_NODE_OPTIONS = options['node-option']
 export const RESTART_AFTER_DEPLOY = options['restart-after-deploy']
+export const MEASURE_LOADED = options.loaded
 export const SECTIONS = new Set(options.sections.split(','))
 export const HELLO = fileURLToPath(new URL('../../fixtures/workers/hello/index.js', import.meta.url))
 export const COUNTER = fileURLToPath(new URL('../../fixtures/workers/counter/index.js', import.meta.url))

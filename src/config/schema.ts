@@ -281,6 +281,13 @@ export const settingsSchema = z.strictObject({
       loader_max_stale_loads: count(200, 1, 100_000),
       /** Past this resident memory a shard holding replaced Worker versions is recycled; keep it below shard_memory_limit_mb. */
       loader_recycle_memory_mb: count(1_536, 64, 1_048_576),
+      /**
+       * A shard that loaded Workers into its running process moves to a new one with each Worker on its own socket (about
+       * half of workerd's CPU per request through the loader; the move restarts the shard's other Workers, as any swap
+       * does) once no deploy reached it for this long; 0: only at the next start, swap or recycle. Shards with Durable
+       * Objects wait for those: their swap holds requests.
+       */
+      loader_settle_seconds: count(300, 0, 86_400),
       /** Write every Worker event as a JSON line to this file (absolute path); empty = no file. */
       worker_log_file: z
         .string()

@@ -136,6 +136,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       workerEvents: settings.worker_events,
       codeLoading: settings.code_loading,
       maxStaleLoads: settings.loader_max_stale_loads,
+      loaderSettleMs: settings.loader_settle_seconds * 1000,
       recycleMemoryBytes: settings.loader_recycle_memory_mb * 1024 * 1024,
       validationConcurrency: settings.validation_concurrency,
       scriptsOfShard: (index) => state.scripts.runnableScripts(index),

@@ -39,7 +39,7 @@ export class HostMetrics {
 
   readonly shardRestarts = this.counter(
     'edgeworkers_host_shard_restarts_total',
-    'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle).',
+    'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle, settle).',
     ['shard', 'reason'],
   )
 

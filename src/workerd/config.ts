@@ -29,11 +29,11 @@
 import {OPERATION_SETTINGS_BINDING, RUNTIME_CONFIG_BINDING, SERVICE_ACCOUNTS_BINDING, type Binding, type ModuleType} from '../protocol/management-api.js'
 import type {RunnableScript} from './script.js'
 import {CRON_SOCKET, renderCronServices} from './cron-config.js'
-import {kvServiceName, renderKvBinding, renderKvServices, usesKvNamespaces} from './kv-config.js'
-import {d1ServiceName, d1Sockets, renderD1Binding, renderD1Services, usesD1Databases} from './d1-config.js'
-import {r2ServiceName, renderR2Binding, renderR2Services, usesR2Buckets} from './r2-config.js'
+import {KV_STORAGE, renderKvBinding} from './kv-config.js'
+import {D1_STORAGE, d1Sockets, renderD1Binding} from './d1-config.js'
+import {R2_STORAGE, renderR2Binding} from './r2-config.js'
 import {capnpString} from './capnp.js'
-import {durableObjectStorage} from './storage-service.js'
+import {durableObjectStorage, renderStorageKindServices, usesStorageKind} from './storage-service.js'
 import {queueServiceName, queueSockets, renderQueueBinding, renderQueueServices, usesQueues} from './queue-config.js'
 import {BINDING_METRICS_SOCKET, type BindingServices, renderBindingMetricsServices} from './binding-metrics.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
@@ -208,26 +208,21 @@ export function renderValidationConfig(scripts: RunnableScript[], options: Rende
   )
 }
 
+const STORAGE_KINDS = [KV_STORAGE, D1_STORAGE, R2_STORAGE]
+
 /**
  * The service Workers behind the script's KV namespaces, D1 databases, R2 buckets and queues, in its
  * Durable Object storage (`storage`; null: it has none). `deliver`: its queue consumer is sent messages.
  */
 function renderStorageServices(script: RunnableScript, storage: string | 'memory' | null, deliver: boolean): string[] {
-  return [
-    ...renderKvServices(script, storage),
-    ...renderD1Services(script, storage),
-    ...renderR2Services(script, storage),
-    ...renderQueueServices(script, storage, deliver),
-  ]
+  return [...STORAGE_KINDS.flatMap((kind) => renderStorageKindServices(kind, script, storage)), ...renderQueueServices(script, storage, deliver)]
 }
 
 /** Whether the script has Durable Object storage: its own classes, or its KV namespaces, D1 databases, R2 buckets or queues (./kv-config.ts, ./d1-config.ts, ./r2-config.ts, ./queue-config.ts). */
 export function usesDurableObjects(script: RunnableScript): boolean {
   return (
     script.bindings.some((binding) => binding.type === 'durable_object_namespace') ||
-    usesKvNamespaces(script) ||
-    usesD1Databases(script) ||
-    usesR2Buckets(script) ||
+    STORAGE_KINDS.some((kind) => usesStorageKind(kind, script)) ||
     usesQueues(script)
   )
 }
@@ -235,9 +230,7 @@ export function usesDurableObjects(script: RunnableScript): boolean {
 /** The binding services a script has in its shard (./binding-metrics.ts reads their counts). */
 function bindingServicesOf(script: RunnableScript): BindingServices {
   return [
-    ...(usesKvNamespaces(script) ? [{service: kvServiceName(script.name), type: 'kv' as const}] : []),
-    ...(usesD1Databases(script) ? [{service: d1ServiceName(script.name), type: 'd1' as const}] : []),
-    ...(usesR2Buckets(script) ? [{service: r2ServiceName(script.name), type: 'r2' as const}] : []),
+    ...STORAGE_KINDS.filter((kind) => usesStorageKind(kind, script)).map((kind) => ({service: kind.serviceName(script.name), type: kind.metricsType})),
     ...(usesQueues(script) ? [{service: queueServiceName(script.name), type: 'queue' as const}] : []),
   ]
 }

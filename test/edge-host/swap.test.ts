@@ -52,9 +52,9 @@ async function redeployUnderTraffic(host: TestHost, client: HostClient, name: st
   return {failures, seen, requests}
 }
 
-async function swapCount(host: TestHost, mode: 'hold' | 'overlap' | 'load'): Promise<number> {
+async function swapCount(host: TestHost, mode: 'hold' | 'overlap' | 'load', reason = 'deploy'): Promise<number> {
   const metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
-  return Number(new RegExp(`edgeworkers_host_shard_swap_seconds_count\\{reason="deploy",mode="${mode}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0)
+  return Number(new RegExp(`edgeworkers_host_shard_swap_seconds_count\\{reason="${reason}",mode="${mode}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0)
 }
 
 describe('a shard with Durable Objects: requests are held during each swap', () => {
@@ -298,6 +298,44 @@ describe('the loader after a start: every Worker on its own socket', () => {
 })
 
 /** Unix sockets the process listens on (its health, loader and Worker sockets). */
+describe('the loader: once deploys settle, the Workers get their own sockets', () => {
+  let host: TestHost
+  let client: HostClient
+  const names = [scriptNameFor('loader/settled-a'), scriptNameFor('loader/settled-b')]
+
+  beforeAll(async () => {
+    host = await startTestHost({settings: {shards: 1, code_loading: 'loader', loader_settle_seconds: 1}})
+    await host.pair()
+    client = host.client()
+  }, 60_000)
+
+  afterAll(async () => {
+    await host?.stop()
+  })
+
+  test('Workers deployed into a running process go through its loader, then a swap with nothing held puts each on its own socket; so after a crash', async () => {
+    const started = shardPid(host)
+    for (const name of names) await client.deploy(name, textWorker(`${name} 1`))
+    expect(await swapCount(host, 'load')).toBe(names.length)
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(1)
+    // The replaced process stops once its requests are done: then one shard process is left, the new one.
+    const shardPids = () => readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
+    await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
+    const pid = shardPid(host)
+    expect(pid).not.toBe(started)
+    expect(listeningSockets(pid)).toBe(2 + names.length)
+    expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
+    expect(await swapCount(host, 'hold', 'settle')).toBe(0)
+
+    // A crash's replacement (the spare process, which has no Worker of its own) leaves them to its loader; they settle again.
+    process.kill(pid, 'SIGKILL')
+    expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(2)
+    await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
+    expect(listeningSockets(shardPid(host))).toBe(2 + names.length)
+  }, 120_000)
+})
+
 function listeningSockets(pid: number): number {
   // A connection's descriptor may close between the listing and the read: it is no listener anyway.
   const link = (fd: string) => {

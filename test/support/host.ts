@@ -69,6 +69,8 @@ const TEST_DEFAULTS: Partial<HostSettings> = {
   drain_timeout_ms: 5_000,
   request_hold_timeout_ms: 20_000,
   start_timeout_ms: 30_000,
+  // Workers loaded into a running process stay in its loader: tests that count swaps or processes see only theirs.
+  loader_settle_seconds: 0,
 }
 
 /** Host logs are silent in tests unless EDGEWORKERS_TEST_HOST_LOG=1 or the test asked for them. */

@@ -99,6 +99,15 @@ function fingerprintOf(script: RunnableScript): string {
 }
 
 /** Some script the process serves keeps Durable Objects: no second process may open their files. */
+/**
+ * Whether a swap would take Workers out of the loader, or drop replaced loads (`staleLoads`), without
+ * holding requests (no Durable Objects): what a settle swap is for (see Shard).
+ */
+export function worthSettling(loaded: ReadonlyMap<string, LoadedScript>, staleLoads: number): boolean {
+  const entries = [...loaded.values()]
+  return (staleLoads > 0 || entries.some((entry) => entry.loadId !== null)) && !entries.some((entry) => entry.usesDurableObjects)
+}
+
 export function anyUsesDurableObjects(loaded: ReadonlyMap<string, LoadedScript>): boolean {
   return [...loaded.values()].some((entry) => entry.usesDurableObjects)
 }

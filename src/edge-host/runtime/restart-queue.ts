@@ -14,6 +14,7 @@ export class RestartQueue {
   /** The swap running now, if any. */
   current: Promise<void> | null = null
   private consecutiveCrashes = 0
+  private laterTimer: NodeJS.Timeout | null = null
 
   constructor(
     private readonly options: Pick<ShardOptions, 'index' | 'coalesceWindowMs' | 'log'>,
@@ -36,6 +37,19 @@ export class RestartQueue {
     const restarted = this.pending.promise
     void this.drive()
     return restarted
+  }
+
+  /**
+   * Asks for a swap `delayMs` from now (0: never) if `wanted()` still holds then and no swap is asked
+   * for or running; a later call moves the time (the last of a burst of deploys counts).
+   */
+  requestLater(reason: RestartReason, delayMs: number, wanted: () => boolean): void {
+    if (this.laterTimer) clearTimeout(this.laterTimer)
+    if (delayMs === 0) return
+    this.laterTimer = setTimeout(() => {
+      this.laterTimer = null
+      if (!this.stopping() && !this.busy && wanted()) void this.request(reason).catch(() => {}) // a failed swap is retried as a crash
+    }, delayMs).unref()
   }
 
   /** How long to wait before restarting after another crash in a row. */

@@ -60,6 +60,8 @@ export interface RuntimeOptions {
   codeLoading: 'restart' | 'loader'
   /** Replaced loads a shard's process may hold before it is recycled (host.loader_max_stale_loads). */
   maxStaleLoads: number
+  /** A shard that loaded Workers swaps to a process running them on their own sockets this long after its last load (host.loader_settle_seconds; 0: never). */
+  loaderSettleMs: number
   /** Past this resident memory a shard holding replaced loads is recycled (host.loader_recycle_memory_mb). */
   recycleMemoryBytes: number
   /** At most this many validation sandboxes run at once (uploads arriving meanwhile share the next). */
@@ -148,7 +150,11 @@ export class WorkerdRuntime {
       spare: this.spare,
       codeLoading:
         options.codeLoading === 'loader'
-          ? {runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script), maxStaleLoads: options.maxStaleLoads}
+          ? {
+              runsInLoader: (script) => !usesDurableObjects(script) && !usesCrons(script),
+              maxStaleLoads: options.maxStaleLoads,
+              settleMs: options.loaderSettleMs,
+            }
           : null,
       pidDir: this.pidDir,
       coalesceWindowMs: options.coalesceWindowMs,

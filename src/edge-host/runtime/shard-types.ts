@@ -29,7 +29,8 @@ export interface ShardOptions {
   /** Writes a config for `scripts`, the ones on the swap path (the loader Worker is in it whenever codeLoading is set). */
   prepare(scripts: RunnableScript[]): Promise<PreparedConfig>
   /** host.code_loading = "loader": which scripts the loader Worker runs, and the bound on replaced loads. */
-  codeLoading: {runsInLoader(script: RunnableScript): boolean; maxStaleLoads: number} | null
+  /** `settleMs`: after the last load, the process is swapped for one running every Worker on its own socket (0: never). */
+  codeLoading: {runsInLoader(script: RunnableScript): boolean; maxStaleLoads: number; settleMs: number} | null
   /** A process started ahead of need, taken by a runaway's or a crash's replacement (./process-lifecycle.ts); null: none. */
   spare: {take(): StartedProcess | null} | null
   /** Where workerd processes are recorded while they run, so a later host can clean up after a crash. */
@@ -47,7 +48,8 @@ export interface ShardOptions {
   beforeStop?(agent: Agent): Promise<void>
 }
 
-export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle'
+/** `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs); `recycle`: it holds too many replaced ones. */
+export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle' | 'settle'
 /** `load`: no swap — changed Workers were loaded into the running process (the loader). */
 export type SwapMode = 'hold' | 'overlap' | 'load'
 /** What the shard serves changed; `scripts`: how many it runs (after a swap) or loaded (`load`). */

@@ -7,18 +7,17 @@
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it
 //   listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-// With the Worker Loader (host.code_loading = "loader", see ../../workerd/loader-worker.ts) a deploy of a Worker without Durable
-// Objects (or any change of its env) gives it a load id and loads it into the shard's loader Worker in the running process,
-// switching its route (see loaderAtStart) — no swap, the neighbours untouched (refresh). What the loader cannot run (Durable
-// Objects: their storage and alarms belong to a configured namespace) stays on the swap path. workerd never unloads a loaded
-// Worker, so after `maxStaleLoads` replaced loads (or past the watchdog's recycle memory) the shard swaps its process to drop
-// them: a recycle, which overlaps like any swap without Durable Objects. A process that dies on its own is restarted with
-// backoff (at once when a script is suspected of it), the gate closed meanwhile; the watchdog (./watchdog.ts) replaces a runaway
-// by restartNow(). Both take the spare process when one is ready (./process-lifecycle.ts).
+// With the Worker Loader (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects
+// (or a change of its env) loads it into the running process's loader Worker under a new load id and switches its route
+// (refresh) — no swap, neighbours untouched. A loaded Worker costs a second invocation per request, so once nothing changed for
+// `settleMs` the shard swaps (overlap only) to a process running it on its own socket; workerd never unloads a loaded Worker, so
+// past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A dead process is restarted
+// with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow(); both take
+// the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader (loaderAtStart) until the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
-import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad} from './loaded-scripts.js'
+import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, worthSettling} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
@@ -33,11 +32,8 @@ import {ProcessOutput, retireProcess, startProcess, stopProcess} from './process
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
-/**
- * A crash is blamed on a request only if it had run this long: a process killed from outside (or a
- * deploy racing a request) should not count against whichever request happened to be inside, while
- * what crashes workerd from a Worker (a memory bomb) takes far longer than this to do it.
- */
+/** A crash is blamed on a request only if it had run this long: a process killed from outside (or a deploy racing a
+ * request) should not count against whichever request was inside; what crashes workerd from a Worker takes far longer. */
 const CRASH_SUSPECT_MIN_AGE_MS = 100
 
 /** A process that ran this long before dying resets the crash backoff. */
@@ -172,10 +168,7 @@ export class Shard {
     }
   }
 
-  /**
-   * The script of the oldest request inside the running process (or failed in it) that has run at
-   * least `minAgeMs`, or null.
-   */
+  /** The script of the oldest request inside the running process (or failed in it) that has run at least `minAgeMs`, or null. */
   suspect(minAgeMs = 0): string | null {
     return this.requests.suspect(minAgeMs)
   }
@@ -285,6 +278,12 @@ export class Shard {
     if (loads.length > 0)
       this.options.log.info({shard: this.index, loaded: loads.map(({loadId}) => loadId), staleLoads: this.staleLoads}, 'loaded into the running process')
     if (this.staleLoads >= this.options.codeLoading!.maxStaleLoads) void this.requestRestart('recycle')
+    else this.settleLater()
+  }
+
+  /** Once nothing changed for codeLoading.settleMs, a swap takes the Workers out of the loader if that is worth it (worthSettling). */
+  private settleLater(): void {
+    this.restartQueue.requestLater('settle', this.options.codeLoading?.settleMs ?? 0, () => this.gate.open && worthSettling(this.loaded, this.staleLoads))
   }
 
   private async swap(reason: RestartReason): Promise<void> {
@@ -360,6 +359,7 @@ export class Shard {
     // Loaded Workers are loaded by their first request: a start does not compile them all.
     const entry = (script: RunnableScript) => loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script))
     this.loaded = new Map(scripts.map((script) => [script.name, entry(script)]))
+    this.settleLater() // a runaway's or a crash's replacement left its Workers to the loader
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
       const suspect = this.suspect(CRASH_SUSPECT_MIN_AGE_MS)

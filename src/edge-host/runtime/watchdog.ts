@@ -27,7 +27,7 @@
 // then moves that script to a shard of its own before the replacement reads its scripts. A process
 // that dies on its own is reported by the shard itself (Shard onCrash). The host counts incidents
 // per release and quarantines it after a few (HostState.recordIncident).
-import {readFile} from 'node:fs/promises'
+import {readFileSync} from 'node:fs'
 import type {Logger} from 'pino'
 import type {Shard} from './shard.js'
 
@@ -105,8 +105,7 @@ export class Watchdog {
     const pid = shard.pid
     if (pid === null || this.probes.get(shard.index)?.pid !== pid) this.probes.delete(shard.index) // not serving, or a new process: start over
     if (pid === null) return
-    const [cpuMs, rss] = await Promise.all([mainThreadCpuMs(pid), residentBytes(pid)])
-    if (shard.pid !== pid) return
+    const [cpuMs, rss] = [mainThreadCpuMs(pid), residentBytes(pid)]
     const pending = this.probes.get(shard.index)
     // A request inside since before the process last answered holds its thread: that one, if any.
     if (rss !== null && rss > this.options.memoryLimitBytes)
@@ -178,8 +177,8 @@ const USER_HZ = 100
  * User plus system CPU time of a process's main thread in ms, or null where /proc does not tell:
  * the thread a held Worker holds, not V8's helper threads, which work for any process.
  */
-async function mainThreadCpuMs(pid: number): Promise<number | null> {
-  const stat = await readFile(`/proc/${pid}/task/${pid}/stat`, 'utf8').catch(() => '')
+function mainThreadCpuMs(pid: number): number | null {
+  const stat = procFile(`/proc/${pid}/task/${pid}/stat`)
   // Fields after the command name (which may hold spaces), from field 3 (state): utime and stime are 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   const ticks = Number(fields[11]) + Number(fields[12])
@@ -187,8 +186,21 @@ async function mainThreadCpuMs(pid: number): Promise<number | null> {
 }
 
 /** VmRSS of a process in bytes, or null where /proc does not tell. */
-async function residentBytes(pid: number): Promise<number | null> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '')
+function residentBytes(pid: number): number | null {
+  const status = procFile(`/proc/${pid}/status`)
   const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]
   return kib === undefined ? null : Number(kib) * 1024
+}
+
+/**
+ * A /proc file's text, '' once the process is gone. Read synchronously: procfs answers from memory,
+ * and fs/promises' open, stat, read and close through the thread pool cost ~7× the CPU (a tick's two
+ * files: ~200 µs against ~25 µs, about 2 ms of the host's CPU per second per shard; BENCHMARKS.md).
+ */
+function procFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    return ''
+  }
 }

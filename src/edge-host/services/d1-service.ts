@@ -5,7 +5,7 @@
 // data writes, not changes of scripts or control state: they run during a backup fence too.
 import type {z} from 'zod'
 import type {D1QueryResult, d1QueryRequestSchema, ValidUploadScript} from '../../protocol/management-api.js'
-import {d1ServiceName} from '../../workerd/d1-config.js'
+import {D1_STORAGE} from '../../workerd/d1-config.js'
 import {D1_DATABASE_HEADER} from '../../workerd/d1-worker.js'
 import {HostError} from '../errors.js'
 import {requireLiveScript, withScriptShard} from './common.js'
@@ -35,7 +35,7 @@ export class D1Service {
     if (!binding) throw new HostError('d1_database_not_found', `script ${scriptName} has no D1 binding ${query.binding}`)
     return withScriptShard(this.runtime, this.holdTimeoutMs, script, async (dispatcher) => {
       const response = await dispatcher.request({
-        origin: `http://${d1ServiceName(scriptName)}`,
+        origin: `http://${D1_STORAGE.serviceName(scriptName)}`,
         path: '/query?resultsFormat=ROWS_AND_COLUMNS',
         method: 'POST',
         headers: {'content-type': 'application/json', [D1_DATABASE_HEADER]: binding.databaseId},
