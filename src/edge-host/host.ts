@@ -298,7 +298,6 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     cleanups.push(() => rm(path.join(dataDir, HOST_INFO_FILE), {force: true}))
     log.info({publicUrl, adminUrl, dataDir, scope: identity.scope, shards: settings.shards}, 'edge host started')
     setImmediate(parseLoadedSourceMaps)
-
     let stopping: Promise<void> | null = null
     return {
       dataDir,
