@@ -5,7 +5,9 @@
 // (the third quarantines it). Per incident and neighbour: the outage — the longest stretch without
 // a successful answer, from the offending request until 1 s after its answer — and the failed
 // requests (anything but 200). The baseline is the same measure over an equal quiet stretch right
-// before each incident. Several `--bin` builds (e.g. main's) are run in turn, round by round.
+// before each incident. Several `--bin` builds (e.g. main's) are run in turn, round by round. Each
+// incident's line gives the wall-clock times of the offending request and of the longest gap, to read
+// beside the host log's (--host-log: the watchdog's verdict, the kill).
 //
 //   npm run build && node --import tsx bench/runaway/run.ts [--rounds 2] [--clients 4] [--bin bin/run.js --bin …] [--host-log file]
 import {mkdtempSync, openSync, rmSync} from 'node:fs'
@@ -80,20 +82,25 @@ function load(publicUrl: string, script: string, expected: string) {
   }
 }
 
-/** The longest stretch in [from, to] without a successful answer, and the failed answers in it. */
-function outage(answers: Answer[], from: number, to: number): {ms: number; failed: number} {
+/** Wall-clock time of day of a performance.now() reading, as the host log's timestamps read. */
+const clock = (at: number) => new Date(performance.timeOrigin + at).toISOString().slice(11, 23)
+
+/** The longest stretch in [from, to] without a successful answer (and when it was), and the failed answers in it. */
+function outage(answers: Answer[], from: number, to: number): {ms: number; failed: number; gap?: string} {
   let last = from
   let longest = 0
   let failed = 0
+  let gap = ''
   for (const answer of answers) {
     if (answer.at < from || answer.at > to) continue
     if (!answer.ok) failed++
     else {
+      if (answer.at - last > longest) gap = `${clock(last)}-${clock(answer.at)}`
       longest = Math.max(longest, answer.at - last)
       last = answer.at
     }
   }
-  return {ms: Math.max(longest, to - last), failed}
+  return {ms: Math.max(longest, to - last), failed, gap}
 }
 
 interface Figures {
@@ -138,7 +145,9 @@ async function round(bin: string): Promise<Figures> {
           baseline,
           offender: Math.round(answered - began),
         })
-        log(`${bin} ${kind} #${incident}: offender ${answer} after ${Math.round(answered - began)} ms; ${JSON.stringify(figures.incidents[kind].at(-1))}`)
+        log(
+          `${bin} ${kind} #${incident}: offender sent ${clock(began)}, ${answer} after ${Math.round(answered - began)} ms; ${JSON.stringify(figures.incidents[kind].at(-1))}`,
+        )
       }
     }
     await Promise.all(Object.values(loads).map((l) => l.stop()))

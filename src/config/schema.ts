@@ -235,7 +235,7 @@ export const settingsSchema = z.strictObject({
       watchdog_interval_ms: count(100, 50, 60_000),
       /** A shard whose process answered nothing (health probe included) for this long, while a request was inside and its thread ran on the CPU for 40 % of this (more than a legitimate hold, e.g. a garbage collection, takes), is stalled (a Worker holds its thread, e.g. a loop): it is replaced at once. Effectively the per-request CPU time limit; every Worker of the shard waits that long. */
       request_cpu_limit_ms: count(500, 100, 600_000),
-      /** Resident memory one shard's workerd may use; past it the shard is restarted at once. */
+      /** Resident memory one shard's workerd may use; past it the shard is restarted at once (as it is when it grows by 256 MB while answering nothing). */
       // Sized for a full shard: max_scripts_per_shard (500) loaded Workers at ~2.4 MiB, plus the
       // replaced versions it holds until recycled (BENCHMARKS.md, 2,000 Workers).
       shard_memory_limit_mb: count(2_048, 64, 1_048_576),

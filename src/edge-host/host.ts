@@ -15,6 +15,7 @@ import pino, {type Logger} from 'pino'
 import {settingsSchema} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {redactingLogOptions} from '../util/log-redaction.js'
+import {parseLoadedSourceMaps} from '../util/source-maps.js'
 import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './http/body-limits.js'
@@ -297,7 +298,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await writeFileAtomically(path.join(dataDir, HOST_INFO_FILE), `${JSON.stringify(info, null, 2)}\n`)
     cleanups.push(() => rm(path.join(dataDir, HOST_INFO_FILE), {force: true}))
     log.info({publicUrl, adminUrl, dataDir, scope: identity.scope, shards: settings.shards}, 'edge host started')
-
+    setImmediate(parseLoadedSourceMaps)
     let stopping: Promise<void> | null = null
     return {
       dataDir,

@@ -29,8 +29,8 @@ const STOP_GRACE_MS = 2_000
 /** No bits for group or others. */
 const PRIVATE_UMASK = 0o077
 
-/** The parent-death-signal wrapper, where this system has one that works. */
-const DEATH_SIGNAL_WRAPPER: string[] = (() => {
+/** The parent-death-signal wrapper, where this system has one that works: a command prefix. */
+export const DEATH_SIGNAL_WRAPPER: string[] = (() => {
   if (process.platform !== 'linux') return []
   const probe = spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], {stdio: 'ignore'})
   return probe.status === 0 ? ['setpriv', '--pdeathsig', 'KILL', '--'] : []

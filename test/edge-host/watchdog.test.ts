@@ -5,14 +5,18 @@
 // process's own slowness: stopped, or starved of the CPU while its thread is held legitimately for
 // a while (a garbage collection stretched by a busy machine: 100–150 ms of CPU over 600 ms without
 // an answer was judged a stall and its shard killed), it is left alone; a spinning one starved the
-// same way is still caught. The processes are real ones; the shard in front of them answers
-// nothing, as a held thread does.
+// same way is still caught. A process that grows by hundreds of MB without answering (a Worker
+// allocating without bound) is a memory runaway long before any absolute limit; one that grows as
+// much while answering is not. The processes are real ones, started with a parent-death signal (a
+// killed test run leaves none spinning); the shard in front of them answers nothing, as a held
+// thread does, unless the test says so.
 import {spawn} from 'node:child_process'
 import {setTimeout as sleep} from 'node:timers/promises'
 import pino from 'pino'
 import {afterEach, expect, test} from 'vitest'
 import type {Shard} from '../../src/edge-host/runtime/shard.js'
 import {Watchdog} from '../../src/edge-host/runtime/watchdog.js'
+import {DEATH_SIGNAL_WRAPPER} from '../../src/workerd/process.js'
 
 const CPU_LIMIT_MS = 2_000
 const children: Array<ReturnType<typeof spawn>> = []
@@ -26,8 +30,10 @@ function watchSpinner(): Watched {
   return watch(spawnChild(['-e', 'for (;;) {}']), CPU_LIMIT_MS)
 }
 
+/** `command` (node by default) with `args`, killed by the kernel should this test process die first. */
 function spawnChild(args: string[], command: string[] = [process.execPath]): ReturnType<typeof spawn> {
-  const child = spawn(command[0]!, [...command.slice(1), ...args], {stdio: ['ignore', 'pipe', 'ignore']})
+  const [file, ...rest] = [...DEATH_SIGNAL_WRAPPER, ...command, ...args]
+  const child = spawn(file!, rest, {stdio: ['pipe', 'pipe', 'ignore']})
   children.push(child)
   return child
 }
@@ -35,8 +41,8 @@ function spawnChild(args: string[], command: string[] = [process.execPath]): Ret
 interface Watched {
   incidents: Array<{kind: string; script: string | null}>
   watchdog: Watchdog
-  /** The shard in front of the process: its `answered` grows when the test says the process answered. */
-  shard: {answered: number}
+  /** The shard in front of the process: its `answered` grows when the test says the process answered; `probes` sent. */
+  shard: {answered: number; probes: number}
 }
 
 /** A watchdog (limit `cpuLimitMs`) over one shard in front of `child`; the shard's probe is never answered. */
@@ -46,9 +52,13 @@ function watch(child: ReturnType<typeof spawn>, cpuLimitMs: number): Watched {
     index: 0,
     pid: child.pid!,
     answered: 0,
+    probes: 0,
     compiling: false,
     suspect: () => 'spinner',
-    probe: () => new Promise<boolean>(() => {}),
+    probe: () => {
+      shard.probes++
+      return new Promise<boolean>(() => {})
+    },
     restartNow: async () => {},
     recycleIfStale: () => {},
   }
@@ -158,5 +168,50 @@ test('a stopped process is not a stall however long it is stopped; spinning once
     await expect.poll(() => incidents, {timeout: 30_000}).toEqual([{kind: 'stall', script: 'spinner'}])
   } finally {
     watchdog.stop()
+  }
+})
+
+/** MB a child allocates (and touches) per step, and the steps: 640 MB in all, far past the growth allowed while held. */
+const STEP_MB = 32
+const STEPS = 20
+
+test('a process growing by hundreds of MB without answering is a memory runaway, whatever its limit', {timeout: 60_000}, async () => {
+  // Told to (once the watchdog watches it), allocates its 640 MB in one go, then idles (burning no
+  // CPU, so the stall rule never judges it).
+  const child = spawnChild([
+    '-e',
+    `const hoard = []; process.stdin.once('data', () => { for (let step = 0; step < ${STEPS}; step++) hoard.push(Buffer.alloc(${STEP_MB} << 20, 1)) }); setInterval(() => hoard.length, 1_000)`,
+  ])
+  const {incidents, watchdog, shard} = watch(child, CPU_LIMIT_MS)
+  try {
+    await expect.poll(() => shard.probes).toBeGreaterThan(0)
+    child.stdin!.write('go\n')
+    await expect.poll(() => incidents, {timeout: 30_000}).toEqual([{kind: 'memory', script: 'spinner'}])
+  } finally {
+    watchdog.stop()
+  }
+})
+
+test('a process growing as much while it answers is not', {timeout: 60_000}, async () => {
+  // The same 640 MB, one step at a time, answering (a line) after each step.
+  const child = spawnChild([
+    '-e',
+    `const hoard = []; const step = () => { hoard.push(Buffer.alloc(${STEP_MB} << 20, 1)); console.log(hoard.length); if (hoard.length < ${STEPS}) setTimeout(step, 150) }; step(); setInterval(() => hoard.length, 1_000)`,
+  ])
+  const watched = watch(child, CPU_LIMIT_MS)
+  let steps = 0
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = chunk.toString().trim().split('\n').length
+    steps += lines
+    watched.shard.answered += lines
+  })
+  try {
+    await expect.poll(() => steps, {timeout: 30_000}).toBe(STEPS)
+    // Every step sampled by a few more ticks of the watchdog after the last.
+    const sampledUntil = Date.now() + 500
+    await expect.poll(() => Date.now() >= sampledUntil).toBe(true)
+    expect(watched.incidents).toEqual([])
+  } finally {
+    watched.watchdog.stop()
   }
 })

@@ -171,6 +171,8 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
     // Under a gradual deployment, the release this request goes to (workerd's name for it).
     const service = route.split ? splitService(name, {...route, split: route.split}, request.headers) : name
     const forwardBody = upgrade ? undefined : (body ?? (hasBody(request) ? request : undefined))
+    // Sent again if its process is killed as a runaway another Worker caused (it cannot be the cause).
+    const replayable = forwardBody === undefined && IDEMPOTENT.has(request.method ?? 'GET')
     const deadline = Date.now() + options.holdTimeoutMs
     for (let attempt = 1; ; attempt++) {
       let failed = false
@@ -201,7 +203,7 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
         const started = performance.now()
         try {
           if (upgrade) await tunnel(request, response, upgrade, {...forward, socketPath: lease.socketPath}, lease, tunnels)
-          else await proxy(lease.dispatcher, request, response, forward)
+          else await proxy(lease.dispatcher, request, response, forward, replayable ? lease.abandonable : undefined)
         } catch (error) {
           if (response.headersSent || !safeToRetry(error, forwardBody)) options.workerServed(name, performance.now() - started, null)
           throw error
@@ -211,10 +213,11 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
       } catch (error) {
         failed = true
         // A workerd that died under us: wait for the shard to restart and try again, if that is safe.
-        const replay = safeToRetry(error, forwardBody) || (lease.replayable() && forwardBody === undefined && IDEMPOTENT.has(request.method ?? 'GET'))
+        const replay = safeToRetry(error, forwardBody) || (lease.replayable() && replayable)
         if (attempt >= MAX_ATTEMPTS || response.headersSent || !replay) throw error
         options.log.warn({script: name, attempt, code: (error as {code?: string}).code}, 'shard connection failed; retrying after it restarts')
-        await Promise.race([lease.exited, sleep(RETRY_WAIT_MS)])
+        // Replaced (the gate holds the retry until the replacement serves) or dead (it restarts).
+        await Promise.race([lease.retired, lease.exited, sleep(RETRY_WAIT_MS)])
       } finally {
         lease.release(failed)
       }

@@ -50,6 +50,8 @@ export function proxy(
   request: http.IncomingMessage,
   response: http.ServerResponse,
   forward: ScriptRoute & {path: string; host: string; requestId: string; body: Buffer | http.IncomingMessage | undefined},
+  /** Given the means to give the request up (an error, unless the answer has begun). */
+  abandonable?: (abandon: () => void) => void,
 ): Promise<void> {
   const headers: string[] = []
   const raw = request.rawHeaders
@@ -76,6 +78,9 @@ export function proxy(
         onRequestStart(started) {
           controller = started
           if (response.destroyed) started.abort(new Error('the client went away'))
+          abandonable?.(() => {
+            if (!response.headersSent) started.abort(new Error('its workerd process was stopped as a runaway'))
+          })
         },
         onResponseStart(started, statusCode, upstreamHeaders) {
           if (statusCode < 200) return // informational answers are not relayed

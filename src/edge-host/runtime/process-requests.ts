@@ -7,6 +7,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 interface Inside {
   script: string
   startedAt: number
+  /** Gives the request up (see condemn); set once it is on its way to the process. */
+  abandon?: () => void
 }
 
 /** How long a failed request stays a suspect if its process does not exit. */
@@ -25,11 +27,18 @@ export class ProcessRequests {
 
   constructor(private readonly exited: Promise<unknown>) {}
 
-  /** A request of `script` enters; the returned function says how it ended. */
-  enter(script: string): (failed: boolean) => void {
+  /**
+   * A request of `script` enters: `left` says how it ended; `abandonable` names how to give it up
+   * should the process be condemned while it is inside.
+   */
+  enter(script: string): {left: (failed: boolean) => void; abandonable: (abandon: () => void) => void} {
     const entry: Inside = {script, startedAt: Date.now()}
     this.inside.add(entry)
-    return (failed) => {
+    const abandonable = (abandon: () => void) => {
+      entry.abandon = abandon
+    }
+    const left = (failed: boolean) => {
+      entry.abandon = undefined
       // A failed request may be what is killing the process: keep it as a suspect until the
       // process has exited (its crash is blamed first) or has evidently survived it.
       if (!failed) {
@@ -38,6 +47,19 @@ export class ProcessRequests {
         this.lastAnswer.set(script, Date.now())
       } else void Promise.race([this.exited, sleep(FAILED_SUSPECT_MS)]).then(() => this.inside.delete(entry))
     }
+    return {left, abandonable}
+  }
+
+  /**
+   * The process was stopped as a runaway `blamed` caused (null: none to blame). The requests of
+   * other scripts inside are given up at once rather than when it dies (a dying process takes
+   * hundreds of ms to close its sockets on a busy machine, more the more memory it has to free),
+   * so they are replayed on its replacement without waiting for it.
+   */
+  condemn(blamed: string | null): void {
+    this.runawayBlamed = blamed
+    if (blamed === null) return
+    for (const entry of this.inside) if (entry.script !== blamed) entry.abandon?.()
   }
 
   /**

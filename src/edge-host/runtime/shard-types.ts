@@ -86,6 +86,11 @@ export interface ShardLease {
    * in it may be sent again if it is idempotent (it cannot have caused the incident).
    */
   replayable(): boolean
+  /**
+   * `abandon` is called if the process is stopped as a runaway another script caused while this
+   * lease's request is inside (then replayable() holds): the request is given up at once.
+   */
+  abandonable(abandon: () => void): void
   /** `failed`: the request ended by an error; it stays a suspect should the process turn out dead. */
   release(failed?: boolean): void
 }

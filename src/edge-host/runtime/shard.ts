@@ -1,12 +1,11 @@
 // One shard: a workerd process running a subset of the scripts, and the gate in front of it.
 //
-// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new
-// config is written first; then, in one of two modes:
-// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may
-//   open): the gate closes (new requests wait), requests already inside finish, the old process
-//   stops, the new one starts, and the gate opens — held requests are served, none dropped;
-// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it
-//   as soon as it listens, and the old one stops once its requests are done — nothing waits.
+// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written
+// first; then, in one of two modes:
+// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate
+//   closes (new requests wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
+// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it
+//   listens, and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
 // With the Worker Loader (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a
 // change of its env) loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap,
@@ -150,7 +149,7 @@ export class Shard {
     if (!(await this.gate.passed(holdTimeoutMs, () => this.stopping))) return null
     this.inFlight.enter()
     const requests = this.requests
-    const left = requests.enter(script)
+    const {left, abandonable} = requests.enter(script)
     let released = false
     return {
       dispatcher: this.agent!,
@@ -159,6 +158,7 @@ export class Shard {
       socketPath: this.socketPaths.get(this.loaded.get(script)?.socket ?? script),
       replayable: () => requests.replayable(script),
       tunnelOpened: () => requests.tunnelOpened(),
+      abandonable,
       release: (failed = false) => {
         if (released) return
         released = true
@@ -204,15 +204,14 @@ export class Shard {
   }
 
   /**
-   * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it
-   * is stopped (SIGSTOP) and kept while its replacement (the spare, or a start) comes up, requests
-   * waiting at the gate; then it is killed, and requests it never read are replayed on the
-   * replacement. With Durable Objects (one process at a time) it is killed before the replacement.
+   * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and
+   * kept while its replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent
+   * requests of other scripts inside are given up at once (ProcessRequests.condemn) and replayed on the replacement. With
+   * Durable Objects (one process at a time) it is killed before the replacement.
    */
   restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
-    this.requests.runawayBlamed = blamed
     this.suspected = blamed
     const agent = this.agent!
     this.process = null
@@ -222,7 +221,8 @@ export class Shard {
     const durable = anyUsesDurableObjects(this.loaded)
     this.loaded = new Map()
     this.gate.set('down')
-    void agent.close() // no new requests; those inside end by their own socket errors once it is killed
+    void agent.close() // no new requests; those inside are given up now (condemn) or end by their socket errors once it is killed
+    this.requests.condemn(blamed)
     if (durable) void process.kill()
     else {
       process.pause()

@@ -17,8 +17,11 @@
 //   again, and the host's own pauses (however much later than its interval a tick runs) do not
 //   count: the host could not read answers then. Without /proc the CPU condition is not checked.
 //   Every Worker of the shard waits while its thread is held, so the limit is short (500 ms).
-// - memory: the process's resident memory passed `memoryLimitBytes` (read from /proc; without
-//   /proc this check does nothing, and only workerd's own heap limit — a crash — stops a bomb).
+// - memory: the process's resident memory passed `memoryLimitBytes`, or grew by HELD_GROWTH_BYTES
+//   over a window in which it answered nothing with a request inside since before it (a Worker
+//   allocating without bound holds the thread too; this catches it before the stall rule, whose
+//   CPU share such a thread, busy with page faults on a loaded machine, reaches late). Read from
+//   /proc; without it this check does nothing, and only workerd's own heap limit — a crash — stops a bomb.
 // Either replaces the process at once (Shard.restartNow: the replacement starts first, no backoff)
 // and reports an incident against the script whose request was oldest inside the process; the host
 // then moves that script to a shard of its own before the replacement reads its scripts. A process
@@ -50,6 +53,8 @@ interface Probe {
   since: number
   /** The CPU time of its main thread then, ms; null without /proc. */
   cpuMs: number | null
+  /** Its resident memory then; null without /proc. */
+  rssBytes: number | null
   /** Shard.answered then. */
   answered: number
 }
@@ -106,31 +111,42 @@ export class Watchdog {
     if (rss !== null && rss > this.options.memoryLimitBytes)
       return this.runaway(shard, 'memory', shard.suspect(now - (pending?.since ?? now)) ?? shard.suspect(), {rssBytes: rss})
     if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
-    if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, answered: shard.answered})
-    if (pending && now - pending.since > this.options.cpuLimitMs) {
+    if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, rssBytes: rss, answered: shard.answered})
+    // Grown by more than any Worker may hold while answering nothing: a Worker allocating without
+    // bound holds the thread, caught long before the process reaches its limit (or the stall rule
+    // its CPU share: the thread spends its time in page faults, on a busy machine a fraction of it).
+    const grownBytes = rss === null || pending?.rssBytes == null ? 0 : rss - pending.rssBytes
+    if (pending && grownBytes >= HELD_GROWTH_BYTES && !shard.compiling) return this.ifHeld(shard, pending, now, 'memory', {grownBytes})
+    if (pending && now - pending.since >= this.options.cpuLimitMs) {
       const burnedMs = cpuMs === null || pending.cpuMs === null ? null : cpuMs - pending.cpuMs
       // Stopped, starved, or held no longer than a legitimate hold: keep watching the same window.
       // A burst of first loads compiling holds the thread legitimately for longer: while one is on
       // its way, the whole limit.
       if (burnedMs !== null && burnedMs < this.options.cpuLimitMs * (shard.compiling ? 1 : HELD_CPU_SHARE)) return
-      // Only a request inside since before the window can be what holds the thread; without one the
-      // process is left alone and probed afresh.
-      // An answer the host has received but not yet read (timers run before I/O callbacks) is one.
-      await new Promise((resolve) => setImmediate(resolve))
-      if (shard.pid !== pid || shard.answered !== pending.answered) return
-      const suspect = shard.suspect(now - pending.since)
-      if (suspect !== null) return this.runaway(shard, 'stall', suspect, {stalledMs: now - pending.since, ...(burnedMs === null ? {} : {cpuMs: burnedMs})})
-      this.probes.delete(shard.index)
-      return
+      return this.ifHeld(shard, pending, now, 'stall', {stalledMs: now - pending.since, ...(burnedMs === null ? {} : {cpuMs: burnedMs})})
     }
     if (!pending) {
-      const sent: Probe = {pid, since: now, cpuMs, answered: shard.answered}
+      const sent: Probe = {pid, since: now, cpuMs, rssBytes: rss, answered: shard.answered}
       this.probes.set(shard.index, sent)
       void shard.probe().then((answered) => {
         // Only an answer clears the probe: a failed one (the process went away) is cleared above.
         if (answered && this.probes.get(shard.index) === sent) this.probes.delete(shard.index)
       })
     }
+  }
+
+  /**
+   * The process answered nothing over `pending`'s window and looks held (`kind`): replaced if a
+   * request inside since before the window is there to blame (only such a request can be what holds
+   * the thread); without one the process is left alone and probed afresh.
+   */
+  private async ifHeld(shard: Shard, pending: Probe, now: number, kind: IncidentKind, detail: Record<string, number>): Promise<void> {
+    // An answer the host has received but not yet read (timers run before I/O callbacks) is one.
+    await new Promise((resolve) => setImmediate(resolve))
+    if (shard.pid !== pending.pid || shard.answered !== pending.answered) return
+    const suspect = shard.suspect(now - pending.since)
+    if (suspect !== null) return this.runaway(shard, kind, suspect, detail)
+    this.probes.delete(shard.index)
   }
 
   private runaway(shard: Shard, kind: IncidentKind, suspect: string | null, detail: Record<string, number>): void {
@@ -146,6 +162,13 @@ export class Watchdog {
  * 200 ms of the default 500, above the longest legitimate hold measured (150 ms).
  */
 const HELD_CPU_SHARE = 0.4
+
+/**
+ * What a process may grow by over a window in which it answered nothing: twice the memory one
+ * Worker may use on Cloudflare (128 MB). No legitimate hold (a GC, a compile) grows it so; a Worker
+ * allocating without bound does in a fraction of the stall window (~0.2 s of its CPU).
+ */
+const HELD_GROWTH_BYTES = 256 * 1024 * 1024
 
 /** Clock ticks per second of /proc/<pid>/stat: USER_HZ, 100 on every Linux ABI Node runs on. */
 const USER_HZ = 100

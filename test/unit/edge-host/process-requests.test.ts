@@ -1,5 +1,6 @@
 // Who is blamed for a held thread: the oldest request inside, passing over a request whose script
 // answered after it entered (a neighbour's request stuck behind the offender, which may be older).
+// And which requests are given up at once when the process is stopped as a runaway.
 import {afterEach, beforeEach, expect, test, vi} from 'vitest'
 import {ProcessRequests} from '../../../src/edge-host/runtime/process-requests.js'
 
@@ -18,7 +19,7 @@ test('a neighbour that answered after its stuck request entered is passed over f
   vi.advanceTimersByTime(1)
   requests.enter('offender')
   vi.advanceTimersByTime(1)
-  const answered = requests.enter('victim')
+  const {left: answered} = requests.enter('victim')
   vi.advanceTimersByTime(1)
   answered(false) // the victim answered after its stuck request entered
   vi.advanceTimersByTime(600)
@@ -40,7 +41,7 @@ test('when every request inside belongs to scripts that answered since, the olde
   const requests = new ProcessRequests(never)
   requests.enter('a')
   vi.advanceTimersByTime(1)
-  const other = requests.enter('a')
+  const {left: other} = requests.enter('a')
   vi.advanceTimersByTime(1)
   other(false)
   vi.advanceTimersByTime(600)
@@ -49,11 +50,40 @@ test('when every request inside belongs to scripts that answered since, the olde
 
 test('a script that never answered in the process is blamed before an older request of one that did', () => {
   const requests = new ProcessRequests(never)
-  requests.enter('victim')(false) // the victim has answered before
+  requests.enter('victim').left(false) // the victim has answered before
   vi.advanceTimersByTime(1)
   requests.enter('victim') // stuck, older than the offender's request
   vi.advanceTimersByTime(1)
   requests.enter('offender')
   vi.advanceTimersByTime(600)
   expect(requests.suspect(500)).toBe('offender')
+})
+
+test("a process condemned for a runaway gives up its neighbours' requests inside at once, not the offender's nor those that left", () => {
+  const requests = new ProcessRequests(never)
+  const given: string[] = []
+  const enter = (script: string, label: string) => {
+    const inside = requests.enter(script)
+    inside.abandonable(() => given.push(label))
+    return inside
+  }
+  enter('victim', 'victim inside')
+  enter('offender', 'offender inside')
+  enter('victim', 'victim answered').left(false)
+  enter('victim', 'victim failed').left(true)
+  requests.enter('other') // not yet on its way: nothing to give up
+  expect(requests.replayable('victim')).toBe(false)
+  requests.condemn('offender')
+  expect(given).toEqual(['victim inside'])
+  expect(requests.replayable('victim')).toBe(true)
+  expect(requests.replayable('offender')).toBe(false)
+})
+
+test('a process condemned with nobody to blame gives up nothing: no request may be replayed', () => {
+  const requests = new ProcessRequests(never)
+  const given: string[] = []
+  requests.enter('victim').abandonable(() => given.push('victim'))
+  requests.condemn(null)
+  expect(given).toEqual([])
+  expect(requests.replayable('victim')).toBe(false)
 })
