@@ -74,7 +74,8 @@ export interface ScriptDetails {
 }
 
 export interface ScriptListPage {
-  scripts: Array<{scriptName: string; state: ScriptState; tags: string[]; releaseGeneration: string | null}>
+  /** handedOver: moved to another host of the kit, not run on this one (docs/many-hosts.md). */
+  scripts: Array<{scriptName: string; state: ScriptState; tags: string[]; releaseGeneration: string | null; handedOver: boolean}>
   nextCursor: string | null
 }
 

@@ -86,6 +86,10 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     unreferencedAssets: async () => ok({unreferenced: await options.assetFiles.unreferenced(options.state.releaseAssets.referencedHashes())}),
     script: ({params}) => ok(service.details(params.name)),
     retire: ({params}) => ok(service.retire(params.name)),
+    handOver: async ({params}) => ok(await service.handovers.handOver(params.name)),
+    scriptData: async ({params}) => ok(await service.handovers.read(params.name)),
+    importScriptData: async ({params, body}) => ok(await service.handovers.write(params.name, body)),
+    dropScriptData: async ({params}) => ok(await service.handovers.drop(params.name)),
     lockdown: ({params, body}) => ok(service.lockdown(params.name, body)),
     accessPolicy: async ({params, query}) => {
       const waitMs = readinessWaitMs(query.waitMs)

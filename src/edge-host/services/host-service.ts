@@ -8,6 +8,7 @@ import {
   SCRIPT_NAME_PATTERN,
   type AccessPolicy,
   type ControlMeta,
+  EDGE_HOST_FENCED,
   type ControlResult,
   type CronTriggerList,
   type Identity,
@@ -33,6 +34,7 @@ import {type AssetCollector, assertAssetsHeld} from '../assets/management.js'
 import type {AssetFiles} from '../assets/files.js'
 import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './common.js'
 import {FenceService, fenceView} from './fence-service.js'
+import {HandoverService} from './handover-service.js'
 import {validationCandidate} from '../../workerd/script.js'
 import {scriptStateOf, type HostState, type ScriptRecord, type ScriptUpload} from '../state/host-state.js'
 
@@ -64,6 +66,8 @@ export class HostService {
   readonly control: ControlService
   /** Backup fences and the data snapshots taken under them. */
   readonly fences: FenceService
+  /** Moves of stateful Workers to another host of the kit. */
+  readonly handovers: HandoverService
   /** SQL on scripts' D1 databases. */
   readonly d1: D1Service
   /** Scripts' queues and their counts. */
@@ -74,6 +78,7 @@ export class HostService {
     this.runtime = options.runtime
     this.control = new ControlService(options.state, (name) => this.restartScriptShard(name))
     this.fences = new FenceService(options)
+    this.handovers = new HandoverService(options)
     this.d1 = new D1Service(options.state, options.runtime, options.settings.request_hold_timeout_ms)
     this.queues = new QueueService(options.state, options.runtime, options.settings.request_hold_timeout_ms)
   }
@@ -117,6 +122,8 @@ export class HostService {
     // Cheap refusals first: validation runs a workerd.
     this.state.fences.assertNotFenced()
     this.state.scripts.assertNotRetired(name)
+    if (this.state.handovers.isHandedOver(name))
+      throw new HostError(EDGE_HOST_FENCED, `script ${name} was handed over to another edge host of the kit; it takes uploads here only after its data is imported`)
     if (upload.assets) await assertAssetsHeld(this.options.assets, upload.assets)
     if (!this.state.scripts.holdsUpload(name, upload)) {
       const existing = this.state.scripts.get(name)
@@ -134,6 +141,8 @@ export class HostService {
         if (existing?.releaseGeneration) void this.options.assetCollector.collect()
       }
     }
+    // A move back: the release may be the one it held, so its shard has to load it again.
+    if (this.state.handovers.takeBack(name)) this.restartScriptShard(name)
     return this.details(name)
   }
 
@@ -191,6 +200,7 @@ export class HostService {
         releaseGeneration: script.releaseGeneration,
         tags: script.tags,
         updatedAt: iso(script.updatedAt),
+        handedOver: this.state.handovers.isHandedOver(script.name),
       })),
       nextCursor: rows.length > limit ? encodeCursor(page.at(-1)!.name) : null,
     }
@@ -298,6 +308,7 @@ export class HostService {
         liveReleaseGeneration: this.liveGeneration(script),
         shard: script.shard,
         policyRevision: script.policy.revision,
+        handedOver: this.state.handovers.isHandedOver(script.name),
       })),
       quarantined: this.state.quarantine.scripts().map((entry) => ({...entry, quarantinedAt: iso(entry.quarantinedAt)})),
     }

@@ -96,7 +96,13 @@ export class OnPremProvider implements EdgeProvider {
   async listScripts(cursor: string | null, signal?: AbortSignal): Promise<ScriptListPage> {
     const page = await this.host.call(endpoints.listScripts, {query: {cursor}}, signal)
     return {
-      scripts: page.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: script.tags, releaseGeneration: script.releaseGeneration})),
+      scripts: page.scripts.map((script) => ({
+        scriptName: script.name,
+        state: script.state,
+        tags: script.tags,
+        releaseGeneration: script.releaseGeneration,
+        handedOver: script.handedOver,
+      })),
       nextCursor: page.nextCursor,
     }
   }
@@ -191,7 +197,13 @@ export class OnPremProvider implements EdgeProvider {
   async inventory(signal?: AbortSignal): Promise<HostInventory> {
     const inventory = await this.host.call(endpoints.inventory, {}, signal)
     return {
-      scripts: inventory.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: [], releaseGeneration: script.releaseGeneration})),
+      scripts: inventory.scripts.map((script) => ({
+        scriptName: script.name,
+        state: script.state,
+        tags: [],
+        releaseGeneration: script.releaseGeneration,
+        handedOver: script.handedOver,
+      })),
       activeFence: inventory.fence && fenceOf(inventory.fence),
       shards: inventory.shards,
       quarantined: inventory.quarantined,
