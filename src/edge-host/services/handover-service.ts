@@ -1,6 +1,7 @@
-// Worker moves between the hosts of a kit, host side (../state/handovers.ts has the rule): hand a
-// script over (stop running it), read its storage files, replace them with another host's, drop
-// them. The kit orders these so that no two hosts ever write one Worker's data (docs/many-hosts.md).
+// Stateful Workers on the hosts of a kit, host side (../state/handovers.ts has the rule): hand a
+// script over (stop running it), read its storage files, replace them with another host's (it runs
+// here again), drop them. The kit orders these so that no two hosts ever write one Worker's data
+// (docs/many-hosts.md).
 import {randomUUID} from 'node:crypto'
 import {existsSync} from 'node:fs'
 import {mkdir, readFile, readdir, rename, rm, writeFile} from 'node:fs/promises'
@@ -18,9 +19,7 @@ import {assertScriptName} from './common.js'
 const SQLITE_COMPANION = /-(wal|shm|journal)$/
 
 export class HandoverService {
-  constructor(
-    private readonly options: {dataDir: string; state: HostState; runtime: WorkerdRuntime; log: Logger},
-  ) {}
+  constructor(private readonly options: {dataDir: string; state: HostState; runtime: WorkerdRuntime; log: Logger}) {}
 
   /** Stops running the script here; answers once its shard no longer runs it (its data is still). */
   async handOver(name: string): Promise<Handover> {
@@ -71,6 +70,9 @@ export class HandoverService {
     }
     state.handovers.imported(name)
     log.info({script: name, files: data.files.length}, 'script data imported from another host of the kit')
+    // It runs here from now on (with the release it holds; the kit uploads the current one next).
+    const shard = state.scripts.get(name)?.shard ?? null
+    if (shard !== null) await this.options.runtime.refreshShard(shard)
     return this.view(name)
   }
 

@@ -8,7 +8,6 @@ import {
   SCRIPT_NAME_PATTERN,
   type AccessPolicy,
   type ControlMeta,
-  EDGE_HOST_FENCED,
   type ControlResult,
   type CronTriggerList,
   type Identity,
@@ -122,8 +121,6 @@ export class HostService {
     // Cheap refusals first: validation runs a workerd.
     this.state.fences.assertNotFenced()
     this.state.scripts.assertNotRetired(name)
-    if (this.state.handovers.isHandedOver(name))
-      throw new HostError(EDGE_HOST_FENCED, `script ${name} was handed over to another edge host of the kit; it takes uploads here only after its data is imported`)
     if (upload.assets) await assertAssetsHeld(this.options.assets, upload.assets)
     if (!this.state.scripts.holdsUpload(name, upload)) {
       const existing = this.state.scripts.get(name)
@@ -141,8 +138,6 @@ export class HostService {
         if (existing?.releaseGeneration) void this.options.assetCollector.collect()
       }
     }
-    // A move back: the release may be the one it held, so its shard has to load it again.
-    if (this.state.handovers.takeBack(name)) this.restartScriptShard(name)
     return this.details(name)
   }
 

@@ -1,8 +1,8 @@
-// Worker moves between the hosts of a kit (docs/many-hosts.md), host side: a script handed over to
+// Stateful Workers on the hosts of a kit (docs/many-hosts.md), host side: a script handed over to
 // another host is not run here (no shard loads it, no cron fires, the data plane answers 503
-// worker_moved), so its Durable Object data stays still while the kit copies it. It takes an upload
-// again only after the kit imported its data here (a move back): a host never serves a Worker's
-// stateful release on data older than the owner's.
+// worker_moved), so its Durable Object data stays still while the kit copies it, and a host that
+// is not a Worker's owner holds its releases and control state without ever writing its data. It
+// runs here again once the kit imported its data here (the move that makes this host its owner).
 import type {HostDatabase} from './database.js'
 
 /** SQL: the script `s` (joined with its `h` row) is handed over and not taken back by an import. */
@@ -21,7 +21,7 @@ export class Handovers {
     })
   }
 
-  /** The script's data was imported here: an upload may take it back. */
+  /** The script's data was imported here: it runs here again. */
   imported(script: string, now = Date.now()): void {
     this.db.write((tx) => tx.upsert('script_handovers', ['script'], {script, handed_over_at: now, imported_at: now}, ['handed_over_at']))
   }
@@ -32,11 +32,5 @@ export class Handovers {
 
   wasImported(script: string): boolean {
     return this.db.one<{n: number}>('SELECT COUNT(*) AS n FROM script_handovers WHERE script = ? AND imported_at IS NOT NULL', script)!.n > 0
-  }
-
-  /** An upload takes the script back after an import: it runs here again. true when it was imported. */
-  takeBack(script: string): boolean {
-    if (!this.wasImported(script)) return false
-    return this.db.write((tx) => tx.run('DELETE FROM script_handovers WHERE script = ? AND imported_at IS NOT NULL', script).changes > 0)
   }
 }

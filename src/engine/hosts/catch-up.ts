@@ -3,6 +3,7 @@
 // lacks (the deploy task aimed at that host alone), retires there what the store retired, and only
 // when nothing differs confirms the host current — its /readyz may then say ready — and records what
 // it serves. A host that restarted after missing deploys therefore takes no traffic for stale code.
+// A stateful Worker runs on its owner alone (./owners.ts): another host holds its release, never runs it.
 import {KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
 import type {CurrentRelease} from '../../store/index.js'
@@ -10,8 +11,9 @@ import type {Engine} from '../context.js'
 import {redeployVersion} from '../backup/verify.js'
 import type {DeployTaskResult} from '../deploy/task.js'
 import {listHostScripts, type ListedScript} from '../retire/host-listing.js'
-import {connectMembers} from './members.js'
-import {hostDown, type FanoutMember} from './fanout.js'
+import {connectMembers, fanoutOver} from './members.js'
+import {hostDown, type FanoutMember, type Ownership} from './fanout.js'
+import {ownershipsOf, releaseForeign} from './owners.js'
 
 /** Dedupe keys of the deploy rows a catch-up enqueues. */
 export const HOST_CATCH_UP_KEY_PREFIX = 'host-catchup:'
@@ -22,6 +24,8 @@ export interface HostCatchUp {
   state: 'current' | 'behind' | 'unreachable'
   redeployed: Array<{scriptName: string; releaseGeneration: string; outcome: DeployTaskResult['outcome']}>
   retired: string[]
+  /** Workers owned by another host that this one ran or still held data of: handed over, data dropped. */
+  released: string[]
   /** Scripts still differing from the store after this pass. */
   lacking: number
   error: string | null
@@ -36,18 +40,25 @@ export interface CatchUpOptions {
 export async function catchUpHosts(engine: Engine, scope: string, options: CatchUpOptions = {}): Promise<HostCatchUp[]> {
   const members = await connectMembers(engine.store, engine.settings, engine.hosts, scope)
   if (members.length <= 1) return []
+  const ownerships = await ownershipsOf(engine.store, scope, members)
   const results: HostCatchUp[] = []
   for (const member of members) {
     if (options.shouldStop?.()) break
-    results.push(await catchUpHost(engine, scope, member, options))
+    results.push(await catchUpHost(engine, scope, member, ownerships, options))
   }
   return results
 }
 
-async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, options: CatchUpOptions): Promise<HostCatchUp> {
+async function catchUpHost(
+  engine: Engine,
+  scope: string,
+  member: FanoutMember,
+  ownerships: Map<string, Ownership>,
+  options: CatchUpOptions,
+): Promise<HostCatchUp> {
   const {store, settings, log} = engine
   const host = member.row.host_scope
-  const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], lacking: 0, error: null}
+  const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], released: [], lacking: 0, error: null}
   const list = () =>
     listHostScripts(member.provider, settings.host_reconcile.listing_max_pages, AbortSignal.timeout(settings.host_reconcile.pass_timeout_seconds * 1000))
   let listed: ListedScript[]
@@ -63,9 +74,13 @@ async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, 
     return {...result, state: 'unreachable', error: error.message}
   }
 
-  const expected = await store.hosts.currentReleases(scope)
-  // The deploy task, its provider this one host: the rest of the kit already serves these releases.
-  const hostEngine: Engine = {...engine, resolveProvider: async () => ({status: 'ready', provider: member.provider, scope})}
+  // A Worker moving here is the move's to bring (./move.ts): this lane leaves it alone.
+  const movingHere = (scriptName: string) => ownerships.get(scriptName)?.movingTo === host
+  const expected = (await store.hosts.currentReleases(scope)).filter((release) => !movingHere(release.script_name))
+  // The deploy task, its provider the fan-out over this one host: the rest of the kit already serves
+  // these releases; a Worker owned elsewhere is handed over here first, held, never run.
+  const hostEngine: Engine = {...engine, resolveProvider: async () => ({status: 'ready', provider: fanoutOver(store, settings, scope, [member]), scope})}
+  result.released = await releaseForeign(store, scope, member, listed, ownerships)
   for (const release of lacking(expected, listed)) {
     if (options.shouldStop?.()) break
     const [worker, version] = await Promise.all([store.workers.get(release.worker_id), store.workers.getVersion(release.version_id)])
@@ -81,7 +96,7 @@ async function catchUpHost(engine: Engine, scope: string, member: FanoutMember, 
   }
 
   if (result.redeployed.length > 0) listed = await list()
-  const current = await store.hosts.currentReleases(scope)
+  const current = (await store.hosts.currentReleases(scope)).filter((release) => !movingHere(release.script_name))
   const stillLacking = lacking(current, listed)
   result.lacking = stillLacking.length
   if (stillLacking.length > 0) {

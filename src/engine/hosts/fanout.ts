@@ -7,10 +7,14 @@
 //   the write's failure (the caller retries; hosts take a repeated write idempotently).
 // - Readiness is true only when every host counted serves the release; each that does is recorded.
 // - A read of one host goes to the first that answers.
+// - A Worker with an owner host (./placement.ts) runs there alone: its uploads reach every host, but
+//   each other host is told first to hand it over (hold the release and take its control calls
+//   without running it, so it never writes the data); its readiness and read-back are the owner's.
 import type {HostMemberRow} from '../../store/index.js'
 import {canonicalJson} from '../../canonical-json.js'
 import type {TailLine} from '../../protocol/tail.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails} from '../../provider/types.js'
+import {needsOwner} from './placement.js'
 
 export interface FanoutMember {
   row: HostMemberRow
@@ -36,6 +40,21 @@ const RECEIPT_NOT_FOUND = 'edge_host_receipt_not_found'
 
 type Answer<T> = {member: FanoutMember; value: T}
 
+/** Where a stateful Worker runs: its owner, and during a move the host its data is being copied to. */
+export interface Ownership {
+  host: string
+  movingTo: string | null
+}
+
+/** The store's owner rows, as the fan-out reads and claims them. */
+export interface FanoutPlacement {
+  ownerOf(scriptName: string): Promise<Ownership | null>
+  /** The Worker's owner; `hostScope` when it has none yet. */
+  claim(scriptName: string, hostScope: string): Promise<Ownership>
+}
+
+const runsOn = (ownership: Ownership, member: FanoutMember) => member.row.host_scope === ownership.host || member.row.host_scope === ownership.movingTo
+
 export class FanoutProvider implements EdgeProvider {
   constructor(
     readonly scope: string,
@@ -43,11 +62,12 @@ export class FanoutProvider implements EdgeProvider {
     private readonly graceMs: number,
     private readonly now: () => number,
     private readonly record: FanoutRecorder,
+    private readonly placement: FanoutPlacement,
   ) {}
 
   /** Runs `call` on every host; the answers of those that answered, in member order (see the header for skips). */
-  private async each<T>(call: (provider: EdgeProvider) => Promise<T>): Promise<Array<Answer<T>>> {
-    const settled = await Promise.allSettled(this.members.map((member) => call(member.provider)))
+  private async each<T>(call: (provider: EdgeProvider, member: FanoutMember) => Promise<T>): Promise<Array<Answer<T>>> {
+    const settled = await Promise.allSettled(this.members.map((member) => call(member.provider, member)))
     const answers: Array<Answer<T>> = []
     let failure: unknown = null
     for (const [index, outcome] of settled.entries()) {
@@ -93,6 +113,30 @@ export class FanoutProvider implements EdgeProvider {
     throw failure
   }
 
+  /**
+   * The Worker's ownership when its owner is one of these hosts. A fan-out over hosts that only hold
+   * it (the host reconcile lane bringing a non-owner current) reads and probes every one of them:
+   * it is ready there once stored, as it never runs there.
+   */
+  private async runningOwnership(scriptName: string): Promise<Ownership | null> {
+    const ownership = await this.placement.ownerOf(scriptName)
+    return ownership && this.members.some((member) => member.row.host_scope === ownership.host) ? ownership : null
+  }
+
+  /** Asks the one host `hostScope` (a Worker's owner). */
+  private async on<T>(hostScope: string, call: (provider: EdgeProvider) => Promise<T>): Promise<Answer<T>> {
+    const member = this.members.find((candidate) => candidate.row.host_scope === hostScope)
+    if (!member) throw new ProviderError('retryable', 'edge_host_unreachable', `the owner host ${hostScope} of this Worker is not a host of the kit`)
+    try {
+      const value = await call(member.provider)
+      await this.reached(member)
+      return {member, value}
+    } catch (error) {
+      if (hostDown(error)) await this.unreachable(member)
+      throw error
+    }
+  }
+
   private async reached(member: FanoutMember): Promise<void> {
     if (member.row.unreachable_since === null) return
     member.row.unreachable_since = null
@@ -109,7 +153,20 @@ export class FanoutProvider implements EdgeProvider {
   }
 
   describeHost: EdgeProvider['describeHost'] = (signal) => this.first((p) => p.describeHost(signal))
-  uploadScript: EdgeProvider['uploadScript'] = (input, signal) => this.all((p) => p.uploadScript(input, signal))
+  async uploadScript(...[input, signal]: Parameters<EdgeProvider['uploadScript']>): Promise<ScriptDetails> {
+    const firstActive = this.members.find((member) => member.row.state === 'active') ?? this.members[0]!
+    // Fixed at the first deploy (the first active host by pairing order), so it never changes as hosts come and go.
+    const ownership = needsOwner(input)
+      ? await this.placement.claim(input.scriptName, firstActive.row.host_scope)
+      : await this.placement.ownerOf(input.scriptName)
+    if (!ownership) return this.all((p) => p.uploadScript(input, signal))
+    const answers = await this.each(async (provider, member) => {
+      if (!runsOn(ownership, member)) await provider.handOverScript(input.scriptName, signal)
+      return provider.uploadScript(input, signal)
+    })
+    return (answers.find((answer) => answer.member.row.host_scope === ownership.host) ?? answers[0]!).value
+  }
+
   putAssets: EdgeProvider['putAssets'] = (files, signal) => this.all((p) => p.putAssets(files, signal))
   lockdownScript: EdgeProvider['lockdownScript'] = (name, signal) => this.all((p) => p.lockdownScript(name, signal))
   controlMutation: EdgeProvider['controlMutation'] = (name, mutation, meta, signal) => this.all((p) => p.controlMutation(name, mutation, meta, signal))
@@ -120,6 +177,10 @@ export class FanoutProvider implements EdgeProvider {
   beginFence: EdgeProvider['beginFence'] = (input, signal) => this.all((p) => p.beginFence(input, signal))
   endFence: EdgeProvider['endFence'] = (id, signal) => this.all((p) => p.endFence(id, signal))
   setKitReadiness: EdgeProvider['setKitReadiness'] = (serving, signal) => this.all((p) => p.setKitReadiness(serving, signal))
+  // A move (./move.ts) talks to the two hosts themselves; through the kit these mean every host.
+  handOverScript: EdgeProvider['handOverScript'] = (name, signal) => this.all((p) => p.handOverScript(name, signal))
+  writeScriptData: EdgeProvider['writeScriptData'] = (name, data, signal) => this.all((p) => p.writeScriptData(name, data, signal))
+  dropScriptData: EdgeProvider['dropScriptData'] = (name, signal) => this.all((p) => p.dropScriptData(name, signal))
 
   async missingAssets(hashes: string[], signal?: AbortSignal): Promise<string[]> {
     const answers = await this.each((p) => p.missingAssets(hashes, signal))
@@ -134,13 +195,22 @@ export class FanoutProvider implements EdgeProvider {
 
   /** The hosts' copy when they all hold the same; null when they differ (an upload then makes them alike). */
   async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
+    const ownership = await this.runningOwnership(scriptName)
+    if (ownership) return (await this.on(ownership.host, (p) => p.getScript(scriptName, signal))).value
     const answers = await this.each((p) => p.getScript(scriptName, signal))
     const [head, ...rest] = answers.map((answer) => answer.value)
     return rest.every((details) => sameScript(head ?? null, details)) ? (head ?? null) : null
   }
 
   async probeReadiness(scriptName: string, releaseGeneration: string, options?: {waitMs?: number; signal?: AbortSignal}): Promise<boolean> {
-    const answers = await this.each((p) => p.probeReadiness(scriptName, releaseGeneration, options))
+    const ownership = await this.placement.ownerOf(scriptName)
+    if (ownership && !(await this.runningOwnership(scriptName))) {
+      const held = await this.each((p) => p.getScript(scriptName, options?.signal))
+      return held.every((answer) => answer.value?.releaseGeneration === releaseGeneration)
+    }
+    const answers = ownership
+      ? [await this.on(ownership.host, (p) => p.probeReadiness(scriptName, releaseGeneration, options))]
+      : await this.each((p) => p.probeReadiness(scriptName, releaseGeneration, options))
     for (const answer of answers) if (answer.value) await this.record.ready(answer.member.row.host_scope, scriptName, releaseGeneration)
     return answers.every((answer) => answer.value)
   }
@@ -175,6 +245,7 @@ export class FanoutProvider implements EdgeProvider {
   controlState: EdgeProvider['controlState'] = (name, signal) => this.first((p) => p.controlState(name, signal))
   controlRevision: EdgeProvider['controlRevision'] = (name, part, signal) => this.first((p) => p.controlRevision(name, part, signal))
   inventory: EdgeProvider['inventory'] = (signal) => this.first((p) => p.inventory(signal))
+  readScriptData: EdgeProvider['readScriptData'] = (name, signal) => this.first((p) => p.readScriptData(name, signal))
   downloadSnapshot: EdgeProvider['downloadSnapshot'] = (id, file, signal) => this.first((p) => p.downloadSnapshot(id, file, signal))
   workerActivity: EdgeProvider['workerActivity'] = (signal) => this.first((p) => p.workerActivity(signal))
   d1Query: EdgeProvider['d1Query'] = (name, request, signal) => this.first((p) => p.d1Query(name, request, signal))

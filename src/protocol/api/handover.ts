@@ -33,7 +33,7 @@ export const handoverEndpoints = {
     response: handoverSchema,
     answer: 'json',
     summary:
-      'The script moves to another host: it stops running here (answered once its shard no longer runs it), the data plane answers 503 worker_moved, uploads are refused 423 edge_host_fenced until its data is imported here again. Idempotent.',
+      'This host is not (or no longer) the script’s owner: it stops running it (answered once its shard no longer runs it; also for a name it does not hold yet), the data plane answers 503 worker_moved; uploads and control calls are still taken, not run. Idempotent; refused 423 during a fence.',
   },
   scriptData: {
     method: 'GET',
@@ -50,7 +50,8 @@ export const handoverEndpoints = {
     request: scriptDataSchema,
     response: handoverSchema,
     answer: 'json',
-    summary: 'Replaces the script’s storage files with these (each checked against its SHA-256); refused 409 script_not_handed_over while the script runs here. An upload then takes the script back.',
+    summary:
+      'Replaces the script’s storage files with these (each checked against its SHA-256), then runs it here again; refused 409 script_not_handed_over while the script runs here on data of its own.',
   },
   dropScriptData: {
     method: 'DELETE',

@@ -5,7 +5,7 @@ import {createHash} from 'node:crypto'
 import {open, rm} from 'node:fs/promises'
 import {pipeline} from 'node:stream/promises'
 import {endpoints} from '../../protocol/endpoints.js'
-import {READINESS_WAIT_MAX_MS, type UploadScript} from '../../protocol/management-api.js'
+import {READINESS_WAIT_MAX_MS, type ScriptData, type UploadScript} from '../../protocol/management-api.js'
 import {wireBindingOf} from '../../protocol/worker-bindings.js'
 import type {TailLine, WorkerActivity} from '../../protocol/tail.js'
 import type {D1QueryRequest, D1QueryResult} from '../../protocol/api/d1.js'
@@ -192,6 +192,22 @@ export class OnPremProvider implements EdgeProvider {
 
   async setKitReadiness(serving: boolean, signal?: AbortSignal): Promise<void> {
     await this.host.call(endpoints.kitReadiness, {body: {serving}}, signal)
+  }
+
+  async handOverScript(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.handOver, {params: {name: scriptName}}, signal)
+  }
+
+  async readScriptData(scriptName: string, signal?: AbortSignal): Promise<ScriptData> {
+    return this.host.call(endpoints.scriptData, {params: {name: scriptName}}, signal)
+  }
+
+  async writeScriptData(scriptName: string, data: ScriptData, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.importScriptData, {params: {name: scriptName}, body: data}, signal)
+  }
+
+  async dropScriptData(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.dropScriptData, {params: {name: scriptName}}, signal)
   }
 
   async inventory(signal?: AbortSignal): Promise<HostInventory> {
