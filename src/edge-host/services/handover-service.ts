@@ -27,8 +27,9 @@ export class HandoverService {
     const {state, runtime, log} = this.options
     state.fences.assertNotFenced()
     const shard = state.scripts.get(name)?.shard ?? null
-    if (state.handovers.handOver(name)) log.info({script: name}, 'script handed over to another host of the kit')
-    // Also when it was handed over before: a crash may have come before the shard let go of it.
+    if (!state.handovers.handOver(name)) return this.view(name)
+    log.info({script: name}, 'script handed over to another host of the kit')
+    // A crash before the swap ends is no leak: a host starting loads no handed-over script.
     if (shard !== null) await runtime.refreshShard(shard)
     return this.view(name)
   }

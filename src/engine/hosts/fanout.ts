@@ -53,8 +53,6 @@ export interface FanoutPlacement {
   claim(scriptName: string, hostScope: string): Promise<Ownership>
 }
 
-const runsOn = (ownership: Ownership, member: FanoutMember) => member.row.host_scope === ownership.host || member.row.host_scope === ownership.movingTo
-
 export class FanoutProvider implements EdgeProvider {
   constructor(
     readonly scope: string,
@@ -114,13 +112,14 @@ export class FanoutProvider implements EdgeProvider {
   }
 
   /**
-   * The Worker's ownership when its owner is one of these hosts. A fan-out over hosts that only hold
-   * it (the host reconcile lane bringing a non-owner current) reads and probes every one of them:
-   * it is ready there once stored, as it never runs there.
+   * Which of these hosts runs the owned Worker: its owner, else the host a move copies it to (the
+   * move's own deploy; a deploy through the kit during a move waits for the switch). null
+   * for a fan-out over hosts that only hold it (the host reconcile lane bringing a non-owner
+   * current): there it is ready once stored, as it never runs there.
    */
-  private async runningOwnership(scriptName: string): Promise<Ownership | null> {
-    const ownership = await this.placement.ownerOf(scriptName)
-    return ownership && this.members.some((member) => member.row.host_scope === ownership.host) ? ownership : null
+  private runner(ownership: Ownership): string | null {
+    for (const host of [ownership.host, ownership.movingTo]) if (host && this.members.some((member) => member.row.host_scope === host)) return host
+    return null
   }
 
   /** Asks the one host `hostScope` (a Worker's owner). */
@@ -160,8 +159,9 @@ export class FanoutProvider implements EdgeProvider {
       ? await this.placement.claim(input.scriptName, firstActive.row.host_scope)
       : await this.placement.ownerOf(input.scriptName)
     if (!ownership) return this.all((p) => p.uploadScript(input, signal))
+    const runner = this.runner(ownership)
     const answers = await this.each(async (provider, member) => {
-      if (!runsOn(ownership, member)) await provider.handOverScript(input.scriptName, signal)
+      if (member.row.host_scope !== runner) await provider.handOverScript(input.scriptName, signal)
       return provider.uploadScript(input, signal)
     })
     return (answers.find((answer) => answer.member.row.host_scope === ownership.host) ?? answers[0]!).value
@@ -195,8 +195,9 @@ export class FanoutProvider implements EdgeProvider {
 
   /** The hosts' copy when they all hold the same; null when they differ (an upload then makes them alike). */
   async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
-    const ownership = await this.runningOwnership(scriptName)
-    if (ownership) return (await this.on(ownership.host, (p) => p.getScript(scriptName, signal))).value
+    const ownership = await this.placement.ownerOf(scriptName)
+    const runner = ownership && this.runner(ownership)
+    if (runner) return (await this.on(runner, (p) => p.getScript(scriptName, signal))).value
     const answers = await this.each((p) => p.getScript(scriptName, signal))
     const [head, ...rest] = answers.map((answer) => answer.value)
     return rest.every((details) => sameScript(head ?? null, details)) ? (head ?? null) : null
@@ -204,12 +205,13 @@ export class FanoutProvider implements EdgeProvider {
 
   async probeReadiness(scriptName: string, releaseGeneration: string, options?: {waitMs?: number; signal?: AbortSignal}): Promise<boolean> {
     const ownership = await this.placement.ownerOf(scriptName)
-    if (ownership && !(await this.runningOwnership(scriptName))) {
+    const runner = ownership && this.runner(ownership)
+    if (ownership && !runner) {
       const held = await this.each((p) => p.getScript(scriptName, options?.signal))
       return held.every((answer) => answer.value?.releaseGeneration === releaseGeneration)
     }
-    const answers = ownership
-      ? [await this.on(ownership.host, (p) => p.probeReadiness(scriptName, releaseGeneration, options))]
+    const answers = runner
+      ? [await this.on(runner, (p) => p.probeReadiness(scriptName, releaseGeneration, options))]
       : await this.each((p) => p.probeReadiness(scriptName, releaseGeneration, options))
     for (const answer of answers) if (answer.value) await this.record.ready(answer.member.row.host_scope, scriptName, releaseGeneration)
     return answers.every((answer) => answer.value)
