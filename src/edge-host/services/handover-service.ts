@@ -50,8 +50,13 @@ export class HandoverService {
   async write(name: string, data: ScriptData): Promise<Handover> {
     assertScriptName(name)
     const {state, log} = this.options
-    if (state.scripts.get(name) && !state.handovers.isHandedOver(name) && !state.handovers.wasImported(name))
-      throw new HostError('script_not_handed_over', `script ${name} runs on this host; its data is replaced only while it is handed over`)
+    if (state.scripts.get(name) && !state.handovers.isHandedOver(name)) {
+      if (!state.handovers.wasImported(name))
+        throw new HostError('script_not_handed_over', `script ${name} runs on this host; its data is replaced only while it is handed over`)
+      // It runs on an earlier import (a move run again): stopped first, or its process would go on
+      // writing the files about to be replaced.
+      await this.handOver(name)
+    }
     const root = this.root(name)
     const staging = `${root}.incoming-${randomUUID()}`
     const previous = `${root}.previous-${randomUUID()}`
@@ -99,10 +104,15 @@ export class HandoverService {
   }
 }
 
-/** A consistent copy of a SQLite file through the online backup API (a WAL the last writer left is read in). */
+/**
+ * A SQLite file's whole content. Opened for writing — nothing else has it open, the script is handed
+ * over — so that SQLite recovers and checkpoints a WAL the last process left (a read-only connection
+ * cannot, and would read the database without its last commits).
+ */
 async function sqliteCopy(file: string): Promise<Buffer> {
-  const db = new Database(file, {readonly: true, fileMustExist: true})
+  const db = new Database(file, {fileMustExist: true})
   try {
+    db.pragma('wal_checkpoint(TRUNCATE)')
     return db.serialize()
   } finally {
     db.close()
