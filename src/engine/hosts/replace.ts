@@ -26,7 +26,7 @@ export async function replaceHost(engine: Engine, oldName: string, newUrl: strin
   const paired = !joined
   if (!joined) {
     const outcome = await pairKit(engine, url, code, {add: true})
-    joined = (await engine.store.hosts.listMembers(scope)).find((row) => row.host_scope === outcome.pairing.scope)
+    joined = (await engine.store.hosts.listMembers(scope)).find((row) => row.host_url === outcome.pairing.host_url)
     if (!joined) throw new KitError('conflict', `host ${url} did not join kit ${scope}`)
   }
   if (joined.state !== 'active') throw new KitError('conflict', `host ${joined.host_scope} is ${joined.state}; the replacement must be active`)
