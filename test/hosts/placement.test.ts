@@ -34,7 +34,10 @@ async function ok(...args: string[]): Promise<CliResult> {
 const call = async (base: string, method: 'GET' | 'POST' = 'GET') => {
   const response = await request(`${base}/${counter}/?name=visits`, {method})
   const text = await response.body.text()
-  return {status: response.statusCode, body: response.statusCode === 200 ? (JSON.parse(text) as {value: number}).value : (JSON.parse(text) as {code: string}).code}
+  return {
+    status: response.statusCode,
+    body: response.statusCode === 200 ? (JSON.parse(text) as {value: number}).value : (JSON.parse(text) as {code: string}).code,
+  }
 }
 /** What each host answers for the counter: its value where it runs, worker_moved where it does not. */
 const perHost = () => Promise.all(hosts.map((host) => call(host.publicUrl)))
@@ -48,7 +51,9 @@ async function ownerServer(): Promise<string | undefined> {
 async function restartLb(): Promise<RunningHaproxy> {
   await lb?.stop()
   const port = await freePort()
-  const {text} = JSON.parse((await ok('lb', 'config', '--haproxy', '--bind', `127.0.0.1:${port}`, '--check-interval-ms', '200', '--json')).stdout) as {text: string}
+  const {text} = JSON.parse((await ok('lb', 'config', '--haproxy', '--bind', `127.0.0.1:${port}`, '--check-interval-ms', '200', '--json')).stdout) as {
+    text: string
+  }
   lb = await startHaproxy(text, `http://127.0.0.1:${port}`, root)
   await lb.waitFor((states) => [...states.values()].filter((state) => state === 'UP').length === states.size, 'every host up')
   return lb
@@ -78,11 +83,15 @@ afterAll(async () => {
   rmSync(root, {recursive: true, force: true})
 })
 
-test('a Worker with Durable Objects runs on its owner alone, a stateless one everywhere; the LB routes the first to its owner', {timeout: 600_000}, async () => {
+test('a Worker with Durable Objects runs on its owner alone, a stateless one everywhere; the LB routes the first to its owner', {
+  timeout: 600_000,
+}, async () => {
   const deployed = JSON.parse((await ok('deploy', 'fixtures/workers/counter', '--department', 'sales', '--json')).stdout) as {state: string; url: string}
   expect(deployed.state).toBe('completed')
   counter = new URL(deployed.url).pathname.split('/')[1]!
-  hello = new URL(JSON.parse((await ok('deploy', textProject(root, 'stateless'), '--department', 'web', '--json')).stdout).url as string).pathname.split('/')[1]!
+  hello = new URL(JSON.parse((await ok('deploy', textProject(root, 'stateless'), '--department', 'web', '--json')).stdout).url as string).pathname.split(
+    '/',
+  )[1]!
   await ok('reconcile')
 
   // The first host by pairing order owns it; the others hold it without running it.
@@ -184,7 +193,12 @@ test('host replace, killed mid-move and run again: the new machine owns the Work
   expect(killed.signal, killed.stderr).toBe('SIGKILL')
   expect((await perHost()).filter((answer) => answer.status === 200).length).toBeLessThanOrEqual(1)
 
-  const replaced = JSON.parse((await ok(...args.slice(0, -2), '--json')).stdout) as {old: string; new: string; paired: boolean; moved: Array<{scriptName: string}>}
+  const replaced = JSON.parse((await ok(...args.slice(0, -2), '--json')).stdout) as {
+    old: string
+    new: string
+    paired: boolean
+    moved: Array<{scriptName: string}>
+  }
   expect(replaced).toMatchObject({old: scopeOf(old), new: scopeOf(fresh), paired: false, moved: [{scriptName: counter}]})
   expect(await call(fresh.publicUrl)).toEqual({status: 200, body: value})
   expect(await call(old.publicUrl, 'POST')).toEqual({status: 503, body: 'worker_moved'})

@@ -1,6 +1,6 @@
 // Scripts and their releases: metadata, modules (blobs shared by content), shard assignment,
 // lockdown and retirement, and the route the data plane reads for every request.
-import {canonicalDigest, sha256Hex} from '../../canonical-json.js'
+import {sha256Hex} from '../../canonical-json.js'
 import type {Binding, ModuleInfo, ModuleType, QueueConsumer, ReleaseAssets, ReleaseSplit, ScriptState} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {ControlConfig, PolicyColumns} from './control-config.js'
@@ -12,6 +12,7 @@ import {HANDED_OVER} from './handovers.js'
 import {QUARANTINED} from './quarantine.js'
 import {dropUnusedBlob, ScriptSplits} from './script-splits.js'
 import {leastLoadedShard} from './shard-placement.js'
+import {uploadDigest} from './upload-digest.js'
 import type {RunnableScript} from '../../workerd/script.js'
 
 export interface ScriptRecord {
@@ -112,14 +113,6 @@ interface RouteRow extends PolicyColumns {
   locked_down_at: number | null
   quarantined: 0 | 1
   handed_over: 0 | 1
-}
-
-/** Identity of an upload's content: equal digests mean a repeated upload that changes nothing. */
-export function uploadDigest(upload: ScriptUpload): string {
-  return canonicalDigest({
-    ...upload,
-    modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content)})),
-  })
 }
 
 export class Scripts {
