@@ -209,4 +209,17 @@ test('host replace, killed mid-move and run again: the new machine owns the Work
   expect(await ownerServer()).toBe(scopeOf(fresh).replace('onprem:', 'h-'))
   await restartLb()
   expect(await call(lb!.url, 'POST')).toEqual({status: 200, body: (value as number) + 1})
+
+  // A drained host takes no Worker; the refusal is one line and writes nothing.
+  const drained = hosts.find((host) => host !== old && host !== fresh)!
+  await ok('host', 'drain', scopeOf(drained))
+  const refused = await cli('worker', 'move', 'sales', '--to', scopeOf(drained))
+  expect({code: refused.code, stdout: refused.stdout, lines: refused.stderr.trimEnd().split('\n').length}).toEqual({code: 6, stdout: '', lines: 1})
+  expect(refused.stderr).toMatch(/^error: host onprem:\w{12} is draining; a Worker moves only to an active host/)
+  expect(await ownerServer()).toBe(scopeOf(fresh).replace('onprem:', 'h-'))
+  // A host that owns Workers is not removed: they would lose their data.
+  await ok('host', 'drain', scopeOf(fresh))
+  const kept = await cli('host', 'remove', scopeOf(fresh))
+  expect({code: kept.code, stdout: kept.stdout}).toEqual({code: 6, stdout: ''})
+  expect(kept.stderr).toMatch(/holds the data of 1 stateful Worker\(s\)/)
 })
