@@ -92,6 +92,9 @@ test('a Worker with Durable Objects runs on its owner alone, a stateless one eve
   hello = new URL(JSON.parse((await ok('deploy', textProject(root, 'stateless'), '--department', 'web', '--json')).stdout).url as string).pathname.split(
     '/',
   )[1]!
+  // The hosts that hold the stateful Worker without running it are current too: no lag.
+  const listed = JSON.parse((await ok('host', 'list', '--json')).stdout) as {hosts: Array<{lag: number}>}
+  expect(listed.hosts.map((host) => host.lag)).toEqual([0, 0, 0])
   await ok('reconcile')
 
   // The first host by pairing order owns it; the others hold it without running it.

@@ -161,8 +161,12 @@ export class FanoutProvider implements EdgeProvider {
     if (!ownership) return this.all((p) => p.uploadScript(input, signal))
     const runner = this.runner(ownership)
     const answers = await this.each(async (provider, member) => {
-      if (member.row.host_scope !== runner) await provider.handOverScript(input.scriptName, signal)
-      return provider.uploadScript(input, signal)
+      if (member.row.host_scope === runner) return provider.uploadScript(input, signal)
+      await provider.handOverScript(input.scriptName, signal)
+      const details = await provider.uploadScript(input, signal)
+      // Held is all a host that does not run the Worker should do: it is current with this release.
+      await this.record.ready(member.row.host_scope, input.scriptName, input.releaseGeneration)
+      return details
     })
     return (answers.find((answer) => answer.member.row.host_scope === ownership.host) ?? answers[0]!).value
   }
