@@ -51,11 +51,10 @@ export class HandoverService {
     assertScriptName(name)
     const {state, log} = this.options
     if (state.scripts.get(name) && !state.handovers.isHandedOver(name)) {
-      if (!state.handovers.wasImported(name))
-        throw new HostError('script_not_handed_over', `script ${name} runs on this host; its data is replaced only while it is handed over`)
-      // It runs on an earlier import (a move run again): stopped first, or its process would go on
-      // writing the files about to be replaced.
-      await this.handOver(name)
+      // It runs on an import this move made (a move run again): the old owner was fenced before that
+      // copy, so the copy is final — and it may have taken writes since. Kept as it is.
+      if (state.handovers.wasImported(name)) return this.view(name)
+      throw new HostError('script_not_handed_over', `script ${name} runs on this host; its data is replaced only while it is handed over`)
     }
     const root = this.root(name)
     const staging = `${root}.incoming-${randomUUID()}`

@@ -51,7 +51,7 @@ export const handoverEndpoints = {
     response: handoverSchema,
     answer: 'json',
     summary:
-      'Replaces the script’s storage files with these (each checked against its SHA-256), then runs it here again; refused 409 script_not_handed_over while the script runs here on data of its own.',
+      'Replaces the script’s storage files with these (each checked against its SHA-256), then runs it here again. Idempotent: a script already running here on an import keeps its data; refused 409 script_not_handed_over while it runs here on data of its own.',
   },
   dropScriptData: {
     method: 'DELETE',
