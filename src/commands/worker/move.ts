@@ -9,8 +9,8 @@ export default class WorkerMove extends BaseCommand<typeof WorkerMove> {
 A Worker with Durable Objects, KV, D1, R2 or queue data, or cron triggers, runs on one owner host.
 The move fences it on the old owner (it answers 503 worker_moved from then on), copies its data to
 the new host, deploys its current release there, switches the owner, and drops the old copy. Run it
-again after a crash: it continues where it stopped. Regenerate the load balancer's configuration
-afterwards (\`lb config --haproxy\`).
+again after a crash, or let the next reconcile pass finish it: it continues where it stopped.
+Regenerate the load balancer's configuration afterwards (\`lb config --haproxy\`).
 Exit codes: 0 moved, 5 no such Worker or host, 6 the Worker keeps no data (it runs on every host),
 the host is its owner already, is draining, or another move is under way, 10 a host did not answer or refused.`
   static override examples = [

@@ -3,7 +3,8 @@
 // lacks (the deploy task aimed at that host alone), retires there what the store retired, and only
 // when nothing differs confirms the host current — its /readyz may then say ready — and records what
 // it serves. A host that restarted after missing deploys therefore takes no traffic for stale code.
-// A stateful Worker runs on its owner alone (./owners.ts): another host holds its release, never runs it.
+// A stateful Worker runs on its owner alone (./owners.ts): another host holds its release, never runs it;
+// a move a crash left under way is finished first (./move.ts).
 import {KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
 import type {CurrentRelease} from '../../store/index.js'
@@ -13,6 +14,7 @@ import type {DeployTaskResult} from '../deploy/task.js'
 import {listHostScripts, type ListedScript} from '../retire/host-listing.js'
 import {connectMembers, fanoutOver} from './members.js'
 import {hostDown, type FanoutMember, type Ownership} from './fanout.js'
+import {finishMoves} from './move.js'
 import {ownershipsOf, releaseForeign} from './owners.js'
 
 /** Dedupe keys of the deploy rows a catch-up enqueues. */
@@ -40,6 +42,7 @@ export interface CatchUpOptions {
 export async function catchUpHosts(engine: Engine, scope: string, options: CatchUpOptions = {}): Promise<HostCatchUp[]> {
   const members = await connectMembers(engine.store, engine.settings, engine.hosts, scope)
   if (members.length <= 1) return []
+  await finishMoves(engine, scope)
   const ownerships = await ownershipsOf(engine.store, scope, members)
   const results: HostCatchUp[] = []
   for (const member of members) {

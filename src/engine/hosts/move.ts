@@ -125,3 +125,22 @@ async function onHost<T>(hostScope: string, call: () => Promise<T>): Promise<T> 
     throw new KitError(code, `host ${hostScope}: ${error.message}; run the move again once it answers`)
   }
 }
+
+/**
+ * Finishes the moves of kit `scope` that a crashed `worker move` left under way (a fenced old owner
+ * serves nothing): the host reconcile lane runs it every pass; each step is idempotent, so a move
+ * still running elsewhere meets no harm (one of the two switches the owner, the other is refused).
+ */
+export async function finishMoves(engine: Engine, scope: string): Promise<WorkerMove[]> {
+  const finished: WorkerMove[] = []
+  for (const row of await engine.store.owners.list(scope)) {
+    if (row.moving_to === null) continue
+    try {
+      finished.push(await moveWorker(engine, row.script_name, row.moving_to))
+    } catch (error) {
+      if (!(error instanceof KitError)) throw error
+      engine.log.warn({scriptName: row.script_name, to: row.moving_to, err: error.message}, 'Edge Worker move not finished; a later pass tries again')
+    }
+  }
+  return finished
+}
