@@ -44,7 +44,7 @@ export async function haproxyConfig(engine: Engine, options: LoadBalancerOptions
 
 interface OwnedRoutes {
   owned: LoadBalancerConfig['owned']
-  /** The owner hosts' servers, each in a backend of its own (a draining owner too: it still serves its Workers). */
+  /** The owner hosts' servers, each in a backend of its own (a draining owner too: its /readyz says 503, so move its Workers first). */
   ownerServers: Server[]
   baseDomain: string
 }
