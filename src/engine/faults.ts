@@ -12,6 +12,11 @@ export type FaultPoint =
   | 'control.after_mutation'
   | 'rollback.after_commit'
   | 'cleanup.after_asset_delete'
+  | 'move.after_begin'
+  | 'move.after_fence'
+  | 'move.after_copy'
+  | 'move.after_deploy'
+  | 'move.after_switch'
 
 export function faultPoint(point: FaultPoint): void {
   if (process.env.EDGEWORKERS_FAULT === point) process.kill(process.pid, 'SIGKILL')

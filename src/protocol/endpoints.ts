@@ -38,6 +38,7 @@ import {
 } from './api/control.js'
 import {controlCopySchema, controlCopyWrittenSchema} from './api/control-copy.js'
 import {assetEndpoints} from './api/assets.js'
+import {handoverEndpoints} from './api/handover.js'
 import {beginFenceSchema, fenceSchema, fenceStatusSchema, inventorySchema, kitReadinessCall, readinessSchema} from './api/host.js'
 import {
   dataPurgeSchema,
@@ -132,6 +133,7 @@ export const endpoints = {
       '`versionIds`: the kit’s ids of the version (tail events and the version-override header name it). `split` (optional, a gradual deployment): the release kept serving beside this one — the script’s current release or the one its split keeps, else 409 split_release_missing — and its percentage; the data plane splits requests by the shares. An upload without `split` drops a kept release.',
   },
   ...assetEndpoints,
+  ...handoverEndpoints,
   script: {method: 'GET', path: '/v1/scripts/:name', signed, response: scriptDetailsSchema, answer: 'json', summary: 'One script’s details.'},
   retire: {
     method: 'POST',

@@ -18,11 +18,12 @@ import type {
   ReleaseAssets,
   RuntimeConfigList,
   SecretList,
+  ScriptData,
   ScriptState,
   ServiceAccountList,
 } from '../protocol/management-api.js'
 
-export type {AccessPolicyMode, ControlCopy, ModuleType, ScriptState}
+export type {AccessPolicyMode, ControlCopy, ModuleType, ScriptData, ScriptState}
 
 export interface ScriptModule {
   /** The specifier other modules import it by. */
@@ -75,7 +76,8 @@ export interface ScriptDetails {
 }
 
 export interface ScriptListPage {
-  scripts: Array<{scriptName: string; state: ScriptState; tags: string[]; releaseGeneration: string | null}>
+  /** handedOver: moved to another host of the kit, not run on this one (docs/many-hosts.md). */
+  scripts: Array<{scriptName: string; state: ScriptState; tags: string[]; releaseGeneration: string | null; handedOver: boolean}>
   nextCursor: string | null
 }
 
@@ -221,6 +223,14 @@ export interface EdgeProvider {
   inventory(signal?: AbortSignal): Promise<HostInventory>
   /** Confirms the host current (`serving`: its /readyz may say ready) or drains it, until it restarts (docs/many-hosts.md). */
   setKitReadiness(serving: boolean, signal?: AbortSignal): Promise<void>
+  /** A stateful Worker moves to another host of the kit: this host stops running it (docs/many-hosts.md). */
+  handOverScript(scriptName: string, signal?: AbortSignal): Promise<void>
+  /** The handed-over script's storage files. */
+  readScriptData(scriptName: string, signal?: AbortSignal): Promise<ScriptData>
+  /** Replaces the script's storage files (refused while it runs on this host). */
+  writeScriptData(scriptName: string, data: ScriptData, signal?: AbortSignal): Promise<void>
+  /** Removes the handed-over script's storage files. */
+  dropScriptData(scriptName: string, signal?: AbortSignal): Promise<void>
   /**
    * Streams the host's data snapshot (a tar, see the protocol) into `file` (created, mode 0600) while
    * fence `fenceId` is active. A cut or refused download leaves no file behind.

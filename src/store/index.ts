@@ -15,6 +15,7 @@ import {ControlAuditRepository} from './repositories/control-audits.js'
 import {DeploymentRepository} from './repositories/deployments.js'
 import {KitRepository} from './repositories/kit.js'
 import {HostsRepository} from './repositories/hosts.js'
+import {OwnersRepository} from './repositories/owners.js'
 import {OutboxRepository} from './outbox/repository.js'
 import {RetirementRepository} from './repositories/retirements.js'
 import {StatusRepository} from './repositories/status.js'
@@ -31,6 +32,7 @@ export interface Repositories {
   audit: AuditRepository
   kit: KitRepository
   hosts: HostsRepository
+  owners: OwnersRepository
   deployments: DeploymentRepository
   sweeps: SweepRepository
   retirements: RetirementRepository
@@ -105,6 +107,7 @@ class KyselyStore implements Store {
   readonly audit: AuditRepository
   readonly kit: KitRepository
   readonly hosts: HostsRepository
+  readonly owners: OwnersRepository
   readonly deployments: DeploymentRepository
   readonly sweeps: SweepRepository
   readonly retirements: RetirementRepository
@@ -123,6 +126,7 @@ class KyselyStore implements Store {
     this.audit = repositories.audit
     this.kit = repositories.kit
     this.hosts = repositories.hosts
+    this.owners = repositories.owners
     this.deployments = repositories.deployments
     this.sweeps = repositories.sweeps
     this.retirements = repositories.retirements
@@ -163,6 +167,7 @@ export function repositoriesFor(ctx: StoreContext): Repositories {
     audit: new AuditRepository(ctx),
     kit: new KitRepository(ctx),
     hosts: new HostsRepository(ctx),
+    owners: new OwnersRepository(ctx),
     deployments: new DeploymentRepository(ctx),
     sweeps: new SweepRepository(ctx),
     retirements: new RetirementRepository(ctx),
@@ -217,6 +222,7 @@ export type {
   AuditRepository,
   KitRepository,
   HostsRepository,
+  OwnersRepository,
   DeploymentRepository,
   SweepRepository,
   RetirementRepository,

@@ -213,6 +213,21 @@ export interface KitHostReleasesTable {
   ready_at: number
 }
 
+/** The owner host of a stateful Worker (migration 0011, docs/many-hosts.md). */
+export interface KitWorkerOwnersTable {
+  script_name: string
+  scope: string
+  /** The host that runs the Worker and holds its data. */
+  host_scope: string
+  /** The host a `worker move` is copying the data to; null when no move is under way. */
+  moving_to: string | null
+  move_started_at: number | null
+  /** The previous owner, until its copy of the data is dropped. */
+  released_from: string | null
+  claimed_at: number
+  updated_at: number
+}
+
 /** One row per version and asset object it serves (migration 0009); `*` = every one (a version older than the table). */
 export interface EdgeWorkerVersionAssetsTable {
   version_id: string
@@ -234,6 +249,7 @@ export interface Database {
   kit_gates: KitGatesTable
   kit_hosts: KitHostsTable
   kit_host_releases: KitHostReleasesTable
+  kit_worker_owners: KitWorkerOwnersTable
 }
 
 export type CompanyRow = Selectable<CompaniesTable>
@@ -259,6 +275,7 @@ export type PairingRow = Omit<Selectable<KitPairingsTable>, 'shared_secret'>
 export type FenceRow = Selectable<KitFencesTable>
 /** A kit's host as every caller sees it: the shared secret is left out. */
 export type HostMemberRow = Omit<Selectable<KitHostsTable>, 'shared_secret'>
+export type WorkerOwnerRow = Selectable<KitWorkerOwnersTable>
 export interface GateRow {
   scope: string
   maintenance: boolean

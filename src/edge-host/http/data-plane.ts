@@ -4,7 +4,8 @@
 //
 // Before the script runs: unknown, retired or not-yet-live → 404 worker_not_found (byte-identical
 // for all three, so a retired Worker is indistinguishable from one that never existed); locked down
-// → 403 worker_retired (on every channel, kit-signed included); access policy → 403 access_denied
+// → 403 worker_retired (on every channel, kit-signed included); handed over to another host of the
+// kit → 503 worker_moved; access policy → 403 access_denied
 // unless the request is signed by the paired kit. Requests for a shard that is swapping are held
 // until it serves again. Bodies stream both ways, never buffered (except a kit-signed request's).
 //
@@ -132,6 +133,11 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
     }
     if (route.lockedDown) {
       sendJson(response, 403, {code: 'worker_retired', message: 'Forbidden'}, {'x-request-id': requestId})
+      return name
+    }
+    if (route.handedOver) {
+      // Moved to another host of the kit (docs/many-hosts.md): its data is no longer written here.
+      sendJson(response, 503, {code: 'worker_moved', message: 'Worker moved to another edge host', requestId}, {'x-request-id': requestId})
       return name
     }
     if (route.quarantined) {

@@ -87,6 +87,10 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     script: ({params}) => ok(service.details(params.name)),
     retire: ({params}) => ok(service.retire(params.name)),
     purgeScriptData: async ({params}) => ok(await service.purgeData(params.name)),
+    handOver: async ({params}) => ok(await service.handovers.handOver(params.name)),
+    scriptData: async ({params}) => ok(await service.handovers.read(params.name)),
+    importScriptData: async ({params, body}) => ok(await service.handovers.write(params.name, body)),
+    dropScriptData: async ({params}) => ok(await service.handovers.drop(params.name)),
     lockdown: ({params, body}) => ok(service.lockdown(params.name, body)),
     accessPolicy: async ({params, query}) => {
       const waitMs = readinessWaitMs(query.waitMs)

@@ -86,7 +86,11 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     if (endpoint.health) return reply(response, endpoint, await handler(call), options.log)
 
     if (endpoint.signed) checkHeaders(request)
-    const limit = !endpoint.signed ? UNSIGNED_BODY_LIMIT : name === 'putAssets' ? options.maxAssetBodyBytes : options.maxBodyBytes
+    const limit = !endpoint.signed
+      ? UNSIGNED_BODY_LIMIT
+      : name === 'putAssets' || name === 'importScriptData'
+        ? options.maxAssetBodyBytes
+        : options.maxBodyBytes
     const body = await readBoundedBody(request, response, limit, options.bodyBudget)
     if (endpoint.signed) authenticate(request, method, target, body)
     const json = parseJsonBody(request, body)

@@ -356,7 +356,7 @@ export class WorkerdRuntime {
   }
 
   private durableObjectRoot(script: string): string {
-    return path.join(this.options.dataDir, 'do', script)
+    return durableObjectRoot(this.options.dataDir, script)
   }
 
   private async cacheModules(script: RunnableScript, contentOf: (sha256: string) => Buffer): Promise<void> {
@@ -383,6 +383,11 @@ export class WorkerdRuntime {
       entries.filter((entry) => /^(shard-\d+|spare)$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),
     )
   }
+}
+
+/** A script's Durable Object storage (its KV, D1, R2 and queue data too): all the data a Worker keeps on a host. */
+export function durableObjectRoot(dataDir: string, script: string): string {
+  return path.join(dataDir, 'do', script)
 }
 
 /** Where the host listens for service-binding calls from its Workers. */

@@ -34,6 +34,7 @@ import {type AssetCollector, assertAssetsHeld} from '../assets/management.js'
 import type {AssetFiles} from '../assets/files.js'
 import {assertScriptName, iso, isoOrNull, policyView, requireScript} from './common.js'
 import {FenceService, fenceView} from './fence-service.js'
+import {HandoverService} from './handover-service.js'
 import {validationCandidate} from '../../workerd/script.js'
 import {scriptStateOf, type HostState, type ScriptRecord, type ScriptUpload} from '../state/host-state.js'
 
@@ -65,6 +66,8 @@ export class HostService {
   readonly control: ControlService
   /** Backup fences and the data snapshots taken under them. */
   readonly fences: FenceService
+  /** Moves of stateful Workers to another host of the kit. */
+  readonly handovers: HandoverService
   /** SQL on scripts' D1 databases. */
   readonly d1: D1Service
   /** Scripts' queues and their counts. */
@@ -75,6 +78,7 @@ export class HostService {
     this.runtime = options.runtime
     this.control = new ControlService(options.state, (name) => this.restartScriptShard(name))
     this.fences = new FenceService(options)
+    this.handovers = new HandoverService(options)
     this.d1 = new D1Service(options.state, options.runtime, options.settings.request_hold_timeout_ms)
     this.queues = new QueueService(options.state, options.runtime, options.settings.request_hold_timeout_ms)
   }
@@ -192,6 +196,7 @@ export class HostService {
         releaseGeneration: script.releaseGeneration,
         tags: script.tags,
         updatedAt: iso(script.updatedAt),
+        handedOver: this.state.handovers.isHandedOver(script.name),
       })),
       nextCursor: rows.length > limit ? encodeCursor(page.at(-1)!.name) : null,
     }
@@ -299,6 +304,7 @@ export class HostService {
         liveReleaseGeneration: this.liveGeneration(script),
         shard: script.shard,
         policyRevision: script.policy.revision,
+        handedOver: this.state.handovers.isHandedOver(script.name),
       })),
       quarantined: this.state.quarantine.scripts().map((entry) => ({...entry, quarantinedAt: iso(entry.quarantinedAt)})),
     }

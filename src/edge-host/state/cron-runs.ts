@@ -2,6 +2,7 @@
 // triggers, and the occurrence each trigger last ran for; and as operators read them (`edgeworkers
 // triggers list`): with how the last finished run ended and when the next one comes.
 import {type CronTriggerStatus, nextCronTime} from '../../protocol/management-api.js'
+import {HANDED_OVER} from './handovers.js'
 import type {HostDatabase} from './database.js'
 
 export interface CronTrigger {
@@ -18,7 +19,8 @@ export class CronRuns {
   /** The triggers of every script that serves: not retired, not locked down. */
   triggers(): CronTrigger[] {
     const scripts = this.db.all<{name: string; shard: number; crons: string}>(
-      `SELECT name, shard, crons FROM scripts WHERE retired_at IS NULL AND locked_down_at IS NULL AND shard IS NOT NULL AND crons != '[]'`,
+      `SELECT s.name, s.shard, s.crons FROM scripts s LEFT JOIN script_handovers h ON h.script = s.name
+       WHERE s.retired_at IS NULL AND s.locked_down_at IS NULL AND s.shard IS NOT NULL AND s.crons != '[]' AND NOT ${HANDED_OVER}`,
     )
     const runs = new Map(
       this.db

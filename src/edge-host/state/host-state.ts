@@ -15,6 +15,7 @@ import {Credentials} from './credentials.js'
 import {HostDatabase} from './database.js'
 import {Fences, type FencedTx} from './fences.js'
 import {Pairing} from './pairing.js'
+import {Handovers} from './handovers.js'
 import {Quarantine} from './quarantine.js'
 import {Receipts} from './receipts.js'
 import {ReleaseAssetsRepository} from './release-assets.js'
@@ -36,6 +37,7 @@ export class HostState {
   readonly fences: Fences
   readonly pairing: Pairing
   readonly quarantine: Quarantine
+  readonly handovers: Handovers
   readonly releaseAssets: ReleaseAssetsRepository
   readonly cronRuns: CronRuns
 
@@ -50,6 +52,7 @@ export class HostState {
     this.fences = new Fences(db)
     this.pairing = new Pairing(db)
     this.quarantine = new Quarantine(db)
+    this.handovers = new Handovers(db)
     this.releaseAssets = new ReleaseAssetsRepository(db)
     this.cronRuns = new CronRuns(db)
   }

@@ -190,4 +190,11 @@ CREATE TABLE split_modules (
 CREATE INDEX split_modules_by_sha256 ON split_modules (sha256);
 `,
   },
+  {
+    // Worker moves between the hosts of a kit (docs/many-hosts.md): a script handed over to another
+    // host is not run here (its data plane answers 503 worker_moved) and takes no upload until its
+    // data was imported here again.
+    name: 'script handovers',
+    sql: 'CREATE TABLE script_handovers (script TEXT PRIMARY KEY, handed_over_at INTEGER NOT NULL, imported_at INTEGER) STRICT;',
+  },
 ]

@@ -1,6 +1,6 @@
 // Scripts and their releases: metadata, modules (blobs shared by content), shard assignment,
 // lockdown and retirement, and the route the data plane reads for every request.
-import {canonicalDigest, sha256Hex} from '../../canonical-json.js'
+import {sha256Hex} from '../../canonical-json.js'
 import type {Binding, ModuleInfo, ModuleType, QueueConsumer, ReleaseAssets, ReleaseSplit, ScriptState} from '../../protocol/management-api.js'
 import {HostError} from '../errors.js'
 import type {ControlConfig, PolicyColumns} from './control-config.js'
@@ -8,9 +8,11 @@ import {type AccessPolicyRecord, POLICY_COLUMNS, policyFromRow} from './control-
 import type {Credentials} from './credentials.js'
 import type {HostDatabase} from './database.js'
 import type {FencedTx} from './fences.js'
+import {HANDED_OVER} from './handovers.js'
 import {QUARANTINED} from './quarantine.js'
 import {dropUnusedBlob, ScriptSplits} from './script-splits.js'
 import {leastLoadedShard} from './shard-placement.js'
+import {uploadDigest} from './upload-digest.js'
 import type {RunnableScript} from '../../workerd/script.js'
 
 export interface ScriptRecord {
@@ -40,6 +42,8 @@ export interface RouteRecord {
   lockedDown: boolean
   /** Its current release caused too many incidents; refused until the next deploy. */
   quarantined: boolean
+  /** Moved to another host of the kit (./handovers.ts): not run here. */
+  handedOver: boolean
   policy: AccessPolicyRecord
   /** The department the current release was uploaded for (metrics label), if the upload named one. */
   department: string | null
@@ -108,14 +112,7 @@ interface RouteRow extends PolicyColumns {
   retired_at: number | null
   locked_down_at: number | null
   quarantined: 0 | 1
-}
-
-/** Identity of an upload's content: equal digests mean a repeated upload that changes nothing. */
-export function uploadDigest(upload: ScriptUpload): string {
-  return canonicalDigest({
-    ...upload,
-    modules: upload.modules.map((module) => ({name: module.name, type: module.type, sha256: sha256Hex(module.content)})),
-  })
+  handed_over: 0 | 1
 }
 
 export class Scripts {
@@ -153,9 +150,10 @@ export class Scripts {
     const cached = this.routes.get(name)
     if (cached !== undefined) return cached
     const row = this.db.one<RouteRow>(
-      `SELECT shard, department, retired_at, locked_down_at, ${POLICY_COLUMNS}, ${QUARANTINED} AS quarantined, s.version_ids,
+      `SELECT shard, department, retired_at, locked_down_at, ${POLICY_COLUMNS}, ${QUARANTINED} AS quarantined, ${HANDED_OVER} AS handed_over, s.version_ids,
          p.release_generation AS split_generation, p.version_ids AS split_version_ids, p.percentage AS split_percentage
-       FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name LEFT JOIN script_splits p ON p.script = s.name WHERE s.name = ?`,
+       FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name LEFT JOIN script_splits p ON p.script = s.name
+         LEFT JOIN script_handovers h ON h.script = s.name WHERE s.name = ?`,
       name,
     )
     const route = row
@@ -164,6 +162,7 @@ export class Scripts {
           retired: row.retired_at !== null,
           lockedDown: row.locked_down_at !== null,
           quarantined: row.quarantined === 1,
+          handedOver: row.handed_over === 1,
           policy: policyFromRow(row),
           department: row.department,
           versionIds: JSON.parse(row.version_ids),
@@ -188,11 +187,11 @@ export class Scripts {
     return row.content
   }
 
-  /** The scripts a shard must run: assigned to it, not retired, not quarantined. */
+  /** The scripts a shard must run: assigned to it, not retired, not quarantined, not handed over to another host. */
   runnableScripts(shard: number): RunnableScript[] {
     const rows = this.db.all<ScriptRow>(
-      `SELECT s.* FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name
-       WHERE s.shard = ? AND s.retired_at IS NULL AND NOT ${QUARANTINED} ORDER BY s.name`,
+      `SELECT s.* FROM scripts s LEFT JOIN worker_quarantine q ON q.script = s.name LEFT JOIN script_handovers h ON h.script = s.name
+       WHERE s.shard = ? AND s.retired_at IS NULL AND NOT ${QUARANTINED} AND NOT ${HANDED_OVER} ORDER BY s.name`,
       shard,
     )
     return rows.flatMap((row) => {

@@ -6,6 +6,8 @@
 // Before the host is confirmed, its fence is brought to the kit's and each Worker's control state
 // (policy, keys, secrets, …) is copied from a host that took every control write
 // (./control-catch-up.ts): it never serves under a policy or with secrets the kit has replaced.
+// A stateful Worker runs on its owner alone (./owners.ts): another host holds its release, never runs it;
+// a move a crash left under way is finished first (./move.ts).
 import {KitError} from '../../errors.js'
 import {ProviderError} from '../../provider/types.js'
 import type {CurrentRelease} from '../../store/index.js'
@@ -13,9 +15,11 @@ import type {Engine} from '../context.js'
 import {redeployVersion} from '../backup/verify.js'
 import type {DeployTaskResult} from '../deploy/task.js'
 import {listHostScripts, type ListedScript} from '../retire/host-listing.js'
-import {connectMembers} from './members.js'
-import {hostDown, type FanoutMember} from './fanout.js'
+import {connectMembers, fanoutOver} from './members.js'
+import {hostDown, type FanoutMember, type Ownership} from './fanout.js'
 import {alignFence, copyControlState, copySources} from './control-catch-up.js'
+import {finishMoves} from './move.js'
+import {ownershipsOf, releaseForeign} from './owners.js'
 
 /** Dedupe keys of the deploy rows a catch-up enqueues. */
 export const HOST_CATCH_UP_KEY_PREFIX = 'host-catchup:'
@@ -28,6 +32,8 @@ export interface HostCatchUp {
   retired: string[]
   /** Workers whose control state was copied to the host from a current one. */
   controlCopied: string[]
+  /** Workers owned by another host that this one ran or still held data of: handed over, data dropped. */
+  released: string[]
   /** Scripts still differing from the store after this pass. */
   lacking: number
   error: string | null
@@ -42,18 +48,27 @@ export interface CatchUpOptions {
 export async function catchUpHosts(engine: Engine, scope: string, options: CatchUpOptions = {}): Promise<HostCatchUp[]> {
   const members = await connectMembers(engine.store, engine.settings, engine.hosts, scope)
   if (members.length <= 1) return []
+  await finishMoves(engine, scope)
+  const ownerships = await ownershipsOf(engine.store, scope, members)
   const results: HostCatchUp[] = []
   for (const member of members) {
     if (options.shouldStop?.()) break
-    results.push(await catchUpHost(engine, scope, members, member, options))
+    results.push(await catchUpHost(engine, scope, members, member, ownerships, options))
   }
   return results
 }
 
-async function catchUpHost(engine: Engine, scope: string, members: FanoutMember[], member: FanoutMember, options: CatchUpOptions): Promise<HostCatchUp> {
+async function catchUpHost(
+  engine: Engine,
+  scope: string,
+  members: FanoutMember[],
+  member: FanoutMember,
+  ownerships: Map<string, Ownership>,
+  options: CatchUpOptions,
+): Promise<HostCatchUp> {
   const {store, settings} = engine
   const host = member.row.host_scope
-  const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], controlCopied: [], lacking: 0, error: null}
+  const result: HostCatchUp = {host, state: 'behind', redeployed: [], retired: [], controlCopied: [], released: [], lacking: 0, error: null}
   const list = () =>
     listHostScripts(member.provider, settings.host_reconcile.listing_max_pages, AbortSignal.timeout(settings.host_reconcile.pass_timeout_seconds * 1000))
   let listed: ListedScript[]
@@ -69,7 +84,7 @@ async function catchUpHost(engine: Engine, scope: string, members: FanoutMember[
     return {...result, state: 'unreachable', error: error.message}
   }
   try {
-    return await bringCurrent(engine, scope, members, member, {listed, list, result}, options)
+    return await bringCurrent(engine, scope, members, member, {listed, list, result, ownerships}, options)
   } catch (error) {
     // A refusal on the way (a copy the host would not take, no current host to copy from): not ready yet.
     if (!(error instanceof KitError) && !(error instanceof ProviderError)) throw error
@@ -83,19 +98,23 @@ async function bringCurrent(
   scope: string,
   members: FanoutMember[],
   member: FanoutMember,
-  pass: {listed: ListedScript[]; list: () => Promise<ListedScript[]>; result: HostCatchUp},
+  pass: {listed: ListedScript[]; list: () => Promise<ListedScript[]>; result: HostCatchUp; ownerships: Map<string, Ownership>},
   options: CatchUpOptions,
 ): Promise<HostCatchUp> {
-  const {store, log} = engine
-  const {list, result} = pass
+  const {store, settings, log} = engine
+  const {list, result, ownerships} = pass
   const host = member.row.host_scope
   let listed = pass.listed
   const fence = await alignFence(store, scope, member.provider)
   if (fence !== null) throw new KitError('gate_closed', `the kit is inside backup fence ${fence}; the host catches up once it ends`)
 
-  const expected = await store.hosts.currentReleases(scope)
-  // The deploy task, its provider this one host: the rest of the kit already serves these releases.
-  const hostEngine: Engine = {...engine, resolveProvider: async () => ({status: 'ready', provider: member.provider, scope})}
+  // A Worker moving here is the move's to bring (./move.ts): this lane leaves it alone.
+  const movingHere = (scriptName: string) => ownerships.get(scriptName)?.movingTo === host
+  const expected = (await store.hosts.currentReleases(scope)).filter((release) => !movingHere(release.script_name))
+  // The deploy task, its provider the fan-out over this one host: the rest of the kit already serves
+  // these releases; a Worker owned elsewhere is handed over here first, held, never run.
+  const hostEngine: Engine = {...engine, resolveProvider: async () => ({status: 'ready', provider: fanoutOver(store, settings, scope, [member]), scope})}
+  result.released = await releaseForeign(store, scope, member, listed, ownerships)
   for (const release of lacking(expected, listed)) {
     if (options.shouldStop?.()) break
     const [worker, version] = await Promise.all([store.workers.get(release.worker_id), store.workers.getVersion(release.version_id)])
@@ -111,7 +130,7 @@ async function bringCurrent(
   }
 
   if (result.redeployed.length > 0) listed = await list()
-  const current = await store.hosts.currentReleases(scope)
+  const current = (await store.hosts.currentReleases(scope)).filter((release) => !movingHere(release.script_name))
   const stillLacking = lacking(current, listed)
   const control = stillLacking.length > 0 ? {copied: [], differing: []} : await copyControlState(member, copySources(members, member), current)
   result.controlCopied = control.copied

@@ -11,10 +11,14 @@
 //   host reconcile lane copies it the whole control state from a current host before it is ready. So
 //   drift on one host never wedges a row.
 // - A read of one host goes to the first that answers; control state is read from a current host first.
+// - A Worker with an owner host (./placement.ts) runs there alone: its uploads reach every host, but
+//   each other host is told first to hand it over (hold the release and take its control calls
+//   without running it, so it never writes the data); its readiness and read-back are the owner's.
 import type {HostMemberRow} from '../../store/index.js'
 import {canonicalJson} from '../../canonical-json.js'
 import type {TailLine} from '../../protocol/tail.js'
 import {ProviderError, type EdgeProvider, type ScriptDetails} from '../../provider/types.js'
+import {needsOwner} from './placement.js'
 
 export interface FanoutMember {
   row: HostMemberRow
@@ -51,6 +55,19 @@ export function currencyOf(member: FanoutMember): number {
 
 type Answer<T> = {member: FanoutMember; value: T}
 
+/** Where a stateful Worker runs: its owner, and during a move the host its data is being copied to. */
+export interface Ownership {
+  host: string
+  movingTo: string | null
+}
+
+/** The store's owner rows, as the fan-out reads and claims them. */
+export interface FanoutPlacement {
+  ownerOf(scriptName: string): Promise<Ownership | null>
+  /** The Worker's owner; `hostScope` when it has none yet. */
+  claim(scriptName: string, hostScope: string): Promise<Ownership>
+}
+
 export class FanoutProvider implements EdgeProvider {
   constructor(
     readonly scope: string,
@@ -58,11 +75,15 @@ export class FanoutProvider implements EdgeProvider {
     private readonly graceMs: number,
     private readonly now: () => number,
     private readonly record: FanoutRecorder,
+    private readonly placement: FanoutPlacement,
   ) {}
 
   /** Runs `call` on every host; the answers of those that answered, in member order (see the header for skips). */
-  private async each<T>(call: (provider: EdgeProvider) => Promise<T>, options: {skipRefusalsOfBehind?: boolean} = {}): Promise<Array<Answer<T>>> {
-    const settled = await Promise.allSettled(this.members.map((member) => call(member.provider)))
+  private async each<T>(
+    call: (provider: EdgeProvider, member: FanoutMember) => Promise<T>,
+    options: {skipRefusalsOfBehind?: boolean} = {},
+  ): Promise<Array<Answer<T>>> {
+    const settled = await Promise.allSettled(this.members.map((member) => call(member.provider, member)))
     const answers: Array<Answer<T>> = []
     let failure: unknown = null
     for (const [index, outcome] of settled.entries()) {
@@ -118,6 +139,31 @@ export class FanoutProvider implements EdgeProvider {
     throw failure
   }
 
+  /**
+   * Which of these hosts runs the owned Worker: its owner, else the host a move copies it to (the
+   * move's own deploy; a deploy through the kit during a move waits for the switch). null
+   * for a fan-out over hosts that only hold it (the host reconcile lane bringing a non-owner
+   * current): there it is ready once stored, as it never runs there.
+   */
+  private runner(ownership: Ownership): string | null {
+    for (const host of [ownership.host, ownership.movingTo]) if (host && this.members.some((member) => member.row.host_scope === host)) return host
+    return null
+  }
+
+  /** Asks the one host `hostScope` (a Worker's owner). */
+  private async on<T>(hostScope: string, call: (provider: EdgeProvider) => Promise<T>): Promise<Answer<T>> {
+    const member = this.members.find((candidate) => candidate.row.host_scope === hostScope)
+    if (!member) throw new ProviderError('retryable', 'edge_host_unreachable', `the owner host ${hostScope} of this Worker is not a host of the kit`)
+    try {
+      const value = await call(member.provider)
+      await this.reached(member)
+      return {member, value}
+    } catch (error) {
+      if (hostDown(error)) await this.unreachable(member)
+      throw error
+    }
+  }
+
   private async reached(member: FanoutMember): Promise<void> {
     if (member.row.unreachable_since === null) return
     member.row.unreachable_since = null
@@ -134,7 +180,25 @@ export class FanoutProvider implements EdgeProvider {
   }
 
   describeHost: EdgeProvider['describeHost'] = (signal) => this.first((p) => p.describeHost(signal))
-  uploadScript: EdgeProvider['uploadScript'] = (input, signal) => this.all((p) => p.uploadScript(input, signal))
+  async uploadScript(...[input, signal]: Parameters<EdgeProvider['uploadScript']>): Promise<ScriptDetails> {
+    const firstActive = this.members.find((member) => member.row.state === 'active') ?? this.members[0]!
+    // Fixed at the first deploy (the first active host by pairing order), so it never changes as hosts come and go.
+    const ownership = needsOwner(input)
+      ? await this.placement.claim(input.scriptName, firstActive.row.host_scope)
+      : await this.placement.ownerOf(input.scriptName)
+    if (!ownership) return this.all((p) => p.uploadScript(input, signal))
+    const runner = this.runner(ownership)
+    const answers = await this.each(async (provider, member) => {
+      if (member.row.host_scope === runner) return provider.uploadScript(input, signal)
+      await provider.handOverScript(input.scriptName, signal)
+      const details = await provider.uploadScript(input, signal)
+      // Held is all a host that does not run the Worker should do: it is current with this release.
+      await this.record.ready(member.row.host_scope, input.scriptName, input.releaseGeneration)
+      return details
+    })
+    return (answers.find((answer) => answer.member.row.host_scope === ownership.host) ?? answers[0]!).value
+  }
+
   putAssets: EdgeProvider['putAssets'] = (files, signal) => this.all((p) => p.putAssets(files, signal))
   lockdownScript: EdgeProvider['lockdownScript'] = (name, signal) => this.all((p) => p.lockdownScript(name, signal))
   controlMutation: EdgeProvider['controlMutation'] = async (name, mutation, meta, signal) =>
@@ -149,6 +213,10 @@ export class FanoutProvider implements EdgeProvider {
   beginFence: EdgeProvider['beginFence'] = (input, signal) => this.all((p) => p.beginFence(input, signal))
   endFence: EdgeProvider['endFence'] = (id, signal) => this.all((p) => p.endFence(id, signal))
   setKitReadiness: EdgeProvider['setKitReadiness'] = (serving, signal) => this.all((p) => p.setKitReadiness(serving, signal))
+  // A move (./move.ts) talks to the two hosts themselves; through the kit these mean every host.
+  handOverScript: EdgeProvider['handOverScript'] = (name, signal) => this.all((p) => p.handOverScript(name, signal))
+  writeScriptData: EdgeProvider['writeScriptData'] = (name, data, signal) => this.all((p) => p.writeScriptData(name, data, signal))
+  dropScriptData: EdgeProvider['dropScriptData'] = (name, signal) => this.all((p) => p.dropScriptData(name, signal))
 
   async missingAssets(hashes: string[], signal?: AbortSignal): Promise<string[]> {
     const answers = await this.each((p) => p.missingAssets(hashes, signal))
@@ -163,13 +231,24 @@ export class FanoutProvider implements EdgeProvider {
 
   /** The hosts' copy when they all hold the same; null when they differ (an upload then makes them alike). */
   async getScript(scriptName: string, signal?: AbortSignal): Promise<ScriptDetails | null> {
+    const ownership = await this.placement.ownerOf(scriptName)
+    const runner = ownership && this.runner(ownership)
+    if (runner) return (await this.on(runner, (p) => p.getScript(scriptName, signal))).value
     const answers = await this.each((p) => p.getScript(scriptName, signal))
     const [head, ...rest] = answers.map((answer) => answer.value)
     return rest.every((details) => sameScript(head ?? null, details)) ? (head ?? null) : null
   }
 
   async probeReadiness(scriptName: string, releaseGeneration: string, options?: {waitMs?: number; signal?: AbortSignal}): Promise<boolean> {
-    const answers = await this.each((p) => p.probeReadiness(scriptName, releaseGeneration, options))
+    const ownership = await this.placement.ownerOf(scriptName)
+    const runner = ownership && this.runner(ownership)
+    if (ownership && !runner) {
+      const held = await this.each((p) => p.getScript(scriptName, options?.signal))
+      return held.every((answer) => answer.value?.releaseGeneration === releaseGeneration)
+    }
+    const answers = runner
+      ? [await this.on(runner, (p) => p.probeReadiness(scriptName, releaseGeneration, options))]
+      : await this.each((p) => p.probeReadiness(scriptName, releaseGeneration, options))
     for (const answer of answers) if (answer.value) await this.record.ready(answer.member.row.host_scope, scriptName, releaseGeneration)
     return answers.every((answer) => answer.value)
   }
@@ -205,6 +284,7 @@ export class FanoutProvider implements EdgeProvider {
   controlRevision: EdgeProvider['controlRevision'] = (name, part, signal) => this.first((p) => p.controlRevision(name, part, signal), 'currency')
   controlCopy: EdgeProvider['controlCopy'] = (name, signal) => this.first((p) => p.controlCopy(name, signal), 'currency')
   inventory: EdgeProvider['inventory'] = (signal) => this.first((p) => p.inventory(signal))
+  readScriptData: EdgeProvider['readScriptData'] = (name, signal) => this.first((p) => p.readScriptData(name, signal))
   downloadSnapshot: EdgeProvider['downloadSnapshot'] = (id, file, signal) => this.first((p) => p.downloadSnapshot(id, file, signal))
   workerActivity: EdgeProvider['workerActivity'] = (signal) => this.first((p) => p.workerActivity(signal))
   d1Query: EdgeProvider['d1Query'] = (name, request, signal) => this.first((p) => p.d1Query(name, request, signal))

@@ -105,6 +105,12 @@ export async function removeHost(engine: Engine, name: string): Promise<{host: H
   if (rows.length === 1) throw new KitError('conflict', `host ${row.host_scope} is the kit's only host; \`edgeworkers host unpair\` ends the pairing instead`)
   if (row.state !== 'draining')
     throw new KitError('conflict', `host ${row.host_scope} still takes traffic; drain it first: \`edgeworkers host drain ${row.host_scope}\``)
+  const owned = await engine.store.owners.ownedBy(row.host_scope)
+  if (owned.length > 0)
+    throw new KitError(
+      'conflict',
+      `host ${row.host_scope} holds the data of ${owned.length} stateful Worker(s) (first: ${owned[0]!.script_name}); move them first (\`edgeworkers worker move <worker> --to <host>\`) or use \`edgeworkers host replace\``,
+    )
   const view = (await viewOf(engine, row.host_scope))!
   const told = await tellHost(engine, scope, row.host_scope)
   await engine.store.hosts.removeMember(row.host_scope)
@@ -132,7 +138,7 @@ async function kitScope(engine: Engine): Promise<{scope: string}> {
 }
 
 /** A host named by its scope (`onprem:<12 hex>`), those 12 hex, or its management URL. */
-async function findHost(engine: Engine, name: string): Promise<{scope: string; row: HostMemberRow; rows: HostMemberRow[]}> {
+export async function findHost(engine: Engine, name: string): Promise<{scope: string; row: HostMemberRow; rows: HostMemberRow[]}> {
   const {scope} = await kitScope(engine)
   const rows = await engine.store.hosts.listMembers(scope)
   const wanted = name.trim().replace(/\/+$/, '')

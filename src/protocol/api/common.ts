@@ -36,6 +36,7 @@ export const errorStatus = {
   api_key_not_configured: 409, // api_key mode asked for without a key given or configured
   release_generation_mismatch: 409, // operation settings for a release the script does not hold
   script_not_retired: 409, // a data purge of a script that still runs
+  script_not_handed_over: 409, // the script's data is read or replaced only while it is handed over (not run here)
   split_release_missing: 409, // a split keeps a release the script does not hold (neither its current one nor its split's)
   mutation_conflict: 409, // mutationId reused with a different commandDigest
   binding_name_taken: 409,

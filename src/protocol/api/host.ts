@@ -93,6 +93,8 @@ export const inventorySchema = z.strictObject({
       liveReleaseGeneration: z.string().nullable(),
       shard: z.number().int().nullable(),
       policyRevision: z.number().int(),
+      /** Moved to another host of the kit (docs/many-hosts.md): not run here. */
+      handedOver: z.boolean(),
     }),
   ),
   /** Scripts whose current release is quarantined after runaway incidents (503 until the next deploy). */

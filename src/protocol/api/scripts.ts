@@ -209,7 +209,10 @@ export const scriptDetailsSchema = z.strictObject({
 })
 export type ScriptDetails = z.infer<typeof scriptDetailsSchema>
 
-export const scriptSummarySchema = scriptDetailsSchema.pick({name: true, state: true, releaseGeneration: true, tags: true, updatedAt: true})
+export const scriptSummarySchema = scriptDetailsSchema.pick({name: true, state: true, releaseGeneration: true, tags: true, updatedAt: true}).extend({
+  /** Moved to another host of the kit: not run here until the kit imports its data here again. */
+  handedOver: z.boolean(),
+})
 export type ScriptSummary = z.infer<typeof scriptSummarySchema>
 
 export const scriptListSchema = z.strictObject({

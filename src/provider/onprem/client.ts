@@ -5,7 +5,7 @@ import {createHash} from 'node:crypto'
 import {open, rm} from 'node:fs/promises'
 import {pipeline} from 'node:stream/promises'
 import {endpoints} from '../../protocol/endpoints.js'
-import {READINESS_WAIT_MAX_MS, type UploadScript} from '../../protocol/management-api.js'
+import {READINESS_WAIT_MAX_MS, type ScriptData, type UploadScript} from '../../protocol/management-api.js'
 import {wireBindingOf} from '../../protocol/worker-bindings.js'
 import type {TailLine, WorkerActivity} from '../../protocol/tail.js'
 import type {D1QueryRequest, D1QueryResult} from '../../protocol/api/d1.js'
@@ -97,7 +97,13 @@ export class OnPremProvider implements EdgeProvider {
   async listScripts(cursor: string | null, signal?: AbortSignal): Promise<ScriptListPage> {
     const page = await this.host.call(endpoints.listScripts, {query: {cursor}}, signal)
     return {
-      scripts: page.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: script.tags, releaseGeneration: script.releaseGeneration})),
+      scripts: page.scripts.map((script) => ({
+        scriptName: script.name,
+        state: script.state,
+        tags: script.tags,
+        releaseGeneration: script.releaseGeneration,
+        handedOver: script.handedOver,
+      })),
       nextCursor: page.nextCursor,
     }
   }
@@ -201,10 +207,32 @@ export class OnPremProvider implements EdgeProvider {
     await this.host.call(endpoints.kitReadiness, {body: {serving}}, signal)
   }
 
+  async handOverScript(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.handOver, {params: {name: scriptName}}, signal)
+  }
+
+  async readScriptData(scriptName: string, signal?: AbortSignal): Promise<ScriptData> {
+    return this.host.call(endpoints.scriptData, {params: {name: scriptName}}, signal)
+  }
+
+  async writeScriptData(scriptName: string, data: ScriptData, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.importScriptData, {params: {name: scriptName}, body: data}, signal)
+  }
+
+  async dropScriptData(scriptName: string, signal?: AbortSignal): Promise<void> {
+    await this.host.call(endpoints.dropScriptData, {params: {name: scriptName}}, signal)
+  }
+
   async inventory(signal?: AbortSignal): Promise<HostInventory> {
     const inventory = await this.host.call(endpoints.inventory, {}, signal)
     return {
-      scripts: inventory.scripts.map((script) => ({scriptName: script.name, state: script.state, tags: [], releaseGeneration: script.releaseGeneration})),
+      scripts: inventory.scripts.map((script) => ({
+        scriptName: script.name,
+        state: script.state,
+        tags: [],
+        releaseGeneration: script.releaseGeneration,
+        handedOver: script.handedOver,
+      })),
       activeFence: inventory.fence && fenceOf(inventory.fence),
       shards: inventory.shards,
       quarantined: inventory.quarantined,

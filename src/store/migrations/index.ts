@@ -11,6 +11,7 @@ import * as versionNotes from './0007_version_notes.js'
 import * as versionSplit from './0008_version_split.js'
 import * as versionAssets from './0009_version_assets.js'
 import * as kitHosts from './0010_kit_hosts.js'
+import * as workerOwners from './0011_worker_owners.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '0008_version_split': versionSplit,
   '0009_version_assets': versionAssets,
   '0010_kit_hosts': kitHosts,
+  '0011_worker_owners': workerOwners,
 }
