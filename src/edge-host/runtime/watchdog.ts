@@ -14,8 +14,9 @@
 //   on the CPU for HELD_CPU_SHARE of the limit in that window (more than any legitimate hold; a
 //   spinning thread gets there at the limit on a machine with CPU to spare, later on one without);
 //   and a request inside since before the window began, to blame. Any answer starts the window
-//   again, and the host's own pauses (however much later than its interval a tick runs) do not
-//   count: the host could not read answers then. Without /proc the CPU condition is not checked.
+//   again, and the host's own pauses (however much later than its interval a tick runs, or all of
+//   the time since the last tick when the host was busy nearly all of it) do not count: the host
+//   could not read answers then. Without /proc the CPU condition is not checked.
 //   Every Worker of the shard waits while its thread is held, so the limit is short (500 ms).
 // - memory: the process's resident memory passed `memoryLimitBytes`, or grew by HELD_GROWTH_BYTES
 //   over a window in which it answered nothing with a request inside since before it (a Worker
@@ -59,12 +60,17 @@ interface Probe {
   answered: number
 }
 
+/** Event-loop use since the last tick past which the host counts as paused for all of that time. */
+const HOST_SATURATED = 0.9
+
 export class Watchdog {
   private timer: NodeJS.Timeout | null = null
   private readonly probes = new Map<number, Probe>()
   private ticking = false
   /** When the last tick ran: a tick much later than its interval means the host itself was not running. */
   private lastTickAt = 0
+  /** The host's event-loop use at the last tick. */
+  private lastLoopUse = performance.eventLoopUtilization()
 
   constructor(private readonly options: WatchdogOptions) {}
 
@@ -86,7 +92,12 @@ export class Watchdog {
     // process's: while the host did not run it could not read the answers, so that time does not
     // count toward any stall window — every bit of it, not only long pauses: many short ones (an
     // attacker's reconnect waves) add up to a false stall of an innocent Worker.
-    const paused = this.lastTickAt === 0 ? 0 : now - this.lastTickAt - this.options.intervalMs
+    // Bursts back to back, each shorter than the interval, delay no tick by much, yet leave answers
+    // unread just the same: a host busy nearly all the time since the last tick was paused all of it.
+    const loopUse = performance.eventLoopUtilization(this.lastLoopUse)
+    this.lastLoopUse = performance.eventLoopUtilization()
+    const sinceLastTick = now - this.lastTickAt
+    const paused = this.lastTickAt === 0 ? 0 : loopUse.utilization >= HOST_SATURATED ? sinceLastTick : sinceLastTick - this.options.intervalMs
     this.lastTickAt = now
     if (paused > 0) for (const probe of this.probes.values()) probe.since += paused
     try {
