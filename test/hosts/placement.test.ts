@@ -107,6 +107,10 @@ test('a Worker with Durable Objects runs on its owner alone, a stateless one eve
   ])
   for (const host of hosts) expect(await (await request(`${host.publicUrl}/${hello}/`)).body.text()).toBe('stateless')
   expect(await ownerServer()).toBe(scopeOf(hosts[0]!).replace('onprem:', 'h-'))
+  // `host list` names the owner's Workers; the others own none.
+  const owning = JSON.parse((await ok('host', 'list', '--json')).stdout) as {hosts: Array<{host: string; owns: string[]}>}
+  expect(owning.hosts.map((host) => host.owns)).toEqual([[counter], [], []])
+  expect((await ok('host', 'list')).stdout).toContain(`owns 1 (${counter})`)
 
   // Through the balancer every write reaches the one owner: the count never forks.
   await restartLb()

@@ -23,6 +23,8 @@ export interface HostView {
   unreachableSince: number | null
   behindSince: number | null
   confirmedAt: number | null
+  /** Stateful Workers it owns: they run on it alone (docs/many-hosts.md). */
+  owns: string[]
   /** Only when asked to check live: whether the host answered now, and its error. */
   live?: {reachable: boolean; error: string | null}
 }
@@ -34,7 +36,12 @@ export interface HostView {
 export async function listKitHosts(engine: Engine, options: {live?: 'always' | 'several'; timeoutMs?: number} = {}): Promise<{kit: string; hosts: HostView[]}> {
   const {scope} = await kitScope(engine)
   const {store} = engine
-  const [rows, expected, releases] = await Promise.all([store.hosts.listMembers(scope), store.hosts.currentReleases(scope), store.hosts.releasesOf(scope)])
+  const [rows, expected, releases, owners] = await Promise.all([
+    store.hosts.listMembers(scope),
+    store.hosts.currentReleases(scope),
+    store.hosts.releasesOf(scope),
+    store.owners.list(scope),
+  ])
   const served = new Set(releases.map((release) => `${release.host_scope} ${release.script_name} ${release.release_generation}`))
   const single = rows.length === 1
   const hosts = rows.map((row): HostView => {
@@ -52,6 +59,7 @@ export async function listKitHosts(engine: Engine, options: {live?: 'always' | '
       unreachableSince: row.unreachable_since,
       behindSince: row.behind_since,
       confirmedAt: row.confirmed_at,
+      owns: owners.filter((owner) => owner.host_scope === row.host_scope).map((owner) => owner.script_name),
     }
   })
   if (options.live === 'always' || (options.live === 'several' && !single)) await checkLive(engine, scope, hosts, options.timeoutMs)
