@@ -10,6 +10,10 @@
 //       DOWN (its stats socket), and after; throughput after the kill against before it (the
 //       baseline, same round). The host is then started again, a reconcile pass confirms it, and
 //       HAProxy marks it UP before the next round.
+//   (c) Placement (owner alone, routed by HAProxy): the same Worker code deployed twice to the 3-host
+//       kit, once stateless (on every host, round robin) and once with a cron trigger (so it has an
+//       owner host and HAProxy routes it to that host alone); CONNECTIONS clients GET each through
+//       HAProxy for SECONDS/2, rounds alternating; req/s and p50 of the owned one ÷ the other's.
 //
 //   npm run build && node --import tsx bench/hosts/run.ts [--rounds 5] [--seconds 12] [--connections 16]
 import {mkdtempSync, rmSync} from 'node:fs'
@@ -47,7 +51,7 @@ async function cli(kit: Kit | string, ...args: string[]): Promise<string> {
   return result.stdout
 }
 
-const project = (body: string) => textProjectIn(root, body)
+const project = (body: string, manifest: Record<string, unknown> = {}) => textProjectIn(root, body, manifest)
 
 async function startKit(name: string, hostCount: number): Promise<Kit> {
   const dir = path.join(root, name)
@@ -142,6 +146,28 @@ async function killRound(kit: Kit, lb: RunningHaproxy, victimIndex: number, body
   }
 }
 
+/** CONNECTIONS clients GET `url` back to back for `seconds`: requests/s and the median latency of those answering `body`. */
+async function throughput(url: string, body: string, seconds: number): Promise<{rps: number; p50Ms: number; failed: number}> {
+  const dispatcher = new Agent({connections: CONNECTIONS})
+  const latencies: number[] = []
+  let failed = 0
+  const end = Date.now() + seconds * 1000
+  const client = async () => {
+    while (Date.now() < end) {
+      const started = performance.now()
+      const good = await request(url, {dispatcher}).then(
+        async (response) => response.statusCode === 200 && (await response.body.text()) === body,
+        () => false,
+      )
+      if (good) latencies.push(performance.now() - started)
+      else failed++
+    }
+  }
+  await Promise.all(Array.from({length: CONNECTIONS}, client))
+  await dispatcher.close()
+  return {rps: latencies.length / seconds, p50Ms: median(latencies), failed}
+}
+
 const kits: Kit[] = []
 let haproxy: RunningHaproxy | undefined
 let hostScopes: string[] = []
@@ -175,6 +201,26 @@ try {
     rounds.push(await killRound(three, lb, round % 3, `round ${ROUNDS}`))
     log(`kill round ${round}: ${JSON.stringify(rounds.at(-1))}`)
   }
+  log('placement: the same Worker with an owner host (a cron trigger) and without one')
+  await cli(three, 'department', 'create', 'bench', 'Owned', '--id', 'owned')
+  const owned = new URL(
+    (JSON.parse(await cli(three, 'deploy', project('owned', {crons: ['0 0 1 1 *']}), '--department', 'owned', '--json')) as {url: string}).url,
+  ).pathname.split('/')[1]!
+  await cli(three, 'reconcile')
+  await lb.stop() // the configuration names each owner: written again after the deploy
+  const routing = await startLoadBalancer(three)
+  haproxy = routing
+  const placement: Array<{owned: Awaited<ReturnType<typeof throughput>>; everywhere: Awaited<ReturnType<typeof throughput>>}> = []
+  for (let round = 1; round <= ROUNDS; round++) {
+    const measure = (which: 'owned' | 'everywhere') =>
+      which === 'owned'
+        ? throughput(`${routing.url}/${owned}/`, 'owned', SECONDS / 2)
+        : throughput(`${routing.url}/${three.script}/`, `round ${ROUNDS}`, SECONDS / 2)
+    const [first, second] = round % 2 ? (['owned', 'everywhere'] as const) : (['everywhere', 'owned'] as const)
+    const results = {[first]: await measure(first), [second]: await measure(second)} as (typeof placement)[number]
+    placement.push(results)
+    log(`placement round ${round}: ${JSON.stringify(results)}`)
+  }
   const requests = rounds.reduce((sum, round) => sum + round.requests, 0)
   const failed = rounds.reduce((sum, round) => sum + round.failed.before + round.failed.marking + round.failed.down, 0)
   const afterDown = rounds.reduce((sum, round) => sum + round.failed.down, 0)
@@ -189,6 +235,9 @@ try {
   console.log(`| kill → HAProxy marks the host DOWN (check every 200 ms, fall 2), median | ${median(rounds.map((round) => round.markDownMs)).toFixed(0)} ms |`)
   console.log(
     `| throughput after the kill / before it (same round), median | ${median(rounds.map((round) => round.rpsAfter / round.rpsBefore)).toFixed(2)} (before: ${median(rounds.map((round) => round.rpsBefore)).toFixed(0)} req/s) |`,
+  )
+  console.log(
+    `| a Worker with an owner (HAProxy routes it to that host) ÷ the same Worker on every host (round robin), through HAProxy, median of ${ROUNDS} × ${SECONDS / 2} s | req/s ${median(placement.map((round) => round.owned.rps / round.everywhere.rps)).toFixed(2)}×, p50 ${median(placement.map((round) => round.owned.p50Ms / round.everywhere.p50Ms)).toFixed(2)}× (${median(placement.map((round) => round.owned.rps)).toFixed(0)} / ${median(placement.map((round) => round.everywhere.rps)).toFixed(0)} req/s); failed ${placement.reduce((sum, round) => sum + round.owned.failed + round.everywhere.failed, 0)} |`,
   )
   console.log(`\nload: ${machineLoad()}`)
 } finally {

@@ -15,7 +15,8 @@ import {requireProvider} from '../../src/engine/provider.js'
 import {DEPLOY_AUDIT_ACTIONS, newId, scriptNameFor, type Store} from '../../src/store/index.js'
 
 /** A project dir under `parent` whose Worker answers `text`. */
-export function project(parent: string, text: string): string {
+/** `manifest`: more edgeworker.json fields (e.g. crons: the module has a scheduled() that does nothing). */
+export function project(parent: string, text: string, manifest: Record<string, unknown> = {}): string {
   const dir = mkdtempSync(path.join(parent, 'project-'))
   writeFileSync(
     path.join(dir, 'edgeworker.json'),
@@ -27,9 +28,10 @@ export function project(parent: string, text: string): string {
       builderPolicy: 'department-worker-project-v2.9',
       staticData: {},
       dependencies: {},
+      ...manifest,
     }),
   )
-  writeFileSync(path.join(dir, 'index.js'), `export default { fetch() { return new Response(${JSON.stringify(text)}) } }\n`)
+  writeFileSync(path.join(dir, 'index.js'), `export default { fetch() { return new Response(${JSON.stringify(text)}) }, scheduled() {} }\n`)
   return dir
 }
 
