@@ -10,7 +10,8 @@ import {request} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import {runCli, textProject, type CliResult} from '../support/cli.js'
 import {freePort, startHaproxy, type RunningHaproxy} from '../../bench/support/haproxy.js'
-import {startTestHost, type TestHost} from '../support/host.js'
+import type {TestHost} from '../support/host.js'
+import {pairedHosts} from '../support/kit-hosts.js'
 
 const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-many-hosts-'))
 const dataDir = path.join(root, 'kit')
@@ -35,12 +36,7 @@ const body = async (url: string) => (await request(url)).body.text()
 const serverName = (host: TestHost) => host.host.scope.replace(/^onprem:/, 'h-')
 
 beforeAll(async () => {
-  hosts = await Promise.all([1, 2, 3].map(() => startTestHost({settings: {shards: 1, await_kit_confirmation: true}})))
-  await ok('db', 'migrate')
-  await ok('host', 'pair', hosts[0]!.adminUrl, '--code', hosts[0]!.pairingCode!)
-  for (const host of hosts.slice(1)) await ok('host', 'pair', host.adminUrl, '--code', host.pairingCode!, '--add')
-  await ok('company', 'create', 'Acme', '--id', 'acme')
-  await ok('department', 'create', 'acme', 'Sales', '--id', 'sales')
+  hosts = await pairedHosts(3, ok, {sales: 'Sales'})
 }, 300_000)
 afterAll(async () => {
   await lb?.stop()

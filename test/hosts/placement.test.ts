@@ -16,6 +16,7 @@ import type {FaultPoint} from '../../src/engine/faults.js'
 import {CLI_BIN, runCli, textProject, type CliResult} from '../support/cli.js'
 import {freePort, startHaproxy, type RunningHaproxy} from '../../bench/support/haproxy.js'
 import {startTestHost, type TestHost} from '../support/host.js'
+import {pairedHosts} from '../support/kit-hosts.js'
 
 const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-placement-'))
 const dataDir = path.join(root, 'kit')
@@ -70,13 +71,7 @@ async function killedMove(to: TestHost, point: FaultPoint): Promise<void> {
 }
 
 beforeAll(async () => {
-  hosts = await Promise.all([1, 2, 3].map(() => startTestHost({settings: {shards: 1, await_kit_confirmation: true}})))
-  await ok('db', 'migrate')
-  await ok('host', 'pair', hosts[0]!.adminUrl, '--code', hosts[0]!.pairingCode!)
-  for (const host of hosts.slice(1)) await ok('host', 'pair', host.adminUrl, '--code', host.pairingCode!, '--add')
-  await ok('company', 'create', 'Acme', '--id', 'acme')
-  await ok('department', 'create', 'acme', 'Sales', '--id', 'sales')
-  await ok('department', 'create', 'acme', 'Web', '--id', 'web')
+  hosts = await pairedHosts(3, ok, {sales: 'Sales', web: 'Web'})
 }, 300_000)
 afterAll(async () => {
   await lb?.stop()
