@@ -28,7 +28,7 @@ import {onPremHosts} from '../../src/provider/onprem/hosts.js'
 import {pairWithHost} from '../../src/provider/onprem/pairing.js'
 import type {PairingResult} from '../../src/provider/types.js'
 import {freePort, startHaproxy} from '../../bench/support/haproxy.js'
-import {writeProject} from '../support/cli.js'
+import {moduleProject} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'
 import {describeEachStore, type StoreHarness} from '../support/stores.js'
 
@@ -51,19 +51,7 @@ afterAll(async () => {
 
 /** A Worker that answers its secret TOKEN. */
 function secretProject(name: string): string {
-  const manifest = {
-    name: 'token',
-    main: 'index.js',
-    modules: ['index.js'],
-    compatibilityDate: '2026-11-01',
-    builderPolicy: 'department-worker-project-v2.9',
-    staticData: {},
-    dependencies: {},
-  }
-  return writeProject(root, name, {
-    'edgeworker.json': JSON.stringify(manifest),
-    'index.js': "export default {fetch: (request, env) => new Response(env.TOKEN ?? 'no token')}\n",
-  })
+  return moduleProject(root, name, "export default {fetch: (request, env) => new Response(env.TOKEN ?? 'no token')}\n")
 }
 
 /** Every line the engine logs, kept to search for the secret. */

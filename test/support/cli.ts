@@ -26,8 +26,8 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
   })
 }
 
-/** A one-module edgeworker.json project under `<root>/projects/` whose Worker answers `text`. */
-export function textProject(root: string, text: string): string {
+/** A one-module edgeworker.json project under `<root>/projects/<name>`, its index.js `source`. */
+export function moduleProject(root: string, name: string, source: string): string {
   const manifest = {
     name: 'text',
     main: 'index.js',
@@ -37,10 +37,12 @@ export function textProject(root: string, text: string): string {
     staticData: {},
     dependencies: {},
   }
-  return writeProject(root, text.replace(/\W+/g, '-'), {
-    'edgeworker.json': JSON.stringify(manifest),
-    'index.js': `export default {fetch: () => new Response(${JSON.stringify(text)})}\n`,
-  })
+  return writeProject(root, name, {'edgeworker.json': JSON.stringify(manifest), 'index.js': source})
+}
+
+/** A one-module edgeworker.json project whose Worker answers `text`. */
+export function textProject(root: string, text: string): string {
+  return moduleProject(root, text.replace(/\W+/g, '-'), `export default {fetch: () => new Response(${JSON.stringify(text)})}\n`)
 }
 
 /** Writes a project's files under `<root>/projects/<name>` (directories made as needed); returns its directory. */
