@@ -16,7 +16,6 @@ import {settingsSchema} from '../config/schema.js'
 import {KitError} from '../errors.js'
 import {redactingLogOptions} from '../util/log-redaction.js'
 import {parseLoadedSourceMaps} from '../util/source-maps.js'
-import {writeFileAtomically} from '../util/atomic-file.js'
 import {ensurePrivateDir} from '../util/private-files.js'
 import {BodyBudget} from './http/body-limits.js'
 import {ConnectionGuard, connectionBudget} from './http/connection-guard.js'
@@ -31,18 +30,19 @@ import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
 import {BindingOperations} from './binding-operations.js'
 import {PairingLimiter} from './http/pairing-limiter.js'
 import {isSameLiveProcess, processStartTime} from '../workerd/process-identity.js'
-import {serviceBindingSocketPath, tailSocketPath, WorkerdRuntime} from './runtime/runtime.js'
+import {WorkerdRuntime} from './runtime/runtime.js'
+import {serviceBindingSocketPath, tailSocketPath} from './runtime/data-dir-paths.js'
 import type {Shard} from './runtime/shard.js'
 import {HostService, type HostSettings} from './services/host-service.js'
 import {clearSnapshotLeftovers} from './services/snapshot.js'
 import {HostState, STATE_FILE} from './state/host-state.js'
 import {scriptOfService} from '../workerd/script.js'
+import {type HostInfo, writeHostInfo} from './host-info.js'
 import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
 import {CronScheduler} from './triggers/cron-scheduler.js'
 import {WorkerLogFile} from './worker-log-file.js'
 
-const HOST_INFO_FILE = 'host.json'
 const LOCK_FILE = 'host.lock'
 
 export interface HostOptions {
@@ -55,18 +55,6 @@ export interface HostOptions {
   logger?: Logger
   /** The clock cron triggers follow (ms since the epoch); Date.now unless a test moves time itself. */
   cronClock?: () => number
-}
-
-/** What host.json holds while the host runs. */
-export interface HostInfo {
-  pid: number
-  dataDir: string
-  publicUrl: string
-  adminUrl: string
-  baseDomain: string
-  fingerprint: string
-  scope: string
-  startedAt: string
 }
 
 export interface RunningHost {
@@ -295,8 +283,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       scope: identity.scope,
       startedAt: new Date().toISOString(),
     }
-    await writeFileAtomically(path.join(dataDir, HOST_INFO_FILE), `${JSON.stringify(info, null, 2)}\n`)
-    cleanups.push(() => rm(path.join(dataDir, HOST_INFO_FILE), {force: true}))
+    cleanups.push(await writeHostInfo(dataDir, info))
     log.info({publicUrl, adminUrl, dataDir, scope: identity.scope, shards: settings.shards}, 'edge host started')
     setImmediate(parseLoadedSourceMaps)
     let stopping: Promise<void> | null = null
@@ -348,15 +335,6 @@ export function hostPairingCode(dataDir: string, options: {rotate?: boolean} = {
     return code
   } finally {
     state.close()
-  }
-}
-
-/** Reads host.json of a running host, or null when none runs there. */
-export async function readHostInfo(dataDir: string): Promise<HostInfo | null> {
-  try {
-    return JSON.parse(await readFile(path.join(dataDir, HOST_INFO_FILE), 'utf8')) as HostInfo
-  } catch {
-    return null
   }
 }
 

@@ -7,7 +7,7 @@ import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:f
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterEach, expect, test} from 'vitest'
-import {readHostInfo} from '../../src/edge-host/host.js'
+import {readHostInfo} from '../../src/edge-host/host-info.js'
 import {processStartTime} from '../../src/workerd/process-identity.js'
 import {CLI_BIN} from '../support/cli.js'
 import {startTestHost, type TestHost} from '../support/host.js'

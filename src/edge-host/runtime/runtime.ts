@@ -1,19 +1,7 @@
 // The workerd runtime of one host: N shards (and the own shards of Workers that caused an
 // incident, see Scripts.isolate), the module cache their configs embed from, and the
 // validation sandboxes every upload passes before it may join a shard (./validator.ts,
-// ../../workerd/sandbox.ts).
-//
-// Files under <data dir>:
-//   runtime/modules/<sha256>         module bytes, content-addressed (a cache of the host state)
-//   runtime/shard-<i>/<start id>/    a rendered config, deleted once workerd has read it
-//   runtime/spare/<start id>/         the spare process's config (./process-lifecycle.ts), deleted once read
-//   runtime/pids/<shard-i|spare|validate>.<pid>  a running workerd (its start time), to clean up after a host crash
-//   runtime/sock/<id>/<n>            the Unix sockets of one running workerd, removed once it exited
-//   runtime/validate/<id>/           a validation sandbox's config and sockets, deleted right after
-//   runtime/services.sock            the service-binding listener (see ../http/data-plane.ts)
-//   runtime/tail.sock                the tail listener: Workers' traces (see ../tail-hub.ts)
-//   runtime/code.sock                the code listener of the loader Workers (see ./code-server.ts)
-//   do/<script>/                     the script's Durable Object storage (kept until a company purge)
+// ../../workerd/sandbox.ts). Its files under the data dir: ./data-dir-paths.ts.
 import {randomBytes, randomUUID} from 'node:crypto'
 import {existsSync, readFileSync} from 'node:fs'
 import type http from 'node:http'
@@ -39,8 +27,8 @@ import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 import {BINDING_METRICS_SOCKET} from '../../workerd/binding-metrics.js'
 import {d1Sockets} from '../../workerd/d1-config.js'
 import type {KvSizeLimits} from '../../workerd/kv-worker.js'
-import {queueSockets} from '../../workerd/queue-config.js'
-import {usesQueueConsumers} from '../../workerd/queue-config.js'
+import {queueSockets, usesQueueConsumers} from '../../workerd/queue-config.js'
+import {codeSocketPath, durableObjectRoot, serviceBindingSocketPath, tailSocketPath} from './data-dir-paths.js'
 
 export interface RuntimeOptions {
   dataDir: string
@@ -307,9 +295,7 @@ export class WorkerdRuntime {
     for (const script of scripts) await this.cacheModules(script, (sha256) => this.options.moduleContent(sha256))
     // A split release keeps its data in its Worker's storage (workersOf).
     const workers = workersOf(scripts)
-    for (const worker of workers) {
-      if (usesDurableObjects(worker)) await mkdir(this.durableObjectRoot(worker.name), {recursive: true, mode: 0o700})
-    }
+    for (const worker of workers.filter(usesDurableObjects)) await mkdir(durableObjectRoot(this.options.dataDir, worker.name), {recursive: true, mode: 0o700})
     const configDir = path.join(this.runtimeDir, dir, randomUUID())
     // The sockets outlive the config: they belong to the process, and go once it exited.
     const socketDir = path.join(this.runtimeDir, 'sock', shortId())
@@ -326,7 +312,7 @@ export class WorkerdRuntime {
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),
-      durableObjectRoot: (script) => this.durableObjectRoot(script),
+      durableObjectRoot: (script) => durableObjectRoot(this.options.dataDir, script),
       tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
       loaderCodeAddress: this.options.codeLoading === 'loader' ? `unix:${codeSocketPath(this.options.dataDir)}` : null,
       experimental: this.options.experimental,
@@ -349,14 +335,10 @@ export class WorkerdRuntime {
 
   /** Deletes a script's Durable Object storage (its KV, D1, R2 and queue data with it); false when it had none. */
   async removeDurableObjectData(script: string): Promise<boolean> {
-    const root = this.durableObjectRoot(script)
+    const root = durableObjectRoot(this.options.dataDir, script)
     if (!existsSync(root)) return false
     await rm(root, {recursive: true, force: true})
     return true
-  }
-
-  private durableObjectRoot(script: string): string {
-    return durableObjectRoot(this.options.dataDir, script)
   }
 
   private async cacheModules(script: RunnableScript, contentOf: (sha256: string) => Buffer): Promise<void> {
@@ -383,26 +365,6 @@ export class WorkerdRuntime {
       entries.filter((entry) => /^(shard-\d+|spare)$/.test(entry)).map((entry) => rm(path.join(this.runtimeDir, entry), {recursive: true, force: true})),
     )
   }
-}
-
-/** A script's Durable Object storage (its KV, D1, R2 and queue data too): all the data a Worker keeps on a host. */
-export function durableObjectRoot(dataDir: string, script: string): string {
-  return path.join(dataDir, 'do', script)
-}
-
-/** Where the host listens for service-binding calls from its Workers. */
-export function serviceBindingSocketPath(dataDir: string): string {
-  return path.join(dataDir, 'runtime', 'services.sock')
-}
-
-/** Where the loader Workers fetch the code they load. */
-function codeSocketPath(dataDir: string): string {
-  return path.join(dataDir, 'runtime', 'code.sock')
-}
-
-/** Where the host takes the traces of its Workers from the shards' tail Worker. */
-export function tailSocketPath(dataDir: string): string {
-  return path.join(dataDir, 'runtime', 'tail.sock')
 }
 
 function shortId(): string {
