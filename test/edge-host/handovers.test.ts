@@ -5,9 +5,8 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterEach, beforeEach, expect, test} from 'vitest'
-import {sha256Hex} from '../../src/canonical-json.js'
 import {HostState, type ScriptUpload} from '../../src/edge-host/state/host-state.js'
-import {scriptNameFor} from '../support/worker-fixtures.js'
+import {scriptNameFor, stateUpload} from '../support/worker-fixtures.js'
 
 let dataDir: string
 let state: HostState
@@ -25,24 +24,7 @@ const name = scriptNameFor('handovers/counter')
 const other = scriptNameFor('handovers/other')
 
 function upload(text: string): ScriptUpload {
-  return {
-    releaseGeneration: sha256Hex(text).slice(0, 16),
-    mainModule: 'index.js',
-    compatibilityDate: '2025-01-01',
-    compatibilityFlags: [],
-    builderPolicy: 'test',
-    tags: [],
-    department: null,
-    modules: [
-      {name: 'index.js', type: 'esModule', content: Buffer.from(`export default {scheduled() {}, fetch() {return new Response(${JSON.stringify(text)})}}`)},
-    ],
-    bindings: [],
-    crons: ['* * * * *'],
-    queueConsumers: [],
-    assets: null,
-    versionIds: [],
-    split: null,
-  }
+  return stateUpload(text, `export default {scheduled() {}, fetch() {return new Response(${JSON.stringify(text)})}}`, {crons: ['* * * * *']})
 }
 
 const running = (shard: number) => state.scripts.runnableScripts(shard).map((script) => script.name)

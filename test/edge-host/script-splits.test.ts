@@ -10,7 +10,7 @@ import {sha256Hex} from '../../src/canonical-json.js'
 import {HostError} from '../../src/edge-host/errors.js'
 import {HostState, type ScriptUpload} from '../../src/edge-host/state/host-state.js'
 import {scriptOfService, splitServiceName} from '../../src/workerd/script.js'
-import {scriptNameFor} from '../support/worker-fixtures.js'
+import {scriptNameFor, stateUpload} from '../support/worker-fixtures.js'
 
 let dataDir: string
 let state: HostState
@@ -30,22 +30,7 @@ afterEach(() => {
 
 const source = (text: string) => `export default {fetch() {return new Response(${JSON.stringify(text)})}}`
 function upload(text: string, versionId: string, split: ScriptUpload['split'] = null): ScriptUpload {
-  return {
-    releaseGeneration: sha256Hex(text).slice(0, 16),
-    mainModule: 'index.js',
-    compatibilityDate: '2025-01-01',
-    compatibilityFlags: [],
-    builderPolicy: 'test',
-    tags: [],
-    department: 'acme-sales',
-    modules: [{name: 'index.js', type: 'esModule', content: Buffer.from(source(text))}],
-    bindings: [],
-    crons: [],
-    queueConsumers: [],
-    assets: null,
-    versionIds: [versionId],
-    split,
-  }
+  return stateUpload(text, source(text), {department: 'acme-sales', versionIds: [versionId], split})
 }
 const blobExists = (text: string) => {
   try {

@@ -13,7 +13,7 @@ import {type FencedTx, HostState, STATE_FILE, type ScriptUpload} from '../../src
 import type {WriteTx} from '../../src/edge-host/state/database.js'
 import {HOST_MIGRATIONS} from '../../src/edge-host/state/migrations.js'
 import {runCli} from '../support/cli.js'
-import {scriptNameFor} from '../support/worker-fixtures.js'
+import {scriptNameFor, stateUpload} from '../support/worker-fixtures.js'
 
 let dataDir: string
 let file: string
@@ -31,22 +31,7 @@ const name = scriptNameFor('state/fenced')
 const shards = {count: 2, maxScriptsPerShard: 10}
 
 function upload(text: string): ScriptUpload {
-  return {
-    releaseGeneration: sha256Hex(text).slice(0, 16),
-    mainModule: 'index.js',
-    compatibilityDate: '2025-01-01',
-    compatibilityFlags: [],
-    builderPolicy: 'test',
-    tags: [],
-    department: null,
-    modules: [{name: 'index.js', type: 'esModule', content: Buffer.from(`export default {fetch() {return new Response(${JSON.stringify(text)})}}`)}],
-    bindings: [],
-    crons: [],
-    queueConsumers: [],
-    assets: null,
-    versionIds: [],
-    split: null,
-  }
+  return stateUpload(text, `export default {fetch() {return new Response(${JSON.stringify(text)})}}`)
 }
 
 /** Every row of every table, read through a connection of its own. */

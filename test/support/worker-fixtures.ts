@@ -4,6 +4,7 @@ import {createHash} from 'node:crypto'
 import {cpSync, readFileSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
+import type {ScriptUpload} from '../../src/edge-host/state/host-state.js'
 import type {UploadScript} from '../../src/protocol/management-api.js'
 
 export const FIXTURES_DIR = fileURLToPath(new URL('../../fixtures/workers/', import.meta.url))
@@ -69,4 +70,25 @@ export function materializeOversizeFixture(targetDir: string, paddingBytes = 5.5
   cpSync(path.join(FIXTURES_DIR, 'oversize'), targetDir, {recursive: true})
   writeFileSync(path.join(targetDir, 'padding.js'), `export const padding = '${'x'.repeat(paddingBytes)}'\n`)
   return targetDir
+}
+
+/** A one-module release as the host state takes it (HostState.scripts.put): `source` is index.js; its release generation derives from `key`. */
+export function stateUpload(key: string, source: string, overrides: Partial<ScriptUpload> = {}): ScriptUpload {
+  return {
+    releaseGeneration: createHash('sha256').update(key).digest('hex').slice(0, 16),
+    mainModule: 'index.js',
+    compatibilityDate: '2025-01-01',
+    compatibilityFlags: [],
+    builderPolicy: 'test',
+    tags: [],
+    department: null,
+    modules: [{name: 'index.js', type: 'esModule', content: Buffer.from(source)}],
+    bindings: [],
+    crons: [],
+    queueConsumers: [],
+    assets: null,
+    versionIds: [],
+    split: null,
+    ...overrides,
+  }
 }
