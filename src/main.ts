@@ -1,6 +1,7 @@
 // The CLI's entry (bin/run.js), bundled with the commands so that they share one @oclif/core. It
 // answers `--version` itself and loads oclif only for everything else.
 import {existsSync, readFileSync} from 'node:fs'
+import {settings} from '@oclif/core/settings'
 import {createRequire} from 'node:module'
 import os from 'node:os'
 import {requireWithCodeCache} from './code-cache.js'
@@ -26,6 +27,9 @@ export async function run(dir: string): Promise<void> {
   // are read where a trace may be printed: with EDGEWORKERS_DEBUG, and in the long-running edge host.
   const sourceMaps = Boolean(process.env.EDGEWORKERS_DEBUG) || (argv[0] === 'host' && argv[1] === 'serve') || argv[0] === 'host:serve'
   if (sourceMaps) process.setSourceMapsEnabled(true)
+  // The CLI runs its build (dist/) whatever NODE_ENV says: under NODE_ENV=development or test oclif
+  // would otherwise load tsx and run src/ (bin/dev.js is the way to run the sources).
+  settings.enableAutoTranspile = false
   warnIfWorkingDirectoryGone()
   const hot = HOT_COMMANDS.find((id) => id === argv[0])
   if (hot) {

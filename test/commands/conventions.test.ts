@@ -1,12 +1,12 @@
 // The conventions operators bring from their other CLIs: `help` and `-h` everywhere, a suggestion for
 // a mistyped flag, usage lines with arguments in the order they are typed, and under --json a failure
 // that says why on stdout as one JSON object.
-import {mkdtempSync, rmSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, describe, expect, test} from 'vitest'
 import manifest from '../../oclif.manifest.json' with {type: 'json'}
-import {runCli} from '../support/cli.js'
+import {CLI_BIN, runCli} from '../support/cli.js'
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-conventions-'))
 afterAll(() => rmSync(dataDir, {recursive: true, force: true}))
@@ -63,5 +63,38 @@ describe('mistakes', () => {
     expect(JSON.parse(missingStore.stdout)).toEqual({
       error: {code: 'store_unavailable', message: expect.stringMatching(/does not exist; run `edgeworkers db migrate`$/), exitCode: 4},
     })
+  })
+})
+
+describe('NODE_ENV', () => {
+  // Node developers' shells often say NODE_ENV=development, and test runners say test: oclif would then
+  // register tsx to run src/ (four times the CPU of a start, and code that is not the build).
+  test('the CLI runs its build whatever NODE_ENV says: it never loads a TypeScript loader', async () => {
+    const root = path.dirname(path.dirname(CLI_BIN))
+    const copy = mkdtempSync(path.join(tmpdir(), 'edgeworkers-node-env-'))
+    try {
+      for (const entry of ['bin', 'dist', 'package.json', 'oclif.manifest.json', 'tsconfig.json']) {
+        cpSync(path.join(root, entry), path.join(copy, entry), {recursive: true})
+      }
+      mkdirSync(path.join(copy, 'src', 'commands', 'worker'), {recursive: true})
+      writeFileSync(path.join(copy, 'src', 'commands', 'worker', 'list.ts'), 'throw new Error("the sources ran")\n')
+      // The copy's tsx records that it was loaded; every other package is the real one.
+      mkdirSync(path.join(copy, 'node_modules'))
+      for (const entry of readdirSync(path.join(root, 'node_modules'))) {
+        if (entry !== 'tsx') symlinkSync(path.join(root, 'node_modules', entry), path.join(copy, 'node_modules', entry))
+      }
+      const marker = path.join(copy, 'tsx-loaded')
+      const tsx = path.join(copy, 'node_modules', 'tsx')
+      mkdirSync(tsx, {recursive: true})
+      writeFileSync(path.join(tsx, 'package.json'), JSON.stringify({name: 'tsx', exports: {'./esm/api': './api.cjs'}}))
+      writeFileSync(path.join(tsx, 'api.cjs'), `require('node:fs').writeFileSync(${JSON.stringify(marker)}, '')\nexports.register = () => () => {}\n`)
+      for (const NODE_ENV of ['development', 'test']) {
+        const result = await runCli(['worker', 'list', '--json'], {NODE_ENV, EDGEWORKERS_DATA_DIR: dataDir}, path.join(copy, 'bin', 'run.js'))
+        expect(result.stdout).toContain('does not exist; run `edgeworkers db migrate`')
+        expect(existsSync(marker)).toBe(false)
+      }
+    } finally {
+      rmSync(copy, {recursive: true, force: true})
+    }
   })
 })
