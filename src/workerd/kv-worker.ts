@@ -243,6 +243,7 @@ async function chunksOf(request) {
         left -= filled;
         chunk = nextChunk();
         filled = 0;
+        await ioTurn();
       }
     }
   }

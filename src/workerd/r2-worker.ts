@@ -159,7 +159,7 @@ export class ${R2_OBJECT_CLASS} extends DurableObject {
       if (this.doomed.delete(blob)) this.dropBlob(blob);
     };
     const body = new ReadableStream({
-      pull: (controller) => {
+      pull: async (controller) => {
         if (!metadataSent) {
           metadataSent = true;
           return controller.enqueue(metadata);
@@ -178,6 +178,7 @@ export class ${R2_OBJECT_CLASS} extends DurableObject {
         }
         controller.enqueue(bytes.subarray(from, to));
         position = chunk.start + to;
+        await ioTurn();
       },
       cancel: release,
     });
@@ -313,6 +314,7 @@ export class ${R2_OBJECT_CLASS} extends DurableObject {
           flush(chunk.buffer);
           chunk = new Uint8Array(CHUNK);
           filled = 0;
+          await ioTurn();
         }
       }
     }
