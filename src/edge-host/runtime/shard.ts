@@ -17,7 +17,7 @@
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
-import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, settleDecision} from './loaded-scripts.js'
+import {anyUsesDurableObjects, LoadIds, ownSocketsOf, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, settleDecision} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
@@ -84,17 +84,11 @@ export class Shard {
     )
   }
 
-  get index(): number {
-    return this.options.index
-  }
+  get index(): number { return this.options.index }
 
-  get state(): ShardState {
-    return this.gate.state
-  }
+  get state(): ShardState { return this.gate.state }
 
-  get scriptCount(): number {
-    return this.loaded.size
-  }
+  get scriptCount(): number { return this.loaded.size }
 
   /** The release generation of `script` that the running process serves, if any. */
   liveGeneration(script: string): string | undefined {
@@ -105,6 +99,11 @@ export class Shard {
   routeOf(script: string): ScriptRoute | undefined {
     const entry = this.gate.open ? this.loaded.get(script) : undefined
     return entry && {origin: `http://${entry.socket}`, loadId: entry.loadId}
+  }
+
+  /** Script → its own socket in the running process, for the front door (see ownSocketsOf); none while it does not serve. */
+  ownSockets(): Map<string, string> {
+    return this.gate.open ? ownSocketsOf(this.loaded, this.socketPaths) : new Map()
   }
 
   /** Settles once the running process holds `loadId` (undefined: it does); see ./process-loads.ts. */
