@@ -5,6 +5,7 @@
 // changes are in force when the host acknowledges them; HAProxy is restarted when it dies and goes
 // when the host dies.
 import {spawn} from 'node:child_process'
+import {createHash} from 'node:crypto'
 import {readdirSync, readFileSync} from 'node:fs'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -166,12 +167,12 @@ describe('what the Node data plane decides, behind HAProxy', () => {
   test('an api_key policy: decided by the Node data plane, with the client address HAProxy saw', async () => {
     const name = scriptNameFor('front/policy')
     await client.deploy(name, textWorker('behind a key'))
-    expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'api_key', api_key: 'k3y-for-tests-0123'})).status).toBe(200)
+    expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'api_key', apiKeySha256: createHash('sha256').update('k3y-for-tests-0123').digest('hex'), apiKeyLastFour: '0123'})).status).toBe(200)
     expect(await get(`${host.publicUrl}/${name}/`)).toMatchObject({status: 403, text: '{"code":"access_denied","message":"Forbidden"}'})
     expect(await get(`${host.publicUrl}/${name}/`, {'x-api-key': 'k3y-for-tests-0123'})).toMatchObject({status: 200, text: 'behind a key'})
-    expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'teamsync_internal', ip_allowlist: ['127.0.0.1/32']})).status).toBe(200)
+    expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'teamsync_internal', ipAllowlist: ['127.0.0.1/32']})).status).toBe(200)
     expect(await get(`${host.publicUrl}/${name}/`, {'x-edgeworkers-client-address': '10.0.0.1'})).toMatchObject({status: 200, text: 'behind a key'})
-    expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'teamsync_internal', ip_allowlist: ['10.0.0.0/8']})).status).toBe(200)
+    expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'teamsync_internal', ipAllowlist: ['10.0.0.0/8']})).status).toBe(200)
     expect((await get(`${host.publicUrl}/${name}/`, {'x-edgeworkers-client-address': '10.0.0.1'})).status).toBe(403)
   })
 })
