@@ -150,6 +150,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       spareProcess: settings.spare_process,
       beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
+      suspectOutsideHost: async (shard) => front?.suspect(new Set(shard.ownSockets().keys())) ?? null,
       onIncident: (index, kind, service) => {
         // A split release's incident counts against its Worker (../workerd/script.ts scriptOfService).
         const script = service === null ? null : scriptOfService(service).script

@@ -147,6 +147,22 @@ export class HaproxyFront {
     }
   }
 
+  /**
+   * Of `scripts`, the one whose fast-path request has been inside the longest (HAProxy lists its
+   * streams oldest first), for the watchdog: a held workerd thread holds that one.
+   */
+  async suspect(scripts: ReadonlySet<string>): Promise<string | null> {
+    if (!this.serving) return null
+    const owners = new Map([...this.assigned].filter(([script]) => scripts.has(script)).map(([script, {slot}]) => [slotBackend(slot), script]))
+    if (owners.size === 0) return null
+    const sessions = await runtimeCommands(this.adminSocket, ['show sess']).catch(() => '')
+    for (const match of sessions.matchAll(/ be=(w\d+) /g)) {
+      const owner = owners.get(match[1]!)
+      if (owner !== undefined) return owner
+    }
+    return null
+  }
+
   async stop(): Promise<void> {
     this.serving = false
     await this.haproxy?.stop()

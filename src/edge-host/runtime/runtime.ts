@@ -70,6 +70,8 @@ export interface RuntimeOptions {
   memoryLimitBytes: number
   /** A runaway or a crash on shard `index`, blamed on `script` when a request of it was inside. */
   onIncident(index: number, kind: IncidentKind, script: string | null): void
+  /** See WatchdogOptions.suspectOutsideHost. */
+  suspectOutsideHost?(shard: Shard): Promise<string | null>
   /** host.spare_process: under the loader, keep a workerd started for the next runaway's or crash's replacement. */
   spareProcess: boolean
   onSpareReady?(ready: boolean): void
@@ -114,6 +116,7 @@ export class WorkerdRuntime {
       memoryLimitBytes: options.memoryLimitBytes,
       recycleMemoryBytes: options.codeLoading === 'loader' ? options.recycleMemoryBytes : null,
       onIncident: options.onIncident,
+      suspectOutsideHost: options.suspectOutsideHost,
       log: options.log,
     })
   }
