@@ -156,6 +156,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         const script = service === null ? null : scriptOfService(service).script
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return
+        front?.condemn(script)
         const {incidents, quarantined} = state.quarantine.recordIncident(script, kind, settings.quarantine_after_incidents)
         log.warn({shard: index, kind, script, incidents}, 'incident counted against the script')
         if (!quarantined) {

@@ -49,6 +49,8 @@ export class HaproxyFront {
   private haproxy: HaproxyProcess | null = null
   private serving = false
   private readonly assigned = new Map<string, Assignment>()
+  /** A script's slot before it left the fast path: relinked to its new socket when it comes back, for HAProxy's retries. */
+  private readonly previous = new Map<string, number>()
   /** Slots no Worker holds, the longest free first. */
   private readonly free: number[] = Array.from({length: SLOTS}, (_, index) => index)
   /** Each slot's response counts at the last read. */
@@ -148,6 +150,21 @@ export class HaproxyFront {
   }
 
   /**
+   * `script`'s process is about to be killed as a runaway it caused: off the fast path, and its slot out of
+   * service, so that HAProxy does not replay its request (the host never replays the blamed one).
+   */
+  condemn(script: string): void {
+    const assignment = this.assigned.get(script)
+    if (!assignment || !this.serving) return
+    this.assigned.delete(script)
+    this.free.push(assignment.slot)
+    const server = `${slotBackend(assignment.slot)}/w`
+    void this.api([`del map ${this.mapFile} ${script}`, `set server ${server} state maint`]).catch((error: unknown) =>
+      this.options.log.error({err: error, script}, 'front: taking a runaway off the fast path failed'),
+    )
+  }
+
+  /**
    * Of `scripts`, the one whose fast-path request has been inside the longest (HAProxy lists its
    * streams oldest first), for the watchdog: a held workerd thread holds that one.
    */
@@ -176,7 +193,9 @@ export class HaproxyFront {
       await this.api(leaving.map((script) => `del map ${this.mapFile} ${script}`))
       await this.readCounters() // what the leaving slots answered is still theirs
       for (const script of leaving) {
-        this.free.push(this.assigned.get(script)!.slot)
+        const {slot} = this.assigned.get(script)!
+        this.free.push(slot)
+        this.previous.set(script, slot)
         this.assigned.delete(script)
       }
     }
@@ -186,6 +205,10 @@ export class HaproxyFront {
     for (const [script, target] of joining) {
       const slot = this.free.shift()!
       this.link(slot, target)
+      // Requests HAProxy retries after the script's old process died go where the script is now.
+      const previous = this.previous.get(script)
+      this.previous.delete(script)
+      if (previous !== undefined && previous !== slot && this.free.includes(previous)) this.link(previous, target)
       this.assigned.set(script, {slot, target})
       // Connections kept alive to the slot's previous Worker go before it serves another.
       const server = `${slotBackend(slot)}/w`

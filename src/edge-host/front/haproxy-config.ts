@@ -56,8 +56,13 @@ export function renderFrontConfig(config: FrontConfig): string {
   for (let index = 0; index < config.slots; index++) {
     slots.push(
       `backend ${slotBackend(index)}`,
+      // As the Node data plane does: a request without a body of an idempotent method goes again when its process
+      // died under it (a runaway killed: the host relinks the slot to the replacement first, and takes the blamed
+      // Worker's slot out of service so its own request is not replayed); HAProxy waits 1 s between tries.
       '  retries 3',
-      '  retry-on conn-failure',
+      '  retry-on conn-failure empty-response',
+      '  http-request disable-l7-retry unless { method GET HEAD OPTIONS }',
+      '  http-request disable-l7-retry if { req.hdr_cnt(transfer-encoding) gt 0 } or { req.hdr_val(content-length) gt 0 }',
       ...HOST_HEADERS.map((name) => `  http-response del-header ${name}`),
       '  http-response del-header host',
       '  http-response set-header x-request-id %[var(txn.request_id)]',
