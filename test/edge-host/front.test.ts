@@ -199,9 +199,12 @@ describe('the HAProxy process', () => {
     try {
       const child = spawn(process.execPath, [CLI_BIN, 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], {
         env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_HOST__SHARDS: '1', EDGEWORKERS_HOST__FRONT: 'haproxy', EDGEWORKERS_LOG_LEVEL: 'warn'},
-        stdio: ['ignore', 'ignore', 'ignore'],
+        stdio: ['ignore', 'ignore', 'pipe'],
       })
+      let stderr = ''
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
       const info = await until(() => {
+        if (child.exitCode !== null) throw new Error(`host serve exited ${child.exitCode}: ${stderr}`)
         try {
           return JSON.parse(readFileSync(path.join(dataDir, 'host.json'), 'utf8')) as {publicUrl: string}
         } catch {
