@@ -13,7 +13,7 @@ import {LOAD_HEADER, WARM_HEADER} from '../../workerd/loader-worker.js'
 export const CLIENT_ADDRESS_HEADER = 'x-edgeworkers-client-address'
 
 /** Headers a client sends that never reach a Worker (as NOT_FORWARDED in ../http/worker-forwarding.ts; HAProxy handles the hop-by-hop ones). */
-const HOST_HEADERS = ['proxy-connection', 'keep-alive', 'te', 'trailer', 'x-forwarded-for', SERVICE_TARGET_HEADER, SERVICE_CALLER_HEADER, LOAD_HEADER, WARM_HEADER, ...SIGNATURE_HEADERS]
+const HOST_HEADERS: readonly string[] = ['proxy-connection', 'keep-alive', 'te', 'trailer', 'x-forwarded-for', SERVICE_TARGET_HEADER, SERVICE_CALLER_HEADER, LOAD_HEADER, WARM_HEADER, ...SIGNATURE_HEADERS]
 
 export interface FrontConfig {
   /** `fd@3` (the socket the host bound) or `HOST:PORT` (a restart, on the port the first start got). */
@@ -34,6 +34,9 @@ export interface FrontConfig {
   headerTimeoutMs: number
   idleTimeoutMs: number
 }
+
+/** One rule for all of them: HAProxy walks the headers once per rule. */
+const HOST_HEADERS_PATTERN = `^(${HOST_HEADERS.join('|')})$`
 
 /** The name of fast backend `index`. */
 export function slotBackend(index: number): string {
@@ -63,8 +66,7 @@ export function renderFrontConfig(config: FrontConfig): string {
       '  retry-on conn-failure empty-response',
       '  http-request disable-l7-retry unless { method GET HEAD OPTIONS }',
       '  http-request disable-l7-retry if { req.hdr_cnt(transfer-encoding) gt 0 } or { req.hdr_val(content-length) gt 0 }',
-      ...HOST_HEADERS.map((name) => `  http-response del-header ${name}`),
-      '  http-response del-header host',
+      `  http-response del-header ^(host|${HOST_HEADERS.join('|')})$ -m reg`,
       '  http-response set-header x-request-id %[var(txn.request_id)]',
       `  server w ${config.slotDir}/${index}`,
     )
@@ -74,7 +76,6 @@ export function renderFrontConfig(config: FrontConfig): string {
     '  nbthread 1',
     `  maxconn ${config.maxConnections}`,
     `  stats socket ${config.adminSocket} mode 600 level admin`,
-    '  tune.bufsize 65536',
     'defaults',
     '  mode http',
     '  timeout connect 5s',
@@ -105,7 +106,7 @@ export function renderFrontConfig(config: FrontConfig): string {
     '  http-request set-path / if fast !by_host { var(txn.rest) -m len 0 }',
     '  http-request set-path %[var(txn.rest)] if fast !by_host !{ var(txn.rest) -m len 0 }',
     `  http-request set-header host %[var(txn.script)].${base} if fast`,
-    ...HOST_HEADERS.map((name) => `  http-request del-header ${name} if fast`),
+    `  http-request del-header ${HOST_HEADERS_PATTERN} -m reg if fast`,
     '  http-request set-header x-forwarded-for %[src] if fast',
     `  http-request set-header ${CLIENT_ADDRESS_HEADER} %[src] unless fast`,
     '  use_backend %[var(txn.slot)] if fast',
