@@ -268,9 +268,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       await listenOnPrivateSocket(dataPlane, front.nodeSocket)
       cleanups.push(() => front!.stop())
     }
-    const listenAddress = front ? await frontListenOrExplain(front, settings.listen) : await listenOrExplain(dataPlane, settings.listen, 'host.listen')
+    const listenAddress = await listenOrExplain((address) => front?.listen(address) ?? listen(dataPlane, address), settings.listen, 'host.listen')
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))
-    const adminAddress = await listenOrExplain(management, settings.admin_listen, 'host.admin_listen')
+    const adminAddress = await listenOrExplain((address) => listen(management, address), settings.admin_listen, 'host.admin_listen')
     cleanups.push(() => closeServer(management, settings.drain_timeout_ms))
     await listenOnPrivateSocket(serviceBindings, serviceBindingSocketPath(dataDir))
     cleanups.push(() => closeServer(serviceBindings, settings.drain_timeout_ms))
@@ -326,6 +326,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
           // then the shards, then the state.
           runtime.endWaits()
           tails.close()
+          await front?.stop() // the public listener: it lets its requests end, then the Node listeners drain
           await Promise.all(servers.map((server) => closeServer(server, settings.drain_timeout_ms)))
           await cleanUp()
           log.info('edge host stopped')
@@ -358,18 +359,10 @@ export function hostPairingCode(dataDir: string, options: {rotate?: boolean} = {
   }
 }
 
-async function frontListenOrExplain(front: HaproxyFront, address: string): Promise<ListenAddress> {
+/** `bind`: listens on the address (the data plane's or management's server, or the front door). */
+async function listenOrExplain(bind: (address: ListenAddress) => Promise<ListenAddress>, address: string, setting: string): Promise<ListenAddress> {
   try {
-    return await front.listen(parseListenAddress(address))
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    throw new KitError('config_invalid', `host.listen ${address}: cannot listen (${code ?? (error as Error).message})`)
-  }
-}
-
-async function listenOrExplain(server: http.Server, address: string, setting: string): Promise<ListenAddress> {
-  try {
-    return await listen(server, parseListenAddress(address))
+    return await bind(parseListenAddress(address))
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     throw new KitError('config_invalid', `${setting} ${address}: cannot listen (${code ?? (error as Error).message})`)

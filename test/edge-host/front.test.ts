@@ -72,7 +72,7 @@ function haproxyPids(dataDir: string): number[] {
     .map(Number)
 }
 
-async function until<T>(check: () => T | Promise<T>, what: string, timeoutMs = 20_000): Promise<T> {
+async function until<T>(check: () => T | Promise<T>, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
@@ -167,7 +167,15 @@ describe('what the Node data plane decides, behind HAProxy', () => {
   test('an api_key policy: decided by the Node data plane, with the client address HAProxy saw', async () => {
     const name = scriptNameFor('front/policy')
     await client.deploy(name, textWorker('behind a key'))
-    expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'api_key', apiKeySha256: createHash('sha256').update('k3y-for-tests-0123').digest('hex'), apiKeyLastFour: '0123'})).status).toBe(200)
+    expect(
+      (
+        await client.call('PUT', paths.accessPolicy(name), {
+          mode: 'api_key',
+          apiKeySha256: createHash('sha256').update('k3y-for-tests-0123').digest('hex'),
+          apiKeyLastFour: '0123',
+        })
+      ).status,
+    ).toBe(200)
     expect(await get(`${host.publicUrl}/${name}/`)).toMatchObject({status: 403, text: '{"code":"access_denied","message":"Forbidden"}'})
     expect(await get(`${host.publicUrl}/${name}/`, {'x-api-key': 'k3y-for-tests-0123'})).toMatchObject({status: 200, text: 'behind a key'})
     expect((await client.call('PUT', paths.accessPolicy(name), {mode: 'teamsync_internal', ipAllowlist: ['127.0.0.1/32']})).status).toBe(200)
@@ -198,19 +206,29 @@ describe('the HAProxy process', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'edgeworkers-front-'))
     try {
       const child = spawn(process.execPath, [CLI_BIN, 'host', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], {
-        env: {...process.env, EDGEWORKERS_DATA_DIR: undefined, EDGEWORKERS_HOST__SHARDS: '1', EDGEWORKERS_HOST__FRONT: 'haproxy', EDGEWORKERS_LOG_LEVEL: 'warn'},
+        env: {
+          ...process.env,
+          EDGEWORKERS_DATA_DIR: undefined,
+          EDGEWORKERS_HOST__SHARDS: '1',
+          EDGEWORKERS_HOST__FRONT: 'haproxy',
+          EDGEWORKERS_LOG_LEVEL: 'warn',
+        },
         stdio: ['ignore', 'ignore', 'pipe'],
       })
       let stderr = ''
       child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-      const info = await until(() => {
-        if (child.exitCode !== null) throw new Error(`host serve exited ${child.exitCode}: ${stderr}`)
-        try {
-          return JSON.parse(readFileSync(path.join(dataDir, 'host.json'), 'utf8')) as {publicUrl: string}
-        } catch {
-          return null
-        }
-      }, 'host serve to start', 60_000)
+      const info = await until(
+        () => {
+          if (child.exitCode !== null) throw new Error(`host serve exited ${child.exitCode}: ${stderr}`)
+          try {
+            return JSON.parse(readFileSync(path.join(dataDir, 'host.json'), 'utf8')) as {publicUrl: string}
+          } catch {
+            return null
+          }
+        },
+        'host serve to start',
+        60_000,
+      )
       expect((await get(`${info.publicUrl}/livez`)).status).toBe(200)
       expect(haproxyPids(dataDir)).toHaveLength(1)
       child.kill('SIGKILL')

@@ -28,6 +28,8 @@ export interface FrontOptions {
   dataDir: string
   binary: string
   config: Pick<FrontConfig, 'baseDomain' | 'maxConnections' | 'maxConnectionsPerAddress' | 'headerTimeoutMs' | 'idleTimeoutMs'>
+  /** How long a stop lets the requests inside end. */
+  drainTimeoutMs: number
   /** Script → its Worker's own socket, for every Worker the fast path may serve now. */
   fastTargets(): Map<string, string>
   /** Requests the fast path answered for `script`, by status class (`2xx`, …). */
@@ -91,7 +93,16 @@ export class HaproxyFront {
         binary: this.options.binary,
         configPath: path.join(this.dir, 'haproxy.cfg'),
         adminSocket: this.adminSocket,
-        render: (bind) => renderFrontConfig({...this.options.config, bind, adminSocket: this.adminSocket, nodeSocket: this.nodeSocket, mapFile: this.mapFile, slots: SLOTS, slotDir: this.slotDir}),
+        render: (bind) =>
+          renderFrontConfig({
+            ...this.options.config,
+            bind,
+            adminSocket: this.adminSocket,
+            nodeSocket: this.nodeSocket,
+            mapFile: this.mapFile,
+            slots: SLOTS,
+            slotDir: this.slotDir,
+          }),
         beforeRestart: () => {
           this.serving = false
           this.writeMap()
@@ -116,7 +127,7 @@ export class HaproxyFront {
 
   /** Brings HAProxy's fast map to the host's current table; resolves once HAProxy applied it. */
   sync(): Promise<void> {
-    if (this.queued) return this.queued
+    if (this.queued !== null) return this.queued
     const next = this.syncing
       .then(() => {
         this.queued = null
@@ -180,9 +191,10 @@ export class HaproxyFront {
     return null
   }
 
+  /** HAProxy stops accepting and lets the requests inside end, for up to host.drain_timeout_ms. */
   async stop(): Promise<void> {
     this.serving = false
-    await this.haproxy?.stop()
+    await this.haproxy?.stop(this.options.drainTimeoutMs)
   }
 
   private async syncOnce(): Promise<void> {

@@ -13,7 +13,18 @@ import {LOAD_HEADER, WARM_HEADER} from '../../workerd/loader-worker.js'
 export const CLIENT_ADDRESS_HEADER = 'x-edgeworkers-client-address'
 
 /** Headers a client sends that never reach a Worker (as NOT_FORWARDED in ../http/worker-forwarding.ts; HAProxy handles the hop-by-hop ones). */
-const HOST_HEADERS: readonly string[] = ['proxy-connection', 'keep-alive', 'te', 'trailer', 'x-forwarded-for', SERVICE_TARGET_HEADER, SERVICE_CALLER_HEADER, LOAD_HEADER, WARM_HEADER, ...SIGNATURE_HEADERS]
+const HOST_HEADERS: readonly string[] = [
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'x-forwarded-for',
+  SERVICE_TARGET_HEADER,
+  SERVICE_CALLER_HEADER,
+  LOAD_HEADER,
+  WARM_HEADER,
+  ...SIGNATURE_HEADERS,
+]
 
 export interface FrontConfig {
   /** `fd@3` (the socket the host bound) or `HOST:PORT` (a restart, on the port the first start got). */

@@ -73,13 +73,16 @@ export class HaproxyProcess {
     await this.spawn('fd@3', listenFd)
   }
 
-  async stop(): Promise<void> {
+  /** A soft stop (SIGUSR1: no new connections, requests inside end) for up to `graceMs`, then a hard one. */
+  async stop(graceMs: number): Promise<void> {
     this.stopping = true
     const child = this.child
     if (!child || child.exitCode !== null || child.signalCode !== null) return
     const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGTERM')
+    child.kill('SIGUSR1')
+    const timer = setTimeout(() => child.kill('SIGTERM'), graceMs)
     await exited
+    clearTimeout(timer)
   }
 
   private async spawn(bind: string, listenFd?: number): Promise<void> {
@@ -109,7 +112,10 @@ export class HaproxyProcess {
     child.once('error', () => {}) // the exit above follows, or the start below times out
     const deadline = Date.now() + START_TIMEOUT_MS
     for (;;) {
-      const answered = await runtimeCommands(this.options.adminSocket, ['show info']).then((answer) => answer.includes('Pid:'), () => false)
+      const answered = await runtimeCommands(this.options.adminSocket, ['show info']).then(
+        (answer) => answer.includes('Pid:'),
+        () => false,
+      )
       if (answered) break
       if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
         this.child = null // the caller retries (or fails the host's start), not the exit handler

@@ -24,7 +24,8 @@ export interface FrontDoorOptions {
 
 export function frontDoor(options: FrontDoorOptions): HaproxyFront {
   const binary = findHaproxy()
-  if (binary === null) throw new KitError('config_invalid', 'host.front = "haproxy": no haproxy binary on PATH or in /usr/sbin (Debian: apt-get install haproxy)')
+  if (binary === null)
+    throw new KitError('config_invalid', 'host.front = "haproxy": no haproxy binary on PATH or in /usr/sbin (Debian: apt-get install haproxy)')
   const {settings, state, runtime, tails, metrics} = options
   return new HaproxyFront({
     dataDir: options.dataDir,
@@ -36,6 +37,7 @@ export function frontDoor(options: FrontDoorOptions): HaproxyFront {
       headerTimeoutMs: settings.header_timeout_ms,
       idleTimeoutMs: settings.idle_timeout_ms,
     },
+    drainTimeoutMs: settings.drain_timeout_ms,
     fastTargets: () =>
       fastTargets({
         shards: runtime.shards,
