@@ -40,6 +40,8 @@ export interface FrontOptions {
 interface Assignment {
   slot: number
   target: string
+  /** The slot's answers (all status classes) when the script got it: the slot serves one process of one script. */
+  answeredBefore: number
 }
 
 export class HaproxyFront {
@@ -175,20 +177,30 @@ export class HaproxyFront {
     )
   }
 
-  /**
-   * Of `scripts`, the one whose fast-path request has been inside the longest (HAProxy lists its
-   * streams oldest first), for the watchdog: a held workerd thread holds that one.
-   */
+  /** Of `scripts`, the one whose fast-path request holds a held workerd thread, for the watchdog; null if none is inside. */
   async suspect(scripts: ReadonlySet<string>): Promise<string | null> {
     if (!this.serving) return null
     const owners = new Map([...this.assigned].filter(([script]) => scripts.has(script)).map(([script, {slot}]) => [slotBackend(slot), script]))
     if (owners.size === 0) return null
     const sessions = await runtimeCommands(this.adminSocket, ['show sess']).catch(() => '')
+    await this.readCounters()
+    // As the Node data plane ranks its own (../runtime/process-requests.ts): a neighbour's request that reached the
+    // process just before the thread was held is stuck behind the offender and may be older, so a script whose
+    // process never answered it comes first.
+    let best: {script: string; rank: number} | null = null
     for (const match of sessions.matchAll(/ be=(w\d+) /g)) {
-      const owner = owners.get(match[1]!)
-      if (owner !== undefined) return owner
+      const script = owners.get(match[1]!)
+      if (script === undefined) continue
+      const assignment = this.assigned.get(script)!
+      const rank = this.answeredBy(assignment.slot) === assignment.answeredBefore ? 0 : 1
+      if (!best || rank < best.rank) best = {script, rank}
     }
-    return null
+    return best?.script ?? null
+  }
+
+  /** The slot's answers at the last read of HAProxy's statistics. */
+  private answeredBy(slot: number): number {
+    return Object.values(this.counted.get(slot) ?? {}).reduce((sum, count) => sum + count, 0)
   }
 
   /** HAProxy stops accepting and lets the requests inside end, for up to host.drain_timeout_ms. */
@@ -213,6 +225,7 @@ export class HaproxyFront {
     }
     const joining = [...desired].filter(([script]) => !this.assigned.has(script)).slice(0, this.free.length)
     if (joining.length === 0) return
+    await this.readCounters() // where each joining slot's answers start
     const commands: string[] = []
     for (const [script, target] of joining) {
       const slot = this.free.shift()!
@@ -221,7 +234,7 @@ export class HaproxyFront {
       const previous = this.previous.get(script)
       this.previous.delete(script)
       if (previous !== undefined && previous !== slot && this.free.includes(previous)) this.link(previous, target)
-      this.assigned.set(script, {slot, target})
+      this.assigned.set(script, {slot, target, answeredBefore: this.answeredBy(slot)})
       // Connections kept alive to the slot's previous Worker go before it serves another.
       const server = `${slotBackend(slot)}/w`
       commands.push(`set server ${server} state maint`, `set server ${server} state ready`, `add map ${this.mapFile} ${script} ${slotBackend(slot)}`)
