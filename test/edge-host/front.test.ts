@@ -11,7 +11,7 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
-import {request} from 'undici'
+import {Pool, request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {signRequest} from '../../src/protocol/signing.js'
 import {CLI_BIN} from '../support/cli.js'
@@ -55,6 +55,13 @@ async function requestCounts(script: string): Promise<Record<string, number>> {
     if (labels.script === script) counts[labels.status!] = (counts[labels.status!] ?? 0) + Number(match[2])
   }
   return counts
+}
+
+/** GETs `script` and says whether HAProxy's fast path answered it (its count by status class grew). */
+async function servedFast(script: string): Promise<{text: string; fast: boolean}> {
+  const before = (await requestCounts(script))['2xx'] ?? 0
+  const {text} = await get(`${host.publicUrl}/${script}/`)
+  return {text, fast: ((await requestCounts(script))['2xx'] ?? 0) > before}
 }
 
 /** The pid of the haproxy serving this host's front door (its configuration is in the data dir). */
@@ -136,6 +143,26 @@ describe('the fast path', () => {
   })
 })
 
+describe('a deploy on the fast path', () => {
+  test('a kept-alive client gets the new release at once after the acknowledgement', async () => {
+    const name = scriptNameFor('front/deployed')
+    await client.deploy(name, textWorker('first'))
+    // One connection, kept alive across the deploy (HAProxy keeps its own to the old process too).
+    const connection = new Pool(host.publicUrl, {connections: 1, pipelining: 1})
+    try {
+      const ask = async () => (await connection.request({path: `/${name}/`, method: 'GET'})).body.text()
+      const before = await requestCounts(name)
+      for (let index = 0; index < 3; index++) expect(await ask()).toBe('first')
+      await client.deploy(name, textWorker('second'))
+      expect(await ask()).toBe('second')
+      const after = await requestCounts(name)
+      expect((after['2xx'] ?? 0) - (before['2xx'] ?? 0)).toBe(4)
+    } finally {
+      await connection.close()
+    }
+  })
+})
+
 describe('what the Node data plane decides, behind HAProxy', () => {
   test('unknown Workers: the exact 404 body with the request id', async () => {
     const answer = await get(`${host.publicUrl}/${scriptNameFor('front/nobody')}/`)
@@ -148,7 +175,7 @@ describe('what the Node data plane decides, behind HAProxy', () => {
   test('retire: the 404 at once after the acknowledgement', async () => {
     const name = scriptNameFor('front/retired')
     await client.deploy(name, textWorker('soon retired'))
-    expect((await get(`${host.publicUrl}/${name}/`)).text).toBe('soon retired')
+    expect(await servedFast(name)).toEqual({text: 'soon retired', fast: true})
     expect((await client.call('POST', paths.retire(name))).status).toBe(200)
     const answer = await get(`${host.publicUrl}/${name}/`)
     expect(answer.status).toBe(404)
@@ -158,7 +185,7 @@ describe('what the Node data plane decides, behind HAProxy', () => {
   test('lockdown: 403 worker_retired at once after the acknowledgement', async () => {
     const name = scriptNameFor('front/locked')
     await client.deploy(name, textWorker('tenant code'))
-    expect((await get(`${host.publicUrl}/${name}/`)).text).toBe('tenant code')
+    expect(await servedFast(name)).toEqual({text: 'tenant code', fast: true})
     expect((await client.call('POST', paths.lockdown(name))).status).toBe(200)
     const answer = await get(`${host.publicUrl}/${name}/x`)
     expect(answer).toMatchObject({status: 403, text: '{"code":"worker_retired","message":"Forbidden"}'})
@@ -167,6 +194,7 @@ describe('what the Node data plane decides, behind HAProxy', () => {
   test('an api_key policy: decided by the Node data plane, with the client address HAProxy saw', async () => {
     const name = scriptNameFor('front/policy')
     await client.deploy(name, textWorker('behind a key'))
+    expect(await servedFast(name)).toEqual({text: 'behind a key', fast: true})
     expect(
       (
         await client.call('PUT', paths.accessPolicy(name), {
