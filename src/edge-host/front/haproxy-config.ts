@@ -96,6 +96,11 @@ export function renderFrontConfig(config: FrontConfig): string {
     // The Node data plane and workerd bound their own request times; a stream or a WebSocket may be long.
     '  timeout server 24h',
     '  timeout tunnel 24h',
+    // When no Worker answer comes, the Node data plane's answer (../http/data-plane.ts), not HAProxy's HTML page.
+    ...[502, 503, 504].map(
+      (status) =>
+        `  http-error status ${status} content-type application/json lf-string '{"code":"worker_unavailable","message":"Worker unavailable"}' hdr cache-control no-store hdr x-request-id %[var(txn.request_id)]`,
+    ),
     'frontend public',
     `  bind ${config.bind}`,
     `  maxconn ${config.maxConnections}`,
