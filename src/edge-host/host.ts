@@ -24,7 +24,7 @@ import {HeapReclaim} from './http/heap-reclaim.js'
 import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
 import {readFdLimit} from './http/fd-limit.js'
 import {behindFront, closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http/common.js'
-import {frontDoor} from './front/host-front.js'
+import {frontDoor, frontRuntimeHooks} from './front/host-front.js'
 import type {HaproxyFront} from './front/front.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './http/management-server.js'
@@ -150,7 +150,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       spareProcess: settings.spare_process,
       beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
-      suspectOutsideHost: async (shard) => front?.suspect(new Set(shard.ownSockets().keys())) ?? null,
+      ...frontRuntimeHooks(() => front),
       onIncident: (index, kind, service) => {
         // A split release's incident counts against its Worker (../workerd/script.ts scriptOfService).
         const script = service === null ? null : scriptOfService(service).script
@@ -246,9 +246,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       log,
     })
     const servers: http.Server[] = [dataPlane, serviceBindings, tailSink, management]
-    // The two network listeners; the unix sockets are workerd's alone.
+    // The two network listeners; the unix sockets are workerd's alone. Behind the front door, HAProxy holds the clients' connections and their limits.
     const guard: ConnectionGuard = new ConnectionGuard({budget: maxConnections, perAddress: settings.max_connections_per_address}, metrics)
-    // Behind the front door, HAProxy holds the clients' connections and their limits.
     if (!front)
       guard.watch(dataPlane, 'host.listen', {
         headerTimeoutMs: settings.header_timeout_ms,

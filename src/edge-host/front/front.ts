@@ -14,6 +14,7 @@
 import {mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
 import {renderFrontConfig, slotBackend, type FrontConfig} from './haproxy-config.js'
 import {HaproxyProcess} from './haproxy-process.js'
@@ -21,6 +22,8 @@ import {parseStats, runtimeCommands} from './runtime-api.js'
 
 /** Fast backends in the configuration: Workers past this many take the Node data plane. */
 const SLOTS = 512
+/** How often a retiring process's drain asks HAProxy whether requests are still inside it. */
+const DRAIN_POLL_MS = 50
 /** HAProxy's response counters, by status class. */
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other'] as const
 
@@ -57,6 +60,8 @@ export class HaproxyFront {
   private readonly previous = new Map<string, number>()
   /** Slots no Worker holds, the longest free first. */
   private readonly free: number[] = Array.from({length: SLOTS}, (_, index) => index)
+  /** Slot → the socket it was given to last (a relink for retries does not change it). */
+  private readonly given = new Map<number, string>()
   /** Each slot's response counts at the last read. */
   private readonly counted = new Map<number, Record<string, number>>()
   private syncing: Promise<void> = Promise.resolve()
@@ -127,8 +132,19 @@ export class HaproxyFront {
     return bound
   }
 
-  /** Brings HAProxy's fast map to the host's current table; resolves once HAProxy applied it. */
+  /**
+   * Brings HAProxy's fast map to the host's current table; resolves once HAProxy applied it. A Worker whose socket
+   * changed (its process replaced) has its slot relinked at once, before the old process can stop: the requests
+   * HAProxy sends there meanwhile reach the new one.
+   */
   sync(): Promise<void> {
+    if (this.serving) {
+      const desired = this.options.fastTargets()
+      for (const [script, {slot, target}] of this.assigned) {
+        const now = desired.get(script)
+        if (now !== undefined && now !== target) this.link(slot, now)
+      }
+    }
     if (this.queued !== null) return this.queued
     const next = this.syncing
       .then(() => {
@@ -198,6 +214,20 @@ export class HaproxyFront {
     return best?.script ?? null
   }
 
+  /**
+   * Resolves once no fast-path request is inside a slot that was given to one of `targets` (a replaced process's
+   * sockets), polling HAProxy's per-server sessions; after `timeoutMs` in any case.
+   */
+  async drained(targets: ReadonlySet<string>, timeoutMs: number): Promise<void> {
+    const slots = new Set([...this.given].filter(([, target]) => targets.has(target)).map(([slot]) => slotBackend(slot)))
+    const deadline = Date.now() + timeoutMs
+    while (slots.size > 0 && this.serving && Date.now() < deadline) {
+      const servers = parseStats(await runtimeCommands(this.adminSocket, ['show stat -1 4 -1']).catch(() => ''))
+      if (!servers.some((row) => slots.has(row.pxname ?? '') && Number(row.scur) > 0)) return
+      await sleep(DRAIN_POLL_MS)
+    }
+  }
+
   /** The slot's answers at the last read of HAProxy's statistics. */
   private answeredBy(slot: number): number {
     return Object.values(this.counted.get(slot) ?? {}).reduce((sum, count) => sum + count, 0)
@@ -235,6 +265,7 @@ export class HaproxyFront {
       this.previous.delete(script)
       if (previous !== undefined && previous !== slot && this.free.includes(previous)) this.link(previous, target)
       this.assigned.set(script, {slot, target, answeredBefore: this.answeredBy(slot)})
+      this.given.set(slot, target)
       // Connections kept alive to the slot's previous Worker go before it serves another.
       const server = `${slotBackend(slot)}/w`
       commands.push(`set server ${server} state maint`, `set server ${server} state ready`, `add map ${this.mapFile} ${script} ${slotBackend(slot)}`)

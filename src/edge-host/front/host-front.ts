@@ -5,6 +5,7 @@ import type {HostSettings} from '../services/host-service.js'
 import {KitError} from '../../errors.js'
 import type {HostMetrics} from '../metrics.js'
 import type {WorkerdRuntime} from '../runtime/runtime.js'
+import type {Shard} from '../runtime/shard.js'
 import type {HostState} from '../state/host-state.js'
 import type {TailHub} from '../tail-hub.js'
 import {fastTargets} from './fast-path.js'
@@ -49,4 +50,13 @@ export function frontDoor(options: FrontDoorOptions): HaproxyFront {
     countRequests: (script, statusClass, count) => metrics.requests.inc({script, status: statusClass}, count),
     log: options.log.child({component: 'front'}),
   })
+}
+
+/** The shards' hooks into the front door, which they do not know (none while there is none): see RuntimeOptions. */
+export function frontRuntimeHooks(front: () => HaproxyFront | null) {
+  return {
+    suspectOutsideHost: async (shard: Shard): Promise<string | null> => front()?.suspect(new Set(shard.ownSockets().keys())) ?? null,
+    outsideRequestsDone: async (socketPaths: ReadonlyMap<string, string>, timeoutMs: number): Promise<void> =>
+      front()?.drained(new Set(socketPaths.values()), timeoutMs),
+  }
 }

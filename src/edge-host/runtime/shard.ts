@@ -1,5 +1,4 @@
 // One shard: a workerd process running a subset of the scripts, and the gate in front of it.
-//
 // workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written first; then, in one of two modes:
 // - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new requests wait), requests inside
 //   finish, the old process stops, the new one starts, the gate opens — none dropped;
@@ -322,9 +321,10 @@ export class Shard {
     const {process: started, socketPaths} = outcome.started
     // A runaway kill (restartNow) while this process started has already taken the old one down.
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
+    const replacedSockets = this.socketPaths
     this.adopt(started, scripts, socketPaths, runsInLoader)
     this.outputRedaction = redaction
-    if (replaced) this.retire(replaced)
+    if (replaced) this.retire(replaced, replacedSockets)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
     this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, workerdPid: started.pid, spare: spare !== null}, 'shard serving')
@@ -332,9 +332,9 @@ export class Shard {
   }
 
   /** Stops a replaced process once the requests it still serves are done, or the drain timeout passed. */
-  private retire(replaced: {process: WorkerdProcess; agent: Agent; retired: Waiter<void>}): void {
+  private retire(replaced: {process: WorkerdProcess; agent: Agent; retired: Waiter<void>}, sockets: ReadonlyMap<string, string>): void {
     replaced.retired.resolve()
-    const retiring = retireProcess(replaced.process, replaced.agent, this.options.drainTimeoutMs)
+    const retiring = retireProcess(replaced.process, replaced.agent, this.options, sockets)
     this.retiring.add(retiring)
     void retiring.finally(() => this.retiring.delete(retiring))
   }
