@@ -56,8 +56,6 @@ export class HaproxyFront {
   private haproxy: HaproxyProcess | null = null
   private serving = false
   private readonly assigned = new Map<string, Assignment>()
-  /** A script's slot before it left the fast path: relinked to its new socket when it comes back, for HAProxy's retries. */
-  private readonly previous = new Map<string, number>()
   /** Slots no Worker holds, the longest free first. */
   private readonly free: number[] = Array.from({length: SLOTS}, (_, index) => index)
   /** Slot → the socket it was given to last (a relink for retries does not change it). */
@@ -248,8 +246,10 @@ export class HaproxyFront {
       await this.readCounters() // what the leaving slots answered is still theirs
       for (const script of leaving) {
         const {slot} = this.assigned.get(script)!
+        // What HAProxy still sends there (a retry after the process died under it) goes to the Node data plane,
+        // which holds it for the shard's next process or answers as the script's state says.
+        this.link(slot, this.nodeSocket)
         this.free.push(slot)
-        this.previous.set(script, slot)
         this.assigned.delete(script)
       }
     }
@@ -260,10 +260,6 @@ export class HaproxyFront {
     for (const [script, target] of joining) {
       const slot = this.free.shift()!
       this.link(slot, target)
-      // Requests HAProxy retries after the script's old process died go where the script is now.
-      const previous = this.previous.get(script)
-      this.previous.delete(script)
-      if (previous !== undefined && previous !== slot && this.free.includes(previous)) this.link(previous, target)
       this.assigned.set(script, {slot, target, answeredBefore: this.answeredBy(slot)})
       this.given.set(slot, target)
       // Connections kept alive to the slot's previous Worker go before it serves another.

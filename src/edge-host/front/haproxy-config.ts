@@ -71,8 +71,9 @@ export function renderFrontConfig(config: FrontConfig): string {
     slots.push(
       `backend ${slotBackend(index)}`,
       // As the Node data plane does: a request without a body of an idempotent method goes again when its process
-      // died under it (a runaway killed: the host relinks the slot to the replacement first, and takes the blamed
-      // Worker's slot out of service so its own request is not replayed); HAProxy waits 1 s between tries.
+      // died under it — to the Node data plane, where the host relinks the slot of a Worker leaving the fast path
+      // (./front.ts), which holds it for the next process — but never the request of a Worker blamed for a runaway
+      // (its slot is taken out of service). HAProxy waits 1 s between tries.
       '  retries 3',
       '  retry-on conn-failure empty-response',
       '  http-request disable-l7-retry unless { method GET HEAD OPTIONS }',

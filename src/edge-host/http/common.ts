@@ -33,9 +33,12 @@ export function behindFront(server: http.Server): void {
   server.on('connection', (socket: object) => frontConnections.add(socket))
 }
 
-/** The TCP peer (the front door's client behind it); IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. */
+/**
+ * The TCP peer; IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. Behind the front door, the client the header
+ * names, or, on a fast-path request HAProxy sent again here (its process died under it), the x-forwarded-for HAProxy set.
+ */
 export function clientAddress(request: http.IncomingMessage): string {
-  const fronted = frontConnections.has(request.socket) ? request.headers[CLIENT_ADDRESS_HEADER] : undefined
+  const fronted = frontConnections.has(request.socket) ? (request.headers[CLIENT_ADDRESS_HEADER] ?? request.headers['x-forwarded-for']) : undefined
   const address = (typeof fronted === 'string' ? fronted : request.socket.remoteAddress) ?? ''
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
