@@ -132,15 +132,16 @@ export class HaproxyFront {
 
   /**
    * Brings HAProxy's fast map to the host's current table; resolves once HAProxy applied it. A Worker whose socket
-   * changed (its process replaced) has its slot relinked at once, before the old process can stop: the requests
-   * HAProxy sends there meanwhile reach the new one.
+   * changed or went has its slot relinked at once, before an old process can stop: the requests HAProxy sends or
+   * retries there meanwhile reach the new one, or the Node data plane.
    */
   sync(): Promise<void> {
     if (this.serving) {
+      // A Worker leaving the fast path (its process died, say): what HAProxy retries goes to the Node data plane.
       const desired = this.options.fastTargets()
       for (const [script, {slot, target}] of this.assigned) {
-        const now = desired.get(script)
-        if (now !== undefined && now !== target) this.link(slot, now)
+        const now = desired.get(script) ?? this.nodeSocket
+        if (now !== target) this.link(slot, now)
       }
     }
     if (this.queued !== null) return this.queued
