@@ -8,6 +8,8 @@
 // The Worker is deployed into the running host; the rounds start once the shard's settle swap put it
 // on its own socket (host.loader_settle_seconds, 5 s here instead of the default's 300 s: the state
 // the default reaches), or at once with --loaded (the loader's transient; no settle swap then).
+// With --env EDGEWORKERS_HOST__FRONT=haproxy the host's HAProxy child (its front door) counts as the
+// host: its CPU is added to the host's, and shown alone in brackets.
 //
 //   node --import tsx bench/host/operator.ts --seconds 5 --rounds 5 --connections 16 [--env KEY=VALUE …] [--node-option=--cpu-prof …]
 //     [--restart-after-deploy | --loaded]
@@ -77,7 +79,24 @@ async function settled(adminUrl: string, ms: number): Promise<boolean> {
   return false
 }
 
-type Run = LoadResult & {hostUs: number; workerdUs: number}
+/**
+ * The host's CPU time: `host serve` and, with host.front = "haproxy" (--env EDGEWORKERS_HOST__FRONT=haproxy),
+ * its HAProxy child (the host's front door; its share also alone).
+ */
+function hostCpuMs(hostPid: number): {all: number; front: number} {
+  const children = readFileSync(`/proc/${hostPid}/task/${hostPid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number)
+  const front = children.filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'haproxy').reduce((sum, pid) => sum + cpuMs(pid), 0)
+  return {all: cpuMs(hostPid) + front, front}
+}
+
+/** The requests HAProxy's fast path answered for `script` (counted by status class), from the host's metrics. */
+async function fastPathRequests(adminUrl: string, script: string): Promise<number> {
+  const metrics = await (await fetch(`${adminUrl}/metrics`)).text()
+  const line = new RegExp(`^edgeworkers_host_requests_total\\{script="${script}",status="\\dxx"\\} (\\d+)`, 'gm')
+  return [...metrics.matchAll(line)].reduce((sum, match) => sum + Number(match[1]), 0)
+}
+
+type Run = LoadResult & {hostUs: number; frontUs: number; workerdUs: number}
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'edgeworkers-bench-operator-'))
 try {
   log(`# ${machineLoad()}`)
@@ -99,19 +118,23 @@ try {
     const runs: Record<keyof typeof targets, Run[]> = {bare: [], host: []}
     for (const target of Object.values(targets)) await load(target.url, 1)
     // What the host and its shard spend with no request at all (timers, probes, the tail Worker's posts).
-    const idleBefore = {host: cpuMs(host.pid), workerd: cpuMs(shardPid(dataDir)), at: performance.now()}
+    const idleBefore = {host: hostCpuMs(host.pid).all, workerd: cpuMs(shardPid(dataDir)), at: performance.now()}
     await sleep(SECONDS * 1000)
     const idleSeconds = (performance.now() - idleBefore.at) / 1000
-    const idle = {host: (cpuMs(host.pid) - idleBefore.host) / idleSeconds, workerd: (cpuMs(shardPid(dataDir)) - idleBefore.workerd) / idleSeconds}
+    const idle = {host: (hostCpuMs(host.pid).all - idleBefore.host) / idleSeconds, workerd: (cpuMs(shardPid(dataDir)) - idleBefore.workerd) / idleSeconds}
+    const fastBefore = await fastPathRequests(host.info.adminUrl, name)
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [key, target] of Object.entries(targets) as Array<[keyof typeof targets, (typeof targets)['bare']]>) {
         const workerd = target.workerd()
-        const before = {hop: target.hop === null ? 0 : cpuMs(target.hop), workerd: cpuMs(workerd)}
+        const hop = () => (target.hop === null ? {all: 0, front: 0} : hostCpuMs(target.hop))
+        const before = {hop: hop(), workerd: cpuMs(workerd)}
         const result = await load(target.url, SECONDS)
         const perRequest = (ms: number) => (ms * 1000) / result.requests
+        const after = hop()
         runs[key].push({
           ...result,
-          hostUs: target.hop === null ? 0 : perRequest(cpuMs(target.hop) - before.hop),
+          hostUs: perRequest(after.all - before.hop.all),
+          frontUs: perRequest(after.front - before.hop.front),
           workerdUs: perRequest(cpuMs(workerd) - before.workerd),
         })
       }
@@ -125,21 +148,22 @@ try {
         open[key].push(await load(target.url, SECONDS, rate))
       log(`# open loop round ${round} at ${rate} req/s: p99 bare ${open.bare.at(-1)!.p99Ms.toFixed(2)} ms, host ${open.host.at(-1)!.p99Ms.toFixed(2)} ms`)
     }
+    const fastRequests = (await fastPathRequests(host.info.adminUrl, name)) - fastBefore
     await bare.process.stop()
     const m = (target: keyof typeof targets, field: keyof Run) => median(runs[target].map((run) => run[field] as number))
     const perRound = (of: (round: number) => number) => median(runs.bare.map((_, round) => of(round)))
     const row = (label: string, target: keyof typeof targets) =>
-      `| ${label} | ${m(target, 'rps').toFixed(0)} | ${m(target, 'p50Ms').toFixed(2)} | ${m(target, 'p99Ms').toFixed(2)} | ${runs[target].reduce((sum, run) => sum + run.failures, 0)} | ${m(target, 'loadUs').toFixed(0)} | ${target === 'host' ? m(target, 'hostUs').toFixed(0) : '–'} | ${m(target, 'workerdUs').toFixed(0)} |`
+      `| ${label} | ${m(target, 'rps').toFixed(0)} | ${m(target, 'p50Ms').toFixed(2)} | ${m(target, 'p99Ms').toFixed(2)} | ${runs[target].reduce((sum, run) => sum + run.failures, 0)} | ${m(target, 'loadUs').toFixed(0)} | ${target === 'host' ? `${m(target, 'hostUs').toFixed(0)} (${m(target, 'frontUs').toFixed(0)})` : '–'} | ${m(target, 'workerdUs').toFixed(0)} |`
     console.log(
       [
         `${new Date().toISOString()}, ${machineLoad()}; ${ROUNDS} interleaved rounds of ${SECONDS} s, settings: one shard${RESTART_AFTER_DEPLOY ? ', host restarted after the deploy' : MEASURE_LOADED ? ', through the loader' : ', after the settle swap'}${EXTRA_ENV.map((pair) => `, ${pair}`).join('')}`,
         '',
-        '| target | req/s | p50 ms | p99 ms | failed | load generator CPU µs/req | host CPU µs/req | workerd CPU µs/req |',
+        '| target | req/s | p50 ms | p99 ms | failed | load generator CPU µs/req | host CPU µs/req (of which HAProxy) | workerd CPU µs/req |',
         '|---|---|---|---|---|---|---|---|',
         row('bare `workerd serve`', 'bare'),
         row('`host serve`', 'host'),
         '',
-        `Idle (no requests, ${SECONDS} s): host ${idle.host.toFixed(1)} ms CPU/s, its workerd ${idle.workerd.toFixed(1)} ms CPU/s.`,
+        `Idle (no requests, ${SECONDS} s): host ${idle.host.toFixed(1)} ms CPU/s, its workerd ${idle.workerd.toFixed(1)} ms CPU/s. Requests HAProxy's fast path answered during the rounds: ${fastRequests}.`,
         '',
         `Per round, host ÷ bare (medians): req/s **${perRound((round) => runs.host[round]!.rps / runs.bare[round]!.rps).toFixed(2)}×**; ` +
           `workerd CPU/req ${perRound((round) => runs.host[round]!.workerdUs / runs.bare[round]!.workerdUs).toFixed(2)}×; ` +

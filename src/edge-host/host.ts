@@ -23,7 +23,9 @@ import {hostReadiness} from './kit-readiness.js'
 import {HeapReclaim} from './http/heap-reclaim.js'
 import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
 import {readFdLimit} from './http/fd-limit.js'
-import {closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http/common.js'
+import {behindFront, closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http/common.js'
+import {frontDoor, frontRuntimeHooks} from './front/host-front.js'
+import type {HaproxyFront} from './front/front.js'
 import {loadOrCreateIdentity} from './identity.js'
 import {createManagementServer} from './http/management-server.js'
 import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
@@ -102,6 +104,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     // The first start issues the code; later starts never show it again (`host pairing-code` does).
     const issuedPairingCode = !state.pairing.isPaired() && state.pairing.code() === null ? state.pairing.issueCode() : null
 
+    let front: HaproxyFront | null = null
     const metrics = new HostMetrics({
       fenceActive: () => state.fences.active() !== null,
       scriptCounts: () => service.scriptCounts(),
@@ -109,6 +112,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       openConnections: (): number => guard.openConnections,
       departmentOf: (script) => state.scripts.route(script)?.department ?? null,
       readBindingOperations: (): Promise<void> => bindingOperations.readAll(runtime.shards.map((shard: Shard) => shard.servingAgent)),
+      readFrontRequests: async (): Promise<void> => front?.readCounters(),
     })
     const bindingOperations = new BindingOperations(metrics)
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
@@ -131,8 +135,12 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       scriptsOfShard: (index) => state.scripts.runnableScripts(index),
       moduleContent: (sha256) => state.scripts.moduleContent(sha256),
       log,
-      onShardState: (index, shardState) => metrics.shardUp.set({shard: String(index)}, shardState === 'up' ? 1 : 0),
+      onShardState: (index, shardState) => {
+        metrics.shardUp.set({shard: String(index)}, shardState === 'up' ? 1 : 0)
+        void front?.sync()
+      },
       onSwapped: (index, event) => {
+        void front?.sync()
         if (event.mode !== 'load') metrics.shardRestarts.inc({shard: String(index), reason: event.reason})
         metrics.swapSeconds.observe({reason: event.reason, mode: event.mode}, event.seconds)
       },
@@ -142,11 +150,13 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       spareProcess: settings.spare_process,
       beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
+      ...frontRuntimeHooks(() => front),
       onIncident: (index, kind, service) => {
         // A split release's incident counts against its Worker (../workerd/script.ts scriptOfService).
         const script = service === null ? null : scriptOfService(service).script
         metrics.incidents.inc({script: script ?? UNKNOWN_SCRIPT_LABEL, kind})
         if (script === null) return
+        front?.condemn(script)
         const {incidents, quarantined} = state.quarantine.recordIncident(script, kind, settings.quarantine_after_incidents)
         log.warn({shard: index, kind, script, incidents}, 'incident counted against the script')
         if (!quarantined) {
@@ -173,8 +183,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,
       activityWindowSeconds: settings.worker_activity_window_seconds,
       maxEventsPerSecond: settings.tail_max_events_per_second,
+      onTailsChanged: () => void front?.sync(),
       log,
     })
+    front = settings.front === 'haproxy' ? frontDoor({dataDir, settings, maxConnections, metrics, runtime, state, tails, log}) : null
     let publicUrl = ''
     const assetFiles = new AssetFiles(dataDir)
     const service = new HostService({
@@ -228,18 +240,20 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       assetFiles,
       maxAssetBytes: settings.max_asset_bytes,
       bodyBudget,
+      beforeReply: async () => front?.sync(),
       pairingLimiter: new PairingLimiter({maxFailures: settings.pairing_max_failures, windowSeconds: settings.pairing_failure_window_seconds, log}),
       ...readiness,
       log,
     })
     const servers: http.Server[] = [dataPlane, serviceBindings, tailSink, management]
-    // The two network listeners; the unix sockets are workerd's alone.
+    // The two network listeners; the unix sockets are workerd's alone. Behind the front door, HAProxy holds the clients' connections and their limits.
     const guard: ConnectionGuard = new ConnectionGuard({budget: maxConnections, perAddress: settings.max_connections_per_address}, metrics)
-    guard.watch(dataPlane, 'host.listen', {
-      headerTimeoutMs: settings.header_timeout_ms,
-      requestTimeoutMs: settings.request_timeout_ms,
-      idleTimeoutMs: settings.idle_timeout_ms,
-    })
+    if (!front)
+      guard.watch(dataPlane, 'host.listen', {
+        headerTimeoutMs: settings.header_timeout_ms,
+        requestTimeoutMs: settings.request_timeout_ms,
+        idleTimeoutMs: settings.idle_timeout_ms,
+      })
     guard.watch(management, 'host.admin_listen', {
       headerTimeoutMs: settings.admin_header_timeout_ms,
       requestTimeoutMs: settings.admin_request_timeout_ms,
@@ -248,9 +262,14 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const reclaim = new HeapReclaim(() => guard.arrivals, log)
     cleanups.push(() => reclaim.close())
     // Listeners first, so /livez answers (and requests wait) while the shards start.
-    const listenAddress = await listenOrExplain(dataPlane, settings.listen, 'host.listen')
+    if (front) {
+      behindFront(dataPlane)
+      await listenOnPrivateSocket(dataPlane, front.nodeSocket)
+      cleanups.push(() => front!.stop())
+    }
+    const listenAddress = await listenOrExplain((address) => front?.listen(address) ?? listen(dataPlane, address), settings.listen, 'host.listen')
     cleanups.push(() => closeServer(dataPlane, settings.drain_timeout_ms))
-    const adminAddress = await listenOrExplain(management, settings.admin_listen, 'host.admin_listen')
+    const adminAddress = await listenOrExplain((address) => listen(management, address), settings.admin_listen, 'host.admin_listen')
     cleanups.push(() => closeServer(management, settings.drain_timeout_ms))
     await listenOnPrivateSocket(serviceBindings, serviceBindingSocketPath(dataDir))
     cleanups.push(() => closeServer(serviceBindings, settings.drain_timeout_ms))
@@ -306,6 +325,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
           // then the shards, then the state.
           runtime.endWaits()
           tails.close()
+          await front?.stop() // the public listener: it lets its requests end, then the Node listeners drain
           await Promise.all(servers.map((server) => closeServer(server, settings.drain_timeout_ms)))
           await cleanUp()
           log.info('edge host stopped')
@@ -338,9 +358,10 @@ export function hostPairingCode(dataDir: string, options: {rotate?: boolean} = {
   }
 }
 
-async function listenOrExplain(server: http.Server, address: string, setting: string): Promise<ListenAddress> {
+/** `bind`: listens on the address (the data plane's or management's server, or the front door). */
+async function listenOrExplain(bind: (address: ListenAddress) => Promise<ListenAddress>, address: string, setting: string): Promise<ListenAddress> {
   try {
-    return await listen(server, parseListenAddress(address))
+    return await bind(parseListenAddress(address))
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     throw new KitError('config_invalid', `${setting} ${address}: cannot listen (${code ?? (error as Error).message})`)

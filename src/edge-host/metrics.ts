@@ -18,6 +18,8 @@ export interface MetricSources {
   departmentOf(script: string): string | null
   /** Counts the binding operations the shards have counted since the last read (./binding-operations.ts). */
   readBindingOperations(): Promise<void>
+  /** Brings edgeworkers_host_requests_total up to date with the requests the front door answered (../front/front.ts). */
+  readFrontRequests(): Promise<void>
 }
 
 /**
@@ -29,7 +31,12 @@ const TOTAL_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_tot
 export class HostMetrics {
   readonly registry = new Registry()
 
-  readonly requests = this.workerCounter('edgeworkers_host_requests_total', 'Data-plane requests by script and response status.', ['script', 'status'])
+  readonly requests = this.workerCounter(
+    'edgeworkers_host_requests_total',
+    'Data-plane requests by script and response status (under host.front = "haproxy", those its fast path answered by status class: 2xx, …).',
+    ['script', 'status'],
+    () => this.sources.readFrontRequests(),
+  )
 
   readonly connectionsShed = this.counter(
     'edgeworkers_host_connections_shed_total',

@@ -1,22 +1,19 @@
-// Workers' events on the host. The shards' tail Worker (../workerd/config.ts) posts to the tail
-// listener (a unix socket under the data dir that only workerd reaches) the counters of every trace,
-// every TAIL_SUMMARY_INTERVAL_MS, and the full traces of the scripts someone reads, at once; the
-// host's answer names those scripts. The hub turns each trace into a TailEvent (../protocol/tail.ts)
-// and hands it to:
-// - the live tails of its script (`GET /v1/scripts/:name/tail`, NDJSON; a tail that cannot keep up
-//   loses events rather than holding the host's memory). Past host.tail_max_events_per_second the
-//   tail Worker counts a tailed script's traces instead of posting them; the hub sums those counts
-//   and tells the script's tails once a second (a `sampled` notice),
+// Workers' events on the host. The shards' tail Worker (../workerd/config.ts) posts to the tail listener (a unix socket under the
+// data dir that only workerd reaches) the counters of every trace, every TAIL_SUMMARY_INTERVAL_MS, and the full traces of the
+// scripts someone reads, at once; the host's answer names those scripts. The hub turns each trace into a TailEvent
+// (../protocol/tail.ts) and hands it to:
+// - the live tails of its script (`GET /v1/scripts/:name/tail`, NDJSON; a tail that cannot keep up loses events rather than holding
+//   the host's memory). Past host.tail_max_events_per_second the tail Worker counts a tailed script's traces instead of posting
+//   them; the hub sums those counts and tells the script's tails once a second (a `sampled` notice),
 // - the Worker log file, when host.worker_log_file is set (./worker-log-file.ts).
-// The per-Worker metrics (./metrics.ts) come from two points: outcomes, status classes and
-// exceptions from the tail Worker's counters (workerd's traces); wall time and WebSocket upgrades
-// from the data plane (`served`), which times each request it forwards. Labels exist only for
-// scripts the host serves and a retired script's go, so the label set is bounded by the scripts
-// deployed. The activity window `status` reads (errors and p99 per Worker over the last minutes)
-// takes the data plane's timings and the tail Worker's last error.
-// Every text a Worker produced (console lines, exception messages and stacks, the path) has the
-// values of that Worker's secrets replaced before it goes anywhere, and its stack frames mapped to
-// the original source when the release carries a source map (./source-maps.ts).
+// The per-Worker metrics (./metrics.ts) come from two points: outcomes, status classes and exceptions from the tail Worker's
+// counters (workerd's traces); wall time and WebSocket upgrades from the data plane (`served`), which times each request it
+// forwards. Labels exist only for scripts the host serves and a retired script's go, so the label set is bounded by the scripts
+// deployed. The activity window `status` reads (errors and p99 per Worker over the last minutes) takes the data plane's timings and
+// the tail Worker's last error.
+// Every text a Worker produced (console lines, exception messages and stacks, the path) has the values of that Worker's secrets
+// replaced before it goes anywhere, and its stack frames mapped to the original source when the release carries a source map
+// (./source-maps.ts).
 import http from 'node:http'
 import {PassThrough, type Readable} from 'node:stream'
 import type {Logger} from 'pino'
@@ -42,6 +39,8 @@ export interface TailHubOptions {
   activityWindowSeconds: number
   /** host.tail_max_events_per_second: a live tail's share of one script's events, per second. */
   maxEventsPerSecond: number
+  /** A tail was attached or ended (the front door sends tailed Workers through the host). */
+  onTailsChanged?(): void
   log: Logger
 }
 
@@ -62,10 +61,7 @@ interface PostedSummary {
   sampled?: number
 }
 
-/**
- * The host's answer: the scripts whose full traces it wants, or "*" for all (the Worker log file),
- * and how many of a script's traces per second a live tail gets (ignored under "*").
- */
+/** The host's answer: the scripts whose full traces it wants, or "*" for all (the Worker log file), and how many of a script's traces per second a live tail gets (ignored under "*"). */
 export interface TailSinkAnswer {
   forward: string[] | '*'
   maxEventsPerSecond: number
@@ -235,6 +231,10 @@ export class TailHub {
     return route !== null && !route.retired
   }
 
+  isTailed(script: string): boolean {
+    return this.subscribers.has(script)
+  }
+
   /** A live NDJSON stream of the script's events, until `dispose` or close(). */
   subscribe(script: string): {stream: Readable; dispose(): Promise<void>} {
     const stream = new PassThrough()
@@ -242,14 +242,15 @@ export class TailHub {
     let set = this.subscribers.get(script)
     if (!set) this.subscribers.set(script, (set = new Set()))
     set.add(stream)
-    // The caller learns at once that the stream is open (it waits for the first bytes).
-    stream.write('\n')
+    this.options.onTailsChanged?.()
+    stream.write('\n') // the caller learns at once that the stream is open
     return {
       stream,
       dispose: async () => {
         clearInterval(heartbeat)
         set.delete(stream)
         if (set.size === 0 && this.subscribers.get(script) === set) this.subscribers.delete(script)
+        this.options.onTailsChanged?.()
         stream.end()
       },
     }

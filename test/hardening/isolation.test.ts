@@ -19,8 +19,14 @@ const victim = scriptNameFor('isolation/victim')
 const looper = scriptNameFor('isolation/looper')
 const bomb = scriptNameFor('isolation/bomb')
 
-for (const codeLoading of ['loader', 'restart'] as const) {
-  describe(`host.code_loading = "${codeLoading}"`, () => {
+// Behind the HAProxy front door (host.front), Workers on their own sockets are served by HAProxy alone: the watchdog
+// blames its oldest request, and HAProxy replays the victim's (../edge-host/front.test.ts shows the fast path).
+for (const [codeLoading, front] of [
+  ['loader', 'node'],
+  ['restart', 'node'],
+  ['restart', 'haproxy'],
+] as const) {
+  describe(`host.code_loading = "${codeLoading}", host.front = "${front}"`, () => {
     let host: TestHost
     let client: HostClient
     const logs: Array<Record<string, unknown>> = []
@@ -28,7 +34,7 @@ for (const codeLoading of ['loader', 'restart'] as const) {
     beforeAll(async () => {
       // One shared shard: the three Workers share one workerd process. The watchdog's limits are the defaults.
       host = await startTestHost({
-        settings: {shards: 1, shard_memory_limit_mb: 256, quarantine_after_incidents: 3, code_loading: codeLoading},
+        settings: {shards: 1, shard_memory_limit_mb: 256, quarantine_after_incidents: 3, code_loading: codeLoading, front},
         onLog: (entry) => logs.push(entry),
       })
       await host.pair()
@@ -154,6 +160,8 @@ for (const codeLoading of ['loader', 'restart'] as const) {
           metrics = await (await fetch(`${host.adminUrl}/metrics`)).text()
           expect(metrics).toMatch(new RegExp(`edgeworkers_host_worker_quarantines_total\\{script="${offender}"\\} 1`))
           expect(incidentsOf(metrics, victim)).toBe(0)
+          // Behind HAProxy the victim was served by its fast path (counted by status class).
+          if (front === 'haproxy') expect(metrics).toMatch(new RegExp(`edgeworkers_host_requests_total\\{script="${victim}",status="2xx"\\} [1-9]`))
           // Visible to the kit (host status reads the inventory).
           const listed = await inventory()
           expect(listed.quarantined.map((entry) => entry.script)).toContain(offender)

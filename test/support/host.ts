@@ -71,6 +71,8 @@ const TEST_DEFAULTS: Partial<HostSettings> = {
   start_timeout_ms: 30_000,
   // Workers loaded into a running process stay in its loader: tests that count swaps or processes see only theirs.
   loader_settle_seconds: 0,
+  // TEST_HOST_FRONT=haproxy runs every test host behind the HAProxy front door (host.front).
+  ...(process.env.TEST_HOST_FRONT === 'haproxy' ? {front: 'haproxy' as const} : {}),
 }
 
 /** Host logs are silent in tests unless EDGEWORKERS_TEST_HOST_LOG=1 or the test asked for them. */

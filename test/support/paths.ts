@@ -22,6 +22,7 @@ export const paths = {
   controlCopy: (name: string) => pathOf(e.controlCopy, {name}),
   receipt: (mutationId: string, commandDigest: string) => pathOf(e.receipt, {mutationId}, {commandDigest}),
   receiptAck: (mutationId: string) => pathOf(e.receiptAck, {mutationId}),
+  tail: (name: string) => pathOf(e.tail, {name}),
   fence: pathOf(e.fence, {}),
   fenceById: (fenceId: string) => pathOf(e.fenceById, {fenceId}),
   fenceEnd: (fenceId: string) => pathOf(e.fenceEnd, {fenceId}),

@@ -126,6 +126,17 @@ describe('architecture', () => {
     expect([...LAYER_OF.keys()].filter((member) => !OURS.includes(member))).toEqual([])
   })
 
+  test("the edge host's front door (edge-host/front) does not import the Node data plane (edge-host/http): it gets its tables from the host", () => {
+    const front = path.join(SRC, 'edge-host', 'front')
+    const violations = sourceFiles(front).flatMap((file) =>
+      importsOf(file)
+        .filter((imported) => matches(imported, 'edge-host/http'))
+        .map((imported) => `${path.relative(SRC, file)} → ${imported}`),
+    )
+    expect(sourceFiles(front).length).toBeGreaterThan(0)
+    expect(violations).toEqual([])
+  })
+
   test('each part of src/ imports only what its layer allows', () => {
     const violations: string[] = []
     for (const file of sourceFiles(SRC)) {

@@ -4,6 +4,7 @@ import {chmod, mkdir, rm} from 'node:fs/promises'
 import type http from 'node:http'
 import path from 'node:path'
 import type {AddressInfo} from 'node:net'
+import {CLIENT_ADDRESS_HEADER} from '../front/haproxy-config.js'
 
 /** A JSON answer. An oversized request's remaining body is not read: close the connection after. */
 export function sendJson(
@@ -24,9 +25,21 @@ export function sendJson(
   response.end(text)
 }
 
-/** The TCP peer; IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. */
+/** Connections of the front door (../front/front.ts): the client's address is the header it sets. */
+const frontConnections = new WeakSet<object>()
+
+/** `server` is reached only through the front door, which names each request's client in CLIENT_ADDRESS_HEADER. */
+export function behindFront(server: http.Server): void {
+  server.on('connection', (socket: object) => frontConnections.add(socket))
+}
+
+/**
+ * The TCP peer; IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d. Behind the front door, the client the header
+ * names, or, on a fast-path request HAProxy sent again here (its process died under it), the x-forwarded-for HAProxy set.
+ */
 export function clientAddress(request: http.IncomingMessage): string {
-  const address = request.socket.remoteAddress ?? ''
+  const fronted = frontConnections.has(request.socket) ? (request.headers[CLIENT_ADDRESS_HEADER] ?? request.headers['x-forwarded-for']) : undefined
+  const address = (typeof fronted === 'string' ? fronted : request.socket.remoteAddress) ?? ''
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
 

@@ -48,6 +48,8 @@ export interface ManagementServerOptions {
   readinessDetail(): Readiness
   /** What the kit said of this host since it started (PUT /v1/readiness). */
   kitReadiness: KitReadinessState
+  /** Before a signed call is answered: what it changed reaches the front door's tables (../front/front.ts). */
+  beforeReply?(): Promise<void>
   log: Logger
 }
 
@@ -96,7 +98,9 @@ export function createManagementServer(options: ManagementServerOptions): http.S
     const json = parseJsonBody(request, body)
     for (const [key, rule] of Object.entries(endpoint.params ?? {})) checkedValue(rule.schema, params[key]!, rule.what)
     const input = endpoint.request && parse(endpoint.request, json ?? (endpoint.bodyOptional ? {} : undefined))
-    return reply(response, endpoint, await handler({...call, body: input} as Call<Endpoint>), options.log)
+    const result = await handler({...call, body: input} as Call<Endpoint>)
+    await options.beforeReply?.()
+    return reply(response, endpoint, result, options.log)
   }
 
   /** Everything about the signature that does not need the body: checked before it is read. */

@@ -7,6 +7,7 @@ import type {Duplex} from 'node:stream'
 import type {Dispatcher} from 'undici'
 import {SIGNATURE_HEADERS} from '../../protocol/signing.js'
 import {clientAddress} from './common.js'
+import {CLIENT_ADDRESS_HEADER} from '../front/haproxy-config.js'
 import {LOAD_HEADER, WARM_HEADER} from '../../workerd/loader-worker.js'
 import type {ScriptRoute} from '../runtime/shard.js'
 import {SERVICE_CALLER_HEADER, SERVICE_TARGET_HEADER} from '../../workerd/config.js'
@@ -27,6 +28,7 @@ const NOT_FORWARDED = new Set([
   'host',
   'x-request-id',
   'x-forwarded-for',
+  CLIENT_ADDRESS_HEADER,
   SERVICE_TARGET_HEADER,
   SERVICE_CALLER_HEADER,
   LOAD_HEADER,

@@ -11,7 +11,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
 import type {Agent} from 'undici'
 import {WorkerdProcess} from '../../workerd/process.js'
-import type {PreparedConfig} from './shard-types.js'
+import type {PreparedConfig, ShardOptions} from './shard-types.js'
 
 /** Where a process's output lines go: re-pointed when a spare joins a shard. */
 export class ProcessOutput {
@@ -94,8 +94,15 @@ export async function stopProcess(
 }
 
 /** Stops a replaced process once the requests it still serves are done, or once `drainTimeoutMs` passed. */
-export async function retireProcess(process: WorkerdProcess, agent: Agent, drainTimeoutMs: number): Promise<void> {
+/** Requests that reached the process past the host's agent (the front door's, by its `sockets`) are waited for first, within the same timeout. */
+export async function retireProcess(
+  process: WorkerdProcess,
+  agent: Agent,
+  {drainTimeoutMs, outsideRequestsDone}: Pick<ShardOptions, 'drainTimeoutMs' | 'outsideRequestsDone'>,
+  sockets: ReadonlyMap<string, string>,
+): Promise<void> {
   // A request that never ends (a Worker spinning in a loop) must not keep the process alive.
+  await outsideRequestsDone?.(sockets, drainTimeoutMs)
   const closed = agent.close()
   if ((await Promise.race([closed.then(() => 'closed'), sleep(drainTimeoutMs)])) !== 'closed') await agent.destroy()
   await process.stop()

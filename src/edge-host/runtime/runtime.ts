@@ -70,6 +70,10 @@ export interface RuntimeOptions {
   memoryLimitBytes: number
   /** A runaway or a crash on shard `index`, blamed on `script` when a request of it was inside. */
   onIncident(index: number, kind: IncidentKind, script: string | null): void
+  /** See ShardOptions.outsideRequestsDone. */
+  outsideRequestsDone?(socketPaths: ReadonlyMap<string, string>, timeoutMs: number): Promise<void>
+  /** See WatchdogOptions.suspectOutsideHost. */
+  suspectOutsideHost?(shard: Shard): Promise<string | null>
   /** host.spare_process: under the loader, keep a workerd started for the next runaway's or crash's replacement. */
   spareProcess: boolean
   onSpareReady?(ready: boolean): void
@@ -114,6 +118,7 @@ export class WorkerdRuntime {
       memoryLimitBytes: options.memoryLimitBytes,
       recycleMemoryBytes: options.codeLoading === 'loader' ? options.recycleMemoryBytes : null,
       onIncident: options.onIncident,
+      suspectOutsideHost: options.suspectOutsideHost,
       log: options.log,
     })
   }
@@ -159,6 +164,7 @@ export class WorkerdRuntime {
       },
       onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
       beforeStop: options.beforeStop,
+      outsideRequestsDone: options.outsideRequestsDone,
     })
     this.shardsByIndex.set(index, shard)
     if (this.started) shard.start().catch((error: unknown) => options.log.error({shard: index, err: error}, 'shard failed to start'))

@@ -46,6 +46,8 @@ export interface ShardOptions {
   onCrash?(suspect: string | null): void
   /** A drained process is about to be stopped (a swap in `hold` mode, or the host's stop): last reads of it. */
   beforeStop?(agent: Agent): Promise<void>
+  /** Resolves once requests that reached a replaced process past the host (the front door's fast path, by its socket paths) have ended, or after `timeoutMs`. */
+  outsideRequestsDone?(socketPaths: ReadonlyMap<string, string>, timeoutMs: number): Promise<void>
 }
 
 /** `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs); `recycle`: it holds too many replaced ones. */

@@ -1,23 +1,20 @@
 // One shard: a workerd process running a subset of the scripts, and the gate in front of it.
-//
-// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written
-// first; then, in one of two modes:
-// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate
-//   closes (new requests wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
-// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it
-//   listens, and the old one stops once its requests are done — nothing waits.
-// Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-// With the Worker Loader (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a
-// change of its env) loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap,
-// neighbours untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the shard swaps
-// (overlap only) to a process running it on its own socket, unless a WebSocket or long stream is open (settleDecision); workerd never
-// unloads a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A dead
-// process is restarted with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by
-// restartNow(); both take the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader until the settle.
+// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written first; then, in one of two modes:
+// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new requests wait), requests inside
+//   finish, the old process stops, the new one starts, the gate opens — none dropped;
+// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it listens, and the old one stops once its
+//   requests are done — nothing waits.
+// Restart requests arriving within the coalescing window, or while a swap runs, share the next swap. With the Worker Loader (host.code_loading = "loader",
+// ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a change of its env) loads it into the running process's loader Worker
+// under a new load id and switches its route (refresh) — no swap, neighbours untouched. A loaded Worker costs a second invocation per request, so once
+// nothing changed for `settleMs` the shard swaps (overlap only) to a process running it on its own socket, unless a WebSocket or long stream is open
+// (settleDecision); workerd never unloads a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a
+// recycle. A dead process is restarted with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow();
+// both take the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader until the settle.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
-import {anyUsesDurableObjects, LoadIds, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, settleDecision} from './loaded-scripts.js'
+import {anyUsesDurableObjects, LoadIds, ownSocketsOf, type LoadedScript, loadedEntry, loaderAtStart, planInPlaceLoad, settleDecision} from './loaded-scripts.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {ProcessLoads} from './process-loads.js'
 import {ProcessRequests} from './process-requests.js'
@@ -32,8 +29,7 @@ import {ProcessOutput, retireProcess, startProcess, stopProcess} from './process
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
-/** A crash is blamed on a request only if it had run this long: a process killed from outside (or a deploy racing a
- * request) should not count against whichever request was inside; what crashes workerd from a Worker takes far longer. */
+/** A crash is blamed on a request only if it had run this long: a process killed from outside (or a deploy racing a request) should not count. */
 const CRASH_SUSPECT_MIN_AGE_MS = 100
 
 /** A process that ran this long before dying resets the crash backoff. */
@@ -107,6 +103,11 @@ export class Shard {
     return entry && {origin: `http://${entry.socket}`, loadId: entry.loadId}
   }
 
+  /** Script → its own socket in the running process, for the front door (see ownSocketsOf); none while it does not serve. */
+  ownSockets(): Map<string, string> {
+    return this.gate.open ? ownSocketsOf(this.loaded, this.socketPaths) : new Map()
+  }
+
   /** Settles once the running process holds `loadId` (undefined: it does); see ./process-loads.ts. */
   loadPending(loadId: string): Promise<void> | undefined {
     return this.loads?.pending(loadId)
@@ -118,9 +119,8 @@ export class Shard {
   }
 
   /**
-   * Picks up the shard's current scripts. Under the loader, changed Workers without Durable Objects
-   * are loaded into the running process (loadInPlace); anything else — or a process not serving —
-   * takes a swap. Resolves when what the shard serves reflects the scripts read.
+   * Picks up the shard's current scripts. Under the loader, changed Workers without Durable Objects are loaded into the running process
+   * (loadInPlace); anything else — or a process not serving — takes a swap. Resolves when what the shard serves reflects the scripts read.
    */
   refresh(): Promise<void> {
     if (!this.options.codeLoading || this.restartQueue.busy || !this.gate.open) return this.requestRestart('deploy')
@@ -204,10 +204,9 @@ export class Shard {
   }
 
   /**
-   * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and
-   * kept while its replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent
-   * requests of other scripts inside are given up at once (ProcessRequests.condemn) and replayed on the replacement. With
-   * Durable Objects (one process at a time) it is killed before the replacement.
+   * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and kept while its
+   * replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent requests of other scripts inside
+   * are given up at once (ProcessRequests.condemn) and replayed on the replacement. With Durable Objects it is killed before the replacement.
    */
   restartNow(blamed: string | null): Promise<void> {
     const process = this.process
@@ -322,9 +321,10 @@ export class Shard {
     const {process: started, socketPaths} = outcome.started
     // A runaway kill (restartNow) while this process started has already taken the old one down.
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
+    const replacedSockets = this.socketPaths
     this.adopt(started, scripts, socketPaths, runsInLoader)
     this.outputRedaction = redaction
-    if (replaced) this.retire(replaced)
+    if (replaced) this.retire(replaced, replacedSockets)
     this.restarts++
     this.options.onSwapped?.({reason, mode, seconds: (performance.now() - began) / 1000, scripts: scripts.length})
     this.options.log.info({shard: this.index, reason, mode, scripts: scripts.length, workerdPid: started.pid, spare: spare !== null}, 'shard serving')
@@ -332,9 +332,9 @@ export class Shard {
   }
 
   /** Stops a replaced process once the requests it still serves are done, or the drain timeout passed. */
-  private retire(replaced: {process: WorkerdProcess; agent: Agent; retired: Waiter<void>}): void {
+  private retire(replaced: {process: WorkerdProcess; agent: Agent; retired: Waiter<void>}, sockets: ReadonlyMap<string, string>): void {
     replaced.retired.resolve()
-    const retiring = retireProcess(replaced.process, replaced.agent, this.options.drainTimeoutMs)
+    const retiring = retireProcess(replaced.process, replaced.agent, this.options, sockets)
     this.retiring.add(retiring)
     void retiring.finally(() => this.retiring.delete(retiring))
   }

@@ -44,6 +44,8 @@ export interface WatchdogOptions {
   recycleMemoryBytes: number | null
   /** An incident on shard `index`; `script` is the suspect, null when no request was inside. */
   onIncident(index: number, kind: IncidentKind, script: string | null): void
+  /** Requests that reach a shard past the host's data plane (the front door's fast path): the script of the oldest inside, if any. */
+  suspectOutsideHost?(shard: Shard): Promise<string | null>
   log: Logger
 }
 
@@ -119,8 +121,10 @@ export class Watchdog {
     const [cpuMs, rss] = [mainThreadCpuMs(pid), residentBytes(pid)]
     const pending = this.probes.get(shard.index)
     // A request inside since before the process last answered holds its thread: that one, if any.
-    if (rss !== null && rss > this.options.memoryLimitBytes)
-      return this.runaway(shard, 'memory', shard.suspect(now - (pending?.since ?? now)) ?? shard.suspect(), {rssBytes: rss})
+    if (rss !== null && rss > this.options.memoryLimitBytes) {
+      const suspect = shard.suspect(now - (pending?.since ?? now)) ?? shard.suspect() ?? (await this.options.suspectOutsideHost?.(shard)) ?? null
+      return shard.pid === pid ? this.runaway(shard, 'memory', suspect, {rssBytes: rss}) : undefined
+    }
     if (rss !== null && this.options.recycleMemoryBytes !== null && rss > this.options.recycleMemoryBytes) shard.recycleIfStale()
     if (pending && shard.answered !== pending.answered) Object.assign(pending, {since: now, cpuMs, rssBytes: rss, answered: shard.answered})
     // Grown by more than any Worker may hold while answering nothing: a Worker allocating without
@@ -155,8 +159,8 @@ export class Watchdog {
     // An answer the host has received but not yet read (timers run before I/O callbacks) is one.
     await new Promise((resolve) => setImmediate(resolve))
     if (shard.pid !== pending.pid || shard.answered !== pending.answered) return
-    const suspect = shard.suspect(now - pending.since)
-    if (suspect !== null) return this.runaway(shard, kind, suspect, detail)
+    const suspect = shard.suspect(now - pending.since) ?? (await this.options.suspectOutsideHost?.(shard)) ?? null
+    if (suspect !== null && shard.pid === pending.pid && shard.answered === pending.answered) return this.runaway(shard, kind, suspect, detail)
     this.probes.delete(shard.index)
   }
 
