@@ -80,6 +80,7 @@ const shard = (options: {tail: boolean; loader: boolean}) => (dir: string) =>
     ...renderOptions(dir),
     durableObjectRoot: () => dir,
     tailSinkAddress: options.tail ? `unix:${sinkSocket}` : null,
+    traced: () => true,
     loaderCodeAddress: options.loader ? `unix:${codeSocket}` : null,
     experimental: false,
   })

@@ -18,6 +18,8 @@ export interface MetricSources {
   departmentOf(script: string): string | null
   /** Counts the binding operations the shards have counted since the last read (./binding-operations.ts). */
   readBindingOperations(): Promise<void>
+  /** Counts what the counted Workers (those nobody traces) have counted since the last read (./worker-counts.ts). */
+  readWorkerCounts(): Promise<void>
 }
 
 /**
@@ -39,7 +41,7 @@ export class HostMetrics {
 
   readonly shardRestarts = this.counter(
     'edgeworkers_host_shard_restarts_total',
-    'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle, settle).',
+    'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle, settle, traces).',
     ['shard', 'reason'],
   )
 
@@ -89,21 +91,26 @@ export class HostMetrics {
     'edgeworkers_host_worker_invocations_total',
     'Worker invocations by script and outcome (ok, exception, exceededCpu, exceededMemory, canceled, unknown).',
     ['script', 'outcome'],
+    () => this.sources.readWorkerCounts(),
   )
 
   readonly workerResponses = this.workerCounter(
     'edgeworkers_host_worker_responses_total',
     'Worker responses by script and status class (1xx … 5xx; "none" when the Worker answered nothing).',
     ['script', 'status_class'],
+    () => this.sources.readWorkerCounts(),
   )
 
   readonly workerVersionResponses = this.workerCounter(
     'edgeworkers_host_worker_version_responses_total',
     "Worker responses by script, version (the kit's version id; two under a gradual deployment) and status class.",
     ['script', 'version', 'status_class'],
+    () => this.sources.readWorkerCounts(),
   )
 
-  readonly workerExceptions = this.workerCounter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'])
+  readonly workerExceptions = this.workerCounter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'], () =>
+    this.sources.readWorkerCounts(),
+  )
 
   readonly workerWallSeconds = new WorkerHistogram(
     new Histogram({

@@ -16,11 +16,14 @@ export interface LoadedScript {
   requestsOnly: boolean
   /** Of everything the process was given for it (code and env): a change needs a new load or a swap. */
   fingerprint: string
+  /** Its traces go to the tail Worker (always so in the loader); else the counting main module counts (../../workerd/worker-counts.ts). */
+  traced: boolean
 }
 
-/** `requestsOnly`: the script could run in the loader (see LoadedScript.requestsOnly). */
-export function loadedEntry(script: RunnableScript, loadId: string | null, requestsOnly: boolean): LoadedScript {
+/** `requestsOnly`: the script could run in the loader (see LoadedScript.requestsOnly). `traced`: on its own socket, workerd traces it. */
+export function loadedEntry(script: RunnableScript, loadId: string | null, requestsOnly: boolean, traced = false): LoadedScript {
   return {
+    traced: loadId !== null || traced,
     releaseGeneration: script.releaseGeneration,
     socket: loadId === null ? script.name : LOADER_SOCKET,
     loadId,
@@ -103,16 +106,19 @@ const SETTLE_SPARES_MS = 1_000
 
 /**
  * Whether a settle swap (see Shard) should run: `never` unless it would take Workers out of the
- * loader or drop replaced loads (`staleLoads`) without holding requests (no Durable Objects);
- * `later` while a WebSocket or a long-lived request is open (the swap would cut it).
+ * loader, drop replaced loads (`staleLoads`) or stop tracing a Worker on its own socket whose traces
+ * nobody reads (`tracesWanted`), without holding requests (no Durable Objects); `later` while a
+ * WebSocket or a long-lived request is open (the swap would cut it).
  */
 export function settleDecision(
   loaded: ReadonlyMap<string, LoadedScript>,
   staleLoads: number,
   inside: {suspect(minAgeMs: number): string | null; openTunnels: number},
+  tracesWanted: (service: string) => boolean,
 ): 'now' | 'later' | 'never' {
   const entries = [...loaded.values()]
-  const worth = (staleLoads > 0 || entries.some((entry) => entry.loadId !== null)) && !entries.some((entry) => entry.usesDurableObjects)
+  const untrace = [...loaded].some(([service, entry]) => entry.traced && entry.loadId === null && !tracesWanted(service))
+  const worth = (staleLoads > 0 || untrace || entries.some((entry) => entry.loadId !== null)) && !entries.some((entry) => entry.usesDurableObjects)
   if (!worth) return 'never'
   return inside.openTunnels === 0 && inside.suspect(SETTLE_SPARES_MS) === null ? 'now' : 'later'
 }

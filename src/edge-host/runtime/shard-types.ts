@@ -14,6 +14,8 @@ export interface PreparedConfig {
   sockets: string[]
   /** Socket name → its Unix socket path. */
   socketPaths: ReadonlyMap<string, string>
+  /** The scripts on their own sockets whose traces go to the tail Worker; the others are counted (../../workerd/worker-counts.ts). */
+  traced: ReadonlySet<string>
   cwd: string
   /** Start workerd with `--experimental` (host.experimental). */
   experimental: boolean
@@ -46,10 +48,15 @@ export interface ShardOptions {
   onCrash?(suspect: string | null): void
   /** A drained process is about to be stopped (a swap in `hold` mode, or the host's stop): last reads of it. */
   beforeStop?(agent: Agent): Promise<void>
+  /** Whether someone reads the traces of workerd service `service` (a script, or its split release). */
+  tracesWanted(service: string): boolean
 }
 
-/** `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs); `recycle`: it holds too many replaced ones. */
-export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle' | 'settle'
+/**
+ * `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs), or it traces a script nobody
+ * reads any more; `recycle`: it holds too many replaced ones; `traces`: someone reads a script's traces it does not make.
+ */
+export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle' | 'settle' | 'traces'
 /** `load`: no swap — changed Workers were loaded into the running process (the loader). */
 export type SwapMode = 'hold' | 'overlap' | 'load'
 /** What the shard serves changed; `scripts`: how many it runs (after a swap) or loaded (`load`). */

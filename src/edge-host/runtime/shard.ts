@@ -1,19 +1,20 @@
 // One shard: a workerd process running a subset of the scripts, and the gate in front of it.
 //
-// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written
-// first; then, in one of two modes:
-// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate
-//   closes (new requests wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
-// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it
-//   listens, and the old one stops once its requests are done — nothing waits.
-// Restart requests arriving within the coalescing window, or while a swap runs, share the next swap.
-// With the Worker Loader (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a
-// change of its env) loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap,
-// neighbours untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the shard swaps
-// (overlap only) to a process running it on its own socket, unless a WebSocket or long stream is open (settleDecision); workerd never
-// unloads a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A dead
-// process is restarted with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by
-// restartNow(); both take the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader until the settle.
+// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written first; then,
+// in one of two modes:
+// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new requests
+//   wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
+// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it listens, and the old
+//   one stops once its requests are done — nothing waits.
+// Restart requests arriving within the coalescing window, or while a swap runs, share the next swap. With the Worker Loader
+// (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a change of its env)
+// loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap, neighbours
+// untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the shard swaps (overlap
+// only) to a process running it on its own socket, unless a WebSocket or long stream is open (settleDecision); workerd never unloads
+// a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A Worker on
+// its own socket is traced for the tail Worker only while someone reads its traces: a tail's arrival swaps (`traces`), its leaving
+// waits for a settle. A dead process is restarted with backoff (at once when a script is suspected); the watchdog (./watchdog.ts)
+// replaces a runaway by restartNow(); both take the spare process when one is ready (./process-lifecycle.ts).
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -28,7 +29,7 @@ import {type Waiter, waiter} from '../../util/waiter.js'
 import {usesDurableObjects} from '../../workerd/config.js'
 import type {RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapMode} from './shard-types.js'
 import type {WorkerdProcess} from '../../workerd/process.js'
-import {ProcessOutput, retireProcess, startProcess, stopProcess} from './process-lifecycle.js'
+import {ProcessOutput, retireProcess, type StartedProcess, startProcess, stopProcess} from './process-lifecycle.js'
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
@@ -101,6 +102,11 @@ export class Shard {
     return this.gate.open ? this.loaded.get(script)?.releaseGeneration : undefined
   }
 
+  /** Whether the running process makes the traces of `script` (workerd service name) someone may read: true when it does not serve it. */
+  traces(script: string): boolean {
+    return this.loaded.get(script)?.traced ?? true
+  }
+
   /** Where the running process serves `script` (see unixConnector), if it does. */
   routeOf(script: string): ScriptRoute | undefined {
     const entry = this.gate.open ? this.loaded.get(script) : undefined
@@ -117,11 +123,8 @@ export class Shard {
     return this.loadIds.lookup(loadId)
   }
 
-  /**
-   * Picks up the shard's current scripts. Under the loader, changed Workers without Durable Objects
-   * are loaded into the running process (loadInPlace); anything else — or a process not serving —
-   * takes a swap. Resolves when what the shard serves reflects the scripts read.
-   */
+  /** Picks up the shard's current scripts: under the loader, changed Workers without Durable Objects are loaded into the running
+   * process (loadInPlace); anything else — or a process not serving — takes a swap. Resolves once what it serves reflects them. */
   refresh(): Promise<void> {
     if (!this.options.codeLoading || this.restartQueue.busy || !this.gate.open) return this.requestRestart('deploy')
     const loaded = this.loading.then(() => this.loadInPlace())
@@ -203,12 +206,9 @@ export class Shard {
     return status === 200
   }
 
-  /**
-   * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and
-   * kept while its replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent
-   * requests of other scripts inside are given up at once (ProcessRequests.condemn) and replayed on the replacement. With
-   * Durable Objects (one process at a time) it is killed before the replacement.
-   */
+  /** Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and kept while
+   * its replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent requests of other scripts
+   * inside are given up at once (ProcessRequests.condemn) and replayed on the replacement. With Durable Objects it is killed first. */
   restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
@@ -281,8 +281,13 @@ export class Shard {
     else this.settleLater()
   }
 
+  /** A tail went: a settle swap takes the traces nobody reads any more off the process (settleDecision). */
+  untraceLater(): void {
+    if (!this.restartQueue.busy) this.settleLater()
+  }
+
   private settleLater(): void {
-    const decide = () => (this.gate.open ? settleDecision(this.loaded, this.staleLoads, this.requests) : 'never')
+    const decide = () => (this.gate.open ? settleDecision(this.loaded, this.staleLoads, this.requests, this.options.tracesWanted) : 'never')
     this.restartQueue.requestLater('settle', this.options.codeLoading?.settleMs ?? 0, decide)
   }
 
@@ -319,10 +324,10 @@ export class Shard {
       if (mode === 'hold') this.gate.set('down')
       throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
     }
-    const {process: started, socketPaths} = outcome.started
+    const started = outcome.started.process
     // A runaway kill (restartNow) while this process started has already taken the old one down.
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
-    this.adopt(started, scripts, socketPaths, runsInLoader)
+    this.adopt(outcome.started, scripts, runsInLoader)
     this.outputRedaction = redaction
     if (replaced) this.retire(replaced)
     this.restarts++
@@ -339,12 +344,7 @@ export class Shard {
     void retiring.finally(() => this.retiring.delete(retiring))
   }
 
-  private adopt(
-    process: WorkerdProcess,
-    scripts: RunnableScript[],
-    socketPaths: ReadonlyMap<string, string>,
-    runsInLoader: (script: RunnableScript) => boolean,
-  ): void {
+  private adopt({process, socketPaths, traced}: StartedProcess, scripts: RunnableScript[], runsInLoader: (script: RunnableScript) => boolean): void {
     this.process = process
     this.processRetired = waiter()
     this.startedAt = Date.now()
@@ -356,8 +356,8 @@ export class Shard {
     this.loadIds.newProcess()
     this.staleLoads = 0
     const requestsOnly = (script: RunnableScript) => this.options.codeLoading?.runsInLoader(script) ?? false
-    // Loaded Workers are loaded by their first request: a start does not compile them all.
-    const entry = (script: RunnableScript) => loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script))
+    const entry = (script: RunnableScript) => // a loaded Worker is loaded by its first request: a start does not compile them all
+      loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script), traced.has(script.name))
     this.loaded = new Map(scripts.map((script) => [script.name, entry(script)]))
     this.settleLater() // a runaway's or a crash's replacement left its Workers to the loader
     void process.exited.then((exit) => {
