@@ -18,6 +18,7 @@ function hostMetrics(): HostMetrics {
     // LEGACY was uploaded by a kit that named no department.
     departmentOf: (script) => (script === SALES ? 'acme-sales' : null),
     readBindingOperations: async () => {},
+    readWorkerCounts: async () => {},
   })
 }
 
