@@ -131,7 +131,11 @@ const variants: Record<string, Variant> = {
   'bare + an empty tail Worker': {config: custom(', tails = ["tail"]', [EMPTY_TAIL]), experimental: false},
   'bare + a streaming tail Worker counting outcomes': {config: custom(', streamingTails = ["tail"]', [STREAMING_TAIL]), experimental: false},
   'bare behind a main module counting outcomes and exceptions': {config: custom('', [], [COUNTING_MAIN]), experimental: false},
-  'bare at 40 % of its closed-loop req/s (open loop)': {config: (dir) => renderValidationConfig([hello], renderOptions(dir)), experimental: false, rateShare: 0.4},
+  'bare at 40 % of its closed-loop req/s (open loop)': {
+    config: (dir) => renderValidationConfig([hello], renderOptions(dir)),
+    experimental: false,
+    rateShare: 0.4,
+  },
 }
 
 async function start(label: string, variant: Variant): Promise<{url: string; pid: number; stop(): Promise<void>}> {

@@ -8,7 +8,12 @@
 //   2. the delay from a Worker's console.log to the line `edgeworkers tail` prints: paced requests,
 //      each logging its own Date.now(); the delay is the time this process reads the line minus that.
 //
-//   node --import tsx bench/tail/run.ts [--seconds 8] [--connections 32] [--rounds 3] [--samples 200]
+//   node --import tsx bench/tail/run.ts [--seconds 8] [--connections 32] [--rounds 3] [--samples 200] [--settle-seconds N]
+//
+// With --settle-seconds (host.loader_settle_seconds), the Worker is measured on its own socket, as a host serves it once
+// deploys settled: untailed it runs behind the counting main module, a tail's arrival swaps its shard to a process that
+// traces it, and each round waits for the settle swap that takes the traces off again after the tail went. Without it
+// (the default's 300 s outlasts the run) the Worker stays in the shard's loader, which traces it either way.
 //
 // The load generator is ../host/load.ts, in its own process. Prints a Markdown summary for BENCHMARKS.md.
 import {spawn, type ChildProcess} from 'node:child_process'
@@ -34,8 +39,10 @@ const {values: options} = parseArgs({
     connections: {type: 'string', default: '32'},
     rounds: {type: 'string', default: '3'},
     samples: {type: 'string', default: '200'},
+    'settle-seconds': {type: 'string'},
   },
 })
+const SETTLE_SECONDS = options['settle-seconds'] === undefined ? undefined : Number(options['settle-seconds'])
 const SECONDS = Number(options.seconds)
 const CONNECTIONS = Number(options.connections)
 const ROUNDS = Number(options.rounds)
@@ -79,7 +86,13 @@ async function startKit(label: string, workerEvents: boolean): Promise<Kit> {
   )
   const host = await startHost({
     dataDir: path.join(root, 'host'),
-    settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1, worker_events: workerEvents},
+    settings: {
+      listen: '127.0.0.1:0',
+      admin_listen: '127.0.0.1:0',
+      shards: 1,
+      worker_events: workerEvents,
+      ...(SETTLE_SECONDS === undefined ? {} : {loader_settle_seconds: SETTLE_SECONDS}),
+    },
     logger: pino({level: 'silent'}),
   })
   const dataDir = path.join(root, 'kit')
@@ -92,7 +105,21 @@ async function startKit(label: string, workerEvents: boolean): Promise<Kit> {
   const outcome = await deployWorker(await createEngine(store, settings, onPremHosts), {projectDir: project, departmentId: 'acme-bench', wait: true})
   if (outcome.state !== 'completed') throw new Error(`deploy ${outcome.state}: ${outcome.message}`)
   await store.close()
+  if (SETTLE_SECONDS !== undefined) await settled(host, 1)
   return {host, dataDir, department: 'acme-bench', script: outcome.scriptName}
+}
+
+/** Waits for the host's `count`th settle swap (the Worker on its own socket, traced only if someone tails it). */
+async function settled(host: RunningHost, count: number): Promise<void> {
+  const settles = async () => {
+    const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
+    return Number(/^edgeworkers_host_shard_restarts_total\{shard="0",reason="settle"\} (\d+)$/m.exec(text)?.[1] ?? 0)
+  }
+  const deadline = Date.now() + 60_000
+  while ((await settles()) < count) {
+    if (Date.now() > deadline) throw new Error(`no settle swap #${count} within 60 s`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
 }
 
 /** `edgeworkers tail --format json`, each line handed to `onLine` with the time it was read. */
@@ -181,6 +208,7 @@ async function main(): Promise<void> {
       })
       results.tailed.push(await hostCpuDuring(hostCpu.tailed, () => load(`${on.host.publicUrl}/${on.script}/load`)))
       tailCpu.push(await tail.stop())
+      if (SETTLE_SECONDS !== undefined) await settled(on.host, round + 1)
       log(
         `round ${round}: off ${results.off.at(-1)!.rps.toFixed(0)}/s, on ${results.on.at(-1)!.rps.toFixed(0)}/s, one tail ${results.tailed.at(-1)!.rps.toFixed(0)}/s; ${machineLoad()}`,
       )
@@ -205,7 +233,8 @@ async function main(): Promise<void> {
     const rps = (list: LoadResult[]) => median(list.map((result) => result.rps))
     const p99 = (list: LoadResult[]) => median(list.map((result) => result.p99Ms))
     const failures = (list: LoadResult[]) => list.reduce((sum, result) => sum + result.failures, 0)
-    console.log(`### Tail (\`node --import tsx bench/tail/run.ts --seconds ${SECONDS} --connections ${CONNECTIONS} --rounds ${ROUNDS} --samples ${SAMPLES}\`)
+    const settle = SETTLE_SECONDS === undefined ? '' : ` --settle-seconds ${SETTLE_SECONDS}`
+    console.log(`### Tail (\`node --import tsx bench/tail/run.ts --seconds ${SECONDS} --connections ${CONNECTIONS} --rounds ${ROUNDS} --samples ${SAMPLES}${settle}\`)
 
 Machine: ${machineLoad()} (at the end of the run).
 

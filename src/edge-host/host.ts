@@ -139,6 +139,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       experimental: settings.experimental,
       workerEvents: settings.worker_events,
       tracesWanted: (script): boolean => tails.wantsTraces(script),
+      tracedRequestsPerSecond: settings.tail_max_events_per_second,
+      onUntracedRequest: (script) => tails.countSampled(script, 1),
       codeLoading: settings.code_loading,
       maxStaleLoads: settings.loader_max_stale_loads,
       loaderSettleMs: settings.loader_settle_seconds * 1000,
@@ -228,7 +230,6 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       tails: settings.worker_events ? tails : null,
       traces: {
         traceScript: (script) => runtime.traceScript(script),
-        untraceLater: () => runtime.untraceLater(),
         readCounts: () => workerCounts.readAll(servingAgents()),
       },
       state,

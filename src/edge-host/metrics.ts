@@ -108,8 +108,11 @@ export class HostMetrics {
     () => this.sources.readWorkerCounts(),
   )
 
-  readonly workerExceptions = this.workerCounter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'], () =>
-    this.sources.readWorkerCounts(),
+  readonly workerExceptions = this.workerCounter(
+    'edgeworkers_host_worker_exceptions_total',
+    'Uncaught exceptions thrown by Workers, by script.',
+    ['script'],
+    () => this.sources.readWorkerCounts(),
   )
 
   readonly workerWallSeconds = new WorkerHistogram(

@@ -81,11 +81,7 @@ interface PostedTrace {
   }
 }
 
-interface Sample {
-  at: number
-  durationMs: number
-  error: boolean
-}
+type Sample = {at: number; durationMs: number; error: boolean}
 
 /** A live tail buffers at most this much unsent output; past it its events are dropped. */
 const SUBSCRIBER_BUFFER_BYTES = 1024 * 1024
@@ -148,7 +144,8 @@ export class TailHub {
     return {forward: this.options.logFile ? '*' : forward, maxEventsPerSecond: this.options.maxEventsPerSecond}
   }
 
-  private countSampled(script: string, count: number): void {
+  /** Events of a tailed script its tails did not get (the tail Worker's budget, or the data plane's: ./runtime/traced-requests.ts). */
+  countSampled(script: string, count: number): void {
     if (!this.subscribers.has(script)) return
     this.sampledOut.set(script, (this.sampledOut.get(script) ?? 0) + count)
     this.sampledNoticeTimer ??= setTimeout(() => this.sendSampledNotices(), SAMPLED_NOTICE_INTERVAL_MS)

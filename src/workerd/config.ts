@@ -294,7 +294,12 @@ const config :Workerd.Config = (
  * `checked`: run behind the check module (validation sandboxes). `tailed`: traces go to the tail Worker.
  * `counted`: run behind the counting main module (./worker-counts.ts).
  */
-function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false, tailed = false, counted = false} = {}): string {
+function renderWorker(
+  script: RunnableScript,
+  options: RenderOptions,
+  storage: string | 'memory' | null,
+  {checked = false, tailed = false, counted = false} = {},
+): string {
   // workerd treats the first module as the main one.
   const modules = [...script.modules].sort((a, b) => Number(b.name === script.mainModule) - Number(a.name === script.mainModule))
   const moduleList = modules.flatMap(({name, type, sha256}) =>

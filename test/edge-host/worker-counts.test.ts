@@ -1,12 +1,13 @@
 // Workers nobody traces (issue 35): with no live tail and no Worker log file, a Worker on its own socket runs behind the
 // counting main module instead of handing workerd's traces to the tail Worker. Against a real edge host running real
 // workerd: its per-Worker metrics and the status snapshot's last error count exactly what was sent (fetch throws, a
-// ctx.waitUntil rejection); a tail's arrival swaps its shard to a process that traces it (the tail then sees its requests
-// and console lines), and once the tail went the next settle swap counts it again.
+// ctx.waitUntil rejection); a tail sees its requests and console lines through the shard's loader, with no new process;
+// under code_loading = "restart" a tail's arrival swaps the shard to a process that traces the Worker.
 import {cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, expect, test} from 'vitest'
+import type {Engine} from '../../src/engine/context.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
 import {takeSnapshot} from '../../src/engine/status/snapshot.js'
 import {tailWorker} from '../../src/engine/tail.js'
@@ -38,14 +39,19 @@ describeStore('sqlite', 'per-Worker counts without a tail Worker', (t) => {
     const file = path.join(dir, 'index.js')
     const source = readFileSync(file, 'utf8')
       .replace('async fetch(request, env) {', 'async fetch(request, env, ctx) {')
-      .replace("if (pathname === '/throw')", "if (pathname === '/later') ctx.waitUntil(Promise.reject(new Error('later boom')))\n    if (pathname === '/throw')")
+      .replace(
+        "if (pathname === '/throw')",
+        "if (pathname === '/later') ctx.waitUntil(Promise.reject(new Error('later boom')))\n    if (pathname === '/throw')",
+      )
     writeFileSync(file, source)
     return dir
   }
 
   const metrics = async () => (await fetch(`${host.adminUrl}/metrics`)).text()
   const seriesOf = (text: string, name: string, labels: string, script?: string) => {
-    const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{`) && (!script || candidate.includes(`script="${script}"`)) && candidate.includes(labels))
+    const line = text
+      .split('\n')
+      .find((candidate) => candidate.startsWith(`${name}{`) && (!script || candidate.includes(`script="${script}"`)) && candidate.includes(labels))
     return line ? Number(line.split(' ').at(-1)) : 0
   }
   async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
@@ -56,9 +62,19 @@ describeStore('sqlite', 'per-Worker counts without a tail Worker', (t) => {
     }
   }
   const swaps = async (reason: string) => seriesOf(await metrics(), 'edgeworkers_host_shard_restarts_total', `reason="${reason}"`)
+  /** A running tail of the department's Worker: the events it received so far. */
+  function startTail(engine: Engine, department: string) {
+    const events: TailEvent[] = []
+    const stop = new AbortController()
+    const done = (async () => {
+      for await (const line of tailWorker(engine, department, {filters: {methods: [], samplingRate: 1}, signal: stop.signal}))
+        if (isTailEvent(line)) events.push(line)
+    })()
+    return {events, stop: async () => (stop.abort(), done)}
+  }
   const send = (script: string, pathname: string) => fetch(`${host.publicUrl}/${script}${pathname}`).then((response) => response.status)
 
-  test('counted exactly with nobody tailing; a tail swaps its shard to traces and sees its requests; after it, counted again', async () => {
+  test('counted exactly with nobody tailing; a tail sees its requests through the loader, no swap; counted exactly after it', async () => {
     await kit.pair()
     const engine = await kit.engine()
     const department = await kit.department()
@@ -81,27 +97,42 @@ describeStore('sqlite', 'per-Worker counts without a tail Worker', (t) => {
     expect(snapshot.workers?.workers.find((worker) => worker.script === script)).toMatchObject({errors: 2, lastError: 'Error: later boom'})
     expect(await swaps('traces')).toBe(0)
 
-    // A tail: its shard swaps to a process tracing the Worker before the stream opens, so it sees the next request.
-    const events: TailEvent[] = []
-    const stop = new AbortController()
-    const done = (async () => {
-      for await (const line of tailWorker(engine, department, {filters: {methods: [], samplingRate: 1}, signal: stop.signal})) if (isTailEvent(line)) events.push(line)
-    })()
-    await until(async () => (await swaps('traces')) === 1, 'the traces swap')
+    // A tail: no new process; its requests reach the tail through the shard's loader, which traces them.
+    const tail = startTail(engine, department)
     await until(async () => {
       await send(script, '/tailed')
-      return events.some((event) => event.path === '/tailed')
+      return tail.events.some((event) => event.path === '/tailed')
     }, 'the tail to see a request')
-    expect(events.find((event) => event.path === '/tailed')?.logs.map((line) => line.message)).toContain('info v1 /tailed')
-    stop.abort()
-    await done
-
-    // Nobody tails any more: the next settle swap counts the Worker again, and the counts still add up.
-    const settles = await swaps('settle')
-    await until(async () => (await swaps('settle')) > settles, 'the settle swap after the tail')
+    expect(tail.events.find((event) => event.path === '/tailed')?.logs.map((line) => line.message)).toContain('info v1 /tailed')
+    await tail.stop()
+    expect(await swaps('traces')).toBe(0)
+    // Tailed requests were counted once each: by the tail Worker's traces or by the counting main module.
     const exceptions = await metric('edgeworkers_host_worker_exceptions_total', '')
     expect(await send(script, '/throw')).toBe(500)
     await until(async () => (await metric('edgeworkers_host_worker_exceptions_total', '')) === exceptions + 1, 'the exception counted')
-    expect(await swaps('traces')).toBe(1)
+  })
+
+  test('code_loading = "restart": a tail swaps the shard to a process tracing the Worker before its stream opens', async () => {
+    const restartHost = await startTestHost({settings: {shards: 1, code_loading: 'restart'}})
+    try {
+      const restartKit = new KitHarness(t, () => restartHost)
+      await restartKit.pair()
+      const engine = await restartKit.engine()
+      const department = await restartKit.department()
+      const outcome = await deployWorker(engine, {projectDir: project(), departmentId: department, wait: true})
+      const script = outcome.scriptName
+      const restartSwaps = async () =>
+        seriesOf(await (await fetch(`${restartHost.adminUrl}/metrics`)).text(), 'edgeworkers_host_shard_restarts_total', 'reason="traces"')
+      expect(await restartSwaps()).toBe(0)
+      const tail = startTail(engine, department)
+      await until(async () => (await restartSwaps()) === 1, 'the traces swap')
+      await until(async () => {
+        await fetch(`${restartHost.publicUrl}/${script}/tailed`)
+        return tail.events.some((event) => event.path === '/tailed')
+      }, 'the tail to see a request')
+      await tail.stop()
+    } finally {
+      await restartHost.stop()
+    }
   })
 })

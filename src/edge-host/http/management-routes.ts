@@ -123,8 +123,7 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     receiptAck: ({params}) => ok(service.acknowledgeReceipt(params.mutationId)),
     tail: ({params}) => {
       service.details(params.name) // script_not_found for a name the host never had
-      const subscription = workerEvents().subscribe(params.name, () => options.traces.traceScript(params.name))
-      return {...subscription, dispose: () => subscription.dispose().finally(() => options.traces.untraceLater())}
+      return workerEvents().subscribe(params.name, () => options.traces.traceScript(params.name))
     },
     d1Query: async ({params, body}) => ok(await service.d1.query(params.name, body)),
     queues: async ({params}) => ok(await service.queues.list(params.name)),

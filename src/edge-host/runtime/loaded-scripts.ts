@@ -106,19 +106,16 @@ const SETTLE_SPARES_MS = 1_000
 
 /**
  * Whether a settle swap (see Shard) should run: `never` unless it would take Workers out of the
- * loader, drop replaced loads (`staleLoads`) or stop tracing a Worker on its own socket whose traces
- * nobody reads (`tracesWanted`), without holding requests (no Durable Objects); `later` while a
- * WebSocket or a long-lived request is open (the swap would cut it).
+ * loader or drop replaced loads (`staleLoads`) without holding requests (no Durable Objects);
+ * `later` while a WebSocket or a long-lived request is open (the swap would cut it).
  */
 export function settleDecision(
   loaded: ReadonlyMap<string, LoadedScript>,
   staleLoads: number,
   inside: {suspect(minAgeMs: number): string | null; openTunnels: number},
-  tracesWanted: (service: string) => boolean,
 ): 'now' | 'later' | 'never' {
   const entries = [...loaded.values()]
-  const untrace = [...loaded].some(([service, entry]) => entry.traced && entry.loadId === null && !tracesWanted(service))
-  const worth = (staleLoads > 0 || untrace || entries.some((entry) => entry.loadId !== null)) && !entries.some((entry) => entry.usesDurableObjects)
+  const worth = (staleLoads > 0 || entries.some((entry) => entry.loadId !== null)) && !entries.some((entry) => entry.usesDurableObjects)
   if (!worth) return 'never'
   return inside.openTunnels === 0 && inside.suspect(SETTLE_SPARES_MS) === null ? 'now' : 'later'
 }

@@ -46,6 +46,10 @@ export interface RuntimeOptions {
   workerEvents: boolean
   /** Whether someone reads the traces of `script` (a live tail, the Worker log file); Workers with Durable Objects are always traced. */
   tracesWanted(script: string): boolean
+  /** host.tail_max_events_per_second: a tailed Worker's requests a second that go through the loader, traced (./traced-requests.ts). */
+  tracedRequestsPerSecond: number
+  /** A request of a tailed Worker its tail did not see (over that share). */
+  onUntracedRequest(script: string): void
   /**
    * host.code_loading: "loader" runs Workers without Durable Objects through each shard's loader
    * Worker (a deploy loads them in place); "restart" runs every Worker on its own socket (a deploy
@@ -163,20 +167,16 @@ export class WorkerdRuntime {
       onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
       beforeStop: options.beforeStop,
       tracesWanted: (service) => options.tracesWanted(scriptOfService(service).script),
+      tracedRequests: {perSecond: options.tracedRequestsPerSecond, onSampled: (service) => options.onUntracedRequest(scriptOfService(service).script)},
     })
     this.shardsByIndex.set(index, shard)
     if (this.started) shard.start().catch((error: unknown) => options.log.error({shard: index, err: error}, 'shard failed to start'))
   }
 
-  /** Has each shard serving `script` (or its split release) on its own socket trace it: a swap where its process does not; resolves once they do. */
+  /** Has each shard serving `script` (or its split release) trace it: a swap where its process cannot (no loader); resolves once they do. */
   async traceScript(script: string): Promise<void> {
     const untraced = this.shards.filter((shard) => !shard.traces(script) || !shard.traces(splitServiceName(script)))
     await Promise.all(untraced.map((shard) => shard.requestRestart('traces')))
-  }
-
-  /** A tail went: each shard tracing a script nobody reads any more goes back to counting at its next settle (Shard.untraceLater). */
-  untraceLater(): void {
-    for (const shard of this.shards) shard.untraceLater()
   }
 
   /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
@@ -325,7 +325,9 @@ export class WorkerdRuntime {
       ...d1Sockets(workers),
       ...queueSockets(workers),
     ])
-    const traced = new Set(scripts.filter((script) => usesDurableObjects(script) || this.options.tracesWanted(scriptOfService(script.name).script)).map(({name}) => name))
+    const traced = new Set(
+      scripts.filter((script) => usesDurableObjects(script) || this.options.tracesWanted(scriptOfService(script.name).script)).map(({name}) => name),
+    )
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),

@@ -50,11 +50,13 @@ export interface ShardOptions {
   beforeStop?(agent: Agent): Promise<void>
   /** Whether someone reads the traces of workerd service `service` (a script, or its split release). */
   tracesWanted(service: string): boolean
+  /** A tailed Worker's requests through the loader, per second (./traced-requests.ts), and those it did not see. */
+  tracedRequests: {perSecond: number; onSampled(service: string): void}
 }
 
 /**
- * `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs), or it traces a script nobody
- * reads any more; `recycle`: it holds too many replaced ones; `traces`: someone reads a script's traces it does not make.
+ * `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs); `recycle`: it holds too many
+ * replaced ones; `traces`: someone tails a script the process neither traces nor can through a loader (code_loading = "restart").
  */
 export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle' | 'settle' | 'traces'
 /** `load`: no swap — changed Workers were loaded into the running process (the loader). */

@@ -12,9 +12,9 @@
 // untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the shard swaps (overlap
 // only) to a process running it on its own socket, unless a WebSocket or long stream is open (settleDecision); workerd never unloads
 // a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A Worker on
-// its own socket is traced for the tail Worker only while someone reads its traces: a tail's arrival swaps (`traces`), its leaving
-// waits for a settle. A dead process is restarted with backoff (at once when a script is suspected); the watchdog (./watchdog.ts)
-// replaces a runaway by restartNow(); both take the spare process when one is ready (./process-lifecycle.ts).
+// its own socket is counted, not traced, unless someone reads its traces: a tail sees it through the loader (./traced-requests.ts),
+// or after a `traces` swap (code_loading = "restart"; until the next swap). A dead process is restarted with backoff (at once when a script is
+// suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow(); both take the spare process when one is ready.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -30,6 +30,7 @@ import {usesDurableObjects} from '../../workerd/config.js'
 import type {RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapMode} from './shard-types.js'
 import type {WorkerdProcess} from '../../workerd/process.js'
 import {ProcessOutput, retireProcess, type StartedProcess, startProcess, stopProcess} from './process-lifecycle.js'
+import {TracedRequests} from './traced-requests.js'
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
@@ -75,9 +76,11 @@ export class Shard {
   /** A runaway process, stopped, kept until its replacement serves (see restartNow). */
   private condemned: WorkerdProcess | null = null
   restarts = 0
+  private readonly tracedRequests: TracedRequests // a tailed Worker's requests through the loader
 
   constructor(private readonly options: ShardOptions) {
     this.gate = new ShardGate(options.onStateChange)
+    this.tracedRequests = new TracedRequests(options, this.loadIds)
     this.restartQueue = new RestartQueue(
       options,
       (reason) => this.swap(reason),
@@ -102,15 +105,15 @@ export class Shard {
     return this.gate.open ? this.loaded.get(script)?.releaseGeneration : undefined
   }
 
-  /** Whether the running process makes the traces of `script` (workerd service name) someone may read: true when it does not serve it. */
+  /** Whether the running process can trace `script` (workerd service name) for a tail: itself, or through its loader (./traced-requests.ts). */
   traces(script: string): boolean {
-    return this.loaded.get(script)?.traced ?? true
+    return this.loads !== null || (this.loaded.get(script)?.traced ?? true)
   }
 
-  /** Where the running process serves `script` (see unixConnector), if it does. */
+  /** Where the running process serves `script` (see unixConnector), if it does: a request a tail sees, through the loader. */
   routeOf(script: string): ScriptRoute | undefined {
     const entry = this.gate.open ? this.loaded.get(script) : undefined
-    return entry && {origin: `http://${entry.socket}`, loadId: entry.loadId}
+    return entry && ((this.loads && this.tracedRequests.route(script, entry)) || {origin: `http://${entry.socket}`, loadId: entry.loadId})
   }
 
   /** Settles once the running process holds `loadId` (undefined: it does); see ./process-loads.ts. */
@@ -281,13 +284,8 @@ export class Shard {
     else this.settleLater()
   }
 
-  /** A tail went: a settle swap takes the traces nobody reads any more off the process (settleDecision). */
-  untraceLater(): void {
-    if (!this.restartQueue.busy) this.settleLater()
-  }
-
   private settleLater(): void {
-    const decide = () => (this.gate.open ? settleDecision(this.loaded, this.staleLoads, this.requests, this.options.tracesWanted) : 'never')
+    const decide = () => (this.gate.open ? settleDecision(this.loaded, this.staleLoads, this.requests) : 'never')
     this.restartQueue.requestLater('settle', this.options.codeLoading?.settleMs ?? 0, decide)
   }
 
@@ -354,11 +352,12 @@ export class Shard {
     const requests = this.requests
     this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs, () => requests.answered++) : null
     this.loadIds.newProcess()
+    this.tracedRequests.clear()
     this.staleLoads = 0
     const requestsOnly = (script: RunnableScript) => this.options.codeLoading?.runsInLoader(script) ?? false
-    const entry = (script: RunnableScript) => // a loaded Worker is loaded by its first request: a start does not compile them all
-      loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script), traced.has(script.name))
-    this.loaded = new Map(scripts.map((script) => [script.name, entry(script)]))
+    // A loaded Worker is loaded by its first request: a start does not compile them all.
+    const loadIdOf = (script: RunnableScript) => (runsInLoader(script) ? this.loadIds.register(script) : null)
+    this.loaded = new Map(scripts.map((script) => [script.name, loadedEntry(script, loadIdOf(script), requestsOnly(script), traced.has(script.name))]))
     this.settleLater() // a runaway's or a crash's replacement left its Workers to the loader
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose
