@@ -70,9 +70,16 @@ function countedContext(ctx) {
 const HANDLERS = ["fetch", "scheduled", "queue"];
 const handler = main.default;
 let counting = handler;
-if (typeof handler === "function") {
-  // A class (WorkerEntrypoint): a subclass whose handlers call the class's own.
-  counting = class extends handler {};
+// A class (WorkerEntrypoint): a subclass whose handlers call the class's own. A function that is no class is left as it
+// is: this module must never fail where the Worker's own would not (the validation sandbox runs the Worker without it).
+function subclassOf(base) {
+  try {
+    return class extends base {};
+  } catch {
+    return base;
+  }
+}
+if (typeof handler === "function" && (counting = subclassOf(handler)) !== handler) {
   for (const name of HANDLERS) {
     const own = handler.prototype?.[name];
     if (typeof own === "function")

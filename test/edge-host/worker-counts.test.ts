@@ -112,6 +112,35 @@ describeStore('sqlite', 'per-Worker counts without a tail Worker', (t) => {
     await until(async () => (await metric('edgeworkers_host_worker_exceptions_total', '')) === exceptions + 1, 'the exception counted')
   })
 
+  test('a WorkerEntrypoint class as the default export is counted too, and keeps its env', async () => {
+    await kit.pair()
+    const engine = await kit.engine()
+    const department = await kit.department()
+    const dir = mkdtempSync(path.join(root, 'class-'))
+    cpSync(path.join(FIXTURES_DIR, 'tail-logger'), dir, {recursive: true})
+    writeFileSync(
+      path.join(dir, 'index.js'),
+      `import {WorkerEntrypoint} from 'cloudflare:workers'
+export default class extends WorkerEntrypoint {
+  fetch(request) {
+    if (new URL(request.url).pathname === '/throw') throw new TypeError('class boom')
+    return new Response(typeof this.env)
+  }
+}
+`,
+    )
+    const settles = await swaps('settle')
+    const outcome = await deployWorker(engine, {projectDir: dir, departmentId: department, wait: true})
+    const script = outcome.scriptName
+    await until(async () => (await swaps('settle')) > settles, 'the settle swap')
+    expect(await (await fetch(`${host.publicUrl}/${script}/`)).text()).toBe('object')
+    expect(await send(script, '/throw')).toBe(500)
+    await until(async () => seriesOf(await metrics(), 'edgeworkers_host_worker_exceptions_total', '', script) === 1, 'the exception counted')
+    expect(seriesOf(await metrics(), 'edgeworkers_host_worker_invocations_total', 'outcome="ok"', script)).toBe(1)
+    const snapshot = await takeSnapshot(engine)
+    expect(snapshot.workers?.workers.find((worker) => worker.script === script)?.lastError).toBe('TypeError: class boom')
+  })
+
   test('code_loading = "restart": a tail swaps the shard to a process tracing the Worker before its stream opens', async () => {
     const restartHost = await startTestHost({settings: {shards: 1, code_loading: 'restart'}})
     try {
