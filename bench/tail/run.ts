@@ -193,7 +193,13 @@ async function main(): Promise<void> {
   const hostCpu: Record<'on' | 'tailed', number[]> = {on: [], tailed: []}
   // CPU µs per request of the host process and its shard's workerd together: steadier than req/s on a busy machine.
   const cpuPerRequest: Record<'on' | 'tailed', number[]> = {on: [], tailed: []}
-  const shardPid = () => Number(readdirSync(path.join(on.host.dataDir, 'runtime', 'pids')).find((file) => file.startsWith('shard-'))!.split('.').at(-1))
+  const shardPid = () =>
+    Number(
+      readdirSync(path.join(on.host.dataDir, 'runtime', 'pids'))
+        .find((file) => file.startsWith('shard-'))!
+        .split('.')
+        .at(-1),
+    )
   const hostCpuDuring = async (key: 'on' | 'tailed', work: () => Promise<LoadResult>): Promise<LoadResult> => {
     const before = process.cpuUsage()
     const workerd = {pid: shardPid(), seconds: cpuSeconds(shardPid())}
