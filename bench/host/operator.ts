@@ -149,6 +149,15 @@ try {
       log(`# open loop round ${round} at ${rate} req/s: p99 bare ${open.bare.at(-1)!.p99Ms.toFixed(2)} ms, host ${open.host.at(-1)!.p99Ms.toFixed(2)} ms`)
     }
     const fastRequests = (await fastPathRequests(host.info.adminUrl, name)) - fastBefore
+    // Bare workerd's CPU per request at the host's rate (an open loop at the host's median req/s): how much of the
+    // host's workerd CPU/req ratio is only the lower rate its hop delivers requests at (fewer per wake-up).
+    const hostRate = Math.round(median(runs.host.map((run) => run.rps)))
+    const atHostRate: number[] = []
+    for (let round = 1; round <= ROUNDS; round++) {
+      const before = cpuMs(bare.process.pid)
+      const result = await load(targets.bare.url, SECONDS, hostRate)
+      atHostRate.push(((cpuMs(bare.process.pid) - before) * 1000) / result.requests)
+    }
     await bare.process.stop()
     const m = (target: keyof typeof targets, field: keyof Run) => median(runs[target].map((run) => run[field] as number))
     const perRound = (of: (round: number) => number) => median(runs.bare.map((_, round) => of(round)))
@@ -162,6 +171,8 @@ try {
         '|---|---|---|---|---|---|---|---|',
         row('bare `workerd serve`', 'bare'),
         row('`host serve`', 'host'),
+        '',
+        `Bare workerd at the host's ${hostRate} req/s (open loop, ${ROUNDS} rounds): ${median(atHostRate).toFixed(0)} µs CPU/req, ${(median(atHostRate) / m('bare', 'workerdUs')).toFixed(2)}× its closed-loop figure; the host's workerd ÷ it: ${(m('host', 'workerdUs') / median(atHostRate)).toFixed(2)}×.`,
         '',
         `Idle (no requests, ${SECONDS} s): host ${idle.host.toFixed(1)} ms CPU/s, its workerd ${idle.workerd.toFixed(1)} ms CPU/s. Requests HAProxy's fast path answered during the rounds: ${fastRequests}.`,
         '',

@@ -8,11 +8,16 @@
 //   2. the delay from a Worker's console.log to the line `edgeworkers tail` prints: paced requests,
 //      each logging its own Date.now(); the delay is the time this process reads the line minus that.
 //
-//   node --import tsx bench/tail/run.ts [--seconds 8] [--connections 32] [--rounds 3] [--samples 200]
+//   node --import tsx bench/tail/run.ts [--seconds 8] [--connections 32] [--rounds 3] [--samples 200] [--settle-seconds N]
+//
+// With --settle-seconds (host.loader_settle_seconds), the Worker is measured on its own socket, as a host serves it once
+// deploys settled: untailed it runs behind the counting main module, and a tail sees host.tail_max_events_per_second of
+// its requests a second through the shard's loader (src/edge-host/runtime/traced-requests.ts). Without it (the default's
+// 300 s outlasts the run) the Worker stays in the shard's loader, which traces every request.
 //
 // The load generator is ../host/load.ts, in its own process. Prints a Markdown summary for BENCHMARKS.md.
 import {spawn, type ChildProcess} from 'node:child_process'
-import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -34,8 +39,10 @@ const {values: options} = parseArgs({
     connections: {type: 'string', default: '32'},
     rounds: {type: 'string', default: '3'},
     samples: {type: 'string', default: '200'},
+    'settle-seconds': {type: 'string'},
   },
 })
+const SETTLE_SECONDS = options['settle-seconds'] === undefined ? undefined : Number(options['settle-seconds'])
 const SECONDS = Number(options.seconds)
 const CONNECTIONS = Number(options.connections)
 const ROUNDS = Number(options.rounds)
@@ -79,7 +86,13 @@ async function startKit(label: string, workerEvents: boolean): Promise<Kit> {
   )
   const host = await startHost({
     dataDir: path.join(root, 'host'),
-    settings: {listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', shards: 1, worker_events: workerEvents},
+    settings: {
+      listen: '127.0.0.1:0',
+      admin_listen: '127.0.0.1:0',
+      shards: 1,
+      worker_events: workerEvents,
+      ...(SETTLE_SECONDS === undefined ? {} : {loader_settle_seconds: SETTLE_SECONDS}),
+    },
     logger: pino({level: 'silent'}),
   })
   const dataDir = path.join(root, 'kit')
@@ -92,7 +105,21 @@ async function startKit(label: string, workerEvents: boolean): Promise<Kit> {
   const outcome = await deployWorker(await createEngine(store, settings, onPremHosts), {projectDir: project, departmentId: 'acme-bench', wait: true})
   if (outcome.state !== 'completed') throw new Error(`deploy ${outcome.state}: ${outcome.message}`)
   await store.close()
+  if (SETTLE_SECONDS !== undefined) await settled(host, 1)
   return {host, dataDir, department: 'acme-bench', script: outcome.scriptName}
+}
+
+/** Waits for the host's `count`th settle swap (the Worker on its own socket). */
+async function settled(host: RunningHost, count: number): Promise<void> {
+  const settles = async () => {
+    const text = await (await fetch(`${host.adminUrl}/metrics`)).text()
+    return Number(/^edgeworkers_host_shard_restarts_total\{shard="0",reason="settle"\} (\d+)$/m.exec(text)?.[1] ?? 0)
+  }
+  const deadline = Date.now() + 60_000
+  while ((await settles()) < count) {
+    if (Date.now() > deadline) throw new Error(`no settle swap #${count} within 60 s`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
 }
 
 /** `edgeworkers tail --format json`, each line handed to `onLine` with the time it was read. */
@@ -139,6 +166,7 @@ async function startTail(kit: Kit, onLine: (line: string, readAt: number) => voi
 }
 
 interface LoadResult {
+  requests: number
   rps: number
   p50Ms: number
   p99Ms: number
@@ -163,23 +191,34 @@ async function main(): Promise<void> {
   let sampledOut = 0
   const tailCpu: number[] = []
   const hostCpu: Record<'on' | 'tailed', number[]> = {on: [], tailed: []}
-  const hostCpuDuring = async <T>(list: number[], work: () => Promise<T>): Promise<T> => {
+  // CPU µs per request of the host process and its shard's workerd together: steadier than req/s on a busy machine.
+  const cpuPerRequest: Record<'on' | 'tailed', number[]> = {on: [], tailed: []}
+  const shardPid = () =>
+    Number(
+      readdirSync(path.join(on.host.dataDir, 'runtime', 'pids'))
+        .find((file) => file.startsWith('shard-'))!
+        .split('.')
+        .at(-1),
+    )
+  const hostCpuDuring = async (key: 'on' | 'tailed', work: () => Promise<LoadResult>): Promise<LoadResult> => {
     const before = process.cpuUsage()
+    const workerd = {pid: shardPid(), seconds: cpuSeconds(shardPid())}
     const result = await work()
     const used = process.cpuUsage(before)
-    list.push((used.user + used.system) / 1e6)
+    hostCpu[key].push((used.user + used.system) / 1e6)
+    cpuPerRequest[key].push((((used.user + used.system) / 1e6 + cpuSeconds(workerd.pid) - workerd.seconds) * 1e6) / result.requests)
     return result
   }
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       results.off.push(await load(`${off.host.publicUrl}/${off.script}/load`))
-      results.on.push(await hostCpuDuring(hostCpu.on, () => load(`${on.host.publicUrl}/${on.script}/load`)))
+      results.on.push(await hostCpuDuring('on', () => load(`${on.host.publicUrl}/${on.script}/load`)))
       const tail = await startTail(on, (line) => {
         const parsed = JSON.parse(line) as TailLine
         if ('type' in parsed) sampledOut += parsed.skipped
         else tailedEvents++
       })
-      results.tailed.push(await hostCpuDuring(hostCpu.tailed, () => load(`${on.host.publicUrl}/${on.script}/load`)))
+      results.tailed.push(await hostCpuDuring('tailed', () => load(`${on.host.publicUrl}/${on.script}/load`)))
       tailCpu.push(await tail.stop())
       log(
         `round ${round}: off ${results.off.at(-1)!.rps.toFixed(0)}/s, on ${results.on.at(-1)!.rps.toFixed(0)}/s, one tail ${results.tailed.at(-1)!.rps.toFixed(0)}/s; ${machineLoad()}`,
@@ -205,7 +244,8 @@ async function main(): Promise<void> {
     const rps = (list: LoadResult[]) => median(list.map((result) => result.rps))
     const p99 = (list: LoadResult[]) => median(list.map((result) => result.p99Ms))
     const failures = (list: LoadResult[]) => list.reduce((sum, result) => sum + result.failures, 0)
-    console.log(`### Tail (\`node --import tsx bench/tail/run.ts --seconds ${SECONDS} --connections ${CONNECTIONS} --rounds ${ROUNDS} --samples ${SAMPLES}\`)
+    const settle = SETTLE_SECONDS === undefined ? '' : ` --settle-seconds ${SETTLE_SECONDS}`
+    console.log(`### Tail (\`node --import tsx bench/tail/run.ts --seconds ${SECONDS} --connections ${CONNECTIONS} --rounds ${ROUNDS} --samples ${SAMPLES}${settle}\`)
 
 Machine: ${machineLoad()} (at the end of the run).
 
@@ -215,7 +255,7 @@ Machine: ${machineLoad()} (at the end of the run).
 | worker_events on, no tail attached | ${rps(results.on).toFixed(0)} | ${p99(results.on).toFixed(1)} | ${failures(results.on)} | ${(rps(results.on) / rps(results.off)).toFixed(2)}× | 1.00× |
 | worker_events on, one \`tail --format json\` attached | ${rps(results.tailed).toFixed(0)} | ${p99(results.tailed).toFixed(1)} | ${failures(results.tailed)} | ${(rps(results.tailed) / rps(results.off)).toFixed(2)}× | ${(rps(results.tailed) / rps(results.on)).toFixed(2)}× |
 
-Events the attached tail printed during its load rounds: ${tailedEvents}; sampled out (the host's notices, host.tail_max_events_per_second): ${sampledOut}. CPU seconds per ${SECONDS} s round (medians): the host process ${median(hostCpu.on).toFixed(2)} without a tail, ${median(hostCpu.tailed).toFixed(2)} with one; the \`tail\` process ${median(tailCpu).toFixed(2)}.
+Events the attached tail printed during its load rounds: ${tailedEvents}; sampled out (the host's notices, host.tail_max_events_per_second): ${sampledOut}. CPU seconds per ${SECONDS} s round (medians): the host process ${median(hostCpu.on).toFixed(2)} without a tail, ${median(hostCpu.tailed).toFixed(2)} with one; the \`tail\` process ${median(tailCpu).toFixed(2)}. Host and workerd CPU µs per request (medians): ${median(cpuPerRequest.on).toFixed(0)} without a tail, ${median(cpuPerRequest.tailed).toFixed(0)} with one (per round, tailed ÷ untailed: ${median(cpuPerRequest.tailed.map((tailed, round) => tailed / cpuPerRequest.on[round]!)).toFixed(2)}×).
 
 console.log → line printed by \`edgeworkers tail\`: ${delays.length}/${SAMPLES} samples, median ${median(delays).toFixed(0)} ms, p99 ${percentile(delays, 99).toFixed(0)} ms, max ${Math.max(...delays).toFixed(0)} ms.`)
   } finally {

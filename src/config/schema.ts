@@ -269,14 +269,15 @@ export const settingsSchema = z.strictObject({
        */
       experimental: z.boolean().default(false),
       /**
-       * Workers' events (tail, per-Worker metrics, the Workers panel, the log file) come from a tail
-       * Worker that runs after every invocation; off, none of them exist and requests cost less.
+       * Workers' events (tail, per-Worker metrics, the Workers panel, the log file): a Worker someone
+       * reads (a live tail, the log file; or with Durable Objects) is traced for the shard's tail
+       * Worker, any other is counted by a module wrapped around its main module; off, none of them exist.
        */
       worker_events: z.boolean().default(true),
       /**
-       * Events of one Worker a live tail gets per second at most; past it the tail Worker counts the
-       * rest instead of sending them, and tails get a `sampled` notice (the Worker log file and the
-       * metrics still get every event). Bounds what a tail on a busy Worker costs the data plane.
+       * Events of one Worker a live tail gets per second at most; past it the rest are counted, not
+       * sent (a Worker nobody else traces: not traced), and tails get a `sampled` notice (the Worker
+       * log file and the metrics still get every event). Bounds what a tail on a busy Worker costs.
        */
       tail_max_events_per_second: count(100, 1, 100_000),
       /**

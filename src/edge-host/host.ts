@@ -7,6 +7,7 @@
 import {AssetFiles} from './assets/files.js'
 import {AssetCollector} from './assets/management.js'
 import {AssetServer} from './assets/serve.js'
+import type {Agent} from 'undici'
 import {existsSync} from 'node:fs'
 import {readFile, rm, writeFile} from 'node:fs/promises'
 import type http from 'node:http'
@@ -42,6 +43,7 @@ import {scriptOfService} from '../workerd/script.js'
 import {type HostInfo, writeHostInfo} from './host-info.js'
 import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
+import {WorkerCounts} from './worker-counts.js'
 import {CronScheduler} from './triggers/cron-scheduler.js'
 import {WorkerLogFile} from './worker-log-file.js'
 
@@ -111,10 +113,24 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       quarantinedCount: () => state.quarantine.scripts().length,
       openConnections: (): number => guard.openConnections,
       departmentOf: (script) => state.scripts.route(script)?.department ?? null,
-      readBindingOperations: (): Promise<void> => bindingOperations.readAll(runtime.shards.map((shard: Shard) => shard.servingAgent)),
+      readBindingOperations: (): Promise<void> => bindingOperations.readAll(servingAgents()),
       readFrontRequests: async (): Promise<void> => front?.readCounters(),
+      readWorkerCounts: (): Promise<void> => workerCounts.readAll(servingAgents()),
     })
     const bindingOperations = new BindingOperations(metrics)
+    const tails = new TailHub({
+      metrics,
+      route: (script) => state.scripts.route(script),
+      secretValues: (script) => state.credentials.secretValues(script),
+      sourceMaps: new SourceMaps(state.scripts),
+      logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,
+      activityWindowSeconds: settings.worker_activity_window_seconds,
+      maxEventsPerSecond: settings.tail_max_events_per_second,
+      onTailsChanged: () => void front?.sync(),
+      log,
+    })
+    const workerCounts = new WorkerCounts(tails)
+    const servingAgents = (): Array<Agent | null> => runtime.shards.map((shard: Shard) => shard.servingAgent)
     state.onControl = (operation, outcome) => metrics.controlCalls.inc({operation, outcome})
     const ownShards = state.scripts.placeAtStart(settings.shards, settings.isolation_shards)
     const runtime = new WorkerdRuntime({
@@ -127,6 +143,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       kvSizes: {keyBytes: settings.kv_max_key_bytes, valueBytes: settings.kv_max_value_bytes, metadataBytes: settings.kv_max_metadata_bytes},
       experimental: settings.experimental,
       workerEvents: settings.worker_events,
+      tracesWanted: (script): boolean => tails.wantsTraces(script),
+      tracedRequestsPerSecond: settings.tail_max_events_per_second,
+      onUntracedRequest: (script) => tails.countSampled(script, 1),
       codeLoading: settings.code_loading,
       maxStaleLoads: settings.loader_max_stale_loads,
       loaderSettleMs: settings.loader_settle_seconds * 1000,
@@ -148,7 +167,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       cpuLimitMs: settings.request_cpu_limit_ms,
       memoryLimitBytes: settings.shard_memory_limit_mb * 1024 * 1024,
       spareProcess: settings.spare_process,
-      beforeStop: (agent): Promise<void> => bindingOperations.read(agent),
+      beforeStop: async (agent): Promise<void> => void (await Promise.all([bindingOperations.read(agent), workerCounts.read(agent)])),
       onSpareReady: (ready) => metrics.spareReady.set(ready ? 1 : 0),
       ...frontRuntimeHooks(() => front),
       onIncident: (index, kind, service) => {
@@ -175,17 +194,6 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     })
     for (const index of ownShards) runtime.addShard(index)
     cleanups.push(() => runtime.stop())
-    const tails = new TailHub({
-      metrics,
-      route: (script) => state.scripts.route(script),
-      secretValues: (script) => state.credentials.secretValues(script),
-      sourceMaps: new SourceMaps(state.scripts),
-      logFile: settings.worker_log_file ? new WorkerLogFile(settings.worker_log_file, settings.worker_log_max_bytes, settings.worker_log_keep) : null,
-      activityWindowSeconds: settings.worker_activity_window_seconds,
-      maxEventsPerSecond: settings.tail_max_events_per_second,
-      onTailsChanged: () => void front?.sync(),
-      log,
-    })
     front = settings.front === 'haproxy' ? frontDoor({dataDir, settings, maxConnections, metrics, runtime, state, tails, log}) : null
     let publicUrl = ''
     const assetFiles = new AssetFiles(dataDir)
@@ -232,6 +240,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const management = createManagementServer({
       service,
       tails: settings.worker_events ? tails : null,
+      traces: {
+        traceScript: (script) => runtime.traceScript(script),
+        readCounts: () => workerCounts.readAll(servingAgents()),
+      },
       state,
       metrics,
       signatureWindowSeconds: settings.signature_window_seconds,

@@ -20,6 +20,8 @@ export interface MetricSources {
   readBindingOperations(): Promise<void>
   /** Brings edgeworkers_host_requests_total up to date with the requests the front door answered (../front/front.ts). */
   readFrontRequests(): Promise<void>
+  /** Counts what the counted Workers (those nobody traces) have counted since the last read (./worker-counts.ts). */
+  readWorkerCounts(): Promise<void>
 }
 
 /**
@@ -46,7 +48,7 @@ export class HostMetrics {
 
   readonly shardRestarts = this.counter(
     'edgeworkers_host_shard_restarts_total',
-    'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle, settle).',
+    'workerd shard (re)starts by shard and reason (start, deploy, crash, runaway, recycle, settle, traces).',
     ['shard', 'reason'],
   )
 
@@ -96,21 +98,29 @@ export class HostMetrics {
     'edgeworkers_host_worker_invocations_total',
     'Worker invocations by script and outcome (ok, exception, exceededCpu, exceededMemory, canceled, unknown).',
     ['script', 'outcome'],
+    () => this.sources.readWorkerCounts(),
   )
 
   readonly workerResponses = this.workerCounter(
     'edgeworkers_host_worker_responses_total',
     'Worker responses by script and status class (1xx … 5xx; "none" when the Worker answered nothing).',
     ['script', 'status_class'],
+    () => this.sources.readWorkerCounts(),
   )
 
   readonly workerVersionResponses = this.workerCounter(
     'edgeworkers_host_worker_version_responses_total',
     "Worker responses by script, version (the kit's version id; two under a gradual deployment) and status class.",
     ['script', 'version', 'status_class'],
+    () => this.sources.readWorkerCounts(),
   )
 
-  readonly workerExceptions = this.workerCounter('edgeworkers_host_worker_exceptions_total', 'Uncaught exceptions thrown by Workers, by script.', ['script'])
+  readonly workerExceptions = this.workerCounter(
+    'edgeworkers_host_worker_exceptions_total',
+    'Uncaught exceptions thrown by Workers, by script.',
+    ['script'],
+    () => this.sources.readWorkerCounts(),
+  )
 
   readonly workerWallSeconds = new WorkerHistogram(
     new Histogram({

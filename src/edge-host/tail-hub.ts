@@ -1,19 +1,17 @@
-// Workers' events on the host. The shards' tail Worker (../workerd/config.ts) posts to the tail listener (a unix socket under the
-// data dir that only workerd reaches) the counters of every trace, every TAIL_SUMMARY_INTERVAL_MS, and the full traces of the
-// scripts someone reads, at once; the host's answer names those scripts. The hub turns each trace into a TailEvent
-// (../protocol/tail.ts) and hands it to:
-// - the live tails of its script (`GET /v1/scripts/:name/tail`, NDJSON; a tail that cannot keep up loses events rather than holding
-//   the host's memory). Past host.tail_max_events_per_second the tail Worker counts a tailed script's traces instead of posting
-//   them; the hub sums those counts and tells the script's tails once a second (a `sampled` notice),
+// Workers' events on the host. The shards' tail Worker (../workerd/config.ts) posts to the tail listener (a unix socket
+// under the data dir that only workerd reaches) the counters of every trace, every TAIL_SUMMARY_INTERVAL_MS, and the full
+// traces of the scripts someone reads, at once; the host's answer names those scripts. The hub turns each trace into a
+// TailEvent (../protocol/tail.ts) and hands it to:
+// - the live tails of its script (`GET /v1/scripts/:name/tail`, NDJSON; a tail that cannot keep up loses events rather
+//   than holding the host's memory). Past host.tail_max_events_per_second the tail Worker counts a tailed script's
+//   traces instead of posting them; the hub sums those counts and tells the script's tails once a second (`sampled`),
 // - the Worker log file, when host.worker_log_file is set (./worker-log-file.ts).
-// The per-Worker metrics (./metrics.ts) come from two points: outcomes, status classes and exceptions from the tail Worker's
-// counters (workerd's traces); wall time and WebSocket upgrades from the data plane (`served`), which times each request it
-// forwards. Labels exist only for scripts the host serves and a retired script's go, so the label set is bounded by the scripts
-// deployed. The activity window `status` reads (errors and p99 per Worker over the last minutes) takes the data plane's timings and
-// the tail Worker's last error.
-// Every text a Worker produced (console lines, exception messages and stacks, the path) has the values of that Worker's secrets
-// replaced before it goes anywhere, and its stack frames mapped to the original source when the release carries a source map
-// (./source-maps.ts).
+// The per-Worker metrics (./metrics.ts): outcomes, status classes, exceptions and the last error from the tail Worker's
+// counters, or from the counting main module's of a Worker nobody traces (./worker-counts.ts); wall time and WebSocket
+// upgrades from the data plane (`served`). Labels exist only for scripts the host serves, so the label set is bounded by
+// the scripts deployed. The activity window `status` reads takes the data plane's timings and the last error.
+// Every text a Worker produced (console lines, exception messages and stacks, the path) has the values of that Worker's
+// secrets replaced before it goes anywhere, and its frames mapped to the original source by its source map (./source-maps.ts).
 import http from 'node:http'
 import {PassThrough, type Readable} from 'node:stream'
 import type {Logger} from 'pino'
@@ -82,11 +80,7 @@ interface PostedTrace {
   }
 }
 
-interface Sample {
-  at: number
-  durationMs: number
-  error: boolean
-}
+type Sample = {at: number; durationMs: number; error: boolean}
 
 /** A live tail buffers at most this much unsent output; past it its events are dropped. */
 const SUBSCRIBER_BUFFER_BYTES = 1024 * 1024
@@ -149,7 +143,8 @@ export class TailHub {
     return {forward: this.options.logFile ? '*' : forward, maxEventsPerSecond: this.options.maxEventsPerSecond}
   }
 
-  private countSampled(script: string, count: number): void {
+  /** Events of a tailed script its tails did not get (the tail Worker's budget, or the data plane's: ./runtime/traced-requests.ts). */
+  countSampled(script: string, count: number): void {
     if (!this.subscribers.has(script)) return
     this.sampledOut.set(script, (this.sampledOut.get(script) ?? 0) + count)
     this.sampledNoticeTimer ??= setTimeout(() => this.sendSampledNotices(), SAMPLED_NOTICE_INTERVAL_MS)
@@ -235,15 +230,22 @@ export class TailHub {
     return this.subscribers.has(script)
   }
 
-  /** A live NDJSON stream of the script's events, until `dispose` or close(). */
-  subscribe(script: string): {stream: Readable; dispose(): Promise<void>} {
+  /** Whether workerd should trace `script`: a live tail or the Worker log file reads its traces. */
+  wantsTraces(script: string): boolean {
+    return this.options.logFile !== null || this.subscribers.has(script)
+  }
+
+  /** A live NDJSON stream of the script's events, until `dispose` or close(); it opens (the caller waits for its first bytes) once `traced()` did. */
+  subscribe(script: string, traced: () => Promise<void>): {stream: Readable; dispose(): Promise<void>} {
     const stream = new PassThrough()
     const heartbeat = setInterval(() => stream.write('\n'), TAIL_HEARTBEAT_MS)
     let set = this.subscribers.get(script)
     if (!set) this.subscribers.set(script, (set = new Set()))
     set.add(stream)
     this.options.onTailsChanged?.()
-    stream.write('\n') // the caller learns at once that the stream is open
+    void traced()
+      .catch((error: unknown) => this.options.log.warn({err: error, script}, 'the tailed script is not traced yet'))
+      .finally(() => stream.write('\n'))
     return {
       stream,
       dispose: async () => {

@@ -12,11 +12,11 @@
 // RenderOptions socketAddress): only the host's user can reach a Worker directly, around its policy.
 // - a validation sandbox: scripts apart from any shard, Durable Objects in memory.
 //
-// Every Worker of a shard names the shard's tail Worker in `tails` (workerd's tail-worker
-// mechanism), with its script name in the props: after each invocation workerd hands the trace —
-// request, status, outcome, console lines, uncaught exceptions — to the tail Worker, which counts it
-// and posts counters, and the full traces someone reads, to the host's tail listener (a unix socket
-// under the data dir, see ../edge-host/tail-hub.ts and ./tail-worker.ts).
+// A Worker whose traces someone reads (a live tail, the Worker log file; or with Durable Objects) names the shard's tail
+// Worker in `tails`, with its script name in the props: after each invocation workerd hands the trace — request, status,
+// outcome, console lines, uncaught exceptions — to the tail Worker, which counts it and posts counters, and the full traces
+// someone reads, to the host's tail listener (../edge-host/tail-hub.ts, ./tail-worker.ts). Any other Worker runs behind
+// the counting main module, which counts the same at a hundredth of the cost (./worker-counts.ts).
 //
 // Every Worker's global fetch() goes through the `egress` network service, which by default allows
 // public addresses only (no private-network egress). A service binding is an external service per
@@ -39,6 +39,7 @@ import {queueServiceName, queueSockets, renderQueueBinding, renderQueueServices,
 import {BINDING_METRICS_SOCKET, type BindingServices, renderBindingMetricsServices} from './binding-metrics.js'
 import {LOADER_SOCKET, loaderWorkerSource} from './loader-worker.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from './tail-worker.js'
+import {COUNTING_MODULE, countingModuleSource, renderWorkerCountsServices, WORKER_COUNTS_SOCKET} from './worker-counts.js'
 
 /** The socket every shard has besides its scripts' sockets. */
 export const HEALTH_SOCKET = 'health'
@@ -127,7 +128,8 @@ export function renderShardConfig(
   scripts: RunnableScript[],
   options: RenderOptions & {
     durableObjectRoot: (script: string) => string /** workerd address of the host's tail listener; null: no tail Worker. */
-    tailSinkAddress: string | null
+    tailSinkAddress: string | null /** Whether the tail Worker gets the script's traces; if not, the counting main module counts. */
+    traced: (script: RunnableScript) => boolean
     loaderCodeAddress: string | null
     /** host.experimental: the loader lets the Workers it loads use flags workerd marks experimental. */
     experimental: boolean
@@ -135,9 +137,12 @@ export function renderShardConfig(
 ): RenderedConfig {
   const tailed = options.tailSinkAddress !== null
   const services = [HEALTH_WORKER, ...(tailed ? renderTailServices(options.tailSinkAddress!) : [])]
+  const counted: string[] = []
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(scriptOfService(script.name).script) : null
-    services.push(renderWorker(script, options, storage, {tailed}), ...renderServiceBindingTargets(script, options))
+    const traced = tailed && options.traced(script)
+    if (tailed && !traced) counted.push(script.name)
+    services.push(renderWorker(script, options, storage, {tailed: traced, counted: tailed && !traced}), ...renderServiceBindingTargets(script, options))
   }
   const workers = workersOf(scripts)
   for (const worker of workers) {
@@ -149,12 +154,14 @@ export function renderShardConfig(
   if (loaded) services.push(...renderLoaderServices(options.loaderCodeAddress!, options.serviceBindingAddress, {tailed, experimental: options.experimental}))
   const cron = renderCronServices(scripts)
   const bindingMetrics = renderBindingMetricsServices(new Map(workers.map((worker) => [worker.name, bindingServicesOf(worker)])))
-  services.push(...cron, ...bindingMetrics, renderEgress(options.egressAllow))
+  const workerCounts = renderWorkerCountsServices(counted)
+  services.push(...cron, ...bindingMetrics, ...workerCounts, renderEgress(options.egressAllow))
   const sockets = [
     HEALTH_SOCKET,
     ...(loaded ? [LOADER_SOCKET] : []),
     ...(cron.length > 0 ? [CRON_SOCKET] : []),
     ...(bindingMetrics.length > 0 ? [BINDING_METRICS_SOCKET] : []),
+    ...(workerCounts.length > 0 ? [WORKER_COUNTS_SOCKET] : []),
     ...scripts.map((script) => script.name),
     ...d1Sockets(workers),
     ...queueSockets(workers),
@@ -285,13 +292,20 @@ const config :Workerd.Config = (
 /**
  * `storage`: a disk service name, "memory", or null when the script has no Durable Objects.
  * `checked`: run behind the check module (validation sandboxes). `tailed`: traces go to the tail Worker.
+ * `counted`: run behind the counting main module (./worker-counts.ts).
  */
-function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false, tailed = false} = {}): string {
+function renderWorker(
+  script: RunnableScript,
+  options: RenderOptions,
+  storage: string | 'memory' | null,
+  {checked = false, tailed = false, counted = false} = {},
+): string {
   // workerd treats the first module as the main one.
   const modules = [...script.modules].sort((a, b) => Number(b.name === script.mainModule) - Number(a.name === script.mainModule))
   const moduleList = modules.flatMap(({name, type, sha256}) =>
     type === 'sourceMap' ? [] : [`(name = ${capnpString(name)}, ${MODULE_FIELD[type]} = embed ${capnpString(options.modulePath(sha256))})`],
   )
+  if (counted) moduleList.unshift(`(name = "${COUNTING_MODULE}", esModule = ${capnpString(countingModuleSource(script.mainModule))})`)
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
     moduleList.unshift(

@@ -281,7 +281,8 @@ describe('the loader after a start: every Worker on its own socket', () => {
     await host.restart()
     expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
     const pid = shardPid(host)
-    expect(listeningSockets(pid)).toBe(2 + names.length)
+    // health, the loader, worker-counts (the Workers nobody tails count there) and one per Worker.
+    expect(listeningSockets(pid)).toBe(3 + names.length)
     await client.deploy(names[0]!, textWorker(`${names[0]} 2`))
     expect(await (await fetch(`${host.publicUrl}/${names[0]}/`)).text()).toBe(`${names[0]} 2`)
     expect(await (await fetch(`${host.publicUrl}/${names[1]}/`)).text()).toBe(`${names[1]} 1`)
@@ -322,7 +323,8 @@ describe('the loader: once deploys settle, the Workers get their own sockets', (
     await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
     const pid = shardPid(host)
     expect(pid).not.toBe(started)
-    expect(listeningSockets(pid)).toBe(2 + names.length)
+    // health, the loader, worker-counts and one per Worker.
+    expect(listeningSockets(pid)).toBe(3 + names.length)
     expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
     expect(await swapCount(host, 'hold', 'settle')).toBe(0)
 
@@ -331,7 +333,7 @@ describe('the loader: once deploys settle, the Workers get their own sockets', (
     expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
     await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(2)
     await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
-    expect(listeningSockets(shardPid(host))).toBe(2 + names.length)
+    expect(listeningSockets(shardPid(host))).toBe(3 + names.length)
   }, 120_000)
 
   test('no settle while a WebSocket is open (the swap would cut it); once it closes, the shard settles', async () => {

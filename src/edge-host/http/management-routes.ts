@@ -123,12 +123,16 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     receiptAck: ({params}) => ok(service.acknowledgeReceipt(params.mutationId)),
     tail: ({params}) => {
       service.details(params.name) // script_not_found for a name the host never had
-      return workerEvents().subscribe(params.name)
+      return workerEvents().subscribe(params.name, () => options.traces.traceScript(params.name))
     },
     d1Query: async ({params, body}) => ok(await service.d1.query(params.name, body)),
     queues: async ({params}) => ok(await service.queues.list(params.name)),
     cronTriggers: ({params}) => ok(service.cronTriggers(params.name)),
-    workerActivity: () => ok(workerEvents().activity()),
+    workerActivity: async () => {
+      const events = workerEvents()
+      await options.traces.readCounts() // the last errors of the Workers nobody traces
+      return ok(events.activity())
+    },
     fence: () => ok(service.fences.status()),
     beginFence: ({body}) => {
       const {fence, created} = service.fences.begin(body)

@@ -16,11 +16,14 @@ export interface LoadedScript {
   requestsOnly: boolean
   /** Of everything the process was given for it (code and env): a change needs a new load or a swap. */
   fingerprint: string
+  /** Its traces go to the tail Worker (always so in the loader); else the counting main module counts (../../workerd/worker-counts.ts). */
+  traced: boolean
 }
 
-/** `requestsOnly`: the script could run in the loader (see LoadedScript.requestsOnly). */
-export function loadedEntry(script: RunnableScript, loadId: string | null, requestsOnly: boolean): LoadedScript {
+/** `requestsOnly`: the script could run in the loader (see LoadedScript.requestsOnly). `traced`: on its own socket, workerd traces it. */
+export function loadedEntry(script: RunnableScript, loadId: string | null, requestsOnly: boolean, traced = false): LoadedScript {
   return {
+    traced: loadId !== null || traced,
     releaseGeneration: script.releaseGeneration,
     socket: loadId === null ? script.name : LOADER_SOCKET,
     loadId,

@@ -33,6 +33,8 @@ export class ProcessOutput {
 export interface StartedProcess {
   process: WorkerdProcess
   socketPaths: ReadonlyMap<string, string>
+  /** The scripts whose traces go to the tail Worker (PreparedConfig.traced). */
+  traced: ReadonlySet<string>
   output: ProcessOutput
 }
 
@@ -67,7 +69,7 @@ export async function startProcess(
     return outcome
   }
   void outcome.process.exited.then(() => prepared.release())
-  return {ok: true, started: {process: outcome.process, socketPaths: prepared.socketPaths, output}}
+  return {ok: true, started: {process: outcome.process, socketPaths: prepared.socketPaths, traced: prepared.traced, output}}
 }
 
 /**

@@ -11,7 +11,7 @@ import type {Logger} from 'pino'
 import type {Agent} from 'undici'
 import {writeFileAtomically} from '../../util/atomic-file.js'
 import {listenOnPrivateSocket} from '../http/common.js'
-import type {RunnableScript} from '../../workerd/script.js'
+import {type RunnableScript, scriptOfService, splitServiceName} from '../../workerd/script.js'
 import {createCodeServer} from './code-server.js'
 import {ProcessOutputRedaction} from './output-redaction.js'
 import {SpareProcess} from './process-lifecycle.js'
@@ -25,6 +25,7 @@ import {killRecordedLeftovers} from '../../workerd/process.js'
 import {runValidationSandbox, type ValidationOutcome} from '../../workerd/sandbox.js'
 import {CRON_SOCKET, usesCrons} from '../../workerd/cron-config.js'
 import {BINDING_METRICS_SOCKET} from '../../workerd/binding-metrics.js'
+import {WORKER_COUNTS_SOCKET} from '../../workerd/worker-counts.js'
 import {d1Sockets} from '../../workerd/d1-config.js'
 import type {KvSizeLimits} from '../../workerd/kv-worker.js'
 import {queueSockets, usesQueueConsumers} from '../../workerd/queue-config.js'
@@ -41,8 +42,14 @@ export interface RuntimeOptions {
   kvSizes: KvSizeLimits
   /** host.experimental: workerd runs with `--experimental`. */
   experimental: boolean
-  /** host.worker_events: every Worker's traces go to the shard's tail Worker. */
+  /** host.worker_events: Workers' events exist (traces for the shard's tail Worker, or the counting main module). */
   workerEvents: boolean
+  /** Whether someone reads the traces of `script` (a live tail, the Worker log file); Workers with Durable Objects are always traced. */
+  tracesWanted(script: string): boolean
+  /** host.tail_max_events_per_second: a tailed Worker's requests a second that go through the loader, traced (./traced-requests.ts). */
+  tracedRequestsPerSecond: number
+  /** A request of a tailed Worker its tail did not see (over that share). */
+  onUntracedRequest(script: string): void
   /**
    * host.code_loading: "loader" runs Workers without Durable Objects through each shard's loader
    * Worker (a deploy loads them in place); "restart" runs every Worker on its own socket (a deploy
@@ -165,9 +172,17 @@ export class WorkerdRuntime {
       onCrash: (suspect) => options.onIncident(index, 'crash', suspect),
       beforeStop: options.beforeStop,
       outsideRequestsDone: options.outsideRequestsDone,
+      tracesWanted: (service) => options.tracesWanted(scriptOfService(service).script),
+      tracedRequests: {perSecond: options.tracedRequestsPerSecond, onSampled: (service) => options.onUntracedRequest(scriptOfService(service).script)},
     })
     this.shardsByIndex.set(index, shard)
     if (this.started) shard.start().catch((error: unknown) => options.log.error({shard: index, err: error}, 'shard failed to start'))
+  }
+
+  /** Has each shard serving `script` (or its split release) trace it: a swap where its process cannot (no loader); resolves once they do. */
+  async traceScript(script: string): Promise<void> {
+    const untraced = this.shards.filter((shard) => !shard.traces(script) || !shard.traces(splitServiceName(script)))
+    await Promise.all(untraced.map((shard) => shard.requestRestart('traces')))
   }
 
   /** Starts every shard; resolves when each has come up or failed its first start (then it retries). */
@@ -311,15 +326,20 @@ export class WorkerdRuntime {
       LOADER_SOCKET,
       CRON_SOCKET,
       BINDING_METRICS_SOCKET,
+      WORKER_COUNTS_SOCKET,
       ...scripts.map((script) => script.name),
       ...d1Sockets(workers),
       ...queueSockets(workers),
     ])
+    const traced = new Set(
+      scripts.filter((script) => usesDurableObjects(script) || this.options.tracesWanted(scriptOfService(script.name).script)).map(({name}) => name),
+    )
     const config = renderShardConfig(scripts, {
       ...this.renderOptions(),
       socketAddress: unixAddressOf(socketPaths),
       durableObjectRoot: (script) => durableObjectRoot(this.options.dataDir, script),
       tailSinkAddress: this.options.workerEvents ? `unix:${tailSocketPath(this.options.dataDir)}` : null,
+      traced: (script) => traced.has(script.name),
       loaderCodeAddress: this.options.codeLoading === 'loader' ? `unix:${codeSocketPath(this.options.dataDir)}` : null,
       experimental: this.options.experimental,
     })
@@ -328,6 +348,7 @@ export class WorkerdRuntime {
       configPath,
       sockets: config.sockets,
       socketPaths,
+      traced: this.options.workerEvents ? traced : new Set(),
       cwd: configDir,
       // The Worker Loader, the cron Worker's scheduled() calls and the queue service's queue() calls
       // exist only in workerd's experimental mode; uploads still pass the validation sandbox under

@@ -14,6 +14,8 @@ export interface PreparedConfig {
   sockets: string[]
   /** Socket name → its Unix socket path. */
   socketPaths: ReadonlyMap<string, string>
+  /** The scripts on their own sockets whose traces go to the tail Worker; the others are counted (../../workerd/worker-counts.ts). */
+  traced: ReadonlySet<string>
   cwd: string
   /** Start workerd with `--experimental` (host.experimental). */
   experimental: boolean
@@ -48,10 +50,17 @@ export interface ShardOptions {
   beforeStop?(agent: Agent): Promise<void>
   /** Resolves once requests that reached a replaced process past the host (the front door's fast path, by its socket paths) have ended, or after `timeoutMs`. */
   outsideRequestsDone?(socketPaths: ReadonlyMap<string, string>, timeoutMs: number): Promise<void>
+  /** Whether someone reads the traces of workerd service `service` (a script, or its split release). */
+  tracesWanted(service: string): boolean
+  /** A tailed Worker's requests through the loader, per second (./traced-requests.ts), and those it did not see. */
+  tracedRequests: {perSecond: number; onSampled(service: string): void}
 }
 
-/** `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs); `recycle`: it holds too many replaced ones. */
-export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle' | 'settle'
+/**
+ * `settle`: loads into the running process settled (ShardOptions codeLoading.settleMs); `recycle`: it holds too many
+ * replaced ones; `traces`: someone tails a script the process neither traces nor can through a loader (code_loading = "restart").
+ */
+export type RestartReason = 'start' | 'deploy' | 'crash' | 'runaway' | 'recycle' | 'settle' | 'traces'
 /** `load`: no swap — changed Workers were loaded into the running process (the loader). */
 export type SwapMode = 'hold' | 'overlap' | 'load'
 /** What the shard serves changed; `scripts`: how many it runs (after a swap) or loaded (`load`). */

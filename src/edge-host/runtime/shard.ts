@@ -1,16 +1,20 @@
 // One shard: a workerd process running a subset of the scripts, and the gate in front of it.
-// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written first; then, in one of two modes:
-// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new requests wait), requests inside
-//   finish, the old process stops, the new one starts, the gate opens — none dropped;
-// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it listens, and the old one stops once its
-//   requests are done — nothing waits.
-// Restart requests arriving within the coalescing window, or while a swap runs, share the next swap. With the Worker Loader (host.code_loading = "loader",
-// ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a change of its env) loads it into the running process's loader Worker
-// under a new load id and switches its route (refresh) — no swap, neighbours untouched. A loaded Worker costs a second invocation per request, so once
-// nothing changed for `settleMs` the shard swaps (overlap only) to a process running it on its own socket, unless a WebSocket or long stream is open
-// (settleDecision); workerd never unloads a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a
-// recycle. A dead process is restarted with backoff (at once when a script is suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow();
-// both take the spare process when one is ready (./process-lifecycle.ts), leaving the Workers to the loader until the settle.
+//
+// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written first; then,
+// in one of two modes:
+// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new requests
+//   wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
+// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it listens, and the old
+//   one stops once its requests are done — nothing waits.
+// Restart requests arriving within the coalescing window, or while a swap runs, share the next swap. With the Worker Loader
+// (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a change of its env)
+// loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap, neighbours
+// untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the shard swaps (overlap
+// only) to a process running it on its own socket, unless a WebSocket or long stream is open (settleDecision); workerd never unloads
+// a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A Worker on
+// its own socket is counted, not traced, unless someone reads its traces: a tail sees it through the loader (./traced-requests.ts),
+// or after a `traces` swap (code_loading = "restart"; until the next swap). A dead process is restarted with backoff (at once when a script is
+// suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow(); both take the spare process when one is ready.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -25,7 +29,8 @@ import {type Waiter, waiter} from '../../util/waiter.js'
 import {usesDurableObjects} from '../../workerd/config.js'
 import type {RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapMode} from './shard-types.js'
 import type {WorkerdProcess} from '../../workerd/process.js'
-import {ProcessOutput, retireProcess, startProcess, stopProcess} from './process-lifecycle.js'
+import {ProcessOutput, retireProcess, type StartedProcess, startProcess, stopProcess} from './process-lifecycle.js'
+import {TracedRequests} from './traced-requests.js'
 
 export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOptions, ShardState, SwapEvent, SwapMode} from './shard-types.js'
 
@@ -70,9 +75,11 @@ export class Shard {
   /** A runaway process, stopped, kept until its replacement serves (see restartNow). */
   private condemned: WorkerdProcess | null = null
   restarts = 0
+  private readonly tracedRequests: TracedRequests // a tailed Worker's requests through the loader
 
   constructor(private readonly options: ShardOptions) {
     this.gate = new ShardGate(options.onStateChange)
+    this.tracedRequests = new TracedRequests(options, this.loadIds)
     this.restartQueue = new RestartQueue(
       options,
       (reason) => this.swap(reason),
@@ -97,10 +104,15 @@ export class Shard {
     return this.gate.open ? this.loaded.get(script)?.releaseGeneration : undefined
   }
 
-  /** Where the running process serves `script` (see unixConnector), if it does. */
+  /** Whether the running process can trace `script` (workerd service name) for a tail: itself, or through its loader (./traced-requests.ts). */
+  traces(script: string): boolean {
+    return this.loads !== null || (this.loaded.get(script)?.traced ?? true)
+  }
+
+  /** Where the running process serves `script` (see unixConnector), if it does: a request a tail sees, through the loader. */
   routeOf(script: string): ScriptRoute | undefined {
     const entry = this.gate.open ? this.loaded.get(script) : undefined
-    return entry && {origin: `http://${entry.socket}`, loadId: entry.loadId}
+    return entry && ((this.loads && this.tracedRequests.route(script, entry)) || {origin: `http://${entry.socket}`, loadId: entry.loadId})
   }
 
   /** Script → its own socket in the running process, for the front door (see ownSocketsOf); none while it does not serve. */
@@ -118,10 +130,8 @@ export class Shard {
     return this.loadIds.lookup(loadId)
   }
 
-  /**
-   * Picks up the shard's current scripts. Under the loader, changed Workers without Durable Objects are loaded into the running process
-   * (loadInPlace); anything else — or a process not serving — takes a swap. Resolves when what the shard serves reflects the scripts read.
-   */
+  /** Picks up the shard's current scripts: under the loader, changed Workers without Durable Objects are loaded into the running
+   * process (loadInPlace); anything else — or a process not serving — takes a swap. Resolves once what it serves reflects them. */
   refresh(): Promise<void> {
     if (!this.options.codeLoading || this.restartQueue.busy || !this.gate.open) return this.requestRestart('deploy')
     const loaded = this.loading.then(() => this.loadInPlace())
@@ -203,11 +213,9 @@ export class Shard {
     return status === 200
   }
 
-  /**
-   * Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and kept while its
-   * replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent requests of other scripts inside
-   * are given up at once (ProcessRequests.condemn) and replayed on the replacement. With Durable Objects it is killed before the replacement.
-   */
+  /** Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and kept while
+   * its replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent requests of other scripts
+   * inside are given up at once (ProcessRequests.condemn) and replayed on the replacement. With Durable Objects it is killed first. */
   restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
@@ -318,11 +326,11 @@ export class Shard {
       if (mode === 'hold') this.gate.set('down')
       throw new Error(`shard ${this.index} did not start: ${outcome.error}`)
     }
-    const {process: started, socketPaths} = outcome.started
+    const started = outcome.started.process
     // A runaway kill (restartNow) while this process started has already taken the old one down.
     const replaced = mode === 'overlap' && this.process && this.agent ? {process: this.process, agent: this.agent, retired: this.processRetired} : null
     const replacedSockets = this.socketPaths
-    this.adopt(started, scripts, socketPaths, runsInLoader)
+    this.adopt(outcome.started, scripts, runsInLoader)
     this.outputRedaction = redaction
     if (replaced) this.retire(replaced, replacedSockets)
     this.restarts++
@@ -339,12 +347,7 @@ export class Shard {
     void retiring.finally(() => this.retiring.delete(retiring))
   }
 
-  private adopt(
-    process: WorkerdProcess,
-    scripts: RunnableScript[],
-    socketPaths: ReadonlyMap<string, string>,
-    runsInLoader: (script: RunnableScript) => boolean,
-  ): void {
+  private adopt({process, socketPaths, traced}: StartedProcess, scripts: RunnableScript[], runsInLoader: (script: RunnableScript) => boolean): void {
     this.process = process
     this.processRetired = waiter()
     this.startedAt = Date.now()
@@ -354,11 +357,12 @@ export class Shard {
     const requests = this.requests
     this.loads = this.options.codeLoading ? new ProcessLoads(this.agent, this.options.startTimeoutMs, () => requests.answered++) : null
     this.loadIds.newProcess()
+    this.tracedRequests.clear()
     this.staleLoads = 0
     const requestsOnly = (script: RunnableScript) => this.options.codeLoading?.runsInLoader(script) ?? false
-    // Loaded Workers are loaded by their first request: a start does not compile them all.
-    const entry = (script: RunnableScript) => loadedEntry(script, runsInLoader(script) ? this.loadIds.register(script) : null, requestsOnly(script))
-    this.loaded = new Map(scripts.map((script) => [script.name, entry(script)]))
+    // A loaded Worker is loaded by its first request: a start does not compile them all.
+    const loadIdOf = (script: RunnableScript) => (runsInLoader(script) ? this.loadIds.register(script) : null)
+    this.loaded = new Map(scripts.map((script) => [script.name, loadedEntry(script, loadIdOf(script), requestsOnly(script), traced.has(script.name))]))
     this.settleLater() // a runaway's or a crash's replacement left its Workers to the loader
     void process.exited.then((exit) => {
       if (this.process !== process) return // replaced or stopped on purpose

@@ -19,6 +19,7 @@ function hostMetrics(): HostMetrics {
     departmentOf: (script) => (script === SALES ? 'acme-sales' : null),
     readBindingOperations: async () => {},
     readFrontRequests: async () => {},
+    readWorkerCounts: async () => {},
   })
 }
 

@@ -53,6 +53,7 @@ test("one set of storage services per Worker, serving both releases' bindings; t
     socketAddress: (service) => `unix:/sock/${service}`,
     durableObjectRoot: (script) => `/do/${script}`,
     tailSinkAddress: null,
+    traced: () => false,
     loaderCodeAddress: null,
     experimental: false,
   })
