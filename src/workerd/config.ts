@@ -140,9 +140,9 @@ export function renderShardConfig(
   const counted: string[] = []
   for (const script of scripts) {
     const storage = usesDurableObjects(script) ? diskServiceName(scriptOfService(script.name).script) : null
-    const traced = tailed && options.traced(script)
-    if (tailed && !traced) counted.push(script.name)
-    services.push(renderWorker(script, options, storage, {tailed: traced, counted: tailed && !traced}), ...renderServiceBindingTargets(script, options))
+    const events = !tailed ? undefined : options.traced(script) ? 'traced' : 'counted'
+    if (events === 'counted') counted.push(script.name)
+    services.push(renderWorker(script, options, storage, {events}), ...renderServiceBindingTargets(script, options))
   }
   const workers = workersOf(scripts)
   for (const worker of workers) {
@@ -290,22 +290,17 @@ const config :Workerd.Config = (
 }
 
 /**
- * `storage`: a disk service name, "memory", or null when the script has no Durable Objects.
- * `checked`: run behind the check module (validation sandboxes). `tailed`: traces go to the tail Worker.
- * `counted`: run behind the counting main module (./worker-counts.ts).
+ * `storage`: a disk service name, "memory", or null when the script has no Durable Objects. `checked`: run behind the
+ * check module (validation sandboxes). `events`: traces go to the tail Worker, or the counting main module counts (./worker-counts.ts).
  */
-function renderWorker(
-  script: RunnableScript,
-  options: RenderOptions,
-  storage: string | 'memory' | null,
-  {checked = false, tailed = false, counted = false} = {},
-): string {
+type WorkerFlags = {checked?: boolean; events?: 'traced' | 'counted'}
+function renderWorker(script: RunnableScript, options: RenderOptions, storage: string | 'memory' | null, {checked = false, events}: WorkerFlags = {}): string {
   // workerd treats the first module as the main one.
   const modules = [...script.modules].sort((a, b) => Number(b.name === script.mainModule) - Number(a.name === script.mainModule))
   const moduleList = modules.flatMap(({name, type, sha256}) =>
     type === 'sourceMap' ? [] : [`(name = ${capnpString(name)}, ${MODULE_FIELD[type]} = embed ${capnpString(options.modulePath(sha256))})`],
   )
-  if (counted) moduleList.unshift(`(name = "${COUNTING_MODULE}", esModule = ${capnpString(countingModuleSource(script.mainModule))})`)
+  if (events === 'counted') moduleList.unshift(`(name = "${COUNTING_MODULE}", esModule = ${capnpString(countingModuleSource(script.mainModule))})`)
   if (checked) {
     const classNames = script.bindings.flatMap((binding) => (binding.type === 'durable_object_namespace' ? [binding.className] : []))
     moduleList.unshift(
@@ -341,7 +336,7 @@ function renderWorker(
     `bindings = [${bindings.join(', ')}]`,
     `globalOutbound = "egress"`,
   ]
-  if (tailed) fields.push(`tails = [(name = "${TAIL_SERVICE}", props = (json = ${capnpString(JSON.stringify({script: script.name}))}))]`)
+  if (events === 'traced') fields.push(`tails = [(name = "${TAIL_SERVICE}", props = (json = ${capnpString(JSON.stringify({script: script.name}))}))]`)
   if (namespaces.length > 0) {
     fields.push(`durableObjectNamespaces = [${namespaces.join(', ')}]`)
     fields.push(durableObjectStorage(storage!))

@@ -6,6 +6,7 @@
 import {cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
+import {WebSocket} from 'undici'
 import {afterAll, beforeAll, expect, test} from 'vitest'
 import type {Engine} from '../../src/engine/context.js'
 import {deployWorker} from '../../src/engine/deploy/deploy-worker.js'
@@ -139,6 +140,48 @@ export default class extends WorkerEntrypoint {
     expect(seriesOf(await metrics(), 'edgeworkers_host_worker_invocations_total', 'outcome="ok"', script)).toBe(1)
     const snapshot = await takeSnapshot(engine)
     expect(snapshot.workers?.workers.find((worker) => worker.script === script)?.lastError).toBe('TypeError: class boom')
+  })
+
+  test("a tailed Worker's WebSocket through the loader: upgraded there, its headers the client's, seen by the tail", async () => {
+    await kit.pair()
+    const engine = await kit.engine()
+    const department = await kit.department()
+    const dir = mkdtempSync(path.join(root, 'socket-'))
+    cpSync(path.join(FIXTURES_DIR, 'tail-logger'), dir, {recursive: true})
+    writeFileSync(
+      path.join(dir, 'index.js'),
+      `export default {
+  fetch(request) {
+    if (request.headers.get('upgrade') !== 'websocket') return new Response('plain')
+    const [client, server] = Object.values(new WebSocketPair())
+    server.accept()
+    server.send(JSON.stringify([...request.headers.keys()]))
+    return new Response(null, {status: 101, webSocket: client})
+  },
+}
+`,
+    )
+    const settles = await swaps('settle')
+    const script = (await deployWorker(engine, {projectDir: dir, departmentId: department, wait: true})).scriptName
+    await until(async () => (await swaps('settle')) > settles, 'the settle swap')
+    const tail = startTail(engine, department)
+    await until(async () => {
+      await send(script, '/attach')
+      return tail.events.some((event) => event.path === '/attach')
+    }, 'the tail to attach')
+    const socket = new WebSocket(`${host.publicUrl.replace('http', 'ws')}/${script}/socket`)
+    const headers = await new Promise<string[]>((resolve, reject) => {
+      socket.addEventListener('message', (event) => resolve(JSON.parse(String(event.data)) as string[]))
+      socket.addEventListener('error', reject)
+    })
+    socket.close()
+    expect(headers).toContain('x-request-id')
+    expect(headers.filter((name) => name.startsWith('x-edgeworkers-'))).toEqual([])
+    await until(
+      () => tail.events.some((event) => event.path === '/socket'),
+      `the tail to see the upgrade: ${JSON.stringify(tail.events.map((event) => [event.path, event.status]))}`,
+    )
+    await tail.stop()
   })
 
   test('code_loading = "restart": a tail swaps the shard to a process tracing the Worker before its stream opens', async () => {

@@ -208,7 +208,7 @@ function createRoutingServer(options: DataPlaneOptions, resolve: (request: http.
         // The Worker's wall time, as the host sees it: from forwarding to the last byte (or the 101).
         const started = performance.now()
         try {
-          if (upgrade) await tunnel(request, response, upgrade, {...forward, socketPath: lease.socketPath}, lease, tunnels)
+          if (upgrade) await tunnel(request, response, upgrade, {...forward, socketPath: lease.socketPathOf(route)}, lease, tunnels)
           else await proxy(lease.dispatcher, request, response, forward, replayable ? lease.abandonable : undefined)
         } catch (error) {
           if (response.headersSent || !safeToRetry(error, forwardBody)) options.workerServed(name, performance.now() - started, null)

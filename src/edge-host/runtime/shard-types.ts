@@ -88,8 +88,8 @@ export interface ShardLease {
    * outlive their request — WebSockets — close then, so a swap never waits for them.
    */
   retired: Promise<void>
-  /** The Unix socket of the lease's script in that process (for connections undici does not make: upgrades). */
-  socketPath: string | undefined
+  /** The Unix socket of `route` in that process (for connections undici does not make: upgrades). */
+  socketPathOf(route: ScriptRoute): string | undefined
   /** A WebSocket was spliced to that process: no settle swap while it is open; the returned function says it closed. */
   tunnelOpened(): () => void
   /**

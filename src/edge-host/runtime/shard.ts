@@ -160,12 +160,13 @@ export class Shard {
     this.inFlight.enter()
     const requests = this.requests
     const {left, abandonable} = requests.enter(script)
+    const socketPaths = this.socketPaths
     let released = false
     return {
       dispatcher: this.agent!,
       exited: this.process!.exited,
       retired: this.processRetired.promise,
-      socketPath: this.socketPaths.get(this.loaded.get(script)?.socket ?? script),
+      socketPathOf: (route) => socketPaths.get(new URL(route.origin).hostname),
       replayable: () => requests.replayable(script),
       tunnelOpened: () => requests.tunnelOpened(),
       abandonable,
