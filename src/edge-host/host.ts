@@ -9,7 +9,6 @@ import {AssetCollector} from './assets/management.js'
 import {AssetServer} from './assets/serve.js'
 import type {Agent} from 'undici'
 import {existsSync} from 'node:fs'
-import {readFile, rm, writeFile} from 'node:fs/promises'
 import type http from 'node:http'
 import path from 'node:path'
 import pino, {type Logger} from 'pino'
@@ -32,7 +31,6 @@ import {createManagementServer} from './http/management-server.js'
 import {HostMetrics, UNKNOWN_SCRIPT_LABEL} from './metrics.js'
 import {BindingOperations} from './binding-operations.js'
 import {PairingLimiter} from './http/pairing-limiter.js'
-import {isSameLiveProcess, processStartTime} from '../workerd/process-identity.js'
 import {WorkerdRuntime} from './runtime/runtime.js'
 import {serviceBindingSocketPath, tailSocketPath} from './runtime/data-dir-paths.js'
 import type {Shard} from './runtime/shard.js'
@@ -41,13 +39,12 @@ import {clearSnapshotLeftovers} from './services/snapshot.js'
 import {HostState, STATE_FILE} from './state/host-state.js'
 import {scriptOfService} from '../workerd/script.js'
 import {type HostInfo, writeHostInfo} from './host-info.js'
+import {acquireLock, releaseLock} from './host-lock.js'
 import {SourceMaps} from './source-maps.js'
 import {createTailSinkServer, TailHub} from './tail-hub.js'
 import {WorkerCounts} from './worker-counts.js'
 import {CronScheduler} from './triggers/cron-scheduler.js'
 import {WorkerLogFile} from './worker-log-file.js'
-
-const LOCK_FILE = 'host.lock'
 
 export interface HostOptions {
   dataDir: string
@@ -385,28 +382,4 @@ function advertisable(address: ListenAddress): ListenAddress {
   if (address.host === '0.0.0.0') return {...address, host: '127.0.0.1'}
   if (address.host === '::') return {...address, host: '::1'}
   return address
-}
-
-/**
- * One host per data dir: two would run the same Durable Objects from the same files. The lock file
- * names its holder by pid and start time, so a killed host — gone, a zombie not yet reaped, or its
- * pid reused by another process — never blocks the next start (../workerd/process-identity.ts).
- */
-async function acquireLock(dataDir: string): Promise<void> {
-  const file = path.join(dataDir, LOCK_FILE)
-  const holder = `${process.pid} ${processStartTime(process.pid) ?? ''}`
-  try {
-    await writeFile(file, holder, {flag: 'wx', mode: 0o600})
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    const [pid, startTime] = (await readFile(file, 'utf8').catch(() => '')).trim().split(' ')
-    if (isSameLiveProcess(Number(pid), startTime ?? '')) {
-      throw new KitError('conflict', `another edge host (pid ${pid}) is running on ${dataDir}`)
-    }
-    await writeFile(file, holder)
-  }
-}
-
-async function releaseLock(dataDir: string): Promise<void> {
-  await rm(path.join(dataDir, LOCK_FILE), {force: true})
 }

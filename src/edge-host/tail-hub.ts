@@ -226,9 +226,7 @@ export class TailHub {
     return route !== null && !route.retired
   }
 
-  isTailed(script: string): boolean {
-    return this.subscribers.has(script)
-  }
+  isTailed = (script: string): boolean => this.subscribers.has(script)
 
   /** Whether workerd should trace `script`: a live tail or the Worker log file reads its traces. */
   wantsTraces(script: string): boolean {

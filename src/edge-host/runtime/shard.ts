@@ -1,20 +1,18 @@
-// One shard: a workerd process running a subset of the scripts, and the gate in front of it.
-//
-// workerd loads its whole config at start, so a deploy replaces the shard's process (a swap). The new config is written first; then,
-// in one of two modes:
-// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new requests
-//   wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
-// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it listens, and the old
-//   one stops once its requests are done — nothing waits.
+// One shard: a workerd process running a subset of the scripts, and the gate in front of it. workerd loads its whole config
+// at start, so a deploy replaces the shard's process (a swap). The new config is written first; then, in one of two modes:
+// - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new
+//   requests wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
+// - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it listens,
+//   and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap. With the Worker Loader
-// (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a change of its env)
-// loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap, neighbours
-// untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the shard swaps (overlap
-// only) to a process running it on its own socket, unless a WebSocket or long stream is open (settleDecision); workerd never unloads
-// a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle memory) it swaps at once: a recycle. A Worker on
-// its own socket is counted, not traced, unless someone reads its traces: a tail sees it through the loader (./traced-requests.ts),
-// or after a `traces` swap (code_loading = "restart"; until the next swap). A dead process is restarted with backoff (at once when a script is
-// suspected); the watchdog (./watchdog.ts) replaces a runaway by restartNow(); both take the spare process when one is ready.
+// (host.code_loading = "loader", ../../workerd/loader-worker.ts) a deploy of a Worker without Durable Objects (or a change of
+// its env) loads it into the running process's loader Worker under a new load id and switches its route (refresh) — no swap,
+// neighbours untouched. A loaded Worker costs a second invocation per request, so once nothing changed for `settleMs` the
+// shard swaps (overlap only) to a process running it on its own socket, unless a WebSocket or long stream is open
+// (settleDecision); workerd never unloads a loaded Worker, so past `maxStaleLoads` replaced loads (or the watchdog's recycle
+// memory) it swaps at once: a recycle. A Worker on its own socket is counted, not traced, unless a tail reads it: through the
+// loader (./traced-requests.ts), or after a `traces` swap. A dead process is restarted with backoff; the watchdog replaces a
+// runaway by restartNow(); both take the spare process when one is ready.
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Agent} from 'undici'
 import type {RunnableScript} from '../../workerd/script.js'
@@ -37,8 +35,7 @@ export type {PreparedConfig, RestartReason, ScriptRoute, ShardLease, ShardOption
 /** A crash is blamed on a request only if it had run this long: a process killed from outside (or a deploy racing a request) should not count. */
 const CRASH_SUSPECT_MIN_AGE_MS = 100
 
-/** A process that ran this long before dying resets the crash backoff. */
-const STABLE_AFTER_MS = 60_000
+const STABLE_AFTER_MS = 60_000 // a process that ran this long before dying resets the crash backoff
 
 /** Restarts whose shard serves nothing meanwhile: they take the spare process when there is one. */
 const URGENT: ReadonlySet<RestartReason> = new Set(['runaway', 'crash'])
@@ -130,8 +127,7 @@ export class Shard {
     return this.loadIds.lookup(loadId)
   }
 
-  /** Picks up the shard's current scripts: under the loader, changed Workers without Durable Objects are loaded into the running
-   * process (loadInPlace); anything else — or a process not serving — takes a swap. Resolves once what it serves reflects them. */
+  /** Picks up the shard's current scripts: a load in place (loadInPlace) where it can, else a swap; resolves once it serves them. */
   refresh(): Promise<void> {
     if (!this.options.codeLoading || this.restartQueue.busy || !this.gate.open) return this.requestRestart('deploy')
     const loaded = this.loading.then(() => this.loadInPlace())
@@ -214,9 +210,8 @@ export class Shard {
     return status === 200
   }
 
-  /** Replaces a runaway process (stalled, or over its memory) now, with no backoff or coalescing: it is stopped (SIGSTOP) and kept while
-   * its replacement (the spare, or a start) comes up, requests waiting at the gate; then it is killed. Idempotent requests of other scripts
-   * inside are given up at once (ProcessRequests.condemn) and replayed on the replacement. With Durable Objects it is killed first. */
+  /** Replaces a runaway now, no backoff: stopped (SIGSTOP) and kept while its replacement comes up, then killed (first, with Durable
+   * Objects); other scripts' idempotent requests inside are given up at once (ProcessRequests.condemn) and replayed on the replacement. */
   restartNow(blamed: string | null): Promise<void> {
     const process = this.process
     if (!process || this.stopping) return Promise.resolve()
