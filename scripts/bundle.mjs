@@ -27,32 +27,6 @@ const zodEnglishOnly = {
 
 const METAFILE = 'node_modules/.cache/edgeworkers/bundle-meta.json'
 
-/** A command's oclif id from its file: `src/commands/worker/list.ts` → `worker:list`. */
-const commandId = (file) =>
-  path
-    .relative('src/commands', file)
-    .replace(/\.tsx?$/, '')
-    .split(path.sep)
-    .join(':')
-
-// The commands left out of dist/hot-commands.cjs: `status` can start the TUI, whose Ink and yoga use
-// top-level await, which CommonJS cannot hold; `host serve` runs for days, its start paid once.
-const ESM_ONLY = new Set(['status', 'host:serve'])
-const hotCommands = sources('src/commands').filter((file) => !ESM_ONLY.has(commandId(file)))
-
-/** src/hot-commands.ts's `hot-command-table`: each hot command's module loader by its id. */
-const hotCommandTable = {
-  name: 'hot-command-table',
-  setup(build) {
-    build.onResolve({filter: /^hot-command-table$/}, () => ({path: 'hot-command-table', namespace: 'hot-command-table'}))
-    build.onLoad({filter: /.*/, namespace: 'hot-command-table'}, () => {
-      // import() keeps each command's modules from running until it is the one asked for.
-      const entries = hotCommands.map((file) => `${JSON.stringify(commandId(file))}: () => import(${JSON.stringify(path.resolve(file))})`)
-      return {contents: `export default {${entries.join(',\n')}}\n`, loader: 'js', resolveDir: process.cwd()}
-    })
-  },
-}
-
 /** What both builds share. */
 const common = {
   bundle: true,
@@ -83,12 +57,10 @@ const result = await build({
   banner: {js: "import {createRequire as __createRequire} from 'node:module'; const require = __createRequire(import.meta.url);"},
   metafile: true,
 })
-// The commands again but ESM_ONLY, as one CommonJS file with everything they import, dynamic imports
-// included: main.ts compiles it with a V8 code cache (src/code-cache.ts) for the commands the ids in
-// dist/hot-commands.json name.
+// The hot commands (src/main.ts's HOT_COMMANDS) again, as one CommonJS file with everything they
+// import, dynamic imports included: main.ts compiles it with a V8 code cache (src/code-cache.ts).
 await build({
   ...common,
-  plugins: [...common.plugins, hotCommandTable],
   entryPoints: ['src/hot-commands.ts'],
   outfile: 'dist/hot-commands.cjs',
   format: 'cjs',
@@ -96,7 +68,6 @@ await build({
   define: {'import.meta.url': '__importMetaUrl'},
   banner: {js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;"},
 })
-writeFileSync('dist/hot-commands.json', JSON.stringify(hotCommands.map(commandId)))
 // What each output holds, for bench/start/modules.ts; outside dist/, so it is not shipped.
 mkdirSync(path.dirname(METAFILE), {recursive: true})
 writeFileSync(METAFILE, JSON.stringify(result.metafile))

@@ -8,19 +8,12 @@ import {requireWithCodeCache} from './code-cache.js'
 import {packagePath} from './package-root.js'
 
 /**
- * The commands that run from dist/hot-commands.cjs (./hot-commands.ts), one CommonJS bundle compiled
- * with a V8 code cache per command: about a third of a start is compiling JavaScript, which ES modules
- * redo at every start on Node 20. scripts/bundle.mjs writes their ids (all commands but two).
+ * Commands whose start-up is paid most often (cron runs `reconcile` every minute). They run from
+ * dist/hot-commands.cjs (./hot-commands.ts), one CommonJS bundle compiled with a V8 code cache:
+ * about a third of such a start is compiling JavaScript, which ES modules redo at every start on Node 20.
  */
-function hotCommandOf(argv: string[]): string | undefined {
-  const ids = new Set(JSON.parse(readOr(packagePath('dist', 'hot-commands.json')) || '[]') as string[])
-  // oclif takes `worker list` and `worker:list` alike; the longest run of words that names a command wins.
-  for (let words = Math.min(3, argv.length); words > 0; words--) {
-    const id = argv.slice(0, words).join(':')
-    if (ids.has(id)) return id
-  }
-  return undefined
-}
+export const HOT_COMMANDS = ['reconcile'] as const
+export type HotCommandId = (typeof HOT_COMMANDS)[number]
 
 /** Runs the command line; `dir` is bin/run.js's URL, from which oclif finds package.json. */
 export async function run(dir: string): Promise<void> {
@@ -38,11 +31,11 @@ export async function run(dir: string): Promise<void> {
   // would otherwise load tsx and run src/ (bin/dev.js is the way to run the sources).
   settings.enableAutoTranspile = false
   warnIfWorkingDirectoryGone()
-  const hot = hotCommandOf(argv)
+  const hot = HOT_COMMANDS.find((id) => id === argv[0])
   if (hot) {
     const bundle = packagePath('dist', 'hot-commands.cjs')
     // Node maps the stack traces of a file its own loader compiled, not of a vm.Script.
-    const {run: runHot} = (sourceMaps ? createRequire(import.meta.url)(bundle) : requireWithCodeCache(bundle, hot.replaceAll(':', '.'), packagePath())) as {
+    const {run: runHot} = (sourceMaps ? createRequire(import.meta.url)(bundle) : requireWithCodeCache(bundle, hot, packagePath())) as {
       run(dir: string): Promise<void>
     }
     await runHot(dir)

@@ -4,7 +4,7 @@
 // fresh processes. The first chunk also pays the ES module loader's warm-up, and a bundled CommonJS
 // package (oclif, pino) runs when first required: its evaluation counts against the first chunk that
 // requires it, which may be a small one (src/cli/flags.ts for oclif). Only imports are timed, not
-// what the command then does. A hot command (all but scripts/bundle.mjs's ESM_ONLY) starts from its CommonJS
+// what the command then does. A hot command (src/main.ts's HOT_COMMANDS) starts from its CommonJS
 // bundle, dist/hot-commands.cjs, instead: what is itemised for it is its ES module build, which the
 // same modules make up.
 //

@@ -10,7 +10,7 @@ import {describe, expect, test} from 'vitest'
 const SRC = fileURLToPath(new URL('../../src', import.meta.url))
 
 /** A top-level entry of src/ by module name: a folder, or a root file without its extension. */
-const entryOf = (name: string): string => name.replace(/(\.d)?\.tsx?$/, '')
+const entryOf = (name: string): string => name.replace(/\.tsx?$/, '')
 
 /** Every top-level entry of src/. */
 const OURS = readdirSync(SRC).map(entryOf)
@@ -31,7 +31,7 @@ interface Layer {
 /** Every top-level entry of src/ belongs to one layer, top of the map first. */
 const LAYERS: Record<string, Layer> = {
   entry: {
-    members: ['main', 'hooks', 'hot-commands', 'hot-command-table', 'code-cache'],
+    members: ['main', 'hooks', 'hot-commands', 'code-cache'],
     forbidden: ['engine', 'store', 'provider', 'edge-host', 'workerd', 'quickstart', 'tui'],
     why: "the process entry and oclif's hooks start commands and do no work",
   },
