@@ -14,7 +14,6 @@
 //
 //   node --import tsx bench/host/paths.ts --seconds 5 --rounds 5 --connections 16
 import {type ChildProcess, spawn} from 'node:child_process'
-import {createHash} from 'node:crypto'
 import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
@@ -26,30 +25,14 @@ import {settingsSchema} from '../../src/config/schema.js'
 import {capnpString} from '../../src/workerd/capnp.js'
 import {LOAD_HEADER, loaderWorkerSource} from '../../src/workerd/loader-worker.js'
 import {WorkerdProcess} from '../../src/workerd/process.js'
-import type {RunnableScript} from '../../src/workerd/script.js'
 import {renderTailServices, TAIL_SERVICE, TAIL_SINK_SERVICE, TAIL_WORKER_SOURCE} from '../../src/workerd/tail-worker.js'
 import {log, machineLoad, median} from '../support/stats.js'
 import {HELLO, ROUNDS, SECONDS, workDir} from './options.js'
-import {cpuMs, load, type LoadResult} from './support.js'
+import {benchScript, cpuMs, load, type LoadResult} from './support.js'
 
 const source = readFileSync(HELLO, 'utf8')
-const sha256 = createHash('sha256').update(source).digest('hex')
 const LOAD_ID = 'hello:bench:1'
-const hello: RunnableScript = {
-  name: 'hello',
-  releaseGeneration: 'bench',
-  mainModule: 'index.js',
-  compatibilityDate: '2026-11-01',
-  compatibilityFlags: [],
-  modules: [{name: 'index.js', type: 'esModule', sha256, size: source.length}],
-  bindings: [],
-  crons: [],
-  queueConsumers: [],
-  secrets: [],
-  serviceAccounts: [],
-  runtimeConfig: [],
-  operationSettingsJson: null,
-}
+const hello = benchScript('hello', source, workDir)
 const NODE_PROXY = fileURLToPath(new URL('./node-proxy.ts', import.meta.url))
 const MAX_EVENTS_PER_SECOND = settingsSchema.parse({data_dir: '/nonexistent'}).host.tail_max_events_per_second
 

@@ -10,7 +10,6 @@
 // rate, as a host hop slower than bare workerd delivers it.
 //
 //   node --import tsx bench/host/shard-config.ts --seconds 4 --rounds 5 --connections 16
-import {createHash} from 'node:crypto'
 import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
@@ -19,29 +18,12 @@ import {createCodeServer} from '../../src/edge-host/runtime/code-server.js'
 import {capnpString} from '../../src/workerd/capnp.js'
 import {renderShardConfig, renderValidationConfig} from '../../src/workerd/config.js'
 import {WorkerdProcess} from '../../src/workerd/process.js'
-import type {RunnableScript} from '../../src/workerd/script.js'
 import {log, machineLoad, median} from '../support/stats.js'
 import {HELLO, ROUNDS, SECONDS, workDir} from './options.js'
-import {cpuMs, load, type LoadResult} from './support.js'
+import {benchScript, cpuMs, load, type LoadResult} from './support.js'
 
 const source = readFileSync(HELLO, 'utf8')
-const sha256 = createHash('sha256').update(source).digest('hex')
-writeFileSync(path.join(workDir, sha256), source)
-const hello: RunnableScript = {
-  name: 'hello',
-  releaseGeneration: 'bench',
-  mainModule: 'index.js',
-  compatibilityDate: '2026-11-01',
-  compatibilityFlags: [],
-  modules: [{name: 'index.js', type: 'esModule', sha256, size: source.length}],
-  bindings: [],
-  crons: [],
-  queueConsumers: [],
-  secrets: [],
-  serviceAccounts: [],
-  runtimeConfig: [],
-  operationSettingsJson: null,
-}
+const hello = benchScript('hello', source, workDir)
 const MAX_EVENTS_PER_SECOND = settingsSchema.parse({data_dir: '/nonexistent'}).host.tail_max_events_per_second
 
 const listen = (server: http.Server, socket: string) => new Promise<void>((resolve) => server.listen(socket, resolve))

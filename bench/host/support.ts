@@ -11,6 +11,7 @@ import pino from 'pino'
 import {startHost, type RunningHost} from '../../src/edge-host/host.js'
 import type {UploadScript} from '../../src/protocol/management-api.js'
 import {renderValidationConfig} from '../../src/workerd/config.js'
+import type {RunnableScript} from '../../src/workerd/script.js'
 import {WorkerdProcess} from '../../src/workerd/process.js'
 import {moduleUpload, scriptNameFor} from '../support/fixtures.js'
 import {HostClient, pairHost} from '../support/host.js'
@@ -63,29 +64,32 @@ export async function startMeasuredHost(
   return {host, client: new HostClient(host.adminUrl, key)}
 }
 
+/** A one-module Worker as the host runs it, its module written under `dir` by its SHA-256. */
+export function benchScript(name: string, source: string, dir: string): RunnableScript {
+  const sha256 = createHash('sha256').update(source).digest('hex')
+  writeFileSync(path.join(dir, sha256), source)
+  return {
+    name,
+    releaseGeneration: 'bench',
+    mainModule: 'index.js',
+    compatibilityDate: '2026-11-01',
+    compatibilityFlags: [],
+    modules: [{name: 'index.js', type: 'esModule', sha256, size: source.length}],
+    bindings: [],
+    crons: [],
+    queueConsumers: [],
+    secrets: [],
+    serviceAccounts: [],
+    runtimeConfig: [],
+    operationSettingsJson: null,
+  }
+}
+
 /** Scripts on one bare workerd, configured as the host would run them, each on its own loopback port. */
 export async function startBareWorkerdWith(sources: Array<{name: string; source: string}>, label: string): Promise<{process: WorkerdProcess}> {
   const dir = path.join(workDir, label)
   mkdirSync(dir, {recursive: true})
-  const scripts = sources.map(({name, source}) => {
-    const sha256 = createHash('sha256').update(source).digest('hex')
-    writeFileSync(path.join(dir, sha256), source)
-    return {
-      name,
-      releaseGeneration: 'bench',
-      mainModule: 'index.js',
-      compatibilityDate: '2026-11-01',
-      compatibilityFlags: [],
-      modules: [{name: 'index.js', type: 'esModule' as const, sha256, size: source.length}],
-      bindings: [],
-      crons: [],
-      queueConsumers: [],
-      secrets: [],
-      serviceAccounts: [],
-      runtimeConfig: [],
-      operationSettingsJson: null,
-    }
-  })
+  const scripts = sources.map(({name, source}) => benchScript(name, source, dir))
   const config = renderValidationConfig(scripts, {
     modulePath: (digest) => digest,
     egressAllow: ['public'],
