@@ -317,29 +317,31 @@ describe('the loader: once deploys settle, the Workers get their own sockets', (
     const started = shardPid(host)
     for (const name of names) await client.deploy(name, textWorker(`${name} 1`))
     expect(await swapCount(host, 'load')).toBe(names.length)
-    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(1)
-    // The replaced process stops once its requests are done: then one shard process is left, the new one.
+    // Settled: the replaced process stopped once its requests were done, and the one left listens on
+    // health, the loader, worker-counts and one socket per Worker. (On a loaded machine the second deploy
+    // may come a settle period after the first: then the shard settles twice.)
     const shardPids = () => readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
-    await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
+    const settledSockets = () => (shardPids().length === 1 ? listeningSockets(shardPid(host)) : 0)
+    await expect.poll(settledSockets, {timeout: 30_000}).toBe(3 + names.length)
     const pid = shardPid(host)
     expect(pid).not.toBe(started)
-    // health, the loader, worker-counts and one per Worker.
-    expect(listeningSockets(pid)).toBe(3 + names.length)
+    const settles = await swapCount(host, 'overlap', 'settle')
+    expect(settles).toBeGreaterThanOrEqual(1)
     expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
     expect(await swapCount(host, 'hold', 'settle')).toBe(0)
 
     // A crash's replacement (the spare process, which has no Worker of its own) leaves them to its loader; they settle again.
     process.kill(pid, 'SIGKILL')
     expect(await Promise.all(names.map(async (name) => (await fetch(`${host.publicUrl}/${name}/`)).text()))).toEqual(names.map((name) => `${name} 1`))
-    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(2)
-    await expect.poll(shardPids, {timeout: 30_000}).toHaveLength(1)
-    expect(listeningSockets(shardPid(host))).toBe(3 + names.length)
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(settles + 1)
+    await expect.poll(settledSockets, {timeout: 30_000}).toBe(3 + names.length)
   }, 120_000)
 
   test('no settle while a WebSocket is open (the swap would cut it); once it closes, the shard settles', async () => {
     const echo = scriptNameFor('loader/settled-echo')
+    const before = await swapCount(host, 'overlap', 'settle')
     await client.deploy(echo, echoWorker('echo'))
-    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(3)
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(before + 1)
     const socket = new WebSocket(`${host.publicUrl.replace('http', 'ws')}/${echo}/`)
     const echoes: string[] = []
     socket.addEventListener('message', (event) => echoes.push(String(event.data)))
@@ -350,11 +352,11 @@ describe('the loader: once deploys settle, the Workers get their own sockets', (
     await client.deploy(names[0]!, textWorker(`${names[0]} 2`))
     // Four settle periods: each asks again and finds the WebSocket, older than a second, inside.
     await new Promise((resolve) => setTimeout(resolve, 4_000))
-    expect(await swapCount(host, 'overlap', 'settle')).toBe(3)
+    expect(await swapCount(host, 'overlap', 'settle')).toBe(before + 1)
     socket.send('still open')
     await expect.poll(() => echoes).toEqual(['still open'])
     socket.close()
-    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(4)
+    await expect.poll(() => swapCount(host, 'overlap', 'settle'), {timeout: 30_000}).toBe(before + 2)
     expect(await (await fetch(`${host.publicUrl}/${names[0]}/`)).text()).toBe(`${names[0]} 2`)
   }, 120_000)
 })
