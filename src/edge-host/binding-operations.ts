@@ -5,9 +5,7 @@
 import type {Agent} from 'undici'
 import {BINDING_METRICS_SOCKET, type ShardBindingCounts} from '../workerd/binding-metrics.js'
 import type {HostMetrics} from './metrics.js'
-
-/** A read waits this long for a process's answer: a scrape must not hang on a busy shard. */
-const READ_TIMEOUT_MS = 2_000
+import {readShardCounters} from './shard-counters.js'
 
 const OUTCOMES = ['ok', 'error'] as const
 
@@ -26,20 +24,8 @@ export class BindingOperations {
 
   /** Counts what the process behind `agent` counted since the last read; nothing when it has no binding services or does not answer. */
   async read(agent: Agent): Promise<void> {
-    let answer: ShardBindingCounts
-    try {
-      const response = await agent.request({
-        origin: `http://${BINDING_METRICS_SOCKET}`,
-        path: '/',
-        method: 'GET',
-        headersTimeout: READ_TIMEOUT_MS,
-        bodyTimeout: READ_TIMEOUT_MS,
-      })
-      if (response.statusCode !== 200) return void (await response.body.dump())
-      answer = (await response.body.json()) as ShardBindingCounts
-    } catch {
-      return // no such socket (no binding services), or the process is going: nothing to count
-    }
+    // null: no such socket (no binding services), or the process is going: nothing to count
+    const answer = ((await readShardCounters(agent, BINDING_METRICS_SOCKET)) ?? []) as ShardBindingCounts
     for (const {script, type, counts} of answer) {
       for (const [binding, operations] of Object.entries(counts)) {
         for (const [operation, tallies] of Object.entries(operations)) {

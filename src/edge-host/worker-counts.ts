@@ -5,10 +5,8 @@
 // reads that overlap share one (a scrape collects several counters at once).
 import type {Agent} from 'undici'
 import {WORKER_COUNTS_SOCKET} from '../workerd/worker-counts.js'
+import {readShardCounters} from './shard-counters.js'
 import type {TailHub} from './tail-hub.js'
-
-/** A read waits this long for a process's answer: a scrape must not hang on a busy shard. */
-const READ_TIMEOUT_MS = 2_000
 
 export class WorkerCounts {
   private reading: Promise<void> | null = null
@@ -25,20 +23,9 @@ export class WorkerCounts {
 
   /** Counts what the Workers of the process behind `agent` counted since the last read; nothing when it has none or does not answer. */
   async read(agent: Agent): Promise<void> {
-    let summaries: unknown
-    try {
-      const response = await agent.request({
-        origin: `http://${WORKER_COUNTS_SOCKET}`,
-        path: '/',
-        method: 'GET',
-        headersTimeout: READ_TIMEOUT_MS,
-        bodyTimeout: READ_TIMEOUT_MS,
-      })
-      if (response.statusCode !== 200) return void (await response.body.dump())
-      summaries = await response.body.json()
-    } catch {
-      return // no such socket (every Worker traced), or the process is going: nothing to count
-    }
+    const summaries = await readShardCounters(agent, WORKER_COUNTS_SOCKET)
+    // null: no such socket (every Worker traced), or the process is going: nothing to count
+    if (summaries === null) return
     this.hub.publish({summaries})
   }
 }
