@@ -163,6 +163,69 @@ describe('a deploy on the fast path', () => {
   })
 })
 
+/**
+ * A Worker counting its POSTs in KV under `label` (the count read, then written). A POST of `slow` marks itself
+ * started in KV and answers 1.5 s later: longer than workerd's own grace when the host stops it. A GET says
+ * whether a slow one started.
+ */
+function kvCounter(label: string) {
+  return moduleUpload(
+    `export default {
+  async fetch(request, env) {
+    if (request.method === 'GET') return new Response(String(await env.CACHE.get('slow')))
+    if ((await request.text()) === 'slow') {
+      await env.CACHE.put('slow', 'started')
+      await new Promise((resolve) => setTimeout(resolve, 1500))
+    }
+    const count = Number((await env.CACHE.get('count')) ?? 0) + 1
+    await env.CACHE.put('count', String(count))
+    return new Response(${JSON.stringify(label)} + ' ' + count)
+  },
+}
+`,
+    {bindings: [{type: 'kv_namespace', name: 'CACHE', namespaceId: 'front-kv'}]},
+  )
+}
+
+describe('a Worker with storage (its KV namespace is a Durable Object) on the fast path', () => {
+  test('is served fast; a deploy, whose swap holds requests, waits for those inside, keeps the data and loses no request', async () => {
+    const name = scriptNameFor('front/kv')
+    await client.deploy(name, kvCounter('first'))
+    expect(await until(async () => (await servedFast(name)).fast, 'the fast path')).toBe(true)
+    const connection = new Pool(host.publicUrl, {connections: 4, pipelining: 1})
+    // With a body: HAProxy never sends such a request again, so one cut by the swap would be answered 502.
+    const post = async (body: string) => {
+      const response = await connection.request({path: `/${name}/`, method: 'POST', body})
+      return `${response.statusCode} ${await response.body.text()}`
+    }
+    const answers: string[] = []
+    let asking = true
+    const askers = Array.from({length: 3}, async () => {
+      while (asking) answers.push(await post('count'))
+    })
+    try {
+      await until(() => answers.length >= 10, 'requests before the deploy')
+      const slow = post('slow')
+      await until(async () => (await get(`${host.publicUrl}/${name}/`)).text === 'started', 'the slow request inside the Worker')
+      await client.deploy(name, kvCounter('second'))
+      answers.push(await slow)
+      const acknowledged = answers.length
+      await until(() => answers.length >= acknowledged + 10, 'requests after the deploy')
+    } finally {
+      asking = false
+      await Promise.all(askers)
+      await connection.close()
+    }
+    // Every request answered by the Worker, the slow one by the release it reached; the new release counts on from
+    // where the old one got (concurrent read-then-write requests may count as one, but the count never goes back).
+    expect(answers.filter((answer) => !/^200 (first|second) \d+$/.test(answer))).toEqual([])
+    const highest = (label: string) => Math.max(...answers.filter((answer) => answer.includes(label)).map((answer) => Number(answer.split(' ')[2])))
+    expect(highest('second')).toBeGreaterThan(highest('first'))
+    // The new release is back on the fast path.
+    expect(await until(async () => (await servedFast(name)).fast, 'the fast path after the deploy')).toBe(true)
+  }, 60_000)
+})
+
 describe('what the Node data plane decides, behind HAProxy', () => {
   test('unknown Workers: the exact 404 body with the request id', async () => {
     const answer = await get(`${host.publicUrl}/${scriptNameFor('front/nobody')}/`)

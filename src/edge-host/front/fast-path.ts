@@ -2,7 +2,7 @@
 // fast path gives as the data plane would (../http/data-plane.ts). Anything the data plane decides
 // per request or holds — unknown, retired, locked down, handed over or quarantined (their 404, 403
 // and 503 bodies), an access policy other than public, a gradual deployment's split, static assets,
-// a Worker in the loader, a shard whose swaps hold requests (Durable Objects), a shard not serving —
+// a Worker in the loader, a shard not serving (a swap that holds requests, for Durable Objects) —
 // and a Worker someone tails (the tail wants the host's view of each request) stays with it.
 import type {Shard} from '../runtime/shard.js'
 import type {RouteRecord} from '../state/scripts.js'

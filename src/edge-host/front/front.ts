@@ -218,6 +218,7 @@ export class HaproxyFront {
    * sockets), polling HAProxy's per-server sessions; after `timeoutMs` in any case.
    */
   async drained(targets: ReadonlySet<string>, timeoutMs: number): Promise<void> {
+    await this.sync() // HAProxy sends nothing more there: a shard that closed its gate is off the fast map
     const slots = new Set([...this.given].filter(([, target]) => targets.has(target)).map(([slot]) => slotBackend(slot)))
     const deadline = Date.now() + timeoutMs
     while (slots.size > 0 && this.serving && Date.now() < deadline) {

@@ -127,12 +127,11 @@ export function anyUsesDurableObjects(loaded: ReadonlyMap<string, LoadedScript>)
 
 /**
  * Script → the Unix path of its own socket, for a front door that reaches workerd without the
- * shard's gate: none while the process holds Durable Objects (its swaps hold requests at the gate),
- * none for Workers in the loader.
+ * shard's gate; none for Workers in the loader. A swap that holds requests (Durable Objects) waits
+ * for the front door's requests inside the process too (Shard.drained).
  */
 export function ownSocketsOf(loaded: ReadonlyMap<string, LoadedScript>, socketPaths: ReadonlyMap<string, string>): Map<string, string> {
   const own = new Map<string, string>()
-  if (anyUsesDurableObjects(loaded)) return own
   for (const [script, entry] of loaded) if (entry.loadId === null && socketPaths.has(entry.socket)) own.set(script, socketPaths.get(entry.socket)!)
   return own
 }

@@ -381,10 +381,14 @@ export class Shard {
     this.gate.set('up')
   }
 
-  private drained(): Promise<void> {
-    return this.inFlight.drained(this.options.drainTimeoutMs, (inFlight) =>
-      this.options.log.warn({shard: this.index, inFlight}, 'drain timed out; stopping the shard anyway'),
-    )
+  /** The requests inside the running process have ended, the host's and the front door's, or the drain timeout passed. */
+  private async drained(): Promise<void> {
+    await Promise.all([
+      this.inFlight.drained(this.options.drainTimeoutMs, (inFlight) =>
+        this.options.log.warn({shard: this.index, inFlight}, 'drain timed out; stopping the shard anyway'),
+      ),
+      this.options.outsideRequestsDone?.(this.socketPaths, this.options.drainTimeoutMs),
+    ])
   }
 
   private async stopProcess(): Promise<void> {
