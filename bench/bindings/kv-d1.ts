@@ -6,7 +6,7 @@
 // alone) and behind a Node HTTP server (the same request shape as the Worker's).
 // The load generator is ../host/load.ts (its own process, keep-alive connections).
 //
-//   npm run build && node --import tsx bench/bindings/kv-d1.ts [--rounds 5] [--seconds 3] [--connections 8] [--only kv/get ...]
+//   npm run build && node --import tsx bench/bindings/kv-d1.ts [--rounds 5] [--seconds 3] [--connections 8] [--only kv/get ...] [--front haproxy]
 import {mkdtempSync, rmSync} from 'node:fs'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -26,6 +26,8 @@ const {values} = parseArgs({
     seconds: {type: 'string', default: '3'},
     connections: {type: 'string', default: '8'},
     only: {type: 'string', multiple: true},
+    // The host's front door (host.front): its data-plane hop is part of every request's cost.
+    front: {type: 'string', default: 'node'},
   },
 })
 const ALL_OPERATIONS = ['no/binding', 'kv/get', 'kv/put', 'd1/get', 'kv/gets', 'd1/gets'] as const
@@ -109,7 +111,7 @@ function rawSqliteRead(db: Database.Database): {p50Ms: number; rps: number} {
 }
 
 const root = mkdtempSync(path.join(tmpdir(), 'edgeworkers-bench-kv-d1-'))
-const host = await startBenchHost({settings: {shards: 1}})
+const host = await startBenchHost({settings: {shards: 1, front: values.front as 'node' | 'haproxy'}})
 const miniflare = new Miniflare({
   modules: true,
   script: WORKER,
