@@ -29,10 +29,12 @@ const ECHO = `export default {
 
 let host: TestHost
 let client: HostClient
+/** What the host logged at info and above. */
+const logged: Array<Record<string, unknown>> = []
 
 beforeAll(async () => {
   // "restart": every deploy gives the Worker its own socket (the loader's would keep it on the Node path).
-  host = await startTestHost({settings: {front: 'haproxy', code_loading: 'restart', shards: 1}})
+  host = await startTestHost({settings: {front: 'haproxy', code_loading: 'restart', shards: 1}, onLog: (entry) => logged.push(entry)})
   await host.pair()
   client = host.client()
 })
@@ -277,6 +279,16 @@ describe('what the Node data plane decides, behind HAProxy', () => {
 })
 
 describe('the HAProxy process', () => {
+  test("logs its own news, not one line per fast slot for the host's moves: a restart and a deploy", async () => {
+    const from = logged.length
+    await host.restart()
+    await client.deploy(scriptNameFor('front/quiet'), textWorker('quiet'))
+    const lines = logged.slice(from).filter((entry) => entry.component === 'front')
+    expect(lines.filter((entry) => /Proxy w\d+ stopped|Server w\d+\/w is|backend 'w\d+'/.test(String(entry.msg)))).toEqual([])
+    // What it says once per stop still comes.
+    expect(lines.some((entry) => /Proxy public stopped/.test(String(entry.msg)))).toBe(true)
+  })
+
   test('killed, it is restarted and serves the fast path again', async () => {
     const name = scriptNameFor('front/survivor')
     await client.deploy(name, textWorker('still here'))

@@ -52,6 +52,12 @@ export interface HaproxyProcessOptions {
   log: Logger
 }
 
+/**
+ * What HAProxy says of the host's own moves — each proxy stopping with it (one per fast slot), a slot's server taken
+ * out of service and back to drop its kept-alive connections (./front.ts) — at debug, not among the operator's logs.
+ */
+const ROUTINE = /: (Proxy w\d+ stopped \(cumulated conns|Server w\d+\/w is (going DOWN for maintenance|UP\/READY \(leaving forced maintenance\))|backend 'w\d+' has no server available!)/
+
 export class HaproxyProcess {
   private child: ChildProcess | null = null
   private stopping = false
@@ -97,7 +103,7 @@ export class HaproxyProcess {
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({input: stream}).on('line', (line) => {
         if (output.length < 16_384) output += `${line}\n`
-        this.options.log.info({component: 'front', haproxyPid: child.pid}, line)
+        this.options.log[ROUTINE.test(line) ? 'debug' : 'info']({component: 'front', haproxyPid: child.pid}, line)
       })
     }
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
