@@ -75,9 +75,9 @@ const TEST_DEFAULTS: Partial<HostSettings> = {
   ...(process.env.TEST_HOST_FRONT === 'haproxy' ? {front: 'haproxy' as const} : {}),
 }
 
-/** Host logs are silent in tests unless EDGEWORKERS_TEST_HOST_LOG=1 or the test asked for them. */
+/** Host logs are silent in tests unless TEST_HOST_LOG=1 (not EDGEWORKERS_*: the CLI refuses settings it does not know) or the test asked for them. */
 function testLogger(onLog?: (entry: Record<string, unknown>) => void) {
-  if (!onLog) return pino({level: process.env.EDGEWORKERS_TEST_HOST_LOG ? 'info' : 'silent'})
+  if (!onLog) return pino({level: process.env.TEST_HOST_LOG ? 'info' : 'silent'})
   return pino({level: 'info'}, {write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>)})
 }
 
