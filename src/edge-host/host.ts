@@ -68,6 +68,8 @@ export interface RunningHost {
   adminListen: ListenAddress
   fingerprint: string
   scope: string
+  /** The front door this start runs: host.front resolved ("auto" becomes one of these). */
+  front: 'node' | 'haproxy'
   /** The one-time pairing code, only on the start that created it (print it once, then never). */
   issuedPairingCode: string | null
   /** True while every shard serves. */
@@ -191,7 +193,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     })
     for (const index of ownShards) runtime.addShard(index)
     cleanups.push(() => runtime.stop())
-    front = settings.front === 'haproxy' ? frontDoor({dataDir, settings, maxConnections, metrics, runtime, state, tails, log}) : null
+    front = await frontDoor({dataDir, settings, maxConnections, metrics, runtime, state, tails, log})
     let publicUrl = ''
     const assetFiles = new AssetFiles(dataDir)
     const service = new HostService({
@@ -307,6 +309,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       publicUrl,
       adminUrl,
       baseDomain: settings.base_domain,
+      front: front ? 'haproxy' : 'node',
       fingerprint: identity.fingerprint,
       scope: identity.scope,
       startedAt: new Date().toISOString(),
@@ -323,6 +326,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       adminListen: adminAddress,
       fingerprint: identity.fingerprint,
       scope: identity.scope,
+      front: info.front,
       issuedPairingCode,
       ready: () => runtime.ready(),
       runDueCronTriggers: () => crons.tick(),
