@@ -241,7 +241,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       tails: settings.worker_events ? tails : null,
       traces: {
         traceScript: (script) => runtime.traceScript(script),
-        readCounts: () => workerCounts.readAll(servingAgents()),
+        readCounts: async () => void (await Promise.all([workerCounts.readAll(servingAgents()), front?.readCounters()])),
       },
       state,
       metrics,

@@ -213,6 +213,40 @@ describe('what the Node data plane decides, behind HAProxy', () => {
   })
 })
 
+describe('a fast-path Worker whose workerd dies', () => {
+  test('the requests after the crash are answered by the next process (HAProxy sends them again to the Node data plane)', async () => {
+    const name = scriptNameFor('front/crashed')
+    await client.deploy(name, textWorker('after a crash'))
+    expect(await servedFast(name)).toEqual({text: 'after a crash', fast: true})
+    const pids = () => readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
+    // The deploy's replaced process gone: the one left serves the Worker.
+    const [record] = await until(() => (pids().length === 1 ? pids() : null), 'one shard process')
+    process.kill(Number(path.extname(record!).slice(1)), 'SIGKILL')
+    const answers = await Promise.all(Array.from({length: 3}, () => get(`${host.publicUrl}/${name}/`)))
+    expect(answers.map(({status, text}) => ({status, text}))).toEqual(Array(3).fill({status: 200, text: 'after a crash'}))
+  })
+})
+
+describe('the activity window `status` reads', () => {
+  test('counts the requests and the errors the fast path answered, with the last error', async () => {
+    const name = scriptNameFor('front/failing')
+    await client.deploy(
+      name,
+      moduleUpload('export default { fetch(request) { if (new URL(request.url).pathname === "/throw") throw new Error("boom"); return new Response("ok") } }'),
+    )
+    expect(await servedFast(name)).toEqual({text: 'ok', fast: true})
+    expect((await get(`${host.publicUrl}/${name}/throw`)).status).toBe(500)
+    const {body} = await client.call('GET', paths.workerActivity)
+    expect(body.workers.find((worker: {script: string}) => worker.script === name)).toEqual({
+      script: name,
+      requests: 2,
+      errors: 1,
+      p99Ms: null,
+      lastError: 'Error: boom',
+    })
+  })
+})
+
 describe('the HAProxy process', () => {
   test('killed, it is restarted and serves the fast path again', async () => {
     const name = scriptNameFor('front/survivor')

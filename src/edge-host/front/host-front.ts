@@ -48,7 +48,10 @@ export async function frontDoor(options: FrontDoorOptions): Promise<HaproxyFront
         isTailed: (script) => tails.isTailed(script),
         hasAssets: (script, generation) => state.releaseAssets.of(script, generation) !== null,
       }),
-    countRequests: (script, statusClass, count) => metrics.requests.inc({script, status: statusClass}, count),
+    countRequests: (script, statusClass, count) => {
+      metrics.requests.inc({script, status: statusClass}, count)
+      tails.frontServed(script, statusClass, count)
+    },
     log: options.log.child({component: 'front'}),
   })
 }
