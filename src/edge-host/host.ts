@@ -24,6 +24,7 @@ import {HeapReclaim} from './http/heap-reclaim.js'
 import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
 import {readFdLimit} from './http/fd-limit.js'
 import {behindFront, closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http/common.js'
+import {chooseFront} from './front/front-choice.js'
 import {frontDoor, frontRuntimeHooks} from './front/host-front.js'
 import type {HaproxyFront} from './front/front.js'
 import {loadOrCreateIdentity} from './identity.js'
@@ -85,6 +86,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const maxFenceTtlSeconds = options.maxFenceTtlSeconds ?? settingsSchema.shape.fence.parse({}).max_ttl_seconds
   const log = options.logger ?? pino({base: {component: 'edge-host'}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()})
   const dataDir = path.resolve(options.dataDir)
+  const frontChoice = await chooseFront(settings.front) // before anything is written: "haproxy" without one is refused
   ensurePrivateDir(dataDir) // host.sqlite and identity.key hold secrets
   await acquireLock(dataDir)
   const fdLimit = readFdLimit()
@@ -193,7 +195,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     })
     for (const index of ownShards) runtime.addShard(index)
     cleanups.push(() => runtime.stop())
-    front = await frontDoor({dataDir, settings, maxConnections, metrics, runtime, state, tails, log})
+    front = frontDoor(frontChoice, {dataDir, settings, maxConnections, metrics, runtime, state, tails, log})
     let publicUrl = ''
     const assetFiles = new AssetFiles(dataDir)
     const service = new HostService({

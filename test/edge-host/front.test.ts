@@ -13,6 +13,7 @@ import path from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {Pool, request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {readHostInfo} from '../../src/edge-host/host-info.js'
 import {signRequest} from '../../src/protocol/signing.js'
 import {CLI_BIN} from '../support/cli.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
@@ -262,6 +263,21 @@ describe('the HAProxy process', () => {
       await get(`${host.publicUrl}/${name}/`)
       return ((await requestCounts(name))['2xx'] ?? 0) > before
     }, 'the fast path in the new haproxy')
+  })
+
+  test('host.front = "auto" with a haproxy ≥ 2.4 installed runs it, says so once at start and in host.json', async () => {
+    const logs: Array<Record<string, unknown>> = []
+    const auto = await startTestHost({settings: {front: 'auto', shards: 1}, onLog: (entry) => logs.push(entry)})
+    try {
+      expect(auto.host.front).toBe('haproxy')
+      expect(await readHostInfo(auto.dataDir)).toMatchObject({front: 'haproxy'})
+      expect(haproxyPids(auto.dataDir)).toHaveLength(1)
+      const chosen = logs.filter((entry) => String(entry.msg).startsWith('front door'))
+      expect(chosen).toEqual([expect.objectContaining({msg: 'front door: haproxy', front: 'haproxy', setting: 'auto'})])
+    } finally {
+      await auto.stop()
+    }
+    expect(await readHostInfo(host.dataDir)).toMatchObject({front: 'haproxy'})
   })
 
   test('goes with `host serve` when the host is killed', async () => {

@@ -9,7 +9,7 @@ import type {HostState} from '../state/host-state.js'
 import type {TailHub} from '../tail-hub.js'
 import {fastTargets} from './fast-path.js'
 import {HaproxyFront} from './front.js'
-import {chooseFront} from './front-choice.js'
+import type {FrontChoice} from './front-choice.js'
 
 export interface FrontDoorOptions {
   dataDir: string
@@ -22,10 +22,9 @@ export interface FrontDoorOptions {
   log: Logger
 }
 
-/** The front door host.front resolves to for this start (logged once), or null: the Node data plane listens itself. */
-export async function frontDoor(options: FrontDoorOptions): Promise<HaproxyFront | null> {
+/** The front door host.front resolved to for this start (`choice`, logged here once), or null: the Node data plane listens itself. */
+export function frontDoor(choice: FrontChoice, options: FrontDoorOptions): HaproxyFront | null {
   const {settings, state, runtime, tails, metrics} = options
-  const choice = await chooseFront(settings.front)
   const detail = choice.front === 'haproxy' ? {haproxy: choice.binary, haproxyVersion: choice.version} : {reason: choice.reason}
   options.log.info({front: choice.front, setting: settings.front, ...detail}, `front door: ${choice.front}`)
   if (choice.front === 'node') return null
