@@ -13,6 +13,7 @@ import path from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {Pool, request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {parseStats, runtimeCommands} from '../../src/edge-host/front/runtime-api.js'
 import {readHostInfo} from '../../src/edge-host/host-info.js'
 import {signRequest} from '../../src/protocol/signing.js'
 import {CLI_BIN} from '../support/cli.js'
@@ -219,14 +220,35 @@ describe('a fast-path Worker whose workerd dies', () => {
     const name = scriptNameFor('front/crashed')
     await client.deploy(name, textWorker('after a crash'))
     expect(await servedFast(name)).toEqual({text: 'after a crash', fast: true})
-    const pids = () => readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
-    // The deploy's replaced process gone: the one left serves the Worker.
-    const [record] = await until(() => (pids().length === 1 ? pids() : null), 'one shard process')
-    process.kill(Number(path.extname(record!).slice(1)), 'SIGKILL')
+    process.kill(await shardPid(), 'SIGKILL')
     const answers = await Promise.all(Array.from({length: 3}, () => get(`${host.publicUrl}/${name}/`)))
     expect(answers.map(({status, text}) => ({status, text}))).toEqual(Array(3).fill({status: 200, text: 'after a crash'}))
   })
+
+  test('a GET inside the process when it dies is answered by the next one (sent again, as the Node data plane does)', async () => {
+    const name = scriptNameFor('front/inside')
+    await client.deploy(
+      name,
+      moduleUpload('export default { async fetch() { await new Promise((resolve) => setTimeout(resolve, 1000)); return new Response("slow") } }'),
+    )
+    expect(await servedFast(name)).toEqual({text: 'slow', fast: true})
+    const pid = await shardPid()
+    const answer = get(`${host.publicUrl}/${name}/`)
+    // The request is inside the Worker's process: HAProxy has it on a slot's Worker server.
+    const adminSocket = path.join(host.dataDir, 'runtime', 'front', 'admin.sock')
+    const inside = async () => parseStats(await runtimeCommands(adminSocket, ['show stat -1 4 -1'])).some((row) => row.svname === 'w' && Number(row.scur) > 0)
+    await until(inside, 'the request inside the process')
+    process.kill(pid, 'SIGKILL')
+    expect(await answer).toMatchObject({status: 200, text: 'slow'})
+  })
 })
+
+/** The pid of shard 0's workerd, once a deploy's replaced process is gone (the one left serves the Workers). */
+async function shardPid(): Promise<number> {
+  const pids = () => readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
+  const [record] = await until(() => (pids().length === 1 ? pids() : null), 'one shard process')
+  return Number(path.extname(record!).slice(1))
+}
 
 describe('the activity window `status` reads', () => {
   test('counts the requests and the errors the fast path answered, with the last error', async () => {
