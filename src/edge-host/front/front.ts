@@ -60,7 +60,7 @@ export class HaproxyFront {
   private readonly assigned = new Map<string, Assignment>()
   /** Slots no Worker holds, the longest free first. */
   private readonly free: number[] = Array.from({length: SLOTS}, (_, index) => index)
-  /** Slot → the socket it was given to last (a relink for retries does not change it). */
+  /** Slot → the socket it was given to last (a relink while it leaves does not change it). */
   private readonly given = new Map<number, string>()
   /** Each slot's response counts at the last read. */
   private readonly counted = new Map<number, Record<string, number>>()
@@ -134,12 +134,12 @@ export class HaproxyFront {
 
   /**
    * Brings HAProxy's fast map to the host's current table; resolves once HAProxy applied it. A Worker whose socket
-   * changed or went has its slot relinked at once, before an old process can stop: the requests HAProxy sends or
-   * retries there meanwhile reach the new one, or the Node data plane.
+   * changed or went has its slot relinked at once, before an old process can stop: the requests HAProxy sends there
+   * before the map change is applied reach the new one, or the Node data plane (its retries go there in any case).
    */
   sync(): Promise<void> {
     if (this.serving) {
-      // A Worker leaving the fast path (its process died, say): what HAProxy retries goes to the Node data plane.
+      // A Worker leaving the fast path (its process died, say): what HAProxy still sends it goes to the Node data plane.
       const desired = this.options.fastTargets()
       for (const [script, {slot, target}] of this.assigned) {
         const now = desired.get(script) ?? this.nodeSocket
@@ -248,8 +248,8 @@ export class HaproxyFront {
       await this.readCounters() // what the leaving slots answered is still theirs
       for (const script of leaving) {
         const {slot} = this.assigned.get(script)!
-        // What HAProxy still sends there (a retry after the process died under it) goes to the Node data plane,
-        // which holds it for the shard's next process or answers as the script's state says.
+        // What HAProxy still sends there (a request that picked the slot before the map change) goes to the Node
+        // data plane, which holds it for the shard's next process or answers as the script's state says.
         this.link(slot, this.nodeSocket)
         this.free.push(slot)
         this.assigned.delete(script)
