@@ -168,14 +168,16 @@ export const settingsSchema = z.strictObject({
       admin_listen: listenAddress.default('127.0.0.1:8788'),
       /**
        * What owns the data-plane listener. "node": the host's Node.js data plane. "haproxy": an HAProxy
-       * child of the host (haproxy on PATH or in /usr/sbin; restarted if it exits, dies with the host)
+       * child of the host (haproxy ≥ 2.4 on PATH or in /usr/sbin; restarted if it exits, dies with the host)
        * sends requests for Workers it can answer identically — settled on their own workerd socket,
        * public, not tailed, no assets, no gradual deployment, no Durable Objects on their shard, not
        * WebSockets — straight to workerd, and everything else to the Node data plane behind it
        * (about a third of the host's CPU per request, BENCHMARKS.md). Those requests count in
-       * edgeworkers_host_requests_total by status class, not by status.
+       * edgeworkers_host_requests_total by status class, not by status. "auto": "haproxy" when such a
+       * haproxy is installed, else "node"; each start logs the one it runs (`front door: …`) and host.json
+       * names it.
        */
-      front: z.enum(['node', 'haproxy']).default('node'),
+      front: z.enum(['node', 'haproxy', 'auto']).default('node'),
       base_domain: z
         .string()
         .regex(/^[a-z0-9.-]+$/, 'must be a DNS name')

@@ -13,6 +13,8 @@ export interface HostInfo {
   publicUrl: string
   adminUrl: string
   baseDomain: string
+  /** The front door that owns the data-plane listener (host.front as this start resolved it). */
+  front: 'node' | 'haproxy'
   fingerprint: string
   scope: string
   startedAt: string

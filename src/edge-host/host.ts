@@ -24,6 +24,7 @@ import {HeapReclaim} from './http/heap-reclaim.js'
 import {createDataPlaneServer, createServiceBindingServer} from './http/data-plane.js'
 import {readFdLimit} from './http/fd-limit.js'
 import {behindFront, closeServer, listen, listenOnPrivateSocket, parseListenAddress, urlOf, type ListenAddress} from './http/common.js'
+import {chooseFront} from './front/front-choice.js'
 import {frontDoor, frontRuntimeHooks} from './front/host-front.js'
 import type {HaproxyFront} from './front/front.js'
 import {loadOrCreateIdentity} from './identity.js'
@@ -68,6 +69,8 @@ export interface RunningHost {
   adminListen: ListenAddress
   fingerprint: string
   scope: string
+  /** The front door this start runs: host.front resolved ("auto" becomes one of these). */
+  front: 'node' | 'haproxy'
   /** The one-time pairing code, only on the start that created it (print it once, then never). */
   issuedPairingCode: string | null
   /** True while every shard serves. */
@@ -83,6 +86,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const maxFenceTtlSeconds = options.maxFenceTtlSeconds ?? settingsSchema.shape.fence.parse({}).max_ttl_seconds
   const log = options.logger ?? pino({base: {component: 'edge-host'}, timestamp: pino.stdTimeFunctions.isoTime, ...redactingLogOptions()})
   const dataDir = path.resolve(options.dataDir)
+  const frontChoice = await chooseFront(settings.front) // before anything is written: "haproxy" without one is refused
   ensurePrivateDir(dataDir) // host.sqlite and identity.key hold secrets
   await acquireLock(dataDir)
   const fdLimit = readFdLimit()
@@ -191,7 +195,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     })
     for (const index of ownShards) runtime.addShard(index)
     cleanups.push(() => runtime.stop())
-    front = settings.front === 'haproxy' ? frontDoor({dataDir, settings, maxConnections, metrics, runtime, state, tails, log}) : null
+    front = frontDoor(frontChoice, {dataDir, settings, maxConnections, metrics, runtime, state, tails, log})
     let publicUrl = ''
     const assetFiles = new AssetFiles(dataDir)
     const service = new HostService({
@@ -239,7 +243,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       tails: settings.worker_events ? tails : null,
       traces: {
         traceScript: (script) => runtime.traceScript(script),
-        readCounts: () => workerCounts.readAll(servingAgents()),
+        readCounts: async () => void (await Promise.all([workerCounts.readAll(servingAgents()), front?.readCounters()])),
       },
       state,
       metrics,
@@ -307,6 +311,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       publicUrl,
       adminUrl,
       baseDomain: settings.base_domain,
+      front: front ? 'haproxy' : 'node',
       fingerprint: identity.fingerprint,
       scope: identity.scope,
       startedAt: new Date().toISOString(),
@@ -323,6 +328,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       adminListen: adminAddress,
       fingerprint: identity.fingerprint,
       scope: identity.scope,
+      front: info.front,
       issuedPairingCode,
       ready: () => runtime.ready(),
       runDueCronTriggers: () => crons.tick(),

@@ -9,18 +9,20 @@
 // The per-Worker metrics (./metrics.ts): outcomes, status classes, exceptions and the last error from the tail Worker's
 // counters, or from the counting main module's of a Worker nobody traces (./worker-counts.ts); wall time and WebSocket
 // upgrades from the data plane (`served`). Labels exist only for scripts the host serves, so the label set is bounded by
-// the scripts deployed. The activity window `status` reads takes the data plane's timings and the last error.
+// the scripts deployed. The activity window `status` reads (./worker-activity.ts) takes the data plane's requests and the
+// last error.
 // Every text a Worker produced (console lines, exception messages and stacks, the path) has the values of that Worker's
 // secrets replaced before it goes anywhere, and its frames mapped to the original source by its source map (./source-maps.ts).
 import http from 'node:http'
 import {PassThrough, type Readable} from 'node:stream'
 import type {Logger} from 'pino'
 import {SCRIPT_NAME_PATTERN} from '../protocol/management-api.js'
-import {isErrorStatus, tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type TailSampled, type WorkerActivity} from '../protocol/tail.js'
+import {tailLogLevels, tailOutcomes, type TailEvent, type TailOutcome, type TailSampled, type WorkerActivity} from '../protocol/tail.js'
 import {secretRedactor} from '../util/redact.js'
 import {readBoundedBody, type BodyBudget} from './http/body-limits.js'
 import type {HostMetrics} from './metrics.js'
 import type {SourceMaps, StackMapper} from './source-maps.js'
+import {ActivityWindow} from './worker-activity.js'
 import type {WorkerLogFile} from './worker-log-file.js'
 import {scriptOfService, splitServiceName} from '../workerd/script.js'
 import type {RouteRecord} from './state/scripts.js'
@@ -80,14 +82,10 @@ interface PostedTrace {
   }
 }
 
-type Sample = {at: number; durationMs: number; error: boolean}
-
 /** A live tail buffers at most this much unsent output; past it its events are dropped. */
 const SUBSCRIBER_BUFFER_BYTES = 1024 * 1024
 /** An idle tail stream gets a blank line this often, so the caller (and proxies) see it alive. */
 export const TAIL_HEARTBEAT_MS = 5_000
-/** Samples kept per Worker for the activity window. */
-const MAX_SAMPLES = 2_000
 /** A post of the tail Worker (a batch of traces) may not exceed this. */
 const MAX_POST_BYTES = 16 * 1024 * 1024
 /** Sampled-out counts are summed this long before the tails are told. */
@@ -95,15 +93,16 @@ const SAMPLED_NOTICE_INTERVAL_MS = 1_000
 
 export class TailHub {
   private readonly subscribers = new Map<string, Set<PassThrough>>()
-  private readonly samples = new Map<string, Sample[]>()
-  private readonly lastErrors = new Map<string, string>()
+  private readonly window: ActivityWindow
   /** Traces sampled out per tailed script since the last notice. */
   private readonly sampledOut = new Map<string, number>()
   private sampledNoticeTimer: NodeJS.Timeout | null = null
   /** Asset events a script's tails got in the current second (the tail Worker budgets the others). */
   private readonly assetEventsThisSecond = new Map<string, {second: number; count: number}>()
 
-  constructor(private readonly options: TailHubOptions) {}
+  constructor(private readonly options: TailHubOptions) {
+    this.window = new ActivityWindow(options.activityWindowSeconds)
+  }
 
   /** Takes one post of the tail Worker; answers which scripts' full traces to send from now on. */
   publish(posted: unknown): TailSinkAnswer {
@@ -169,11 +168,12 @@ export class TailHub {
     const {metrics} = this.options
     metrics.workerWallSeconds.observe({script}, durationMs / 1000)
     if (status === 101) metrics.workerWebSockets.inc({script})
-    let samples = this.samples.get(script)
-    if (!samples) this.samples.set(script, (samples = []))
-    samples.push({at: Date.now(), durationMs, error: isErrorStatus(status)})
-    // Cut back only at twice the bound: one splice per MAX_SAMPLES requests, not a move of the whole list per request.
-    if (samples.length >= 2 * MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
+    this.window.served(script, durationMs, status)
+  }
+
+  /** `count` requests the front door's fast path answered with status class `statusClass` (`2xx`, …, `other`). */
+  frontServed(script: string, statusClass: string, count: number): void {
+    this.window.counted(script, count, statusClass === '5xx' || statusClass === 'other' ? count : 0)
   }
 
   /**
@@ -265,26 +265,7 @@ export class TailHub {
 
   /** Workers with requests in the window, most errors first, then slowest p99. */
   activity(now = Date.now()): WorkerActivity {
-    const since = now - this.options.activityWindowSeconds * 1000
-    const workers: WorkerActivity['workers'] = []
-    for (const [script, samples] of this.samples) {
-      const recent = samples.slice(-MAX_SAMPLES).filter((sample) => sample.at >= since)
-      if (recent.length === 0) {
-        this.samples.delete(script)
-        continue
-      }
-      this.samples.set(script, recent)
-      const durations = recent.map((sample) => sample.durationMs).sort((a, b) => a - b)
-      workers.push({
-        script,
-        requests: recent.length,
-        errors: recent.filter((sample) => sample.error).length,
-        p99Ms: durations[Math.min(durations.length - 1, Math.ceil(durations.length * 0.99) - 1)]!,
-        lastError: this.lastErrors.get(script) ?? null,
-      })
-    }
-    workers.sort((a, b) => b.errors - a.errors || (b.p99Ms ?? 0) - (a.p99Ms ?? 0) || a.script.localeCompare(b.script))
-    return {windowSeconds: this.options.activityWindowSeconds, workers}
+    return this.window.activity(now)
   }
 
   /** A retired script: its metric labels and its activity go. */
@@ -298,8 +279,7 @@ export class TailHub {
     for (const statusClass of STATUS_CLASSES) metrics.workerResponses.remove({script, status_class: statusClass})
     void metrics.assetResponses.removeScript(script)
     void metrics.workerVersionResponses.removeScript(script)
-    this.samples.delete(script)
-    this.lastErrors.delete(script)
+    this.window.forget(script)
     this.assetEventsThisSecond.delete(script)
   }
 
@@ -316,7 +296,7 @@ export class TailHub {
       if (version !== null) metrics.workerVersionResponses.inc({script, version, status_class: statusClass}, count)
     }
     if (isCount(summary.exceptions) && summary.exceptions > 0) metrics.workerExceptions.inc({script}, summary.exceptions)
-    if (typeof summary.lastError === 'string') this.lastErrors.set(script, redact(summary.lastError))
+    if (typeof summary.lastError === 'string') this.window.failed(script, redact(summary.lastError))
   }
 }
 

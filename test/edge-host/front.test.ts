@@ -13,6 +13,8 @@ import path from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {Pool, request} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
+import {parseStats, runtimeCommands} from '../../src/edge-host/front/runtime-api.js'
+import {readHostInfo} from '../../src/edge-host/host-info.js'
 import {signRequest} from '../../src/protocol/signing.js'
 import {CLI_BIN} from '../support/cli.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
@@ -278,6 +280,61 @@ describe('what the Node data plane decides, behind HAProxy', () => {
   })
 })
 
+describe('a fast-path Worker whose workerd dies', () => {
+  test('the requests after the crash are answered by the next process (HAProxy sends them again to the Node data plane)', async () => {
+    const name = scriptNameFor('front/crashed')
+    await client.deploy(name, textWorker('after a crash'))
+    expect(await servedFast(name)).toEqual({text: 'after a crash', fast: true})
+    process.kill(await shardPid(), 'SIGKILL')
+    const answers = await Promise.all(Array.from({length: 3}, () => get(`${host.publicUrl}/${name}/`)))
+    expect(answers.map(({status, text}) => ({status, text}))).toEqual(Array(3).fill({status: 200, text: 'after a crash'}))
+  })
+
+  test('a GET inside the process when it dies is answered by the next one (sent again, as the Node data plane does)', async () => {
+    const name = scriptNameFor('front/inside')
+    await client.deploy(
+      name,
+      moduleUpload('export default { async fetch() { await new Promise((resolve) => setTimeout(resolve, 1000)); return new Response("slow") } }'),
+    )
+    expect(await servedFast(name)).toEqual({text: 'slow', fast: true})
+    const pid = await shardPid()
+    const answer = get(`${host.publicUrl}/${name}/`)
+    // The request is inside the Worker's process: HAProxy has it on a slot's Worker server.
+    const adminSocket = path.join(host.dataDir, 'runtime', 'front', 'admin.sock')
+    const inside = async () => parseStats(await runtimeCommands(adminSocket, ['show stat -1 4 -1'])).some((row) => row.svname === 'w' && Number(row.scur) > 0)
+    await until(inside, 'the request inside the process')
+    process.kill(pid, 'SIGKILL')
+    expect(await answer).toMatchObject({status: 200, text: 'slow'})
+  })
+})
+
+/** The pid of shard 0's workerd, once a deploy's replaced process is gone (the one left serves the Workers). */
+async function shardPid(): Promise<number> {
+  const pids = () => readdirSync(path.join(host.dataDir, 'runtime', 'pids')).filter((file) => file.startsWith('shard-0.'))
+  const [record] = await until(() => (pids().length === 1 ? pids() : null), 'one shard process')
+  return Number(path.extname(record!).slice(1))
+}
+
+describe('the activity window `status` reads', () => {
+  test('counts the requests and the errors the fast path answered, with the last error', async () => {
+    const name = scriptNameFor('front/failing')
+    await client.deploy(
+      name,
+      moduleUpload('export default { fetch(request) { if (new URL(request.url).pathname === "/throw") throw new Error("boom"); return new Response("ok") } }'),
+    )
+    expect(await servedFast(name)).toEqual({text: 'ok', fast: true})
+    expect((await get(`${host.publicUrl}/${name}/throw`)).status).toBe(500)
+    const {body} = await client.call('GET', paths.workerActivity)
+    expect(body.workers.find((worker: {script: string}) => worker.script === name)).toEqual({
+      script: name,
+      requests: 2,
+      errors: 1,
+      p99Ms: null,
+      lastError: 'Error: boom',
+    })
+  })
+})
+
 describe('the HAProxy process', () => {
   test("logs its own news, not one line per fast slot for the host's moves: a restart and a deploy", async () => {
     const from = logged.length
@@ -303,6 +360,21 @@ describe('the HAProxy process', () => {
       await get(`${host.publicUrl}/${name}/`)
       return ((await requestCounts(name))['2xx'] ?? 0) > before
     }, 'the fast path in the new haproxy')
+  })
+
+  test('host.front = "auto" with a haproxy ≥ 2.4 installed runs it, says so once at start and in host.json', async () => {
+    const logs: Array<Record<string, unknown>> = []
+    const auto = await startTestHost({settings: {front: 'auto', shards: 1}, onLog: (entry) => logs.push(entry)})
+    try {
+      expect(auto.host.front).toBe('haproxy')
+      expect(await readHostInfo(auto.dataDir)).toMatchObject({front: 'haproxy'})
+      expect(haproxyPids(auto.dataDir)).toHaveLength(1)
+      const chosen = logs.filter((entry) => String(entry.msg).startsWith('front door'))
+      expect(chosen).toEqual([expect.objectContaining({msg: 'front door: haproxy', front: 'haproxy', setting: 'auto'})])
+    } finally {
+      await auto.stop()
+    }
+    expect(await readHostInfo(host.dataDir)).toMatchObject({front: 'haproxy'})
   })
 
   test('goes with `host serve` when the host is killed', async () => {

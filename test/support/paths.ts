@@ -23,6 +23,7 @@ export const paths = {
   receipt: (mutationId: string, commandDigest: string) => pathOf(e.receipt, {mutationId}, {commandDigest}),
   receiptAck: (mutationId: string) => pathOf(e.receiptAck, {mutationId}),
   tail: (name: string) => pathOf(e.tail, {name}),
+  workerActivity: pathOf(e.workerActivity, {}),
   fence: pathOf(e.fence, {}),
   fenceById: (fenceId: string) => pathOf(e.fenceById, {fenceId}),
   fenceEnd: (fenceId: string) => pathOf(e.fenceEnd, {fenceId}),

@@ -1,13 +1,15 @@
 // The host's front door (host.front = "haproxy"): an HAProxy child owns the public listener; the
 // Node data plane serves behind it on an internal socket as its default backend. The host pushes
 // its fast-path table to HAProxy: each Worker whose answers HAProxy can give identically (the host
-// decides which: see fastTargets in ../host.ts) gets a fast backend, a slot whose one server is a
-// symlink to the Worker's own workerd socket, and a line `<script> w<slot>` in the fast map.
+// decides which: see fastTargets in ../host.ts) gets a fast backend, a slot whose server is a symlink
+// to the Worker's own workerd socket (its retries go to the Node data plane), and a line
+// `<script> w<slot>` in the fast map.
 // Changes go through HAProxy's runtime API, so a Worker taken off the fast path (retired, locked
 // down, quarantined, tailed, its process replaced) is off it once sync() resolves, before the host
 // acknowledges the change; a Worker whose socket changed gets a fresh slot, so no kept-alive
 // connection to its old process is ever reused. Requests the fast path answered are counted from
-// HAProxy's per-backend statistics, by status class, into the host's request metrics.
+// HAProxy's per-server statistics of the slots' Worker servers, by status class, into the host's
+// request metrics (the Node data plane counts what it answered itself).
 //
 // Files under <data dir>/runtime/front/: haproxy.cfg, admin.sock (the runtime API), node.sock (the
 // Node data plane), fast.map, slots/<i> (the symlinks).
@@ -16,7 +18,7 @@ import net from 'node:net'
 import path from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
-import {renderFrontConfig, slotBackend, type FrontConfig} from './haproxy-config.js'
+import {RETRY_SERVER, renderFrontConfig, SLOT_SERVER, slotBackend, type FrontConfig} from './haproxy-config.js'
 import {HaproxyProcess} from './haproxy-process.js'
 import {parseStats, runtimeCommands} from './runtime-api.js'
 
@@ -58,7 +60,7 @@ export class HaproxyFront {
   private readonly assigned = new Map<string, Assignment>()
   /** Slots no Worker holds, the longest free first. */
   private readonly free: number[] = Array.from({length: SLOTS}, (_, index) => index)
-  /** Slot → the socket it was given to last (a relink for retries does not change it). */
+  /** Slot → the socket it was given to last (a relink while it leaves does not change it). */
   private readonly given = new Map<number, string>()
   /** Each slot's response counts at the last read. */
   private readonly counted = new Map<number, Record<string, number>>()
@@ -132,12 +134,12 @@ export class HaproxyFront {
 
   /**
    * Brings HAProxy's fast map to the host's current table; resolves once HAProxy applied it. A Worker whose socket
-   * changed or went has its slot relinked at once, before an old process can stop: the requests HAProxy sends or
-   * retries there meanwhile reach the new one, or the Node data plane.
+   * changed or went has its slot relinked at once, before an old process can stop: the requests HAProxy sends there
+   * before the map change is applied reach the new one, or the Node data plane (its retries go there in any case).
    */
   sync(): Promise<void> {
     if (this.serving) {
-      // A Worker leaving the fast path (its process died, say): what HAProxy retries goes to the Node data plane.
+      // A Worker leaving the fast path (its process died, say): what HAProxy still sends it goes to the Node data plane.
       const desired = this.options.fastTargets()
       for (const [script, {slot, target}] of this.assigned) {
         const now = desired.get(script) ?? this.nodeSocket
@@ -159,11 +161,11 @@ export class HaproxyFront {
   /** Folds the fast path's request counts since the last read into the host's metrics. */
   async readCounters(): Promise<void> {
     if (!this.serving) return
-    const stats = parseStats(await runtimeCommands(this.adminSocket, ['show stat -1 2 -1']))
+    const stats = parseStats(await runtimeCommands(this.adminSocket, ['show stat -1 4 -1']))
     const owners = new Map([...this.assigned].map(([script, {slot}]) => [slot, script]))
     for (const row of stats) {
       const slot = /^w(\d+)$/.exec(row.pxname ?? '')
-      if (!slot || row.svname !== 'BACKEND') continue
+      if (!slot || row.svname !== SLOT_SERVER) continue
       const index = Number(slot[1])
       const before = this.counted.get(index) ?? {}
       const now: Record<string, number> = {}
@@ -179,17 +181,16 @@ export class HaproxyFront {
 
   /**
    * `script`'s process is about to be killed as a runaway it caused: off the fast path, and its slot out of
-   * service, so that HAProxy does not replay its request (the host never replays the blamed one).
+   * servers out of service, so that HAProxy does not replay its request (the host never replays the blamed one).
    */
   condemn(script: string): void {
     const assignment = this.assigned.get(script)
     if (!assignment || !this.serving) return
     this.assigned.delete(script)
     this.free.push(assignment.slot)
-    const server = `${slotBackend(assignment.slot)}/w`
-    void this.api([`del map ${this.mapFile} ${script}`, `set server ${server} state maint`]).catch((error: unknown) =>
-      this.options.log.error({err: error, script}, 'front: taking a runaway off the fast path failed'),
-    )
+    const backend = slotBackend(assignment.slot)
+    const commands = [`del map ${this.mapFile} ${script}`, ...[SLOT_SERVER, RETRY_SERVER].map((server) => `set server ${backend}/${server} state maint`)]
+    void this.api(commands).catch((error: unknown) => this.options.log.error({err: error, script}, 'front: taking a runaway off the fast path failed'))
   }
 
   /** Of `scripts`, the one whose fast-path request holds a held workerd thread, for the watchdog; null if none is inside. */
@@ -203,7 +204,7 @@ export class HaproxyFront {
     // process just before the thread was held is stuck behind the offender and may be older, so a script whose
     // process never answered it comes first.
     let best: {script: string; rank: number} | null = null
-    for (const match of sessions.matchAll(/ be=(w\d+) /g)) {
+    for (const match of sessions.matchAll(new RegExp(` be=(w\\d+) srv=${SLOT_SERVER} `, 'g'))) {
       const script = owners.get(match[1]!)
       if (script === undefined) continue
       const assignment = this.assigned.get(script)!
@@ -223,7 +224,7 @@ export class HaproxyFront {
     const deadline = Date.now() + timeoutMs
     while (slots.size > 0 && this.serving && Date.now() < deadline) {
       const servers = parseStats(await runtimeCommands(this.adminSocket, ['show stat -1 4 -1']).catch(() => ''))
-      if (!servers.some((row) => slots.has(row.pxname ?? '') && Number(row.scur) > 0)) return
+      if (!servers.some((row) => slots.has(row.pxname ?? '') && row.svname === SLOT_SERVER && Number(row.scur) > 0)) return
       await sleep(DRAIN_POLL_MS)
     }
   }
@@ -248,8 +249,8 @@ export class HaproxyFront {
       await this.readCounters() // what the leaving slots answered is still theirs
       for (const script of leaving) {
         const {slot} = this.assigned.get(script)!
-        // What HAProxy still sends there (a retry after the process died under it) goes to the Node data plane,
-        // which holds it for the shard's next process or answers as the script's state says.
+        // What HAProxy still sends there (a request that picked the slot before the map change) goes to the Node
+        // data plane, which holds it for the shard's next process or answers as the script's state says.
         this.link(slot, this.nodeSocket)
         this.free.push(slot)
         this.assigned.delete(script)
@@ -264,9 +265,14 @@ export class HaproxyFront {
       this.link(slot, target)
       this.assigned.set(script, {slot, target, answeredBefore: this.answeredBy(slot)})
       this.given.set(slot, target)
-      // Connections kept alive to the slot's previous Worker go before it serves another.
-      const server = `${slotBackend(slot)}/w`
-      commands.push(`set server ${server} state maint`, `set server ${server} state ready`, `add map ${this.mapFile} ${script} ${slotBackend(slot)}`)
+      // Connections kept alive to the slot's previous Worker go before it serves another (and a condemned slot serves again).
+      const server = `${slotBackend(slot)}/${SLOT_SERVER}`
+      commands.push(
+        `set server ${server} state maint`,
+        `set server ${server} state ready`,
+        `set server ${slotBackend(slot)}/${RETRY_SERVER} state ready`,
+        `add map ${this.mapFile} ${script} ${slotBackend(slot)}`,
+      )
     }
     await this.api(commands)
   }

@@ -36,7 +36,7 @@ export interface FrontConfig {
   nodeSocket: string
   /** script → fast backend; its file path names it in the runtime API. */
   mapFile: string
-  /** Fast backends `w<i>`, each one server: the symlink `<slotDir>/<i>`, pointed at a Worker's socket. */
+  /** Fast backends `w<i>`, each serving from the symlink `<slotDir>/<i>`, pointed at a Worker's socket (retrying on the Node data plane). */
   slots: number
   slotDir: string
   maxConnections: number
@@ -48,6 +48,11 @@ export interface FrontConfig {
 
 /** One rule for all of them: HAProxy walks the headers once per rule. */
 const HOST_HEADERS_PATTERN = `^(${HOST_HEADERS.join('|')})$`
+
+/** A fast backend's server for the Worker's own socket (the slot's symlink). */
+export const SLOT_SERVER = 'w'
+/** A fast backend's server for its retries: the Node data plane. */
+export const RETRY_SERVER = 'node'
 
 /** The name of fast backend `index`. */
 export function slotBackend(index: number): string {
@@ -71,16 +76,20 @@ export function renderFrontConfig(config: FrontConfig): string {
     slots.push(
       `backend ${slotBackend(index)}`,
       // As the Node data plane does: a request without a body of an idempotent method goes again when its process
-      // died under it — to the Node data plane, where the host relinks the slot of a Worker leaving the fast path
-      // (./front.ts), which holds it for the next process — but never the request of a Worker blamed for a runaway
-      // (its slot is taken out of service). HAProxy waits 1 s between tries.
+      // died under it, but never the request of a Worker blamed for a runaway (its slot is taken out of service).
+      // It goes again to the Node data plane, which holds it for the shard's next process: "first" sends every
+      // request to the Worker's own socket, and a redispatch, on each retry, to the server that did not fail.
+      // (HAProxy retries a refused Unix-socket connection at once, long before the host sees the process die.)
+      '  balance first',
+      '  option redispatch 1',
       '  retries 3',
       '  retry-on conn-failure empty-response',
       '  http-request disable-l7-retry unless { method GET HEAD OPTIONS }',
       '  http-request disable-l7-retry if { req.hdr_cnt(transfer-encoding) gt 0 } or { req.hdr_val(content-length) gt 0 }',
       `  http-response del-header ^(host|${HOST_HEADERS.join('|')})$ -m reg`,
       '  http-response set-header x-request-id %[var(txn.request_id)]',
-      `  server w ${config.slotDir}/${index}`,
+      `  server ${SLOT_SERVER} ${config.slotDir}/${index}`,
+      `  server ${RETRY_SERVER} ${config.nodeSocket}`,
     )
   }
   return [

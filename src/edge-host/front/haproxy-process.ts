@@ -4,8 +4,7 @@
 // listening socket the host bound (fd 3, `bind fd@3`: port 0 works, no race); a restart binds the
 // address that socket got.
 import {type ChildProcess, spawn} from 'node:child_process'
-import {accessSync, constants, writeFileSync} from 'node:fs'
-import path from 'node:path'
+import {writeFileSync} from 'node:fs'
 import {createInterface} from 'node:readline'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
@@ -18,20 +17,6 @@ const START_TIMEOUT_MS = 10_000
 const RESTART_BACKOFF_MS = [50, 250, 1_000, 5_000]
 /** A process that served this long resets the backoff. */
 const STABLE_AFTER_MS = 60_000
-
-/** The haproxy binary: on PATH, or where distributions put it (sbin is not on every user's PATH). */
-export function findHaproxy(): string | null {
-  const directories = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin']
-  for (const directory of directories) {
-    if (directory === '') continue
-    const candidate = path.join(directory, 'haproxy')
-    try {
-      accessSync(candidate, constants.X_OK)
-      return candidate
-    } catch {}
-  }
-  return null
-}
 
 /** Every haproxy this process started that still runs: killed if the host exits without stopping them. */
 const running = new Set<ChildProcess>()

@@ -1,8 +1,7 @@
-// The front door of one host (host.front = "haproxy"): ./front.ts wired to the host's state, shards,
-// tails and metrics.
+// The front door of one host (host.front = "haproxy", or "auto" with a haproxy installed): ./front.ts
+// wired to the host's state, shards, tails and metrics.
 import type {Logger} from 'pino'
 import type {HostSettings} from '../services/host-service.js'
-import {KitError} from '../../errors.js'
 import type {HostMetrics} from '../metrics.js'
 import type {WorkerdRuntime} from '../runtime/runtime.js'
 import type {Shard} from '../runtime/shard.js'
@@ -10,7 +9,7 @@ import type {HostState} from '../state/host-state.js'
 import type {TailHub} from '../tail-hub.js'
 import {fastTargets} from './fast-path.js'
 import {HaproxyFront} from './front.js'
-import {findHaproxy} from './haproxy-process.js'
+import type {FrontChoice} from './front-choice.js'
 
 export interface FrontDoorOptions {
   dataDir: string
@@ -23,14 +22,15 @@ export interface FrontDoorOptions {
   log: Logger
 }
 
-export function frontDoor(options: FrontDoorOptions): HaproxyFront {
-  const binary = findHaproxy()
-  if (binary === null)
-    throw new KitError('config_invalid', 'host.front = "haproxy": no haproxy binary on PATH or in /usr/sbin (Debian: apt-get install haproxy)')
+/** The front door host.front resolved to for this start (`choice`, logged here once), or null: the Node data plane listens itself. */
+export function frontDoor(choice: FrontChoice, options: FrontDoorOptions): HaproxyFront | null {
   const {settings, state, runtime, tails, metrics} = options
+  const detail = choice.front === 'haproxy' ? {haproxy: choice.binary, haproxyVersion: choice.version} : {reason: choice.reason}
+  options.log.info({front: choice.front, setting: settings.front, ...detail}, `front door: ${choice.front}`)
+  if (choice.front === 'node') return null
   return new HaproxyFront({
     dataDir: options.dataDir,
-    binary,
+    binary: choice.binary,
     config: {
       baseDomain: settings.base_domain,
       maxConnections: options.maxConnections,
@@ -47,7 +47,10 @@ export function frontDoor(options: FrontDoorOptions): HaproxyFront {
         isTailed: (script) => tails.isTailed(script),
         hasAssets: (script, generation) => state.releaseAssets.of(script, generation) !== null,
       }),
-    countRequests: (script, statusClass, count) => metrics.requests.inc({script, status: statusClass}, count),
+    countRequests: (script, statusClass, count) => {
+      metrics.requests.inc({script, status: statusClass}, count)
+      tails.frontServed(script, statusClass, count)
+    },
     log: options.log.child({component: 'front'}),
   })
 }

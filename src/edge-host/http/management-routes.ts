@@ -130,7 +130,7 @@ export function managementHandlers(options: ManagementServerOptions): Handlers {
     cronTriggers: ({params}) => ok(service.cronTriggers(params.name)),
     workerActivity: async () => {
       const events = workerEvents()
-      await options.traces.readCounts() // the last errors of the Workers nobody traces
+      await options.traces.readCounts() // the last errors of the Workers nobody traces, the fast path's requests
       return ok(events.activity())
     },
     fence: () => ok(service.fences.status()),

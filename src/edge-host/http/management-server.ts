@@ -30,7 +30,7 @@ export interface ManagementServerOptions {
   service: HostService
   /** Workers' events: live tails and the activity summary; null when host.worker_events is off. */
   tails: TailHub | null
-  /** A tail's script traced (a swap where its process cannot); the counted Workers' counts read (../worker-counts.ts). */
+  /** A tail's script traced (a swap where its process cannot); the counted Workers' counts and the front door's read (../worker-counts.ts). */
   traces: {traceScript(script: string): Promise<void>; readCounts(): Promise<void>}
   state: HostState
   metrics: HostMetrics
