@@ -341,7 +341,7 @@ describe('the HAProxy process', () => {
     await host.restart()
     await client.deploy(scriptNameFor('front/quiet'), textWorker('quiet'))
     const lines = logged.slice(from).filter((entry) => entry.component === 'front')
-    expect(lines.filter((entry) => /Proxy w\d+ stopped|Server w\d+\/w is|backend 'w\d+'/.test(String(entry.msg)))).toEqual([])
+    expect(lines.filter((entry) => /Proxy w\d+ stopped|Server w\d+\/\w+ is|backend 'w\d+'/.test(String(entry.msg)))).toEqual([])
     // What it says once per stop still comes.
     expect(lines.some((entry) => /Proxy public stopped/.test(String(entry.msg)))).toBe(true)
   })

@@ -9,6 +9,7 @@ import {createInterface} from 'node:readline'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from 'pino'
 import {DEATH_SIGNAL_WRAPPER} from '../../workerd/process.js'
+import {RETRY_SERVER, SLOT_SERVER} from './haproxy-config.js'
 import {runtimeCommands} from './runtime-api.js'
 
 /** How long a start may take before it counts as failed. */
@@ -41,7 +42,9 @@ export interface HaproxyProcessOptions {
  * What HAProxy says of the host's own moves — each proxy stopping with it (one per fast slot), a slot's server taken
  * out of service and back to drop its kept-alive connections (./front.ts) — at debug, not among the operator's logs.
  */
-const ROUTINE = /: (Proxy w\d+ stopped \(cumulated conns|Server w\d+\/w is (going DOWN for maintenance|UP\/READY \(leaving forced maintenance\))|backend 'w\d+' has no server available!)/
+const ROUTINE = new RegExp(
+  `: (Proxy w\\d+ stopped \\(cumulated conns|Server w\\d+/(${SLOT_SERVER}|${RETRY_SERVER}) is (going DOWN for maintenance|UP/READY \\(leaving forced maintenance\\))|backend 'w\\d+' has no server available!)`,
+)
 
 export class HaproxyProcess {
   private child: ChildProcess | null = null
