@@ -11,7 +11,7 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
-import {Pool, request} from 'undici'
+import {Pool, request, WebSocket} from 'undici'
 import {afterAll, beforeAll, describe, expect, test} from 'vitest'
 import {parseStats, runtimeCommands} from '../../src/edge-host/front/runtime-api.js'
 import {readHostInfo} from '../../src/edge-host/host-info.js'
@@ -19,6 +19,7 @@ import {signRequest} from '../../src/protocol/signing.js'
 import {CLI_BIN} from '../support/cli.js'
 import {startTestHost, type HostClient, type TestHost} from '../support/host.js'
 import {paths} from '../support/paths.js'
+import {rawConnect, statusLine} from '../support/raw-connections.js'
 import {moduleUpload, scriptNameFor, textWorker} from '../support/worker-fixtures.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -333,6 +334,50 @@ describe('the activity window `status` reads', () => {
       lastError: 'Error: boom',
     })
   })
+})
+
+describe('timeouts behind HAProxy', () => {
+  let timed: TestHost
+  const name = scriptNameFor('front/timed')
+
+  beforeAll(async () => {
+    timed = await startTestHost({settings: {front: 'haproxy', shards: 1, header_timeout_ms: 1_000, request_timeout_ms: 1_000, idle_timeout_ms: 1_000}})
+    await timed.pair()
+    await timed.client().deploy(
+      name,
+      moduleUpload(`export default { fetch(request) {
+        if (request.headers.get('upgrade') !== 'websocket') return new Response('served')
+        const [client, server] = Object.values(new WebSocketPair())
+        server.accept()
+        server.addEventListener('message', (event) => server.send(event.data))
+        return new Response(null, {status: 101, webSocket: client})
+      } }`),
+    )
+  })
+
+  afterAll(async () => {
+    await timed?.stop()
+  })
+
+  test('a request whose body never ends is answered, and its connection goes after the request timeout', async () => {
+    const connection = await rawConnect(timed.publicUrl, '127.0.0.1', `PUT /${name}/ HTTP/1.1\r\nhost: example\r\ncontent-length: 1000\r\n\r\nabc`)
+    // Not held open until the host stops (HAProxy's tunnel timeout was a day).
+    const answer = await Promise.race([connection.closed, sleep(20_000).then(() => 'still open after 20 s')])
+    expect(statusLine(answer)).toBe('HTTP/1.1 200 OK')
+  }, 30_000)
+
+  test('a WebSocket idle for longer than the request and idle timeouts stays open', async () => {
+    const socket = new WebSocket(`${timed.publicUrl.replace('http', 'ws')}/${name}/`)
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve
+      socket.onerror = reject
+    })
+    await sleep(3_000) // three request timeouts
+    const echoed = new Promise((resolve) => (socket.onmessage = (event) => resolve(event.data)))
+    socket.send('still here')
+    expect(await echoed).toBe('still here')
+    socket.close()
+  }, 30_000)
 })
 
 describe('the HAProxy process', () => {

@@ -32,7 +32,7 @@ const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other'] as const
 export interface FrontOptions {
   dataDir: string
   binary: string
-  config: Pick<FrontConfig, 'baseDomain' | 'maxConnections' | 'maxConnectionsPerAddress' | 'headerTimeoutMs' | 'idleTimeoutMs'>
+  config: Pick<FrontConfig, 'baseDomain' | 'maxConnections' | 'maxConnectionsPerAddress' | 'headerTimeoutMs' | 'requestTimeoutMs' | 'idleTimeoutMs'>
   /** How long a stop lets the requests inside end. */
   drainTimeoutMs: number
   /** Script → its Worker's own socket, for every Worker the fast path may serve now. */

@@ -43,6 +43,8 @@ export interface FrontConfig {
   /** host.max_connections_per_address (0: none). */
   maxConnectionsPerAddress: number
   headerTimeoutMs: number
+  /** host.request_timeout_ms: how long a connection may hold a request whose body never ends. */
+  requestTimeoutMs: number
   idleTimeoutMs: number
 }
 
@@ -103,9 +105,11 @@ export function renderFrontConfig(config: FrontConfig): string {
     `  timeout client ${config.idleTimeoutMs}ms`,
     `  timeout http-request ${config.headerTimeoutMs}ms`,
     `  timeout http-keep-alive ${config.idleTimeoutMs}ms`,
-    // The Node data plane and workerd bound their own request times; a stream or a WebSocket may be long.
+    // The Node data plane and workerd bound their own request times; a stream may be long.
     '  timeout server 24h',
-    '  timeout tunnel 24h',
+    // An answer complete before its request (a body that never ends) leaves HAProxy a tunnel: it goes after the
+    // request timeout, as on the Node listener. A WebSocket's tunnel is long (backend node_upgrade).
+    `  timeout tunnel ${config.requestTimeoutMs}ms`,
     // When no Worker answer comes, the Node data plane's answer (../http/data-plane.ts), not HAProxy's HTML page.
     ...[502, 503, 504].map(
       (status) =>
@@ -136,8 +140,12 @@ export function renderFrontConfig(config: FrontConfig): string {
     '  http-request set-header x-forwarded-for %[src] if fast',
     `  http-request set-header ${CLIENT_ADDRESS_HEADER} %[src] unless fast`,
     '  use_backend %[var(txn.slot)] if fast',
+    '  use_backend node_upgrade if { req.fhdr_cnt(upgrade) gt 0 }',
     '  default_backend node',
     'backend node',
+    `  server node ${config.nodeSocket}`,
+    'backend node_upgrade',
+    '  timeout tunnel 24h',
     `  server node ${config.nodeSocket}`,
     ...slots,
     '',

@@ -36,6 +36,7 @@ export function frontDoor(choice: FrontChoice, options: FrontDoorOptions): Hapro
       maxConnections: options.maxConnections,
       maxConnectionsPerAddress: settings.max_connections_per_address,
       headerTimeoutMs: settings.header_timeout_ms,
+      requestTimeoutMs: settings.request_timeout_ms,
       idleTimeoutMs: settings.idle_timeout_ms,
     },
     drainTimeoutMs: settings.drain_timeout_ms,
