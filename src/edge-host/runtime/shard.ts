@@ -1,7 +1,7 @@
 // One shard: a workerd process running a subset of the scripts, and the gate in front of it. workerd loads its whole config
 // at start, so a deploy replaces the shard's process (a swap). The new config is written first; then, in one of two modes:
 // - `hold` (the old or the new scripts use Durable Objects, whose files one process at a time may open): the gate closes (new
-//   requests wait), requests inside finish, the old process stops, the new one starts, the gate opens — none dropped;
+//   requests wait), requests inside finish (the front door's too), the old process stops, the new one starts, the gate opens;
 // - `overlap` (no Durable Objects): the new process starts beside the old one, new requests go to it as soon as it listens,
 //   and the old one stops once its requests are done — nothing waits.
 // Restart requests arriving within the coalescing window, or while a swap runs, share the next swap. With the Worker Loader
@@ -356,8 +356,7 @@ export class Shard {
     this.tracedRequests.clear()
     this.staleLoads = 0
     const requestsOnly = (script: RunnableScript) => this.options.codeLoading?.runsInLoader(script) ?? false
-    // A loaded Worker is loaded by its first request: a start does not compile them all.
-    const loadIdOf = (script: RunnableScript) => (runsInLoader(script) ? this.loadIds.register(script) : null)
+    const loadIdOf = (script: RunnableScript) => (runsInLoader(script) ? this.loadIds.register(script) : null) // loaded by its first request: a start compiles none
     this.loaded = new Map(scripts.map((script) => [script.name, loadedEntry(script, loadIdOf(script), requestsOnly(script), traced.has(script.name))]))
     this.settleLater() // a runaway's or a crash's replacement left its Workers to the loader
     void process.exited.then((exit) => {
@@ -383,12 +382,9 @@ export class Shard {
 
   /** The requests inside the running process have ended, the host's and the front door's, or the drain timeout passed. */
   private async drained(): Promise<void> {
-    await Promise.all([
-      this.inFlight.drained(this.options.drainTimeoutMs, (inFlight) =>
-        this.options.log.warn({shard: this.index, inFlight}, 'drain timed out; stopping the shard anyway'),
-      ),
-      this.options.outsideRequestsDone?.(this.socketPaths, this.options.drainTimeoutMs),
-    ])
+    const {drainTimeoutMs, outsideRequestsDone, log} = this.options
+    const warn = (inFlight: number) => log.warn({shard: this.index, inFlight}, 'drain timed out; stopping the shard anyway')
+    await Promise.all([this.inFlight.drained(drainTimeoutMs, warn), outsideRequestsDone?.(this.socketPaths, drainTimeoutMs)])
   }
 
   private async stopProcess(): Promise<void> {
